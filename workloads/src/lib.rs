@@ -1,0 +1,54 @@
+//! prepbench's pipeline model: samples and their encoding, the step trait and registry, the
+//! reference steps, and workload definitions (the reference ones are embedded from `defs/`).
+
+pub mod encoding;
+pub mod options;
+pub mod registry;
+pub mod rng;
+pub mod sample;
+pub mod step;
+pub mod steps;
+pub mod workload;
+
+pub use options::{CacheMode, Codec};
+pub use sample::{DType, Field, Sample, Tensor, TensorData};
+pub use step::{Step, StepContext, StepError};
+pub use workload::{Strategy, Workload, WorkloadError};
+
+/// The reference workloads shipped in `workloads/defs/`, by name.
+pub static BUILTIN: &[(&str, &str)] = &[("cv", include_str!("../defs/cv.yaml"))];
+
+/// Loads a reference workload by name, or a workload file by path.
+pub fn load(name_or_path: &str) -> Result<Workload, WorkloadError> {
+    match BUILTIN.iter().find(|(name, _)| *name == name_or_path) {
+        Some((name, yaml)) => Workload::from_yaml(yaml, &format!("workloads/defs/{name}.yaml")),
+        None => {
+            let path = std::path::Path::new(name_or_path);
+            if !path.exists() && !name_or_path.contains(['/', '.']) {
+                let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
+                return Err(WorkloadError::Invalid {
+                    file: name_or_path.to_string(),
+                    line: None,
+                    message: format!(
+                        "no reference workload or file of that name; reference workloads: {}",
+                        names.join(", ")
+                    ),
+                });
+            }
+            Workload::from_path(path)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_reference_workload_loads() {
+        for (name, _) in super::BUILTIN {
+            let w = super::load(name).unwrap();
+            assert_eq!(&w.name, name);
+            assert!(w.strategies().len() >= 2);
+        }
+        assert!(super::load("no-such-workload").is_err());
+    }
+}

@@ -1,0 +1,159 @@
+//! Names shared by workload files and the CLI: record codecs (`none`, `gzip[:level]`,
+//! `zlib[:level]`, `zstd[:level]`, `lz4`) and cache modes (`cold`, `warm`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer};
+
+/// How a shard stream is compressed. Levels are validated on parsing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Codec {
+    None,
+    Gzip { level: u32 },
+    Zlib { level: u32 },
+    Zstd { level: i32 },
+    Lz4,
+}
+
+pub const CODEC_NAMES: &str = "none, gzip[:0-9], zlib[:0-9], zstd[:1-22], lz4";
+
+impl Codec {
+    /// The file-name suffix of a shard written with this codec.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Codec::None => "",
+            Codec::Gzip { .. } => ".gz",
+            Codec::Zlib { .. } => ".zz",
+            Codec::Zstd { .. } => ".zst",
+            Codec::Lz4 => ".lz4",
+        }
+    }
+}
+
+impl fmt::Display for Codec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Codec::None => f.write_str("none"),
+            Codec::Gzip { level } => write!(f, "gzip:{level}"),
+            Codec::Zlib { level } => write!(f, "zlib:{level}"),
+            Codec::Zstd { level } => write!(f, "zstd:{level}"),
+            Codec::Lz4 => f.write_str("lz4"),
+        }
+    }
+}
+
+impl FromStr for Codec {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Codec, String> {
+        let (name, level) = match text.split_once(':') {
+            Some((n, l)) => (n, Some(l)),
+            None => (text, None),
+        };
+        let parse_level =
+            |range: std::ops::RangeInclusive<i64>, default: i64| -> Result<i64, String> {
+                match level {
+                    None => Ok(default),
+                    Some(l) => l
+                        .parse::<i64>()
+                        .ok()
+                        .filter(|v| range.contains(v))
+                        .ok_or_else(|| {
+                            format!("codec `{text}`: level must be an integer in {range:?}")
+                        }),
+                }
+            };
+        let no_level = |codec: Codec| match level {
+            None => Ok(codec),
+            Some(_) => Err(format!("codec `{name}` takes no level")),
+        };
+        match name {
+            "none" => no_level(Codec::None),
+            "lz4" => no_level(Codec::Lz4),
+            "gzip" => Ok(Codec::Gzip {
+                level: parse_level(0..=9, 6)? as u32,
+            }),
+            "zlib" => Ok(Codec::Zlib {
+                level: parse_level(0..=9, 6)? as u32,
+            }),
+            "zstd" => Ok(Codec::Zstd {
+                level: parse_level(1..=22, 3)? as i32,
+            }),
+            _ => Err(format!("unknown codec `{text}`; allowed: {CODEC_NAMES}")),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Codec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Codec, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The page-cache state an epoch starts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheMode {
+    /// The strategy's files are evicted (and their residency verified) before the epoch.
+    Cold,
+    /// The files are read once beforehand, or left as the previous epoch left them.
+    Warm,
+}
+
+impl CacheMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheMode::Cold => "cold",
+            CacheMode::Warm => "warm",
+        }
+    }
+}
+
+impl fmt::Display for CacheMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for CacheMode {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<CacheMode, String> {
+        match text {
+            "cold" => Ok(CacheMode::Cold),
+            "warm" => Ok(CacheMode::Warm),
+            _ => Err(format!("unknown cache mode `{text}`; allowed: cold, warm")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codecs_parse_with_default_and_explicit_levels() {
+        assert_eq!("none".parse::<Codec>().unwrap(), Codec::None);
+        assert_eq!("gzip".parse::<Codec>().unwrap(), Codec::Gzip { level: 6 });
+        assert_eq!("zlib:9".parse::<Codec>().unwrap(), Codec::Zlib { level: 9 });
+        assert_eq!("zstd".parse::<Codec>().unwrap(), Codec::Zstd { level: 3 });
+        assert_eq!(
+            "zstd:19".parse::<Codec>().unwrap(),
+            Codec::Zstd { level: 19 }
+        );
+        assert_eq!("lz4".parse::<Codec>().unwrap(), Codec::Lz4);
+        for c in ["none", "gzip:1", "zlib:6", "zstd:22", "lz4"] {
+            assert_eq!(c.parse::<Codec>().unwrap().to_string(), c);
+        }
+    }
+
+    #[test]
+    fn bad_codecs_say_what_is_allowed() {
+        assert!("snappy".parse::<Codec>().unwrap_err().contains("allowed"));
+        assert!("zstd:99".parse::<Codec>().unwrap_err().contains("1..=22"));
+        assert!("gzip:x".parse::<Codec>().unwrap_err().contains("level"));
+        assert!("lz4:3".parse::<Codec>().unwrap_err().contains("no level"));
+    }
+}

@@ -1,0 +1,171 @@
+//! `decode_jpeg`: decodes JPEG bytes to an RGB uint8 image tensor [height, width, 3], refusing
+//! images above a pixel limit before allocating them (decompression bombs).
+
+use std::io::Cursor;
+
+use image::{ImageFormat, ImageReader, Limits};
+use serde::Deserialize;
+
+use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::sample::{Field, Sample, Tensor, TensorData};
+use crate::step::{Step, StepContext, StepError};
+
+/// Pillow's default decompression-bomb error threshold (2 x `Image.MAX_IMAGE_PIXELS`).
+const DEFAULT_MAX_PIXELS: u64 = 178_956_970;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    #[serde(default = "default_from")]
+    pub from: String,
+    #[serde(default = "super::default_image_field")]
+    pub to: String,
+    #[serde(default = "default_max_pixels")]
+    pub max_pixels: u64,
+}
+
+fn default_from() -> String {
+    "data".to_string()
+}
+
+fn default_max_pixels() -> u64 {
+    DEFAULT_MAX_PIXELS
+}
+
+pub static SPEC: StepSpec = StepSpec {
+    op: "decode_jpeg",
+    summary: "decode JPEG bytes to an RGB uint8 image [height, width, 3]",
+    random: false,
+    params: &[
+        ParamDoc {
+            name: "from",
+            kind: "string",
+            default: Some("data"),
+            doc: "bytes field holding the JPEG",
+        },
+        ParamDoc {
+            name: "to",
+            kind: "string",
+            default: Some("image"),
+            doc: "image field to write",
+        },
+        ParamDoc {
+            name: "max_pixels",
+            kind: "integer",
+            default: Some("178956970"),
+            doc: "refuse larger images before decoding",
+        },
+    ],
+    build: |de| build_step(de, DecodeJpeg::new),
+};
+
+#[derive(Debug)]
+pub struct DecodeJpeg {
+    params: Params,
+}
+
+impl DecodeJpeg {
+    pub fn new(params: Params) -> Result<DecodeJpeg, String> {
+        if params.max_pixels == 0 {
+            return Err("max_pixels must be positive".to_string());
+        }
+        Ok(DecodeJpeg { params })
+    }
+}
+
+impl Step for DecodeJpeg {
+    fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
+        let bytes = sample.take_bytes(&self.params.from)?;
+        let image = decode_rgb8(&bytes, self.params.max_pixels)?;
+        sample.set(&self.params.to, Field::Tensor(image));
+        Ok(sample)
+    }
+}
+
+/// Decodes JPEG bytes into an RGB uint8 tensor, checking the header's size against `max_pixels`.
+pub fn decode_rgb8(bytes: &[u8], max_pixels: u64) -> Result<Tensor, StepError> {
+    let bad = |e: image::ImageError| StepError::new(format!("invalid JPEG: {e}"));
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), ImageFormat::Jpeg);
+    let (width, height) = reader.into_dimensions().map_err(bad)?;
+    let pixels = width as u64 * height as u64;
+    if pixels > max_pixels {
+        return Err(StepError::new(format!(
+            "image of {width}x{height} = {pixels} pixels exceeds max_pixels {max_pixels}"
+        )));
+    }
+    reader = ImageReader::with_format(Cursor::new(bytes), ImageFormat::Jpeg);
+    let mut limits = Limits::default();
+    limits.max_alloc = Some(pixels.saturating_mul(8).max(1 << 20));
+    reader.limits(limits);
+    let rgb = reader.decode().map_err(bad)?.into_rgb8();
+    let (w, h) = rgb.dimensions();
+    Tensor::new(
+        vec![h as usize, w as usize, 3],
+        TensorData::U8(rgb.into_raw()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jpeg(width: u32, height: u32) -> Vec<u8> {
+        let img =
+            image::RgbImage::from_fn(width, height, |x, y| image::Rgb([x as u8, y as u8, 128]));
+        let mut out = Vec::new();
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 95)
+            .encode_image(&img)
+            .unwrap();
+        out
+    }
+
+    fn step(max_pixels: u64) -> DecodeJpeg {
+        DecodeJpeg::new(Params {
+            from: default_from(),
+            to: "image".into(),
+            max_pixels,
+        })
+        .unwrap()
+    }
+
+    const CTX: StepContext = StepContext {
+        seed: 0,
+        epoch: 0,
+        step_index: 1,
+    };
+
+    #[test]
+    fn decodes_to_height_width_3_close_to_the_source() {
+        let s = Sample::new(0).with("data", Field::Bytes(jpeg(40, 30)));
+        let out = step(DEFAULT_MAX_PIXELS).apply(s, &CTX).unwrap();
+        let t = out.tensor("image").unwrap();
+        assert_eq!(t.shape(), &[30, 40, 3]);
+        let TensorData::U8(px) = t.data() else {
+            panic!("not u8")
+        };
+        // pixel (x=20, y=10): R ~ 20, G ~ 10, B ~ 128 after lossy coding
+        let i = (10 * 40 + 20) * 3;
+        assert!(
+            (px[i] as i32 - 20).abs() <= 6 && (px[i + 1] as i32 - 10).abs() <= 6,
+            "{:?}",
+            &px[i..i + 3]
+        );
+        assert!(out.get("data").is_none());
+    }
+
+    #[test]
+    fn garbage_truncated_and_oversized_inputs_are_errors() {
+        for bad in [
+            Vec::new(),
+            b"not a jpeg".to_vec(),
+            jpeg(64, 64)[..200].to_vec(),
+        ] {
+            let s = Sample::new(1).with("data", Field::Bytes(bad));
+            let err = step(DEFAULT_MAX_PIXELS).apply(s, &CTX).unwrap_err();
+            assert!(err.message.contains("JPEG"), "{err}");
+        }
+        let s = Sample::new(2).with("data", Field::Bytes(jpeg(64, 64)));
+        let err = step(1000).apply(s, &CTX).unwrap_err();
+        assert!(err.message.contains("exceeds max_pixels"), "{err}");
+    }
+}

@@ -1,0 +1,25 @@
+//! The reference steps, one module per op. Each module exposes `SPEC`, registered in
+//! [`crate::registry::REGISTRY`].
+
+pub mod decode_jpeg;
+pub mod pixel_center;
+pub mod random_crop;
+pub mod read_file;
+pub mod resize_shorter;
+
+use crate::sample::Tensor;
+use crate::step::StepError;
+
+/// The (height, width, channels) of an image tensor laid out HxWxC.
+pub(crate) fn image_dims(tensor: &Tensor, field: &str) -> Result<(usize, usize, usize), StepError> {
+    match *tensor.shape() {
+        [h, w, c] => Ok((h, w, c)),
+        ref other => Err(StepError::new(format!(
+            "field `{field}` has shape {other:?}, expected an image [height, width, channels]"
+        ))),
+    }
+}
+
+fn default_image_field() -> String {
+    "image".to_string()
+}

@@ -1,0 +1,144 @@
+//! `pixel_center`: converts a uint8 tensor to float32 as x / scale + offset; the defaults give
+//! the paper's x / 127.5 - 1, mapping [0, 255] to [-1, 1].
+
+use serde::Deserialize;
+
+use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::sample::{Field, Sample, Tensor, TensorData};
+use crate::step::{Step, StepContext, StepError};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    #[serde(default = "super::default_image_field")]
+    pub field: String,
+    #[serde(default = "default_scale")]
+    pub scale: f32,
+    #[serde(default = "default_offset")]
+    pub offset: f32,
+}
+
+fn default_scale() -> f32 {
+    127.5
+}
+
+fn default_offset() -> f32 {
+    -1.0
+}
+
+pub static SPEC: StepSpec = StepSpec {
+    op: "pixel_center",
+    summary: "uint8 to float32 as x / scale + offset (default: [0, 255] -> [-1, 1])",
+    random: false,
+    params: &[
+        ParamDoc {
+            name: "field",
+            kind: "string",
+            default: Some("image"),
+            doc: "uint8 tensor to convert",
+        },
+        ParamDoc {
+            name: "scale",
+            kind: "float",
+            default: Some("127.5"),
+            doc: "divisor",
+        },
+        ParamDoc {
+            name: "offset",
+            kind: "float",
+            default: Some("-1.0"),
+            doc: "added after dividing",
+        },
+    ],
+    build: |de| build_step(de, PixelCenter::new),
+};
+
+#[derive(Debug)]
+pub struct PixelCenter {
+    params: Params,
+    /// x / scale + offset for every possible uint8 value, computed once.
+    table: [f32; 256],
+}
+
+impl PixelCenter {
+    pub fn new(params: Params) -> Result<PixelCenter, String> {
+        if !params.scale.is_finite() || params.scale == 0.0 || !params.offset.is_finite() {
+            return Err(format!(
+                "scale must be finite and non-zero, offset finite (got {}, {})",
+                params.scale, params.offset
+            ));
+        }
+        let table = std::array::from_fn(|v| v as f32 / params.scale + params.offset);
+        Ok(PixelCenter { params, table })
+    }
+}
+
+impl Step for PixelCenter {
+    fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
+        let field = &self.params.field;
+        let tensor = sample.take_tensor(field)?;
+        let (shape, data) = tensor.into_parts();
+        let TensorData::U8(pixels) = data else {
+            return Err(StepError::new(format!(
+                "field `{field}` is {}, expected uint8",
+                data.dtype()
+            )));
+        };
+        let centred: Vec<f32> = pixels.iter().map(|&p| self.table[p as usize]).collect();
+        sample.set(
+            field,
+            Field::Tensor(Tensor::new(shape, TensorData::F32(centred))?),
+        );
+        Ok(sample)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_0_255_to_minus_one_one_exactly_like_the_formula() {
+        let step = PixelCenter::new(Params {
+            field: "image".into(),
+            scale: 127.5,
+            offset: -1.0,
+        })
+        .unwrap();
+        let px: Vec<u8> = (0..=255).collect();
+        let s = Sample::new(0).with(
+            "image",
+            Field::Tensor(Tensor::new(vec![16, 16, 1], TensorData::U8(px)).unwrap()),
+        );
+        let out = step
+            .apply(
+                s,
+                &StepContext {
+                    seed: 0,
+                    epoch: 0,
+                    step_index: 3,
+                },
+            )
+            .unwrap();
+        let t = out.tensor("image").unwrap();
+        assert_eq!(t.shape(), &[16, 16, 1]);
+        let TensorData::F32(v) = t.data() else {
+            panic!()
+        };
+        assert_eq!(v[0], -1.0);
+        assert_eq!(v[255], 1.0);
+        for (i, x) in v.iter().enumerate() {
+            assert_eq!(*x, i as f32 / 127.5 - 1.0);
+        }
+    }
+
+    #[test]
+    fn zero_scale_is_refused() {
+        assert!(PixelCenter::new(Params {
+            field: "image".into(),
+            scale: 0.0,
+            offset: 0.0
+        })
+        .is_err());
+    }
+}

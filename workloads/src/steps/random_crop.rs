@@ -1,0 +1,198 @@
+//! `random_crop`: cuts a [height, width, channels] window at a random offset (any dtype), drawn
+//! from the run seed, the sample id and the epoch. Always online.
+
+use serde::Deserialize;
+
+use super::image_dims;
+use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::sample::{Field, Sample, Tensor, TensorData};
+use crate::step::{Step, StepContext, StepError};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    #[serde(default = "super::default_image_field")]
+    pub field: String,
+    pub height: usize,
+    pub width: usize,
+}
+
+pub static SPEC: StepSpec = StepSpec {
+    op: "random_crop",
+    summary:
+        "crop a random height x width window of an image [h, w, c] (seeded by sample id and epoch)",
+    random: true,
+    params: &[
+        ParamDoc {
+            name: "field",
+            kind: "string",
+            default: Some("image"),
+            doc: "image tensor [h, w, c], any dtype",
+        },
+        ParamDoc {
+            name: "height",
+            kind: "integer",
+            default: None,
+            doc: "crop height",
+        },
+        ParamDoc {
+            name: "width",
+            kind: "integer",
+            default: None,
+            doc: "crop width",
+        },
+    ],
+    build: |de| build_step(de, RandomCrop::new),
+};
+
+#[derive(Debug)]
+pub struct RandomCrop {
+    params: Params,
+}
+
+impl RandomCrop {
+    pub fn new(params: Params) -> Result<RandomCrop, String> {
+        if params.height == 0 || params.width == 0 {
+            return Err("height and width must be positive".to_string());
+        }
+        Ok(RandomCrop { params })
+    }
+}
+
+fn crop_rows<T: Copy>(
+    src: &[T],
+    w: usize,
+    c: usize,
+    top: usize,
+    left: usize,
+    ch: usize,
+    cw: usize,
+) -> Vec<T> {
+    let mut out = Vec::with_capacity(ch * cw * c);
+    for row in top..top + ch {
+        let start = (row * w + left) * c;
+        out.extend_from_slice(&src[start..start + cw * c]);
+    }
+    out
+}
+
+impl Step for RandomCrop {
+    fn apply(&self, mut sample: Sample, ctx: &StepContext) -> Result<Sample, StepError> {
+        let field = &self.params.field;
+        let (ch, cw) = (self.params.height, self.params.width);
+        let tensor = sample.tensor(field)?;
+        let (h, w, c) = image_dims(tensor, field)?;
+        if h < ch || w < cw {
+            return Err(StepError::new(format!(
+                "cannot crop {ch}x{cw} from a {h}x{w} image in `{field}`"
+            )));
+        }
+        let mut rng = ctx.rng(sample.id);
+        let top = rng.below((h - ch + 1) as u64) as usize;
+        let left = rng.below((w - cw + 1) as u64) as usize;
+        let data = match tensor.data() {
+            TensorData::U8(v) => TensorData::U8(crop_rows(v, w, c, top, left, ch, cw)),
+            TensorData::U16(v) => TensorData::U16(crop_rows(v, w, c, top, left, ch, cw)),
+            TensorData::I16(v) => TensorData::I16(crop_rows(v, w, c, top, left, ch, cw)),
+            TensorData::I32(v) => TensorData::I32(crop_rows(v, w, c, top, left, ch, cw)),
+            TensorData::F32(v) => TensorData::F32(crop_rows(v, w, c, top, left, ch, cw)),
+            TensorData::F64(v) => TensorData::F64(crop_rows(v, w, c, top, left, ch, cw)),
+        };
+        sample.set(field, Field::Tensor(Tensor::new(vec![ch, cw, c], data)?));
+        Ok(sample)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ramp(id: u64, h: usize, w: usize) -> Sample {
+        // Each pixel encodes its own (row, column) so the crop offset can be read back.
+        let px: Vec<i32> = (0..h * w)
+            .flat_map(|i| [(i / w) as i32, (i % w) as i32])
+            .collect();
+        Sample::new(id).with(
+            "image",
+            Field::Tensor(Tensor::new(vec![h, w, 2], TensorData::I32(px)).unwrap()),
+        )
+    }
+
+    fn crop() -> RandomCrop {
+        RandomCrop::new(Params {
+            field: "image".into(),
+            height: 4,
+            width: 5,
+        })
+        .unwrap()
+    }
+
+    fn offset(out: &Sample) -> (i32, i32) {
+        let TensorData::I32(v) = out.tensor("image").unwrap().data() else {
+            panic!()
+        };
+        (v[0], v[1])
+    }
+
+    #[test]
+    fn crops_a_contiguous_window_of_the_right_shape() {
+        let ctx = StepContext {
+            seed: 1,
+            epoch: 0,
+            step_index: 4,
+        };
+        let out = crop().apply(ramp(0, 10, 12), &ctx).unwrap();
+        let t = out.tensor("image").unwrap();
+        assert_eq!(t.shape(), &[4, 5, 2]);
+        let TensorData::I32(v) = t.data() else {
+            panic!()
+        };
+        let (top, left) = (v[0], v[1]);
+        for r in 0..4 {
+            for col in 0..5 {
+                let i = (r * 5 + col) * 2;
+                assert_eq!((v[i], v[i + 1]), (top + r as i32, left + col as i32));
+            }
+        }
+    }
+
+    #[test]
+    fn offsets_depend_on_id_and_epoch_and_are_reproducible() {
+        let at = |id, epoch| {
+            offset(
+                &crop()
+                    .apply(
+                        ramp(id, 40, 40),
+                        &StepContext {
+                            seed: 9,
+                            epoch,
+                            step_index: 4,
+                        },
+                    )
+                    .unwrap(),
+            )
+        };
+        assert_eq!(at(3, 0), at(3, 0));
+        let distinct: std::collections::HashSet<_> = (0..20).map(|e| at(3, e)).collect();
+        assert!(
+            distinct.len() > 10,
+            "epochs should move the crop: {distinct:?}"
+        );
+        let distinct: std::collections::HashSet<_> = (0..20).map(|id| at(id, 0)).collect();
+        assert!(
+            distinct.len() > 10,
+            "ids should move the crop: {distinct:?}"
+        );
+    }
+
+    #[test]
+    fn too_small_an_image_is_an_error() {
+        let ctx = StepContext {
+            seed: 1,
+            epoch: 0,
+            step_index: 4,
+        };
+        let err = crop().apply(ramp(0, 3, 12), &ctx).unwrap_err();
+        assert!(err.message.contains("cannot crop"), "{err}");
+    }
+}

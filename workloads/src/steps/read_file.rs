@@ -1,0 +1,112 @@
+//! `read_file`: reads the file named by a text field into a bytes field (the paper's "read";
+//! its output, materialized, is the `concatenated` strategy).
+
+use serde::Deserialize;
+
+use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::sample::{Field, Sample};
+use crate::step::{Step, StepContext, StepError};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    #[serde(default = "default_from")]
+    pub from: String,
+    #[serde(default = "default_to")]
+    pub to: String,
+    /// Keep the path field after reading (off: stored records then hold only the bytes).
+    #[serde(default)]
+    pub keep_path: bool,
+}
+
+fn default_from() -> String {
+    "path".to_string()
+}
+
+fn default_to() -> String {
+    "data".to_string()
+}
+
+pub static SPEC: StepSpec = StepSpec {
+    op: "read_file",
+    summary: "read the file named by a text field into a bytes field",
+    random: false,
+    params: &[
+        ParamDoc {
+            name: "from",
+            kind: "string",
+            default: Some("path"),
+            doc: "text field holding the file path",
+        },
+        ParamDoc {
+            name: "to",
+            kind: "string",
+            default: Some("data"),
+            doc: "bytes field to write",
+        },
+        ParamDoc {
+            name: "keep_path",
+            kind: "bool",
+            default: Some("false"),
+            doc: "keep the path field",
+        },
+    ],
+    build: |de| build_step(de, ReadFile::new),
+};
+
+#[derive(Debug)]
+pub struct ReadFile {
+    params: Params,
+}
+
+impl ReadFile {
+    pub fn new(params: Params) -> Result<ReadFile, String> {
+        Ok(ReadFile { params })
+    }
+}
+
+impl Step for ReadFile {
+    fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
+        let path = sample.text(&self.params.from)?.to_string();
+        let bytes =
+            std::fs::read(&path).map_err(|e| StepError::new(format!("cannot read {path}: {e}")))?;
+        if !self.params.keep_path {
+            sample.remove(&self.params.from);
+        }
+        sample.set(&self.params.to, Field::Bytes(bytes));
+        Ok(sample)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_named_file_and_drops_the_path() {
+        let dir = std::env::temp_dir().join(format!("pb-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("a.bin");
+        std::fs::write(&file, b"hello").unwrap();
+        let step = ReadFile::new(Params {
+            from: default_from(),
+            to: default_to(),
+            keep_path: false,
+        })
+        .unwrap();
+        let ctx = StepContext {
+            seed: 0,
+            epoch: 0,
+            step_index: 0,
+        };
+        let s = Sample::new(3).with("path", Field::Text(file.display().to_string()));
+        let out = step.apply(s, &ctx).unwrap();
+        assert_eq!(out.bytes("data").unwrap(), b"hello");
+        assert!(out.get("path").is_none());
+        let missing =
+            Sample::new(4).with("path", Field::Text(dir.join("nope").display().to_string()));
+        let err = step.apply(missing, &ctx).unwrap_err();
+        assert!(err.message.contains("nope"), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,575 @@
+//! Workload files: a dataset source, an ordered list of named steps, and sweep defaults, loaded
+//! strictly from YAML (unknown keys, unknown ops, bad parameters and impossible splits are errors
+//! naming the file, the line and what is allowed). Strategies are derived from the steps.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use thiserror::Error;
+
+use crate::options::{CacheMode, Codec};
+use crate::registry::{find_step, step_ops, StepSpec};
+use crate::step::Step;
+
+/// The strategy name of split 0 (every step online, raw files read online).
+pub const UNPROCESSED: &str = "unprocessed";
+
+#[derive(Debug, Error)]
+pub enum WorkloadError {
+    #[error("cannot read workload file {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{file}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Invalid {
+        file: String,
+        line: Option<usize>,
+        message: String,
+    },
+}
+
+/// Where the dataset comes from: a kind known to the `datasets` crate (a layout reader and a
+/// generator), a path (generated there when missing), and how many samples a run uses.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetSpec {
+    pub kind: String,
+    /// Relative paths are resolved against the data directory (`--data-dir`).
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// Samples a run uses unless `--samples` says otherwise (the first N in source order).
+    #[serde(default = "default_samples")]
+    pub samples: usize,
+    /// Seed of the generator when the dataset has to be generated.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+fn default_samples() -> usize {
+    1000
+}
+
+/// Default settings of a sweep over this workload; the CLI overrides each.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepDefaults {
+    /// Empty means every strategy the steps allow.
+    #[serde(default)]
+    pub strategies: Vec<String>,
+    #[serde(default = "default_codecs")]
+    pub codecs: Vec<Codec>,
+    #[serde(default = "default_threads")]
+    pub threads: Vec<usize>,
+    #[serde(default = "default_cache")]
+    pub cache: Vec<CacheMode>,
+    #[serde(default = "default_trials")]
+    pub trials: usize,
+    #[serde(default = "default_epochs")]
+    pub epochs: usize,
+    /// Shards per materialized strategy (fixed, so one store serves every thread count).
+    #[serde(default = "default_shards")]
+    pub shards: usize,
+}
+
+fn default_codecs() -> Vec<Codec> {
+    vec![Codec::None]
+}
+fn default_threads() -> Vec<usize> {
+    vec![1, 2, 4, 8]
+}
+fn default_cache() -> Vec<CacheMode> {
+    vec![CacheMode::Cold]
+}
+fn default_trials() -> usize {
+    5
+}
+fn default_epochs() -> usize {
+    2
+}
+fn default_shards() -> usize {
+    16
+}
+
+impl Default for SweepDefaults {
+    fn default() -> Self {
+        SweepDefaults {
+            strategies: Vec::new(),
+            codecs: default_codecs(),
+            threads: default_threads(),
+            cache: default_cache(),
+            trials: default_trials(),
+            epochs: default_epochs(),
+            shards: default_shards(),
+        }
+    }
+}
+
+/// One step of a workload as written in its file, built into a runnable [`Step`].
+pub struct StepDef {
+    /// The step's name, which is also the name of the strategy that materializes its output.
+    pub name: String,
+    pub spec: &'static StepSpec,
+    pub step: Box<dyn Step>,
+    /// True when the op is random or the file says `random: true`.
+    pub random: bool,
+}
+
+impl fmt::Debug for StepDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} = {} {:?}", self.name, self.spec.op, self.step)
+    }
+}
+
+/// A split point: steps `[0, split)` run offline, the rest online.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Strategy {
+    pub name: String,
+    pub split: usize,
+}
+
+/// A loaded, validated workload.
+#[derive(Debug)]
+pub struct Workload {
+    pub name: String,
+    pub description: String,
+    pub dataset: DatasetSpec,
+    pub steps: Vec<StepDef>,
+    pub sweep: SweepDefaults,
+    /// The YAML text as loaded, kept for the results manifest.
+    pub yaml: String,
+    /// Where it was loaded from (a path, or `builtin:NAME`).
+    pub origin: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkloadFile {
+    name: String,
+    #[serde(default)]
+    description: String,
+    dataset: DatasetSpec,
+    steps: Vec<StepDef>,
+    #[serde(default)]
+    sweep: SweepDefaults,
+}
+
+impl Workload {
+    pub fn from_path(path: &Path) -> Result<Workload, WorkloadError> {
+        let text = std::fs::read_to_string(path).map_err(|source| WorkloadError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Workload::from_yaml(&text, &path.display().to_string())
+    }
+
+    /// Parses and validates `yaml`; `origin` names the file in error messages.
+    pub fn from_yaml(yaml: &str, origin: &str) -> Result<Workload, WorkloadError> {
+        let file: WorkloadFile = serde_yaml_ng::from_str(yaml).map_err(|e| {
+            let line = e.location().map(|l| l.line());
+            let message = strip_location(&e.to_string());
+            WorkloadError::Invalid {
+                file: origin.to_string(),
+                line,
+                message,
+            }
+        })?;
+        let workload = Workload {
+            name: file.name,
+            description: file.description,
+            dataset: file.dataset,
+            steps: file.steps,
+            sweep: file.sweep,
+            yaml: yaml.to_string(),
+            origin: origin.to_string(),
+        };
+        workload.validate()?;
+        Ok(workload)
+    }
+
+    fn invalid(&self, needle: Option<&str>, message: String) -> WorkloadError {
+        WorkloadError::Invalid {
+            file: self.origin.clone(),
+            line: needle.and_then(|n| line_of(&self.yaml, n)),
+            message,
+        }
+    }
+
+    fn validate(&self) -> Result<(), WorkloadError> {
+        if self.steps.is_empty() {
+            return Err(self.invalid(Some("steps"), "a workload needs at least one step".into()));
+        }
+        let mut seen = vec![UNPROCESSED];
+        for def in &self.steps {
+            if seen.contains(&def.name.as_str()) {
+                return Err(self.invalid(
+                    Some(&def.name),
+                    format!("step name `{}` is used twice (or is reserved); step names name strategies and must be unique", def.name),
+                ));
+            }
+            seen.push(&def.name);
+        }
+        if self.dataset.samples == 0 {
+            return Err(self.invalid(Some("samples"), "dataset.samples must be at least 1".into()));
+        }
+        let sweep = &self.sweep;
+        for (what, bad) in [
+            (
+                "threads",
+                sweep.threads.is_empty() || sweep.threads.contains(&0),
+            ),
+            ("codecs", sweep.codecs.is_empty()),
+            ("cache", sweep.cache.is_empty()),
+            ("trials", sweep.trials == 0),
+            ("epochs", sweep.epochs == 0),
+            ("shards", sweep.shards == 0),
+        ] {
+            if bad {
+                return Err(self.invalid(
+                    Some(what),
+                    format!("sweep.{what} must be non-empty and positive"),
+                ));
+            }
+        }
+        for name in &sweep.strategies {
+            self.strategy(name)
+                .map_err(|message| self.invalid(Some("strategies"), message))?;
+        }
+        Ok(())
+    }
+
+    /// Every strategy the steps allow: `unprocessed`, then one per step output up to (not
+    /// including) the first random step.
+    pub fn strategies(&self) -> Vec<Strategy> {
+        let mut out = vec![Strategy {
+            name: UNPROCESSED.to_string(),
+            split: 0,
+        }];
+        for (i, def) in self.steps.iter().enumerate() {
+            if def.random {
+                break;
+            }
+            out.push(Strategy {
+                name: def.name.clone(),
+                split: i + 1,
+            });
+        }
+        out
+    }
+
+    /// Looks a strategy up by name; the error says why it is impossible and what is allowed.
+    pub fn strategy(&self, name: &str) -> Result<Strategy, String> {
+        if let Some(s) = self.strategies().into_iter().find(|s| s.name == name) {
+            return Ok(s);
+        }
+        let allowed: Vec<String> = self.strategies().into_iter().map(|s| s.name).collect();
+        let reason = match self.steps.iter().position(|d| d.name == name) {
+            Some(i) => {
+                let random = self.steps[..=i]
+                    .iter()
+                    .find(|d| d.random)
+                    .map(|d| d.name.as_str());
+                format!(
+                    "strategy `{name}` would materialize the output of random step `{}`, which must run online every epoch",
+                    random.unwrap_or(name)
+                )
+            }
+            None => format!("workload `{}` has no step named `{name}`", self.name),
+        };
+        Err(format!(
+            "{reason}; allowed strategies: {}",
+            allowed.join(", ")
+        ))
+    }
+
+    /// The strategies the sweep asks for (all allowed ones when it names none).
+    pub fn sweep_strategies(&self) -> Vec<Strategy> {
+        if self.sweep.strategies.is_empty() {
+            return self.strategies();
+        }
+        self.strategies()
+            .into_iter()
+            .filter(|s| self.sweep.strategies.contains(&s.name))
+            .collect()
+    }
+
+    /// A stable description of steps `[0, split)` and their parameters: two workloads whose
+    /// prefixes describe equal compute the same materialized data.
+    pub fn prefix_fingerprint(&self, split: usize) -> String {
+        self.steps[..split]
+            .iter()
+            .map(|d| format!("{d:?}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// xxh3 of the YAML text, as hex.
+    pub fn yaml_hash(&self) -> String {
+        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(self.yaml.as_bytes()))
+    }
+}
+
+/// serde_yaml appends " at line L column C"; the error carries the line separately.
+fn strip_location(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+/// 1-based line of the first line mentioning `needle` as a whole word, if any.
+fn line_of(text: &str, needle: &str) -> Option<usize> {
+    text.lines()
+        .position(|line| {
+            line.match_indices(needle).any(|(i, _)| {
+                let before = line[..i].chars().next_back();
+                let after = line[i + needle.len()..].chars().next();
+                let word = |c: Option<char>| {
+                    c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-')
+                };
+                !word(before) && !word(after)
+            })
+        })
+        .map(|i| i + 1)
+}
+
+const STEP_KEYS: &[&str] = &["name", "op", "params", "random"];
+
+impl<'de> Deserialize<'de> for StepDef {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<StepDef, D::Error> {
+        d.deserialize_map(StepVisitor)
+    }
+}
+
+struct StepVisitor;
+
+/// Builds a step straight from the YAML deserializer, so parameter errors keep their location.
+struct ParamsSeed(&'static StepSpec);
+
+impl<'de> DeserializeSeed<'de> for ParamsSeed {
+    type Value = Box<dyn Step>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Box<dyn Step>, D::Error> {
+        let mut erased = <dyn erased_serde::Deserializer>::erase(d);
+        (self.0.build)(&mut erased)
+            .map_err(|e| de::Error::custom(format!("op `{}`: {e}", self.0.op)))
+    }
+}
+
+fn param_names(spec: &StepSpec) -> String {
+    let names: Vec<&str> = spec.params.iter().map(|p| p.name).collect();
+    if names.is_empty() {
+        "(none)".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+impl<'de> Visitor<'de> for StepVisitor {
+    type Value = StepDef;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a step: a map with `name`, `op`, optional `params` and `random`")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StepDef, A::Error> {
+        let mut name: Option<String> = None;
+        let mut spec: Option<&'static StepSpec> = None;
+        let mut step: Option<Box<dyn Step>> = None;
+        let mut deferred: Option<serde_yaml_ng::Value> = None;
+        let mut random: Option<bool> = None;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "name" => name = Some(map.next_value()?),
+                "op" => {
+                    let op: String = map.next_value()?;
+                    spec = Some(find_step(&op).ok_or_else(|| {
+                        de::Error::custom(format!(
+                            "unknown op `{op}`; known ops: {}",
+                            step_ops().join(", ")
+                        ))
+                    })?);
+                }
+                "params" => match spec {
+                    Some(s) => step = Some(map.next_value_seed(ParamsSeed(s))?),
+                    None => deferred = Some(map.next_value()?),
+                },
+                "random" => random = Some(map.next_value()?),
+                other => return Err(de::Error::unknown_field(other, STEP_KEYS)),
+            }
+        }
+        let name = name.ok_or_else(|| de::Error::missing_field("name"))?;
+        let spec = spec.ok_or_else(|| de::Error::missing_field("op"))?;
+        let context = |e: erased_serde::Error| {
+            de::Error::custom(format!(
+                "step `{name}` (op `{}`): {e}; its parameters: {}",
+                spec.op,
+                param_names(spec)
+            ))
+        };
+        let step = match (step, deferred) {
+            (Some(step), _) => step,
+            (None, Some(value)) => {
+                (spec.build)(&mut <dyn erased_serde::Deserializer>::erase(value))
+                    .map_err(context)?
+            }
+            (None, None) => {
+                let empty = serde_yaml_ng::Value::Mapping(Default::default());
+                (spec.build)(&mut <dyn erased_serde::Deserializer>::erase(empty))
+                    .map_err(context)?
+            }
+        };
+        if spec.random && random == Some(false) {
+            return Err(de::Error::custom(format!(
+                "step `{name}`: op `{}` is random and always runs online; remove `random: false`",
+                spec.op
+            )));
+        }
+        Ok(StepDef {
+            name,
+            spec,
+            step,
+            random: spec.random || random.unwrap_or(false),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "\
+name: tiny
+dataset:
+  kind: imagenet
+  samples: 10
+steps:
+  - name: concatenated
+    op: read_file
+  - name: decoded
+    op: decode_jpeg
+  - name: resized
+    op: resize_shorter
+    params: {size: 32}
+  - name: cropped
+    op: random_crop
+    params: {height: 8, width: 8}
+sweep:
+  threads: [1, 2]
+  codecs: [none, zstd:5]
+";
+
+    fn err(yaml: &str) -> (Option<usize>, String) {
+        match Workload::from_yaml(yaml, "w.yaml").unwrap_err() {
+            WorkloadError::Invalid {
+                file,
+                line,
+                message,
+            } => {
+                assert_eq!(file, "w.yaml");
+                (line, message)
+            }
+            other => panic!("unexpected {other}"),
+        }
+    }
+
+    #[test]
+    fn strategies_stop_before_the_first_random_step() {
+        let w = Workload::from_yaml(GOOD, "w.yaml").unwrap();
+        let names: Vec<String> = w.strategies().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["unprocessed", "concatenated", "decoded", "resized"]);
+        assert_eq!(w.strategy("decoded").unwrap().split, 2);
+        assert_eq!(w.sweep.codecs, vec![Codec::None, Codec::Zstd { level: 5 }]);
+        assert!(w.steps[3].random);
+        let e = w.strategy("cropped").unwrap_err();
+        assert!(
+            e.contains("random step `cropped`") && e.contains("allowed strategies: unprocessed"),
+            "{e}"
+        );
+        assert!(w.strategy("nope").unwrap_err().contains("no step named"));
+    }
+
+    #[test]
+    fn unknown_top_level_key_names_key_and_line() {
+        let (line, msg) = err(&GOOD.replace("sweep:", "sweeep:"));
+        assert_eq!(line, Some(16));
+        assert!(
+            msg.contains("unknown field `sweeep`") && msg.contains("expected one of"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn unknown_param_names_param_line_and_allowed_values() {
+        let (line, msg) = err(&GOOD.replace("{size: 32}", "{sise: 32}"));
+        assert_eq!(line, Some(10), "the line of the step");
+        assert!(msg.contains("sise") && msg.contains("size"), "{msg}");
+    }
+
+    #[test]
+    fn unknown_op_lists_known_ops() {
+        let (line, msg) = err(&GOOD.replace("op: decode_jpeg", "op: decode_jpg"));
+        assert_eq!(line, Some(8), "the line of the step");
+        assert!(
+            msg.contains("unknown op `decode_jpg`") && msg.contains("decode_jpeg"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn bad_param_type_and_missing_param_are_errors() {
+        let (line, msg) = err(&GOOD.replace("{size: 32}", "{size: big}"));
+        assert_eq!(line, Some(10));
+        assert!(msg.contains("invalid type"), "{msg}");
+        let (_, msg) = err(&GOOD.replace("    params: {size: 32}\n", ""));
+        assert!(
+            msg.contains("missing field `size`") && msg.contains("step `resized`"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn split_after_a_random_step_is_refused_with_its_line() {
+        let (line, msg) =
+            err(&GOOD.replace("  codecs:", "  strategies: [decoded, cropped]\n  codecs:"));
+        assert_eq!(line, Some(18));
+        assert!(msg.contains("random step `cropped`"), "{msg}");
+    }
+
+    #[test]
+    fn duplicate_names_bad_codecs_and_random_false_are_errors() {
+        let (_, msg) = err(&GOOD.replace("name: resized", "name: decoded"));
+        assert!(msg.contains("used twice"), "{msg}");
+        let (line, msg) = err(&GOOD.replace("zstd:5", "brotli"));
+        assert_eq!(line, Some(18));
+        assert!(msg.contains("unknown codec"), "{msg}");
+        let (_, msg) = err(&GOOD.replace("op: random_crop", "op: random_crop\n    random: false"));
+        assert!(msg.contains("always runs online"), "{msg}");
+        let (_, msg) = err(&GOOD.replace("threads: [1, 2]", "threads: [0]"));
+        assert!(msg.contains("sweep.threads"), "{msg}");
+    }
+
+    #[test]
+    fn params_before_op_still_validate() {
+        let yaml = GOOD.replace(
+            "    op: resize_shorter\n    params: {size: 32}",
+            "    params: {size: 32}\n    op: resize_shorter",
+        );
+        Workload::from_yaml(&yaml, "w.yaml").unwrap();
+        let (_, msg) = err(&yaml.replace("{size: 32}", "{size: 32, x: 1}"));
+        assert!(
+            msg.contains("unknown field `x`") && msg.contains("step `resized`"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn prefix_fingerprint_changes_with_parameters() {
+        let a = Workload::from_yaml(GOOD, "w.yaml").unwrap();
+        let b = Workload::from_yaml(&GOOD.replace("size: 32", "size: 33"), "w.yaml").unwrap();
+        assert_eq!(a.prefix_fingerprint(2), b.prefix_fingerprint(2));
+        assert_ne!(a.prefix_fingerprint(3), b.prefix_fingerprint(3));
+    }
+}
