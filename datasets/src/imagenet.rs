@@ -1,0 +1,145 @@
+//! ImageNet's training layout, `train/<wnid>/<wnid>_<n>.JPEG` (RGB JPEG, one folder per class):
+//! the reader for a real copy and the generator of a calibrated stand-in.
+//!
+//! Source order interleaves the classes (first file of every class, then the second, ...), so
+//! the first N samples are a class-balanced subset; the generator numbers its files so that
+//! sample n is exactly the n-th file of that order, whatever the total count.
+
+use std::path::{Path, PathBuf};
+
+use image::codecs::jpeg::JpegEncoder;
+use image::ExtendedColorType;
+use workloads::rng::SeededRng;
+
+use crate::photo::{synthesize, PhotoStyle};
+use crate::source::{file_size, natural_key, Source, SourceItem};
+use crate::{DatasetError, GenerateRequest};
+
+/// Generated datasets use this many classes (ImageNet has 1000).
+pub const GENERATED_CLASSES: usize = 100;
+/// JPEG quality of generated images (ImageNet's files are mostly high-quality JPEGs).
+const JPEG_QUALITY: u8 = 90;
+
+fn wnid(class: usize) -> String {
+    // WordNet-style ids, increasing with the class index so that sorted order is class order.
+    format!("n{:08}", 1_000_000 + class * 1_009)
+}
+
+/// Where sample `n` of a generated dataset lives, and its class.
+pub fn generated_path(root: &Path, n: usize) -> (PathBuf, usize) {
+    let class = n % GENERATED_CLASSES;
+    let id = wnid(class);
+    (
+        root.join("train")
+            .join(&id)
+            .join(format!("{id}_{}.JPEG", n / GENERATED_CLASSES)),
+        class,
+    )
+}
+
+/// Image size as ImageNet spreads them: most are 500 px on the longer side (500x375, 500x333),
+/// the rest from 300 to 800 px, about three in four landscape.
+fn image_dims(rng: &mut SeededRng) -> (usize, usize) {
+    let longer = if rng.below(4) < 3 {
+        500
+    } else {
+        300 + rng.below(501) as usize
+    };
+    let aspects = [4.0 / 3.0, 4.0 / 3.0, 3.0 / 2.0, 1.0, 16.0 / 9.0, 5.0 / 4.0];
+    let aspect = aspects[rng.below(aspects.len() as u64) as usize];
+    let shorter = ((longer as f64 / aspect).round() as usize).max(64);
+    if rng.below(4) < 3 {
+        (shorter, longer) // (height, width): landscape
+    } else {
+        (longer, shorter)
+    }
+}
+
+/// Writes sample `n` of the generated dataset (deterministic in seed and n alone).
+pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<u64, DatasetError> {
+    let mut rng = SeededRng::from_parts(&[request.seed, n as u64, 0x1a6e]);
+    let (height, width) = image_dims(&mut rng);
+    let style = PhotoStyle {
+        detail: 8.0,
+        grain: 8.0,
+        clutter: 250,
+    };
+    let pixels = synthesize(&mut rng, width, height, style);
+    let mut jpeg = Vec::with_capacity(width * height / 2);
+    JpegEncoder::new_with_quality(&mut jpeg, JPEG_QUALITY)
+        .encode(
+            &pixels,
+            width as u32,
+            height as u32,
+            ExtendedColorType::Rgb8,
+        )
+        .map_err(|e| DatasetError::Generate(format!("JPEG encoding of sample {n} failed: {e}")))?;
+    let (path, _) = generated_path(&request.root, n);
+    crate::write_atomically(&path, &jpeg)?;
+    Ok(jpeg.len() as u64)
+}
+
+/// Lists a dataset in ImageNet's layout in source order (classes interleaved).
+pub fn open(root: &Path) -> Result<Source, DatasetError> {
+    let train = root.join("train");
+    let io = |path: &Path, e: std::io::Error| DatasetError::Io {
+        path: path.display().to_string(),
+        source: e,
+    };
+    let mut classes: Vec<(String, PathBuf)> = std::fs::read_dir(&train)
+        .map_err(|e| io(&train, e))?
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.file_type().map(|t| t.is_dir()).unwrap_or(false))
+        .map(|entry| {
+            (
+                entry.file_name().to_string_lossy().into_owned(),
+                entry.path(),
+            )
+        })
+        .collect();
+    classes.sort();
+    if classes.is_empty() {
+        return Err(DatasetError::Layout {
+            path: train.display().to_string(),
+            message: "no class folders: expected train/<wnid>/<wnid>_<n>.JPEG".into(),
+        });
+    }
+    let mut per_class: Vec<Vec<PathBuf>> = Vec::with_capacity(classes.len());
+    for (_, dir) in &classes {
+        let mut files: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
+            .map_err(|e| io(dir, e))?
+            .filter_map(|entry| entry.ok())
+            .map(|entry| {
+                (
+                    entry.file_name().to_string_lossy().into_owned(),
+                    entry.path(),
+                )
+            })
+            .filter(|(name, _)| {
+                let lower = name.to_ascii_lowercase();
+                lower.ends_with(".jpeg") || lower.ends_with(".jpg")
+            })
+            .collect();
+        files.sort_by_key(|(name, _)| natural_key(name));
+        per_class.push(files.into_iter().map(|(_, p)| p).collect());
+    }
+    let rounds = per_class.iter().map(Vec::len).max().unwrap_or(0);
+    let mut items = Vec::with_capacity(per_class.iter().map(Vec::len).sum());
+    for round in 0..rounds {
+        for (label, files) in per_class.iter().enumerate() {
+            if let Some(path) = files.get(round) {
+                let size_bytes = file_size(path).map_err(|e| io(path, e))?;
+                items.push(SourceItem {
+                    path: path.clone(),
+                    label: label as i32,
+                    size_bytes,
+                });
+            }
+        }
+    }
+    Ok(Source {
+        kind: "imagenet",
+        root: root.to_path_buf(),
+        items,
+    })
+}

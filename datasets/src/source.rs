@@ -1,0 +1,104 @@
+//! A dataset source: the files of a dataset in source order, each becoming the initial sample
+//! (`path` text field and `label` scalar) that a workload's first step reads.
+
+use std::path::{Path, PathBuf};
+
+use workloads::{Field, Sample, Tensor};
+
+/// One raw file of a dataset.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceItem {
+    pub path: PathBuf,
+    pub label: i32,
+    pub size_bytes: u64,
+}
+
+/// The files of a dataset in source order; a sample's id is its index here.
+#[derive(Clone, Debug)]
+pub struct Source {
+    pub kind: &'static str,
+    pub root: PathBuf,
+    pub items: Vec<SourceItem>,
+}
+
+impl Source {
+    /// The sample a pipeline starts from: the file path and the label.
+    pub fn sample(&self, id: usize) -> Sample {
+        let item = &self.items[id];
+        Sample::new(id as u64)
+            .with("path", Field::Text(item.path.display().to_string()))
+            .with("label", Field::Tensor(Tensor::scalar_i32(item.label)))
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        self.items.iter().map(|i| i.size_bytes).sum()
+    }
+
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.items.iter().map(|i| i.path.clone()).collect()
+    }
+
+    /// The first `n` items (the paper's fixed-size subsets).
+    pub fn truncated(mut self, n: usize) -> Source {
+        self.items.truncate(n);
+        self
+    }
+
+    /// Identifies the exact input: xxh3 over each file's relative path, size and mtime.
+    pub fn fingerprint(&self) -> String {
+        let mut text = String::new();
+        for item in &self.items {
+            let mtime = std::fs::metadata(&item.path)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_nanos())
+                .unwrap_or(0);
+            let rel = item.path.strip_prefix(&self.root).unwrap_or(&item.path);
+            text.push_str(&format!(
+                "{}\t{}\t{}\t{}\n",
+                rel.display(),
+                item.size_bytes,
+                mtime,
+                item.label
+            ));
+        }
+        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
+    }
+}
+
+/// Orders file names the way people read numbers: `x_2` before `x_10`.
+pub fn natural_key(name: &str) -> (String, u64, String) {
+    let stem_end = name.find('.').unwrap_or(name.len());
+    let stem = &name[..stem_end];
+    let digits_start = stem
+        .rfind(|c: char| !c.is_ascii_digit())
+        .map(|i| i + 1)
+        .unwrap_or(0);
+    let number = stem[digits_start..].parse::<u64>().unwrap_or(0);
+    (stem[..digits_start].to_string(), number, name.to_string())
+}
+
+pub(crate) fn file_size(path: &Path) -> std::io::Result<u64> {
+    Ok(std::fs::metadata(path)?.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn natural_order_sorts_numbers_numerically() {
+        let mut names = vec!["n1_10.JPEG", "n1_2.JPEG", "n1_1.JPEG"];
+        names.sort_by_key(|n| natural_key(n));
+        assert_eq!(names, ["n1_1.JPEG", "n1_2.JPEG", "n1_10.JPEG"]);
+    }
+}
