@@ -1,1 +1,421 @@
+//! End-to-end tests: the `prepbench` binary on small generated datasets, checked through its
+//! exit code, its stderr and the files it writes.
 
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const SAMPLES: &str = "40";
+
+fn prepbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_prepbench"))
+        .args(args)
+        .output()
+        .expect("prepbench runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// One generated ImageNet-style dataset shared by the tests (generated once per process).
+fn data_dir() -> &'static Path {
+    static DATA: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DATA.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = prepbench(&[
+            "generate",
+            "imagenet",
+            "--samples",
+            SAMPLES,
+            "--out",
+            &dir.path().join("imagenet-seed0").display().to_string(),
+            "--quiet",
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        dir
+    })
+    .path()
+}
+
+struct Csv {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Csv {
+    fn read(path: &Path) -> Csv {
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut lines = text
+            .lines()
+            .map(|l| l.split(',').map(String::from).collect::<Vec<_>>());
+        Csv {
+            header: lines.next().unwrap(),
+            rows: lines.collect(),
+        }
+    }
+
+    fn col(&self, row: &[String], name: &str) -> String {
+        let i = self
+            .header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no column {name}"));
+        row[i].clone()
+    }
+
+    fn num(&self, row: &[String], name: &str) -> f64 {
+        self.col(row, name).parse().unwrap()
+    }
+}
+
+fn run_cv(extra: &[&str]) -> (Output, tempfile::TempDir) {
+    let work = tempfile::tempdir().unwrap();
+    let (out, store) = (work.path().join("out"), work.path().join("store"));
+    let data = data_dir().display().to_string();
+    let (out, store) = (out.display().to_string(), store.display().to_string());
+    let mut args = vec![
+        "run",
+        "cv",
+        "--samples",
+        SAMPLES,
+        "--threads",
+        "2",
+        "--shards",
+        "4",
+        "--data-dir",
+        &data,
+        "--store-dir",
+        &store,
+        "--out",
+        &out,
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    (prepbench(&args), work)
+}
+
+fn on_tmpfs(path: &Path) -> bool {
+    harness::system::filesystem_of(path).is_some_and(|f| f.fs_type == "tmpfs")
+}
+
+#[test]
+fn every_cv_strategy_runs_verifies_and_records_honest_metrics() {
+    let (out, work) = run_cv(&["--verify", "--epochs", "2", "--evict", "fadvise"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let csv = Csv::read(&work.path().join("out/runs.csv"));
+    let strategies: Vec<String> = csv
+        .rows
+        .iter()
+        .filter(|r| csv.col(r, "epoch") == "0")
+        .map(|r| csv.col(r, "strategy"))
+        .collect();
+    assert_eq!(
+        strategies,
+        [
+            "unprocessed",
+            "concatenated",
+            "decoded",
+            "resized",
+            "pixel-centered"
+        ]
+    );
+    assert_eq!(csv.rows.len(), 10, "two epochs per strategy");
+    let per_sample = |name: &str| {
+        let row = csv
+            .rows
+            .iter()
+            .find(|r| csv.col(r, "strategy") == name)
+            .unwrap();
+        csv.num(row, "storage_bytes") / csv.num(row, "samples")
+    };
+    for row in &csv.rows {
+        assert_eq!(csv.col(row, "verified"), "pass");
+        assert_eq!(csv.num(row, "samples"), 40.0);
+        assert!(csv.num(row, "throughput_sps") > 0.0);
+        assert!(csv.num(row, "online_s") > 0.0);
+        if csv.col(row, "epoch") == "0" {
+            assert_eq!(csv.col(row, "cache"), "cold");
+            if !on_tmpfs(work.path()) {
+                assert!(csv.num(row, "residency_after_pct") < 5.0, "{row:?}");
+                assert_eq!(csv.col(row, "valid"), "true");
+            }
+        } else {
+            assert_eq!(csv.col(row, "cache"), "warm");
+            assert_eq!(csv.col(row, "evict_method"), "none");
+        }
+    }
+    // The paper's storage shape: decoded ~6x the JPEGs, float32 4x uint8.
+    assert!(per_sample("decoded") / per_sample("concatenated") > 3.0);
+    assert!((per_sample("pixel-centered") / per_sample("resized") - 4.0).abs() < 0.05);
+    assert!(
+        (per_sample("unprocessed") - per_sample("concatenated")).abs() / per_sample("unprocessed")
+            < 0.01
+    );
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(work.path().join("out/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(manifest["machine"]["logical_cores"].as_u64().unwrap() >= 1);
+    assert_eq!(
+        manifest["invocations"][0]["run_ids"]
+            .as_array()
+            .unwrap()
+            .len(),
+        10
+    );
+    assert!(manifest["workloads"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .starts_with("cv@"));
+}
+
+#[test]
+fn stores_are_reused_and_every_codec_preserves_the_output() {
+    for codec in ["gzip", "zstd:3", "lz4"] {
+        let (out, work) = run_cv(&[
+            "--strategy",
+            "decoded,pixel-centered",
+            "--codec",
+            codec,
+            "--verify",
+            "--epochs",
+            "1",
+            "--evict",
+            "fadvise",
+            "--json",
+        ]);
+        assert!(out.status.success(), "{codec}: {}", stderr(&out));
+        let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(rows.len(), 2);
+        assert!(rows.iter().all(|r| r["verified"] == "pass"
+            && r["codec"]
+                .as_str()
+                .unwrap()
+                .starts_with(codec.split(':').next().unwrap())));
+        let again = prepbench(&[
+            "run",
+            "cv",
+            "--strategy",
+            "decoded",
+            "--codec",
+            codec,
+            "--samples",
+            SAMPLES,
+            "--threads",
+            "2",
+            "--shards",
+            "4",
+            "--data-dir",
+            &data_dir().display().to_string(),
+            "--store-dir",
+            &work.path().join("store").display().to_string(),
+            "--out",
+            &work.path().join("out").display().to_string(),
+            "--quiet",
+            "--json",
+            "--epochs",
+            "1",
+            "--evict",
+            "fadvise",
+        ]);
+        assert!(again.status.success(), "{}", stderr(&again));
+        let row: serde_json::Value = serde_json::from_str(
+            String::from_utf8_lossy(&again.stdout)
+                .lines()
+                .next()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(row["offline_reused"], true);
+        assert_eq!(row["storage_bytes"], rows[0]["storage_bytes"]);
+    }
+}
+
+#[test]
+fn a_flipped_byte_in_a_shard_fails_with_shard_and_offset() {
+    let (out, work) = run_cv(&[
+        "--strategy",
+        "resized",
+        "--epochs",
+        "1",
+        "--evict",
+        "fadvise",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shard = find_files(&work.path().join("store"), "shard-00001-of-00004.tfrecord")
+        .pop()
+        .unwrap();
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let len = bytes.len();
+    bytes[len / 2] ^= 0x04;
+    std::fs::write(&shard, bytes).unwrap();
+    let (out2, _) = (
+        prepbench(&[
+            "run",
+            "cv",
+            "--strategy",
+            "resized",
+            "--samples",
+            SAMPLES,
+            "--threads",
+            "2",
+            "--shards",
+            "4",
+            "--data-dir",
+            &data_dir().display().to_string(),
+            "--store-dir",
+            &work.path().join("store").display().to_string(),
+            "--out",
+            &work.path().join("out").display().to_string(),
+            "--quiet",
+            "--epochs",
+            "1",
+            "--evict",
+            "fadvise",
+        ]),
+        (),
+    );
+    assert!(!out2.status.success());
+    let err = stderr(&out2);
+    assert!(
+        err.contains("shard-00001-of-00004.tfrecord")
+            && err.contains("at byte")
+            && err.contains("checksum"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    // Rows of the first, complete run are still there.
+    assert_eq!(Csv::read(&work.path().join("out/runs.csv")).rows.len(), 1);
+}
+
+fn find_files(dir: &Path, name: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(find_files(&path, name));
+        } else if path.file_name().is_some_and(|n| n == name) {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_corrupt_jpeg_is_an_error_naming_the_file_and_step() {
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().join("imagenet-seed0");
+    let out = prepbench(&[
+        "generate",
+        "imagenet",
+        "--samples",
+        "4",
+        "--out",
+        &root.display().to_string(),
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let victim = find_files(&root, "n01001009_0.JPEG")
+        .pop()
+        .expect("sample 1 exists");
+    let bytes = std::fs::read(&victim).unwrap();
+    std::fs::write(&victim, &bytes[..bytes.len() / 3]).unwrap();
+    let out = prepbench(&[
+        "run",
+        "cv",
+        "--strategy",
+        "unprocessed",
+        "--samples",
+        "4",
+        "--threads",
+        "1",
+        "--data-dir",
+        &work.path().display().to_string(),
+        "--store-dir",
+        &work.path().join("store").display().to_string(),
+        "--out",
+        &work.path().join("out").display().to_string(),
+        "--quiet",
+        "--evict",
+        "fadvise",
+    ]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("n01001009_0.JPEG")
+            && err.contains("step `decoded`")
+            && err.contains("sample 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn strict_workload_errors_name_file_key_and_line() {
+    let work = tempfile::tempdir().unwrap();
+    let cv = include_str!("../workloads/defs/cv.yaml");
+    let good = work.path().join("good.yaml");
+    std::fs::write(&good, cv).unwrap();
+    let out = prepbench(&["validate", &good.display().to_string()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let line = cv.lines().position(|l| l.starts_with("sweep:")).unwrap() + 1;
+    let bad = work.path().join("bad.yaml");
+    std::fs::write(&bad, cv.replace("sweep:", "sweeps:")).unwrap();
+    let out = prepbench(&["validate", &bad.display().to_string()]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("bad.yaml:{line}")) && err.contains("unknown field `sweeps`"),
+        "{err}"
+    );
+    let crop = work.path().join("crop.yaml");
+    std::fs::write(
+        &crop,
+        cv.replace("strategies: [unprocessed,", "strategies: [cropped,"),
+    )
+    .unwrap();
+    let err = stderr(&prepbench(&["validate", &crop.display().to_string()]));
+    assert!(
+        err.contains("random step `cropped`") && err.contains("allowed strategies"),
+        "{err}"
+    );
+    let out = prepbench(&["run", "cv", "--strategy", "cropped", "--quiet"]);
+    assert!(
+        !out.status.success() && stderr(&out).contains("must run online"),
+        "{}",
+        stderr(&out)
+    );
+    let out = prepbench(&["validate", "/no/such/file.yaml"]);
+    assert!(!out.status.success() && stderr(&out).contains("/no/such/file.yaml"));
+}
+
+#[test]
+fn lists_show_steps_with_parameters_workloads_and_strategies() {
+    let steps = String::from_utf8(prepbench(&["list", "steps"]).stdout).unwrap();
+    for op in [
+        "read_file",
+        "decode_jpeg",
+        "resize_shorter",
+        "pixel_center",
+        "random_crop",
+    ] {
+        assert!(steps.contains(op), "{op} missing from:\n{steps}");
+    }
+    assert!(
+        steps.contains("size") && steps.contains("(required)") && steps.contains("always online")
+    );
+    let workloads = String::from_utf8(prepbench(&["list", "workloads"]).stdout).unwrap();
+    assert!(workloads.starts_with("cv "), "{workloads}");
+    let strategies = String::from_utf8(prepbench(&["list", "strategies", "cv"]).stdout).unwrap();
+    assert_eq!(strategies.lines().count(), 5, "{strategies}");
+    assert!(
+        strategies.contains("pixel-centered   split 4  online: cropped"),
+        "{strategies}"
+    );
+}

@@ -1,1 +1,18 @@
+//! prepbench's harness: the record store, page-cache control, the offline (materialize) and
+//! online (execute) phases, metrics, results and the CLI's commands.
 
+pub mod cache;
+pub mod cli;
+pub mod commands;
+pub mod execute;
+pub mod materialize;
+pub mod metrics;
+pub mod pipeline;
+pub mod progress;
+pub mod results;
+pub mod run;
+pub mod store;
+pub mod summary;
+pub mod system;
+pub mod verify;
+pub mod warnings;

@@ -84,6 +84,7 @@ impl Step for DecodeJpeg {
 
 /// Decodes JPEG bytes into an RGB uint8 tensor, checking the header's size against `max_pixels`.
 pub fn decode_rgb8(bytes: &[u8], max_pixels: u64) -> Result<Tensor, StepError> {
+    check_complete(bytes).map_err(|what| StepError::new(format!("invalid JPEG: {what}")))?;
     let bad = |e: image::ImageError| StepError::new(format!("invalid JPEG: {e}"));
     let mut reader = ImageReader::with_format(Cursor::new(bytes), ImageFormat::Jpeg);
     let (width, height) = reader.into_dimensions().map_err(bad)?;
@@ -103,6 +104,50 @@ pub fn decode_rgb8(bytes: &[u8], max_pixels: u64) -> Result<Tensor, StepError> {
         vec![h as usize, w as usize, 3],
         TensorData::U8(rgb.into_raw()),
     )
+}
+
+/// Walks the marker segments of a JPEG and requires an end-of-image marker after the last
+/// scan. The decoder alone fills a file truncated mid-scan with grey; Pillow (and so the users'
+/// loaders) refuses such files by default, and so does prepbench.
+pub fn check_complete(bytes: &[u8]) -> Result<(), String> {
+    if bytes.len() < 4 || bytes[0] != 0xFF || bytes[1] != 0xD8 {
+        return Err("no start-of-image marker (not a JPEG)".into());
+    }
+    let mut pos = 2;
+    loop {
+        // Find the next marker: 0xFF followed by a byte other than 0x00 (stuffing), 0xFF (fill)
+        // and RST0-7 (restart markers inside entropy-coded data).
+        while pos + 1 < bytes.len()
+            && !(bytes[pos] == 0xFF && !matches!(bytes[pos + 1], 0x00 | 0xFF | 0xD0..=0xD7))
+        {
+            pos += 1;
+        }
+        if pos + 1 >= bytes.len() {
+            return Err(format!(
+                "truncated: no end-of-image marker in {} bytes",
+                bytes.len()
+            ));
+        }
+        let marker = bytes[pos + 1];
+        pos += 2;
+        match marker {
+            0xD9 => return Ok(()),
+            0x01 => continue, // TEM has no length
+            _ => {
+                if pos + 2 > bytes.len() {
+                    return Err(format!("truncated inside marker 0xFF{marker:02X}"));
+                }
+                let len = u16::from_be_bytes([bytes[pos], bytes[pos + 1]]) as usize;
+                if len < 2 || pos + len > bytes.len() {
+                    return Err(format!(
+                        "truncated: segment 0xFF{marker:02X} at byte {} runs past the end",
+                        pos - 2
+                    ));
+                }
+                pos += len; // past the segment; after SOS the scan data follows
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,128 @@
+//! Command-line options, in the user's words.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use workloads::{CacheMode, Codec};
+
+use crate::cache::EvictPolicy;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "prepbench",
+    version,
+    about = "Where should your preprocessing pipeline be split between offline and online? Measure every split on your hardware."
+)]
+pub struct Cli {
+    /// No progress bars or status lines (errors still go to stderr).
+    #[arg(long, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run strategies of a workload: materialize, prepare the cache, read online, record.
+    Run(RunArgs),
+    /// Check workload files strictly (unknown keys, ops, parameters, impossible splits).
+    Validate {
+        /// Workload YAML files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// List reference workloads, steps with their parameters, a workload's strategies, or datasets.
+    List {
+        #[command(subcommand)]
+        what: ListWhat,
+    },
+    /// Generate a dataset in the real dataset's on-disk layout.
+    Generate(GenerateArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ListWhat {
+    /// The reference workloads shipped with prepbench.
+    Workloads,
+    /// Every step op and its parameters.
+    Steps,
+    /// The strategies (split points) of a workload.
+    Strategies {
+        /// A reference workload name or a YAML path.
+        workload: String,
+    },
+    /// The dataset kinds and their layouts.
+    Datasets,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A reference workload name (`cv`) or a workload YAML path.
+    pub workload: String,
+    /// Strategies to run, comma-separated, or `all` (the default).
+    #[arg(long, value_delimiter = ',', default_value = "all")]
+    pub strategy: Vec<String>,
+    /// Worker threads for the offline and online phases (default: available cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Samples to use: the first N of the dataset (default: the workload's).
+    #[arg(long)]
+    pub samples: Option<usize>,
+    /// Codec of materialized shards: none, gzip[:L], zlib[:L], zstd[:L], lz4.
+    #[arg(long, default_value = "none")]
+    pub codec: Codec,
+    /// Shards per materialized strategy (default: the workload's sweep.shards).
+    #[arg(long)]
+    pub shards: Option<usize>,
+    /// Page-cache state of epoch 0: cold (evicted) or warm (prefetched).
+    #[arg(long, default_value = "cold")]
+    pub cache: CacheMode,
+    /// Epochs to run; epochs after the first start from the cache the previous one left.
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    /// Results folder (runs.csv, manifest.json); default results/local/<workload>.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Where datasets live (generated there when missing).
+    #[arg(long, default_value = "data")]
+    pub data_dir: PathBuf,
+    /// Where materialized strategies are stored.
+    #[arg(long, default_value = "store")]
+    pub store_dir: PathBuf,
+    /// Seed of random online steps.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Check that every strategy's output equals fully-online processing, sample by sample.
+    #[arg(long)]
+    pub verify: bool,
+    /// How to evict the page cache before cold epochs.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub evict: EvictPolicy,
+    /// Materialize again even when a complete matching store exists.
+    #[arg(long)]
+    pub rematerialize: bool,
+    /// Print the rows as JSON lines on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// Dataset kind (see `prepbench list datasets`).
+    pub kind: String,
+    #[arg(long)]
+    pub samples: usize,
+    #[arg(long)]
+    pub out: PathBuf,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Generator threads (default: available cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}

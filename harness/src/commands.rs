@@ -1,0 +1,110 @@
+//! The small subcommands: `validate`, `list`, `generate`. (`run` lives in `run.rs`.)
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use datasets::GenerateRequest;
+use workloads::registry::REGISTRY;
+use workloads::Workload;
+
+use crate::cli::{default_threads, GenerateArgs, ListWhat};
+use crate::progress::Progress;
+
+/// Validates each file; returns how many failed (each failure printed to stderr).
+pub fn validate(files: &[PathBuf]) -> usize {
+    let mut failed = 0;
+    for file in files {
+        match Workload::from_path(file) {
+            Ok(w) => {
+                let names: Vec<String> = w.strategies().into_iter().map(|s| s.name).collect();
+                println!(
+                    "ok: {} (workload `{}`, {} steps; strategies: {})",
+                    file.display(),
+                    w.name,
+                    w.steps.len(),
+                    names.join(", ")
+                );
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                failed += 1;
+            }
+        }
+    }
+    failed
+}
+
+pub fn list(what: &ListWhat) -> anyhow::Result<String> {
+    let mut out = String::new();
+    match what {
+        ListWhat::Workloads => {
+            for (name, _) in workloads::BUILTIN {
+                let w = workloads::load(name)?;
+                let names: Vec<String> = w.strategies().into_iter().map(|s| s.name).collect();
+                out.push_str(&format!(
+                    "{name:<12} {}\n{:<12} strategies: {}\n",
+                    w.description,
+                    "",
+                    names.join(", ")
+                ));
+            }
+        }
+        ListWhat::Steps => {
+            for spec in REGISTRY {
+                let random = if spec.random {
+                    " (random: always online)"
+                } else {
+                    ""
+                };
+                out.push_str(&format!("{}{random}\n    {}\n", spec.op, spec.summary));
+                for p in spec.params {
+                    let default = p
+                        .default
+                        .map(|d| format!(" = {d}"))
+                        .unwrap_or_else(|| " (required)".into());
+                    out.push_str(&format!(
+                        "    {:<12} {}{default}: {}\n",
+                        p.name, p.kind, p.doc
+                    ));
+                }
+            }
+        }
+        ListWhat::Strategies { workload } => {
+            let w = workloads::load(workload)?;
+            for s in w.strategies() {
+                let online: Vec<&str> =
+                    w.steps[s.split..].iter().map(|d| d.name.as_str()).collect();
+                out.push_str(&format!(
+                    "{:<16} split {}  online: {}\n",
+                    s.name,
+                    s.split,
+                    if online.is_empty() {
+                        "(read only)".into()
+                    } else {
+                        online.join(" -> ")
+                    }
+                ));
+            }
+        }
+        ListWhat::Datasets => {
+            for kind in datasets::KINDS {
+                out.push_str(&format!("{:<12} {}\n", kind.name, kind.layout));
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub fn generate(args: &GenerateArgs, progress: Progress) -> anyhow::Result<usize> {
+    let request = GenerateRequest {
+        root: args.out.clone(),
+        samples: args.samples,
+        seed: args.seed,
+        threads: args.threads.unwrap_or_else(default_threads),
+    };
+    let bar = progress.bar(args.samples as u64, &format!("generate {}", args.kind));
+    let written = datasets::generate(&args.kind, &request, &|_| bar.inc(1))
+        .with_context(|| format!("generating `{}` into {}", args.kind, args.out.display()))?;
+    bar.finish_and_clear();
+    Ok(written)
+}

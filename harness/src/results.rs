@@ -1,0 +1,407 @@
+//! The results folder: `runs.csv`, one tidy row per run and epoch (appended as whole lines and
+//! synced), and `manifest.json`, what was run, by which build, on which machine.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use thiserror::Error;
+
+use crate::system::{self, Filesystem, Machine};
+
+#[derive(Debug, Error)]
+pub enum ResultsError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Conflict { path: String, message: String },
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> ResultsError + '_ {
+    move |source| ResultsError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// One measured epoch of one run. Units are in the column names.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct RunRow {
+    pub run_id: String,
+    pub started_utc: String,
+    pub workload: String,
+    pub strategy: String,
+    pub split: usize,
+    pub codec: String,
+    pub shards: usize,
+    pub threads: usize,
+    pub samples: u64,
+    pub epoch: u64,
+    pub cache: String,
+    pub seed: u64,
+    pub offline_s: f64,
+    pub offline_reused: bool,
+    pub storage_bytes: u64,
+    pub online_s: f64,
+    pub throughput_sps: f64,
+    pub read_bytes: u64,
+    pub read_chars: u64,
+    pub output_bytes: u64,
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    pub evict_method: String,
+    pub residency_before_pct: f64,
+    pub residency_after_pct: f64,
+    /// False when a cold epoch's files were still resident after eviction.
+    pub valid: bool,
+    /// `pass`, `fail`, or `-` when not verified.
+    pub verified: String,
+}
+
+impl RunRow {
+    /// Column names, in order, as `runs.csv` writes them.
+    pub fn columns() -> Vec<String> {
+        COLUMNS.iter().map(|c| c.to_string()).collect()
+    }
+
+    fn values(&self) -> Vec<String> {
+        let f = |v: f64| format!("{v:.6}");
+        vec![
+            self.run_id.clone(),
+            self.started_utc.clone(),
+            self.workload.clone(),
+            self.strategy.clone(),
+            self.split.to_string(),
+            self.codec.clone(),
+            self.shards.to_string(),
+            self.threads.to_string(),
+            self.samples.to_string(),
+            self.epoch.to_string(),
+            self.cache.clone(),
+            self.seed.to_string(),
+            f(self.offline_s),
+            self.offline_reused.to_string(),
+            self.storage_bytes.to_string(),
+            f(self.online_s),
+            format!("{:.3}", self.throughput_sps),
+            self.read_bytes.to_string(),
+            self.read_chars.to_string(),
+            self.output_bytes.to_string(),
+            f(self.cpu_user_s),
+            f(self.cpu_sys_s),
+            self.evict_method.clone(),
+            format!("{:.2}", self.residency_before_pct),
+            format!("{:.2}", self.residency_after_pct),
+            self.valid.to_string(),
+            self.verified.clone(),
+        ]
+    }
+}
+
+const COLUMNS: [&str; 27] = [
+    "run_id",
+    "started_utc",
+    "workload",
+    "strategy",
+    "split",
+    "codec",
+    "shards",
+    "threads",
+    "samples",
+    "epoch",
+    "cache",
+    "seed",
+    "offline_s",
+    "offline_reused",
+    "storage_bytes",
+    "online_s",
+    "throughput_sps",
+    "read_bytes",
+    "read_chars",
+    "output_bytes",
+    "cpu_user_s",
+    "cpu_sys_s",
+    "evict_method",
+    "residency_before_pct",
+    "residency_after_pct",
+    "valid",
+    "verified",
+];
+
+/// Quotes a CSV field when it needs it (RFC 4180).
+fn csv_field(value: &str) -> String {
+    if value.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", value.replace('"', "\"\""))
+    } else {
+        value.to_string()
+    }
+}
+
+fn csv_line(values: &[String]) -> String {
+    let mut line = values
+        .iter()
+        .map(|v| csv_field(v))
+        .collect::<Vec<_>>()
+        .join(",");
+    line.push('\n');
+    line
+}
+
+/// Appends rows to `runs.csv`, writing the header when the file is new and refusing a file
+/// whose header differs (another version's columns would be silently misaligned).
+pub struct RunsCsv {
+    path: PathBuf,
+}
+
+impl RunsCsv {
+    pub fn open(dir: &Path) -> Result<RunsCsv, ResultsError> {
+        std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+        let path = dir.join("runs.csv");
+        let header = csv_line(&RunRow::columns());
+        match std::fs::read_to_string(&path) {
+            Ok(text) if !text.is_empty() => {
+                if !text.starts_with(&header) {
+                    return Err(ResultsError::Conflict {
+                        path: path.display().to_string(),
+                        message: "has other columns than this prepbench writes; use a new --out directory".into(),
+                    });
+                }
+            }
+            Ok(_) => append_line(&path, &header)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => append_line(&path, &header)?,
+            Err(e) => return Err(io_error(&path)(e)),
+        }
+        Ok(RunsCsv { path })
+    }
+
+    pub fn append(&self, row: &RunRow) -> Result<(), ResultsError> {
+        append_line(&self.path, &csv_line(&row.values()))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// One `write` of a whole line in append mode, then fsync: a crash leaves whole lines only.
+fn append_line(path: &Path, line: &str) -> Result<(), ResultsError> {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(io_error(path))?;
+    file.write_all(line.as_bytes()).map_err(io_error(path))?;
+    file.sync_data().map_err(io_error(path))
+}
+
+/// What the manifest records about one workload as run.
+pub struct WorkloadRecord<'a> {
+    pub name: &'a str,
+    pub origin: &'a str,
+    pub yaml: &'a str,
+    pub yaml_hash: String,
+}
+
+/// What the manifest records about one invocation.
+pub struct Invocation<'a> {
+    pub started_utc: String,
+    pub command_line: Vec<String>,
+    pub run_ids: Vec<String>,
+    pub data_dir: &'a Path,
+    pub store_dir: &'a Path,
+    pub can_drop_caches: bool,
+    pub evict_policy: String,
+}
+
+fn dir_facts(path: &Path) -> Value {
+    let fs: Option<Filesystem> = system::filesystem_of(path);
+    json!({ "path": path.display().to_string(), "filesystem": fs })
+}
+
+/// Adds an invocation (and its workload) to `dir/manifest.json`, creating it on first use.
+/// Refuses a folder whose manifest was written on another machine.
+pub fn record_invocation(
+    dir: &Path,
+    workload: &WorkloadRecord,
+    invocation: &Invocation,
+) -> Result<(), ResultsError> {
+    let path = dir.join("manifest.json");
+    let machine: Machine = system::machine();
+    let mut manifest: Value = match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| ResultsError::Conflict {
+            path: path.display().to_string(),
+            message: format!(
+                "unreadable manifest ({e}); move it away or use a new --out directory"
+            ),
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!({
+            "machine": machine,
+            "build": system::build(),
+            "workloads": {},
+            "invocations": [],
+        }),
+        Err(e) => return Err(io_error(&path)(e)),
+    };
+    let recorded: Option<Machine> = manifest
+        .get("machine")
+        .and_then(|m| serde_json::from_value(m.clone()).ok());
+    if let Some(recorded) = recorded {
+        if recorded != machine {
+            return Err(ResultsError::Conflict {
+                path: path.display().to_string(),
+                message: format!(
+                    "holds results from another machine ({}, {} cores); use a new --out directory per machine",
+                    recorded.hostname, recorded.logical_cores
+                ),
+            });
+        }
+    }
+    let key = format!("{}@{}", workload.name, workload.yaml_hash);
+    manifest["workloads"][&key] = json!({
+        "name": workload.name,
+        "origin": workload.origin,
+        "yaml_hash": workload.yaml_hash,
+        "yaml": workload.yaml,
+    });
+    let entry = json!({
+        "started_utc": invocation.started_utc,
+        "command_line": invocation.command_line,
+        "build": system::build(),
+        "workload": key,
+        "data_dir": dir_facts(invocation.data_dir),
+        "store_dir": dir_facts(invocation.store_dir),
+        "can_drop_caches": invocation.can_drop_caches,
+        "evict_policy": invocation.evict_policy,
+        "run_ids": invocation.run_ids,
+    });
+    match manifest
+        .get_mut("invocations")
+        .and_then(Value::as_array_mut)
+    {
+        Some(list) => list.push(entry),
+        None => manifest["invocations"] = json!([entry]),
+    }
+    let tmp = dir.join(".manifest.json.tmp");
+    let text = serde_json::to_string_pretty(&manifest).expect("manifest serializes");
+    std::fs::write(&tmp, text).map_err(io_error(&tmp))?;
+    std::fs::rename(&tmp, &path).map_err(io_error(&path))
+}
+
+/// UTC time as `YYYY-MM-DDTHH:MM:SSZ` (civil-from-days, H. Hinnant's algorithm).
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str) -> RunRow {
+        RunRow {
+            run_id: id.into(),
+            strategy: "a,\"b\"".into(),
+            ..RunRow::default()
+        }
+    }
+
+    #[test]
+    fn header_matches_row_fields_and_rows_append_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = RunsCsv::open(dir.path()).unwrap();
+        csv.append(&row("r1")).unwrap();
+        let csv = RunsCsv::open(dir.path()).unwrap();
+        csv.append(&row("r2")).unwrap();
+        let text = std::fs::read_to_string(csv.path()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "one header, two rows");
+        assert_eq!(lines[0].split(',').count(), RunRow::columns().len());
+        assert_eq!(RunRow::default().values().len(), RunRow::columns().len());
+        assert!(
+            lines[1].starts_with("r1,") && lines[1].contains("\"a,\"\"b\"\"\""),
+            "{}",
+            lines[1]
+        );
+        // The serialized struct has exactly the CSV columns.
+        let Value::Object(map) = serde_json::to_value(RunRow::default()).unwrap() else {
+            panic!()
+        };
+        let mut a: Vec<String> = map.keys().cloned().collect();
+        let mut b = RunRow::columns();
+        a.sort();
+        b.sort();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn a_foreign_runs_csv_is_refused_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.csv");
+        std::fs::write(&path, "a,b\n1,2\n").unwrap();
+        let err = RunsCsv::open(dir.path()).err().unwrap();
+        assert!(err.to_string().contains("other columns"), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "a,b\n1,2\n");
+    }
+
+    #[test]
+    fn manifest_accumulates_invocations_and_refuses_other_machines() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = WorkloadRecord {
+            name: "cv",
+            origin: "builtin",
+            yaml: "name: cv",
+            yaml_hash: "abc".into(),
+        };
+        let inv = |id: &str| Invocation {
+            started_utc: utc_now(),
+            command_line: vec!["prepbench".into(), "run".into()],
+            run_ids: vec![id.into()],
+            data_dir: dir.path(),
+            store_dir: dir.path(),
+            can_drop_caches: false,
+            evict_policy: "auto".into(),
+        };
+        record_invocation(dir.path(), &w, &inv("r1")).unwrap();
+        record_invocation(dir.path(), &w, &inv("r2")).unwrap();
+        let path = dir.path().join("manifest.json");
+        let m: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(m["invocations"].as_array().unwrap().len(), 2);
+        assert_eq!(m["workloads"]["cv@abc"]["yaml"], "name: cv");
+        assert!(m["machine"]["cpu_model"].is_string());
+        let mut other = m.clone();
+        other["machine"]["hostname"] = json!("elsewhere");
+        std::fs::write(&path, serde_json::to_string(&other).unwrap()).unwrap();
+        let err = record_invocation(dir.path(), &w, &inv("r3")).unwrap_err();
+        assert!(err.to_string().contains("another machine"), "{err}");
+    }
+
+    #[test]
+    fn utc_timestamps_are_well_formed() {
+        let t = utc_now();
+        assert_eq!(t.len(), 20);
+        assert!(t.starts_with("20") && t.ends_with('Z'), "{t}");
+    }
+}

@@ -1,0 +1,96 @@
+//! The one-screen summary printed after a run, and its machine-readable form.
+
+use crate::results::RunRow;
+
+/// A fixed-width table of the rows, one line per epoch, in SI units (MB = 1e6 B).
+pub fn table(rows: &[RunRow]) -> String {
+    let mut out = String::new();
+    if let Some(first) = rows.first() {
+        let stored = rows.iter().find(|r| r.split > 0).unwrap_or(first);
+        out.push_str(&format!(
+            "{}: {} samples, {} threads, codec {}, {} shards\n",
+            first.workload, first.samples, first.threads, stored.codec, stored.shards
+        ));
+    }
+    out.push_str(&format!(
+        "{:<16} {:>5} {:>5} {:>11} {:>9} {:>9} {:>9} {:>10} {:>9} {:>7} {:>6}\n",
+        "strategy",
+        "epoch",
+        "cache",
+        "storage_MB",
+        "MB/sample",
+        "offline_s",
+        "online_s",
+        "samples/s",
+        "read_MB",
+        "resid%",
+        "check"
+    ));
+    for r in rows {
+        let per_sample = if r.samples > 0 {
+            r.storage_bytes as f64 / r.samples as f64 / 1e6
+        } else {
+            0.0
+        };
+        let check = match (r.valid, r.verified.as_str()) {
+            (false, _) => "INVALID",
+            (true, "-") => "",
+            (true, v) => v,
+        };
+        out.push_str(&format!(
+            "{:<16} {:>5} {:>5} {:>11.2} {:>9.4} {:>9.2} {:>9.2} {:>10.1} {:>9.1} {:>7.1} {:>6}\n",
+            r.strategy,
+            r.epoch,
+            r.cache,
+            r.storage_bytes as f64 / 1e6,
+            per_sample,
+            r.offline_s,
+            r.online_s,
+            r.throughput_sps,
+            r.read_bytes as f64 / 1e6,
+            r.residency_after_pct,
+            check
+        ));
+    }
+    out
+}
+
+/// One JSON object per row, one per line.
+pub fn json_lines(rows: &[RunRow]) -> String {
+    rows.iter()
+        .map(|r| serde_json::to_string(r).expect("row serializes") + "\n")
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_has_a_line_per_row_and_flags_invalid_ones() {
+        let rows = vec![
+            RunRow {
+                strategy: "decoded".into(),
+                samples: 10,
+                storage_bytes: 5_000_000,
+                verified: "pass".into(),
+                valid: true,
+                ..Default::default()
+            },
+            RunRow {
+                strategy: "resized".into(),
+                samples: 10,
+                verified: "-".into(),
+                valid: false,
+                ..Default::default()
+            },
+        ];
+        let t = table(&rows);
+        assert_eq!(t.lines().count(), 4);
+        assert!(
+            t.contains("0.5000") && t.contains("pass") && t.contains("INVALID"),
+            "{t}"
+        );
+        assert_eq!(json_lines(&rows).lines().count(), 2);
+    }
+}

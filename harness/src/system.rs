@@ -1,0 +1,175 @@
+//! Facts about the machine a result was measured on: CPU, cores, memory, kernel, the
+//! filesystem and device under a path, and the build (version, commit, compiler).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Filesystem {
+    pub mount_point: String,
+    pub fs_type: String,
+    pub device: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Machine {
+    pub hostname: String,
+    pub cpu_model: String,
+    pub logical_cores: usize,
+    pub memory_bytes: u64,
+    pub kernel: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Build {
+    pub prepbench_version: &'static str,
+    pub git_commit: &'static str,
+    pub rustc: &'static str,
+}
+
+pub fn build() -> Build {
+    Build {
+        prepbench_version: env!("CARGO_PKG_VERSION"),
+        git_commit: env!("PREPBENCH_GIT_COMMIT"),
+        rustc: env!("PREPBENCH_RUSTC"),
+    }
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+fn uname_field(f: impl Fn(&libc::utsname) -> &[libc::c_char]) -> String {
+    // SAFETY: uname fills the zeroed struct; its fields are NUL-terminated C strings.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return "unknown".into();
+    }
+    let bytes: Vec<u8> = f(&u)
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+pub fn machine() -> Machine {
+    let cpuinfo = read("/proc/cpuinfo");
+    let cpu_model = cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .and_then(|r| r.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let memory_kib: u64 = read("/proc/meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    Machine {
+        hostname: uname_field(|u| &u.nodename),
+        cpu_model,
+        logical_cores: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        memory_bytes: memory_kib * 1024,
+        kernel: format!(
+            "{} {}",
+            uname_field(|u| &u.sysname),
+            uname_field(|u| &u.release)
+        ),
+    }
+}
+
+/// Undoes mountinfo's octal escapes (`\040` for a space).
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\'
+            && i + 3 < bytes.len()
+            && bytes[i + 1..i + 4]
+                .iter()
+                .all(|b| (b'0'..=b'7').contains(b))
+        {
+            let v = (bytes[i + 1] - b'0') * 64 + (bytes[i + 2] - b'0') * 8 + (bytes[i + 3] - b'0');
+            out.push(v);
+            i += 4;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The mount (point, type, device) holding `path`, from /proc/self/mountinfo.
+pub fn filesystem_of(path: &Path) -> Option<Filesystem> {
+    let mut existing: PathBuf = path.to_path_buf();
+    while !existing.exists() {
+        existing = existing.parent()?.to_path_buf();
+    }
+    let path = existing.canonicalize().ok()?;
+    let mut best: Option<Filesystem> = None;
+    for line in read("/proc/self/mountinfo").lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let Some(dash) = fields.iter().position(|f| *f == "-") else {
+            continue;
+        };
+        if fields.len() < dash + 3 || fields.len() < 5 {
+            continue;
+        }
+        let mount_point = unescape(fields[4]);
+        if !path.starts_with(&mount_point) {
+            continue;
+        }
+        if best
+            .as_ref()
+            .is_none_or(|b| mount_point.len() >= b.mount_point.len())
+        {
+            best = Some(Filesystem {
+                mount_point,
+                fs_type: fields[dash + 1].to_string(),
+                device: unescape(fields[dash + 2]),
+            });
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn machine_facts_are_filled() {
+        let m = machine();
+        assert!(m.logical_cores >= 1);
+        assert!(m.memory_bytes > 0 || !Path::new("/proc/meminfo").exists());
+        assert!(m.kernel.starts_with("Linux"), "{}", m.kernel);
+        assert!(!build().rustc.is_empty());
+    }
+
+    #[test]
+    fn root_and_proc_resolve_to_their_mounts() {
+        if !Path::new("/proc/self/mountinfo").exists() {
+            return;
+        }
+        assert_eq!(
+            filesystem_of(Path::new("/proc/self")).unwrap().fs_type,
+            "proc"
+        );
+        let root = filesystem_of(Path::new("/definitely/not/here")).unwrap();
+        assert_eq!(root.mount_point, "/");
+    }
+
+    #[test]
+    fn octal_escapes_are_decoded() {
+        assert_eq!(unescape(r"/mnt/my\040disk"), "/mnt/my disk");
+        assert_eq!(unescape(r"plain\0"), r"plain\0");
+    }
+}

@@ -1,0 +1,46 @@
+//! Warnings a run can raise: each says what happened and what to do about it.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Warning {
+    /// A cold epoch started with the strategy's files still partly cached.
+    StillResident {
+        strategy: String,
+        pct: f64,
+        fs_type: String,
+    },
+    /// Fewer shards than worker threads: some workers have nothing to read.
+    FewShards { shards: usize, threads: usize },
+    /// The page cache could not be dropped system-wide; per-file eviction was used.
+    NoDropCaches,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::StillResident {
+                strategy,
+                pct,
+                fs_type,
+            } => write!(
+                f,
+                "{strategy}: {pct:.1} % of its files were still in the page cache after eviction \
+                 (filesystem {fs_type}); the cold row is marked valid=false. A memory-backed \
+                 filesystem (tmpfs) cannot be evicted: put --data-dir and --store-dir on a disk."
+            ),
+            Warning::FewShards { shards, threads } => write!(
+                f,
+                "only {shards} shards for {threads} threads: {} workers have nothing to read; \
+                 use --shards {threads} or more",
+                threads - shards
+            ),
+            Warning::NoDropCaches => write!(
+                f,
+                "cannot write /proc/sys/vm/drop_caches (not root?): evicting per file with \
+                 posix_fadvise, which drops only these files' clean pages; run as root for \
+                 the paper's system-wide drop"
+            ),
+        }
+    }
+}
