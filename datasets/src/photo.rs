@@ -132,8 +132,8 @@ pub fn synthesize(rng: &mut SeededRng, width: usize, height: usize, style: Photo
                 if d < 1.2 {
                     // Soft edge over the outer ~10 % of the radius.
                     let alpha = ((1.1 - d) * 10.0).clamp(0.0, 1.0);
-                    for c in 0..3 {
-                        colour[c] += (b.colour[c] - colour[c]) * alpha;
+                    for (c, target) in colour.iter_mut().zip(b.colour) {
+                        *c += (target - *c) * alpha;
                     }
                     texture += (b.texture - texture) * alpha;
                 }

@@ -117,9 +117,8 @@ pub fn check_complete(bytes: &[u8]) -> Result<(), String> {
     loop {
         // Find the next marker: 0xFF followed by a byte other than 0x00 (stuffing), 0xFF (fill)
         // and RST0-7 (restart markers inside entropy-coded data).
-        while pos + 1 < bytes.len()
-            && !(bytes[pos] == 0xFF && !matches!(bytes[pos + 1], 0x00 | 0xFF | 0xD0..=0xD7))
-        {
+        let is_marker = |at: usize| bytes[at] == 0xFF && !matches!(bytes[at + 1], 0x00 | 0xFF | 0xD0..=0xD7);
+        while pos + 1 < bytes.len() && !is_marker(pos) {
             pos += 1;
         }
         if pos + 1 >= bytes.len() {
