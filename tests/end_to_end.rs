@@ -428,22 +428,54 @@ fn shards_are_readable_by_an_independent_python_reader() {
         eprintln!("skipped: python3 is not installed, so the independent reader cannot run");
         return;
     }
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/prepbench_records.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scripts/prepbench_records.py"
+    );
     for codec in ["none", "gzip", "zlib"] {
-        let (out, work) = run_cv(&["--strategy", "resized", "--codec", codec, "--epochs", "1", "--evict", "fadvise"]);
+        let (out, work) = run_cv(&[
+            "--strategy",
+            "resized",
+            "--codec",
+            codec,
+            "--epochs",
+            "1",
+            "--evict",
+            "fadvise",
+        ]);
         assert!(out.status.success(), "{}", stderr(&out));
-        let manifest = find_files(&work.path().join("store"), "store.json").pop().unwrap();
-        let py = Command::new("python3").arg(script).arg(manifest.parent().unwrap()).output().unwrap();
+        let manifest = find_files(&work.path().join("store"), "store.json")
+            .pop()
+            .unwrap();
+        let py = Command::new("python3")
+            .arg(script)
+            .arg(manifest.parent().unwrap())
+            .output()
+            .unwrap();
         assert!(py.status.success(), "{codec}: {}", stderr(&py));
         let summary: serde_json::Value = serde_json::from_slice(&py.stdout).unwrap();
         assert_eq!(summary["records"], 40, "{codec}");
-        let ids: Vec<u64> = summary["ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let ids: Vec<u64> = summary["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
         assert_eq!(ids, (0..40).collect::<Vec<u64>>());
         assert_eq!(summary["fields"]["image"]["dtype"], "uint8");
         assert_eq!(summary["fields"]["label"]["kind"], "tensor");
         for shape in summary["fields"]["image"]["shapes"].as_array().unwrap() {
-            let dims: Vec<u64> = shape.as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
-            assert_eq!((dims.len(), dims[2], dims[0].min(dims[1])), (3, 3, 256), "{dims:?}");
+            let dims: Vec<u64> = shape
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .collect();
+            assert_eq!(
+                (dims.len(), dims[2], dims[0].min(dims[1])),
+                (3, 3, 256),
+                "{dims:?}"
+            );
         }
     }
 }

@@ -2,7 +2,11 @@
 //! stable id, the unit every step consumes and produces.
 
 use std::fmt;
+use std::ops::Deref;
 
+use serde::Deserialize;
+
+use crate::encoding::MAX_FIELD_NAME_BYTES;
 use crate::StepError;
 
 /// Element type of a tensor. The discriminants are the on-disk codes of the sample encoding.
@@ -303,5 +307,46 @@ impl Sample {
     /// encoding). Two samples hash equal exactly when their encodings are equal.
     pub fn content_hash(&self) -> u64 {
         xxhash_rust::xxh3::xxh3_64(&crate::encoding::encode(self))
+    }
+}
+
+/// A field name given in a workload file: 1 to 255 bytes of UTF-8 (the encoding stores the
+/// length in one byte), checked when the YAML is loaded.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct FieldName(String);
+
+impl TryFrom<String> for FieldName {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<FieldName, String> {
+        if name.is_empty() || name.len() > MAX_FIELD_NAME_BYTES {
+            return Err(format!(
+                "field name must be 1 to {MAX_FIELD_NAME_BYTES} bytes, got {}",
+                name.len()
+            ));
+        }
+        Ok(FieldName(name))
+    }
+}
+
+impl From<&str> for FieldName {
+    /// For names written in code; panics on an invalid name, which is a programming error.
+    fn from(name: &str) -> FieldName {
+        FieldName::try_from(name.to_string()).expect("valid field name in code")
+    }
+}
+
+impl Deref for FieldName {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for FieldName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
     }
 }

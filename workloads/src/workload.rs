@@ -552,6 +552,15 @@ sweep:
     }
 
     #[test]
+    fn field_names_are_checked_when_loading() {
+        let long = "x".repeat(256);
+        let (_, msg) = err(&GOOD.replace("{size: 32}", &format!("{{size: 32, field: {long}}}")));
+        assert!(msg.contains("1 to 255 bytes"), "{msg}");
+        let (_, msg) = err(&GOOD.replace("{size: 32}", "{size: 32, field: ''}"));
+        assert!(msg.contains("1 to 255 bytes"), "{msg}");
+    }
+
+    #[test]
     fn params_before_op_still_validate() {
         let yaml = GOOD.replace(
             "    op: resize_shorter\n    params: {size: 32}",

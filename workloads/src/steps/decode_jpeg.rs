@@ -7,25 +7,24 @@ use image::{ImageFormat, ImageReader, Limits};
 use serde::Deserialize;
 
 use crate::registry::{build_step, ParamDoc, StepSpec};
-use crate::sample::{Field, Sample, Tensor, TensorData};
+use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
-/// Pillow's default decompression-bomb error threshold (2 x `Image.MAX_IMAGE_PIXELS`).
-const DEFAULT_MAX_PIXELS: u64 = 178_956_970;
+use super::MAX_IMAGE_PIXELS as DEFAULT_MAX_PIXELS;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     #[serde(default = "default_from")]
-    pub from: String,
+    pub from: FieldName,
     #[serde(default = "super::default_image_field")]
-    pub to: String,
+    pub to: FieldName,
     #[serde(default = "default_max_pixels")]
     pub max_pixels: u64,
 }
 
-fn default_from() -> String {
-    "data".to_string()
+fn default_from() -> FieldName {
+    "data".into()
 }
 
 fn default_max_pixels() -> u64 {
@@ -117,7 +116,8 @@ pub fn check_complete(bytes: &[u8]) -> Result<(), String> {
     loop {
         // Find the next marker: 0xFF followed by a byte other than 0x00 (stuffing), 0xFF (fill)
         // and RST0-7 (restart markers inside entropy-coded data).
-        let is_marker = |at: usize| bytes[at] == 0xFF && !matches!(bytes[at + 1], 0x00 | 0xFF | 0xD0..=0xD7);
+        let is_marker =
+            |at: usize| bytes[at] == 0xFF && !matches!(bytes[at + 1], 0x00 | 0xFF | 0xD0..=0xD7);
         while pos + 1 < bytes.len() && !is_marker(pos) {
             pos += 1;
         }

@@ -7,8 +7,12 @@ pub mod random_crop;
 pub mod read_file;
 pub mod resize_shorter;
 
-use crate::sample::Tensor;
+use crate::sample::{FieldName, Tensor};
 use crate::step::StepError;
+
+/// Largest image (in pixels) a step decodes or produces: Pillow's decompression-bomb error
+/// threshold, 2 x `Image.MAX_IMAGE_PIXELS`.
+pub const MAX_IMAGE_PIXELS: u64 = 178_956_970;
 
 /// The (height, width, channels) of an image tensor laid out HxWxC.
 pub(crate) fn image_dims(tensor: &Tensor, field: &str) -> Result<(usize, usize, usize), StepError> {
@@ -20,6 +24,6 @@ pub(crate) fn image_dims(tensor: &Tensor, field: &str) -> Result<(usize, usize, 
     }
 }
 
-fn default_image_field() -> String {
-    "image".to_string()
+fn default_image_field() -> FieldName {
+    "image".into()
 }

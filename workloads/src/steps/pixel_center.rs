@@ -4,14 +4,14 @@
 use serde::Deserialize;
 
 use crate::registry::{build_step, ParamDoc, StepSpec};
-use crate::sample::{Field, Sample, Tensor, TensorData};
+use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     #[serde(default = "super::default_image_field")]
-    pub field: String,
+    pub field: FieldName,
     #[serde(default = "default_scale")]
     pub scale: f32,
     #[serde(default = "default_offset")]

@@ -5,14 +5,14 @@ use serde::Deserialize;
 
 use super::image_dims;
 use crate::registry::{build_step, ParamDoc, StepSpec};
-use crate::sample::{Field, Sample, Tensor, TensorData};
+use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     #[serde(default = "super::default_image_field")]
-    pub field: String,
+    pub field: FieldName,
     pub height: usize,
     pub width: usize,
 }

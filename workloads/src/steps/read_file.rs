@@ -4,27 +4,27 @@
 use serde::Deserialize;
 
 use crate::registry::{build_step, ParamDoc, StepSpec};
-use crate::sample::{Field, Sample};
+use crate::sample::{Field, FieldName, Sample};
 use crate::step::{Step, StepContext, StepError};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     #[serde(default = "default_from")]
-    pub from: String,
+    pub from: FieldName,
     #[serde(default = "default_to")]
-    pub to: String,
+    pub to: FieldName,
     /// Keep the path field after reading (off: stored records then hold only the bytes).
     #[serde(default)]
     pub keep_path: bool,
 }
 
-fn default_from() -> String {
-    "path".to_string()
+fn default_from() -> FieldName {
+    "path".into()
 }
 
-fn default_to() -> String {
-    "data".to_string()
+fn default_to() -> FieldName {
+    "data".into()
 }
 
 pub static SPEC: StepSpec = StepSpec {

@@ -8,9 +8,9 @@ use fast_image_resize::images::{Image, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 use serde::Deserialize;
 
-use super::image_dims;
+use super::{image_dims, MAX_IMAGE_PIXELS};
 use crate::registry::{build_step, ParamDoc, StepSpec};
-use crate::sample::{Field, Sample, Tensor, TensorData};
+use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +39,7 @@ impl Filter {
 #[serde(deny_unknown_fields)]
 pub struct Params {
     #[serde(default = "super::default_image_field")]
-    pub field: String,
+    pub field: FieldName,
     pub size: usize,
     #[serde(default = "default_filter")]
     pub filter: Filter,
@@ -140,6 +140,12 @@ impl Step for ResizeShorter {
             )));
         }
         let (nh, nw) = target_dims(h, w, self.params.size);
+        if (nh as u64).saturating_mul(nw as u64) > MAX_IMAGE_PIXELS {
+            return Err(StepError::new(format!(
+                "resizing {h}x{w} to shorter side {} gives {nh}x{nw}, above {MAX_IMAGE_PIXELS} pixels",
+                self.params.size
+            )));
+        }
         let src = ImageRef::new(w as u32, h as u32, pixels, pixel_type)
             .map_err(|e| StepError::new(format!("resize source: {e}")))?;
         let mut dst = Image::new(nw as u32, nh as u32, pixel_type);
@@ -213,6 +219,14 @@ mod tests {
         };
         let centre = px[(4 * 8 + 4) * 3];
         assert!((120..=135).contains(&centre), "centre pixel {centre}");
+    }
+
+    #[test]
+    fn outputs_beyond_the_pixel_limit_are_refused_before_allocating() {
+        let err = resize(1 << 30)
+            .apply(image(2, 3, |_, _| 0), &CTX)
+            .unwrap_err();
+        assert!(err.message.contains("above"), "{err}");
     }
 
     #[test]
