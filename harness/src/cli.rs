@@ -25,6 +25,8 @@ pub struct Cli {
 pub enum Command {
     /// Run strategies of a workload: materialize, prepare the cache, read online, record.
     Run(RunArgs),
+    /// Sweep a workload's matrix (strategies x codecs x threads x cache x trials); resumable.
+    Sweep(SweepArgs),
     /// Check workload files strictly (unknown keys, ops, parameters, impossible splits).
     Validate {
         /// Workload YAML files.
@@ -83,27 +85,81 @@ pub struct RunArgs {
     /// Results folder (runs.csv, manifest.json); default results/local/<workload>.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Where datasets live (generated there when missing).
-    #[arg(long, default_value = "data")]
-    pub data_dir: PathBuf,
-    /// Where materialized strategies are stored.
-    #[arg(long, default_value = "store")]
-    pub store_dir: PathBuf,
     /// Seed of random online steps.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Check that every strategy's output equals fully-online processing, sample by sample.
     #[arg(long)]
     pub verify: bool,
-    /// How to evict the page cache before cold epochs.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub evict: EvictPolicy,
     /// Materialize again even when a complete matching store exists.
     #[arg(long)]
     pub rematerialize: bool,
     /// Print the rows as JSON lines on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub places: PlaceArgs,
+}
+
+/// Where results, datasets and stores live, and how caches are evicted.
+#[derive(Debug, Args, Clone)]
+pub struct PlaceArgs {
+    /// Where datasets live (generated there when missing).
+    #[arg(long, default_value = "data")]
+    pub data_dir: PathBuf,
+    /// Where materialized strategies are stored.
+    #[arg(long, default_value = "store")]
+    pub store_dir: PathBuf,
+    /// How to evict the page cache before cold epochs.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub evict: EvictPolicy,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// A reference workload name (`cv`) or a workload YAML path.
+    pub workload: String,
+    /// Trials per cell (default: the workload's sweep.trials).
+    #[arg(long)]
+    pub trials: Option<usize>,
+    /// Thread counts, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub threads: Option<Vec<usize>>,
+    /// Codecs, comma-separated: none, gzip[:L], zlib[:L], zstd[:L], lz4.
+    #[arg(long, value_delimiter = ',')]
+    pub codecs: Option<Vec<Codec>>,
+    /// Strategies, comma-separated (default: the workload's sweep.strategies, or all).
+    #[arg(long, value_delimiter = ',')]
+    pub strategies: Option<Vec<String>>,
+    /// Cache modes of epoch 0, comma-separated: cold, warm.
+    #[arg(long, value_delimiter = ',')]
+    pub cache: Option<Vec<CacheMode>>,
+    /// Samples per run: the first N of the dataset.
+    #[arg(long)]
+    pub samples: Option<usize>,
+    /// Epochs per run.
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    /// Shards per materialized strategy.
+    #[arg(long)]
+    pub shards: Option<usize>,
+    /// Materializations per (strategy, codec), each timed into offline.csv.
+    #[arg(long, default_value_t = 1)]
+    pub offline_trials: usize,
+    /// Seed of the run order and of random online steps.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Verify each (strategy, codec) once against fully-online processing.
+    #[arg(long)]
+    pub verify: bool,
+    /// Materialize again even when complete matching stores exist.
+    #[arg(long)]
+    pub rematerialize: bool,
+    /// Results folder; default results/local/<workload>-sweep.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub places: PlaceArgs,
 }
 
 #[derive(Debug, Args)]

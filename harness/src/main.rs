@@ -1,20 +1,41 @@
 //! The `prepbench` binary: parse options, run the command, print its results.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
-use harness::cli::{default_threads, Cli, Command, RunArgs};
+use harness::cli::{default_threads, Cli, Command, RunArgs, SweepArgs};
 use harness::progress::Progress;
 use harness::run::{run, RunOptions};
+use harness::sweep::{sweep, Places, SweepOptions};
 use harness::{commands, summary};
 
+/// `results/local/<workload><suffix>`.
+fn default_out(workload: &str, suffix: &str) -> PathBuf {
+    let name = workloads::load(workload)
+        .map(|w| w.name)
+        .unwrap_or_else(|_| "workload".into());
+    Path::new("results/local").join(format!("{name}{suffix}"))
+}
+
+fn report_verify_failures(failures: &[(String, Vec<u64>)]) -> ExitCode {
+    for (strategy, ids) in failures {
+        let shown: Vec<String> = ids.iter().take(20).map(u64::to_string).collect();
+        let more = if ids.len() > 20 { ", ..." } else { "" };
+        eprintln!("error: strategy `{strategy}` differs from fully-online processing for {} samples (ids {}{more})", ids.len(), shown.join(", "));
+    }
+    if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
 fn run_command(args: RunArgs, progress: Progress) -> anyhow::Result<ExitCode> {
-    let out = args.out.clone().unwrap_or_else(|| {
-        let name = workloads::load(&args.workload)
-            .map(|w| w.name)
-            .unwrap_or_else(|_| "workload".into());
-        std::path::Path::new("results/local").join(name)
-    });
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out(&args.workload, ""));
     let options = RunOptions {
         workload: args.workload,
         strategies: args.strategy,
@@ -25,11 +46,11 @@ fn run_command(args: RunArgs, progress: Progress) -> anyhow::Result<ExitCode> {
         cache: args.cache,
         epochs: args.epochs,
         out: out.clone(),
-        data_dir: args.data_dir,
-        store_dir: args.store_dir,
+        data_dir: args.places.data_dir,
+        store_dir: args.places.store_dir,
         seed: args.seed,
         verify: args.verify,
-        evict: args.evict,
+        evict: args.places.evict,
         rematerialize: args.rematerialize,
         progress,
     };
@@ -46,15 +67,47 @@ fn run_command(args: RunArgs, progress: Progress) -> anyhow::Result<ExitCode> {
             out.join("runs.csv").display()
         ));
     }
-    for (strategy, ids) in &outcome.verify_failures {
-        let shown: Vec<String> = ids.iter().take(20).map(u64::to_string).collect();
-        eprintln!("error: strategy `{strategy}` differs from fully-online processing for {} samples (ids {}{})", ids.len(), shown.join(", "), if ids.len() > 20 { ", ..." } else { "" });
+    Ok(report_verify_failures(&outcome.verify_failures))
+}
+
+fn sweep_command(args: SweepArgs, progress: Progress) -> anyhow::Result<ExitCode> {
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out(&args.workload, "-sweep"));
+    let options = SweepOptions {
+        workload: args.workload,
+        strategies: args.strategies,
+        codecs: args.codecs,
+        threads: args.threads,
+        cache: args.cache,
+        trials: args.trials,
+        epochs: args.epochs,
+        samples: args.samples,
+        shards: args.shards,
+        offline_trials: args.offline_trials,
+        seed: args.seed,
+        verify: args.verify,
+        rematerialize: args.rematerialize,
+    };
+    let places = Places {
+        out: out.clone(),
+        data_dir: args.places.data_dir,
+        store_dir: args.places.store_dir,
+        evict: args.places.evict,
+        progress,
+    };
+    let outcome = sweep(&options, &places, std::env::args().collect())?;
+    for warning in &outcome.warnings {
+        eprintln!("warning: {warning}");
     }
-    Ok(if outcome.verify_failures.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    progress.note(&format!(
+        "{} runs done, {} already recorded; results in {}",
+        outcome.ran,
+        outcome.skipped,
+        out.display()
+    ));
+    Ok(report_verify_failures(&outcome.verify_failures))
 }
 
 fn main() -> ExitCode {
@@ -62,6 +115,7 @@ fn main() -> ExitCode {
     let progress = Progress { quiet: cli.quiet };
     let result = match cli.command {
         Command::Run(args) => run_command(args, progress),
+        Command::Sweep(args) => sweep_command(args, progress),
         Command::Validate { files } => Ok(if commands::validate(&files) == 0 {
             ExitCode::SUCCESS
         } else {

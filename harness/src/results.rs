@@ -41,6 +41,8 @@ pub struct RunRow {
     pub shards: usize,
     pub threads: usize,
     pub samples: u64,
+    /// Repetition index of the same cell in a sweep (0 for `run`).
+    pub trial: usize,
     pub epoch: u64,
     pub cache: String,
     pub seed: u64,
@@ -81,6 +83,7 @@ impl RunRow {
             self.shards.to_string(),
             self.threads.to_string(),
             self.samples.to_string(),
+            self.trial.to_string(),
             self.epoch.to_string(),
             self.cache.clone(),
             self.seed.to_string(),
@@ -103,7 +106,7 @@ impl RunRow {
     }
 }
 
-const COLUMNS: [&str; 27] = [
+const COLUMNS: [&str; 28] = [
     "run_id",
     "started_utc",
     "workload",
@@ -113,6 +116,7 @@ const COLUMNS: [&str; 27] = [
     "shards",
     "threads",
     "samples",
+    "trial",
     "epoch",
     "cache",
     "seed",
@@ -142,7 +146,7 @@ fn csv_field(value: &str) -> String {
     }
 }
 
-fn csv_line(values: &[String]) -> String {
+pub fn csv_line(values: &[String]) -> String {
     let mut line = values
         .iter()
         .map(|v| csv_field(v))
@@ -160,27 +164,28 @@ pub struct RunsCsv {
 
 impl RunsCsv {
     pub fn open(dir: &Path) -> Result<RunsCsv, ResultsError> {
-        std::fs::create_dir_all(dir).map_err(io_error(dir))?;
         let path = dir.join("runs.csv");
         let header = csv_line(&RunRow::columns());
-        match std::fs::read_to_string(&path) {
-            Ok(text) if !text.is_empty() => {
-                if !text.starts_with(&header) {
-                    return Err(ResultsError::Conflict {
-                        path: path.display().to_string(),
-                        message: "has other columns than this prepbench writes; use a new --out directory".into(),
-                    });
-                }
-            }
-            Ok(_) => append_line(&path, &header)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => append_line(&path, &header)?,
-            Err(e) => return Err(io_error(&path)(e)),
-        }
+        open_table(&path, &header)?;
         Ok(RunsCsv { path })
     }
 
-    pub fn append(&self, row: &RunRow) -> Result<(), ResultsError> {
-        append_line(&self.path, &csv_line(&row.values()))
+    /// Appends the rows of one run in a single write, then syncs: a run is in the file whole
+    /// or not at all.
+    pub fn append(&self, rows: &[RunRow]) -> Result<(), ResultsError> {
+        let text: String = rows.iter().map(|r| csv_line(&r.values())).collect();
+        append_text(&self.path, &text)
+    }
+
+    /// The run ids already recorded.
+    pub fn run_ids(&self) -> Result<std::collections::HashSet<String>, ResultsError> {
+        let text = std::fs::read_to_string(&self.path).map_err(io_error(&self.path))?;
+        Ok(text
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split(',').next())
+            .map(str::to_string)
+            .collect())
     }
 
     pub fn path(&self) -> &Path {
@@ -188,15 +193,52 @@ impl RunsCsv {
     }
 }
 
-/// One `write` of a whole line in append mode, then fsync: a crash leaves whole lines only.
-fn append_line(path: &Path, line: &str) -> Result<(), ResultsError> {
+/// Creates `path` with `header`, or checks an existing file's header and cuts a partial last
+/// line (a crash mid-write) so that appends start on a line boundary.
+pub fn open_table(path: &Path, header: &str) -> Result<(), ResultsError> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+    }
+    let text = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(io_error(path)(e)),
+    };
+    if text.is_empty() {
+        return append_text(path, header);
+    }
+    if !text.starts_with(header.as_bytes()) {
+        return Err(ResultsError::Conflict {
+            path: path.display().to_string(),
+            message: "has other columns than this prepbench writes; use a new --out directory"
+                .into(),
+        });
+    }
+    if text.last() != Some(&b'\n') {
+        let keep = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let file = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(io_error(path))?;
+        file.set_len(keep as u64).map_err(io_error(path))?;
+        file.sync_data().map_err(io_error(path))?;
+    }
+    Ok(())
+}
+
+/// One `write` in append mode, then fsync: a crash leaves whole lines only.
+pub fn append_text(path: &Path, text: &str) -> Result<(), ResultsError> {
     let mut file = OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
         .map_err(io_error(path))?;
-    file.write_all(line.as_bytes()).map_err(io_error(path))?;
+    file.write_all(text.as_bytes()).map_err(io_error(path))?;
     file.sync_data().map_err(io_error(path))
+}
+
+pub fn csv_header(columns: &[&str]) -> String {
+    csv_line(&columns.iter().map(|c| c.to_string()).collect::<Vec<_>>())
 }
 
 /// What the manifest records about one workload as run.
@@ -332,9 +374,9 @@ mod tests {
     fn header_matches_row_fields_and_rows_append_whole() {
         let dir = tempfile::tempdir().unwrap();
         let csv = RunsCsv::open(dir.path()).unwrap();
-        csv.append(&row("r1")).unwrap();
+        csv.append(&[row("r1")]).unwrap();
         let csv = RunsCsv::open(dir.path()).unwrap();
-        csv.append(&row("r2")).unwrap();
+        csv.append(&[row("r2")]).unwrap();
         let text = std::fs::read_to_string(csv.path()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3, "one header, two rows");
@@ -354,6 +396,22 @@ mod tests {
         a.sort();
         b.sort();
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn a_partial_last_line_is_cut_and_run_ids_are_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = RunsCsv::open(dir.path()).unwrap();
+        csv.append(&[row("r1"), row("r1")]).unwrap();
+        let mut text = std::fs::read_to_string(csv.path()).unwrap();
+        let whole = text.clone();
+        text.push_str("r2,2026-01-01T00:00:00Z,cv,res");
+        std::fs::write(csv.path(), &text).unwrap();
+        let csv = RunsCsv::open(dir.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(csv.path()).unwrap(), whole);
+        let ids = csv.run_ids().unwrap();
+        assert_eq!(ids.len(), 1);
+        assert!(ids.contains("r1"));
     }
 
     #[test]

@@ -1,0 +1,438 @@
+//! `prepbench sweep`: a workload's matrix of strategies x codecs x threads x cache modes x
+//! trials. Each (strategy, codec) is materialized once (plus `--offline-trials` repeats, recorded
+//! in `offline.csv`) and reused by every online run; online runs execute in a seeded random
+//! order so drift does not line up with one cell. Every run has a stable id derived from its
+//! settings, so re-running the same command skips what is already in `runs.csv`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use workloads::rng::SeededRng;
+use workloads::{CacheMode, Codec, Strategy, Workload};
+
+use crate::cache::{self, EvictPolicy};
+use crate::progress::Progress;
+use crate::results::{self, csv_header, csv_line, Invocation, RunsCsv};
+use crate::run::{resolve_strategies, setting_warnings, Materialized, RunSpec, Session};
+use crate::warnings::Warning;
+
+/// Settings of a sweep; `None` takes the workload's `sweep:` default.
+#[derive(Clone, Debug, Default)]
+pub struct SweepOptions {
+    pub workload: String,
+    pub strategies: Option<Vec<String>>,
+    pub codecs: Option<Vec<Codec>>,
+    pub threads: Option<Vec<usize>>,
+    pub cache: Option<Vec<CacheMode>>,
+    pub trials: Option<usize>,
+    pub epochs: Option<usize>,
+    pub samples: Option<usize>,
+    pub shards: Option<usize>,
+    /// Materializations per (strategy, codec); each is timed and recorded in `offline.csv`.
+    pub offline_trials: usize,
+    pub seed: u64,
+    pub verify: bool,
+    pub rematerialize: bool,
+}
+
+/// Where a sweep reads and writes.
+#[derive(Clone, Debug)]
+pub struct Places {
+    pub out: PathBuf,
+    pub data_dir: PathBuf,
+    pub store_dir: PathBuf,
+    pub evict: EvictPolicy,
+    pub progress: Progress,
+}
+
+/// One online run of the matrix.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cell {
+    pub strategy: Strategy,
+    pub codec: Codec,
+    pub threads: usize,
+    pub cache: CacheMode,
+    pub trial: usize,
+}
+
+/// The matrix after applying defaults.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub samples: usize,
+    pub epochs: u64,
+    pub shards: usize,
+    pub cells: Vec<Cell>,
+}
+
+impl Plan {
+    pub fn new(workload: &Workload, opts: &SweepOptions) -> anyhow::Result<Plan> {
+        let sweep = &workload.sweep;
+        let names = opts
+            .strategies
+            .clone()
+            .unwrap_or_else(|| sweep.strategies.clone());
+        let strategies = resolve_strategies(workload, &names)?;
+        let codecs = opts.codecs.clone().unwrap_or_else(|| sweep.codecs.clone());
+        let threads = opts
+            .threads
+            .clone()
+            .unwrap_or_else(|| sweep.threads.clone());
+        let cache = opts.cache.clone().unwrap_or_else(|| sweep.cache.clone());
+        let trials = opts.trials.unwrap_or(sweep.trials);
+        anyhow::ensure!(
+            !codecs.is_empty() && !threads.is_empty() && !cache.is_empty(),
+            "codecs, threads and cache need at least one value each"
+        );
+        anyhow::ensure!(
+            trials > 0 && threads.iter().all(|&t| t > 0),
+            "trials and thread counts must be at least 1"
+        );
+        let mut cells = Vec::new();
+        for strategy in &strategies {
+            // Raw files have no codec: `unprocessed` runs once per other setting.
+            let strategy_codecs: &[Codec] = if strategy.split == 0 {
+                &[Codec::None]
+            } else {
+                &codecs
+            };
+            for &codec in strategy_codecs {
+                for &t in &threads {
+                    for &c in &cache {
+                        for trial in 0..trials {
+                            cells.push(Cell {
+                                strategy: strategy.clone(),
+                                codec,
+                                threads: t,
+                                cache: c,
+                                trial,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Plan {
+            samples: opts.samples.unwrap_or(workload.dataset.samples),
+            epochs: opts.epochs.unwrap_or(sweep.epochs).max(1) as u64,
+            shards: opts.shards.unwrap_or(sweep.shards).max(1),
+            cells,
+        })
+    }
+
+    /// The stable id of a cell's run: equal settings give equal ids, so a rerun can skip it.
+    pub fn run_id(&self, workload: &Workload, seed: u64, cell: &Cell) -> String {
+        let key = format!(
+            "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
+            workload.name,
+            workload.yaml_hash(),
+            self.samples,
+            seed,
+            self.epochs,
+            self.shards,
+            cell.strategy.name,
+            cell.codec,
+            cell.threads,
+            cell.cache,
+            cell.trial
+        );
+        format!("s{:014x}", xxhash_rust::xxh3::xxh3_64(key.as_bytes()) >> 8)
+    }
+
+    fn offline_id(
+        &self,
+        workload: &Workload,
+        strategy: &Strategy,
+        codec: Codec,
+        trial: usize,
+    ) -> String {
+        let key = format!(
+            "offline|{}|{}|{}|{}|{}|{codec}|{trial}",
+            workload.name,
+            workload.yaml_hash(),
+            self.samples,
+            self.shards,
+            strategy.name
+        );
+        format!("o{:014x}", xxhash_rust::xxh3::xxh3_64(key.as_bytes()) >> 8)
+    }
+}
+
+/// Fisher–Yates with the sweep's seed: the same command always runs in the same order.
+pub fn shuffled<T>(mut items: Vec<T>, seed: u64) -> Vec<T> {
+    let mut rng = SeededRng::from_parts(&[seed, 0x0005_33e9]);
+    for i in (1..items.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        items.swap(i, j);
+    }
+    items
+}
+
+const OFFLINE_COLUMNS: [&str; 13] = [
+    "run_id",
+    "workload",
+    "strategy",
+    "split",
+    "codec",
+    "shards",
+    "samples",
+    "offline_trial",
+    "offline_s",
+    "offline_reused",
+    "storage_bytes",
+    "cpu_user_s",
+    "cpu_sys_s",
+];
+
+fn offline_ids(path: &Path) -> HashSet<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// What a sweep did.
+pub struct SweepOutcome {
+    pub ran: usize,
+    pub skipped: usize,
+    pub warnings: Vec<Warning>,
+    pub verify_failures: Vec<(String, Vec<u64>)>,
+}
+
+/// Runs (or resumes) the sweep and appends to `places.out`.
+pub fn sweep(
+    opts: &SweepOptions,
+    places: &Places,
+    command_line: Vec<String>,
+) -> anyhow::Result<SweepOutcome> {
+    let started_utc = results::utc_now();
+    let workload = workloads::load(&opts.workload)?;
+    let plan = Plan::new(&workload, opts)?;
+    let csv = RunsCsv::open(&places.out)?;
+    let offline_path = places.out.join("offline.csv");
+    results::open_table(&offline_path, &csv_header(&OFFLINE_COLUMNS))?;
+    let done = csv.run_ids()?;
+    let done_offline = offline_ids(&offline_path);
+    let pending: Vec<Cell> = plan
+        .cells
+        .iter()
+        .filter(|c| !done.contains(&plan.run_id(&workload, opts.seed, c)))
+        .cloned()
+        .collect();
+    let skipped = plan.cells.len() - pending.len();
+    let max_threads = plan.cells.iter().map(|c| c.threads).max().unwrap_or(1);
+    let caches: Vec<CacheMode> = plan.cells.iter().map(|c| c.cache).collect();
+    let mut warnings = setting_warnings(
+        &caches,
+        places.evict,
+        plan.shards,
+        max_threads,
+        plan.cells.iter().any(|c| c.strategy.split > 0),
+    );
+    let mut outcome = SweepOutcome {
+        ran: 0,
+        skipped,
+        warnings: Vec::new(),
+        verify_failures: Vec::new(),
+    };
+    if pending.is_empty() && skipped > 0 {
+        places.progress.note(&format!(
+            "{}: all {} runs already recorded in {}",
+            workload.name,
+            skipped,
+            csv.path().display()
+        ));
+    }
+    let mut session = Session::open(
+        workload,
+        &places.data_dir,
+        plan.samples,
+        max_threads,
+        &places.store_dir,
+        places.evict,
+        places.progress,
+    )?;
+    let workload = &session.workload;
+
+    // Offline phase: each (strategy, codec) that a pending run or a missing offline trial needs.
+    let mut pairs: BTreeMap<(usize, String), (Strategy, Codec)> = BTreeMap::new();
+    for cell in plan.cells.iter().filter(|c| c.strategy.split > 0) {
+        pairs
+            .entry((cell.strategy.split, cell.codec.to_string()))
+            .or_insert((cell.strategy.clone(), cell.codec));
+    }
+    let cold = caches.contains(&CacheMode::Cold);
+    let mut stores: HashMap<(String, Codec), Materialized> = HashMap::new();
+    let mut verdicts: HashMap<(String, Codec), String> = HashMap::new();
+    for (strategy, codec) in pairs.values() {
+        let needed_online = pending
+            .iter()
+            .any(|c| c.strategy == *strategy && c.codec == *codec);
+        let mut current: Option<Materialized> = None;
+        for trial in 0..opts.offline_trials.max(1) {
+            let id = plan.offline_id(workload, strategy, *codec, trial);
+            if done_offline.contains(&id) {
+                continue;
+            }
+            let fresh = trial > 0 || opts.rematerialize;
+            let m = session.store(strategy, *codec, plan.shards, max_threads, fresh, cold)?;
+            let info = &m.manifest;
+            let row = vec![
+                id,
+                workload.name.clone(),
+                strategy.name.clone(),
+                strategy.split.to_string(),
+                codec.to_string(),
+                plan.shards.to_string(),
+                plan.samples.to_string(),
+                trial.to_string(),
+                format!("{:.6}", info.offline_s),
+                m.reused.to_string(),
+                info.storage_bytes().to_string(),
+                format!("{:.6}", info.offline_cpu_user_s),
+                format!("{:.6}", info.offline_cpu_sys_s),
+            ];
+            results::append_text(&offline_path, &csv_line(&row))?;
+            current = Some(m);
+        }
+        if needed_online {
+            let m = match current {
+                Some(m) => m,
+                None => session.store(strategy, *codec, plan.shards, max_threads, false, cold)?,
+            };
+            if opts.verify {
+                let spec = RunSpec {
+                    run_id: String::new(),
+                    strategy,
+                    stored: Some(&m),
+                    threads: max_threads,
+                    cache: CacheMode::Warm,
+                    epochs: 0,
+                    seed: opts.seed,
+                    trial: 0,
+                    verify: true,
+                };
+                let v = session
+                    .measure(&spec)?
+                    .verification
+                    .expect("verification was asked for");
+                if !v.passed() {
+                    outcome
+                        .verify_failures
+                        .push((format!("{} ({codec})", strategy.name), v.mismatched.clone()));
+                }
+                verdicts.insert(
+                    (strategy.name.clone(), *codec),
+                    if v.passed() { "pass" } else { "fail" }.into(),
+                );
+            }
+            stores.insert((strategy.name.clone(), *codec), m);
+        }
+    }
+
+    // Online phase: pending runs in a seeded random order, one progress bar over the matrix.
+    let order = shuffled(pending, opts.seed);
+    let bar = places
+        .progress
+        .bar(order.len() as u64, &format!("sweep {}", workload.name));
+    session.progress = Progress { quiet: true };
+    let mut run_ids = Vec::new();
+    for cell in &order {
+        let run_id = plan.run_id(&session.workload, opts.seed, cell);
+        bar.set_message(format!(
+            "{} {} t{} {}",
+            cell.strategy.name, cell.codec, cell.threads, cell.cache
+        ));
+        let stored = stores.get(&(cell.strategy.name.clone(), cell.codec));
+        let spec = RunSpec {
+            run_id: run_id.clone(),
+            strategy: &cell.strategy,
+            stored,
+            threads: cell.threads,
+            cache: cell.cache,
+            epochs: plan.epochs,
+            seed: opts.seed,
+            trial: cell.trial,
+            verify: false,
+        };
+        let mut measured = session.measure(&spec)?;
+        if let Some(verdict) = verdicts.get(&(cell.strategy.name.clone(), cell.codec)) {
+            measured
+                .rows
+                .iter_mut()
+                .for_each(|r| r.verified = verdict.clone());
+        }
+        csv.append(&measured.rows)?;
+        warnings.extend(measured.warnings);
+        run_ids.push(run_id);
+        outcome.ran += 1;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    warnings.dedup();
+    outcome.warnings = warnings;
+    let invocation = Invocation {
+        started_utc,
+        command_line,
+        run_ids,
+        data_dir: &places.data_dir,
+        store_dir: &places.store_dir,
+        can_drop_caches: cache::can_drop_caches(),
+        evict_policy: format!("{:?}", places.evict).to_lowercase(),
+    };
+    results::record_invocation(&places.out, &session.workload_record(), &invocation)?;
+    Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cv() -> Workload {
+        workloads::load("cv").unwrap()
+    }
+
+    #[test]
+    fn plan_crosses_settings_and_gives_unprocessed_one_codec() {
+        let opts = SweepOptions {
+            workload: "cv".into(),
+            strategies: Some(vec!["unprocessed".into(), "resized".into()]),
+            codecs: Some(vec![Codec::None, Codec::Gzip { level: 6 }]),
+            threads: Some(vec![1, 2]),
+            cache: Some(vec![CacheMode::Cold]),
+            trials: Some(3),
+            ..Default::default()
+        };
+        let plan = Plan::new(&cv(), &opts).unwrap();
+        // unprocessed: 1 codec x 2 threads x 3 trials; resized: 2 codecs x 2 x 3.
+        assert_eq!(plan.cells.len(), 6 + 12);
+        let ids: HashSet<String> = plan
+            .cells
+            .iter()
+            .map(|c| plan.run_id(&cv(), 0, c))
+            .collect();
+        assert_eq!(ids.len(), plan.cells.len(), "run ids are unique");
+        assert_eq!(
+            plan.run_id(&cv(), 0, &plan.cells[0]),
+            plan.run_id(&cv(), 0, &plan.cells[0])
+        );
+        assert_ne!(
+            plan.run_id(&cv(), 1, &plan.cells[0]),
+            plan.run_id(&cv(), 0, &plan.cells[0])
+        );
+    }
+
+    #[test]
+    fn shuffling_is_seeded_and_interleaves() {
+        let items: Vec<u32> = (0..50).collect();
+        let a = shuffled(items.clone(), 7);
+        assert_eq!(a, shuffled(items.clone(), 7));
+        assert_ne!(a, shuffled(items.clone(), 8));
+        assert_ne!(a, items);
+        let mut sorted = a.clone();
+        sorted.sort();
+        assert_eq!(sorted, items);
+    }
+}
