@@ -27,6 +27,42 @@ pub enum Command {
     Run(RunArgs),
     /// Sweep a workload's matrix (strategies x codecs x threads x cache x trials); resumable.
     Sweep(SweepArgs),
+    /// Write summary.csv, report.md, report.json and plots/*.svg for a results folder.
+    Report {
+        /// A results folder (holding runs.csv).
+        dir: PathBuf,
+    },
+    /// Rank strategies: PRESTO's weighted score (fixed), the Pareto set, total time over E epochs.
+    Recommend {
+        /// A results folder.
+        dir: PathBuf,
+        /// Weights of offline time, storage and throughput.
+        #[arg(long, value_delimiter = ',', num_args = 3, default_value = "0,0,1")]
+        weights: Vec<f64>,
+        /// Training epochs to plan for.
+        #[arg(long, default_value_t = 10)]
+        epochs: u64,
+        /// Memory for the page cache in bytes (default: the measured machine's memory).
+        #[arg(long)]
+        memory_bytes: Option<u64>,
+        /// Dataset size to plan for; times and storage scale linearly (default: the runs').
+        #[arg(long)]
+        dataset_samples: Option<u64>,
+    },
+    /// Compare two results folders cell by cell (ratio B/A, 95 % CI, Welch's t-test).
+    Compare { a: PathBuf, b: PathBuf },
+    /// Generate the datasets, sweep every reference workload at a scale, write the report.
+    Reproduce {
+        #[arg(long, value_enum, default_value = "quick")]
+        scale: crate::reproduce::ScaleName,
+        /// Results folder; default results/local/reproduce-<scale>.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[command(flatten)]
+        places: PlaceArgs,
+    },
     /// Check workload files strictly (unknown keys, ops, parameters, impossible splits).
     Validate {
         /// Workload YAML files.

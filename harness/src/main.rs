@@ -4,8 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
-use harness::cli::{default_threads, Cli, Command, RunArgs, SweepArgs};
+use harness::cli::{default_threads, Cli, Command, PlaceArgs, RunArgs, SweepArgs};
 use harness::progress::Progress;
+use harness::recommend::RecommendOptions;
+use harness::reproduce::{self, ScaleName};
 use harness::run::{run, RunOptions};
 use harness::sweep::{sweep, Places, SweepOptions};
 use harness::{commands, summary};
@@ -110,12 +112,79 @@ fn sweep_command(args: SweepArgs, progress: Progress) -> anyhow::Result<ExitCode
     Ok(report_verify_failures(&outcome.verify_failures))
 }
 
+fn reproduce_command(
+    scale: ScaleName,
+    out: Option<PathBuf>,
+    seed: u64,
+    places: PlaceArgs,
+    progress: Progress,
+) -> anyhow::Result<ExitCode> {
+    let out = out.unwrap_or_else(|| reproduce::default_out(scale));
+    let places = Places {
+        out: out.clone(),
+        data_dir: places.data_dir,
+        store_dir: places.store_dir,
+        evict: places.evict,
+        progress,
+    };
+    let done = reproduce::reproduce(scale, &places, seed, std::env::args().collect())?;
+    let mut failures = Vec::new();
+    for (workload, outcome) in &done.sweeps {
+        for warning in &outcome.warnings {
+            eprintln!("warning: {workload}: {warning}");
+        }
+        failures.extend(outcome.verify_failures.iter().cloned());
+    }
+    println!("{}", done.report.report_md.display());
+    progress.note(&format!(
+        "report written: {} (and summary.csv, report.json, plots/)",
+        done.report.report_md.display()
+    ));
+    Ok(report_verify_failures(&failures))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let progress = Progress { quiet: cli.quiet };
     let result = match cli.command {
         Command::Run(args) => run_command(args, progress),
         Command::Sweep(args) => sweep_command(args, progress),
+        Command::Report { dir } => harness::report::write_report(&dir).map(|written| {
+            progress.note(&format!(
+                "wrote {} files; start with {}",
+                written.files.len(),
+                written.report_md.display()
+            ));
+            ExitCode::SUCCESS
+        }),
+        Command::Recommend {
+            dir,
+            weights,
+            epochs,
+            memory_bytes,
+            dataset_samples,
+        } => {
+            let opts = RecommendOptions {
+                weights: (weights[0], weights[1], weights[2]),
+                epochs,
+                memory_bytes,
+                dataset_samples,
+            };
+            harness::recommend::recommend(&dir, &opts).map(|text| {
+                print!("{text}");
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Compare { a, b } => harness::compare::compare(&a, &b).map(|text| {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }),
+        Command::Reproduce {
+            scale,
+            out,
+            seed,
+            places,
+        } => reproduce_command(scale, out, seed, places, progress),
         Command::Validate { files } => Ok(if commands::validate(&files) == 0 {
             ExitCode::SUCCESS
         } else {

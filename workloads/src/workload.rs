@@ -135,6 +135,8 @@ pub struct Strategy {
 pub struct Workload {
     pub name: String,
     pub description: String,
+    /// The paper pipeline this workload reproduces (`cv`, `cv2-jpg`, ...), for reports.
+    pub paper: Option<String>,
     pub dataset: DatasetSpec,
     pub steps: Vec<StepDef>,
     pub sweep: SweepDefaults,
@@ -150,6 +152,8 @@ struct WorkloadFile {
     name: String,
     #[serde(default)]
     description: String,
+    #[serde(default)]
+    paper: Option<String>,
     dataset: DatasetSpec,
     steps: Vec<StepDef>,
     #[serde(default)]
@@ -179,6 +183,7 @@ impl Workload {
         let workload = Workload {
             name: file.name,
             description: file.description,
+            paper: file.paper,
             dataset: file.dataset,
             steps: file.steps,
             sweep: file.sweep,

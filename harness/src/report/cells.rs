@@ -1,0 +1,214 @@
+//! A results folder loaded and aggregated: runs.csv (and offline.csv) rows grouped into cells
+//! (workload, strategy, codec, threads, cache, epoch), each summarised over its trials.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::results::RunRow;
+use crate::stats::Summary;
+use crate::table::Table;
+
+/// Identifies a cell of a sweep.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct CellKey {
+    pub workload: String,
+    pub split: usize,
+    pub strategy: String,
+    pub codec: String,
+    pub threads: usize,
+    pub cache: String,
+    pub epoch: u64,
+}
+
+/// The trials of one cell, summarised.
+#[derive(Clone, Debug, Serialize)]
+pub struct Cell {
+    pub key: CellKey,
+    pub samples: u64,
+    pub storage_bytes: f64,
+    #[serde(skip)]
+    pub throughput: Summary,
+    #[serde(skip)]
+    pub online: Summary,
+    /// Offline time of the strategy and codec (all materializations), absent for `unprocessed`.
+    #[serde(skip)]
+    pub offline: Option<Summary>,
+    pub invalid_runs: usize,
+    pub verified: String,
+}
+
+impl Cell {
+    pub fn mb_per_sample(&self) -> f64 {
+        if self.samples == 0 {
+            0.0
+        } else {
+            self.storage_bytes / self.samples as f64 / 1e6
+        }
+    }
+}
+
+fn parse_rows(table: &Table) -> anyhow::Result<Vec<RunRow>> {
+    let col = |name: &str| table.column(name);
+    let cols: Vec<usize> = RunRow::columns()
+        .iter()
+        .map(|c| col(c))
+        .collect::<Result<_, _>>()?;
+    let mut rows = Vec::with_capacity(table.rows.len());
+    for r in 0..table.rows.len() {
+        let s = |i: usize| table.text(r, cols[i]).to_string();
+        let n = |i: usize| -> anyhow::Result<f64> { Ok(table.number(r, cols[i])?.unwrap_or(0.0)) };
+        rows.push(RunRow {
+            run_id: s(0),
+            started_utc: s(1),
+            workload: s(2),
+            strategy: s(3),
+            split: n(4)? as usize,
+            codec: s(5),
+            shards: n(6)? as usize,
+            threads: n(7)? as usize,
+            samples: n(8)? as u64,
+            trial: n(9)? as usize,
+            epoch: n(10)? as u64,
+            cache: s(11),
+            seed: n(12)? as u64,
+            offline_s: n(13)?,
+            offline_reused: s(14) == "true",
+            storage_bytes: n(15)? as u64,
+            online_s: n(16)?,
+            throughput_sps: n(17)?,
+            read_bytes: n(18)? as u64,
+            read_chars: n(19)? as u64,
+            output_bytes: n(20)? as u64,
+            cpu_user_s: n(21)?,
+            cpu_sys_s: n(22)?,
+            evict_method: s(23),
+            residency_before_pct: n(24)?,
+            residency_after_pct: n(25)?,
+            valid: s(26) == "true",
+            verified: s(27),
+        });
+    }
+    Ok(rows)
+}
+
+/// A results folder: its rows, offline materializations and manifest.
+pub struct Results {
+    pub rows: Vec<RunRow>,
+    /// (workload, strategy, codec) -> offline seconds of each materialization.
+    pub offline: BTreeMap<(String, String, String), Vec<f64>>,
+    pub manifest: serde_json::Value,
+}
+
+impl Results {
+    pub fn load(dir: &Path) -> anyhow::Result<Results> {
+        let runs = dir.join("runs.csv");
+        let table = Table::read(&runs)
+            .with_context(|| format!("{} holds no prepbench results", dir.display()))?;
+        let rows = parse_rows(&table)?;
+        let mut offline: BTreeMap<(String, String, String), Vec<f64>> = BTreeMap::new();
+        let offline_csv = dir.join("offline.csv");
+        if offline_csv.exists() {
+            let t = Table::read(&offline_csv)?;
+            let (w, s, c, o) = (
+                t.column("workload")?,
+                t.column("strategy")?,
+                t.column("codec")?,
+                t.column("offline_s")?,
+            );
+            for r in 0..t.rows.len() {
+                let key = (
+                    t.text(r, w).to_string(),
+                    t.text(r, s).to_string(),
+                    t.text(r, c).to_string(),
+                );
+                offline
+                    .entry(key)
+                    .or_default()
+                    .push(t.number(r, o)?.unwrap_or(0.0));
+            }
+        } else {
+            // Without offline.csv (runs of `prepbench run`), each run carries its store's time.
+            let mut seen = std::collections::HashSet::new();
+            for row in rows.iter().filter(|r| r.split > 0 && !r.offline_reused) {
+                if seen.insert(row.run_id.clone()) {
+                    offline
+                        .entry((
+                            row.workload.clone(),
+                            row.strategy.clone(),
+                            row.codec.clone(),
+                        ))
+                        .or_default()
+                        .push(row.offline_s);
+                }
+            }
+        }
+        let manifest = std::fs::read_to_string(dir.join("manifest.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(serde_json::Value::Null);
+        Ok(Results {
+            rows,
+            offline,
+            manifest,
+        })
+    }
+
+    /// Every cell, ordered by workload, split, codec, threads, cache, epoch.
+    pub fn cells(&self) -> Vec<Cell> {
+        let mut groups: BTreeMap<CellKey, Vec<&RunRow>> = BTreeMap::new();
+        for row in &self.rows {
+            let key = CellKey {
+                workload: row.workload.clone(),
+                split: row.split,
+                strategy: row.strategy.clone(),
+                codec: row.codec.clone(),
+                threads: row.threads,
+                cache: row.cache.clone(),
+                epoch: row.epoch,
+            };
+            groups.entry(key).or_default().push(row);
+        }
+        groups
+            .into_iter()
+            .filter_map(|(key, rows)| {
+                let throughput =
+                    Summary::of(&rows.iter().map(|r| r.throughput_sps).collect::<Vec<_>>()).ok()?;
+                let online =
+                    Summary::of(&rows.iter().map(|r| r.online_s).collect::<Vec<_>>()).ok()?;
+                let offline = self
+                    .offline
+                    .get(&(
+                        key.workload.clone(),
+                        key.strategy.clone(),
+                        key.codec.clone(),
+                    ))
+                    .and_then(|v| Summary::of(v).ok());
+                let verified = rows
+                    .iter()
+                    .map(|r| r.verified.as_str())
+                    .find(|v| *v == "fail")
+                    .or_else(|| {
+                        rows.iter()
+                            .map(|r| r.verified.as_str())
+                            .find(|v| *v == "pass")
+                    })
+                    .unwrap_or("-")
+                    .to_string();
+                Some(Cell {
+                    samples: rows[0].samples,
+                    storage_bytes: rows.iter().map(|r| r.storage_bytes as f64).sum::<f64>()
+                        / rows.len() as f64,
+                    throughput,
+                    online,
+                    offline,
+                    invalid_runs: rows.iter().filter(|r| !r.valid).count(),
+                    verified,
+                    key,
+                })
+            })
+            .collect()
+    }
+}

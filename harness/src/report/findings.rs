@@ -1,0 +1,197 @@
+//! The paper's six findings (PAPER.md), each judged on our measurements: reproduced, not
+//! reproduced, or not measured, with our figures beside the paper's; and per workload the
+//! Kendall tau between our strategy ranking by throughput and the paper's.
+
+use serde::Serialize;
+
+use crate::report::view::WorkloadView;
+use crate::stats::kendall_tau_b;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Reproduced,
+    NotReproduced,
+    NotMeasured,
+}
+
+impl Verdict {
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::Reproduced => "reproduced",
+            Verdict::NotReproduced => "not reproduced",
+            Verdict::NotMeasured => "not measured",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Finding {
+    pub number: usize,
+    pub claim: &'static str,
+    pub verdict: Verdict,
+    pub ours: String,
+    pub paper: &'static str,
+}
+
+fn judge(
+    number: usize,
+    claim: &'static str,
+    paper: &'static str,
+    evidence: Vec<(bool, String)>,
+) -> Finding {
+    let verdict = if evidence.is_empty() {
+        Verdict::NotMeasured
+    } else if evidence.iter().all(|(ok, _)| *ok) {
+        Verdict::Reproduced
+    } else {
+        Verdict::NotReproduced
+    };
+    let ours = if evidence.is_empty() {
+        "no runs of the workloads or settings it needs".to_string()
+    } else {
+        evidence
+            .into_iter()
+            .map(|(_, s)| s)
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    Finding {
+        number,
+        claim,
+        verdict,
+        ours,
+        paper,
+    }
+}
+
+fn cold_sps(view: &WorkloadView, strategy: &str, codec: &str, threads: usize) -> Option<f64> {
+    view.cold(strategy, codec, threads)
+        .map(|c| c.throughput.mean)
+}
+
+/// Pipelines where the paper found an intermediate split fastest.
+const MIDDLE_WINS: [&str; 4] = ["cv", "cv2-jpg", "cv2-png", "nlp"];
+
+pub fn findings(views: &[WorkloadView]) -> Vec<Finding> {
+    let paper_of = |v: &WorkloadView| v.paper_name.clone().unwrap_or_default();
+    let mut f1 = Vec::new();
+    let mut f2 = Vec::new();
+    let mut f3 = Vec::new();
+    let mut f4 = Vec::new();
+    let mut f6 = Vec::new();
+    for view in views {
+        let t = view.max_threads();
+        let name = &view.name;
+        // 1. The fully preprocessed strategy is not the fastest; a middle split wins.
+        if MIDDLE_WINS.contains(&paper_of(view).as_str()) {
+            let measured: Vec<(&str, f64)> = view
+                .strategies
+                .iter()
+                .filter_map(|(_, s)| cold_sps(view, s, "none", t).map(|v| (s.as_str(), v)))
+                .collect();
+            if let (Some(last), Some(best)) = (
+                view.last_strategy(),
+                measured.iter().max_by(|a, b| a.1.total_cmp(&b.1)),
+            ) {
+                if let Some(last_sps) = cold_sps(view, last, "none", t) {
+                    f1.push((
+                        best.0 != last,
+                        format!(
+                            "{name}: fastest {} at {:.0}/s, {:.1}x the last ({last}, {:.0}/s)",
+                            best.0,
+                            best.1,
+                            best.1 / last_sps,
+                            last_sps
+                        ),
+                    ));
+                }
+            }
+        }
+        // 2. Concatenating small files into records speeds up reading.
+        if let (Some(raw), Some(cat)) = (
+            cold_sps(view, "unprocessed", "none", t),
+            cold_sps(view, "concatenated", "none", t),
+        ) {
+            f2.push((
+                cat / raw >= 1.5,
+                format!("{name}: concatenated / unprocessed = {:.2}x", cat / raw),
+            ));
+        }
+        // 3. Compression pays only for large, redundant float data.
+        let deflate = view
+            .codecs
+            .iter()
+            .find(|c| c.starts_with("gzip") || c.starts_with("zlib"));
+        if let (Some(codec), Some(last)) = (deflate, view.last_strategy()) {
+            let mut pays_elsewhere = Vec::new();
+            for (split, s) in view.strategies.iter().filter(|(split, _)| *split > 0) {
+                let _ = split;
+                if let (Some(none), Some(c)) =
+                    (cold_sps(view, s, "none", t), cold_sps(view, s, codec, t))
+                {
+                    if s == last {
+                        f3.push((
+                            c / none >= 1.1,
+                            format!("{name}/{s}: {codec} / none = {:.2}x", c / none),
+                        ));
+                    } else {
+                        pays_elsewhere
+                            .push((c / none <= 1.05, format!("{name}/{s}: {:.2}x", c / none)));
+                    }
+                }
+            }
+            f3.extend(pays_elsewhere);
+        }
+        // 4. The page cache speeds up re-reading the last strategy.
+        if let Some(last) = view.last_strategy() {
+            if let (Some(cold), Some(warm)) =
+                (view.cold(last, "none", t), view.warm(last, "none", t))
+            {
+                let r = warm.throughput.mean / cold.throughput.mean;
+                f4.push((r >= 1.1, format!("{name}/{last}: page cache {r:.2}x")));
+            }
+        }
+        // 6. More threads help CPU-bound online work more than reading stored results.
+        if view.threads.len() >= 2 {
+            let (lo, hi) = (view.threads[0], t);
+            let speedup =
+                |s: &str| Some(cold_sps(view, s, "none", hi)? / cold_sps(view, s, "none", lo)?);
+            if let (Some(raw), Some(last)) = (
+                speedup("unprocessed"),
+                view.last_strategy().and_then(speedup),
+            ) {
+                let ideal = hi as f64 / lo as f64;
+                f6.push((
+                    raw >= 0.6 * ideal && raw >= last,
+                    format!(
+                        "{name}: {lo} -> {hi} threads, unprocessed {raw:.2}x vs {} {last:.2}x",
+                        view.last_strategy().unwrap_or("-")
+                    ),
+                ));
+            }
+        }
+    }
+    vec![
+        judge(1, "The fully preprocessed strategy is not the fastest for CV, CV2-JPG, CV2-PNG and NLP; the middle split wins", "CV: resized 1789/s, 3.1x pixel-centered 576/s; NLP: 13x", f1),
+        judge(2, "Concatenating small files into records speeds up reading (much on network storage)", "CV 107 -> 962 samples/s (9.0x); CV2-PNG 15 -> 21", f2),
+        judge(3, "Compression pays only for large, redundant float data", "pixel-centered CV 1.6-2.4x faster at 73-93 % less storage; elsewhere neutral or slower", f3),
+        judge(4, "Page-cache reuse speeds up the last strategy", "1.1x (NILM) to 4.2x (FLAC)", f4),
+        judge(5, "Per byte, tiny samples read far slower than big ones", "15 GB of 0.01 MB samples read 11.6x slower than of 20.5 MB samples", Vec::new()),
+        judge(6, "More threads help CPU-bound online steps, not I/O-bound or tiny-sample strategies", "audio decoded 6-7x at 8 threads; NILM 0.8-1.0x", f6),
+    ]
+}
+
+/// Kendall's tau-b between our cold throughput ranking and the paper's epoch-0 ranking over the
+/// strategies both measured; `None` without the paper's figures or two common strategies.
+pub fn kendall(view: &WorkloadView) -> Option<(f64, usize)> {
+    let paper = view.paper.as_ref()?;
+    let t = view.max_threads();
+    let pairs: Vec<(f64, f64)> = view
+        .strategies
+        .iter()
+        .filter_map(|(_, s)| Some((cold_sps(view, s, "none", t)?, paper.strategy(s)?.sps_epoch0)))
+        .collect();
+    let (ours, theirs): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+    kendall_tau_b(&ours, &theirs).map(|tau| (tau, pairs.len()))
+}

@@ -1,0 +1,300 @@
+//! `prepbench report DIR`: summary.csv (statistics per cell), report.md (the paper's tables with
+//! its figures beside ours, the findings, warnings), report.json and plots/*.svg.
+
+pub mod cells;
+pub mod findings;
+pub mod plots;
+pub mod tables;
+pub mod view;
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde_json::json;
+
+use cells::{Cell, Results};
+use view::WorkloadView;
+
+/// Cells whose throughput coefficient of variation exceeds this get a warning.
+pub const MAX_CV: f64 = 0.10;
+/// Cells with fewer trials than this get a warning.
+pub const MIN_TRIALS: usize = 3;
+
+/// The paper pipeline of a workload: from the workload YAML recorded in the manifest, else from
+/// the reference workload of that name.
+fn paper_name(results: &Results, workload: &str) -> Option<String> {
+    let recorded = results
+        .manifest
+        .get("workloads")
+        .and_then(|w| w.as_object())
+        .and_then(|map| {
+            map.values()
+                .filter(|v| v.get("name").and_then(|n| n.as_str()) == Some(workload))
+                .find_map(|v| {
+                    workloads::Workload::from_yaml(v.get("yaml")?.as_str()?, "manifest")
+                        .ok()?
+                        .paper
+                })
+        });
+    recorded.or_else(|| workloads::load(workload).ok()?.paper)
+}
+
+/// Picks out a problem cell, with a detail to show beside its name.
+type CellTest = fn(&Cell) -> Option<String>;
+
+/// Problems found in the cells, one line per kind: how many cells, a few examples, what to do.
+fn warnings(cells: &[Cell]) -> Vec<String> {
+    let label = |c: &Cell| {
+        let k = &c.key;
+        format!(
+            "{}/{}/{}/{}t/{} e{}",
+            k.workload, k.strategy, k.codec, k.threads, k.cache, k.epoch
+        )
+    };
+    let kinds: [(&str, &str, CellTest); 4] = [
+        (
+            "output differs from fully-online processing (verify failed)",
+            "fix the step that is not deterministic, or mark it `random: true`",
+            |c| (c.verified == "fail").then(String::new),
+        ),
+        (
+            "cold runs started with their files still cached (rows valid=false)",
+            "put --data-dir and --store-dir on a disk (not tmpfs), or run as root so caches can be dropped",
+            |c| (c.invalid_runs > 0).then(|| format!(" ({} runs)", c.invalid_runs)),
+        ),
+        (
+            "throughput varies by more than 10 % (coefficient of variation)",
+            "look for background load, add trials (--trials), or fix the CPU frequency",
+            |c| c.throughput.cv.filter(|cv| *cv > MAX_CV).map(|cv| format!(" ({:.0} %)", cv * 100.0)),
+        ),
+        (
+            "fewer than 3 trials, too few for a confidence interval",
+            "rerun the sweep with --trials 3 or more (completed runs are kept)",
+            |c| (c.throughput.n < MIN_TRIALS).then(|| format!(" (n={})", c.throughput.n)),
+        ),
+    ];
+    let mut out = Vec::new();
+    for (what, advice, test) in &kinds {
+        let hits: Vec<String> = cells
+            .iter()
+            .filter_map(|c| test(c).map(|detail| format!("{}{detail}", label(c))))
+            .collect();
+        if hits.is_empty() {
+            continue;
+        }
+        let shown = hits.iter().take(4).cloned().collect::<Vec<_>>().join(", ");
+        let more = if hits.len() > 4 {
+            format!(" and {} more", hits.len() - 4)
+        } else {
+            String::new()
+        };
+        out.push(format!(
+            "{} cells: {what}, e.g. {shown}{more}. What to do: {advice}.",
+            hits.len()
+        ));
+    }
+    out
+}
+
+fn summary_csv(cells: &[Cell]) -> String {
+    let columns = [
+        "workload",
+        "strategy",
+        "split",
+        "codec",
+        "threads",
+        "cache",
+        "epoch",
+        "n",
+        "samples",
+        "storage_bytes",
+        "mb_per_sample",
+        "offline_s_mean",
+        "throughput_sps_mean",
+        "throughput_sps_sd",
+        "throughput_sps_median",
+        "throughput_sps_min",
+        "throughput_sps_max",
+        "throughput_sps_ci95_lo",
+        "throughput_sps_ci95_hi",
+        "throughput_sps_cv",
+        "throughput_outliers",
+        "online_s_mean",
+        "invalid_runs",
+        "verified",
+    ];
+    let mut out = crate::results::csv_header(&columns);
+    let opt = |v: Option<f64>| v.map(|x| format!("{x:.6}")).unwrap_or_default();
+    for c in cells {
+        let (k, t) = (&c.key, &c.throughput);
+        let values = vec![
+            k.workload.clone(),
+            k.strategy.clone(),
+            k.split.to_string(),
+            k.codec.clone(),
+            k.threads.to_string(),
+            k.cache.clone(),
+            k.epoch.to_string(),
+            t.n.to_string(),
+            c.samples.to_string(),
+            format!("{:.0}", c.storage_bytes),
+            format!("{:.6}", c.mb_per_sample()),
+            opt(c.offline.as_ref().map(|o| o.mean)),
+            format!("{:.3}", t.mean),
+            opt(t.sd),
+            format!("{:.3}", t.median),
+            format!("{:.3}", t.min),
+            format!("{:.3}", t.max),
+            opt(t.ci95.map(|c| c.0)),
+            opt(t.ci95.map(|c| c.1)),
+            opt(t.cv),
+            t.outliers.len().to_string(),
+            format!("{:.6}", c.online.mean),
+            c.invalid_runs.to_string(),
+            c.verified.clone(),
+        ];
+        out.push_str(&crate::results::csv_line(&values));
+    }
+    out
+}
+
+fn machine_line(results: &Results) -> String {
+    let m = &results.manifest["machine"];
+    let b = &results.manifest["build"];
+    format!(
+        "Machine: {} ({} cores, {:.1} GB memory, {}); prepbench {} ({}), {}.",
+        m["cpu_model"].as_str().unwrap_or("unknown CPU"),
+        m["logical_cores"].as_u64().unwrap_or(0),
+        m["memory_bytes"].as_f64().unwrap_or(0.0) / 1e9,
+        m["kernel"].as_str().unwrap_or("unknown kernel"),
+        b["prepbench_version"].as_str().unwrap_or("?"),
+        b["git_commit"].as_str().unwrap_or("?"),
+        b["rustc"].as_str().unwrap_or("?"),
+    )
+}
+
+/// What `report` wrote.
+pub struct ReportFiles {
+    pub report_md: PathBuf,
+    pub files: Vec<PathBuf>,
+}
+
+/// Reads `dir` and writes the report files into it.
+pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
+    let results = Results::load(dir)?;
+    let cells = results.cells();
+    let mut names: Vec<String> = Vec::new();
+    for row in &results.rows {
+        if !names.contains(&row.workload) {
+            names.push(row.workload.clone());
+        }
+    }
+    let views: Vec<WorkloadView> = names
+        .iter()
+        .map(|n| WorkloadView::new(n, &cells, paper_name(&results, n)))
+        .collect();
+    let plots_dir = dir.join("plots");
+    std::fs::create_dir_all(&plots_dir)
+        .with_context(|| format!("creating {}", plots_dir.display()))?;
+    let mut files = Vec::new();
+    let write = |path: PathBuf, text: &str, files: &mut Vec<PathBuf>| -> anyhow::Result<()> {
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        files.push(path);
+        Ok(())
+    };
+    write(dir.join("summary.csv"), &summary_csv(&cells), &mut files)?;
+
+    let found = findings::findings(&views);
+    let warned = warnings(&cells);
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "# prepbench report\n\n{}\n\n{} runs ({} rows) in {} cells.\n",
+        machine_line(&results),
+        results
+            .rows
+            .iter()
+            .map(|r| &r.run_id)
+            .collect::<std::collections::HashSet<_>>()
+            .len(),
+        results.rows.len(),
+        cells.len()
+    );
+    let mut kendall = serde_json::Map::new();
+    for view in &views {
+        let _ = writeln!(md, "## {}\n", view.name);
+        if let Some(p) = &view.paper_name {
+            let _ = writeln!(md, "Reproduces the paper's `{p}` pipeline.\n");
+        }
+        let _ = writeln!(md, "### Strategies\n\n{}", tables::strategies(view));
+        if let Some(t) = tables::compression(view) {
+            let _ = writeln!(md, "### Compression\n\n{t}");
+        }
+        let _ = writeln!(md, "### Caching\n\n{}", tables::caching(view));
+        if let Some(t) = tables::threads(view) {
+            let _ = writeln!(md, "### Thread scaling\n\n{t}");
+        }
+        let tau = findings::kendall(view);
+        match tau {
+            Some((tau, n)) => {
+                let _ = writeln!(md, "Kendall tau between our ranking by cold throughput and the paper's: **{tau:.2}** over {n} strategies.\n");
+            }
+            None => {
+                let _ = writeln!(md, "Kendall tau: not computed (no paper figures for this workload, or fewer than two common strategies).\n");
+            }
+        }
+        kendall.insert(
+            view.name.clone(),
+            json!(tau.map(|(t, n)| json!({"tau": t, "strategies": n}))),
+        );
+        let mut plot_links = Vec::new();
+        for (file, chart) in plots::plots(view) {
+            write(plots_dir.join(&file), &chart.to_svg(), &mut files)?;
+            plot_links.push(format!("![{file}](plots/{file})"));
+        }
+        let _ = writeln!(md, "{}\n", plot_links.join("\n"));
+    }
+    let _ = writeln!(md, "## Paper comparison\n");
+    for f in &found {
+        let _ = writeln!(
+            md,
+            "{}. **{}**: {}. Ours: {}. Paper: {}.",
+            f.number,
+            f.verdict.text(),
+            f.claim,
+            f.ours,
+            f.paper
+        );
+    }
+    let _ = writeln!(md, "\n## Warnings\n");
+    if warned.is_empty() {
+        let _ = writeln!(md, "None.");
+    }
+    for w in &warned {
+        let _ = writeln!(md, "- {w}");
+    }
+    write(dir.join("report.md"), &md, &mut files)?;
+    let cells_json: Vec<serde_json::Value> = cells
+        .iter()
+        .map(|c| {
+            let t = &c.throughput;
+            json!({
+                "key": c.key, "samples": c.samples, "storage_bytes": c.storage_bytes, "mb_per_sample": c.mb_per_sample(),
+                "offline_s_mean": c.offline.as_ref().map(|o| o.mean),
+                "throughput_sps": {"n": t.n, "mean": t.mean, "sd": t.sd, "median": t.median, "min": t.min, "max": t.max, "ci95": t.ci95, "cv": t.cv, "outliers": t.outliers},
+                "invalid_runs": c.invalid_runs, "verified": c.verified,
+            })
+        })
+        .collect();
+    let report = json!({ "machine": results.manifest["machine"], "cells": cells_json, "findings": found, "kendall_tau": kendall, "warnings": warned });
+    write(
+        dir.join("report.json"),
+        &serde_json::to_string_pretty(&report)?,
+        &mut files,
+    )?;
+    Ok(ReportFiles {
+        report_md: dir.join("report.md"),
+        files,
+    })
+}

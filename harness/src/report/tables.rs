@@ -1,0 +1,213 @@
+//! The report's tables, as Markdown: the paper's per-strategy table with the paper's figures
+//! beside ours, compression, caching and thread scaling.
+
+use std::fmt::Write;
+
+use crate::report::view::WorkloadView;
+use crate::stats::ratio_ci;
+use crate::svg::format_number;
+
+fn sps(cell: Option<&crate::report::cells::Cell>) -> String {
+    match cell {
+        None => "-".into(),
+        Some(c) => match c.throughput.ci95 {
+            Some((lo, hi)) => format!("{:.0} [{:.0}, {:.0}]", c.throughput.mean, lo, hi),
+            None => format!("{:.0}", c.throughput.mean),
+        },
+    }
+}
+
+fn ratio(num: Option<f64>, den: Option<f64>) -> String {
+    match (num, den) {
+        (Some(n), Some(d)) if d > 0.0 => format!("{:.2}x", n / d),
+        _ => "-".into(),
+    }
+}
+
+/// strategy | MB/sample | storage | storage at the real dataset's size | offline | cold | warm |
+/// speedup vs unprocessed | the paper's storage, throughput and speedup.
+pub fn strategies(view: &WorkloadView) -> String {
+    let t = view.max_threads();
+    let mut out = String::new();
+    let paper_samples = view.paper.as_ref().map(|p| p.samples);
+    let _ = writeln!(
+        out,
+        "Codec none, {t} threads; throughput in samples/s, mean [95 % CI]; cold = epoch 0 after eviction, warm = epoch 1.{}\n",
+        paper_samples.map(|n| format!(" Storage extrapolated to the paper's {n} samples.")).unwrap_or_default()
+    );
+    let _ = writeln!(out, "| strategy | MB/sample | storage MB | storage at full size GB | offline s | cold | warm | speedup vs unprocessed | paper GB | paper cold -> warm | paper speedup |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let base = view
+        .cold("unprocessed", "none", t)
+        .map(|c| c.throughput.mean);
+    let paper_base = view
+        .paper
+        .as_ref()
+        .and_then(|p| p.strategy("unprocessed"))
+        .map(|s| s.sps_epoch0);
+    for (_, name) in &view.strategies {
+        let Some(cold) = view
+            .cold(name, "none", t)
+            .or_else(|| view.warm(name, "none", t))
+        else {
+            continue;
+        };
+        let warm = view.warm(name, "none", t);
+        let full = paper_samples
+            .map(|n| format!("{:.1}", cold.mb_per_sample() * n as f64 / 1e3))
+            .unwrap_or_else(|| "-".into());
+        let offline = cold
+            .offline
+            .as_ref()
+            .map(|o| format!("{:.2}", o.mean))
+            .unwrap_or_else(|| "-".into());
+        let paper = view.paper.as_ref().and_then(|p| p.strategy(name));
+        let (paper_gb, paper_sps, paper_speedup) = match paper {
+            Some(p) => (
+                format!("{}", p.storage_gb),
+                format!("{} -> {}", p.sps_epoch0, p.sps_epoch1),
+                ratio(Some(p.sps_epoch0), paper_base),
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        let _ = writeln!(
+            out,
+            "| {name} | {:.4} | {:.1} | {full} | {offline} | {} | {} | {} | {paper_gb} | {paper_sps} | {paper_speedup} |",
+            cold.mb_per_sample(),
+            cold.storage_bytes / 1e6,
+            sps(Some(cold)),
+            sps(warm),
+            ratio(Some(cold.throughput.mean), base),
+        );
+    }
+    out
+}
+
+/// codec x strategy: storage saved, cold throughput ratio vs none (95 % CI), offline time ratio.
+pub fn compression(view: &WorkloadView) -> Option<String> {
+    let codecs: Vec<&String> = view.codecs.iter().filter(|c| *c != "none").collect();
+    if codecs.is_empty() {
+        return None;
+    }
+    let t = view.max_threads();
+    let mut out = String::new();
+    let _ = writeln!(out, "{t} threads, cold epochs; ratios are codec / none.\n");
+    let _ = writeln!(out, "| strategy | codec | storage saved | throughput ratio [95 % CI] | offline time ratio | paper saved | paper gzip / zlib ratio |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    for (split, name) in view.strategies.iter().filter(|(s, _)| *s > 0) {
+        let _ = split;
+        let Some(none) = view.cold(name, "none", t) else {
+            continue;
+        };
+        let paper = view
+            .paper
+            .as_ref()
+            .and_then(|p| p.compression.iter().find(|c| &c.strategy == name));
+        for codec in &codecs {
+            let Some(cell) = view.cold(name, codec, t) else {
+                continue;
+            };
+            let saved = 100.0 * (1.0 - cell.storage_bytes / none.storage_bytes.max(1.0));
+            let through = match ratio_ci(&none.throughput, &cell.throughput) {
+                Some((r, lo, hi)) => format!("{r:.2} [{lo:.2}, {hi:.2}]"),
+                None => ratio(Some(cell.throughput.mean), Some(none.throughput.mean)),
+            };
+            let offline = ratio(
+                cell.offline.as_ref().map(|o| o.mean),
+                none.offline.as_ref().map(|o| o.mean),
+            );
+            let (p_saved, p_ratio) = match paper {
+                Some(p) => (
+                    format!("{} %", p.space_saving_pct),
+                    format!(
+                        "{:.2} / {:.2}",
+                        p.sps_gzip / p.sps_none,
+                        p.sps_zlib / p.sps_none
+                    ),
+                ),
+                None => ("-".into(), "-".into()),
+            };
+            let _ = writeln!(out, "| {name} | {codec} | {saved:.1} % | {through} | {offline} | {p_saved} | {p_ratio} |");
+        }
+    }
+    Some(out)
+}
+
+/// Per strategy: cold, warm (page cache) and the warm/cold ratio, with the paper's caching row.
+pub fn caching(view: &WorkloadView) -> String {
+    let t = view.max_threads();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Codec none, {t} threads. The application-level cache (in-process) is not measured yet.\n"
+    );
+    let _ = writeln!(out, "| strategy | cold | page cache (epoch 1) | ratio | paper no cache -> system -> application |");
+    let _ = writeln!(out, "|---|---|---|---|---|");
+    for (_, name) in &view.strategies {
+        let (cold, warm) = (view.cold(name, "none", t), view.warm(name, "none", t));
+        if cold.is_none() && warm.is_none() {
+            continue;
+        }
+        let paper = view
+            .paper
+            .as_ref()
+            .and_then(|p| p.caching.iter().find(|c| &c.strategy == name));
+        let paper = paper
+            .map(|p| {
+                format!(
+                    "{} -> {} -> {}",
+                    p.sps_no_cache, p.sps_system_cache, p.sps_application_cache
+                )
+            })
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} | {} | {paper} |",
+            sps(cold),
+            sps(warm),
+            ratio(
+                warm.map(|c| c.throughput.mean),
+                cold.map(|c| c.throughput.mean)
+            )
+        );
+    }
+    out
+}
+
+/// Per strategy and thread count: cold throughput, speedup over one thread and efficiency.
+pub fn threads(view: &WorkloadView) -> Option<String> {
+    if view.threads.len() < 2 {
+        return None;
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "Codec none, cold epochs; each entry is samples/s (speedup over 1 thread, parallel efficiency).\n");
+    let header: Vec<String> = view
+        .threads
+        .iter()
+        .map(|t| format!("{t} threads"))
+        .collect();
+    let _ = writeln!(out, "| strategy | {} |", header.join(" | "));
+    let _ = writeln!(out, "|---|{}", "---|".repeat(view.threads.len()));
+    let first = view.threads[0];
+    for (_, name) in &view.strategies {
+        let base = view.cold(name, "none", first).map(|c| c.throughput.mean);
+        let entries: Vec<String> = view
+            .threads
+            .iter()
+            .map(|&t| match (view.cold(name, "none", t), base) {
+                (Some(c), Some(b)) if b > 0.0 => {
+                    let speedup = c.throughput.mean / b;
+                    format!(
+                        "{} ({speedup:.2}x, {:.0} %)",
+                        format_number(c.throughput.mean.round()),
+                        100.0 * speedup * first as f64 / t as f64
+                    )
+                }
+                (Some(c), _) => format_number(c.throughput.mean.round()),
+                _ => "-".into(),
+            })
+            .collect();
+        let _ = writeln!(out, "| {name} | {} |", entries.join(" | "));
+    }
+    Some(out)
+}

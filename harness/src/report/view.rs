@@ -1,0 +1,84 @@
+//! One workload's cells with the questions reports ask of them: cold and warm throughput of a
+//! strategy at a codec and thread count, the strategies in split order, the paper's figures.
+
+use crate::paper::{self, PaperPipeline};
+use crate::report::cells::Cell;
+
+pub struct WorkloadView<'a> {
+    pub name: String,
+    pub cells: Vec<&'a Cell>,
+    /// (split, name), in split order.
+    pub strategies: Vec<(usize, String)>,
+    /// Codecs measured, `none` first.
+    pub codecs: Vec<String>,
+    pub threads: Vec<usize>,
+    pub paper: Option<PaperPipeline>,
+    pub paper_name: Option<String>,
+}
+
+impl<'a> WorkloadView<'a> {
+    pub fn new(name: &str, all: &'a [Cell], paper_name: Option<String>) -> WorkloadView<'a> {
+        let cells: Vec<&Cell> = all.iter().filter(|c| c.key.workload == name).collect();
+        let mut strategies: Vec<(usize, String)> = cells
+            .iter()
+            .map(|c| (c.key.split, c.key.strategy.clone()))
+            .collect();
+        strategies.sort();
+        strategies.dedup();
+        let mut codecs: Vec<String> = cells.iter().map(|c| c.key.codec.clone()).collect();
+        codecs.sort_by_key(|c| (c != "none", c.clone()));
+        codecs.dedup();
+        let mut threads: Vec<usize> = cells.iter().map(|c| c.key.threads).collect();
+        threads.sort();
+        threads.dedup();
+        let paper = paper_name.as_deref().and_then(paper::pipeline);
+        WorkloadView {
+            name: name.to_string(),
+            cells,
+            strategies,
+            codecs,
+            threads,
+            paper,
+            paper_name,
+        }
+    }
+
+    pub fn max_threads(&self) -> usize {
+        self.threads.last().copied().unwrap_or(1)
+    }
+
+    /// The cell of `strategy` at `codec` and `threads` for a cache label and epoch. `unprocessed`
+    /// is stored as codec `none` whatever codec is asked.
+    pub fn cell(
+        &self,
+        strategy: &str,
+        codec: &str,
+        threads: usize,
+        cache: &str,
+        epoch: u64,
+    ) -> Option<&'a Cell> {
+        self.cells.iter().copied().find(|c| {
+            c.key.strategy == strategy
+                && (c.key.codec == codec || c.key.split == 0)
+                && c.key.threads == threads
+                && c.key.cache == cache
+                && c.key.epoch == epoch
+        })
+    }
+
+    /// Epoch 0 after eviction (falls back to a prefetched epoch 0 when no cold runs exist).
+    pub fn cold(&self, strategy: &str, codec: &str, threads: usize) -> Option<&'a Cell> {
+        self.cell(strategy, codec, threads, "cold", 0)
+    }
+
+    /// Epoch 1: the page cache as epoch 0 left it (or a prefetched epoch 0).
+    pub fn warm(&self, strategy: &str, codec: &str, threads: usize) -> Option<&'a Cell> {
+        self.cell(strategy, codec, threads, "warm", 1)
+            .or_else(|| self.cell(strategy, codec, threads, "warm", 0))
+    }
+
+    /// The last strategy (the most preprocessed one measured).
+    pub fn last_strategy(&self) -> Option<&str> {
+        self.strategies.last().map(|(_, n)| n.as_str())
+    }
+}
