@@ -36,9 +36,9 @@ pub enum Command {
     Recommend {
         /// A results folder.
         dir: PathBuf,
-        /// Weights of offline time, storage and throughput.
-        #[arg(long, value_delimiter = ',', num_args = 3, default_value = "0,0,1")]
-        weights: Vec<f64>,
+        /// Weights of offline time, storage and throughput, as P,S,T.
+        #[arg(long, default_value = "0,0,1")]
+        weights: crate::recommend::Weights,
         /// Training epochs to plan for.
         #[arg(long, default_value_t = 10)]
         epochs: u64,

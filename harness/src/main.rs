@@ -165,7 +165,7 @@ fn main() -> ExitCode {
             dataset_samples,
         } => {
             let opts = RecommendOptions {
-                weights: (weights[0], weights[1], weights[2]),
+                weights,
                 epochs,
                 memory_bytes,
                 dataset_samples,

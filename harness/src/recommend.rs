@@ -8,10 +8,29 @@ use std::path::Path;
 use crate::report::cells::Results;
 use crate::report::view::WorkloadView;
 
+/// Weights of offline time, storage and throughput, written `P,S,T` (PRESTO's default 0,0,1).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Weights(pub f64, pub f64, pub f64);
+
+impl std::str::FromStr for Weights {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Weights, String> {
+        let values: Vec<f64> = text
+            .split(',')
+            .map(|v| v.trim().parse::<f64>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| format!("`{text}`: weights are three numbers P,S,T"))?;
+        match values[..] {
+            [p, s, t] if values.iter().all(|v| v.is_finite() && *v >= 0.0) && p + s + t > 0.0 => Ok(Weights(p, s, t)),
+            _ => Err(format!("`{text}`: weights are three non-negative numbers P,S,T (offline time, storage, throughput), not all zero")),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct RecommendOptions {
-    /// Weights of offline time, storage and throughput (PRESTO's default is 0, 0, 1).
-    pub weights: (f64, f64, f64),
+    pub weights: Weights,
     pub epochs: u64,
     /// Memory available for the page cache; default: the machine's memory from the manifest.
     pub memory_bytes: Option<u64>,
@@ -54,7 +73,7 @@ pub fn scores(
     offline: &[f64],
     storage: &[f64],
     throughput: &[f64],
-    (wp, ws, wt): (f64, f64, f64),
+    Weights(wp, ws, wt): Weights,
 ) -> Vec<f64> {
     let (p, s, t) = (
         normalise(offline),
@@ -167,7 +186,7 @@ pub fn recommend(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<String> 
     names.dedup();
     names.sort();
     names.dedup();
-    let (wp, ws, wt) = opts.weights;
+    let Weights(wp, ws, wt) = opts.weights;
     let mut out = String::new();
     for name in &names {
         let view = WorkloadView::new(name, &cells, None);
@@ -241,13 +260,27 @@ mod tests {
     fn presto_score_by_hand() {
         // offline 0, 10, 20; storage 5, 1, 3; throughput 100, 300, 200.
         let (p, s, t) = ([0.0, 10.0, 20.0], [5.0, 1.0, 3.0], [100.0, 300.0, 200.0]);
-        assert_eq!(scores(&p, &s, &t, (0.0, 0.0, 1.0)), vec![0.0, 1.0, 0.5]);
-        assert_eq!(scores(&p, &s, &t, (1.0, 0.0, 1.0)), vec![1.0, 1.5, 0.5]);
+        assert_eq!(
+            scores(&p, &s, &t, Weights(0.0, 0.0, 1.0)),
+            vec![0.0, 1.0, 0.5]
+        );
+        assert_eq!(
+            scores(&p, &s, &t, Weights(1.0, 0.0, 1.0)),
+            vec![1.0, 1.5, 0.5]
+        );
         // storage normalised: 5 -> 1, 1 -> 0, 3 -> 0.5; inverted: 0, 1, 0.5.
-        assert_eq!(scores(&p, &s, &t, (0.0, 1.0, 0.0)), vec![0.0, 1.0, 0.5]);
+        assert_eq!(
+            scores(&p, &s, &t, Weights(0.0, 1.0, 0.0)),
+            vec![0.0, 1.0, 0.5]
+        );
         // A constant column does not separate anybody.
         assert_eq!(
-            scores(&[0.0, 0.0], &[1.0, 2.0], &[5.0, 5.0], (1.0, 0.0, 1.0)),
+            scores(
+                &[0.0, 0.0],
+                &[1.0, 2.0],
+                &[5.0, 5.0],
+                Weights(1.0, 0.0, 1.0)
+            ),
             vec![1.0 + 1.0, 1.0 + 1.0]
         );
     }

@@ -1,0 +1,216 @@
+//! End-to-end tests of sweeps (interrupted with SIGKILL and resumed), reports, recommendations
+//! and comparisons, on a small generated dataset.
+
+mod common;
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{data_dir, prepbench, stderr, SAMPLES};
+
+fn sweep_args(out: &Path, store: &Path) -> Vec<String> {
+    let data = data_dir().display().to_string();
+    [
+        "sweep",
+        "cv",
+        "--samples",
+        SAMPLES,
+        "--trials",
+        "2",
+        "--threads",
+        "1,2",
+        "--codecs",
+        "none,gzip",
+        "--epochs",
+        "2",
+        "--shards",
+        "2",
+        "--data-dir",
+        &data,
+        "--store-dir",
+        &store.display().to_string(),
+        "--out",
+        &out.display().to_string(),
+        "--evict",
+        "fadvise",
+        "--quiet",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// (run_id, epoch) of every row, and whether every line is whole.
+fn rows(out: &Path) -> (Vec<(String, String)>, bool) {
+    let text = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let header_fields = text.lines().next().unwrap().split(',').count();
+    let whole = text.ends_with('\n') && text.lines().all(|l| l.split(',').count() == header_fields);
+    let epoch = text
+        .lines()
+        .next()
+        .unwrap()
+        .split(',')
+        .position(|c| c == "epoch")
+        .unwrap();
+    let keys = text.lines().skip(1).map(|l| {
+        let f: Vec<&str> = l.split(',').collect();
+        (f[0].to_string(), f[epoch].to_string())
+    });
+    (keys.collect(), whole)
+}
+
+fn line_count(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_sweep_killed_midway_resumes_to_the_same_rows_without_duplicates() {
+    let work = tempfile::tempdir().unwrap();
+    // The uninterrupted reference.
+    let (full, store) = (work.path().join("full"), work.path().join("store"));
+    let out = prepbench(
+        &sweep_args(&full, &store)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (expected, whole) = rows(&full);
+    // unprocessed: 2 threads x 2 trials; 4 stored strategies x 2 codecs x 2 threads x 2 trials;
+    // 2 epochs each.
+    assert_eq!(expected.len(), (4 + 32) * 2);
+    assert!(whole);
+
+    // The same sweep, killed with SIGKILL once some runs are recorded, then run again.
+    let killed = work.path().join("killed");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_prepbench"))
+        .args(sweep_args(&killed, &store))
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while line_count(&killed.join("runs.csv")) < 9 && start.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let partial = line_count(&killed.join("runs.csv")) - 1;
+    assert!(
+        partial < expected.len(),
+        "the sweep finished before it could be killed"
+    );
+    let out = prepbench(
+        &sweep_args(&killed, &store)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (resumed, whole) = rows(&killed);
+    assert!(whole, "only whole lines");
+    assert_eq!(resumed.len(), expected.len());
+    let unique: HashSet<_> = resumed.iter().collect();
+    assert_eq!(unique.len(), resumed.len(), "no duplicated run and epoch");
+    assert_eq!(
+        unique,
+        expected.iter().collect::<HashSet<_>>(),
+        "the same runs as the uninterrupted sweep"
+    );
+    // A third call has nothing left to do.
+    let out = prepbench(
+        &sweep_args(&killed, &store)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert!(out.status.success());
+    assert_eq!(rows(&killed).0.len(), expected.len());
+
+    // The report of a complete sweep: tables, paper figures, findings, Kendall tau, plots.
+    let dir = full.display().to_string();
+    let out = prepbench(&["report", &dir, "--quiet"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let md = std::fs::read_to_string(full.join("report.md")).unwrap();
+    for needle in [
+        "### Strategies",
+        "### Compression",
+        "### Caching",
+        "### Thread scaling",
+        "| resized |",
+        "1789 -> 1808",
+        "Kendall tau",
+        "## Paper comparison",
+    ] {
+        assert!(md.contains(needle), "report.md lacks {needle:?}:\n{md}");
+    }
+    for n in 1..=6 {
+        let line = md
+            .lines()
+            .find(|l| l.starts_with(&format!("{n}. **")))
+            .unwrap_or_else(|| panic!("finding {n} missing"));
+        assert!(
+            ["reproduced", "not reproduced", "not measured"]
+                .iter()
+                .any(|v| line.contains(&format!("**{v}**"))),
+            "{line}"
+        );
+    }
+    let summary = std::fs::read_to_string(full.join("summary.csv")).unwrap();
+    // 18 settings (2 unprocessed + 4 strategies x 2 codecs x 2 threads) x 2 epochs; trials
+    // are aggregated into their cell.
+    assert_eq!(summary.lines().count(), 1 + 18 * 2, "a row per cell");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(full.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["findings"].as_array().unwrap().len(), 6);
+    for plot in [
+        "cv-tradeoff.svg",
+        "cv-threads.svg",
+        "cv-codecs.svg",
+        "cv-cache.svg",
+    ] {
+        let svg = std::fs::read_to_string(full.join("plots").join(plot)).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.contains("samples/s"),
+            "{plot}"
+        );
+    }
+
+    // Recommendation and comparison read the same folders.
+    let out = prepbench(&["recommend", &dir, "--epochs", "3", "--weights", "1,0,1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("**Recommendation: `") && text.contains("Pareto"),
+        "{text}"
+    );
+    let out = prepbench(&["compare", &dir, &killed.display().to_string()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let every = text
+        .split("## Every common cell")
+        .nth(1)
+        .unwrap_or_default();
+    assert_eq!(every.matches("| cv |").count(), 36, "{text}");
+}
+
+#[test]
+fn bad_results_folders_are_clear_errors() {
+    let work = tempfile::tempdir().unwrap();
+    let out = prepbench(&["report", &work.path().display().to_string()]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("holds no prepbench results"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::write(work.path().join("runs.csv"), "run_id,workload\nx,cv\n").unwrap();
+    let out = prepbench(&["recommend", &work.path().display().to_string()]);
+    assert!(
+        !out.status.success() && stderr(&out).contains("no column"),
+        "{}",
+        stderr(&out)
+    );
+}
