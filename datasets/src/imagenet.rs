@@ -13,7 +13,7 @@ use workloads::rng::SeededRng;
 
 use crate::photo::{synthesize, PhotoStyle};
 use crate::source::{file_size, natural_key, Source, SourceItem};
-use crate::{DatasetError, GenerateRequest};
+use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
 
 /// Generated datasets use this many classes (ImageNet has 1000).
 pub const GENERATED_CLASSES: usize = 100;
@@ -55,8 +55,25 @@ fn image_dims(rng: &mut SeededRng) -> (usize, usize) {
     }
 }
 
+pub const KIND: DatasetKind = DatasetKind {
+    name: "imagenet",
+    family: "imagenet",
+    real: "ImageNet ILSVRC2012 train",
+    layout: "train/<wnid>/<wnid>_<n>.JPEG (RGB JPEG)",
+    samples_per_file: 1,
+    calibration: Some(Calibration {
+        mb_per_sample: 0.1147,
+        tolerance: 0.15,
+    }),
+    options: &[],
+    open,
+    generate_one,
+    finish: None,
+    expected_mb: None,
+};
+
 /// Writes sample `n` of the generated dataset (deterministic in seed and n alone).
-pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<u64, DatasetError> {
+pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<(), DatasetError> {
     let mut rng = SeededRng::from_parts(&[request.seed, n as u64, 0x1a6e]);
     let (height, width) = image_dims(&mut rng);
     let style = PhotoStyle {
@@ -75,8 +92,7 @@ pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<u64, DatasetE
         )
         .map_err(|e| DatasetError::Generate(format!("JPEG encoding of sample {n} failed: {e}")))?;
     let (path, _) = generated_path(&request.root, n);
-    crate::write_atomically(&path, &jpeg)?;
-    Ok(jpeg.len() as u64)
+    crate::write_atomically(&path, &jpeg)
 }
 
 /// Lists a dataset in ImageNet's layout in source order (classes interleaved).
@@ -129,11 +145,7 @@ pub fn open(root: &Path) -> Result<Source, DatasetError> {
         for (label, files) in per_class.iter().enumerate() {
             if let Some(path) = files.get(round) {
                 let size_bytes = file_size(path).map_err(|e| io(path, e))?;
-                items.push(SourceItem {
-                    path: path.clone(),
-                    label: label as i32,
-                    size_bytes,
-                });
+                items.push(SourceItem::labelled(path.clone(), size_bytes, label as i32));
             }
         }
     }

@@ -5,12 +5,24 @@ use std::path::{Path, PathBuf};
 
 use workloads::{Field, Sample, Tensor};
 
-/// One raw file of a dataset.
+/// One raw file of a dataset and what its layout says about it (label, boxes, transcript).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SourceItem {
     pub path: PathBuf,
-    pub label: i32,
     pub size_bytes: u64,
+    /// Fields the initial sample carries besides `path`, e.g. `label` or `transcript`.
+    pub fields: Vec<(String, Field)>,
+}
+
+impl SourceItem {
+    /// An item labelled with a class index (an int32 scalar `label` field).
+    pub fn labelled(path: PathBuf, size_bytes: u64, label: i32) -> SourceItem {
+        SourceItem {
+            path,
+            size_bytes,
+            fields: vec![("label".into(), Field::Tensor(Tensor::scalar_i32(label)))],
+        }
+    }
 }
 
 /// The files of a dataset in source order; a sample's id is its index here.
@@ -22,12 +34,15 @@ pub struct Source {
 }
 
 impl Source {
-    /// The sample a pipeline starts from: the file path and the label.
+    /// The sample a pipeline starts from: the file path and the item's fields.
     pub fn sample(&self, id: usize) -> Sample {
         let item = &self.items[id];
-        Sample::new(id as u64)
-            .with("path", Field::Text(item.path.display().to_string()))
-            .with("label", Field::Tensor(Tensor::scalar_i32(item.label)))
+        let mut sample =
+            Sample::new(id as u64).with("path", Field::Text(item.path.display().to_string()));
+        for (name, field) in &item.fields {
+            sample.set(name, field.clone());
+        }
+        sample
     }
 
     pub fn len(&self) -> usize {
@@ -52,7 +67,7 @@ impl Source {
         self
     }
 
-    /// Identifies the exact input: xxh3 over each file's relative path, size and mtime.
+    /// Identifies the exact input: xxh3 over each file's relative path, size, mtime and fields.
     pub fn fingerprint(&self) -> String {
         let mut text = String::new();
         for item in &self.items {
@@ -63,12 +78,16 @@ impl Source {
                 .map(|d| d.as_nanos())
                 .unwrap_or(0);
             let rel = item.path.strip_prefix(&self.root).unwrap_or(&item.path);
+            let fields = item
+                .fields
+                .iter()
+                .fold(Sample::new(0), |s, (n, f)| s.with(n, f.clone()));
             text.push_str(&format!(
-                "{}\t{}\t{}\t{}\n",
+                "{}\t{}\t{}\t{:016x}\n",
                 rel.display(),
                 item.size_bytes,
                 mtime,
-                item.label
+                fields.content_hash()
             ));
         }
         format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))

@@ -211,6 +211,15 @@ pub struct GenerateArgs {
     /// Generator threads (default: available cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// A generator option KEY=VALUE (see `prepbench list datasets`); repeatable.
+    #[arg(long, value_parser = parse_option)]
+    pub option: Vec<(String, String)>,
+}
+
+fn parse_option(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .ok_or_else(|| format!("`{text}`: options are KEY=VALUE"))
 }
 
 pub fn default_threads() -> usize {

@@ -88,23 +88,64 @@ pub fn list(what: &ListWhat) -> anyhow::Result<String> {
         }
         ListWhat::Datasets => {
             for kind in datasets::KINDS {
-                out.push_str(&format!("{:<12} {}\n", kind.name, kind.layout));
+                let size = match (kind.expected_mb, kind.calibration) {
+                    (Some(_), _) => "size set by its options".to_string(),
+                    (None, Some(c)) => format!(
+                        "{} MB per sample +-{:.0} %",
+                        c.mb_per_sample,
+                        c.tolerance * 100.0
+                    ),
+                    (None, None) => "no reference size".to_string(),
+                };
+                out.push_str(&format!(
+                    "{:<12} {}\n{:<12} stands in for {}; {size}\n",
+                    kind.name, kind.layout, "", kind.real
+                ));
+                if !kind.options.is_empty() {
+                    out.push_str(&format!(
+                        "{:<12} options: {}\n",
+                        "",
+                        kind.options.join(", ")
+                    ));
+                }
             }
         }
     }
     Ok(out)
 }
 
-pub fn generate(args: &GenerateArgs, progress: Progress) -> anyhow::Result<usize> {
+/// Generates a dataset, then checks its size per sample against the real dataset's; returns
+/// the calibration lines (an error when outside the tolerance).
+pub fn generate(args: &GenerateArgs, progress: Progress) -> anyhow::Result<Vec<String>> {
+    let kind = datasets::find_kind(&args.kind)?;
+    let options = args.option.iter().cloned().collect();
     let request = GenerateRequest {
         root: args.out.clone(),
         samples: args.samples,
         seed: args.seed,
         threads: args.threads.unwrap_or_else(default_threads),
+        options,
     };
-    let bar = progress.bar(args.samples as u64, &format!("generate {}", args.kind));
-    let written = datasets::generate(&args.kind, &request, &|_| bar.inc(1))
+    let bar = progress.bar(
+        request.files(kind) as u64,
+        &format!("generate {}", args.kind),
+    );
+    datasets::generate(&args.kind, &request, &|_| bar.inc(1))
         .with_context(|| format!("generating `{}` into {}", args.kind, args.out.display()))?;
     bar.finish_and_clear();
-    Ok(written)
+    // Every kind of the family was written: calibrate each against its real dataset.
+    let mut lines = Vec::new();
+    let mut outside = Vec::new();
+    for sibling in datasets::KINDS.iter().filter(|k| k.family == kind.family) {
+        let source = datasets::prepare(sibling.name, &request, &|_| ())?;
+        let check = datasets::check_calibration(sibling, &source, &request)?;
+        if !check.within {
+            outside.push(check.line.clone());
+        }
+        lines.push(check.line);
+    }
+    if !outside.is_empty() {
+        anyhow::bail!("generated data is not calibrated:\n{}", outside.join("\n"));
+    }
+    Ok(lines)
 }

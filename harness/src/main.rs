@@ -194,12 +194,8 @@ fn main() -> ExitCode {
             print!("{text}");
             ExitCode::SUCCESS
         }),
-        Command::Generate(args) => commands::generate(&args, progress).map(|n| {
-            progress.note(&format!(
-                "generated {n} samples of `{}` in {}",
-                args.kind,
-                args.out.display()
-            ));
+        Command::Generate(args) => commands::generate(&args, progress).map(|lines| {
+            lines.iter().for_each(|line| println!("{line}"));
             ExitCode::SUCCESS
         }),
     };

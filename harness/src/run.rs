@@ -22,15 +22,17 @@ use crate::warnings::Warning;
 pub const MAX_COLD_RESIDENCY_PCT: f64 = 5.0;
 
 /// The dataset directory a workload uses under `data_dir`.
-pub fn dataset_root(workload: &Workload, data_dir: &Path) -> PathBuf {
-    match &workload.dataset.path {
+pub fn dataset_root(workload: &Workload, data_dir: &Path) -> anyhow::Result<PathBuf> {
+    let spec = &workload.dataset;
+    Ok(match &spec.path {
         Some(path) if path.is_absolute() => path.clone(),
         Some(path) => data_dir.join(path),
-        None => data_dir.join(format!(
-            "{}-seed{}",
-            workload.dataset.kind, workload.dataset.seed
+        None => data_dir.join(datasets::default_dir_name(
+            datasets::find_kind(&spec.kind)?,
+            &spec.options,
+            spec.seed,
         )),
-    }
+    })
 }
 
 /// Resolves strategy names (`all` or none means every strategy), with the workload's errors.
@@ -107,8 +109,9 @@ impl Session {
         if samples == 0 || threads == 0 {
             bail!("samples and threads must be at least 1");
         }
-        let root = dataset_root(&workload, data_dir);
+        let root = dataset_root(&workload, data_dir)?;
         let request = GenerateRequest {
+            options: workload.dataset.options.clone(),
             root: root.clone(),
             samples,
             seed: workload.dataset.seed,

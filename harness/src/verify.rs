@@ -66,6 +66,7 @@ mod tests {
             samples: 6,
             seed: 3,
             threads: 2,
+            options: Default::default(),
         };
         let source = datasets::prepare("imagenet", &request, &|_| ()).unwrap();
         let workload = workloads::load("cv").unwrap();

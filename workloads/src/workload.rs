@@ -2,6 +2,7 @@
 //! strictly from YAML (unknown keys, unknown ops, bad parameters and impossible splits are errors
 //! naming the file, the line and what is allowed). Strategies are derived from the steps.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -46,6 +47,29 @@ pub struct DatasetSpec {
     /// Seed of the generator when the dataset has to be generated.
     #[serde(default)]
     pub seed: u64,
+    /// Generator options of the dataset kind (e.g. `dtype: uint8`), checked by the kind.
+    #[serde(default, deserialize_with = "scalar_map")]
+    pub options: BTreeMap<String, String>,
+}
+
+/// A map whose values are YAML scalars, kept as their text (`0.64`, `uint8`, `true`).
+fn scalar_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+    let raw: BTreeMap<String, serde_yaml_ng::Value> = BTreeMap::deserialize(d)?;
+    raw.into_iter()
+        .map(|(k, v)| {
+            let text = match v {
+                serde_yaml_ng::Value::String(s) => s,
+                serde_yaml_ng::Value::Number(n) => n.to_string(),
+                serde_yaml_ng::Value::Bool(b) => b.to_string(),
+                other => {
+                    return Err(de::Error::custom(format!(
+                        "option `{k}` must be a scalar, got {other:?}"
+                    )))
+                }
+            };
+            Ok((k, text))
+        })
+        .collect()
 }
 
 fn default_samples() -> usize {
