@@ -103,7 +103,10 @@ pub fn open(root: &Path) -> Result<Source, DatasetError> {
         source: e,
     };
     let mut classes: Vec<(String, PathBuf)> = std::fs::read_dir(&train)
-        .map_err(|e| io(&train, e))?
+        .map_err(|e| DatasetError::Layout {
+            path: train.display().to_string(),
+            message: format!("{e}: expected train/<wnid>/<wnid>_<n>.JPEG (the ImageNet layout)"),
+        })?
         .filter_map(|entry| entry.ok())
         .filter(|entry| entry.file_type().map(|t| t.is_dir()).unwrap_or(false))
         .map(|entry| {

@@ -2,9 +2,14 @@
 //! layout and a deterministic generator that writes the same layout, so pipelines only ever use
 //! the layout readers.
 
+pub mod coco;
+pub mod cubepp;
 pub mod imagenet;
+pub mod openwebtext;
 pub mod photo;
+pub mod prose;
 pub mod source;
+pub mod synthetic;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -107,7 +112,14 @@ impl DatasetKind {
     }
 }
 
-pub static KINDS: &[DatasetKind] = &[imagenet::KIND];
+pub static KINDS: &[DatasetKind] = &[
+    imagenet::KIND,
+    cubepp::PNG_KIND,
+    cubepp::JPG_KIND,
+    coco::KIND,
+    openwebtext::KIND,
+    synthetic::KIND,
+];
 
 pub fn find_kind(name: &str) -> Result<&'static DatasetKind, DatasetError> {
     KINDS.iter().find(|k| k.name == name).ok_or_else(|| {

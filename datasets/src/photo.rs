@@ -79,40 +79,89 @@ fn random_colour(rng: &mut SeededRng) -> [f32; 3] {
     [0, 1, 2].map(|_| rng.range_f64(30.0, 225.0) as f32)
 }
 
-struct Blob {
-    cx: f32,
-    cy: f32,
-    rx: f32,
-    ry: f32,
-    colour: [f32; 3],
-    texture: f32,
+/// A soft-edged elliptical object: visible where ((x-cx)/rx)^2 + ((y-cy)/ry)^2 < 1.1.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Blob {
+    pub cx: f32,
+    pub cy: f32,
+    pub rx: f32,
+    pub ry: f32,
+    pub colour: [f32; 3],
+    pub texture: f32,
+}
+
+/// How far an object's soft edge reaches, relative to its radii.
+pub const EDGE: f32 = 1.048_808_8; // sqrt(1.1)
+
+impl Blob {
+    fn random(rng: &mut SeededRng, width: usize, height: usize, (lo, hi): (f64, f64)) -> Blob {
+        Blob {
+            cx: rng.range_f64(0.0, width as f64) as f32,
+            cy: rng.range_f64(0.0, height as f64) as f32,
+            rx: rng.range_f64(lo, hi) as f32 * width as f32,
+            ry: rng.range_f64(lo, hi) as f32 * height as f32,
+            colour: random_colour(rng),
+            texture: rng.range_f64(0.2, 0.9) as f32,
+        }
+    }
+}
+
+/// What an image shows, decided before any pixel is drawn (so annotations can be derived from
+/// it without rendering): background, clutter, and the main objects drawn on top.
+#[derive(Clone, Debug)]
+pub struct Scene {
+    pub width: usize,
+    pub height: usize,
+    sky: [f32; 3],
+    ground: [f32; 3],
+    horizon: f32,
+    clutter: Vec<Blob>,
+    /// The main objects, in drawing order (later ones cover earlier ones).
+    pub objects: Vec<Blob>,
+}
+
+/// Draws a scene with `objects` main objects (3 to 8 when `None`) and the style's clutter.
+pub fn scene(
+    rng: &mut SeededRng,
+    width: usize,
+    height: usize,
+    style: PhotoStyle,
+    objects: Option<usize>,
+) -> Scene {
+    let (sky, ground) = (random_colour(rng), random_colour(rng));
+    let horizon = rng.range_f64(0.25, 0.75) as f32 * height as f32;
+    let count = objects.unwrap_or_else(|| 3 + rng.below(6) as usize);
+    let objects = (0..count)
+        .map(|_| Blob::random(rng, width, height, (0.05, 0.35)))
+        .collect();
+    let clutter = (0..style.clutter)
+        .map(|_| Blob::random(rng, width, height, (0.01, 0.06)))
+        .collect();
+    Scene {
+        width,
+        height,
+        sky,
+        ground,
+        horizon,
+        clutter,
+        objects,
+    }
 }
 
 /// An RGB8 image (row-major, 3 bytes per pixel) of `width` x `height`.
 pub fn synthesize(rng: &mut SeededRng, width: usize, height: usize, style: PhotoStyle) -> Vec<u8> {
+    let s = scene(rng, width, height, style, None);
+    render(rng, &s, style)
+}
+
+/// Renders `scene` with noise textures drawn from `rng`.
+pub fn render(rng: &mut SeededRng, scene: &Scene, style: PhotoStyle) -> Vec<u8> {
+    let (width, height) = (scene.width, scene.height);
     let coarsest = (width.max(height) / 4).next_power_of_two().max(8);
     let luma = fractal_noise(rng, width, height, coarsest, 0.62, style.detail);
     let chroma = fractal_noise(rng, width, height, coarsest, 0.5, 0.0);
-    let (sky, ground) = (random_colour(rng), random_colour(rng));
-    let horizon = rng.range_f64(0.25, 0.75) as f32 * height as f32;
-    let large = 3 + rng.below(6) as usize;
-    let blobs: Vec<Blob> = (0..large + style.clutter)
-        .map(|i| {
-            let (lo, hi) = if i < large {
-                (0.05, 0.35)
-            } else {
-                (0.01, 0.06)
-            };
-            Blob {
-                cx: rng.range_f64(0.0, width as f64) as f32,
-                cy: rng.range_f64(0.0, height as f64) as f32,
-                rx: rng.range_f64(lo, hi) as f32 * width as f32,
-                ry: rng.range_f64(lo, hi) as f32 * height as f32,
-                colour: random_colour(rng),
-                texture: rng.range_f64(0.2, 0.9) as f32,
-            }
-        })
-        .collect();
+    let (sky, ground, horizon) = (scene.sky, scene.ground, scene.horizon);
+    let blobs: Vec<&Blob> = scene.clutter.iter().chain(&scene.objects).collect();
     let mut grain = SeededRng::new(rng.next_u64());
     let mut out = Vec::with_capacity(width * height * 3);
     for y in 0..height {
@@ -123,7 +172,7 @@ pub fn synthesize(rng: &mut SeededRng, width: usize, height: usize, style: Photo
             let i = y * width + x;
             let mut colour = base;
             let mut texture = 0.35;
-            for b in &blobs {
+            for b in blobs.iter().copied() {
                 if (x as f32 - b.cx).abs() > b.rx * 1.1 || (fy - b.cy).abs() > b.ry * 1.1 {
                     continue;
                 }

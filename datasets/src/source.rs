@@ -110,6 +110,52 @@ pub(crate) fn file_size(path: &Path) -> std::io::Result<u64> {
     Ok(std::fs::metadata(path)?.len())
 }
 
+/// The files of `folder` ending in `.extension` (any case), in natural order, as a source rooted
+/// at `root`; `expected` describes the layout in errors.
+pub(crate) fn flat_source(
+    kind: &'static str,
+    root: &Path,
+    folder: &Path,
+    extension: &str,
+    expected: &str,
+) -> Result<Source, crate::DatasetError> {
+    let layout = |message: String| crate::DatasetError::Layout {
+        path: folder.display().to_string(),
+        message,
+    };
+    let entries =
+        std::fs::read_dir(folder).map_err(|e| layout(format!("{e}: expected {expected}")))?;
+    let suffix = format!(".{}", extension.to_ascii_lowercase());
+    let mut files: Vec<(String, std::path::PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .filter(|(name, _)| name.to_ascii_lowercase().ends_with(&suffix))
+        .collect();
+    if files.is_empty() {
+        return Err(layout(format!("no {suffix} files: expected {expected}")));
+    }
+    files.sort_by_key(|(name, _)| natural_key(name));
+    let items = files
+        .into_iter()
+        .map(|(_, path)| {
+            let size_bytes = file_size(&path).map_err(|e| crate::DatasetError::Io {
+                path: path.display().to_string(),
+                source: e,
+            })?;
+            Ok(SourceItem {
+                path,
+                size_bytes,
+                fields: Vec::new(),
+            })
+        })
+        .collect::<Result<_, crate::DatasetError>>()?;
+    Ok(Source {
+        kind,
+        root: root.to_path_buf(),
+        items,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

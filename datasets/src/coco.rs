@@ -1,0 +1,283 @@
+//! COCO's layout: `train2017/<012d>.jpg` plus `annotations/instances_train2017.json` (images,
+//! annotations with bbox [x, y, w, h], area, category_id, iscrowd, segmentation; categories).
+//! The generator's boxes are the objects it drew; the reader gives each image its boxes
+//! (`boxes`, float32 [k, 4]) and category ids (`categories`, int32 [k]).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use image::codecs::jpeg::JpegEncoder;
+use image::ExtendedColorType;
+use serde::{Deserialize, Serialize};
+use workloads::rng::SeededRng;
+use workloads::{Field, Tensor, TensorData};
+
+use crate::photo::{render, scene, PhotoStyle, Scene, EDGE};
+use crate::source::{file_size, Source, SourceItem};
+use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
+
+pub const ANNOTATIONS: &str = "annotations/instances_train2017.json";
+/// Categories of generated data (COCO uses 80).
+pub const CATEGORIES: u64 = 80;
+const JPEG_QUALITY: u8 = 93;
+const STYLE: PhotoStyle = PhotoStyle {
+    detail: 8.0,
+    grain: 8.0,
+    clutter: 260,
+};
+/// Vertices of the polygon approximating each object's outline.
+const OUTLINE_VERTICES: usize = 16;
+
+pub const KIND: DatasetKind = DatasetKind {
+    name: "coco",
+    family: "coco",
+    real: "COCO train2017",
+    layout: "train2017/<012d>.jpg + annotations/instances_train2017.json (COCO format)",
+    samples_per_file: 1,
+    calibration: Some(Calibration {
+        mb_per_sample: 0.16,
+        tolerance: 0.20,
+    }),
+    options: &[],
+    open,
+    generate_one,
+    finish: Some(write_annotations),
+    expected_mb: None,
+};
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CocoImage {
+    pub id: u64,
+    pub file_name: String,
+    pub width: u32,
+    pub height: u32,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CocoAnnotation {
+    pub id: u64,
+    pub image_id: u64,
+    pub category_id: u64,
+    /// [x, y, width, height] in pixels, from the top-left corner.
+    pub bbox: [f64; 4],
+    pub area: f64,
+    #[serde(default)]
+    pub iscrowd: u8,
+    #[serde(default)]
+    pub segmentation: serde_json::Value,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CocoCategory {
+    pub id: u64,
+    pub name: String,
+    pub supercategory: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CocoFile {
+    #[serde(default)]
+    pub info: serde_json::Value,
+    #[serde(default)]
+    pub licenses: serde_json::Value,
+    pub images: Vec<CocoImage>,
+    pub annotations: Vec<CocoAnnotation>,
+    pub categories: Vec<CocoCategory>,
+}
+
+/// Image n's size, scene and object categories, drawn from (seed, n) before any pixel.
+fn plan(seed: u64, n: usize) -> (Scene, Vec<u64>, SeededRng) {
+    let mut rng = SeededRng::from_parts(&[seed, n as u64, 0xc0c0]);
+    let shorter = [480, 480, 480, 427, 360, 640][rng.below(6) as usize];
+    let (width, height) = if rng.below(10) < 7 {
+        (640, shorter)
+    } else {
+        (shorter, 640)
+    };
+    // 1 + Binomial(14, 0.45): mean 7.3 objects per image, as COCO's 7.3 boxes per image.
+    let objects = 1 + (0..14).filter(|_| rng.unit_f64() < 0.45).count();
+    let s = scene(&mut rng, width, height, STYLE, Some(objects));
+    let categories = (0..objects).map(|_| 1 + rng.below(CATEGORIES)).collect();
+    (s, categories, rng)
+}
+
+pub fn file_name(n: usize) -> String {
+    format!("{:012}.jpg", n + 1)
+}
+
+pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<(), DatasetError> {
+    let (s, _, mut rng) = plan(request.seed, n);
+    let pixels = render(&mut rng, &s, STYLE);
+    let mut jpeg = Vec::with_capacity(200_000);
+    JpegEncoder::new_with_quality(&mut jpeg, JPEG_QUALITY)
+        .encode(
+            &pixels,
+            s.width as u32,
+            s.height as u32,
+            ExtendedColorType::Rgb8,
+        )
+        .map_err(|e| DatasetError::Generate(format!("JPEG encoding of sample {n} failed: {e}")))?;
+    crate::write_atomically(&request.root.join("train2017").join(file_name(n)), &jpeg)
+}
+
+/// An object's outline (clipped to the image) as COCO's flat [x1, y1, x2, y2, ...] polygon.
+fn outline(cx: f32, cy: f32, rx: f32, ry: f32, width: usize, height: usize) -> Vec<f64> {
+    (0..OUTLINE_VERTICES)
+        .flat_map(|i| {
+            let a = i as f64 * std::f64::consts::TAU / OUTLINE_VERTICES as f64;
+            let x = (cx as f64 + (rx * EDGE) as f64 * a.cos()).clamp(0.0, width as f64);
+            let y = (cy as f64 + (ry * EDGE) as f64 * a.sin()).clamp(0.0, height as f64);
+            [(x * 100.0).round() / 100.0, (y * 100.0).round() / 100.0]
+        })
+        .collect()
+}
+
+/// Shoelace area of a flat polygon.
+fn polygon_area(p: &[f64]) -> f64 {
+    let n = p.len() / 2;
+    (0..n)
+        .map(|i| p[2 * i] * p[2 * ((i + 1) % n) + 1] - p[2 * ((i + 1) % n)] * p[2 * i + 1])
+        .sum::<f64>()
+        .abs()
+        / 2.0
+}
+
+/// The bounding box [x, y, w, h] of a flat polygon.
+fn polygon_bbox(p: &[f64]) -> [f64; 4] {
+    let xs = p.iter().step_by(2);
+    let ys = p.iter().skip(1).step_by(2);
+    let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
+    let (y0, y1) = ys.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
+    let round = |v: f64| (v * 100.0).round() / 100.0;
+    [round(x0), round(y0), round(x1 - x0), round(y1 - y0)]
+}
+
+/// Writes the annotation file of images 0..samples.
+pub fn write_annotations(request: &GenerateRequest) -> Result<(), DatasetError> {
+    let mut images = Vec::with_capacity(request.samples);
+    let mut annotations = Vec::new();
+    for n in 0..request.samples {
+        let (s, categories, _) = plan(request.seed, n);
+        let image_id = n as u64 + 1;
+        images.push(CocoImage {
+            id: image_id,
+            file_name: file_name(n),
+            width: s.width as u32,
+            height: s.height as u32,
+        });
+        for (object, category_id) in s.objects.iter().zip(categories) {
+            let polygon = outline(
+                object.cx, object.cy, object.rx, object.ry, s.width, s.height,
+            );
+            annotations.push(CocoAnnotation {
+                id: annotations.len() as u64 + 1,
+                image_id,
+                category_id,
+                bbox: polygon_bbox(&polygon),
+                area: (polygon_area(&polygon) * 100.0).round() / 100.0,
+                iscrowd: 0,
+                segmentation: serde_json::json!([polygon]),
+            });
+        }
+    }
+    let categories = (1..=CATEGORIES)
+        .map(|id| CocoCategory {
+            id,
+            name: format!("object-{id:02}"),
+            supercategory: "synthetic".into(),
+        })
+        .collect();
+    let info = serde_json::json!({"description": "prepbench generated COCO-format dataset", "seed": request.seed});
+    let file = CocoFile {
+        info,
+        licenses: serde_json::json!([]),
+        images,
+        annotations,
+        categories,
+    };
+    let text = serde_json::to_vec(&file)
+        .map_err(|e| DatasetError::Generate(format!("annotations: {e}")))?;
+    crate::write_atomically(&request.root.join(ANNOTATIONS), &text)
+}
+
+/// Lists a COCO-layout dataset in image-id order, each image with its boxes and categories.
+pub fn open(root: &Path) -> Result<Source, DatasetError> {
+    let path = root.join(ANNOTATIONS);
+    let text = std::fs::read(&path).map_err(|e| DatasetError::Layout {
+        path: path.display().to_string(),
+        message: format!("{e}: expected train2017/<012d>.jpg and {ANNOTATIONS} (the COCO layout)"),
+    })?;
+    let file: CocoFile = serde_json::from_slice(&text).map_err(|e| DatasetError::Layout {
+        path: path.display().to_string(),
+        message: format!("not a COCO annotation file: {e}"),
+    })?;
+    let mut boxes: BTreeMap<u64, (Vec<f32>, Vec<i32>)> = BTreeMap::new();
+    for a in &file.annotations {
+        let entry = boxes.entry(a.image_id).or_default();
+        entry.0.extend(a.bbox.iter().map(|v| *v as f32));
+        entry.1.push(a.category_id as i32);
+    }
+    let mut images: Vec<&CocoImage> = file.images.iter().collect();
+    images.sort_by_key(|i| i.id);
+    let mut items = Vec::with_capacity(images.len());
+    for image in images {
+        let image_path = root.join("train2017").join(&image.file_name);
+        let size_bytes = file_size(&image_path).map_err(|e| DatasetError::Io {
+            path: image_path.display().to_string(),
+            source: e,
+        })?;
+        let (b, c) = boxes.remove(&image.id).unwrap_or_default();
+        let k = c.len();
+        let tensor = |shape: Vec<usize>, data| {
+            Tensor::new(shape, data)
+                .map(Field::Tensor)
+                .map_err(|e| DatasetError::Layout {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                })
+        };
+        let fields = vec![
+            ("boxes".to_string(), tensor(vec![k, 4], TensorData::F32(b))?),
+            (
+                "categories".to_string(),
+                tensor(vec![k], TensorData::I32(c))?,
+            ),
+        ];
+        items.push(SourceItem {
+            path: image_path,
+            size_bytes,
+            fields,
+        });
+    }
+    Ok(Source {
+        kind: "coco",
+        root: root.to_path_buf(),
+        items,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn polygon_area_and_box_by_hand() {
+        let square = [0.0, 0.0, 4.0, 0.0, 4.0, 3.0, 0.0, 3.0];
+        assert_eq!(polygon_area(&square), 12.0);
+        assert_eq!(polygon_bbox(&square), [0.0, 0.0, 4.0, 3.0]);
+    }
+
+    #[test]
+    fn plans_have_coco_like_sizes_and_box_counts() {
+        let (mut total, mut longer) = (0, true);
+        for n in 0..200 {
+            let (s, categories, _) = plan(1, n);
+            longer &= s.width.max(s.height) == 640;
+            assert!(categories.iter().all(|c| (1..=CATEGORIES).contains(c)));
+            total += categories.len();
+        }
+        assert!(longer);
+        let mean = total as f64 / 200.0;
+        assert!((6.5..8.1).contains(&mean), "mean boxes per image {mean}");
+    }
+}

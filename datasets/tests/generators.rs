@@ -1,0 +1,233 @@
+//! Every dataset kind: its generator is deterministic, its reader parses what it wrote, its
+//! sizes match the real dataset within tolerance, and a wrong folder gets a clear error.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use datasets::{check_calibration, find_kind, generate, prepare, GenerateRequest, KINDS};
+
+fn request(root: &Path, samples: usize, seed: u64, options: &[(&str, &str)]) -> GenerateRequest {
+    let options: BTreeMap<String, String> = options
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    GenerateRequest {
+        root: root.to_path_buf(),
+        samples,
+        seed,
+        threads: 2,
+        options,
+    }
+}
+
+/// xxh3-free, dependency-free tree hash: FNV-1a over sorted relative paths and contents.
+fn tree_hash(root: &Path) -> u64 {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(root, &mut files);
+    files.sort();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for f in files {
+        let rel = f.strip_prefix(root).unwrap().display().to_string();
+        for b in rel.bytes().chain(std::fs::read(&f).unwrap()) {
+            h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Generator options as written on the command line.
+type Options = &'static [(&'static str, &'static str)];
+
+/// (kind, samples for the determinism check, options)
+const SMALL: [(&str, usize, Options); 6] = [
+    ("imagenet", 6, &[]),
+    ("cubepp-png", 2, &[]),
+    ("coco", 6, &[]),
+    ("openwebtext", 6, &[]),
+    (
+        "synthetic",
+        3,
+        &[("dtype", "uint8"), ("mb_per_sample", "0.02")],
+    ),
+    (
+        "synthetic",
+        3,
+        &[("dtype", "float32"), ("mb_per_sample", "0.04")],
+    ),
+];
+
+#[test]
+fn generators_are_deterministic_and_readers_parse_their_output() {
+    for (kind, samples, options) in SMALL {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, c) = (
+            dir.path().join("a"),
+            dir.path().join("b"),
+            dir.path().join("c"),
+        );
+        generate(kind, &request(&a, samples, 5, options), &|_| ()).unwrap();
+        generate(kind, &request(&b, samples, 5, options), &|_| ()).unwrap();
+        generate(kind, &request(&c, samples, 6, options), &|_| ()).unwrap();
+        assert_eq!(
+            tree_hash(&a),
+            tree_hash(&b),
+            "{kind}: same seed, same bytes"
+        );
+        assert_ne!(
+            tree_hash(&a),
+            tree_hash(&c),
+            "{kind}: another seed, other bytes"
+        );
+        let source = prepare(kind, &request(&a, samples, 5, options), &|_| ()).unwrap();
+        assert_eq!(source.len(), samples, "{kind}");
+        assert!(
+            source
+                .items
+                .iter()
+                .all(|i| i.path.starts_with(&a) && i.size_bytes > 0),
+            "{kind}"
+        );
+    }
+}
+
+#[test]
+fn sizes_match_the_real_datasets_on_a_few_hundred_samples() {
+    for (kind, samples) in [
+        ("imagenet", 200),
+        ("coco", 200),
+        ("openwebtext", 300),
+        ("cubepp-png", 6),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let req = request(dir.path(), samples, 11, &[]);
+        generate(kind, &req, &|_| ()).unwrap();
+        for sibling in KINDS
+            .iter()
+            .filter(|k| k.family == find_kind(kind).unwrap().family)
+        {
+            let source = prepare(sibling.name, &req, &|_| ()).unwrap();
+            let check = check_calibration(sibling, &source, &req).unwrap();
+            assert!(check.within, "{}", check.line);
+        }
+    }
+    for dtype in ["float32", "uint8"] {
+        for mb in datasets::synthetic::SIZES_MB {
+            let dir = tempfile::tempdir().unwrap();
+            let req = request(dir.path(), 1, 1, &[("dtype", dtype), ("mb_per_sample", mb)]);
+            generate("synthetic", &req, &|_| ()).unwrap();
+            let source = prepare("synthetic", &req, &|_| ()).unwrap();
+            let data_bytes =
+                source.total_bytes() - datasets::synthetic::npy_header("<f4", 2500, 1).len() as u64;
+            assert_eq!(
+                data_bytes as f64 / 1e6,
+                mb.parse::<f64>().unwrap(),
+                "{dtype} {mb}: exact size"
+            );
+        }
+    }
+}
+
+#[test]
+fn coco_annotations_have_the_coco_field_set_and_feed_the_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let req = request(dir.path(), 20, 3, &[]);
+    generate("coco", &req, &|_| ()).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join(datasets::coco::ANNOTATIONS)).unwrap(),
+    )
+    .unwrap();
+    for key in ["info", "licenses", "images", "annotations", "categories"] {
+        assert!(json.get(key).is_some(), "top-level {key}");
+    }
+    let has = |v: &serde_json::Value, keys: &[&str]| keys.iter().all(|k| v.get(k).is_some());
+    assert!(json["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|i| has(i, &["id", "file_name", "width", "height"])));
+    assert!(json["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| has(c, &["id", "name", "supercategory"])));
+    let annotations = json["annotations"].as_array().unwrap();
+    for a in annotations {
+        assert!(
+            has(
+                a,
+                &[
+                    "id",
+                    "image_id",
+                    "category_id",
+                    "bbox",
+                    "area",
+                    "iscrowd",
+                    "segmentation"
+                ]
+            ),
+            "{a}"
+        );
+        let image = json["images"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["id"] == a["image_id"])
+            .unwrap();
+        let b: Vec<f64> = a["bbox"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert!(
+            b[0] >= 0.0 && b[1] >= 0.0 && b[2] > 0.0 && b[3] > 0.0,
+            "{b:?}"
+        );
+        assert!(
+            b[0] + b[2] <= image["width"].as_f64().unwrap() + 0.01
+                && b[1] + b[3] <= image["height"].as_f64().unwrap() + 0.01
+        );
+        assert!(
+            a["area"].as_f64().unwrap() <= b[2] * b[3] + 0.01,
+            "a segment fits in its box"
+        );
+    }
+    let source = prepare("coco", &req, &|_| ()).unwrap();
+    let boxes: usize = source
+        .items
+        .iter()
+        .map(|i| i.fields[0].1.size_bytes() / 16)
+        .sum();
+    assert_eq!(
+        boxes,
+        annotations.len(),
+        "every annotation reaches its image's sample"
+    );
+}
+
+#[test]
+fn readers_say_what_layout_they_expected() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("note.md"), b"not a dataset").unwrap();
+    for kind in KINDS {
+        let err = (kind.open)(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("expected"), "{}: {err}", kind.name);
+    }
+    let err = generate(
+        "synthetic",
+        &request(&dir.path().join("s"), 1, 0, &[("colour", "red")]),
+        &|_| (),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("no option `colour`"), "{err}");
+}
