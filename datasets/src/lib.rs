@@ -2,13 +2,17 @@
 //! layout and a deterministic generator that writes the same layout, so pipelines only ever use
 //! the layout readers.
 
+pub mod audio;
 pub mod coco;
+pub mod commonvoice;
 pub mod cubepp;
 pub mod imagenet;
+pub mod librispeech;
 pub mod openwebtext;
 pub mod photo;
 pub mod prose;
 pub mod source;
+pub mod speech;
 pub mod synthetic;
 
 use std::collections::BTreeMap;
@@ -118,6 +122,8 @@ pub static KINDS: &[DatasetKind] = &[
     cubepp::JPG_KIND,
     coco::KIND,
     openwebtext::KIND,
+    commonvoice::KIND,
+    librispeech::KIND,
     synthetic::KIND,
 ];
 

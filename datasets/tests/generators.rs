@@ -49,11 +49,13 @@ fn tree_hash(root: &Path) -> u64 {
 type Options = &'static [(&'static str, &'static str)];
 
 /// (kind, samples for the determinism check, options)
-const SMALL: [(&str, usize, Options); 6] = [
+const SMALL: [(&str, usize, Options); 8] = [
     ("imagenet", 6, &[]),
     ("cubepp-png", 2, &[]),
     ("coco", 6, &[]),
     ("openwebtext", 6, &[]),
+    ("commonvoice", 6, &[]),
+    ("librispeech", 4, &[]),
     (
         "synthetic",
         3,
@@ -230,4 +232,38 @@ fn readers_say_what_layout_they_expected() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("no option `colour`"), "{err}");
+}
+
+#[test]
+fn audio_layouts_carry_their_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cv, ls) = (dir.path().join("cv"), dir.path().join("ls"));
+    generate("commonvoice", &request(&cv, 3, 1, &[]), &|_| ()).unwrap();
+    generate("librispeech", &request(&ls, 55, 1, &[]), &|_| ()).unwrap();
+    let tsv = std::fs::read_to_string(cv.join("train.tsv")).unwrap();
+    assert!(tsv.starts_with("client_id\tpath\tsentence\t"), "{tsv}");
+    let source = prepare("commonvoice", &request(&cv, 3, 1, &[]), &|_| ()).unwrap();
+    assert!(source
+        .items
+        .iter()
+        .all(|i| i.path.extension().unwrap() == "mp3" && i.fields[0].0 == "sentence"));
+    let source = prepare("librispeech", &request(&ls, 55, 1, &[]), &|_| ()).unwrap();
+    assert_eq!(source.len(), 55, "two chapters read in order");
+    let names: Vec<String> = source
+        .items
+        .iter()
+        .map(|i| i.path.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names[0], "100-1000-0000.flac");
+    assert_eq!(
+        names[50], "100-1013-0000.flac",
+        "the second chapter follows the first"
+    );
+    let workloads::Field::Text(t) = &source.items[7].fields[0].1 else {
+        panic!("transcript is text")
+    };
+    assert!(
+        t.chars().all(|c| c.is_ascii_uppercase() || c == ' ') && t.split(' ').count() >= 4,
+        "{t}"
+    );
 }

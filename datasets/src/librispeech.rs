@@ -1,0 +1,193 @@
+//! LibriSpeech's layout: `<speaker>/<chapter>/<speaker>-<chapter>-<nnnn>.flac` (16 kHz mono
+//! FLAC) with `<speaker>-<chapter>.trans.txt` beside them (`<utterance-id> TRANSCRIPT`).
+//! Samples carry the `transcript` as text.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use workloads::rng::SeededRng;
+use workloads::Field;
+
+use crate::audio::encode_flac;
+use crate::prose::word;
+use crate::source::{file_size, natural_key, Source, SourceItem};
+use crate::speech::{to_i16, utterance, Voice};
+use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
+
+pub const SAMPLE_RATE: u32 = 16_000;
+/// Utterances per chapter and chapters per speaker of generated data (LibriSpeech
+/// train-clean-100: about 49 and 2.3).
+const PER_CHAPTER: usize = 50;
+const CHAPTERS_PER_SPEAKER: usize = 2;
+
+pub const KIND: DatasetKind = DatasetKind {
+    name: "librispeech",
+    family: "librispeech",
+    real: "LibriSpeech train-clean-100",
+    layout: "<speaker>/<chapter>/<speaker>-<chapter>-<nnnn>.flac (16 kHz mono FLAC) + <speaker>-<chapter>.trans.txt",
+    samples_per_file: 1,
+    calibration: Some(Calibration { mb_per_sample: 0.2319, tolerance: 0.20 }),
+    options: &[],
+    open,
+    generate_one,
+    finish: Some(write_transcripts),
+    expected_mb: None,
+};
+
+/// (speaker, chapter, index) of utterance n; ids grow with n so source order is n.
+fn ids(n: usize) -> (usize, usize, usize) {
+    let chapter = n / PER_CHAPTER;
+    (
+        100 + 7 * (chapter / CHAPTERS_PER_SPEAKER),
+        1000 + 13 * chapter,
+        n % PER_CHAPTER,
+    )
+}
+
+fn utterance_id(n: usize) -> String {
+    let (s, c, i) = ids(n);
+    format!("{s}-{c}-{i:04}")
+}
+
+fn chapter_dir(root: &Path, n: usize) -> PathBuf {
+    let (s, c, _) = ids(n);
+    root.join(s.to_string()).join(c.to_string())
+}
+
+/// The transcript of utterance n: 4 to 38 words, about 2 to 21 seconds of speech.
+fn transcript(seed: u64, n: usize) -> (String, SeededRng) {
+    let mut rng = SeededRng::from_parts(&[seed, n as u64, 0x1b5]);
+    let words = 4 + rng.below(35) as usize;
+    let text = (0..words)
+        .map(|_| word(&mut rng).to_ascii_uppercase())
+        .collect::<Vec<_>>()
+        .join(" ");
+    (text, rng)
+}
+
+pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<(), DatasetError> {
+    let (text, mut rng) = transcript(request.seed, n);
+    let (speaker, _, _) = ids(n);
+    let voice = Voice::random(&mut SeededRng::from_parts(&[
+        request.seed,
+        speaker as u64,
+        0x7015,
+    ]));
+    let words = text.split(' ').count();
+    let (lead, tail) = (
+        rng.range_f64(0.1, 0.5) as f32,
+        rng.range_f64(0.1, 0.5) as f32,
+    );
+    let pcm = to_i16(&utterance(&mut rng, SAMPLE_RATE, voice, words, lead, tail));
+    let flac = encode_flac(&pcm, SAMPLE_RATE)?;
+    crate::write_atomically(
+        &chapter_dir(&request.root, n).join(format!("{}.flac", utterance_id(n))),
+        &flac,
+    )
+}
+
+/// Writes each chapter's `<speaker>-<chapter>.trans.txt` for utterances 0..samples.
+pub fn write_transcripts(request: &GenerateRequest) -> Result<(), DatasetError> {
+    let mut chapters: Vec<(PathBuf, String, String)> = Vec::new();
+    for n in 0..request.samples {
+        let (s, c, _) = ids(n);
+        let name = format!("{s}-{c}.trans.txt");
+        let line = format!("{} {}\n", utterance_id(n), transcript(request.seed, n).0);
+        match chapters.last_mut() {
+            Some((_, last, text)) if *last == name => text.push_str(&line),
+            _ => chapters.push((chapter_dir(&request.root, n), name, line)),
+        }
+    }
+    for (dir, name, text) in chapters {
+        crate::write_atomically(&dir.join(name), text.as_bytes())?;
+    }
+    Ok(())
+}
+
+fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>, DatasetError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| DatasetError::Layout {
+        path: dir.display().to_string(),
+        message: format!("{e}: expected <speaker>/<chapter>/<speaker>-<chapter>-<nnnn>.flac (the LibriSpeech layout)"),
+    })?;
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort_by_key(|p| natural_key(&p.file_name().unwrap_or_default().to_string_lossy()));
+    Ok(dirs)
+}
+
+/// Lists utterances by speaker, chapter and index, each with its transcript.
+pub fn open(root: &Path) -> Result<Source, DatasetError> {
+    let mut items = Vec::new();
+    for speaker in sorted_dirs(root)? {
+        for chapter in sorted_dirs(&speaker)? {
+            let mut transcripts: HashMap<String, String> = HashMap::new();
+            let mut flacs: Vec<PathBuf> = Vec::new();
+            for entry in std::fs::read_dir(&chapter)
+                .map_err(|e| DatasetError::Io {
+                    path: chapter.display().to_string(),
+                    source: e,
+                })?
+                .flatten()
+            {
+                let (path, name) = (
+                    entry.path(),
+                    entry.file_name().to_string_lossy().into_owned(),
+                );
+                if name.ends_with(".trans.txt") {
+                    let text = std::fs::read_to_string(&path).map_err(|e| DatasetError::Io {
+                        path: path.display().to_string(),
+                        source: e,
+                    })?;
+                    for line in text.lines() {
+                        if let Some((id, words)) = line.split_once(' ') {
+                            transcripts.insert(id.to_string(), words.to_string());
+                        }
+                    }
+                } else if name.ends_with(".flac") {
+                    flacs.push(path);
+                }
+            }
+            flacs
+                .sort_by_key(|p| natural_key(&p.file_name().unwrap_or_default().to_string_lossy()));
+            for path in flacs {
+                let id = path
+                    .file_stem()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned();
+                let text = transcripts
+                    .remove(&id)
+                    .ok_or_else(|| DatasetError::Layout {
+                        path: path.display().to_string(),
+                        message: format!(
+                            "no transcript line `{id} ...` in the chapter's .trans.txt"
+                        ),
+                    })?;
+                let size_bytes = file_size(&path).map_err(|e| DatasetError::Io {
+                    path: path.display().to_string(),
+                    source: e,
+                })?;
+                items.push(SourceItem {
+                    path,
+                    size_bytes,
+                    fields: vec![("transcript".into(), Field::Text(text))],
+                });
+            }
+        }
+    }
+    if items.is_empty() {
+        return Err(DatasetError::Layout {
+            path: root.display().to_string(),
+            message: "no utterances: expected <speaker>/<chapter>/<speaker>-<chapter>-<nnnn>.flac"
+                .into(),
+        });
+    }
+    Ok(Source {
+        kind: "librispeech",
+        root: root.to_path_buf(),
+        items,
+    })
+}
