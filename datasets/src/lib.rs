@@ -5,6 +5,7 @@
 pub mod audio;
 pub mod coco;
 pub mod commonvoice;
+pub mod cream;
 pub mod cubepp;
 pub mod imagenet;
 pub mod librispeech;
@@ -124,6 +125,7 @@ pub static KINDS: &[DatasetKind] = &[
     openwebtext::KIND,
     commonvoice::KIND,
     librispeech::KIND,
+    cream::KIND,
     synthetic::KIND,
 ];
 
@@ -333,18 +335,19 @@ pub fn prepare(
         generate(kind_name, request, progress)?;
     }
     let source = (kind.open)(&request.root)?;
-    if source.len() < request.samples {
+    let files = request.files(kind);
+    if source.len() < files {
         return Err(DatasetError::Layout {
             path: request.root.display().to_string(),
             message: format!(
                 "holds {} samples in the {} layout, {} were asked for",
-                source.len(),
+                source.len() * kind.samples_per_file,
                 kind.layout,
                 request.samples
             ),
         });
     }
-    Ok(source.truncated(request.samples))
+    Ok(source.truncated(files))
 }
 
 #[cfg(test)]

@@ -49,13 +49,14 @@ fn tree_hash(root: &Path) -> u64 {
 type Options = &'static [(&'static str, &'static str)];
 
 /// (kind, samples for the determinism check, options)
-const SMALL: [(&str, usize, Options); 8] = [
+const SMALL: [(&str, usize, Options); 9] = [
     ("imagenet", 6, &[]),
     ("cubepp-png", 2, &[]),
     ("coco", 6, &[]),
     ("openwebtext", 6, &[]),
     ("commonvoice", 6, &[]),
     ("librispeech", 4, &[]),
+    ("cream", 1, &[]),
     (
         "synthetic",
         3,
@@ -266,4 +267,23 @@ fn audio_layouts_carry_their_text() {
         t.chars().all(|c| c.is_ascii_uppercase() || c == ' ') && t.split(' ').count() >= 4,
         "{t}"
     );
+}
+
+/// A file written by h5py (scripts/make_cream_fixture.py, libver="latest", gzip + shuffle):
+/// the reader finds it in its day folder and applies the calibration after removing the offset.
+#[test]
+fn cream_reader_reads_an_h5py_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cream");
+    let source = (find_kind("cream").unwrap().open)(&root).unwrap();
+    assert_eq!(source.len(), 1);
+    let r = datasets::cream::read_recording(&source.items[0].path).unwrap();
+    assert_eq!(r.sample_rate_hz, 6400.0);
+    assert_eq!((r.voltage.len(), r.current.len()), (12_800, 12_800));
+    // voltage[i] = round(26000 sin(2 pi 50 i / 6400)) + 37 counts at 0.0125 V per count: the
+    // 37-count offset is removed, a crest (i = 32) is 325 V.
+    assert!((r.voltage[32] - 325.0).abs() < 0.02, "{}", r.voltage[32]);
+    assert!((r.voltage[96] + 325.0).abs() < 0.02, "{}", r.voltage[96]);
+    // current lags by 0.5 rad with a 4000-count amplitude at 0.5 mA per count: 2 A peak.
+    let peak = r.current.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    assert!((peak - 2.0).abs() < 0.01, "{peak}");
 }
