@@ -287,3 +287,33 @@ fn cream_reader_reads_an_h5py_file() {
     let peak = r.current.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     assert!((peak - 2.0).abs() < 0.01, "{peak}");
 }
+
+/// A generated hourly file opened by h5py, the library CREAM's users read it with. Needs
+/// `pip install h5py numpy`; without them the test says so and checks nothing more.
+#[test]
+fn generated_cream_files_open_in_h5py() {
+    let probe = std::process::Command::new("python3")
+        .args(["-c", "import h5py, numpy"])
+        .output();
+    if !probe.map(|o| o.status.success()).unwrap_or(false) {
+        eprintln!("skipped: python3 with h5py and numpy is not installed (pip install h5py numpy)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    generate("cream", &request(dir.path(), 1, 2, &[]), &|_| ()).unwrap();
+    let file = datasets::cream::file_path(dir.path(), 0);
+    let script = "import sys, h5py, numpy as np\nf = h5py.File(sys.argv[1], 'r')\nv = f['voltage']\nx = v[:64000].astype(float) * v.attrs['calibration_factor']\nprint(f.attrs['frequency'], v.shape[0], f['current'].shape[0], round(float(np.sqrt(np.mean((x - x.mean()) ** 2)))))";
+    let out = std::process::Command::new("python3")
+        .args(["-c", script, &file.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "6400.0 23040000 23040000 230"
+    );
+}
