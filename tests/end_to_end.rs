@@ -406,3 +406,83 @@ fn shards_are_readable_by_an_independent_python_reader() {
         }
     }
 }
+
+/// Every image workload runs all its strategies with outputs identical to fully-online
+/// processing, and stores what the arithmetic says: float32 is exactly 4x uint8, a letterboxed
+/// detection sample is 640 x 640 x 3 float32 plus its boxes.
+#[test]
+fn every_image_workload_verifies_and_stores_what_the_arithmetic_says() {
+    let work = tempfile::tempdir().unwrap();
+    for workload in [
+        "cv2-jpg",
+        "cv2-png",
+        "cv-greyscale-before",
+        "cv-greyscale-after",
+        "detection",
+    ] {
+        let out = work.path().join(workload);
+        let args = [
+            "run",
+            workload,
+            "--samples",
+            "6",
+            "--threads",
+            "2",
+            "--shards",
+            "2",
+            "--epochs",
+            "1",
+            "--verify",
+            "--json",
+            "--evict",
+            "fadvise",
+            "--data-dir",
+            &work.path().join("data").display().to_string(),
+            "--store-dir",
+            &work.path().join("store").display().to_string(),
+            "--out",
+            &out.display().to_string(),
+            "--quiet",
+        ];
+        let run = prepbench(&args);
+        assert!(run.status.success(), "{workload}: {}", stderr(&run));
+        let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&run.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(
+            rows.len() >= 5 && rows.iter().all(|r| r["verified"] == "pass"),
+            "{workload}: {rows:?}"
+        );
+        let per_sample = |name: &str| {
+            rows.iter()
+                .find(|r| r["strategy"] == name)
+                .map(|r| r["storage_bytes"].as_f64().unwrap() / 6.0)
+                .unwrap()
+        };
+        // Within 0.1 %: each stored sample adds about 100 bytes of headers and framing once.
+        let close = |a: f64, b: f64| (a / b - 1.0).abs() < 1e-3;
+        match workload {
+            "cv-greyscale-before" => assert!(close(
+                per_sample("pixel-centered"),
+                4.0 * per_sample("greyscaled")
+            )),
+            "cv-greyscale-after" => assert!(close(
+                per_sample("pixel-centered"),
+                3.0 * per_sample("greyscaled")
+            )),
+            "detection" => {
+                let floats = 640.0 * 640.0 * 3.0 * 4.0;
+                let extra = per_sample("pixel-centered") - floats;
+                assert!(
+                    (0.0..2000.0).contains(&extra),
+                    "{extra} bytes beyond the image: boxes, categories, letterbox record"
+                );
+            }
+            _ => assert!(
+                close(per_sample("pixel-centered"), 4.0 * per_sample("resized")),
+                "{workload}"
+            ),
+        }
+    }
+}

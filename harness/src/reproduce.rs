@@ -24,6 +24,8 @@ pub enum ScaleName {
 #[derive(Clone, Debug)]
 pub struct Scale {
     pub samples: usize,
+    /// Sample counts for dataset kinds whose samples are much larger (Cube++: 17 MB frames).
+    pub samples_by_kind: &'static [(&'static str, usize)],
     pub trials: usize,
     pub threads: &'static [usize],
     pub codecs: &'static [&'static str],
@@ -36,6 +38,7 @@ pub fn scale(name: ScaleName) -> Scale {
     match name {
         ScaleName::Quick => Scale {
             samples: 300,
+            samples_by_kind: &[("cubepp-png", 24), ("cubepp-jpg", 24)],
             trials: 3,
             threads: &[1, 2],
             codecs: &["none", "gzip"],
@@ -45,6 +48,7 @@ pub fn scale(name: ScaleName) -> Scale {
         },
         ScaleName::Medium => Scale {
             samples: 2000,
+            samples_by_kind: &[("cubepp-png", 200), ("cubepp-jpg", 200)],
             trials: 5,
             threads: &[1, 2, 4, 8],
             codecs: &["none", "gzip", "zlib", "zstd"],
@@ -54,6 +58,7 @@ pub fn scale(name: ScaleName) -> Scale {
         },
         ScaleName::Paper => Scale {
             samples: 8000,
+            samples_by_kind: &[("cubepp-png", 4890), ("cubepp-jpg", 4890)],
             trials: 5,
             threads: &[1, 2, 4, 8],
             codecs: &["none", "gzip", "zlib"],
@@ -64,8 +69,21 @@ pub fn scale(name: ScaleName) -> Scale {
     }
 }
 
+impl Scale {
+    /// Samples a workload reading `kind` uses at this scale.
+    pub fn samples_for(&self, kind: &str) -> usize {
+        self.samples_by_kind
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(self.samples, |(_, n)| *n)
+    }
+}
+
 /// The sweep options of `workload` at `scale` (the workload's own strategies and shards).
 pub fn sweep_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
+    let kind = workloads::load(workload)
+        .map(|w| w.dataset.kind)
+        .unwrap_or_default();
     SweepOptions {
         workload: workload.to_string(),
         codecs: Some(
@@ -78,7 +96,7 @@ pub fn sweep_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
         cache: Some(s.cache.to_vec()),
         trials: Some(s.trials),
         epochs: Some(s.epochs),
-        samples: Some(s.samples),
+        samples: Some(s.samples_for(&kind)),
         offline_trials: s.offline_trials,
         seed,
         verify: true,

@@ -16,7 +16,20 @@ pub use step::{Step, StepContext, StepError};
 pub use workload::{Strategy, Workload, WorkloadError};
 
 /// The reference workloads shipped in `workloads/defs/`, by name.
-pub static BUILTIN: &[(&str, &str)] = &[("cv", include_str!("../defs/cv.yaml"))];
+pub static BUILTIN: &[(&str, &str)] = &[
+    ("cv", include_str!("../defs/cv.yaml")),
+    ("cv2-jpg", include_str!("../defs/cv2-jpg.yaml")),
+    ("cv2-png", include_str!("../defs/cv2-png.yaml")),
+    (
+        "cv-greyscale-before",
+        include_str!("../defs/cv-greyscale-before.yaml"),
+    ),
+    (
+        "cv-greyscale-after",
+        include_str!("../defs/cv-greyscale-after.yaml"),
+    ),
+    ("detection", include_str!("../defs/detection.yaml")),
+];
 
 /// Loads a reference workload by name, or a workload file by path.
 pub fn load(name_or_path: &str) -> Result<Workload, WorkloadError> {

@@ -36,9 +36,14 @@ pub struct StepSpec {
 pub static REGISTRY: &[&StepSpec] = &[
     &steps::read_file::SPEC,
     &steps::decode_jpeg::SPEC,
+    &steps::decode_png::SPEC,
     &steps::resize_shorter::SPEC,
+    &steps::resize_longer_pad::SPEC,
+    &steps::grayscale::SPEC,
+    &steps::normalize::SPEC,
     &steps::pixel_center::SPEC,
     &steps::random_crop::SPEC,
+    &steps::random_hflip::SPEC,
 ];
 
 pub fn find_step(op: &str) -> Option<&'static StepSpec> {

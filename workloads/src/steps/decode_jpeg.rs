@@ -1,9 +1,7 @@
 //! `decode_jpeg`: decodes JPEG bytes to an RGB uint8 image tensor [height, width, 3], refusing
 //! images above a pixel limit before allocating them (decompression bombs).
 
-use std::io::Cursor;
-
-use image::{ImageFormat, ImageReader, Limits};
+use image::ImageFormat;
 use serde::Deserialize;
 
 use crate::registry::{build_step, ParamDoc, StepSpec};
@@ -84,20 +82,7 @@ impl Step for DecodeJpeg {
 /// Decodes JPEG bytes into an RGB uint8 tensor, checking the header's size against `max_pixels`.
 pub fn decode_rgb8(bytes: &[u8], max_pixels: u64) -> Result<Tensor, StepError> {
     check_complete(bytes).map_err(|what| StepError::new(format!("invalid JPEG: {what}")))?;
-    let bad = |e: image::ImageError| StepError::new(format!("invalid JPEG: {e}"));
-    let mut reader = ImageReader::with_format(Cursor::new(bytes), ImageFormat::Jpeg);
-    let (width, height) = reader.into_dimensions().map_err(bad)?;
-    let pixels = width as u64 * height as u64;
-    if pixels > max_pixels {
-        return Err(StepError::new(format!(
-            "image of {width}x{height} = {pixels} pixels exceeds max_pixels {max_pixels}"
-        )));
-    }
-    reader = ImageReader::with_format(Cursor::new(bytes), ImageFormat::Jpeg);
-    let mut limits = Limits::default();
-    limits.max_alloc = Some(pixels.saturating_mul(8).max(1 << 20));
-    reader.limits(limits);
-    let rgb = reader.decode().map_err(bad)?.into_rgb8();
+    let rgb = super::decode_guarded(bytes, ImageFormat::Jpeg, max_pixels)?.into_rgb8();
     let (w, h) = rgb.dimensions();
     Tensor::new(
         vec![h as usize, w as usize, 3],

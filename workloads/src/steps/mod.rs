@@ -1,14 +1,48 @@
 //! The reference steps, one module per op. Each module exposes `SPEC`, registered in
 //! [`crate::registry::REGISTRY`].
 
+pub mod boxes;
 pub mod decode_jpeg;
+pub mod decode_png;
+pub mod grayscale;
+pub mod normalize;
 pub mod pixel_center;
 pub mod random_crop;
+pub mod random_hflip;
 pub mod read_file;
+pub mod resize_longer_pad;
 pub mod resize_shorter;
 
 use crate::sample::{FieldName, Tensor};
 use crate::step::StepError;
+
+/// Decodes `bytes` as `format` after checking the header's size against `max_pixels`, with an
+/// allocation limit, so a decompression bomb is refused before it is allocated.
+pub(crate) fn decode_guarded(
+    bytes: &[u8],
+    format: image::ImageFormat,
+    max_pixels: u64,
+) -> Result<image::DynamicImage, StepError> {
+    use image::{ImageReader, Limits};
+    use std::io::Cursor;
+    let name = format!("{format:?}").to_uppercase();
+    let bad = |e: image::ImageError| StepError::new(format!("invalid {name}: {e}"));
+    let (width, height) = ImageReader::with_format(Cursor::new(bytes), format)
+        .into_dimensions()
+        .map_err(bad)?;
+    let pixels = width as u64 * height as u64;
+    if pixels > max_pixels {
+        return Err(StepError::new(format!(
+            "image of {width}x{height} = {pixels} pixels exceeds max_pixels {max_pixels}"
+        )));
+    }
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
+    let mut limits = Limits::default();
+    // Room for the decoded pixels at up to 8 bytes each (16-bit RGBA), and the decoder's buffers.
+    limits.max_alloc = Some(pixels.saturating_mul(8).max(1 << 20) + (16 << 20));
+    reader.limits(limits);
+    reader.decode().map_err(bad)
+}
 
 /// Largest image (in pixels) a step decodes or produces: Pillow's decompression-bomb error
 /// threshold, 2 x `Image.MAX_IMAGE_PIXELS`.

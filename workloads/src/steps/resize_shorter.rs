@@ -24,7 +24,7 @@ pub enum Filter {
 }
 
 impl Filter {
-    fn to_fir(self) -> FilterType {
+    pub(crate) fn to_fir(self) -> FilterType {
         match self {
             Filter::Box => FilterType::Box,
             Filter::Bilinear => FilterType::Bilinear,
@@ -43,6 +43,9 @@ pub struct Params {
     pub size: usize,
     #[serde(default = "default_filter")]
     pub filter: Filter,
+    /// A boxes field [k, 4] (COCO x, y, w, h) to scale with the image.
+    #[serde(default)]
+    pub boxes: Option<FieldName>,
 }
 
 fn default_filter() -> Filter {
@@ -71,6 +74,12 @@ pub static SPEC: StepSpec = StepSpec {
             kind: "box|bilinear|hamming|bicubic|lanczos3",
             default: Some("bilinear"),
             doc: "convolution filter",
+        },
+        ParamDoc {
+            name: "boxes",
+            kind: "string",
+            default: None,
+            doc: "optional boxes field [k, 4] scaled with the image",
         },
     ],
     build: |de| build_step(de, ResizeShorter::new),
@@ -112,47 +121,68 @@ thread_local! {
     static RESIZER: RefCell<Resizer> = RefCell::new(Resizer::new());
 }
 
+/// Resizes a uint8 image tensor [h, w, c] to [nh, nw, c] with `options`; the checks and errors
+/// every resizing step shares.
+pub(crate) fn resize_image(
+    tensor: &Tensor,
+    field: &str,
+    (nh, nw): (usize, usize),
+    options: &ResizeOptions,
+) -> Result<Tensor, StepError> {
+    let (h, w, c) = image_dims(tensor, field)?;
+    let TensorData::U8(pixels) = tensor.data() else {
+        return Err(StepError::new(format!(
+            "field `{field}` is {}, expected uint8",
+            tensor.dtype()
+        )));
+    };
+    let pixel_type = match c {
+        1 => PixelType::U8,
+        2 => PixelType::U8x2,
+        3 => PixelType::U8x3,
+        4 => PixelType::U8x4,
+        _ => {
+            return Err(StepError::new(format!(
+                "field `{field}` has {c} channels, expected 1 to 4"
+            )))
+        }
+    };
+    if h == 0 || w == 0 || nh == 0 || nw == 0 {
+        return Err(StepError::new(format!(
+            "field `{field}`: cannot resize {h}x{w} to {nh}x{nw}"
+        )));
+    }
+    if (nh as u64).saturating_mul(nw as u64) > MAX_IMAGE_PIXELS {
+        return Err(StepError::new(format!(
+            "resizing {h}x{w} to {nh}x{nw} goes above {MAX_IMAGE_PIXELS} pixels"
+        )));
+    }
+    let src = ImageRef::new(w as u32, h as u32, pixels, pixel_type)
+        .map_err(|e| StepError::new(format!("resize source: {e}")))?;
+    let mut dst = Image::new(nw as u32, nh as u32, pixel_type);
+    RESIZER
+        .with(|r| r.borrow_mut().resize(&src, &mut dst, options))
+        .map_err(|e| StepError::new(format!("resize failed: {e}")))?;
+    Tensor::new(vec![nh, nw, c], TensorData::U8(dst.into_vec()))
+}
+
 impl Step for ResizeShorter {
     fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
         let field = &self.params.field;
         let tensor = sample.tensor(field)?;
-        let (h, w, c) = image_dims(tensor, field)?;
-        let TensorData::U8(pixels) = tensor.data() else {
-            return Err(StepError::new(format!(
-                "field `{field}` is {}, expected uint8",
-                tensor.dtype()
-            )));
-        };
-        let pixel_type = match c {
-            1 => PixelType::U8,
-            2 => PixelType::U8x2,
-            3 => PixelType::U8x3,
-            4 => PixelType::U8x4,
-            _ => {
-                return Err(StepError::new(format!(
-                    "field `{field}` has {c} channels, expected 1 to 4"
-                )))
-            }
-        };
+        let (h, w, _) = image_dims(tensor, field)?;
         if h == 0 || w == 0 {
             return Err(StepError::new(format!(
                 "field `{field}` is an empty image {h}x{w}"
             )));
         }
         let (nh, nw) = target_dims(h, w, self.params.size);
-        if (nh as u64).saturating_mul(nw as u64) > MAX_IMAGE_PIXELS {
-            return Err(StepError::new(format!(
-                "resizing {h}x{w} to shorter side {} gives {nh}x{nw}, above {MAX_IMAGE_PIXELS} pixels",
-                self.params.size
-            )));
+        let out = resize_image(tensor, field, (nh, nw), &self.options)?;
+        if let Some(boxes) = &self.params.boxes {
+            super::boxes::transform(&mut sample, boxes, |b| {
+                b.scaled(nw as f32 / w as f32, nh as f32 / h as f32)
+            })?;
         }
-        let src = ImageRef::new(w as u32, h as u32, pixels, pixel_type)
-            .map_err(|e| StepError::new(format!("resize source: {e}")))?;
-        let mut dst = Image::new(nw as u32, nh as u32, pixel_type);
-        RESIZER
-            .with(|r| r.borrow_mut().resize(&src, &mut dst, &self.options))
-            .map_err(|e| StepError::new(format!("resize failed: {e}")))?;
-        let out = Tensor::new(vec![nh, nw, c], TensorData::U8(dst.into_vec()))?;
         sample.set(field, Field::Tensor(out));
         Ok(sample)
     }
@@ -186,6 +216,7 @@ mod tests {
             field: "image".into(),
             size,
             filter: Filter::Bilinear,
+            boxes: None,
         })
         .unwrap()
     }

@@ -1,0 +1,180 @@
+//! `decode_png`: decodes PNG bytes (8- or 16-bit) to an RGB image tensor [height, width, 3]:
+//! uint8, or uint16 for 16-bit files unless `to_uint8` (the paper's pipelines down-convert).
+
+use image::{DynamicImage, ImageFormat};
+use serde::Deserialize;
+
+use super::MAX_IMAGE_PIXELS;
+use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::step::{Step, StepContext, StepError};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    #[serde(default = "default_from")]
+    pub from: FieldName,
+    #[serde(default = "super::default_image_field")]
+    pub to: FieldName,
+    /// Convert 16-bit images to uint8 (v * 255 / 65535, rounded), as the paper's pipelines do.
+    #[serde(default = "default_true")]
+    pub to_uint8: bool,
+    #[serde(default = "default_max_pixels")]
+    pub max_pixels: u64,
+}
+
+fn default_from() -> FieldName {
+    "data".into()
+}
+fn default_true() -> bool {
+    true
+}
+fn default_max_pixels() -> u64 {
+    MAX_IMAGE_PIXELS
+}
+
+pub static SPEC: StepSpec = StepSpec {
+    op: "decode_png",
+    summary: "decode PNG bytes (8- or 16-bit) to an RGB image [height, width, 3], uint8 or uint16",
+    random: false,
+    params: &[
+        ParamDoc {
+            name: "from",
+            kind: "string",
+            default: Some("data"),
+            doc: "bytes field holding the PNG",
+        },
+        ParamDoc {
+            name: "to",
+            kind: "string",
+            default: Some("image"),
+            doc: "image field to write",
+        },
+        ParamDoc {
+            name: "to_uint8",
+            kind: "bool",
+            default: Some("true"),
+            doc: "down-convert 16-bit images to uint8",
+        },
+        ParamDoc {
+            name: "max_pixels",
+            kind: "integer",
+            default: Some("178956970"),
+            doc: "refuse larger images before decoding",
+        },
+    ],
+    build: |de| build_step(de, DecodePng::new),
+};
+
+#[derive(Debug)]
+pub struct DecodePng {
+    params: Params,
+}
+
+impl DecodePng {
+    pub fn new(params: Params) -> Result<DecodePng, String> {
+        if params.max_pixels == 0 {
+            return Err("max_pixels must be positive".to_string());
+        }
+        Ok(DecodePng { params })
+    }
+}
+
+/// Whether the decoded image holds 16-bit samples.
+fn is_16_bit(image: &DynamicImage) -> bool {
+    matches!(
+        image,
+        DynamicImage::ImageLuma16(_)
+            | DynamicImage::ImageLumaA16(_)
+            | DynamicImage::ImageRgb16(_)
+            | DynamicImage::ImageRgba16(_)
+    )
+}
+
+impl Step for DecodePng {
+    fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
+        let bytes = sample.take_bytes(&self.params.from)?;
+        let image = super::decode_guarded(&bytes, ImageFormat::Png, self.params.max_pixels)?;
+        let (w, h) = (image.width() as usize, image.height() as usize);
+        let data = if is_16_bit(&image) && !self.params.to_uint8 {
+            TensorData::U16(image.into_rgb16().into_raw())
+        } else {
+            TensorData::U8(image.into_rgb8().into_raw())
+        };
+        sample.set(
+            &self.params.to,
+            Field::Tensor(Tensor::new(vec![h, w, 3], data)?),
+        );
+        Ok(sample)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use image::codecs::png::PngEncoder;
+    use image::{ExtendedColorType, ImageEncoder};
+
+    fn png16(values: &[u16], w: u32, h: u32) -> Vec<u8> {
+        let mut out = Vec::new();
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        PngEncoder::new(&mut out)
+            .write_image(&bytes, w, h, ExtendedColorType::Rgb16)
+            .unwrap();
+        out
+    }
+
+    const CTX: StepContext = StepContext {
+        seed: 0,
+        epoch: 0,
+        step_index: 1,
+    };
+
+    fn step(to_uint8: bool) -> DecodePng {
+        DecodePng::new(Params {
+            from: default_from(),
+            to: "image".into(),
+            to_uint8,
+            max_pixels: MAX_IMAGE_PIXELS,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn sixteen_bit_pngs_keep_or_scale_their_values() {
+        let values = [0u16, 257, 65535, 1000, 32768, 12345];
+        let s = || Sample::new(0).with("data", Field::Bytes(png16(&values, 2, 1)));
+        let wide = step(false).apply(s(), &CTX).unwrap();
+        assert_eq!(
+            wide.tensor("image").unwrap().data(),
+            &TensorData::U16(values.to_vec())
+        );
+        let narrow = step(true).apply(s(), &CTX).unwrap();
+        let expected: Vec<u8> = values
+            .iter()
+            .map(|&v| (v as f64 * 255.0 / 65535.0).round() as u8)
+            .collect();
+        assert_eq!(
+            narrow.tensor("image").unwrap().data(),
+            &TensorData::U8(expected)
+        );
+        assert_eq!(narrow.tensor("image").unwrap().shape(), &[1, 2, 3]);
+    }
+
+    #[test]
+    fn truncated_and_garbage_pngs_are_errors() {
+        let good = png16(&[1; 300], 10, 10);
+        for bad in [
+            good[..good.len() / 2].to_vec(),
+            b"\\x89PNG garbage".to_vec(),
+            Vec::new(),
+        ] {
+            let s = Sample::new(0).with("data", Field::Bytes(bad));
+            assert!(step(true)
+                .apply(s, &CTX)
+                .unwrap_err()
+                .message
+                .contains("PNG"));
+        }
+    }
+}

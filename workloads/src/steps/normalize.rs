@@ -1,0 +1,162 @@
+//! `normalize`: uint8 or float32 image to float32, per channel (x * scale - mean[c]) / std[c];
+//! the defaults are the ImageNet statistics used by torchvision models, on x / 255.
+
+use serde::Deserialize;
+
+use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::step::{Step, StepContext, StepError};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    #[serde(default = "super::default_image_field")]
+    pub field: FieldName,
+    #[serde(default = "default_mean")]
+    pub mean: Vec<f32>,
+    #[serde(default = "default_std")]
+    pub std: Vec<f32>,
+    #[serde(default = "default_scale")]
+    pub scale: f32,
+}
+
+fn default_mean() -> Vec<f32> {
+    vec![0.485, 0.456, 0.406]
+}
+fn default_std() -> Vec<f32> {
+    vec![0.229, 0.224, 0.225]
+}
+fn default_scale() -> f32 {
+    1.0 / 255.0
+}
+
+pub static SPEC: StepSpec = StepSpec {
+    op: "normalize",
+    summary: "image to float32, per channel (x * scale - mean[c]) / std[c]",
+    random: false,
+    params: &[
+        ParamDoc {
+            name: "field",
+            kind: "string",
+            default: Some("image"),
+            doc: "uint8 or float32 image [h, w, c]",
+        },
+        ParamDoc {
+            name: "mean",
+            kind: "list of floats",
+            default: Some("[0.485, 0.456, 0.406]"),
+            doc: "per-channel mean, after scaling",
+        },
+        ParamDoc {
+            name: "std",
+            kind: "list of floats",
+            default: Some("[0.229, 0.224, 0.225]"),
+            doc: "per-channel standard deviation",
+        },
+        ParamDoc {
+            name: "scale",
+            kind: "float",
+            default: Some("1/255"),
+            doc: "multiplies x first",
+        },
+    ],
+    build: |de| build_step(de, Normalize::new),
+};
+
+#[derive(Debug)]
+pub struct Normalize {
+    params: Params,
+}
+
+impl Normalize {
+    pub fn new(params: Params) -> Result<Normalize, String> {
+        if params.mean.is_empty() || params.mean.len() != params.std.len() {
+            return Err(format!(
+                "mean and std need one value per channel ({} and {} given)",
+                params.mean.len(),
+                params.std.len()
+            ));
+        }
+        if params.std.iter().any(|s| !s.is_finite() || *s == 0.0) || !params.scale.is_finite() {
+            return Err("std must be finite and non-zero, scale finite".to_string());
+        }
+        Ok(Normalize { params })
+    }
+}
+
+impl Step for Normalize {
+    fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
+        let field = &self.params.field;
+        let (shape, data) = sample.take_tensor(field)?.into_parts();
+        let c = *shape.last().unwrap_or(&0);
+        if c != self.params.mean.len() {
+            return Err(StepError::new(format!(
+                "field `{field}` has {c} channels, mean/std have {}",
+                self.params.mean.len()
+            )));
+        }
+        let (mean, std, scale) = (&self.params.mean, &self.params.std, self.params.scale);
+        let f = |i: usize, x: f32| (x * scale - mean[i % c]) / std[i % c];
+        let out: Vec<f32> = match data {
+            TensorData::U8(px) => px
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| f(i, x as f32))
+                .collect(),
+            TensorData::F32(px) => px.iter().enumerate().map(|(i, &x)| f(i, x)).collect(),
+            other => {
+                return Err(StepError::new(format!(
+                    "field `{field}` is {}, normalize takes uint8 or float32",
+                    other.dtype()
+                )))
+            }
+        };
+        sample.set(
+            field,
+            Field::Tensor(Tensor::new(shape, TensorData::F32(out))?),
+        );
+        Ok(sample)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_channel_by_hand() {
+        let p = Params {
+            field: "image".into(),
+            mean: vec![0.5, 0.0],
+            std: vec![0.25, 2.0],
+            scale: 0.5,
+        };
+        let s = Sample::new(0).with(
+            "image",
+            Field::Tensor(Tensor::new(vec![1, 2, 2], TensorData::U8(vec![2, 4, 0, 8])).unwrap()),
+        );
+        let out = Normalize::new(p)
+            .unwrap()
+            .apply(
+                s,
+                &StepContext {
+                    seed: 0,
+                    epoch: 0,
+                    step_index: 0,
+                },
+            )
+            .unwrap();
+        // (2*0.5-0.5)/0.25 = 2, (4*0.5-0)/2 = 1, (0-0.5)/0.25 = -2, (8*0.5)/2 = 2.
+        assert_eq!(
+            out.tensor("image").unwrap().data(),
+            &TensorData::F32(vec![2.0, 1.0, -2.0, 2.0])
+        );
+        assert!(Normalize::new(Params {
+            field: "image".into(),
+            mean: vec![0.0],
+            std: vec![0.0],
+            scale: 1.0
+        })
+        .is_err());
+    }
+}
