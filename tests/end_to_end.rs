@@ -8,11 +8,13 @@ use std::process::{Command, Output};
 
 use common::{data_dir, find_files, prepbench, stderr, Csv, SAMPLES};
 
-fn run_cv(extra: &[&str]) -> (Output, tempfile::TempDir) {
-    let work = tempfile::tempdir().unwrap();
-    let (out, store) = (work.path().join("out"), work.path().join("store"));
+/// `prepbench run cv` on the shared dataset with its store and results in `work`.
+fn run_cv_in(work: &Path, extra: &[&str]) -> Output {
     let data = data_dir().display().to_string();
-    let (out, store) = (out.display().to_string(), store.display().to_string());
+    let (out, store) = (
+        work.join("out").display().to_string(),
+        work.join("store").display().to_string(),
+    );
     let mut args = vec![
         "run",
         "cv",
@@ -31,7 +33,13 @@ fn run_cv(extra: &[&str]) -> (Output, tempfile::TempDir) {
         "--quiet",
     ];
     args.extend_from_slice(extra);
-    (prepbench(&args), work)
+    prepbench(&args)
+}
+
+/// `prepbench run cv` in a fresh working directory.
+fn run_cv(extra: &[&str]) -> (Output, tempfile::TempDir) {
+    let work = tempfile::tempdir().unwrap();
+    (run_cv_in(work.path(), extra), work)
 }
 
 fn on_tmpfs(path: &Path) -> bool {
@@ -139,32 +147,20 @@ fn stores_are_reused_and_every_codec_preserves_the_output() {
                 .as_str()
                 .unwrap()
                 .starts_with(codec.split(':').next().unwrap())));
-        let again = prepbench(&[
-            "run",
-            "cv",
-            "--strategy",
-            "decoded",
-            "--codec",
-            codec,
-            "--samples",
-            SAMPLES,
-            "--threads",
-            "2",
-            "--shards",
-            "4",
-            "--data-dir",
-            &data_dir().display().to_string(),
-            "--store-dir",
-            &work.path().join("store").display().to_string(),
-            "--out",
-            &work.path().join("out").display().to_string(),
-            "--quiet",
-            "--json",
-            "--epochs",
-            "1",
-            "--evict",
-            "fadvise",
-        ]);
+        let again = run_cv_in(
+            work.path(),
+            &[
+                "--strategy",
+                "decoded",
+                "--codec",
+                codec,
+                "--json",
+                "--epochs",
+                "1",
+                "--evict",
+                "fadvise",
+            ],
+        );
         assert!(again.status.success(), "{}", stderr(&again));
         let row: serde_json::Value = serde_json::from_str(
             String::from_utf8_lossy(&again.stdout)
@@ -196,31 +192,16 @@ fn a_flipped_byte_in_a_shard_fails_with_shard_and_offset() {
     let len = bytes.len();
     bytes[len / 2] ^= 0x04;
     std::fs::write(&shard, bytes).unwrap();
-    let (out2, _) = (
-        prepbench(&[
-            "run",
-            "cv",
+    let out2 = run_cv_in(
+        work.path(),
+        &[
             "--strategy",
             "resized",
-            "--samples",
-            SAMPLES,
-            "--threads",
-            "2",
-            "--shards",
-            "4",
-            "--data-dir",
-            &data_dir().display().to_string(),
-            "--store-dir",
-            &work.path().join("store").display().to_string(),
-            "--out",
-            &work.path().join("out").display().to_string(),
-            "--quiet",
             "--epochs",
             "1",
             "--evict",
             "fadvise",
-        ]),
-        (),
+        ],
     );
     assert!(!out2.status.success());
     let err = stderr(&out2);

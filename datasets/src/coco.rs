@@ -13,7 +13,7 @@ use workloads::rng::SeededRng;
 use workloads::{Field, Tensor, TensorData};
 
 use crate::photo::{render, scene, PhotoStyle, Scene, EDGE};
-use crate::source::{file_size, Source, SourceItem};
+use crate::source::{Source, SourceItem};
 use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
 
 pub const ANNOTATIONS: &str = "annotations/instances_train2017.json";
@@ -222,10 +222,6 @@ pub fn open(root: &Path) -> Result<Source, DatasetError> {
     let mut items = Vec::with_capacity(images.len());
     for image in images {
         let image_path = root.join("train2017").join(&image.file_name);
-        let size_bytes = file_size(&image_path).map_err(|e| DatasetError::Io {
-            path: image_path.display().to_string(),
-            source: e,
-        })?;
         let (b, c) = boxes.remove(&image.id).unwrap_or_default();
         let k = c.len();
         let tensor = |shape: Vec<usize>, data| {
@@ -243,11 +239,7 @@ pub fn open(root: &Path) -> Result<Source, DatasetError> {
                 tensor(vec![k], TensorData::I32(c))?,
             ),
         ];
-        items.push(SourceItem {
-            path: image_path,
-            size_bytes,
-            fields,
-        });
+        items.push(SourceItem::from_file(image_path, fields)?);
     }
     Ok(Source {
         kind: "coco",

@@ -9,7 +9,7 @@ use workloads::Field;
 
 use crate::audio::encode_mp3;
 use crate::prose::word;
-use crate::source::{file_size, Source, SourceItem};
+use crate::source::{Source, SourceItem};
 use crate::speech::{to_i16, utterance, Voice};
 use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
 
@@ -117,15 +117,10 @@ pub fn open(root: &Path) -> Result<Source, DatasetError> {
             )));
         };
         let path = root.join("clips").join(name);
-        let size_bytes = file_size(&path).map_err(|e| DatasetError::Io {
-            path: path.display().to_string(),
-            source: e,
-        })?;
-        items.push(SourceItem {
+        items.push(SourceItem::from_file(
             path,
-            size_bytes,
-            fields: vec![("sentence".into(), Field::Text(sentence.to_string()))],
-        });
+            vec![("sentence".into(), Field::Text(sentence.to_string()))],
+        )?);
     }
     Ok(Source {
         kind: "commonvoice",

@@ -13,7 +13,7 @@ use hdf5_writer::{
 };
 use workloads::rng::SeededRng;
 
-use crate::source::{file_size, Source, SourceItem};
+use crate::source::{Source, SourceItem};
 use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
 
 pub const SAMPLE_RATE_HZ: u32 = 6_400;
@@ -299,15 +299,7 @@ pub fn open(root: &Path) -> Result<Source, DatasetError> {
             .collect();
         files.sort();
         for path in files {
-            let size_bytes = file_size(&path).map_err(|e| DatasetError::Io {
-                path: path.display().to_string(),
-                source: e,
-            })?;
-            items.push(SourceItem {
-                path,
-                size_bytes,
-                fields: Vec::new(),
-            });
+            items.push(SourceItem::from_file(path, Vec::new())?);
         }
     }
     if items.is_empty() {

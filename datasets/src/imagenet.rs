@@ -12,7 +12,7 @@ use image::ExtendedColorType;
 use workloads::rng::SeededRng;
 
 use crate::photo::{synthesize, PhotoStyle};
-use crate::source::{file_size, natural_key, Source, SourceItem};
+use crate::source::{natural_key, Source, SourceItem};
 use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
 
 /// Generated datasets use this many classes (ImageNet has 1000).
@@ -147,8 +147,7 @@ pub fn open(root: &Path) -> Result<Source, DatasetError> {
     for round in 0..rounds {
         for (label, files) in per_class.iter().enumerate() {
             if let Some(path) = files.get(round) {
-                let size_bytes = file_size(path).map_err(|e| io(path, e))?;
-                items.push(SourceItem::labelled(path.clone(), size_bytes, label as i32));
+                items.push(SourceItem::labelled(path.clone(), label as i32)?);
             }
         }
     }

@@ -10,7 +10,7 @@ use workloads::Field;
 
 use crate::audio::encode_flac;
 use crate::prose::word;
-use crate::source::{file_size, natural_key, Source, SourceItem};
+use crate::source::{natural_key, Source, SourceItem};
 use crate::speech::{to_i16, utterance, Voice};
 use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
 
@@ -166,15 +166,10 @@ pub fn open(root: &Path) -> Result<Source, DatasetError> {
                             "no transcript line `{id} ...` in the chapter's .trans.txt"
                         ),
                     })?;
-                let size_bytes = file_size(&path).map_err(|e| DatasetError::Io {
-                    path: path.display().to_string(),
-                    source: e,
-                })?;
-                items.push(SourceItem {
+                items.push(SourceItem::from_file(
                     path,
-                    size_bytes,
-                    fields: vec![("transcript".into(), Field::Text(text))],
-                });
+                    vec![("transcript".into(), Field::Text(text))],
+                )?);
             }
         }
     }

@@ -15,13 +15,28 @@ pub struct SourceItem {
 }
 
 impl SourceItem {
-    /// An item labelled with a class index (an int32 scalar `label` field).
-    pub fn labelled(path: PathBuf, size_bytes: u64, label: i32) -> SourceItem {
-        SourceItem {
+    /// The item of the file at `path` (its size read from the filesystem) with `fields`.
+    pub fn from_file(
+        path: PathBuf,
+        fields: Vec<(String, Field)>,
+    ) -> Result<SourceItem, crate::DatasetError> {
+        let size_bytes = file_size(&path).map_err(|e| crate::DatasetError::Io {
+            path: path.display().to_string(),
+            source: e,
+        })?;
+        Ok(SourceItem {
             path,
             size_bytes,
-            fields: vec![("label".into(), Field::Tensor(Tensor::scalar_i32(label)))],
-        }
+            fields,
+        })
+    }
+
+    /// An item labelled with a class index (an int32 scalar `label` field).
+    pub fn labelled(path: PathBuf, label: i32) -> Result<SourceItem, crate::DatasetError> {
+        SourceItem::from_file(
+            path,
+            vec![("label".into(), Field::Tensor(Tensor::scalar_i32(label)))],
+        )
     }
 }
 
@@ -106,7 +121,7 @@ pub fn natural_key(name: &str) -> (String, u64, String) {
     (stem[..digits_start].to_string(), number, name.to_string())
 }
 
-pub(crate) fn file_size(path: &Path) -> std::io::Result<u64> {
+fn file_size(path: &Path) -> std::io::Result<u64> {
     Ok(std::fs::metadata(path)?.len())
 }
 
@@ -137,17 +152,7 @@ pub(crate) fn flat_source(
     files.sort_by_key(|(name, _)| natural_key(name));
     let items = files
         .into_iter()
-        .map(|(_, path)| {
-            let size_bytes = file_size(&path).map_err(|e| crate::DatasetError::Io {
-                path: path.display().to_string(),
-                source: e,
-            })?;
-            Ok(SourceItem {
-                path,
-                size_bytes,
-                fields: Vec::new(),
-            })
-        })
+        .map(|(_, path)| SourceItem::from_file(path, Vec::new()))
         .collect::<Result<_, crate::DatasetError>>()?;
     Ok(Source {
         kind,
