@@ -95,22 +95,39 @@ impl Step for Normalize {
                 self.params.mean.len()
             )));
         }
-        let (mean, std, scale) = (&self.params.mean, &self.params.std, self.params.scale);
-        let f = |i: usize, x: f32| (x * scale - mean[i % c]) / std[i % c];
-        let out: Vec<f32> = match data {
-            TensorData::U8(px) => px
-                .iter()
-                .enumerate()
-                .map(|(i, &x)| f(i, x as f32))
-                .collect(),
-            TensorData::F32(px) => px.iter().enumerate().map(|(i, &x)| f(i, x)).collect(),
+        // (x * scale - mean) / std as one multiply-add per element: x * a[c] + b[c].
+        let a: Vec<f32> = self
+            .params
+            .std
+            .iter()
+            .map(|s| self.params.scale / s)
+            .collect();
+        let b: Vec<f32> = self
+            .params
+            .mean
+            .iter()
+            .zip(&self.params.std)
+            .map(|(m, s)| -m / s)
+            .collect();
+        let mut out: Vec<f32> = Vec::with_capacity(shape.iter().product());
+        match data {
+            TensorData::U8(px) => px.chunks_exact(c).for_each(|p| {
+                out.extend(
+                    p.iter()
+                        .zip(a.iter().zip(&b))
+                        .map(|(&x, (a, b))| x as f32 * a + b),
+                )
+            }),
+            TensorData::F32(px) => px.chunks_exact(c).for_each(|p| {
+                out.extend(p.iter().zip(a.iter().zip(&b)).map(|(&x, (a, b))| x * a + b))
+            }),
             other => {
                 return Err(StepError::new(format!(
                     "field `{field}` is {}, normalize takes uint8 or float32",
                     other.dtype()
                 )))
             }
-        };
+        }
         sample.set(
             field,
             Field::Tensor(Tensor::new(shape, TensorData::F32(out))?),
