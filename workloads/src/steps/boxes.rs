@@ -33,6 +33,24 @@ impl BoxXywh {
         }
     }
 
+    /// The part of the box inside a `width` x `height` image (zero width or height if none).
+    pub fn clipped(self, width: f32, height: f32) -> BoxXywh {
+        let (x0, x1) = (
+            self.x.clamp(0.0, width),
+            (self.x + self.w).clamp(0.0, width),
+        );
+        let (y0, y1) = (
+            self.y.clamp(0.0, height),
+            (self.y + self.h).clamp(0.0, height),
+        );
+        BoxXywh {
+            x: x0,
+            y: y0,
+            w: x1 - x0,
+            h: y1 - y0,
+        }
+    }
+
     /// The box after mirroring an image of `width` left to right.
     pub fn mirrored(self, width: f32) -> BoxXywh {
         BoxXywh {
@@ -105,6 +123,21 @@ mod tests {
                 w: 30.0,
                 h: 40.0
             }
+        );
+        // Clipped to a 30 x 50 image: x [10, 40) -> [10, 30); y [20, 60) -> [20, 50).
+        assert_eq!(
+            b.clipped(30.0, 50.0),
+            BoxXywh {
+                x: 10.0,
+                y: 20.0,
+                w: 20.0,
+                h: 30.0
+            }
+        );
+        assert_eq!(
+            b.shifted(-50.0, 0.0).clipped(30.0, 50.0).w,
+            0.0,
+            "outside: zero width"
         );
         // In a 100-wide image, [10, 40) mirrors to [60, 90).
         assert_eq!(

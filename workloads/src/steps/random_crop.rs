@@ -15,6 +15,10 @@ pub struct Params {
     pub field: FieldName,
     pub height: usize,
     pub width: usize,
+    /// A boxes field [k, 4] moved with the crop and clipped to it (boxes left outside keep
+    /// zero width or height, so they stay aligned with their categories).
+    #[serde(default)]
+    pub boxes: Option<FieldName>,
 }
 
 pub static SPEC: StepSpec = StepSpec {
@@ -40,6 +44,12 @@ pub static SPEC: StepSpec = StepSpec {
             kind: "integer",
             default: None,
             doc: "crop width",
+        },
+        ParamDoc {
+            name: "boxes",
+            kind: "string",
+            default: None,
+            doc: "optional boxes field [k, 4] moved and clipped with the crop",
         },
     ],
     build: |de| build_step(de, RandomCrop::new),
@@ -98,6 +108,12 @@ impl Step for RandomCrop {
             TensorData::F32(v) => TensorData::F32(crop_rows(v, w, c, top, left, ch, cw)),
             TensorData::F64(v) => TensorData::F64(crop_rows(v, w, c, top, left, ch, cw)),
         };
+        if let Some(boxes) = &self.params.boxes {
+            super::boxes::transform(&mut sample, boxes, |b| {
+                b.shifted(-(left as f32), -(top as f32))
+                    .clipped(cw as f32, ch as f32)
+            })?;
+        }
         sample.set(field, Field::Tensor(Tensor::new(vec![ch, cw, c], data)?));
         Ok(sample)
     }
@@ -123,6 +139,7 @@ mod tests {
             field: "image".into(),
             height: 4,
             width: 5,
+            boxes: None,
         })
         .unwrap()
     }
@@ -183,6 +200,40 @@ mod tests {
             distinct.len() > 10,
             "ids should move the crop: {distinct:?}"
         );
+    }
+
+    #[test]
+    fn boxes_follow_the_crop_window() {
+        let ctx = StepContext {
+            seed: 1,
+            epoch: 0,
+            step_index: 4,
+        };
+        let boxes = Tensor::new(vec![1, 4], TensorData::F32(vec![3.0, 2.0, 4.0, 3.0])).unwrap();
+        let step = RandomCrop::new(Params {
+            field: "image".into(),
+            height: 4,
+            width: 5,
+            boxes: Some("boxes".into()),
+        })
+        .unwrap();
+        let out = step
+            .apply(ramp(0, 10, 12).with("boxes", Field::Tensor(boxes)), &ctx)
+            .unwrap();
+        let (top, left) = offset(&out);
+        let TensorData::F32(b) = out.tensor("boxes").unwrap().data() else {
+            panic!()
+        };
+        // The box [3, 7) x [2, 5) shifted by the offset and clipped to the 5 x 4 window.
+        let (x0, x1) = (
+            (3.0 - left as f32).clamp(0.0, 5.0),
+            (7.0 - left as f32).clamp(0.0, 5.0),
+        );
+        let (y0, y1) = (
+            (2.0 - top as f32).clamp(0.0, 4.0),
+            (5.0 - top as f32).clamp(0.0, 4.0),
+        );
+        assert_eq!(b, &vec![x0, y0, x1 - x0, y1 - y0]);
     }
 
     #[test]
