@@ -263,12 +263,21 @@ mod tests {
             rms(lead)
         );
         assert!(a.iter().all(|v| v.abs() <= 0.7 + 1e-6));
-        // Voiced speech: strong autocorrelation at the pitch period somewhere in the middle.
-        let mid = &a[a.len() / 2 - 2_000..a.len() / 2 + 2_000];
-        let lag_of_best = (60..200).max_by(|&x, &y| {
-            let c = |lag: usize| mid.iter().zip(&mid[lag..]).map(|(p, q)| p * q).sum::<f32>();
-            c(x).total_cmp(&c(y))
-        });
-        assert!(lag_of_best.is_some());
+        // Voiced speech is periodic: the normalised autocorrelation peaks near the pitch period
+        // (f0 120 Hz with declination: 120 to 160 samples at 16 kHz); white noise has none.
+        fn periodicity(x: &[f32]) -> f32 {
+            let energy = x.iter().map(|v| v * v).sum::<f32>();
+            (100..170)
+                .map(|lag| x.iter().zip(&x[lag..]).map(|(p, q)| p * q).sum::<f32>() / energy)
+                .fold(f32::MIN, f32::max)
+        }
+        let mut rng = SeededRng::new(5);
+        let noise: Vec<f32> = (0..a.len()).map(|_| rng.unit_f64() as f32 - 0.5).collect();
+        let (speech, white) = (periodicity(&a), periodicity(&noise));
+        eprintln!("periodicity: speech {speech:.3}, white noise {white:.3}");
+        assert!(
+            speech > 0.3 && white < 0.05,
+            "speech {speech}, noise {white}"
+        );
     }
 }

@@ -82,6 +82,8 @@ pub struct Measured {
 pub struct Session {
     pub workload: Workload,
     pub source: Source,
+    /// The source's fingerprint (a stat of every file), computed once when the session opens.
+    pub source_fingerprint: String,
     pub store_dir: PathBuf,
     pub evict: EvictPolicy,
     pub progress: Progress,
@@ -132,6 +134,7 @@ impl Session {
         bar.finish_and_clear();
         Ok(Session {
             workload,
+            source_fingerprint: source.fingerprint(),
             source,
             store_dir: store_dir.to_path_buf(),
             evict,
@@ -157,7 +160,7 @@ impl Session {
             codec,
             shards,
             samples: self.source.len() as u64,
-            source_fingerprint: self.source.fingerprint(),
+            source_fingerprint: self.source_fingerprint.clone(),
             prefix_fingerprint: self.workload.prefix_fingerprint(strategy.split),
         };
         let dir = key.dir(&self.store_dir);
@@ -333,7 +336,7 @@ impl Session {
             });
         }
         if spec.verify {
-            let outcome = verify(&job).with_context(|| format!("verifying `{}`", strategy.name))?;
+            let outcome = self.verify(strategy, spec.stored, spec.threads, spec.seed)?;
             let verdict = if outcome.passed() { "pass" } else { "fail" };
             measured
                 .rows
@@ -342,6 +345,35 @@ impl Session {
             measured.verification = Some(outcome);
         }
         Ok(measured)
+    }
+
+    /// Checks, untimed, that `strategy` read from `stored` (raw files when `None`) gives every
+    /// sample exactly as fully-online processing does.
+    pub fn verify(
+        &self,
+        strategy: &Strategy,
+        stored: Option<&Materialized>,
+        threads: usize,
+        seed: u64,
+    ) -> anyhow::Result<Verification> {
+        let input = match stored {
+            None => OnlineInput::Raw,
+            Some(m) => OnlineInput::Store {
+                dir: &m.dir,
+                manifest: &m.manifest,
+            },
+        };
+        let job = OnlineJob {
+            workload: &self.workload,
+            split: strategy.split,
+            source: &self.source,
+            input,
+            threads,
+            seed,
+            epoch: 0,
+            hash: true,
+        };
+        verify(&job).with_context(|| format!("verifying `{}`", strategy.name))
     }
 
     pub fn workload_record(&self) -> WorkloadRecord<'_> {

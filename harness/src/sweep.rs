@@ -303,21 +303,7 @@ pub fn sweep(
                 None => session.store(strategy, *codec, plan.shards, max_threads, false, cold)?,
             };
             if opts.verify {
-                let spec = RunSpec {
-                    run_id: String::new(),
-                    strategy,
-                    stored: Some(&m),
-                    threads: max_threads,
-                    cache: CacheMode::Warm,
-                    epochs: 0,
-                    seed: opts.seed,
-                    trial: 0,
-                    verify: true,
-                };
-                let v = session
-                    .measure(&spec)?
-                    .verification
-                    .expect("verification was asked for");
+                let v = session.verify(strategy, Some(&m), max_threads, opts.seed)?;
                 if !v.passed() {
                     outcome
                         .verify_failures
