@@ -467,3 +467,205 @@ fn every_image_workload_verifies_and_stores_what_the_arithmetic_says() {
         }
     }
 }
+
+/// Every sample stored under `<store>/<workload>/<strategy>/none-*` (uncompressed), with the
+/// encoded length of each, and the store's storage_bytes.
+fn stored_samples(
+    store: &Path,
+    workload: &str,
+    strategy: &str,
+) -> (Vec<(workloads::Sample, usize)>, u64) {
+    let dir = std::fs::read_dir(store.join(workload).join(strategy))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("none-")
+        })
+        .expect("an uncompressed store");
+    let manifest: harness::store::StoreManifest =
+        serde_json::from_slice(&std::fs::read(dir.join("store.json")).unwrap()).unwrap();
+    let mut samples = Vec::new();
+    for shard in &manifest.shards {
+        let mut reader =
+            harness::store::ShardReader::open(&dir.join(&shard.file), workloads::Codec::None)
+                .unwrap();
+        let mut payload = Vec::new();
+        while reader.next_into(&mut payload).unwrap() {
+            samples.push((
+                workloads::encoding::decode(&payload).unwrap(),
+                payload.len(),
+            ));
+        }
+    }
+    (samples, manifest.storage_bytes())
+}
+
+#[test]
+fn audio_workloads_verify_and_spectrograms_take_frames_x_80_x_4_bytes() {
+    let work = tempfile::tempdir().unwrap();
+    for (workload, frame, hop, text) in [
+        ("mp3", 960, 480, "sentence"),
+        ("flac", 320, 160, "transcript"),
+    ] {
+        let store = work.path().join("store");
+        let run = prepbench(&[
+            "run",
+            workload,
+            "--samples",
+            "6",
+            "--threads",
+            "2",
+            "--shards",
+            "2",
+            "--epochs",
+            "1",
+            "--verify",
+            "--json",
+            "--evict",
+            "fadvise",
+            "--data-dir",
+            &work.path().join("data").display().to_string(),
+            "--store-dir",
+            &store.display().to_string(),
+            "--out",
+            &work.path().join(workload).display().to_string(),
+            "--quiet",
+        ]);
+        assert!(run.status.success(), "{workload}: {}", stderr(&run));
+        let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&run.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let strategies: Vec<&str> = rows
+            .iter()
+            .map(|r| r["strategy"].as_str().unwrap())
+            .collect();
+        // `run` without --strategy runs every split, intermediate ones included.
+        assert_eq!(
+            strategies,
+            [
+                "unprocessed",
+                "concatenated",
+                "decoded",
+                "stft",
+                "magnitude",
+                "mel",
+                "spectrogram-encoded"
+            ]
+        );
+        assert!(
+            rows.iter()
+                .all(|r| r["verified"] == "pass" || r["strategy"] == "unprocessed"),
+            "{workload}: {rows:?}"
+        );
+
+        let (decoded, _) = stored_samples(&store, workload, "decoded");
+        let pcm_len = |id: u64| {
+            let (s, _) = decoded.iter().find(|(s, _)| s.id == id).unwrap();
+            s.tensor("audio").unwrap().shape()[0]
+        };
+        let (spectrograms, storage_bytes) = stored_samples(&store, workload, "spectrogram-encoded");
+        assert_eq!(spectrograms.len(), 6);
+        // TFRecord framing: 8-byte length, 4-byte CRC of it, payload, 4-byte CRC of the payload.
+        let framed: usize = spectrograms.iter().map(|(_, len)| len + 16).sum();
+        assert_eq!(storage_bytes, framed as u64);
+        for (sample, len) in &spectrograms {
+            let frames = 1 + (pcm_len(sample.id) - frame) / hop;
+            let spectrogram = sample.tensor("spectrogram").unwrap();
+            assert_eq!(spectrogram.shape(), &[frames, 80]);
+            assert_eq!(spectrogram.dtype(), workloads::DType::F32);
+            assert!(!sample.text(text).unwrap().is_empty());
+            // The spectrogram adds exactly frames x 80 x 4 bytes to the sample's header.
+            let header_only = sample.clone().with(
+                "spectrogram",
+                workloads::Field::Tensor(
+                    workloads::Tensor::new(vec![0, 80], workloads::TensorData::F32(vec![]))
+                        .unwrap(),
+                ),
+            );
+            assert_eq!(
+                *len,
+                frames * 80 * 4 + workloads::encoding::encoded_len(&header_only),
+                "{workload} sample {}",
+                sample.id
+            );
+        }
+    }
+}
+
+#[test]
+fn truncated_and_garbage_audio_are_errors_naming_the_file() {
+    let work = tempfile::tempdir().unwrap();
+    for (workload, kind, extension) in [
+        ("mp3", "commonvoice", "mp3"),
+        ("flac", "librispeech", "flac"),
+    ] {
+        let root = work.path().join(format!("{kind}-seed0"));
+        let out = prepbench(&[
+            "generate",
+            kind,
+            "--samples",
+            "3",
+            "--out",
+            &root.display().to_string(),
+            "--quiet",
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let mut files: Vec<_> = walk(&root)
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == extension))
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), 3);
+        let (victim, bytes) = (&files[1], std::fs::read(&files[1]).unwrap());
+        for (damage, content) in [
+            ("truncated", bytes[..bytes.len() / 2].to_vec()),
+            ("garbage", b"\x00\x01garbage".repeat(300)),
+        ] {
+            std::fs::write(victim, &content).unwrap();
+            let out = prepbench(&[
+                "run",
+                workload,
+                "--strategy",
+                "unprocessed",
+                "--samples",
+                "3",
+                "--threads",
+                "1",
+                "--data-dir",
+                &work.path().display().to_string(),
+                "--store-dir",
+                &work.path().join("store").display().to_string(),
+                "--out",
+                &work.path().join("out").display().to_string(),
+                "--quiet",
+                "--evict",
+                "fadvise",
+            ]);
+            assert!(!out.status.success(), "{workload} {damage}");
+            let err = stderr(&out);
+            let name = victim.file_name().unwrap().to_string_lossy();
+            assert!(
+                err.contains(&*name) && err.contains("step `decoded`") && !err.contains("panic"),
+                "{workload} {damage}: {err}"
+            );
+        }
+    }
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}

@@ -29,6 +29,8 @@ pub static BUILTIN: &[(&str, &str)] = &[
         include_str!("../defs/cv-greyscale-after.yaml"),
     ),
     ("detection", include_str!("../defs/detection.yaml")),
+    ("mp3", include_str!("../defs/mp3.yaml")),
+    ("flac", include_str!("../defs/flac.yaml")),
 ];
 
 /// Loads a reference workload by name, or a workload file by path.

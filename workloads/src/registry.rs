@@ -44,6 +44,12 @@ pub static REGISTRY: &[&StepSpec] = &[
     &steps::pixel_center::SPEC,
     &steps::random_crop::SPEC,
     &steps::random_hflip::SPEC,
+    &steps::decode_audio::SPEC,
+    &steps::resample::SPEC,
+    &steps::stft::SPEC,
+    &steps::magnitude::SPEC,
+    &steps::mel::SPEC,
+    &steps::log::SPEC,
 ];
 
 pub fn find_step(op: &str) -> Option<&'static StepSpec> {

@@ -124,24 +124,33 @@ pub fn findings(views: &[WorkloadView]) -> Vec<Finding> {
             .iter()
             .find(|c| c.starts_with("gzip") || c.starts_with("zlib"));
         if let (Some(codec), Some(last)) = (deflate, view.last_strategy()) {
-            let mut pays_elsewhere = Vec::new();
-            for (split, s) in view.strategies.iter().filter(|(split, _)| *split > 0) {
-                let _ = split;
-                if let (Some(none), Some(c)) =
+            for (_, s) in view.strategies.iter().filter(|(split, _)| *split > 0) {
+                let (Some(none), Some(c)) =
                     (cold_sps(view, s, "none", t), cold_sps(view, s, codec, t))
-                {
-                    if s == last {
-                        f3.push((
-                            c / none >= 1.1,
-                            format!("{name}/{s}: {codec} / none = {:.2}x", c / none),
-                        ));
+                else {
+                    continue;
+                };
+                // Where the paper measured this strategy, its own result says whether the codec
+                // should pay; elsewhere only the last (largest float) strategy should.
+                let paper_ratio = view.paper.as_ref().and_then(|p| {
+                    let row = p.compression.iter().find(|r| &r.strategy == s)?;
+                    let with = if codec.starts_with("zlib") {
+                        row.sps_zlib
                     } else {
-                        pays_elsewhere
-                            .push((c / none <= 1.05, format!("{name}/{s}: {:.2}x", c / none)));
-                    }
-                }
+                        row.sps_gzip
+                    };
+                    Some(with / row.sps_none)
+                });
+                let should_pay = paper_ratio.map_or(s == last, |r| r >= 1.1);
+                let r = c / none;
+                let paper_note = paper_ratio
+                    .map(|p| format!(" (paper {p:.2}x)"))
+                    .unwrap_or_default();
+                f3.push((
+                    if should_pay { r >= 1.1 } else { r <= 1.05 },
+                    format!("{name}/{s}: {codec} / none = {r:.2}x{paper_note}"),
+                ));
             }
-            f3.extend(pays_elsewhere);
         }
         // 4. The page cache speeds up re-reading the last strategy.
         if let Some(last) = view.last_strategy() {

@@ -2,16 +2,22 @@
 //! [`crate::registry::REGISTRY`].
 
 pub mod boxes;
+pub mod decode_audio;
 pub mod decode_jpeg;
 pub mod decode_png;
 pub mod grayscale;
+pub mod log;
+pub mod magnitude;
+pub mod mel;
 pub mod normalize;
 pub mod pixel_center;
 pub mod random_crop;
 pub mod random_hflip;
 pub mod read_file;
+pub mod resample;
 pub mod resize_longer_pad;
 pub mod resize_shorter;
+pub mod stft;
 
 use crate::sample::{FieldName, Tensor};
 use crate::step::StepError;
@@ -61,3 +67,14 @@ pub(crate) fn image_dims(tensor: &Tensor, field: &str) -> Result<(usize, usize, 
 fn default_image_field() -> FieldName {
     "image".into()
 }
+
+fn default_audio_field() -> FieldName {
+    "audio".into()
+}
+
+fn default_spectrogram_field() -> FieldName {
+    "spectrogram".into()
+}
+
+/// The int32 scalar field in which audio steps record the PCM's sample rate.
+pub const SAMPLE_RATE_FIELD: &str = "sample_rate";

@@ -1,0 +1,112 @@
+//! `log`: natural log of a float32 tensor after adding an offset, ln(x + offset), the last step
+//! of the paper's log-mel spectrogram (its offset, 1e-8, keeps silent bins finite).
+
+use serde::Deserialize;
+
+use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::step::{Step, StepContext, StepError};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    #[serde(default = "super::default_spectrogram_field")]
+    pub field: FieldName,
+    #[serde(default = "default_offset")]
+    pub offset: f32,
+}
+
+fn default_offset() -> f32 {
+    1e-8
+}
+
+pub static SPEC: StepSpec = StepSpec {
+    op: "log",
+    summary: "ln(x + offset) of a float32 tensor",
+    random: false,
+    params: &[
+        ParamDoc {
+            name: "field",
+            kind: "string",
+            default: Some("spectrogram"),
+            doc: "float32 tensor, replaced",
+        },
+        ParamDoc {
+            name: "offset",
+            kind: "float",
+            default: Some("1e-8"),
+            doc: "added before the log",
+        },
+    ],
+    build: |de| build_step(de, Log::new),
+};
+
+#[derive(Debug)]
+pub struct Log {
+    params: Params,
+}
+
+impl Log {
+    pub fn new(params: Params) -> Result<Log, String> {
+        if !(params.offset.is_finite() && params.offset >= 0.0) {
+            return Err(format!(
+                "offset must be finite and not negative, got {}",
+                params.offset
+            ));
+        }
+        Ok(Log { params })
+    }
+}
+
+impl Step for Log {
+    fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
+        let field = &self.params.field;
+        let (shape, data) = sample.take_tensor(field)?.into_parts();
+        let TensorData::F32(mut values) = data else {
+            return Err(StepError::new(format!(
+                "field `{field}` is {}, expected float32",
+                data.dtype()
+            )));
+        };
+        let offset = self.params.offset;
+        values.iter_mut().for_each(|v| *v = (*v + offset).ln());
+        sample.set(
+            field,
+            Field::Tensor(Tensor::new(shape, TensorData::F32(values))?),
+        );
+        Ok(sample)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_with_offset() {
+        let step = Log::new(Params {
+            field: "x".into(),
+            offset: 1e-6,
+        })
+        .unwrap();
+        let sample = Sample::new(0).with(
+            "x",
+            Field::Tensor(Tensor::new(vec![2], TensorData::F32(vec![0.0, 1.0])).unwrap()),
+        );
+        let ctx = StepContext {
+            seed: 0,
+            epoch: 0,
+            step_index: 0,
+        };
+        let out = step.apply(sample, &ctx).unwrap();
+        let TensorData::F32(v) = out.tensor("x").unwrap().data() else {
+            panic!()
+        };
+        assert!((v[0] - 1e-6f32.ln()).abs() < 1e-6 && (v[1] - 1e-6).abs() < 1e-6);
+        assert!(Log::new(Params {
+            field: "x".into(),
+            offset: -1.0
+        })
+        .is_err());
+    }
+}
