@@ -669,3 +669,167 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     found
 }
+
+/// `prepbench run WORKLOAD --json` with small settings; returns the JSON rows.
+fn run_json(work: &Path, workload: &str, extra: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec![
+        "run",
+        workload,
+        "--threads",
+        "2",
+        "--shards",
+        "2",
+        "--epochs",
+        "1",
+        "--verify",
+        "--json",
+        "--evict",
+        "fadvise",
+        "--quiet",
+    ];
+    let (data, store, out) = (
+        work.join("data").display().to_string(),
+        work.join("store").display().to_string(),
+        work.join(workload).display().to_string(),
+    );
+    args.extend_from_slice(&["--data-dir", &data, "--store-dir", &store, "--out", &out]);
+    args.extend_from_slice(extra);
+    let run = prepbench(&args);
+    assert!(run.status.success(), "{workload}: {}", stderr(&run));
+    String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn nilm_cuts_every_generated_hour_into_360_verified_windows() {
+    let work = tempfile::tempdir().unwrap();
+    let rows = run_json(
+        work.path(),
+        "nilm",
+        &["--samples", "360", "--strategy", "unprocessed,aggregated"],
+    );
+    assert_eq!(rows.len(), 2);
+    for row in &rows {
+        assert_eq!(row["samples"], 360, "{row}");
+    }
+    assert_eq!(rows[1]["verified"], "pass");
+    // [3, 500] float64 per window plus the sample's header.
+    let per_window = rows[1]["storage_bytes"].as_f64().unwrap() / 360.0;
+    assert!((12_000.0..12_400.0).contains(&per_window), "{per_window}");
+}
+
+#[test]
+fn nlp_verifies_and_invalid_utf8_names_the_page() {
+    let work = tempfile::tempdir().unwrap();
+    let rows = run_json(work.path(), "nlp", &["--samples", "6"]);
+    let strategies: Vec<&str> = rows
+        .iter()
+        .map(|r| r["strategy"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        strategies,
+        [
+            "unprocessed",
+            "concatenated",
+            "decoded",
+            "bpe-encoded",
+            "embedded"
+        ]
+    );
+    assert!(
+        rows[1..].iter().all(|r| r["verified"] == "pass"),
+        "{rows:?}"
+    );
+    // Embedded: 768 float32 per token; tokens: 4 bytes each.
+    let per_sample = |i: usize| rows[i]["storage_bytes"].as_f64().unwrap() / 6.0;
+    let ratio = per_sample(4) / per_sample(3);
+    assert!((700.0..770.0).contains(&ratio), "{ratio}");
+
+    let page = walk(&work.path().join("data"))
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n == "2.txt"))
+        .unwrap();
+    let mut bytes = std::fs::read(&page).unwrap();
+    bytes.extend_from_slice(b"<p>caf\xe9</p>");
+    std::fs::write(&page, bytes).unwrap();
+    let out = prepbench(&[
+        "run",
+        "nlp",
+        "--strategy",
+        "unprocessed",
+        "--samples",
+        "6",
+        "--evict",
+        "fadvise",
+        "--quiet",
+        "--data-dir",
+        &work.path().join("data").display().to_string(),
+        "--store-dir",
+        &work.path().join("store").display().to_string(),
+        "--out",
+        &work.path().join("bad").display().to_string(),
+    ]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("2.txt") && err.contains("not valid UTF-8") && err.contains("step `decoded`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn synthetic_sizes_are_swept_as_variants_and_judge_finding_5() {
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    let sweep = prepbench(&[
+        "sweep",
+        "synthetic-reading",
+        "--dataset-mb",
+        "0.3",
+        "--threads",
+        "1",
+        "--trials",
+        "1",
+        "--epochs",
+        "1",
+        "--shards",
+        "2",
+        "--evict",
+        "fadvise",
+        "--quiet",
+        "--data-dir",
+        &work.path().join("data").display().to_string(),
+        "--store-dir",
+        &work.path().join("store").display().to_string(),
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert!(sweep.status.success(), "{}", stderr(&sweep));
+    let csv = Csv::read(&out.join("runs.csv"));
+    let mut variants: Vec<String> = csv.rows.iter().map(|r| csv.col(r, "workload")).collect();
+    variants.sort();
+    variants.dedup();
+    assert_eq!(variants.len(), 12, "{variants:?}");
+    // Each variant holds about 0.3 MB: 30 samples of 0.01 MB, one of 20.48 MB.
+    for row in &csv.rows {
+        let (w, n) = (csv.col(row, "workload"), csv.num(row, "samples"));
+        if w.ends_with("=0.01") {
+            assert_eq!(n, 30.0);
+        }
+        if w.ends_with("=20.48") {
+            assert_eq!(n, 1.0);
+        }
+    }
+    let report = prepbench(&["report", &out.display().to_string(), "--quiet"]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## synthetic-reading\n"), "{md}");
+    assert!(md.contains("| mb_per_sample=20.48 | 1 |"), "{md}");
+    let five = md.lines().find(|l| l.starts_with("5. ")).unwrap();
+    assert!(
+        five.contains("synthetic-reading/decoded: 0.01 MB samples at"),
+        "{five}"
+    );
+}

@@ -211,64 +211,20 @@ pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<(), DatasetEr
     )
 }
 
-/// One hourly file read back: the sampling rate and calibrated signals (offset removed).
-#[derive(Debug)]
-pub struct Recording {
-    pub sample_rate_hz: f64,
-    pub voltage: Vec<f64>,
-    pub current: Vec<f64>,
-}
+pub use workloads::steps::read_cream_hour::Recording;
 
-/// Reads a CREAM file: both channels, scaled by their calibration factors after removing
-/// their offsets (the attribute, then the mean, as the paper's pipeline does).
+/// Reads a CREAM file: both channels calibrated with their offsets removed (the
+/// `read_cream_hour` step's parser).
 pub fn read_recording(path: &Path) -> Result<Recording, DatasetError> {
-    let bad = |what: String| DatasetError::Layout {
+    let bytes = std::fs::read(path).map_err(|e| DatasetError::Io {
         path: path.display().to_string(),
-        message: what,
-    };
-    let file = hdf5_reader::Hdf5File::open(path)
-        .map_err(|e| bad(format!("not a readable HDF5 file: {e}")))?;
-    let rate = file
-        .root_group()
-        .and_then(|g| g.attribute("frequency"))
-        .and_then(|a| a.read_scalar::<f64>())
-        .map_err(|e| bad(format!("root attribute `frequency` (Hz): {e}")))?;
-    let channel = |name: &str| -> Result<Vec<f64>, DatasetError> {
-        let ds = file
-            .dataset(name)
-            .map_err(|e| bad(format!("dataset `{name}`: {e}")))?;
-        let factor = ds
-            .attribute("calibration_factor")
-            .and_then(|a| a.read_scalar::<f64>())
-            .map_err(|e| bad(format!("`{name}` attribute `calibration_factor`: {e}")))?;
-        let offset = ds
-            .attribute("offset")
-            .and_then(|a| a.read_scalar::<f64>())
-            .unwrap_or(0.0);
-        let counts: Vec<i16> = ds
-            .read_array::<i16>()
-            .map_err(|e| bad(format!("dataset `{name}` as int16: {e}")))?
-            .into_iter()
-            .collect();
-        let mean =
-            counts.iter().map(|&c| c as f64).sum::<f64>() / counts.len().max(1) as f64 - offset;
-        Ok(counts
-            .iter()
-            .map(|&c| (c as f64 - offset - mean) * factor)
-            .collect())
-    };
-    let (voltage, current) = (channel("voltage")?, channel("current")?);
-    if voltage.len() != current.len() {
-        return Err(bad(format!(
-            "voltage has {} samples, current {}",
-            voltage.len(),
-            current.len()
-        )));
-    }
-    Ok(Recording {
-        sample_rate_hz: rate,
-        voltage,
-        current,
+        source: e,
+    })?;
+    workloads::steps::read_cream_hour::parse_recording(bytes).map_err(|message| {
+        DatasetError::Layout {
+            path: path.display().to_string(),
+            message,
+        }
     })
 }
 

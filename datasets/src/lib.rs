@@ -129,6 +129,15 @@ pub static KINDS: &[DatasetKind] = &[
     synthetic::KIND,
 ];
 
+/// MB per sample that `kind` generates for `request`'s options, for kinds that can say
+/// (synthetic arrays are sized exactly); `None` for kinds whose sizes vary per sample.
+pub fn expected_mb(kind: &str, request: &GenerateRequest) -> Result<Option<f64>, DatasetError> {
+    match find_kind(kind)?.expected_mb {
+        Some(f) => f(request).map(Some),
+        None => Ok(None),
+    }
+}
+
 pub fn find_kind(name: &str) -> Result<&'static DatasetKind, DatasetError> {
     KINDS.iter().find(|k| k.name == name).ok_or_else(|| {
         let names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();

@@ -179,6 +179,10 @@ pub struct SweepArgs {
     /// Shards per materialized strategy.
     #[arg(long)]
     pub shards: Option<usize>,
+    /// MB of data per dataset variant, for workloads that sweep dataset options (synthetic
+    /// sample sizes): each variant gets this many MB of samples.
+    #[arg(long)]
+    pub dataset_mb: Option<f64>,
     /// Materializations per (strategy, codec), each timed into offline.csv.
     #[arg(long, default_value_t = 1)]
     pub offline_trials: usize,

@@ -85,15 +85,16 @@ fn raw_worker(
         if stop.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let sample = apply_steps(
+        let more = apply_steps(
             job.workload,
             0..n,
             job.source.sample(id),
             job.source,
             job.seed,
             job.epoch,
+            &mut |sample| Ok(send(job, tx, sample)),
         )?;
-        if !send(job, tx, sample) {
+        if !more {
             return Ok(());
         }
     }
@@ -125,7 +126,7 @@ fn store_worker(
                 record,
                 source,
             })?;
-            if sample.id as usize >= job.source.len() {
+            if job.workload.item_of(sample.id, job.split) as usize >= job.source.len() {
                 return Err(RunError::UnknownSample {
                     shard: shard(),
                     record,
@@ -133,15 +134,16 @@ fn store_worker(
                     samples: job.source.len(),
                 });
             }
-            let sample = apply_steps(
+            let more = apply_steps(
                 job.workload,
                 job.split..n,
                 sample,
                 job.source,
                 job.seed,
                 job.epoch,
+                &mut |sample| Ok(send(job, tx, sample)),
             )?;
-            if !send(job, tx, sample) {
+            if !more {
                 return Ok(());
             }
         }

@@ -91,6 +91,7 @@ fn sweep_command(args: SweepArgs, progress: Progress) -> anyhow::Result<ExitCode
         seed: args.seed,
         verify: args.verify,
         rematerialize: args.rematerialize,
+        dataset_mb: args.dataset_mb,
     };
     let places = Places {
         out: out.clone(),

@@ -1,5 +1,6 @@
 //! The offline phase: run steps `[0, split)` over every sample in parallel and write the outputs
-//! round-robin into the store's shards (sample i goes to shard i mod shards; worker w writes the
+//! round-robin into the store's shards (source item i, with every sample a fan-out step makes
+//! of it, goes to shard i mod shards; worker w writes the
 //! shards s with s mod threads = w). Offline time covers processing and writing together, as
 //! the paper measured it.
 
@@ -35,17 +36,20 @@ fn write_shard(
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let sample = apply_steps(
+        apply_steps(
             job.workload,
             0..job.key.split,
             job.source.sample(id),
             job.source,
             0,
             0,
+            &mut |sample| {
+                payload.clear();
+                encoding::encode_into(&sample, &mut payload);
+                writer.write(&payload)?;
+                Ok(true)
+            },
         )?;
-        payload.clear();
-        encoding::encode_into(&sample, &mut payload);
-        writer.write(&payload)?;
         progress.inc(1);
     }
     Ok(writer.finish()?)

@@ -13,9 +13,10 @@ use crate::store::StoreError;
 /// Why a run stopped.
 #[derive(Debug, Error)]
 pub enum RunError {
-    #[error("sample {id} ({file}), step `{step}` (op {op}): {message}")]
+    #[error("sample {sample} ({file}), step `{step}` (op {op}): {message}")]
     Step {
-        id: u64,
+        /// The sample id, or for an output of a fan-out step "ITEM, part J".
+        sample: String,
         file: String,
         step: String,
         op: &'static str,
@@ -44,7 +45,9 @@ pub enum RunError {
     Panic(String),
 }
 
-/// Runs `steps[range]` of `workload` on `sample` at `epoch`.
+/// Runs `steps[range]` of `workload` on `sample` at `epoch` and hands every output to `emit`
+/// (one, or after a fan-out step any number; each child numbered by [`workloads::child_id`]).
+/// `emit` returns false when nobody wants more samples, which ends the work early.
 pub fn apply_steps(
     workload: &Workload,
     range: Range<usize>,
@@ -52,8 +55,9 @@ pub fn apply_steps(
     source: &Source,
     seed: u64,
     epoch: u64,
-) -> Result<Sample, RunError> {
-    for step_index in range {
+    emit: &mut dyn FnMut(Sample) -> Result<bool, RunError>,
+) -> Result<bool, RunError> {
+    for step_index in range.clone() {
         let def = &workload.steps[step_index];
         let ctx = StepContext {
             seed,
@@ -61,19 +65,45 @@ pub fn apply_steps(
             step_index,
         };
         let id = sample.id;
-        sample = def.step.apply(sample, &ctx).map_err(|e| RunError::Step {
-            id,
-            file: source
-                .items
-                .get(id as usize)
-                .map(|i| i.path.display().to_string())
-                .unwrap_or_else(|| "?".into()),
-            step: def.name.clone(),
-            op: def.spec.op,
-            message: e.message,
-        })?;
+        let failed = |message: String| {
+            let item = workload.item_of(id, step_index);
+            let label = if item == id {
+                id.to_string()
+            } else {
+                format!("{item}, part {}", workloads::parent_of(id).1)
+            };
+            RunError::Step {
+                sample: label,
+                file: source
+                    .items
+                    .get(item as usize)
+                    .map(|i| i.path.display().to_string())
+                    .unwrap_or_else(|| "?".into()),
+                step: def.name.clone(),
+                op: def.spec.op,
+                message,
+            }
+        };
+        if def.spec.fan_out {
+            let mut children = Vec::new();
+            def.step
+                .apply_many(sample, &ctx, &mut children)
+                .map_err(|e| failed(e.message))?;
+            for (j, mut child) in children.into_iter().enumerate() {
+                child.id = workloads::child_id(id, j).map_err(|e| failed(e.message))?;
+                let rest = step_index + 1..range.end;
+                if !apply_steps(workload, rest, child, source, seed, epoch, emit)? {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
+        sample = def
+            .step
+            .apply(sample, &ctx)
+            .map_err(|e| failed(e.message))?;
     }
-    Ok(sample)
+    emit(sample)
 }
 
 /// Turns a worker's panic payload into an error instead of unwinding through the harness.

@@ -32,19 +32,23 @@ pub struct Scale {
     pub cache: &'static [CacheMode],
     pub epochs: usize,
     pub offline_trials: usize,
+    /// MB per dataset variant of workloads that sweep dataset options (the synthetic sizes;
+    /// the paper's datasets were about 15 GB each).
+    pub dataset_mb: f64,
 }
 
 pub fn scale(name: ScaleName) -> Scale {
     match name {
         ScaleName::Quick => Scale {
             samples: 300,
-            samples_by_kind: &[("cubepp-png", 24), ("cubepp-jpg", 24)],
+            samples_by_kind: &[("cubepp-png", 24), ("cubepp-jpg", 24), ("cream", 720)],
             trials: 3,
             threads: &[1, 2],
             codecs: &["none", "gzip"],
             cache: &[CacheMode::Cold],
             epochs: 2,
             offline_trials: 1,
+            dataset_mb: 48.0,
         },
         ScaleName::Medium => Scale {
             samples: 2000,
@@ -55,6 +59,7 @@ pub fn scale(name: ScaleName) -> Scale {
             cache: &[CacheMode::Cold],
             epochs: 2,
             offline_trials: 1,
+            dataset_mb: 1000.0,
         },
         ScaleName::Paper => Scale {
             samples: 8000,
@@ -65,6 +70,7 @@ pub fn scale(name: ScaleName) -> Scale {
             cache: &[CacheMode::Cold],
             epochs: 2,
             offline_trials: 5,
+            dataset_mb: 15000.0,
         },
     }
 }
@@ -81,9 +87,12 @@ impl Scale {
 
 /// The sweep options of `workload` at `scale` (the workload's own strategies and shards).
 pub fn sweep_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
-    let kind = workloads::load(workload)
-        .map(|w| w.dataset.kind)
+    let loaded = workloads::load(workload).ok();
+    let kind = loaded
+        .as_ref()
+        .map(|w| w.dataset.kind.clone())
         .unwrap_or_default();
+    let variants = loaded.is_some_and(|w| !w.dataset_variants().is_empty());
     SweepOptions {
         workload: workload.to_string(),
         codecs: Some(
@@ -96,7 +105,9 @@ pub fn sweep_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
         cache: Some(s.cache.to_vec()),
         trials: Some(s.trials),
         epochs: Some(s.epochs),
-        samples: Some(s.samples_for(&kind)),
+        // Dataset variants are sized in MB so every variant reads the same bytes.
+        samples: (!variants).then(|| s.samples_for(&kind)),
+        dataset_mb: variants.then_some(s.dataset_mb),
         offline_trials: s.offline_trials,
         seed,
         verify: true,

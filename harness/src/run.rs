@@ -132,6 +132,11 @@ impl Session {
                 )
             })?;
         bar.finish_and_clear();
+        for def in &workload.steps {
+            def.step
+                .prepare()
+                .map_err(|e| anyhow::anyhow!("preparing step `{}`: {}", def.name, e.message))?;
+        }
         Ok(Session {
             workload,
             source_fingerprint: source.fingerprint(),
@@ -292,8 +297,14 @@ impl Session {
                     fs_type,
                 });
             }
+            // Outputs per source item: a fan-out step (NILM's windows) makes the kind's count.
+            let per_item = match self.workload.fan_out_step() {
+                Some(_) => datasets::find_kind(&self.workload.dataset.kind)
+                    .map_or(1, |k| k.samples_per_file),
+                None => 1,
+            };
             let bar = self.progress.bar(
-                self.source.len() as u64,
+                (self.source.len() * per_item) as u64,
                 &format!("{} t{} epoch {epoch}", strategy.name, spec.threads),
             );
             let result = run_online(&OnlineJob { epoch, ..job }, &bar)

@@ -33,6 +33,8 @@ pub struct SweepOptions {
     pub seed: u64,
     pub verify: bool,
     pub rematerialize: bool,
+    /// MB per dataset variant (see `sweep.dataset_mb`); `samples` wins when both are set.
+    pub dataset_mb: Option<f64>,
 }
 
 /// Where a sweep reads and writes.
@@ -201,14 +203,75 @@ pub struct SweepOutcome {
     pub verify_failures: Vec<(String, Vec<u64>)>,
 }
 
-/// Runs (or resumes) the sweep and appends to `places.out`.
+/// Runs (or resumes) the sweep and appends to `places.out`. A workload with
+/// `sweep.dataset_options` is swept once per dataset variant, each recorded as its own workload
+/// `<name>@<options>`.
 pub fn sweep(
     opts: &SweepOptions,
     places: &Places,
     command_line: Vec<String>,
 ) -> anyhow::Result<SweepOutcome> {
-    let started_utc = results::utc_now();
     let workload = workloads::load(&opts.workload)?;
+    let variants = workload.dataset_variants();
+    if variants.is_empty() {
+        return sweep_workload(workload, opts, places, command_line);
+    }
+    let mut total = SweepOutcome {
+        ran: 0,
+        skipped: 0,
+        warnings: Vec::new(),
+        verify_failures: Vec::new(),
+    };
+    for options in &variants {
+        let variant = workload.variant(options)?;
+        let mb = opts.dataset_mb.or(workload.sweep.dataset_mb);
+        let samples = match (opts.samples, mb) {
+            (Some(n), _) => n,
+            (None, Some(mb)) => {
+                let request = datasets::GenerateRequest {
+                    root: PathBuf::new(),
+                    samples: 1,
+                    seed: variant.dataset.seed,
+                    threads: 1,
+                    options: variant.dataset.options.clone(),
+                };
+                let per_sample = datasets::expected_mb(&variant.dataset.kind, &request)?
+                    .ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "dataset kind `{}` cannot say its MB per sample, so sweep.dataset_mb \
+                             cannot size its variants; give --samples",
+                            variant.dataset.kind
+                        )
+                    })?;
+                ((mb / per_sample).round() as usize).max(1)
+            }
+            (None, None) => variant.dataset.samples,
+        };
+        let outcome = sweep_workload(
+            variant,
+            &SweepOptions {
+                samples: Some(samples),
+                ..opts.clone()
+            },
+            places,
+            command_line.clone(),
+        )?;
+        total.ran += outcome.ran;
+        total.skipped += outcome.skipped;
+        total.warnings.extend(outcome.warnings);
+        total.verify_failures.extend(outcome.verify_failures);
+    }
+    Ok(total)
+}
+
+/// Sweeps one (already loaded) workload.
+fn sweep_workload(
+    workload: Workload,
+    opts: &SweepOptions,
+    places: &Places,
+    command_line: Vec<String>,
+) -> anyhow::Result<SweepOutcome> {
+    let started_utc = results::utc_now();
     let plan = Plan::new(&workload, opts)?;
     let csv = RunsCsv::open(&places.out)?;
     let offline_path = places.out.join("offline.csv");

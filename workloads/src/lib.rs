@@ -12,7 +12,7 @@ pub mod workload;
 
 pub use options::{CacheMode, Codec};
 pub use sample::{DType, Field, Sample, Tensor, TensorData};
-pub use step::{Step, StepContext, StepError};
+pub use step::{child_id, parent_of, Step, StepContext, StepError, CHILD_ID_BITS};
 pub use workload::{Strategy, Workload, WorkloadError};
 
 /// The reference workloads shipped in `workloads/defs/`, by name.
@@ -31,6 +31,16 @@ pub static BUILTIN: &[(&str, &str)] = &[
     ("detection", include_str!("../defs/detection.yaml")),
     ("mp3", include_str!("../defs/mp3.yaml")),
     ("flac", include_str!("../defs/flac.yaml")),
+    ("nlp", include_str!("../defs/nlp.yaml")),
+    ("nilm", include_str!("../defs/nilm.yaml")),
+    (
+        "synthetic-reading",
+        include_str!("../defs/synthetic-reading.yaml"),
+    ),
+    (
+        "synthetic-processing",
+        include_str!("../defs/synthetic-processing.yaml"),
+    ),
 ];
 
 /// Loads a reference workload by name, or a workload file by path.

@@ -28,6 +28,9 @@ pub struct StepSpec {
     pub summary: &'static str,
     /// Random steps are always run online; a split after one is refused.
     pub random: bool,
+    /// The step emits several samples per input ([`Step::apply_many`]), e.g. windows of a
+    /// recording. A workload may have at most one such step.
+    pub fan_out: bool,
     pub params: &'static [ParamDoc],
     pub build: BuildFn,
 }
@@ -50,6 +53,15 @@ pub static REGISTRY: &[&StepSpec] = &[
     &steps::magnitude::SPEC,
     &steps::mel::SPEC,
     &steps::log::SPEC,
+    &steps::read_cream_hour::SPEC,
+    &steps::window::SPEC,
+    &steps::nilm_features::SPEC,
+    &steps::extract_text::SPEC,
+    &steps::bpe_encode::SPEC,
+    &steps::embed::SPEC,
+    &steps::pad_truncate::SPEC,
+    &steps::decode_npy::SPEC,
+    &steps::rms_periods::SPEC,
 ];
 
 pub fn find_step(op: &str) -> Option<&'static StepSpec> {

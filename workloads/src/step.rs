@@ -44,4 +44,42 @@ impl StepContext {
 /// worker threads.
 pub trait Step: Send + Sync + fmt::Debug {
     fn apply(&self, sample: Sample, ctx: &StepContext) -> Result<Sample, StepError>;
+
+    /// One-time set-up the harness runs before anything is timed (building a tokenizer,
+    /// generating an embedding table), so it is not charged to the first sample.
+    fn prepare(&self) -> Result<(), StepError> {
+        Ok(())
+    }
+
+    /// Steps registered with `fan_out` emit any number of samples per input into `out`; the
+    /// harness numbers them ([`child_id`]). Every other step emits exactly `apply`'s result.
+    fn apply_many(
+        &self,
+        sample: Sample,
+        ctx: &StepContext,
+        out: &mut Vec<Sample>,
+    ) -> Result<(), StepError> {
+        out.push(self.apply(sample, ctx)?);
+        Ok(())
+    }
+}
+
+/// Bits of a sample id that number the outputs of a fan-out step: output j of input sample p
+/// has id `p << CHILD_ID_BITS | j`, so ids stay unique, stable and traceable to their file.
+pub const CHILD_ID_BITS: u32 = 24;
+
+/// The id of output `index` of the fan-out step applied to sample `parent`.
+pub fn child_id(parent: u64, index: usize) -> Result<u64, StepError> {
+    if index as u64 >= 1 << CHILD_ID_BITS || parent >= 1 << (64 - CHILD_ID_BITS) {
+        return Err(StepError::new(format!(
+            "sample {parent} fans out to more than {} samples",
+            1u64 << CHILD_ID_BITS
+        )));
+    }
+    Ok(parent << CHILD_ID_BITS | index as u64)
+}
+
+/// The input sample (source item) a fan-out output came from, and its index among the outputs.
+pub fn parent_of(id: u64) -> (u64, u64) {
+    (id >> CHILD_ID_BITS, id & ((1 << CHILD_ID_BITS) - 1))
 }

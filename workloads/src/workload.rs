@@ -96,6 +96,37 @@ pub struct SweepDefaults {
     /// Shards per materialized strategy (fixed, so one store serves every thread count).
     #[serde(default = "default_shards")]
     pub shards: usize,
+    /// Dataset options swept as a dimension: every combination is its own dataset, swept as
+    /// the variant `<name>@<key>=<value>,...` (e.g. the paper's twelve synthetic sample sizes).
+    #[serde(default, deserialize_with = "scalar_lists")]
+    pub dataset_options: BTreeMap<String, Vec<String>>,
+    /// Size of each variant's dataset in MB (1e6 B): its sample count is this divided by its
+    /// MB per sample, so every variant reads the same number of bytes (unless `--samples`).
+    #[serde(default)]
+    pub dataset_mb: Option<f64>,
+}
+
+/// A map whose values are lists of YAML scalars, kept as their text.
+fn scalar_lists<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, Vec<String>>, D::Error> {
+    let raw: BTreeMap<String, Vec<serde_yaml_ng::Value>> = BTreeMap::deserialize(d)?;
+    raw.into_iter()
+        .map(|(k, values)| {
+            let texts = values
+                .into_iter()
+                .map(|v| match v {
+                    serde_yaml_ng::Value::String(s) => Ok(s),
+                    serde_yaml_ng::Value::Number(n) => Ok(n.to_string()),
+                    serde_yaml_ng::Value::Bool(b) => Ok(b.to_string()),
+                    other => Err(de::Error::custom(format!(
+                        "values of `{k}` must be scalars, got {other:?}"
+                    ))),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((k, texts))
+        })
+        .collect()
 }
 
 fn default_codecs() -> Vec<Codec> {
@@ -127,6 +158,8 @@ impl Default for SweepDefaults {
             trials: default_trials(),
             epochs: default_epochs(),
             shards: default_shards(),
+            dataset_options: BTreeMap::new(),
+            dataset_mb: None,
         }
     }
 }
@@ -240,6 +273,21 @@ impl Workload {
             }
             seen.push(&def.name);
         }
+        let fan_outs: Vec<&str> = self
+            .steps
+            .iter()
+            .filter(|d| d.spec.fan_out)
+            .map(|d| d.name.as_str())
+            .collect();
+        if fan_outs.len() > 1 {
+            return Err(self.invalid(
+                Some(fan_outs[1]),
+                format!(
+                    "steps `{}` both emit several samples per input; a workload may have one such step",
+                    fan_outs.join("`, `")
+                ),
+            ));
+        }
         if self.dataset.samples == 0 {
             return Err(self.invalid(Some("samples"), "dataset.samples must be at least 1".into()));
         }
@@ -254,6 +302,16 @@ impl Workload {
             ("trials", sweep.trials == 0),
             ("epochs", sweep.epochs == 0),
             ("shards", sweep.shards == 0),
+            (
+                "dataset_options",
+                sweep.dataset_options.values().any(|v| v.is_empty()),
+            ),
+            (
+                "dataset_mb",
+                sweep
+                    .dataset_mb
+                    .is_some_and(|mb| !(mb > 0.0 && mb.is_finite())),
+            ),
         ] {
             if bad {
                 return Err(self.invalid(
@@ -322,6 +380,61 @@ impl Workload {
             .into_iter()
             .filter(|s| self.sweep.strategies.contains(&s.name))
             .collect()
+    }
+
+    /// Every combination of `sweep.dataset_options` (empty when the sweep has none), in a
+    /// stable order.
+    pub fn dataset_variants(&self) -> Vec<BTreeMap<String, String>> {
+        if self.sweep.dataset_options.is_empty() {
+            return Vec::new();
+        }
+        let mut combos = vec![BTreeMap::new()];
+        for (key, values) in &self.sweep.dataset_options {
+            combos = combos
+                .into_iter()
+                .flat_map(|c| {
+                    values.iter().map(move |v| {
+                        let mut c = c.clone();
+                        c.insert(key.clone(), v.clone());
+                        c
+                    })
+                })
+                .collect();
+        }
+        combos
+    }
+
+    /// This workload with `options` set on its dataset, named `<name>@k=v,...`.
+    pub fn variant(&self, options: &BTreeMap<String, String>) -> Result<Workload, WorkloadError> {
+        let mut w = Workload::from_yaml(&self.yaml, &self.origin)?;
+        for (k, v) in options {
+            w.dataset.options.insert(k.clone(), v.clone());
+        }
+        let tag: Vec<String> = options.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        w.name = format!("{}@{}", self.name, tag.join(","));
+        Ok(w)
+    }
+
+    /// The workload a variant name (`<name>@k=v,...`) came from, and the variant's options.
+    pub fn split_variant(name: &str) -> (&str, Option<&str>) {
+        match name.split_once('@') {
+            Some((base, tag)) => (base, Some(tag)),
+            None => (name, None),
+        }
+    }
+
+    /// Index of the step that emits several samples per input, if any.
+    pub fn fan_out_step(&self) -> Option<usize> {
+        self.steps.iter().position(|d| d.spec.fan_out)
+    }
+
+    /// The source item a sample came from when it is about to enter step `next_step` (its id
+    /// is a child id once it has passed the fan-out step).
+    pub fn item_of(&self, id: u64, next_step: usize) -> u64 {
+        match self.fan_out_step() {
+            Some(f) if f < next_step => crate::step::parent_of(id).0,
+            _ => id,
+        }
     }
 
     /// A stable description of steps `[0, split)` and their parameters: two workloads whose

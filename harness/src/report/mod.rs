@@ -222,7 +222,26 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
         cells.len()
     );
     let mut kendall = serde_json::Map::new();
+    // Dataset variants (`name@k=v`) get one table per workload instead of a section each.
+    let mut variant_groups: Vec<(String, Vec<&WorkloadView>)> = Vec::new();
     for view in &views {
+        if let (base, Some(_)) = workloads::Workload::split_variant(&view.name) {
+            match variant_groups.iter_mut().find(|(b, _)| b == base) {
+                Some((_, group)) => group.push(view),
+                None => variant_groups.push((base.to_string(), vec![view])),
+            }
+        }
+    }
+    for (base, group) in &mut variant_groups {
+        group.sort_by(|a, b| {
+            tables::variant_mb(a)
+                .partial_cmp(&tables::variant_mb(b))
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        let _ = writeln!(md, "## {base}\n\n{}", tables::variants(base, group));
+    }
+    for view in views.iter().filter(|v| !v.name.contains('@')) {
         let _ = writeln!(md, "## {}\n", view.name);
         if let Some(p) = &view.paper_name {
             let _ = writeln!(md, "Reproduces the paper's `{p}` pipeline.\n");

@@ -211,3 +211,62 @@ pub fn threads(view: &WorkloadView) -> Option<String> {
     }
     Some(out)
 }
+
+/// The sample size (MB) a dataset variant's name carries (`...@mb_per_sample=0.01`).
+pub fn variant_mb(view: &WorkloadView) -> Option<f64> {
+    let (_, tag) = workloads::Workload::split_variant(&view.name);
+    tag?.split(',')
+        .find_map(|kv| kv.strip_prefix("mb_per_sample="))
+        .and_then(|v| v.parse().ok())
+}
+
+/// One table for the dataset variants of a workload (e.g. the twelve synthetic sample sizes):
+/// per variant and strategy, cold and warm throughput in samples/s and MB/s, codec none, at
+/// the most threads measured.
+pub fn variants(base: &str, group: &[&WorkloadView]) -> String {
+    let mut out = String::new();
+    let strategies: Vec<String> = {
+        let mut s: Vec<(usize, String)> = group
+            .iter()
+            .flat_map(|v| v.strategies.iter().cloned())
+            .collect();
+        s.sort();
+        s.dedup();
+        s.into_iter().map(|(_, n)| n).collect()
+    };
+    let t = group.iter().map(|v| v.max_threads()).max().unwrap_or(1);
+    let _ = writeln!(
+        out,
+        "{} dataset variants of `{base}`, each its own dataset; codec none, {t} threads; cold = epoch 0 after eviction, warm = epoch 1; MB/s = samples/s x the variant's MB per sample.\n",
+        group.len()
+    );
+    let _ = write!(out, "| variant | samples |");
+    for s in &strategies {
+        let _ = write!(out, " {s} cold /s | {s} cold MB/s | {s} warm MB/s |");
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "|---|---|{}", "---|---|---|".repeat(strategies.len()));
+    for view in group {
+        let (_, tag) = workloads::Workload::split_variant(&view.name);
+        let mb = variant_mb(view);
+        let samples = view.cells.first().map(|c| c.samples).unwrap_or(0);
+        let _ = write!(out, "| {} | {samples} |", tag.unwrap_or("-"));
+        for s in &strategies {
+            let cold = view.cold(s, "none", t).map(|c| c.throughput.mean);
+            let warm = view.warm(s, "none", t).map(|c| c.throughput.mean);
+            let mbps = |v: Option<f64>| match (v, mb) {
+                (Some(v), Some(mb)) => format!("{:.0}", v * mb),
+                _ => "-".into(),
+            };
+            let _ = write!(
+                out,
+                " {} | {} | {} |",
+                cold.map(format_number).unwrap_or_else(|| "-".into()),
+                mbps(cold),
+                mbps(warm)
+            );
+        }
+        let _ = writeln!(out);
+    }
+    out
+}

@@ -82,6 +82,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "decode_audio",
     summary: "decode MP3 / FLAC / WAV / Ogg Vorbis bytes to PCM, int16 or float32, optionally mono and resampled",
     random: false,
+    fan_out: false,
     params: &[
         ParamDoc {
             name: "from",

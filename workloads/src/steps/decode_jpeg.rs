@@ -33,6 +33,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "decode_jpeg",
     summary: "decode JPEG bytes to an RGB uint8 image [height, width, 3]",
     random: false,
+    fan_out: false,
     params: &[
         ParamDoc {
             name: "from",

@@ -37,6 +37,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "decode_png",
     summary: "decode PNG bytes (8- or 16-bit) to an RGB image [height, width, 3], uint8 or uint16",
     random: false,
+    fan_out: false,
     params: &[
         ParamDoc {
             name: "from",

@@ -19,6 +19,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "grayscale",
     summary: "RGB [h, w, 3] to luma [h, w, 1] with ITU-R 601-2 weights (uint8 as Pillow's convert('L'), or float32)",
     random: false,
+    fan_out: false,
     params: &[ParamDoc { name: "field", kind: "string", default: Some("image"), doc: "uint8 or float32 image [h, w, 3]" }],
     build: |de| build_step(de, Grayscale::new),
 };

@@ -24,6 +24,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "log",
     summary: "ln(x + offset) of a float32 tensor",
     random: false,
+    fan_out: false,
     params: &[
         ParamDoc {
             name: "field",

@@ -24,6 +24,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "magnitude",
     summary: "|z|^power of a complex [..., 2] float32 tensor (1: magnitude, 2: power)",
     random: false,
+    fan_out: false,
     params: &[
         ParamDoc {
             name: "field",

@@ -54,6 +54,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "mel",
     summary: "mel filterbank over a [frames, bins] spectrogram (tf.signal's, or librosa's Slaney)",
     random: false,
+    fan_out: false,
     params: &[
         ParamDoc {
             name: "field",

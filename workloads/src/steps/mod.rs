@@ -2,22 +2,31 @@
 //! [`crate::registry::REGISTRY`].
 
 pub mod boxes;
+pub mod bpe_encode;
 pub mod decode_audio;
 pub mod decode_jpeg;
+pub mod decode_npy;
 pub mod decode_png;
+pub mod embed;
+pub mod extract_text;
 pub mod grayscale;
 pub mod log;
 pub mod magnitude;
 pub mod mel;
+pub mod nilm_features;
 pub mod normalize;
+pub mod pad_truncate;
 pub mod pixel_center;
 pub mod random_crop;
 pub mod random_hflip;
+pub mod read_cream_hour;
 pub mod read_file;
 pub mod resample;
 pub mod resize_longer_pad;
 pub mod resize_shorter;
+pub mod rms_periods;
 pub mod stft;
+pub mod window;
 
 use crate::sample::{FieldName, Tensor};
 use crate::step::StepError;
@@ -70,6 +79,10 @@ fn default_image_field() -> FieldName {
 
 fn default_audio_field() -> FieldName {
     "audio".into()
+}
+
+fn default_signal_field() -> FieldName {
+    "signal".into()
 }
 
 fn default_spectrogram_field() -> FieldName {

@@ -34,6 +34,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "normalize",
     summary: "image to float32, per channel (x * scale - mean[c]) / std[c]",
     random: false,
+    fan_out: false,
     params: &[
         ParamDoc {
             name: "field",

@@ -30,6 +30,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "pixel_center",
     summary: "uint8 to float32 as x / scale + offset (default: [0, 255] -> [-1, 1])",
     random: false,
+    fan_out: false,
     params: &[
         ParamDoc {
             name: "field",

@@ -26,6 +26,7 @@ pub static SPEC: StepSpec = StepSpec {
     summary:
         "crop a random height x width window of an image [h, w, c] (seeded by sample id and epoch)",
     random: true,
+    fan_out: false,
     params: &[
         ParamDoc {
             name: "field",

@@ -27,6 +27,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "random_hflip",
     summary: "mirror an image [h, w, c] left to right with probability p, boxes along (seeded by sample id and epoch)",
     random: true,
+    fan_out: false,
     params: &[
         ParamDoc { name: "field", kind: "string", default: Some("image"), doc: "image tensor [h, w, c], any dtype" },
         ParamDoc { name: "boxes", kind: "string", default: None, doc: "optional boxes field [k, 4] mirrored with the image" },

@@ -31,6 +31,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "read_file",
     summary: "read the file named by a text field into a bytes field",
     random: false,
+    fan_out: false,
     params: &[
         ParamDoc {
             name: "from",

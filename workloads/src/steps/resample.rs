@@ -183,6 +183,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "resample",
     summary: "band-limited resampling of mono PCM (polyphase windowed sinc, ~90 dB stop band)",
     random: false,
+    fan_out: false,
     params: &[
         ParamDoc {
             name: "field",

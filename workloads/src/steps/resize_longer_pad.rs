@@ -42,6 +42,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "resize_longer_pad",
     summary: "letterbox: longer side to `size`, centred on a size x size canvas, boxes moved along",
     random: false,
+    fan_out: false,
     params: &[
         ParamDoc {
             name: "field",

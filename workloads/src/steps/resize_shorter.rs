@@ -56,6 +56,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "resize_shorter",
     summary: "resize a uint8 image so its shorter side is `size`, aspect kept, antialiased",
     random: false,
+    fan_out: false,
     params: &[
         ParamDoc {
             name: "field",

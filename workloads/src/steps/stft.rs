@@ -67,6 +67,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "stft",
     summary: "short-time Fourier transform of mono PCM (tf.signal.stft framing) to [frames, bins, 2] float32",
     random: false,
+    fan_out: false,
     params: &[
         ParamDoc {
             name: "from",

@@ -1,0 +1,149 @@
+//! `pad_truncate`: makes the first dimension of a tensor exactly `length`: longer tensors keep
+//! their first `length` rows, shorter ones are padded at the end with `pad` (for token ids,
+//! GPT-2's `<|endoftext|>` 50256 by default). The original length can be kept in an int32
+//! field, for attention masks.
+
+use serde::Deserialize;
+
+use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::step::{Step, StepContext, StepError};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    #[serde(default = "default_field")]
+    pub field: FieldName,
+    pub length: usize,
+    #[serde(default = "default_pad")]
+    pub pad: f64,
+    /// Write the length before padding or truncation to this int32 field.
+    #[serde(default)]
+    pub length_field: Option<FieldName>,
+}
+
+fn default_field() -> FieldName {
+    "tokens".into()
+}
+fn default_pad() -> f64 {
+    super::bpe_encode::END_OF_TEXT as f64
+}
+
+pub static SPEC: StepSpec = StepSpec {
+    op: "pad_truncate",
+    summary: "truncate or pad a tensor's first dimension to a fixed length",
+    random: false,
+    fan_out: false,
+    params: &[
+        ParamDoc {
+            name: "field",
+            kind: "string",
+            default: Some("tokens"),
+            doc: "tensor to fix, replaced",
+        },
+        ParamDoc {
+            name: "length",
+            kind: "integer",
+            default: None,
+            doc: "rows after the step",
+        },
+        ParamDoc {
+            name: "pad",
+            kind: "number",
+            default: Some("50256"),
+            doc: "padding value (cast to the tensor's dtype)",
+        },
+        ParamDoc {
+            name: "length_field",
+            kind: "string",
+            default: Some("none"),
+            doc: "int32 field to record the original length in",
+        },
+    ],
+    build: |de| build_step(de, PadTruncate::new),
+};
+
+#[derive(Debug)]
+pub struct PadTruncate {
+    params: Params,
+}
+
+impl PadTruncate {
+    pub fn new(params: Params) -> Result<PadTruncate, String> {
+        if !params.pad.is_finite() {
+            return Err(format!("pad must be finite, got {}", params.pad));
+        }
+        Ok(PadTruncate { params })
+    }
+}
+
+fn fit<T: Copy>(mut v: Vec<T>, len: usize, pad: T) -> Vec<T> {
+    v.resize(len, pad);
+    v
+}
+
+impl Step for PadTruncate {
+    fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
+        let field = &self.params.field;
+        let (mut shape, data) = sample.take_tensor(field)?.into_parts();
+        let Some(&rows) = shape.first() else {
+            return Err(StepError::new(format!("field `{field}` is a scalar")));
+        };
+        let row: usize = shape[1..].iter().product();
+        let (n, pad) = (self.params.length * row, self.params.pad);
+        let out = match data {
+            TensorData::U8(v) => TensorData::U8(fit(v, n, pad as u8)),
+            TensorData::U16(v) => TensorData::U16(fit(v, n, pad as u16)),
+            TensorData::I16(v) => TensorData::I16(fit(v, n, pad as i16)),
+            TensorData::I32(v) => TensorData::I32(fit(v, n, pad as i32)),
+            TensorData::F32(v) => TensorData::F32(fit(v, n, pad as f32)),
+            TensorData::F64(v) => TensorData::F64(fit(v, n, pad)),
+        };
+        shape[0] = self.params.length;
+        sample.set(field, Field::Tensor(Tensor::new(shape, out)?));
+        if let Some(name) = &self.params.length_field {
+            sample.set(name, Field::Tensor(Tensor::scalar_i32(rows as i32)));
+        }
+        Ok(sample)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pads_and_truncates_rows() {
+        let step = PadTruncate::new(Params {
+            field: "tokens".into(),
+            length: 4,
+            pad: 50256.0,
+            length_field: Some("n".into()),
+        })
+        .unwrap();
+        let ctx = StepContext {
+            seed: 0,
+            epoch: 0,
+            step_index: 0,
+        };
+        let tokens = |v: Vec<i32>| {
+            Sample::new(0).with(
+                "tokens",
+                Field::Tensor(Tensor::new(vec![v.len()], TensorData::I32(v)).unwrap()),
+            )
+        };
+        let short = step.apply(tokens(vec![1, 2]), &ctx).unwrap();
+        assert_eq!(
+            short.tensor("tokens").unwrap().data(),
+            &TensorData::I32(vec![1, 2, 50256, 50256])
+        );
+        assert_eq!(short.tensor("n").unwrap().data(), &TensorData::I32(vec![2]));
+        let long = step.apply(tokens((0..9).collect()), &ctx).unwrap();
+        assert_eq!(
+            long.tensor("tokens").unwrap().data(),
+            &TensorData::I32(vec![0, 1, 2, 3])
+        );
+        let empty = step.apply(tokens(vec![]), &ctx).unwrap();
+        assert_eq!(empty.tensor("tokens").unwrap().shape(), &[4]);
+    }
+}

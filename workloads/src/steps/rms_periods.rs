@@ -1,0 +1,120 @@
+//! `rms_periods`: root mean square over consecutive periods of rows of a [rows, cols] array ->
+//! float32 [rows / period, cols] (the paper's synthetic processing workload: periods of 500
+//! rows of a [2500, k] array). A partial last period is dropped.
+
+use serde::Deserialize;
+
+use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::step::{Step, StepContext, StepError};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    #[serde(default = "default_field")]
+    pub field: FieldName,
+    #[serde(default = "default_period")]
+    pub period: usize,
+}
+
+fn default_field() -> FieldName {
+    "array".into()
+}
+fn default_period() -> usize {
+    500
+}
+
+pub static SPEC: StepSpec = StepSpec {
+    op: "rms_periods",
+    summary: "RMS over periods of rows: [rows, cols] -> float32 [rows / period, cols]",
+    random: false,
+    fan_out: false,
+    params: &[
+        ParamDoc {
+            name: "field",
+            kind: "string",
+            default: Some("array"),
+            doc: "uint8 or float32 [rows, cols], replaced",
+        },
+        ParamDoc {
+            name: "period",
+            kind: "integer",
+            default: Some("500"),
+            doc: "rows per period",
+        },
+    ],
+    build: |de| build_step(de, RmsPeriods::new),
+};
+
+#[derive(Debug)]
+pub struct RmsPeriods {
+    params: Params,
+}
+
+impl RmsPeriods {
+    pub fn new(params: Params) -> Result<RmsPeriods, String> {
+        if params.period == 0 {
+            return Err("period must be positive".to_string());
+        }
+        Ok(RmsPeriods { params })
+    }
+}
+
+fn rms<T: Copy + Into<f64>>(data: &[T], cols: usize, period: usize, periods: usize) -> Vec<f32> {
+    let mut sums = vec![0f64; periods * cols];
+    for (r, row) in data.chunks_exact(cols).take(periods * period).enumerate() {
+        let acc = &mut sums[(r / period) * cols..(r / period + 1) * cols];
+        for (a, &v) in acc.iter_mut().zip(row) {
+            let v: f64 = v.into();
+            *a += v * v;
+        }
+    }
+    sums.iter()
+        .map(|s| (s / period as f64).sqrt() as f32)
+        .collect()
+}
+
+impl Step for RmsPeriods {
+    fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
+        let field = &self.params.field;
+        let tensor = sample.take_tensor(field)?;
+        let &[rows, cols] = tensor.shape() else {
+            return Err(StepError::new(format!(
+                "field `{field}` has shape {:?}, expected [rows, cols]",
+                tensor.shape()
+            )));
+        };
+        let period = self.params.period;
+        let periods = rows / period;
+        let out = match tensor.data() {
+            TensorData::F32(d) => rms(d, cols, period, periods),
+            TensorData::U8(d) => rms(d, cols, period, periods),
+            TensorData::F64(d) => rms(d, cols, period, periods),
+            other => {
+                return Err(StepError::new(format!(
+                    "field `{field}` is {}, expected uint8, float32 or float64",
+                    other.dtype()
+                )))
+            }
+        };
+        sample.set(
+            field,
+            Field::Tensor(Tensor::new(vec![periods, cols], TensorData::F32(out))?),
+        );
+        Ok(sample)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rms_per_period_and_column() {
+        // 4 rows x 2 cols, period 2: column 0 rows (3, 4) and (0, 0); column 1 all 1.
+        let data = vec![3.0f32, 1.0, 4.0, 1.0, 0.0, 1.0, 0.0, 1.0];
+        let out = rms(&data, 2, 2, 2);
+        assert!((out[0] - (12.5f32).sqrt()).abs() < 1e-6);
+        assert_eq!(&out[1..], &[1.0, 0.0, 1.0]);
+    }
+}

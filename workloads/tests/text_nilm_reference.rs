@@ -1,0 +1,108 @@
+//! The NLP and NILM steps against independent references (fixtures written by
+//! `scripts/make_text_nilm_fixtures.py`): OpenAI's tiktoken for `bpe_encode`, h5py and NumPy for
+//! `read_cream_hour` -> `window` -> `nilm_features`.
+
+mod common;
+
+use std::path::PathBuf;
+
+use workloads::{Field, Sample, StepContext, TensorData, Workload};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+#[test]
+fn token_ids_are_tiktokens() {
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture("text/tokens.json")).unwrap()).unwrap();
+    let cases = json["cases"].as_array().unwrap();
+    assert!(cases.len() >= 10);
+    for case in cases {
+        let text = case["text"].as_str().unwrap();
+        let expected: Vec<i32> = case["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_i64().unwrap() as i32)
+            .collect();
+        assert_eq!(
+            workloads::steps::bpe_encode::encode(text),
+            expected,
+            "text starting {:?}",
+            text.chars().take(40).collect::<String>()
+        );
+    }
+}
+
+/// Runs a workload's steps from the start on `sample`, collecting every output.
+fn run(workload: &Workload, sample: Sample) -> Vec<Sample> {
+    let mut current = vec![sample];
+    for (i, def) in workload.steps.iter().enumerate() {
+        let ctx = StepContext {
+            seed: 0,
+            epoch: 0,
+            step_index: i,
+        };
+        let mut next = Vec::new();
+        for s in current {
+            def.step.apply_many(s, &ctx, &mut next).unwrap();
+        }
+        current = next;
+    }
+    current
+}
+
+#[test]
+fn nilm_features_match_numpy_on_an_h5py_file() {
+    let workload = workloads::load("nilm").unwrap();
+    // The reference workload minus its read_file step, fed the fixture's bytes.
+    let yaml = workload
+        .yaml
+        .replace("  - name: concatenated\n    op: read_file\n", "");
+    let without_read = Workload::from_yaml(&yaml, "nilm-without-read.yaml").unwrap();
+    assert_eq!(without_read.steps.len(), workload.steps.len() - 1);
+    let bytes = std::fs::read(fixture("nilm/window.hdf5")).unwrap();
+    let out = run(
+        &without_read,
+        Sample::new(0).with("data", Field::Bytes(bytes)),
+    );
+    assert_eq!(out.len(), 1, "ten seconds make one window");
+    let features = out[0].tensor("features").unwrap();
+    assert_eq!(features.shape(), &[3, 500]);
+    let TensorData::F64(ours) = features.data() else {
+        panic!("features are float64")
+    };
+    let (shape, reference) = common::npy(&fixture("nilm/window.features.npy"));
+    assert_eq!(shape, vec![3, 500]);
+    for (row, name) in ["active power", "RMS current", "cumulative RMS deviation"]
+        .iter()
+        .enumerate()
+    {
+        let (a, b) = (
+            &ours[row * 500..(row + 1) * 500],
+            &reference[row * 500..(row + 1) * 500],
+        );
+        let scale = b.iter().fold(0f64, |m, v| m.max(v.abs()));
+        let err = a.iter().zip(b).fold(0f64, |m, (x, y)| m.max((x - y).abs())) / scale;
+        assert!(err < 1e-9, "{name}: relative difference {err:e}");
+    }
+}
+
+#[test]
+fn broken_hdf5_files_are_clear_errors() {
+    let bytes = std::fs::read(fixture("nilm/window.hdf5")).unwrap();
+    // Garbage and truncation: errors, never panics.
+    for broken in [
+        bytes[..bytes.len() / 2].to_vec(),
+        b"not hdf5".to_vec(),
+        Vec::new(),
+    ] {
+        assert!(workloads::steps::read_cream_hour::parse_recording(broken).is_err());
+    }
+    let no_current = std::fs::read(fixture("nilm/no-current.hdf5")).unwrap();
+    let err = workloads::steps::read_cream_hour::parse_recording(no_current).unwrap_err();
+    assert!(err.contains("dataset `current`"), "{err}");
+}
