@@ -22,22 +22,18 @@ versions (recorded in README.md).
     python3 scripts/make_audio_fixtures.py
 """
 import os
-import subprocess
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-VENV = os.path.join(ROOT, "scripts", ".venv-audio")
 OUT = os.path.join(ROOT, "workloads", "tests", "fixtures", "audio")
 PACKAGES = ["tensorflow-cpu==2.16.*", "numpy<2", "soundfile", "librosa"]
 
 
 def in_venv():
-    if sys.prefix == VENV:
-        return
-    if not os.path.exists(os.path.join(VENV, "bin", "python")):
-        subprocess.check_call([sys.executable, "-m", "venv", VENV])
-    subprocess.check_call([os.path.join(VENV, "bin", "pip"), "install", "-q", *PACKAGES])
-    os.execv(os.path.join(VENV, "bin", "python"), [os.path.join(VENV, "bin", "python"), __file__])
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _venv import enter
+
+    enter(".venv-audio", PACKAGES, __file__)
 
 
 def voice(np, rng, rate, seconds, f0_start, f0_end):

@@ -15,17 +15,14 @@ import sys
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-VENV = os.path.join(ROOT, "scripts", ".venv")
 OUT = os.path.join(ROOT, "workloads", "tests", "fixtures", "pillow")
 
 
 def in_venv():
-    if sys.prefix == VENV:
-        return
-    if not os.path.exists(os.path.join(VENV, "bin", "python")):
-        subprocess.check_call([sys.executable, "-m", "venv", VENV])
-    subprocess.check_call([os.path.join(VENV, "bin", "pip"), "install", "-q", "pillow", "numpy"])
-    os.execv(os.path.join(VENV, "bin", "python"), [os.path.join(VENV, "bin", "python"), __file__])
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _venv import enter
+
+    enter(".venv", ["pillow", "numpy"], __file__)
 
 
 def main():

@@ -401,36 +401,7 @@ fn every_image_workload_verifies_and_stores_what_the_arithmetic_says() {
         "cv-greyscale-after",
         "detection",
     ] {
-        let out = work.path().join(workload);
-        let args = [
-            "run",
-            workload,
-            "--samples",
-            "6",
-            "--threads",
-            "2",
-            "--shards",
-            "2",
-            "--epochs",
-            "1",
-            "--verify",
-            "--json",
-            "--evict",
-            "fadvise",
-            "--data-dir",
-            &work.path().join("data").display().to_string(),
-            "--store-dir",
-            &work.path().join("store").display().to_string(),
-            "--out",
-            &out.display().to_string(),
-            "--quiet",
-        ];
-        let run = prepbench(&args);
-        assert!(run.status.success(), "{workload}: {}", stderr(&run));
-        let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&run.stdout)
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let rows = run_json(work.path(), workload, &["--samples", "6"]);
         assert!(
             rows.len() >= 5 && rows.iter().all(|r| r["verified"] == "pass"),
             "{workload}: {rows:?}"
@@ -512,34 +483,7 @@ fn audio_workloads_verify_and_spectrograms_take_frames_x_80_x_4_bytes() {
         ("flac", 320, 160, "transcript"),
     ] {
         let store = work.path().join("store");
-        let run = prepbench(&[
-            "run",
-            workload,
-            "--samples",
-            "6",
-            "--threads",
-            "2",
-            "--shards",
-            "2",
-            "--epochs",
-            "1",
-            "--verify",
-            "--json",
-            "--evict",
-            "fadvise",
-            "--data-dir",
-            &work.path().join("data").display().to_string(),
-            "--store-dir",
-            &store.display().to_string(),
-            "--out",
-            &work.path().join(workload).display().to_string(),
-            "--quiet",
-        ]);
-        assert!(run.status.success(), "{workload}: {}", stderr(&run));
-        let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&run.stdout)
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let rows = run_json(work.path(), workload, &["--samples", "6"]);
         let strategies: Vec<&str> = rows
             .iter()
             .map(|r| r["strategy"].as_str().unwrap())

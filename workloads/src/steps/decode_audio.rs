@@ -133,7 +133,7 @@ pub static SPEC: StepSpec = StepSpec {
 #[derive(Debug)]
 pub struct DecodeAudio {
     params: Params,
-    resamplers: std::sync::RwLock<Vec<std::sync::Arc<Resampler>>>,
+    resamplers: super::Memo<(u32, u32), Resampler>,
 }
 
 /// Decoded interleaved float32 audio.
@@ -266,22 +266,9 @@ impl DecodeAudio {
     }
 
     fn resampler(&self, from: u32, to: u32) -> Result<std::sync::Arc<Resampler>, StepError> {
-        let found = self
-            .resamplers
-            .read()
-            .expect("resampler cache")
-            .iter()
-            .find(|r| r.rates() == (from, to))
-            .cloned();
-        if let Some(r) = found {
-            return Ok(r);
-        }
-        let built = std::sync::Arc::new(Resampler::new(from, to).map_err(StepError::new)?);
-        self.resamplers
-            .write()
-            .expect("resampler cache")
-            .push(built.clone());
-        Ok(built)
+        self.resamplers.get_or_build((from, to), || {
+            Resampler::new(from, to).map_err(StepError::new)
+        })
     }
 }
 

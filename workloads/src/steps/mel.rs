@@ -12,7 +12,7 @@
 //! The matrix is computed in float64 once per spectrogram size and applied band by band over
 //! its non-zero range only.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use serde::Deserialize;
 
@@ -209,7 +209,6 @@ struct Band {
 
 #[derive(Debug)]
 struct Bank {
-    spectrogram_bins: usize,
     bands: Vec<Band>,
 }
 
@@ -218,7 +217,8 @@ pub struct Mel {
     params: Params,
     lower_hz: f64,
     upper_hz: f64,
-    banks: RwLock<Vec<Arc<Bank>>>,
+    /// Filterbanks by spectrogram size, built on first use.
+    banks: super::Memo<usize, Bank>,
 }
 
 impl Mel {
@@ -246,21 +246,16 @@ impl Mel {
             params,
             lower_hz,
             upper_hz,
-            banks: RwLock::new(Vec::new()),
+            banks: Default::default(),
         })
     }
 
     fn bank(&self, spectrogram_bins: usize) -> Result<Arc<Bank>, StepError> {
-        let found = self
-            .banks
-            .read()
-            .expect("mel bank cache")
-            .iter()
-            .find(|b| b.spectrogram_bins == spectrogram_bins)
-            .cloned();
-        if let Some(bank) = found {
-            return Ok(bank);
-        }
+        self.banks
+            .get_or_build(spectrogram_bins, || self.build_bank(spectrogram_bins))
+    }
+
+    fn build_bank(&self, spectrogram_bins: usize) -> Result<Bank, StepError> {
         let mels = self.params.bins;
         let matrix = weight_matrix(
             self.params.filterbank,
@@ -290,15 +285,7 @@ impl Mel {
                 }
             })
             .collect();
-        let bank = Arc::new(Bank {
-            spectrogram_bins,
-            bands,
-        });
-        self.banks
-            .write()
-            .expect("mel bank cache")
-            .push(bank.clone());
-        Ok(bank)
+        Ok(Bank { bands })
     }
 }
 

@@ -28,8 +28,53 @@ pub mod rms_periods;
 pub mod stft;
 pub mod window;
 
+use std::sync::{Arc, RwLock};
+
 use crate::sample::{FieldName, Tensor};
 use crate::step::StepError;
+
+/// Values a step builds once per key and shares between threads (resamplers per rate pair, mel
+/// banks per spectrogram size): a short list behind a read-write lock, read-locked on the hot
+/// path.
+#[derive(Debug)]
+pub(crate) struct Memo<K, V> {
+    entries: RwLock<Vec<(K, Arc<V>)>>,
+}
+
+impl<K: PartialEq + Copy, V> Default for Memo<K, V> {
+    fn default() -> Self {
+        Memo {
+            entries: RwLock::new(Vec::new()),
+        }
+    }
+}
+
+impl<K: PartialEq + Copy, V> Memo<K, V> {
+    /// The value for `key`, built by `build` the first time.
+    pub(crate) fn get_or_build(
+        &self,
+        key: K,
+        build: impl FnOnce() -> Result<V, StepError>,
+    ) -> Result<Arc<V>, StepError> {
+        let found = self
+            .entries
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.clone());
+        if let Some(v) = found {
+            return Ok(v);
+        }
+        let built = Arc::new(build()?);
+        let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, v)) = entries.iter().find(|(k, _)| *k == key) {
+            return Ok(v.clone());
+        }
+        entries.push((key, built.clone()));
+        Ok(built)
+    }
+}
 
 /// Decodes `bytes` as `format` after checking the header's size against `max_pixels`, with an
 /// allocation limit, so a decompression bomb is refused before it is allocated.

@@ -217,42 +217,28 @@ pub static SPEC: StepSpec = StepSpec {
 pub struct Resample {
     params: Params,
     /// Resamplers by input rate, built on first use.
-    cache: std::sync::RwLock<Vec<std::sync::Arc<Resampler>>>,
+    cache: super::Memo<u32, Resampler>,
 }
 
 impl Resample {
     pub fn new(params: Params) -> Result<Resample, String> {
-        let check = Resampler::with_rolloff(
+        // Checks the rates and roll-off now, so a bad workload fails when it loads.
+        Resampler::with_rolloff(
             params.from_rate.unwrap_or(params.to_rate),
             params.to_rate,
             params.rolloff,
         )?;
         Ok(Resample {
             params,
-            cache: std::sync::RwLock::new(vec![std::sync::Arc::new(check)]),
+            cache: Default::default(),
         })
     }
 
     fn resampler(&self, from: u32) -> Result<std::sync::Arc<Resampler>, StepError> {
-        let found = self
-            .cache
-            .read()
-            .expect("resampler cache")
-            .iter()
-            .find(|r| r.from == from)
-            .cloned();
-        if let Some(r) = found {
-            return Ok(r);
-        }
-        let built = std::sync::Arc::new(
+        self.cache.get_or_build(from, || {
             Resampler::with_rolloff(from, self.params.to_rate, self.params.rolloff)
-                .map_err(StepError::new)?,
-        );
-        self.cache
-            .write()
-            .expect("resampler cache")
-            .push(built.clone());
-        Ok(built)
+                .map_err(StepError::new)
+        })
     }
 }
 
