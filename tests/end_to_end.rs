@@ -777,3 +777,54 @@ fn synthetic_sizes_are_swept_as_variants_and_judge_finding_5() {
         "{five}"
     );
 }
+
+#[test]
+fn stages_account_for_the_workers_time_and_the_report_names_the_bound() {
+    let (out, work) = run_cv(&["--strategy", "unprocessed,decoded", "--epochs", "1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = work.path().join("out");
+    let stages = Csv::read(&dir.join("stages.csv"));
+    let runs = Csv::read(&dir.join("runs.csv"));
+    assert_eq!(runs.rows.len(), 2);
+    for run in &runs.rows {
+        let id = runs.col(run, "run_id");
+        let mine: Vec<&Vec<String>> = stages
+            .rows
+            .iter()
+            .filter(|r| stages.col(r, "run_id") == id)
+            .collect();
+        let names: Vec<String> = mine.iter().map(|r| stages.col(r, "stage")).collect();
+        let expected: &[&str] = if runs.col(run, "strategy") == "decoded" {
+            &["read", "decompress", "deserialize", "step:resized"]
+        } else {
+            &["step:concatenated", "step:decoded"]
+        };
+        for e in expected {
+            assert!(names.iter().any(|n| n == e), "{names:?}");
+        }
+        let worker_share: f64 = mine
+            .iter()
+            .filter(|r| stages.col(r, "kind") != "consumer")
+            .map(|r| stages.num(r, "share_pct"))
+            .sum();
+        assert!((worker_share - 100.0).abs() < 0.1, "{worker_share}");
+        // Two workers cannot have been busy for more than twice the wall time.
+        let worker_s: f64 = mine
+            .iter()
+            .filter(|r| stages.col(r, "kind") != "consumer")
+            .map(|r| stages.num(r, "seconds"))
+            .sum();
+        assert!(
+            worker_s <= 2.0 * runs.num(run, "online_s") * 1.05,
+            "{worker_s}"
+        );
+    }
+    let report = prepbench(&["report", &dir.display().to_string(), "--quiet"]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let section = md.split("### Where the time goes").nth(1).expect("section");
+    assert!(
+        section.contains("| decoded | io-bound |") || section.contains("| decoded | cpu-bound |"),
+        "{section}"
+    );
+}

@@ -46,6 +46,45 @@ pub struct OnlineResult {
     pub delta: Delta,
     /// (sample id, content hash), when asked for.
     pub hashes: Vec<(u64, u64)>,
+    /// Where the workers' and the consumer's time went.
+    pub stages: StageTimes,
+}
+
+/// Seconds spent per stage of the online phase, summed over the workers (so up to threads x
+/// wall time), plus the consumer's wait.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StageTimes {
+    /// In the shard files' `read` calls (storage, or the page cache when warm).
+    pub read: f64,
+    /// Decompressing and unframing records (CRC checks), beyond `read`.
+    pub decompress: f64,
+    /// Decoding record payloads into samples.
+    pub deserialize: f64,
+    /// Each workload step by index (only the online ones are non-zero).
+    pub steps: Vec<f64>,
+    /// Workers blocked handing a sample to the consumer (a full queue: the consumer is slower).
+    pub send_wait: f64,
+    /// The consumer blocked waiting for a sample (the workers are slower).
+    pub recv_wait: f64,
+}
+
+impl StageTimes {
+    fn new(steps: usize) -> StageTimes {
+        StageTimes {
+            steps: vec![0.0; steps],
+            ..Default::default()
+        }
+    }
+
+    fn add(&mut self, other: &StageTimes) {
+        self.read += other.read;
+        self.decompress += other.decompress;
+        self.deserialize += other.deserialize;
+        self.send_wait += other.send_wait;
+        for (a, b) in self.steps.iter_mut().zip(&other.steps) {
+            *a += b;
+        }
+    }
 }
 
 /// Queue slots per worker between the workers and the consumer.
@@ -69,9 +108,25 @@ fn touch(sample: &Sample) -> u64 {
     })
 }
 
-fn send(job: &OnlineJob, tx: &mpsc::SyncSender<Message>, sample: Sample) -> bool {
+/// Hands a sample to the consumer; only time blocked on a full queue counts as waiting (a send
+/// that succeeds at once costs nothing here, whatever the scheduler does around it).
+fn send(
+    job: &OnlineJob,
+    tx: &mpsc::SyncSender<Message>,
+    sample: Sample,
+    times: &mut StageTimes,
+) -> bool {
     let hash = if job.hash { sample.content_hash() } else { 0 };
-    tx.send(Ok((sample, hash))).is_ok()
+    match tx.try_send(Ok((sample, hash))) {
+        Ok(()) => true,
+        Err(mpsc::TrySendError::Disconnected(_)) => false,
+        Err(mpsc::TrySendError::Full(message)) => {
+            let start = std::time::Instant::now();
+            let sent = tx.send(message).is_ok();
+            times.send_wait += start.elapsed().as_secs_f64();
+            sent
+        }
+    }
 }
 
 fn raw_worker(
@@ -79,11 +134,13 @@ fn raw_worker(
     worker: usize,
     stop: &AtomicBool,
     tx: &mpsc::SyncSender<Message>,
+    times: &mut StageTimes,
 ) -> Result<(), RunError> {
     let n = job.workload.steps.len();
+    let mut step_seconds = vec![0.0; n];
     for id in (worker..job.source.len()).step_by(job.threads) {
         if stop.load(Ordering::Relaxed) {
-            return Ok(());
+            break;
         }
         let more = apply_steps(
             job.workload,
@@ -92,12 +149,14 @@ fn raw_worker(
             job.source,
             job.seed,
             job.epoch,
-            &mut |sample| Ok(send(job, tx, sample)),
-        )?;
-        if !more {
-            return Ok(());
+            &mut step_seconds,
+            &mut |sample| Ok(send(job, tx, sample, times)),
+        );
+        if !more? {
+            break;
         }
     }
+    times.steps = step_seconds;
     Ok(())
 }
 
@@ -107,48 +166,86 @@ fn store_worker(
     stop: &AtomicBool,
     tx: &mpsc::SyncSender<Message>,
     manifest: &StoreManifest,
+    times: &mut StageTimes,
 ) -> Result<(), RunError> {
     let n = job.workload.steps.len();
     let mut payload = Vec::new();
+    times.steps = vec![0.0; n];
+    let mut outcome = Ok(());
     for path in shards {
         let mut reader = ShardReader::open(path, manifest.codec())?;
-        loop {
-            if stop.load(Ordering::Relaxed) {
-                return Ok(());
-            }
-            let record = reader.record_index();
-            if !reader.next_into(&mut payload)? {
+        let result = read_shard(job, &mut reader, stop, tx, &mut payload, times);
+        times.read += reader.read_seconds();
+        match result {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => {
+                outcome = Err(e);
                 break;
-            }
-            let shard = || reader.path().display().to_string();
-            let sample = encoding::decode(&payload).map_err(|source| RunError::Decode {
-                shard: shard(),
-                record,
-                source,
-            })?;
-            if job.workload.item_of(sample.id, job.split) as usize >= job.source.len() {
-                return Err(RunError::UnknownSample {
-                    shard: shard(),
-                    record,
-                    id: sample.id,
-                    samples: job.source.len(),
-                });
-            }
-            let more = apply_steps(
-                job.workload,
-                job.split..n,
-                sample,
-                job.source,
-                job.seed,
-                job.epoch,
-                &mut |sample| Ok(send(job, tx, sample)),
-            )?;
-            if !more {
-                return Ok(());
             }
         }
     }
-    Ok(())
+    // read_shard timed whole record reads; the file's read calls within them are `read`.
+    times.decompress = (times.decompress - times.read).max(0.0);
+    outcome
+}
+
+/// Reads one shard through the online steps; `Ok(false)` when the run should stop. Adds the
+/// whole time of record reads to `times.decompress` (the caller subtracts the file reads).
+fn read_shard(
+    job: &OnlineJob,
+    reader: &mut ShardReader,
+    stop: &AtomicBool,
+    tx: &mpsc::SyncSender<Message>,
+    payload: &mut Vec<u8>,
+    times: &mut StageTimes,
+) -> Result<bool, RunError> {
+    let n = job.workload.steps.len();
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        let record = reader.record_index();
+        let start = std::time::Instant::now();
+        let more = reader.next_into(payload)?;
+        times.decompress += start.elapsed().as_secs_f64();
+        if !more {
+            break;
+        }
+        let shard = || reader.path().display().to_string();
+        let start = std::time::Instant::now();
+        let sample = encoding::decode(payload).map_err(|source| RunError::Decode {
+            shard: shard(),
+            record,
+            source,
+        })?;
+        times.deserialize += start.elapsed().as_secs_f64();
+        if job.workload.item_of(sample.id, job.split) as usize >= job.source.len() {
+            return Err(RunError::UnknownSample {
+                shard: shard(),
+                record,
+                id: sample.id,
+                samples: job.source.len(),
+            });
+        }
+        let mut step_seconds = std::mem::take(&mut times.steps);
+        let more = apply_steps(
+            job.workload,
+            job.split..n,
+            sample,
+            job.source,
+            job.seed,
+            job.epoch,
+            &mut step_seconds,
+            &mut |sample| Ok(send(job, tx, sample, times)),
+        );
+        times.steps = step_seconds;
+        let more = more?;
+        if !more {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Runs one epoch of the online phase and measures it.
@@ -168,6 +265,7 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
         output_bytes: 0,
         delta: Delta::default(),
         hashes: Vec::new(),
+        stages: StageTimes::new(job.workload.steps.len()),
     };
     let mut first_error: Option<RunError> = None;
     let mut checksum = 0u64;
@@ -177,8 +275,9 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
             let tx = tx.clone();
             let (stop, shard_paths) = (&stop, &shard_paths);
             workers.push(scope.spawn(move || {
+                let mut times = StageTimes::new(job.workload.steps.len());
                 let outcome = match job.input {
-                    OnlineInput::Raw => raw_worker(job, w, stop, &tx),
+                    OnlineInput::Raw => raw_worker(job, w, stop, &tx, &mut times),
                     OnlineInput::Store { manifest, .. } => {
                         let mine: Vec<PathBuf> = shard_paths
                             .iter()
@@ -186,17 +285,31 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
                             .step_by(threads)
                             .cloned()
                             .collect();
-                        store_worker(job, &mine, stop, &tx, manifest)
+                        store_worker(job, &mine, stop, &tx, manifest, &mut times)
                     }
                 };
                 if let Err(e) = outcome {
                     stop.store(true, Ordering::Relaxed);
                     let _ = tx.send(Err(e));
                 }
+                times
             }));
         }
         drop(tx);
-        for message in rx.iter() {
+        loop {
+            // Only time blocked on an empty queue counts as the consumer waiting.
+            let message = match rx.try_recv() {
+                Ok(m) => m,
+                Err(mpsc::TryRecvError::Disconnected) => break,
+                Err(mpsc::TryRecvError::Empty) => {
+                    let start = std::time::Instant::now();
+                    let Ok(m) = rx.recv() else {
+                        break;
+                    };
+                    result.stages.recv_wait += start.elapsed().as_secs_f64();
+                    m
+                }
+            };
             match message {
                 Ok((sample, hash)) => {
                     checksum = checksum.wrapping_add(touch(&sample));
@@ -214,8 +327,11 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
             }
         }
         for w in workers {
-            if let Err(payload) = w.join() {
-                first_error.get_or_insert(panic_message(payload));
+            match w.join() {
+                Ok(times) => result.stages.add(&times),
+                Err(payload) => {
+                    first_error.get_or_insert(panic_message(payload));
+                }
             }
         }
     });

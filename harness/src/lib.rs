@@ -1,6 +1,7 @@
 //! prepbench's harness: the record store, page-cache control, the offline (materialize) and
 //! online (execute) phases, metrics, results and the CLI's commands.
 
+pub mod attribution;
 pub mod cache;
 pub mod cli;
 pub mod commands;

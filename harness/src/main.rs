@@ -63,7 +63,7 @@ fn run_command(args: RunArgs, progress: Progress) -> anyhow::Result<ExitCode> {
     if args.json {
         print!("{}", summary::json_lines(&outcome.rows));
     } else {
-        print!("{}", summary::table(&outcome.rows));
+        print!("{}", summary::table(&outcome.rows, &outcome.bounds));
         progress.note(&format!(
             "rows appended to {}",
             out.join("runs.csv").display()

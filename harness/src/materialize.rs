@@ -32,6 +32,7 @@ fn write_shard(
     let shards = job.key.shards;
     let mut writer = ShardWriter::create(job.dir, shard, shards, job.key.codec)?;
     let mut payload = Vec::new();
+    let mut step_seconds = vec![0.0; job.workload.steps.len()];
     for id in (shard..job.source.len()).step_by(shards) {
         if stop.load(Ordering::Relaxed) {
             break;
@@ -43,6 +44,7 @@ fn write_shard(
             job.source,
             0,
             0,
+            &mut step_seconds,
             &mut |sample| {
                 payload.clear();
                 encoding::encode_into(&sample, &mut payload);

@@ -47,7 +47,9 @@ pub enum RunError {
 
 /// Runs `steps[range]` of `workload` on `sample` at `epoch` and hands every output to `emit`
 /// (one, or after a fan-out step any number; each child numbered by [`workloads::child_id`]).
-/// `emit` returns false when nobody wants more samples, which ends the work early.
+/// `emit` returns false when nobody wants more samples, which ends the work early. Each step's
+/// wall time is added to `step_seconds[step_index]` (the time inside `emit` is not).
+#[allow(clippy::too_many_arguments)]
 pub fn apply_steps(
     workload: &Workload,
     range: Range<usize>,
@@ -55,6 +57,7 @@ pub fn apply_steps(
     source: &Source,
     seed: u64,
     epoch: u64,
+    step_seconds: &mut [f64],
     emit: &mut dyn FnMut(Sample) -> Result<bool, RunError>,
 ) -> Result<bool, RunError> {
     for step_index in range.clone() {
@@ -84,15 +87,27 @@ pub fn apply_steps(
                 message,
             }
         };
+        let start = std::time::Instant::now();
         if def.spec.fan_out {
             let mut children = Vec::new();
             def.step
                 .apply_many(sample, &ctx, &mut children)
                 .map_err(|e| failed(e.message))?;
+            step_seconds[step_index] += start.elapsed().as_secs_f64();
             for (j, mut child) in children.into_iter().enumerate() {
                 child.id = workloads::child_id(id, j).map_err(|e| failed(e.message))?;
                 let rest = step_index + 1..range.end;
-                if !apply_steps(workload, rest, child, source, seed, epoch, emit)? {
+                let more = apply_steps(
+                    workload,
+                    rest,
+                    child,
+                    source,
+                    seed,
+                    epoch,
+                    step_seconds,
+                    emit,
+                )?;
+                if !more {
                     return Ok(false);
                 }
             }
@@ -102,6 +117,7 @@ pub fn apply_steps(
             .step
             .apply(sample, &ctx)
             .map_err(|e| failed(e.message))?;
+        step_seconds[step_index] += start.elapsed().as_secs_f64();
     }
     emit(sample)
 }

@@ -237,6 +237,15 @@ pub fn append_text(path: &Path, text: &str) -> Result<(), ResultsError> {
     file.sync_data().map_err(io_error(path))
 }
 
+/// Appends `stages.csv` lines (written before the run's rows in runs.csv: a run interrupted in
+/// between is redone, and readers keep the last lines of a run id).
+pub fn append_stages(out: &Path, rows: &[Vec<String>]) -> Result<(), ResultsError> {
+    let path = out.join("stages.csv");
+    open_table(&path, &csv_header(&crate::attribution::STAGE_COLUMNS))?;
+    let text: String = rows.iter().map(|r| csv_line(r)).collect();
+    append_text(&path, &text)
+}
+
 pub fn csv_header(columns: &[&str]) -> String {
     csv_line(&columns.iter().map(|c| c.to_string()).collect::<Vec<_>>())
 }

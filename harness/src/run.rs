@@ -74,6 +74,10 @@ pub struct RunSpec<'a> {
 /// What one run produced.
 pub struct Measured {
     pub rows: Vec<RunRow>,
+    /// `stages.csv` lines: where each epoch's online time went.
+    pub stages: Vec<Vec<String>>,
+    /// What bound each epoch (`io-bound`, `cpu-bound`, `consumer-bound`), aligned with `rows`.
+    pub bounds: Vec<String>,
     pub warnings: Vec<Warning>,
     pub verification: Option<Verification>,
 }
@@ -281,6 +285,8 @@ impl Session {
         };
         let mut measured = Measured {
             rows: Vec::new(),
+            stages: Vec::new(),
+            bounds: Vec::new(),
             warnings: Vec::new(),
             verification: None,
         };
@@ -311,6 +317,16 @@ impl Session {
                 .with_context(|| format!("online phase of `{}`, epoch {epoch}", strategy.name))?;
             bar.finish_and_clear();
             let online_s = result.delta.wall_s;
+            let stages = crate::attribution::stages(&result.stages, &self.workload, strategy.split);
+            measured.stages.extend(crate::attribution::csv_rows(
+                &spec.run_id,
+                epoch,
+                &stages,
+                online_s,
+            ));
+            measured
+                .bounds
+                .push(crate::attribution::classify(&stages).0.to_string());
             measured.rows.push(RunRow {
                 run_id: spec.run_id.clone(),
                 started_utc: results::utc_now(),
@@ -430,6 +446,8 @@ pub struct RunOptions {
 /// What `prepbench run` produced.
 pub struct RunOutcome {
     pub rows: Vec<RunRow>,
+    /// What bound each row's epoch, aligned with `rows`.
+    pub bounds: Vec<String>,
     pub warnings: Vec<Warning>,
     /// Strategies whose output differed from fully-online processing, with the sample ids.
     pub verify_failures: Vec<(String, Vec<u64>)>,
@@ -477,6 +495,7 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
     )?;
     let mut outcome = RunOutcome {
         rows: Vec::new(),
+        bounds: Vec::new(),
         warnings: setting_warnings(
             &[opts.cache],
             opts.evict,
@@ -511,6 +530,7 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
             verify: opts.verify,
         };
         let measured = session.measure(&spec)?;
+        results::append_stages(&opts.out, &measured.stages)?;
         csv.append(&measured.rows)?;
         if let Some(v) = measured.verification.filter(|v| !v.passed()) {
             outcome
@@ -519,6 +539,7 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
         }
         outcome.warnings.extend(measured.warnings);
         outcome.rows.extend(measured.rows);
+        outcome.bounds.extend(measured.bounds);
     }
     let invocation = Invocation {
         started_utc,

@@ -2,8 +2,9 @@
 
 use crate::results::RunRow;
 
-/// A fixed-width table of the rows, one line per epoch, in SI units (MB = 1e6 B).
-pub fn table(rows: &[RunRow]) -> String {
+/// A fixed-width table of the rows, one line per epoch, in SI units (MB = 1e6 B), with what
+/// bound each epoch (`bounds`, aligned with `rows`; empty to leave the column blank).
+pub fn table(rows: &[RunRow], bounds: &[String]) -> String {
     let mut out = String::new();
     if let Some(first) = rows.first() {
         let stored = rows.iter().find(|r| r.split > 0).unwrap_or(first);
@@ -13,7 +14,7 @@ pub fn table(rows: &[RunRow]) -> String {
         ));
     }
     out.push_str(&format!(
-        "{:<16} {:>5} {:>5} {:>11} {:>9} {:>9} {:>9} {:>10} {:>9} {:>7} {:>6}\n",
+        "{:<16} {:>5} {:>5} {:>11} {:>9} {:>9} {:>9} {:>10} {:>9} {:>7} {:>6}  {}\n",
         "strategy",
         "epoch",
         "cache",
@@ -24,9 +25,10 @@ pub fn table(rows: &[RunRow]) -> String {
         "samples/s",
         "read_MB",
         "resid%",
-        "check"
+        "check",
+        "bound"
     ));
-    for r in rows {
+    for (i, r) in rows.iter().enumerate() {
         let per_sample = if r.samples > 0 {
             r.storage_bytes as f64 / r.samples as f64 / 1e6
         } else {
@@ -38,7 +40,7 @@ pub fn table(rows: &[RunRow]) -> String {
             (true, v) => v,
         };
         out.push_str(&format!(
-            "{:<16} {:>5} {:>5} {:>11.2} {:>9.4} {:>9.2} {:>9.2} {:>10.1} {:>9.1} {:>7.1} {:>6}\n",
+            "{:<16} {:>5} {:>5} {:>11.2} {:>9.4} {:>9.2} {:>9.2} {:>10.1} {:>9.1} {:>7.1} {:>6}  {}\n",
             r.strategy,
             r.epoch,
             r.cache,
@@ -49,7 +51,8 @@ pub fn table(rows: &[RunRow]) -> String {
             r.throughput_sps,
             r.read_bytes as f64 / 1e6,
             r.residency_after_pct,
-            check
+            check,
+            bounds.get(i).map_or("", String::as_str)
         ));
     }
     out
@@ -85,7 +88,7 @@ mod tests {
                 ..Default::default()
             },
         ];
-        let t = table(&rows);
+        let t = table(&rows, &[]);
         assert_eq!(t.lines().count(), 4);
         assert!(
             t.contains("0.5000") && t.contains("pass") && t.contains("INVALID"),

@@ -413,6 +413,7 @@ fn sweep_workload(
                 .iter_mut()
                 .for_each(|r| r.verified = verdict.clone());
         }
+        results::append_stages(&places.out, &measured.stages)?;
         csv.append(&measured.rows)?;
         warnings.extend(measured.warnings);
         run_ids.push(run_id);

@@ -100,6 +100,8 @@ pub struct Results {
     /// (workload, strategy, codec) -> offline seconds of each materialization.
     pub offline: BTreeMap<(String, String, String), Vec<f64>>,
     pub manifest: serde_json::Value,
+    /// (run id, epoch) -> that epoch's stages, from `stages.csv` (the last lines of a run id win).
+    pub stages: BTreeMap<(String, u64), Vec<crate::attribution::Stage>>,
 }
 
 impl Results {
@@ -149,11 +151,81 @@ impl Results {
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or(serde_json::Value::Null);
+        let mut stages: BTreeMap<(String, u64), Vec<crate::attribution::Stage>> = BTreeMap::new();
+        let stages_csv = dir.join("stages.csv");
+        if stages_csv.exists() {
+            let t = Table::read(&stages_csv)?;
+            let (id, ep, st, kind, secs) = (
+                t.column("run_id")?,
+                t.column("epoch")?,
+                t.column("stage")?,
+                t.column("kind")?,
+                t.column("seconds")?,
+            );
+            for r in 0..t.rows.len() {
+                let key = (
+                    t.text(r, id).to_string(),
+                    t.number(r, ep)?.unwrap_or(0.0) as u64,
+                );
+                let kind = match t.text(r, kind) {
+                    "io" => "io",
+                    "cpu" => "cpu",
+                    "wait" => "wait",
+                    _ => "consumer",
+                };
+                let stage = crate::attribution::Stage {
+                    name: t.text(r, st).to_string(),
+                    kind,
+                    seconds: t.number(r, secs)?.unwrap_or(0.0),
+                };
+                let list = stages.entry(key).or_default();
+                // A rerun of an interrupted run writes its stages again: keep the last.
+                match list.iter_mut().find(|s| s.name == stage.name) {
+                    Some(old) => *old = stage,
+                    None => list.push(stage),
+                }
+            }
+        }
         Ok(Results {
             rows,
             offline,
             manifest,
+            stages,
         })
+    }
+
+    /// The stages of every run of a cell summed over its trials, with the cell's wall time.
+    pub fn cell_stages(
+        &self,
+        workload: &str,
+        strategy: &str,
+        codec: &str,
+        threads: usize,
+        cache: &str,
+        epoch: u64,
+    ) -> Option<(Vec<crate::attribution::Stage>, f64)> {
+        let mut total: Vec<crate::attribution::Stage> = Vec::new();
+        let mut wall = 0.0;
+        for row in self.rows.iter().filter(|r| {
+            r.workload == workload
+                && r.strategy == strategy
+                && (r.codec == codec || r.split == 0)
+                && r.threads == threads
+                && r.cache == cache
+                && r.epoch == epoch
+        }) {
+            let Some(stages) = self.stages.get(&(row.run_id.clone(), row.epoch)) else {
+                continue;
+            };
+            wall += row.online_s;
+            for s in stages {
+                match total.iter_mut().find(|t| t.name == s.name) {
+                    Some(t) => t.seconds += s.seconds,
+                    None => total.push(s.clone()),
+                }
+            }
+        }
+        (!total.is_empty()).then_some((total, wall))
     }
 
     /// Every cell, ordered by workload, split, codec, threads, cache, epoch.

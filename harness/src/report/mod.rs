@@ -254,6 +254,9 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
         if let Some(t) = tables::threads(view) {
             let _ = writeln!(md, "### Thread scaling\n\n{t}");
         }
+        if let Some(t) = tables::bottlenecks(view, &results) {
+            let _ = writeln!(md, "### Where the time goes\n\n{t}");
+        }
         let tau = findings::kendall(view);
         match tau {
             Some((tau, n)) => {

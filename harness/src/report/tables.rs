@@ -270,3 +270,31 @@ pub fn variants(base: &str, group: &[&WorkloadView]) -> String {
     }
     out
 }
+
+/// Per strategy (cold epoch 0, codec none, most threads, trials summed): what bounds the
+/// online phase and the evidence, from `stages.csv`.
+pub fn bottlenecks(view: &WorkloadView, results: &crate::report::cells::Results) -> Option<String> {
+    let t = view.max_threads();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Codec none, {t} threads, cold epoch 0, trials summed. Shares are of the workers' time (read = in the shard files' read calls; decompress = decompression, CRC checks and framing; step:NAME = an online step; wait:consumer = blocked on a full queue); the consumer's wait is a share of wall time.\n"
+    );
+    let _ = writeln!(out, "| strategy | bound | evidence | consumer waiting |");
+    let _ = writeln!(out, "|---|---|---|---|");
+    let mut any = false;
+    for (_, s) in &view.strategies {
+        let Some((stages, wall)) = results.cell_stages(&view.name, s, "none", t, "cold", 0) else {
+            continue;
+        };
+        any = true;
+        let (bound, evidence) = crate::attribution::classify(&stages);
+        let consumer = stages
+            .iter()
+            .find(|x| x.kind == "consumer")
+            .map(|x| format!("{:.0} %", crate::attribution::share_pct(x, &stages, wall)))
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(out, "| {s} | {bound} | {evidence} | {consumer} |");
+    }
+    any.then_some(out)
+}

@@ -85,8 +85,8 @@ impl Write for CodecWriter {
     }
 }
 
-/// A decompressing reader over a shard file.
-pub fn reader(codec: Codec, file: File) -> io::Result<Box<dyn Read + Send>> {
+/// A decompressing reader over a shard file (or anything read like one).
+pub fn reader<R: Read + Send + 'static>(codec: Codec, file: R) -> io::Result<Box<dyn Read + Send>> {
     let buffered = BufReader::with_capacity(READ_BUFFER_BYTES, file);
     Ok(match codec {
         Codec::None => Box::new(buffered),

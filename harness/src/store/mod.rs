@@ -294,22 +294,53 @@ impl ShardWriter {
     }
 }
 
+/// A file whose `read` calls are timed: the storage part of reading a shard, apart from
+/// decompression and framing.
+struct TimedFile {
+    file: File,
+    nanos: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Read for TimedFile {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let start = std::time::Instant::now();
+        let n = self.file.read(buf);
+        self.nanos.fetch_add(
+            start.elapsed().as_nanos() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        n
+    }
+}
+
 /// Reads the payloads of one shard in order, checking every frame.
 pub struct ShardReader {
     path: PathBuf,
     compressed: bool,
     records: RecordReader<Box<dyn Read + Send>>,
+    read_nanos: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl ShardReader {
     pub fn open(path: &Path, codec: Codec) -> Result<ShardReader, StoreError> {
         let file = File::open(path).map_err(io_error(path))?;
-        let inner = codec::reader(codec, file).map_err(io_error(path))?;
+        let read_nanos = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let timed = TimedFile {
+            file,
+            nanos: read_nanos.clone(),
+        };
+        let inner = codec::reader(codec, timed).map_err(io_error(path))?;
         Ok(ShardReader {
             path: path.to_path_buf(),
             compressed: codec != Codec::None,
             records: RecordReader::new(inner),
+            read_nanos,
         })
+    }
+
+    /// Seconds spent so far in the file's `read` calls (storage or page cache, not decoding).
+    pub fn read_seconds(&self) -> f64 {
+        self.read_nanos.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e9
     }
 
     pub fn path(&self) -> &Path {

@@ -1,0 +1,188 @@
+//! Where an online epoch's time went: the workers' time split into reading, decompressing,
+//! deserializing, each online step and waiting on the consumer, recorded per run and epoch in
+//! `stages.csv`, and each run classified as io-, cpu- or consumer-bound from those shares.
+
+use workloads::Workload;
+
+use crate::execute::StageTimes;
+
+pub const STAGE_COLUMNS: [&str; 6] = ["run_id", "epoch", "stage", "kind", "seconds", "share_pct"];
+
+/// One stage of an epoch: its name, whether it is storage (`io`), computation (`cpu`) or
+/// waiting (`wait`: workers on the consumer; `consumer`: the consumer on the workers).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stage {
+    pub name: String,
+    pub kind: &'static str,
+    pub seconds: f64,
+}
+
+/// The stages of an epoch of `workload` split at `split`. Reading a raw file (`read_file`) is
+/// `io`; the consumer's wait comes last.
+pub fn stages(times: &StageTimes, workload: &Workload, split: usize) -> Vec<Stage> {
+    let mut out = Vec::new();
+    if split > 0 {
+        out.push(Stage {
+            name: "read".into(),
+            kind: "io",
+            seconds: times.read,
+        });
+        out.push(Stage {
+            name: "decompress".into(),
+            kind: "cpu",
+            seconds: times.decompress,
+        });
+        out.push(Stage {
+            name: "deserialize".into(),
+            kind: "cpu",
+            seconds: times.deserialize,
+        });
+    }
+    for (i, def) in workload.steps.iter().enumerate().skip(split) {
+        out.push(Stage {
+            name: format!("step:{}", def.name),
+            kind: if def.spec.op == "read_file" {
+                "io"
+            } else {
+                "cpu"
+            },
+            seconds: times.steps.get(i).copied().unwrap_or(0.0),
+        });
+    }
+    out.push(Stage {
+        name: "wait:consumer".into(),
+        kind: "wait",
+        seconds: times.send_wait,
+    });
+    out.push(Stage {
+        name: "consumer:wait".into(),
+        kind: "consumer",
+        seconds: times.recv_wait,
+    });
+    out
+}
+
+/// The workers' total time: every stage but the consumer's own wait.
+fn worker_seconds(stages: &[Stage]) -> f64 {
+    stages
+        .iter()
+        .filter(|s| s.kind != "consumer")
+        .map(|s| s.seconds)
+        .sum()
+}
+
+/// A stage's share in percent: of the workers' time, or for the consumer's wait of `wall_s`.
+pub fn share_pct(stage: &Stage, stages: &[Stage], wall_s: f64) -> f64 {
+    let whole = if stage.kind == "consumer" {
+        wall_s
+    } else {
+        worker_seconds(stages)
+    };
+    if whole > 0.0 {
+        100.0 * stage.seconds / whole
+    } else {
+        0.0
+    }
+}
+
+/// `stages.csv` lines of one epoch.
+pub fn csv_rows(run_id: &str, epoch: u64, stages: &[Stage], wall_s: f64) -> Vec<Vec<String>> {
+    stages
+        .iter()
+        .map(|s| {
+            vec![
+                run_id.to_string(),
+                epoch.to_string(),
+                s.name.clone(),
+                s.kind.to_string(),
+                format!("{:.6}", s.seconds),
+                format!("{:.2}", share_pct(s, stages, wall_s)),
+            ]
+        })
+        .collect()
+}
+
+/// Workers waiting on the consumer for more than this share of their time: consumer-bound.
+const CONSUMER_BOUND_SHARE: f64 = 0.25;
+
+/// `io-bound`, `cpu-bound` or `consumer-bound`, with the evidence: the largest shares.
+pub fn classify(stages: &[Stage]) -> (&'static str, String) {
+    let total = worker_seconds(stages);
+    if total <= 0.0 {
+        return ("-", "no time recorded".into());
+    }
+    let of = |kind: &str| {
+        stages
+            .iter()
+            .filter(|s| s.kind == kind)
+            .map(|s| s.seconds)
+            .sum::<f64>()
+            / total
+    };
+    let (io, cpu, wait) = (of("io"), of("cpu"), of("wait"));
+    let bound = if wait > CONSUMER_BOUND_SHARE {
+        "consumer-bound"
+    } else if io >= cpu {
+        "io-bound"
+    } else {
+        "cpu-bound"
+    };
+    let mut ranked: Vec<&Stage> = stages.iter().filter(|s| s.kind != "consumer").collect();
+    ranked.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
+    let top: Vec<String> = ranked
+        .iter()
+        .take(3)
+        .filter(|s| s.seconds > 0.0)
+        .map(|s| format!("{} {:.0} %", s.name, 100.0 * s.seconds / total))
+        .collect();
+    (
+        bound,
+        format!(
+            "io {:.0} %, cpu {:.0} %, waiting on the consumer {:.0} %; largest: {}",
+            100.0 * io,
+            100.0 * cpu,
+            100.0 * wait,
+            top.join(", ")
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stage(name: &str, kind: &'static str, seconds: f64) -> Stage {
+        Stage {
+            name: name.into(),
+            kind,
+            seconds,
+        }
+    }
+
+    #[test]
+    fn classifies_by_the_largest_kind_of_work() {
+        let io = [
+            stage("read", "io", 6.0),
+            stage("decompress", "cpu", 1.0),
+            stage("step:cropped", "cpu", 2.0),
+            stage("wait:consumer", "wait", 1.0),
+            stage("consumer:wait", "consumer", 5.0),
+        ];
+        let (bound, evidence) = classify(&io);
+        assert_eq!(bound, "io-bound");
+        assert!(evidence.starts_with("io 60 %, cpu 30 %"), "{evidence}");
+        assert!(
+            evidence.contains("read 60 %, step:cropped 20 %"),
+            "{evidence}"
+        );
+        assert_eq!(share_pct(&io[4], &io, 10.0), 50.0);
+        let cpu = [stage("read", "io", 1.0), stage("step:resized", "cpu", 8.0)];
+        assert_eq!(classify(&cpu).0, "cpu-bound");
+        let consumer = [
+            stage("read", "io", 1.0),
+            stage("wait:consumer", "wait", 3.0),
+        ];
+        assert_eq!(classify(&consumer).0, "consumer-bound");
+        assert_eq!(classify(&[]).0, "-");
+    }
+}
