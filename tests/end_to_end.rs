@@ -828,3 +828,63 @@ fn stages_account_for_the_workers_time_and_the_report_names_the_bound() {
         "{section}"
     );
 }
+
+#[test]
+fn system_samples_cover_every_phase_and_see_cold_reads() {
+    let (out, work) = run_cv(&["--strategy", "decoded", "--epochs", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = work.path().join("out");
+    let samples = Csv::read(&dir.join("samples.csv"));
+    let runs = Csv::read(&dir.join("runs.csv"));
+    let id = runs.col(&runs.rows[0], "run_id");
+    let online = |epoch: &str| -> Vec<&Vec<String>> {
+        samples
+            .rows
+            .iter()
+            .filter(|r| {
+                samples.col(r, "run_id") == id
+                    && samples.col(r, "phase") == "online"
+                    && samples.col(r, "epoch") == epoch
+            })
+            .collect()
+    };
+    for epoch in ["0", "1"] {
+        let rows = online(epoch);
+        assert!(!rows.is_empty(), "epoch {epoch}");
+        // One row per started second of the phase.
+        let wall = runs
+            .rows
+            .iter()
+            .find(|r| runs.col(r, "epoch") == epoch)
+            .map(|r| runs.num(r, "online_s"))
+            .unwrap();
+        assert!(
+            rows.len() as f64 <= wall.ceil() + 1.0,
+            "{} rows for {wall} s",
+            rows.len()
+        );
+        let covered: f64 = rows.iter().map(|r| samples.num(r, "interval_s")).sum();
+        assert!(
+            (covered - wall).abs() < 0.25 + 0.1 * wall,
+            "{covered} vs {wall}"
+        );
+    }
+    let device = samples.col(online("0")[0], "device");
+    let read = |epoch: &str| -> f64 {
+        online(epoch)
+            .iter()
+            .map(|r| samples.num(r, "read_mb_s") * samples.num(r, "interval_s"))
+            .sum()
+    };
+    if device.contains("no block device") {
+        eprintln!("skipping the read checks: the data directory is on {device}");
+    } else if runs.col(&runs.rows[0], "evict_method") == "drop_caches" {
+        // A cold epoch of 40 decoded images (~25 MB) reads from the device. (The warm epoch is
+        // not checked: tests running in parallel drop the page cache too.)
+        assert!(read("0") > 5.0, "cold epoch read {} MB", read("0"));
+    }
+    assert!(samples
+        .rows
+        .iter()
+        .any(|r| samples.col(r, "phase") == "offline"));
+}

@@ -17,6 +17,7 @@ pub mod report;
 pub mod reproduce;
 pub mod results;
 pub mod run;
+pub mod sampler;
 pub mod stats;
 pub mod store;
 pub mod summary;

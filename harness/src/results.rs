@@ -246,6 +246,14 @@ pub fn append_stages(out: &Path, rows: &[Vec<String>]) -> Result<(), ResultsErro
     append_text(&path, &text)
 }
 
+/// Appends `samples.csv` lines (system samples of offline and online phases).
+pub fn append_samples(out: &Path, rows: &[Vec<String>]) -> Result<(), ResultsError> {
+    let path = out.join("samples.csv");
+    open_table(&path, &csv_header(&crate::sampler::SAMPLE_COLUMNS))?;
+    let text: String = rows.iter().map(|r| csv_line(r)).collect();
+    append_text(&path, &text)
+}
+
 pub fn csv_header(columns: &[&str]) -> String {
     csv_line(&columns.iter().map(|c| c.to_string()).collect::<Vec<_>>())
 }

@@ -55,7 +55,12 @@ pub struct Materialized {
     pub dir: PathBuf,
     pub manifest: StoreManifest,
     pub reused: bool,
+    /// System samples taken while it was materialized (empty when reused): device, samples.
+    pub samples: (String, Vec<crate::sampler::SystemSample>),
 }
+
+/// How often the system is sampled during a phase.
+const SAMPLE_PERIOD: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Where a run's samples come from and how it is measured.
 pub struct RunSpec<'a> {
@@ -78,6 +83,8 @@ pub struct Measured {
     pub stages: Vec<Vec<String>>,
     /// What bound each epoch (`io-bound`, `cpu-bound`, `consumer-bound`), aligned with `rows`.
     pub bounds: Vec<String>,
+    /// `samples.csv` lines of the online epochs.
+    pub samples: Vec<Vec<String>>,
     pub warnings: Vec<Warning>,
     pub verification: Option<Verification>,
 }
@@ -179,6 +186,7 @@ impl Session {
                     dir,
                     manifest,
                     reused: true,
+                    samples: Default::default(),
                 });
             }
         }
@@ -197,13 +205,17 @@ impl Session {
             dir: &dir,
             threads,
         };
+        let sampler = crate::sampler::Sampler::start(&self.source.root, SAMPLE_PERIOD);
         let manifest = materialize(&job, &bar)
             .with_context(|| format!("materializing `{}` into {}", strategy.name, dir.display()))?;
+        let device = sampler.device.clone();
+        let samples = (device, sampler.finish());
         bar.finish_and_clear();
         Ok(Materialized {
             dir,
             manifest,
             reused: false,
+            samples,
         })
     }
 
@@ -287,6 +299,7 @@ impl Session {
             rows: Vec::new(),
             stages: Vec::new(),
             bounds: Vec::new(),
+            samples: Vec::new(),
             warnings: Vec::new(),
             verification: None,
         };
@@ -313,8 +326,17 @@ impl Session {
                 (self.source.len() * per_item) as u64,
                 &format!("{} t{} epoch {epoch}", strategy.name, spec.threads),
             );
+            let sampler = crate::sampler::Sampler::start(&self.source.root, SAMPLE_PERIOD);
             let result = run_online(&OnlineJob { epoch, ..job }, &bar)
                 .with_context(|| format!("online phase of `{}`, epoch {epoch}", strategy.name))?;
+            let device = sampler.device.clone();
+            measured.samples.extend(crate::sampler::csv_rows(
+                &spec.run_id,
+                Some(epoch),
+                "online",
+                &device,
+                &sampler.finish(),
+            ));
             bar.finish_and_clear();
             let online_s = result.delta.wall_s;
             let stages = crate::attribution::stages(&result.stages, &self.workload, strategy.split);
@@ -530,6 +552,14 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
             verify: opts.verify,
         };
         let measured = session.measure(&spec)?;
+        if let Some(m) = stored.as_ref() {
+            let (device, samples) = &m.samples;
+            results::append_samples(
+                &opts.out,
+                &crate::sampler::csv_rows(&spec.run_id, None, "offline", device, samples),
+            )?;
+        }
+        results::append_samples(&opts.out, &measured.samples)?;
         results::append_stages(&opts.out, &measured.stages)?;
         csv.append(&measured.rows)?;
         if let Some(v) = measured.verification.filter(|v| !v.passed()) {

@@ -357,6 +357,11 @@ fn sweep_workload(
                 format!("{:.6}", info.offline_cpu_user_s),
                 format!("{:.6}", info.offline_cpu_sys_s),
             ];
+            let (device, samples) = &m.samples;
+            results::append_samples(
+                &places.out,
+                &crate::sampler::csv_rows(&row[0], None, "offline", device, samples),
+            )?;
             results::append_text(&offline_path, &csv_line(&row))?;
             current = Some(m);
         }
@@ -413,6 +418,7 @@ fn sweep_workload(
                 .iter_mut()
                 .for_each(|r| r.verified = verdict.clone());
         }
+        results::append_samples(&places.out, &measured.samples)?;
         results::append_stages(&places.out, &measured.stages)?;
         csv.append(&measured.rows)?;
         warnings.extend(measured.warnings);

@@ -10,6 +10,9 @@ pub struct Filesystem {
     pub mount_point: String,
     pub fs_type: String,
     pub device: String,
+    /// The device's "major:minor" numbers (as /proc/diskstats lists them).
+    #[serde(default)]
+    pub device_numbers: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -135,6 +138,7 @@ pub fn filesystem_of(path: &Path) -> Option<Filesystem> {
                 mount_point,
                 fs_type: fields[dash + 1].to_string(),
                 device: unescape(fields[dash + 2]),
+                device_numbers: fields[2].to_string(),
             });
         }
     }

@@ -102,6 +102,9 @@ pub struct Results {
     pub manifest: serde_json::Value,
     /// (run id, epoch) -> that epoch's stages, from `stages.csv` (the last lines of a run id win).
     pub stages: BTreeMap<(String, u64), Vec<crate::attribution::Stage>>,
+    /// (run id, epoch) of online phases -> (MB read by the device, seconds sampled, CPU busy
+    /// percent x seconds), from `samples.csv`.
+    pub system: BTreeMap<(String, u64), (f64, f64, f64)>,
 }
 
 impl Results {
@@ -186,12 +189,69 @@ impl Results {
                 }
             }
         }
+        let mut system: BTreeMap<(String, u64), (f64, f64, f64)> = BTreeMap::new();
+        let samples_csv = dir.join("samples.csv");
+        if samples_csv.exists() {
+            let t = Table::read(&samples_csv)?;
+            let (id, ep, phase, secs, read, busy) = (
+                t.column("run_id")?,
+                t.column("epoch")?,
+                t.column("phase")?,
+                t.column("interval_s")?,
+                t.column("read_mb_s")?,
+                t.column("cpu_busy_pct")?,
+            );
+            for r in 0..t.rows.len() {
+                if t.text(r, phase) != "online" {
+                    continue;
+                }
+                let Some(epoch) = t.number(r, ep)? else {
+                    continue;
+                };
+                let s = t.number(r, secs)?.unwrap_or(0.0);
+                let e = system
+                    .entry((t.text(r, id).to_string(), epoch as u64))
+                    .or_default();
+                e.0 += t.number(r, read)?.unwrap_or(0.0) * s;
+                e.1 += s;
+                e.2 += t.number(r, busy)?.unwrap_or(0.0) * s;
+            }
+        }
         Ok(Results {
             rows,
             offline,
             manifest,
             stages,
+            system,
         })
+    }
+
+    /// Mean device read rate (MB/s) and CPU busy share (%) over a cell's sampled online epochs.
+    pub fn cell_system(
+        &self,
+        workload: &str,
+        strategy: &str,
+        codec: &str,
+        threads: usize,
+        cache: &str,
+        epoch: u64,
+    ) -> Option<(f64, f64)> {
+        let (mut mb, mut seconds, mut busy) = (0.0, 0.0, 0.0);
+        for row in self.rows.iter().filter(|r| {
+            r.workload == workload
+                && r.strategy == strategy
+                && (r.codec == codec || r.split == 0)
+                && r.threads == threads
+                && r.cache == cache
+                && r.epoch == epoch
+        }) {
+            if let Some((m, s, b)) = self.system.get(&(row.run_id.clone(), row.epoch)) {
+                mb += m;
+                seconds += s;
+                busy += b;
+            }
+        }
+        (seconds > 0.0).then(|| (mb / seconds, busy / seconds))
     }
 
     /// The stages of every run of a cell summed over its trials, with the cell's wall time.

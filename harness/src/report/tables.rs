@@ -278,10 +278,13 @@ pub fn bottlenecks(view: &WorkloadView, results: &crate::report::cells::Results)
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Codec none, {t} threads, cold epoch 0, trials summed. Shares are of the workers' time (read = in the shard files' read calls; decompress = decompression, CRC checks and framing; step:NAME = an online step; wait:consumer = blocked on a full queue); the consumer's wait is a share of wall time.\n"
+        "Codec none, {t} threads, cold epoch 0, trials summed. Shares are of the workers' time (read = in the shard files' read calls; decompress = decompression, CRC checks and framing; step:NAME = an online step; wait:consumer = blocked on a full queue); the consumer's wait is a share of wall time. Device read MB/s and CPU busy (all cores, not idle or iowait) come from samples.csv, the system sampled every second.\n"
     );
-    let _ = writeln!(out, "| strategy | bound | evidence | consumer waiting |");
-    let _ = writeln!(out, "|---|---|---|---|");
+    let _ = writeln!(
+        out,
+        "| strategy | bound | evidence | consumer waiting | device read MB/s | CPU busy |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
     let mut any = false;
     for (_, s) in &view.strategies {
         let Some((stages, wall)) = results.cell_stages(&view.name, s, "none", t, "cold", 0) else {
@@ -294,7 +297,14 @@ pub fn bottlenecks(view: &WorkloadView, results: &crate::report::cells::Results)
             .find(|x| x.kind == "consumer")
             .map(|x| format!("{:.0} %", crate::attribution::share_pct(x, &stages, wall)))
             .unwrap_or_else(|| "-".into());
-        let _ = writeln!(out, "| {s} | {bound} | {evidence} | {consumer} |");
+        let (read, busy) = match results.cell_system(&view.name, s, "none", t, "cold", 0) {
+            Some((read, busy)) => (format!("{read:.0}"), format!("{busy:.0} %")),
+            None => ("-".into(), "-".into()),
+        };
+        let _ = writeln!(
+            out,
+            "| {s} | {bound} | {evidence} | {consumer} | {read} | {busy} |"
+        );
     }
     any.then_some(out)
 }
