@@ -888,3 +888,48 @@ fn system_samples_cover_every_phase_and_see_cold_reads() {
         .iter()
         .any(|r| samples.col(r, "phase") == "offline"));
 }
+
+#[test]
+fn the_application_cache_serves_later_epochs_or_says_it_does_not_fit() {
+    let (out, work) = run_cv(&[
+        "--strategy",
+        "resized",
+        "--cache",
+        "app",
+        "--epochs",
+        "3",
+        "--verify",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = Csv::read(&work.path().join("out").join("runs.csv"));
+    let caches: Vec<String> = runs.rows.iter().map(|r| runs.col(r, "cache")).collect();
+    assert_eq!(caches, ["app-fill", "app", "app"]);
+    assert!(runs.rows.iter().all(|r| runs.col(r, "verified") == "pass"));
+    for row in &runs.rows[1..] {
+        assert_eq!(runs.num(row, "samples"), SAMPLES.parse::<f64>().unwrap());
+    }
+
+    let (out, work) = run_cv(&[
+        "--strategy",
+        "resized",
+        "--cache",
+        "app",
+        "--epochs",
+        "2",
+        "--app-cache-mb",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("do not fit the application cache's 1 MB"),
+        "{}",
+        stderr(&out)
+    );
+    let runs = Csv::read(&work.path().join("out").join("runs.csv"));
+    let caches: Vec<String> = runs.rows.iter().map(|r| runs.col(r, "cache")).collect();
+    assert_eq!(caches, ["app-fill", "app-miss"]);
+
+    let (out, _work) = run_cv(&["--strategy", "unprocessed", "--cache", "app"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("stores none"), "{}", stderr(&out));
+}

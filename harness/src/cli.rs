@@ -112,9 +112,14 @@ pub struct RunArgs {
     /// Shards per materialized strategy (default: the workload's sweep.shards).
     #[arg(long)]
     pub shards: Option<usize>,
-    /// Page-cache state of epoch 0: cold (evicted) or warm (prefetched).
+    /// Cache mode: cold (evicted), warm (prefetched) or app (epoch 0 cold, filling an
+    /// in-process cache that later epochs are served from).
     #[arg(long, default_value = "cold")]
     pub cache: CacheMode,
+    /// Memory the application cache (`--cache app`) may hold, in MB (default: half the
+    /// memory available when the run starts).
+    #[arg(long)]
+    pub app_cache_mb: Option<f64>,
     /// Epochs to run; epochs after the first start from the cache the previous one left.
     #[arg(long)]
     pub epochs: Option<usize>,
@@ -167,9 +172,13 @@ pub struct SweepArgs {
     /// Strategies, comma-separated (default: the workload's sweep.strategies, or all).
     #[arg(long, value_delimiter = ',')]
     pub strategies: Option<Vec<String>>,
-    /// Cache modes of epoch 0, comma-separated: cold, warm.
+    /// Cache modes, comma-separated: cold, warm, app (an in-process cache filled in epoch 0).
     #[arg(long, value_delimiter = ',')]
     pub cache: Option<Vec<CacheMode>>,
+    /// Memory the application cache (`--cache app`) may hold, in MB (default: half the
+    /// memory available when the run starts).
+    #[arg(long)]
+    pub app_cache_mb: Option<f64>,
     /// Samples per run: the first N of the dataset.
     #[arg(long)]
     pub samples: Option<usize>,

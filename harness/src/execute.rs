@@ -24,6 +24,64 @@ pub enum OnlineInput<'a> {
         dir: &'a Path,
         manifest: &'a StoreManifest,
     },
+    /// The samples an earlier epoch kept in the application cache.
+    Memory(&'a AppCache),
+}
+
+/// An in-process cache of deserialized samples (the online steps' inputs), filled by one
+/// epoch's workers and served to later epochs, up to a byte limit. Once the limit is passed
+/// the cache is dropped and marked as not fitting.
+#[derive(Debug)]
+pub struct AppCache {
+    pub limit_bytes: u64,
+    used: std::sync::atomic::AtomicU64,
+    overflow: AtomicBool,
+    parts: std::sync::Mutex<Vec<std::sync::Arc<Vec<Sample>>>>,
+}
+
+impl AppCache {
+    pub fn new(limit_bytes: u64) -> AppCache {
+        AppCache {
+            limit_bytes,
+            used: Default::default(),
+            overflow: AtomicBool::new(false),
+            parts: Default::default(),
+        }
+    }
+
+    /// Whether everything the filling epoch read was kept.
+    pub fn fits(&self) -> bool {
+        !self.overflow.load(Ordering::Relaxed)
+    }
+
+    /// Bytes the samples took (as far as counted before an overflow).
+    pub fn bytes(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Keeps `sample` in a worker's `local` part unless the limit is passed.
+    fn keep(&self, sample: &Sample, local: &mut Vec<Sample>) {
+        if !self.fits() {
+            return;
+        }
+        let size = sample.size_bytes() as u64;
+        if self.used.fetch_add(size, Ordering::Relaxed) + size > self.limit_bytes {
+            self.overflow.store(true, Ordering::Relaxed);
+            local.clear();
+            local.shrink_to_fit();
+            return;
+        }
+        local.push(sample.clone());
+    }
+
+    fn store_part(&self, local: Vec<Sample>) {
+        if self.fits() && !local.is_empty() {
+            self.parts
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(std::sync::Arc::new(local));
+        }
+    }
 }
 
 pub struct OnlineJob<'a> {
@@ -36,6 +94,8 @@ pub struct OnlineJob<'a> {
     pub epoch: u64,
     /// Hash every output sample (for verification; off for timed runs).
     pub hash: bool,
+    /// Keep every deserialized sample in this application cache (the filling epoch).
+    pub fill: Option<&'a AppCache>,
 }
 
 #[derive(Debug)]
@@ -172,9 +232,10 @@ fn store_worker(
     let mut payload = Vec::new();
     times.steps = vec![0.0; n];
     let mut outcome = Ok(());
+    let mut kept = Vec::new();
     for path in shards {
         let mut reader = ShardReader::open(path, manifest.codec())?;
-        let result = read_shard(job, &mut reader, stop, tx, &mut payload, times);
+        let result = read_shard(job, &mut reader, stop, tx, &mut payload, times, &mut kept);
         times.read += reader.read_seconds();
         match result {
             Ok(true) => {}
@@ -187,7 +248,59 @@ fn store_worker(
     }
     // read_shard timed whole record reads; the file's read calls within them are `read`.
     times.decompress = (times.decompress - times.read).max(0.0);
+    if let Some(cache) = job.fill {
+        cache.store_part(kept);
+    }
     outcome
+}
+
+/// Serves the application cache's parts `worker`, `worker + threads`, ... through the online
+/// steps; each sample is cloned out of the cache, as the steps consume their input.
+fn memory_worker(
+    job: &OnlineJob,
+    cache: &AppCache,
+    worker: usize,
+    stop: &AtomicBool,
+    tx: &mpsc::SyncSender<Message>,
+    times: &mut StageTimes,
+) -> Result<(), RunError> {
+    let n = job.workload.steps.len();
+    let mut step_seconds = vec![0.0; n];
+    // Take this worker's parts and let go of the lock: workers serve in parallel.
+    let mine: Vec<std::sync::Arc<Vec<Sample>>> = cache
+        .parts
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .skip(worker)
+        .step_by(job.threads)
+        .cloned()
+        .collect();
+    'parts: for part in &mine {
+        for sample in part.iter() {
+            if stop.load(Ordering::Relaxed) {
+                break 'parts;
+            }
+            let start = std::time::Instant::now();
+            let sample = sample.clone();
+            times.deserialize += start.elapsed().as_secs_f64();
+            let more = apply_steps(
+                job.workload,
+                job.split..n,
+                sample,
+                job.source,
+                job.seed,
+                job.epoch,
+                &mut step_seconds,
+                &mut |sample| Ok(send(job, tx, sample, times)),
+            );
+            if !more? {
+                break 'parts;
+            }
+        }
+    }
+    times.steps = step_seconds;
+    Ok(())
 }
 
 /// Reads one shard through the online steps; `Ok(false)` when the run should stop. Adds the
@@ -199,6 +312,7 @@ fn read_shard(
     tx: &mpsc::SyncSender<Message>,
     payload: &mut Vec<u8>,
     times: &mut StageTimes,
+    kept: &mut Vec<Sample>,
 ) -> Result<bool, RunError> {
     let n = job.workload.steps.len();
     loop {
@@ -220,6 +334,9 @@ fn read_shard(
             source,
         })?;
         times.deserialize += start.elapsed().as_secs_f64();
+        if let Some(cache) = job.fill {
+            cache.keep(&sample, kept);
+        }
         if job.workload.item_of(sample.id, job.split) as usize >= job.source.len() {
             return Err(RunError::UnknownSample {
                 shard: shard(),
@@ -252,7 +369,7 @@ fn read_shard(
 pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {
     let threads = job.threads.max(1);
     let shard_paths: Vec<PathBuf> = match job.input {
-        OnlineInput::Raw => Vec::new(),
+        OnlineInput::Raw | OnlineInput::Memory(_) => Vec::new(),
         OnlineInput::Store { dir, manifest } => {
             manifest.shards.iter().map(|s| dir.join(&s.file)).collect()
         }
@@ -278,6 +395,9 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
                 let mut times = StageTimes::new(job.workload.steps.len());
                 let outcome = match job.input {
                     OnlineInput::Raw => raw_worker(job, w, stop, &tx, &mut times),
+                    OnlineInput::Memory(cache) => {
+                        memory_worker(job, cache, w, stop, &tx, &mut times)
+                    }
                     OnlineInput::Store { manifest, .. } => {
                         let mine: Vec<PathBuf> = shard_paths
                             .iter()

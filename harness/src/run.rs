@@ -74,6 +74,26 @@ pub struct RunSpec<'a> {
     pub seed: u64,
     pub trial: usize,
     pub verify: bool,
+    /// Memory the application cache (`--cache app`) may hold.
+    pub app_cache_bytes: u64,
+}
+
+/// The application cache's default limit: half the memory available now.
+pub fn default_app_cache_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .map_or(4 << 30, |kb| kb * 1024 / 2)
+}
+
+/// The application cache's limit for `--app-cache-mb`.
+pub fn app_cache_bytes(mb: Option<f64>) -> u64 {
+    mb.map_or_else(default_app_cache_bytes, |mb| (mb.max(0.0) * 1e6) as u64)
 }
 
 /// What one run produced.
@@ -102,7 +122,8 @@ pub struct Session {
 
 /// The page-cache state at the start of one epoch.
 struct CachePrep {
-    label: CacheMode,
+    /// The row's `cache`: cold, warm, app-fill (epoch 0 of app, cold), app, app-miss.
+    label: &'static str,
     method: String,
     before_pct: f64,
     after_pct: f64,
@@ -229,17 +250,21 @@ impl Session {
             // Later epochs start from the cache the previous epoch left.
             let r = cache::residency(files)?.pct();
             return Ok(CachePrep {
-                label: CacheMode::Warm,
+                label: "warm",
                 method: "none".into(),
                 before_pct: r,
                 after_pct: r,
             });
         }
         Ok(match mode {
-            CacheMode::Cold => {
+            CacheMode::Cold | CacheMode::App => {
                 let ev = cache::evict(files, self.evict)?;
                 CachePrep {
-                    label: CacheMode::Cold,
+                    label: if mode == CacheMode::App {
+                        "app-fill"
+                    } else {
+                        "cold"
+                    },
                     method: ev.method,
                     before_pct: ev.before.pct(),
                     after_pct: ev.after.pct(),
@@ -250,7 +275,7 @@ impl Session {
                 cache::prefetch(files)?;
                 let after = cache::residency(files)?.pct();
                 CachePrep {
-                    label: CacheMode::Warm,
+                    label: "warm",
                     method: "prefetch".into(),
                     before_pct: before,
                     after_pct: after,
@@ -294,7 +319,16 @@ impl Session {
             seed: spec.seed,
             epoch: 0,
             hash: false,
+            fill: None,
         };
+        if spec.cache == CacheMode::App && strategy.split == 0 {
+            bail!(
+                "the application cache keeps stored records, and `{}` stores none: use \
+                 --cache cold or warm for it",
+                strategy.name
+            );
+        }
+        let app_cache = crate::execute::AppCache::new(spec.app_cache_bytes);
         let mut measured = Measured {
             rows: Vec::new(),
             stages: Vec::new(),
@@ -304,8 +338,24 @@ impl Session {
             verification: None,
         };
         for epoch in 0..spec.epochs {
-            let prep = self.prepare_cache(&files, epoch, spec.cache)?;
-            let valid = !(prep.label == CacheMode::Cold && prep.after_pct > MAX_COLD_RESIDENCY_PCT);
+            let mut prep = self.prepare_cache(&files, epoch, spec.cache)?;
+            let app = spec.cache == CacheMode::App;
+            let mut epoch_job = OnlineJob { epoch, ..job };
+            if app && epoch == 0 {
+                epoch_job.fill = Some(&app_cache);
+            } else if app && app_cache.fits() {
+                prep.label = "app";
+                epoch_job.input = OnlineInput::Memory(&app_cache);
+            } else if app {
+                prep.label = "app-miss";
+                if epoch == 1 {
+                    measured.warnings.push(Warning::AppCacheTooSmall {
+                        strategy: strategy.name.clone(),
+                        limit_mb: app_cache.limit_bytes as f64 / 1e6,
+                    });
+                }
+            }
+            let valid = !(prep.label == "cold" && prep.after_pct > MAX_COLD_RESIDENCY_PCT);
             if !valid {
                 let fs_type = crate::system::filesystem_of(&files[0])
                     .map(|f| f.fs_type)
@@ -327,7 +377,7 @@ impl Session {
                 &format!("{} t{} epoch {epoch}", strategy.name, spec.threads),
             );
             let sampler = crate::sampler::Sampler::start(&self.source.root, SAMPLE_PERIOD);
-            let result = run_online(&OnlineJob { epoch, ..job }, &bar)
+            let result = run_online(&epoch_job, &bar)
                 .with_context(|| format!("online phase of `{}`, epoch {epoch}", strategy.name))?;
             let device = sampler.device.clone();
             measured.samples.extend(crate::sampler::csv_rows(
@@ -421,6 +471,7 @@ impl Session {
             seed,
             epoch: 0,
             hash: true,
+            fill: None,
         };
         verify(&job).with_context(|| format!("verifying `{}`", strategy.name))
     }
@@ -454,6 +505,8 @@ pub struct RunOptions {
     pub codec: Codec,
     pub shards: Option<usize>,
     pub cache: CacheMode,
+    /// Limit of the application cache in MB; `None`: half the memory available.
+    pub app_cache_mb: Option<f64>,
     pub epochs: Option<usize>,
     pub out: PathBuf,
     pub data_dir: PathBuf,
@@ -550,6 +603,7 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
             seed: opts.seed,
             trial: 0,
             verify: opts.verify,
+            app_cache_bytes: app_cache_bytes(opts.app_cache_mb),
         };
         let measured = session.measure(&spec)?;
         if let Some(m) = stored.as_ref() {

@@ -35,6 +35,8 @@ pub struct SweepOptions {
     pub rematerialize: bool,
     /// MB per dataset variant (see `sweep.dataset_mb`); `samples` wins when both are set.
     pub dataset_mb: Option<f64>,
+    /// Limit of the application cache in MB; `None`: half the memory available.
+    pub app_cache_mb: Option<f64>,
 }
 
 /// Where a sweep reads and writes.
@@ -99,7 +101,11 @@ impl Plan {
             };
             for &codec in strategy_codecs {
                 for &t in &threads {
-                    for &c in &cache {
+                    // The application cache keeps stored records; raw files have none.
+                    for &c in cache
+                        .iter()
+                        .filter(|&&c| !(strategy.split == 0 && c == CacheMode::App))
+                    {
                         for trial in 0..trials {
                             cells.push(Cell {
                                 strategy: strategy.clone(),
@@ -410,6 +416,7 @@ fn sweep_workload(
             seed: opts.seed,
             trial: cell.trial,
             verify: false,
+            app_cache_bytes: crate::run::app_cache_bytes(opts.app_cache_mb),
         };
         let mut measured = session.measure(&spec)?;
         if let Some(verdict) = verdicts.get(&(cell.strategy.name.clone(), cell.codec)) {

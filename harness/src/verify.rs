@@ -102,6 +102,7 @@ mod tests {
             seed: 1,
             epoch: 0,
             hash: false,
+            fill: None,
         };
         assert_eq!(
             verify(&online).unwrap(),

@@ -14,6 +14,8 @@ pub enum Warning {
     FewShards { shards: usize, threads: usize },
     /// The page cache could not be dropped system-wide; per-file eviction was used.
     NoDropCaches,
+    /// A strategy's samples did not fit the application cache's limit.
+    AppCacheTooSmall { strategy: String, limit_mb: f64 },
 }
 
 impl fmt::Display for Warning {
@@ -34,6 +36,12 @@ impl fmt::Display for Warning {
                 "only {shards} shards for {threads} threads: {} workers have nothing to read; \
                  use --shards {threads} or more",
                 threads - shards
+            ),
+            Warning::AppCacheTooSmall { strategy, limit_mb } => write!(
+                f,
+                "{strategy}: its samples do not fit the application cache's {limit_mb:.0} MB; \
+                 its later epochs read from storage (rows cache=app-miss). Raise \
+                 --app-cache-mb if memory allows"
             ),
             Warning::NoDropCaches => write!(
                 f,

@@ -100,6 +100,9 @@ pub enum CacheMode {
     Cold,
     /// The files are read once beforehand, or left as the previous epoch left them.
     Warm,
+    /// Epoch 0 starts cold and keeps every deserialized sample in memory (up to a limit);
+    /// later epochs are served from there, as tf.data's `cache()` does.
+    App,
 }
 
 impl CacheMode {
@@ -107,6 +110,7 @@ impl CacheMode {
         match self {
             CacheMode::Cold => "cold",
             CacheMode::Warm => "warm",
+            CacheMode::App => "app",
         }
     }
 }
@@ -124,7 +128,10 @@ impl FromStr for CacheMode {
         match text {
             "cold" => Ok(CacheMode::Cold),
             "warm" => Ok(CacheMode::Warm),
-            _ => Err(format!("unknown cache mode `{text}`; allowed: cold, warm")),
+            "app" => Ok(CacheMode::App),
+            _ => Err(format!(
+                "unknown cache mode `{text}`; allowed: cold, warm, app"
+            )),
         }
     }
 }
