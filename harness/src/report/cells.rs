@@ -226,6 +226,26 @@ impl Results {
         })
     }
 
+    /// The rows of one cell (`unprocessed` matches any codec).
+    fn cell_rows<'r>(
+        &'r self,
+        workload: &'r str,
+        strategy: &'r str,
+        codec: &'r str,
+        threads: usize,
+        cache: &'r str,
+        epoch: u64,
+    ) -> impl Iterator<Item = &'r RunRow> + 'r {
+        self.rows.iter().filter(move |r| {
+            r.workload == workload
+                && r.strategy == strategy
+                && (r.codec == codec || r.split == 0)
+                && r.threads == threads
+                && r.cache == cache
+                && r.epoch == epoch
+        })
+    }
+
     /// Mean device read rate (MB/s) and CPU busy share (%) over a cell's sampled online epochs.
     pub fn cell_system(
         &self,
@@ -237,14 +257,7 @@ impl Results {
         epoch: u64,
     ) -> Option<(f64, f64)> {
         let (mut mb, mut seconds, mut busy) = (0.0, 0.0, 0.0);
-        for row in self.rows.iter().filter(|r| {
-            r.workload == workload
-                && r.strategy == strategy
-                && (r.codec == codec || r.split == 0)
-                && r.threads == threads
-                && r.cache == cache
-                && r.epoch == epoch
-        }) {
+        for row in self.cell_rows(workload, strategy, codec, threads, cache, epoch) {
             if let Some((m, s, b)) = self.system.get(&(row.run_id.clone(), row.epoch)) {
                 mb += m;
                 seconds += s;
@@ -266,14 +279,7 @@ impl Results {
     ) -> Option<(Vec<crate::attribution::Stage>, f64)> {
         let mut total: Vec<crate::attribution::Stage> = Vec::new();
         let mut wall = 0.0;
-        for row in self.rows.iter().filter(|r| {
-            r.workload == workload
-                && r.strategy == strategy
-                && (r.codec == codec || r.split == 0)
-                && r.threads == threads
-                && r.cache == cache
-                && r.epoch == epoch
-        }) {
+        for row in self.cell_rows(workload, strategy, codec, threads, cache, epoch) {
             let Some(stages) = self.stages.get(&(row.run_id.clone(), row.epoch)) else {
                 continue;
             };
