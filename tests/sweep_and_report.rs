@@ -129,6 +129,22 @@ fn a_sweep_killed_midway_resumes_to_the_same_rows_without_duplicates() {
     assert!(out.status.success());
     assert_eq!(rows(&killed).0.len(), expected.len());
 
+    // Offline time split into processing and writing, CPU per sample, for every store.
+    let offline = std::fs::read_to_string(full.join("offline.csv")).unwrap();
+    let header: Vec<&str> = offline.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    for line in offline.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let num = |name: &str| f[col(name)].parse::<f64>().unwrap();
+        if f[col("offline_reused")] == "false" {
+            assert!(
+                num("processing_s") > 0.0 && num("writing_s") > 0.0,
+                "{line}"
+            );
+            assert!(num("cpu_s_per_sample") > 0.0, "{line}");
+        }
+    }
+
     // The report of a complete sweep: tables, paper figures, findings, Kendall tau, plots.
     let dir = full.display().to_string();
     let out = prepbench(&["report", &dir, "--quiet"]);

@@ -23,16 +23,26 @@ pub struct MaterializeJob<'a> {
     pub threads: usize,
 }
 
+/// Seconds a materialization spent, summed over its workers: running the offline steps, and
+/// encoding, compressing and writing their output (syncing included).
+#[derive(Clone, Copy, Debug, Default)]
+struct Split {
+    processing_s: f64,
+    writing_s: f64,
+}
+
 fn write_shard(
     job: &MaterializeJob,
     shard: usize,
     stop: &AtomicBool,
     progress: &ProgressBar,
+    split: &mut Split,
 ) -> Result<ShardInfo, RunError> {
     let shards = job.key.shards;
     let mut writer = ShardWriter::create(job.dir, shard, shards, job.key.codec)?;
     let mut payload = Vec::new();
     let mut step_seconds = vec![0.0; job.workload.steps.len()];
+    let mut writing_s = 0.0;
     for id in (shard..job.source.len()).step_by(shards) {
         if stop.load(Ordering::Relaxed) {
             break;
@@ -46,15 +56,21 @@ fn write_shard(
             0,
             &mut step_seconds,
             &mut |sample| {
+                let start = std::time::Instant::now();
                 payload.clear();
                 encoding::encode_into(&sample, &mut payload);
                 writer.write(&payload)?;
+                writing_s += start.elapsed().as_secs_f64();
                 Ok(true)
             },
         )?;
         progress.inc(1);
     }
-    Ok(writer.finish()?)
+    let start = std::time::Instant::now();
+    let info = writer.finish()?;
+    split.writing_s += writing_s + start.elapsed().as_secs_f64();
+    split.processing_s += step_seconds.iter().sum::<f64>();
+    Ok(info)
 }
 
 /// Materializes the store described by `job.key` into `job.dir` (cleared first) and completes it.
@@ -67,39 +83,48 @@ pub fn materialize(
     let threads = job.threads.clamp(1, job.key.shards);
     let stop = AtomicBool::new(false);
     let start = Snapshot::now();
-    let mut shards: Vec<(usize, ShardInfo)> = std::thread::scope(|scope| {
+    let (mut shards, split): (Vec<(usize, ShardInfo)>, Split) = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|w| {
                 let stop = &stop;
-                scope.spawn(move || -> Result<Vec<(usize, ShardInfo)>, RunError> {
-                    let mut done = Vec::new();
-                    for shard in (w..job.key.shards).step_by(threads) {
-                        match write_shard(job, shard, stop, progress) {
-                            Ok(info) => done.push((shard, info)),
-                            Err(e) => {
-                                stop.store(true, Ordering::Relaxed);
-                                return Err(e);
+                scope.spawn(
+                    move || -> Result<(Vec<(usize, ShardInfo)>, Split), RunError> {
+                        let mut done = Vec::new();
+                        let mut split = Split::default();
+                        for shard in (w..job.key.shards).step_by(threads) {
+                            match write_shard(job, shard, stop, progress, &mut split) {
+                                Ok(info) => done.push((shard, info)),
+                                Err(e) => {
+                                    stop.store(true, Ordering::Relaxed);
+                                    return Err(e);
+                                }
                             }
                         }
-                    }
-                    Ok(done)
-                })
+                        Ok((done, split))
+                    },
+                )
             })
             .collect();
         let mut all = Vec::new();
+        let mut total = Split::default();
         for worker in workers {
-            all.extend(worker.join().map_err(panic_message)??);
+            let (done, split) = worker.join().map_err(panic_message)??;
+            all.extend(done);
+            total.processing_s += split.processing_s;
+            total.writing_s += split.writing_s;
         }
-        Ok::<_, RunError>(all)
+        Ok::<_, RunError>((all, total))
     })?;
     let delta = Snapshot::now().since(&start);
     shards.sort_by_key(|(index, _)| *index);
-    let manifest = job.key.manifest(
+    let mut manifest = job.key.manifest(
         shards.into_iter().map(|(_, s)| s).collect(),
         delta.wall_s,
         delta.cpu_user_s,
         delta.cpu_sys_s,
     );
+    manifest.offline_processing_s = split.processing_s;
+    manifest.offline_writing_s = split.writing_s;
     store::complete(job.dir, &manifest)?;
     Ok(manifest)
 }

@@ -175,7 +175,7 @@ pub fn shuffled<T>(mut items: Vec<T>, seed: u64) -> Vec<T> {
     items
 }
 
-const OFFLINE_COLUMNS: [&str; 13] = [
+const OFFLINE_COLUMNS: [&str; 16] = [
     "run_id",
     "workload",
     "strategy",
@@ -189,6 +189,9 @@ const OFFLINE_COLUMNS: [&str; 13] = [
     "storage_bytes",
     "cpu_user_s",
     "cpu_sys_s",
+    "processing_s",
+    "writing_s",
+    "cpu_s_per_sample",
 ];
 
 fn offline_ids(path: &Path) -> HashSet<String> {
@@ -362,6 +365,12 @@ fn sweep_workload(
                 info.storage_bytes().to_string(),
                 format!("{:.6}", info.offline_cpu_user_s),
                 format!("{:.6}", info.offline_cpu_sys_s),
+                format!("{:.6}", info.offline_processing_s),
+                format!("{:.6}", info.offline_writing_s),
+                format!(
+                    "{:.9}",
+                    (info.offline_cpu_user_s + info.offline_cpu_sys_s) / plan.samples.max(1) as f64
+                ),
             ];
             let (device, samples) = &m.samples;
             results::append_samples(

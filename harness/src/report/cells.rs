@@ -227,7 +227,7 @@ impl Results {
     }
 
     /// The rows of one cell (`unprocessed` matches any codec).
-    fn cell_rows<'r>(
+    pub fn cell_rows<'r>(
         &'r self,
         workload: &'r str,
         strategy: &'r str,

@@ -288,9 +288,9 @@ pub fn bottlenecks(view: &WorkloadView, results: &crate::report::cells::Results)
     );
     let _ = writeln!(
         out,
-        "| strategy | bound | evidence | consumer waiting | device read MB/s | CPU busy |"
+        "| strategy | bound | evidence | consumer waiting | device read MB/s | CPU busy | CPU ms/sample |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     let mut any = false;
     for (_, s) in &view.strategies {
         let Some((stages, wall)) = results.cell_stages(&view.name, s, "none", t, "cold", 0) else {
@@ -307,9 +307,20 @@ pub fn bottlenecks(view: &WorkloadView, results: &crate::report::cells::Results)
             Some((read, busy)) => (format!("{read:.0}"), format!("{busy:.0} %")),
             None => ("-".into(), "-".into()),
         };
+        // Process CPU time (user + system) per sample of the online phase.
+        let (cpu, samples) = results
+            .cell_rows(&view.name, s, "none", t, "cold", 0)
+            .fold((0.0, 0u64), |(c, n), r| {
+                (c + r.cpu_user_s + r.cpu_sys_s, n + r.samples)
+            });
+        let cpu_ms = if samples > 0 {
+            format!("{:.3}", 1e3 * cpu / samples as f64)
+        } else {
+            "-".into()
+        };
         let _ = writeln!(
             out,
-            "| {s} | {bound} | {evidence} | {consumer} | {read} | {busy} |"
+            "| {s} | {bound} | {evidence} | {consumer} | {read} | {busy} | {cpu_ms} |"
         );
     }
     any.then_some(out)

@@ -68,6 +68,12 @@ pub struct StoreManifest {
     pub offline_s: f64,
     pub offline_cpu_user_s: f64,
     pub offline_cpu_sys_s: f64,
+    /// Worker seconds running the offline steps, and encoding, compressing and writing their
+    /// output (summed over workers, so up to threads x offline_s).
+    #[serde(default)]
+    pub offline_processing_s: f64,
+    #[serde(default)]
+    pub offline_writing_s: f64,
     pub shards: Vec<ShardInfo>,
 }
 
@@ -152,6 +158,8 @@ impl StoreKey {
             offline_s,
             offline_cpu_user_s: cpu_user_s,
             offline_cpu_sys_s: cpu_sys_s,
+            offline_processing_s: 0.0,
+            offline_writing_s: 0.0,
             shards,
         }
     }
