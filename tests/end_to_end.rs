@@ -484,10 +484,7 @@ fn audio_workloads_verify_and_spectrograms_take_frames_x_80_x_4_bytes() {
     ] {
         let store = work.path().join("store");
         let rows = run_json(work.path(), workload, &["--samples", "6"]);
-        let strategies: Vec<&str> = rows
-            .iter()
-            .map(|r| r["strategy"].as_str().unwrap())
-            .collect();
+        let strategies = strategy_names(&rows);
         // `run` without --strategy runs every split, intermediate ones included.
         assert_eq!(
             strategies,
@@ -614,6 +611,13 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     found
 }
 
+/// The `strategy` of each JSON row, in order.
+fn strategy_names(rows: &[serde_json::Value]) -> Vec<&str> {
+    rows.iter()
+        .map(|r| r["strategy"].as_str().unwrap())
+        .collect()
+}
+
 /// `prepbench run WORKLOAD --json` with small settings; returns the JSON rows.
 fn run_json(work: &Path, workload: &str, extra: &[&str]) -> Vec<serde_json::Value> {
     let mut args = vec![
@@ -668,10 +672,7 @@ fn nilm_cuts_every_generated_hour_into_360_verified_windows() {
 fn nlp_verifies_and_invalid_utf8_names_the_page() {
     let work = tempfile::tempdir().unwrap();
     let rows = run_json(work.path(), "nlp", &["--samples", "6"]);
-    let strategies: Vec<&str> = rows
-        .iter()
-        .map(|r| r["strategy"].as_str().unwrap())
-        .collect();
+    let strategies = strategy_names(&rows);
     assert_eq!(
         strategies,
         [

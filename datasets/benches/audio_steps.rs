@@ -1,4 +1,4 @@
-//! Benchmarks of the audio steps on clips of the datasets' typical lengths: a 2.4 s Common
+//! Benchmarks of the audio steps on clips of the datasets' typical lengths: a 2.3 s Common
 //! Voice-style MP3 at 48 kHz and a 12 s LibriSpeech-style FLAC at 16 kHz (generated with the
 //! datasets' own speech synthesizer and encoders). Measured: decode_audio, each spectrogram step,
 //! and the whole `decoded` -> `spectrogram-encoded` online chain. Inputs are cloned outside the

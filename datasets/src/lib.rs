@@ -129,11 +129,21 @@ pub static KINDS: &[DatasetKind] = &[
     synthetic::KIND,
 ];
 
-/// MB per sample that `kind` generates for `request`'s options, for kinds that can say
-/// (synthetic arrays are sized exactly); `None` for kinds whose sizes vary per sample.
-pub fn expected_mb(kind: &str, request: &GenerateRequest) -> Result<Option<f64>, DatasetError> {
+/// MB per sample that `kind` generates with `options`, for kinds that can say (synthetic
+/// arrays are sized exactly); `None` for kinds whose sizes vary per sample.
+pub fn expected_mb(
+    kind: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Option<f64>, DatasetError> {
+    let request = GenerateRequest {
+        root: PathBuf::new(),
+        samples: 1,
+        seed: 0,
+        threads: 1,
+        options: options.clone(),
+    };
     match find_kind(kind)?.expected_mb {
-        Some(f) => f(request).map(Some),
+        Some(f) => f(&request).map(Some),
         None => Ok(None),
     }
 }

@@ -170,12 +170,7 @@ fn touch(sample: &Sample) -> u64 {
 
 /// Hands a sample to the consumer; only time blocked on a full queue counts as waiting (a send
 /// that succeeds at once costs nothing here, whatever the scheduler does around it).
-fn send(
-    job: &OnlineJob,
-    tx: &mpsc::SyncSender<Message>,
-    sample: Sample,
-    times: &mut StageTimes,
-) -> bool {
+fn send(job: &OnlineJob, tx: &mpsc::SyncSender<Message>, sample: Sample, wait: &mut f64) -> bool {
     let hash = if job.hash { sample.content_hash() } else { 0 };
     match tx.try_send(Ok((sample, hash))) {
         Ok(()) => true,
@@ -183,10 +178,33 @@ fn send(
         Err(mpsc::TrySendError::Full(message)) => {
             let start = std::time::Instant::now();
             let sent = tx.send(message).is_ok();
-            times.send_wait += start.elapsed().as_secs_f64();
+            *wait += start.elapsed().as_secs_f64();
             sent
         }
     }
+}
+
+/// Runs the online steps `[split, n)` on one sample, timing each into `times.steps`, and hands
+/// every output to the consumer; `Ok(false)` when the consumer is gone.
+fn online_steps(
+    job: &OnlineJob,
+    sample: Sample,
+    tx: &mpsc::SyncSender<Message>,
+    times: &mut StageTimes,
+) -> Result<bool, RunError> {
+    let StageTimes {
+        steps, send_wait, ..
+    } = times;
+    apply_steps(
+        job.workload,
+        job.split..job.workload.steps.len(),
+        sample,
+        job.source,
+        job.seed,
+        job.epoch,
+        steps,
+        &mut |sample| Ok(send(job, tx, sample, send_wait)),
+    )
 }
 
 fn raw_worker(
@@ -196,27 +214,11 @@ fn raw_worker(
     tx: &mpsc::SyncSender<Message>,
     times: &mut StageTimes,
 ) -> Result<(), RunError> {
-    let n = job.workload.steps.len();
-    let mut step_seconds = vec![0.0; n];
     for id in (worker..job.source.len()).step_by(job.threads) {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let more = apply_steps(
-            job.workload,
-            0..n,
-            job.source.sample(id),
-            job.source,
-            job.seed,
-            job.epoch,
-            &mut step_seconds,
-            &mut |sample| Ok(send(job, tx, sample, times)),
-        );
-        if !more? {
+        if stop.load(Ordering::Relaxed) || !online_steps(job, job.source.sample(id), tx, times)? {
             break;
         }
     }
-    times.steps = step_seconds;
     Ok(())
 }
 
@@ -228,15 +230,14 @@ fn store_worker(
     manifest: &StoreManifest,
     times: &mut StageTimes,
 ) -> Result<(), RunError> {
-    let n = job.workload.steps.len();
     let mut payload = Vec::new();
-    times.steps = vec![0.0; n];
     let mut outcome = Ok(());
     let mut kept = Vec::new();
     for path in shards {
         let mut reader = ShardReader::open(path, manifest.codec())?;
         let result = read_shard(job, &mut reader, stop, tx, &mut payload, times, &mut kept);
         times.read += reader.read_seconds();
+        times.decompress += reader.unframe_seconds();
         match result {
             Ok(true) => {}
             Ok(false) => break,
@@ -246,8 +247,6 @@ fn store_worker(
             }
         }
     }
-    // read_shard timed whole record reads; the file's read calls within them are `read`.
-    times.decompress = (times.decompress - times.read).max(0.0);
     if let Some(cache) = job.fill {
         cache.store_part(kept);
     }
@@ -255,7 +254,8 @@ fn store_worker(
 }
 
 /// Serves the application cache's parts `worker`, `worker + threads`, ... through the online
-/// steps; each sample is cloned out of the cache, as the steps consume their input.
+/// steps; each sample is cloned out of the cache (timed as `deserialize`), as the steps consume
+/// their input.
 fn memory_worker(
     job: &OnlineJob,
     cache: &AppCache,
@@ -264,8 +264,6 @@ fn memory_worker(
     tx: &mpsc::SyncSender<Message>,
     times: &mut StageTimes,
 ) -> Result<(), RunError> {
-    let n = job.workload.steps.len();
-    let mut step_seconds = vec![0.0; n];
     // Take this worker's parts and let go of the lock: workers serve in parallel.
     let mine: Vec<std::sync::Arc<Vec<Sample>>> = cache
         .parts
@@ -276,35 +274,21 @@ fn memory_worker(
         .step_by(job.threads)
         .cloned()
         .collect();
-    'parts: for part in &mine {
-        for sample in part.iter() {
-            if stop.load(Ordering::Relaxed) {
-                break 'parts;
-            }
-            let start = std::time::Instant::now();
-            let sample = sample.clone();
-            times.deserialize += start.elapsed().as_secs_f64();
-            let more = apply_steps(
-                job.workload,
-                job.split..n,
-                sample,
-                job.source,
-                job.seed,
-                job.epoch,
-                &mut step_seconds,
-                &mut |sample| Ok(send(job, tx, sample, times)),
-            );
-            if !more? {
-                break 'parts;
-            }
+    for sample in mine.iter().flat_map(|part| part.iter()) {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let start = std::time::Instant::now();
+        let sample = sample.clone();
+        times.deserialize += start.elapsed().as_secs_f64();
+        if !online_steps(job, sample, tx, times)? {
+            break;
         }
     }
-    times.steps = step_seconds;
     Ok(())
 }
 
-/// Reads one shard through the online steps; `Ok(false)` when the run should stop. Adds the
-/// whole time of record reads to `times.decompress` (the caller subtracts the file reads).
+/// Reads one shard through the online steps; `Ok(false)` when the run should stop.
 fn read_shard(
     job: &OnlineJob,
     reader: &mut ShardReader,
@@ -314,17 +298,13 @@ fn read_shard(
     times: &mut StageTimes,
     kept: &mut Vec<Sample>,
 ) -> Result<bool, RunError> {
-    let n = job.workload.steps.len();
     loop {
         if stop.load(Ordering::Relaxed) {
             return Ok(false);
         }
         let record = reader.record_index();
-        let start = std::time::Instant::now();
-        let more = reader.next_into(payload)?;
-        times.decompress += start.elapsed().as_secs_f64();
-        if !more {
-            break;
+        if !reader.next_into(payload)? {
+            return Ok(true);
         }
         let shard = || reader.path().display().to_string();
         let start = std::time::Instant::now();
@@ -334,9 +314,6 @@ fn read_shard(
             source,
         })?;
         times.deserialize += start.elapsed().as_secs_f64();
-        if let Some(cache) = job.fill {
-            cache.keep(&sample, kept);
-        }
         if job.workload.item_of(sample.id, job.split) as usize >= job.source.len() {
             return Err(RunError::UnknownSample {
                 shard: shard(),
@@ -345,24 +322,13 @@ fn read_shard(
                 samples: job.source.len(),
             });
         }
-        let mut step_seconds = std::mem::take(&mut times.steps);
-        let more = apply_steps(
-            job.workload,
-            job.split..n,
-            sample,
-            job.source,
-            job.seed,
-            job.epoch,
-            &mut step_seconds,
-            &mut |sample| Ok(send(job, tx, sample, times)),
-        );
-        times.steps = step_seconds;
-        let more = more?;
-        if !more {
+        if let Some(cache) = job.fill {
+            cache.keep(&sample, kept);
+        }
+        if !online_steps(job, sample, tx, times)? {
             return Ok(false);
         }
     }
-    Ok(true)
 }
 
 /// Runs one epoch of the online phase and measures it.

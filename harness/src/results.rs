@@ -237,21 +237,40 @@ pub fn append_text(path: &Path, text: &str) -> Result<(), ResultsError> {
     file.sync_data().map_err(io_error(path))
 }
 
-/// Appends `stages.csv` lines (written before the run's rows in runs.csv: a run interrupted in
-/// between is redone, and readers keep the last lines of a run id).
-pub fn append_stages(out: &Path, rows: &[Vec<String>]) -> Result<(), ResultsError> {
-    let path = out.join("stages.csv");
-    open_table(&path, &csv_header(&crate::attribution::STAGE_COLUMNS))?;
-    let text: String = rows.iter().map(|r| csv_line(r)).collect();
-    append_text(&path, &text)
+/// An append-only CSV file of a results folder, created or checked once when opened; each
+/// append is whole lines in one write and an fsync.
+pub struct CsvTable {
+    path: PathBuf,
 }
 
-/// Appends `samples.csv` lines (system samples of offline and online phases).
-pub fn append_samples(out: &Path, rows: &[Vec<String>]) -> Result<(), ResultsError> {
-    let path = out.join("samples.csv");
-    open_table(&path, &csv_header(&crate::sampler::SAMPLE_COLUMNS))?;
-    let text: String = rows.iter().map(|r| csv_line(r)).collect();
-    append_text(&path, &text)
+impl CsvTable {
+    pub fn open(path: PathBuf, columns: &[&str]) -> Result<CsvTable, ResultsError> {
+        open_table(&path, &csv_header(columns))?;
+        Ok(CsvTable { path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn append(&self, rows: &[Vec<String>]) -> Result<(), ResultsError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let text: String = rows.iter().map(|r| csv_line(r)).collect();
+        append_text(&self.path, &text)
+    }
+}
+
+/// `stages.csv`: written before a run's rows in runs.csv, so a run interrupted in between is
+/// redone, and readers keep the last lines of a run id.
+pub fn stages_table(out: &Path) -> Result<CsvTable, ResultsError> {
+    CsvTable::open(out.join("stages.csv"), &crate::attribution::STAGE_COLUMNS)
+}
+
+/// `samples.csv`: system samples of offline and online phases.
+pub fn samples_table(out: &Path) -> Result<CsvTable, ResultsError> {
+    CsvTable::open(out.join("samples.csv"), &crate::sampler::SAMPLE_COLUMNS)
 }
 
 pub fn csv_header(columns: &[&str]) -> String {

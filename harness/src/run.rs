@@ -337,6 +337,13 @@ impl Session {
             warnings: Vec::new(),
             verification: None,
         };
+        // Outputs per source item: a fan-out step (NILM's windows) makes the kind's count.
+        let per_item = match self.workload.fan_out_step() {
+            Some(_) => {
+                datasets::find_kind(&self.workload.dataset.kind).map_or(1, |k| k.samples_per_file)
+            }
+            None => 1,
+        };
         for epoch in 0..spec.epochs {
             let mut prep = self.prepare_cache(&files, epoch, spec.cache)?;
             let app = spec.cache == CacheMode::App;
@@ -366,12 +373,6 @@ impl Session {
                     fs_type,
                 });
             }
-            // Outputs per source item: a fan-out step (NILM's windows) makes the kind's count.
-            let per_item = match self.workload.fan_out_step() {
-                Some(_) => datasets::find_kind(&self.workload.dataset.kind)
-                    .map_or(1, |k| k.samples_per_file),
-                None => 1,
-            };
             let bar = self.progress.bar(
                 (self.source.len() * per_item) as u64,
                 &format!("{} t{} epoch {epoch}", strategy.name, spec.threads),
@@ -559,6 +560,10 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
     let epochs = opts.epochs.unwrap_or(workload.sweep.epochs).max(1) as u64;
     // Open the results first: a conflicting folder fails before any work is done.
     let csv = RunsCsv::open(&opts.out)?;
+    let (stages_csv, samples_csv) = (
+        results::stages_table(&opts.out)?,
+        results::samples_table(&opts.out)?,
+    );
     let session = Session::open(
         workload,
         &opts.data_dir,
@@ -608,13 +613,16 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
         let measured = session.measure(&spec)?;
         if let Some(m) = stored.as_ref() {
             let (device, samples) = &m.samples;
-            results::append_samples(
-                &opts.out,
-                &crate::sampler::csv_rows(&spec.run_id, None, "offline", device, samples),
-            )?;
+            samples_csv.append(&crate::sampler::csv_rows(
+                &spec.run_id,
+                None,
+                "offline",
+                device,
+                samples,
+            ))?;
         }
-        results::append_samples(&opts.out, &measured.samples)?;
-        results::append_stages(&opts.out, &measured.stages)?;
+        samples_csv.append(&measured.samples)?;
+        stages_csv.append(&measured.stages)?;
         csv.append(&measured.rows)?;
         if let Some(v) = measured.verification.filter(|v| !v.passed()) {
             outcome

@@ -30,9 +30,9 @@ pub const SAMPLE_COLUMNS: [&str; 16] = [
 ];
 
 /// One reading of the counters.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct Counters {
-    at: Option<Instant>,
+    at: Instant,
     sectors_read: u64,
     sectors_written: u64,
     /// user (+nice), system (+irq, softirq), iowait, idle, total jiffies.
@@ -67,8 +67,13 @@ impl SystemSample {
 
 fn read_counters(device: Option<(u32, u32)>) -> Counters {
     let mut c = Counters {
-        at: Some(Instant::now()),
-        ..Default::default()
+        at: Instant::now(),
+        sectors_read: 0,
+        sectors_written: 0,
+        cpu: [0; 5],
+        context_switches: 0,
+        page_cache_kb: 0,
+        memory_used_kb: 0,
     };
     if let (Some((major, minor)), Ok(text)) = (device, std::fs::read_to_string("/proc/diskstats")) {
         for line in text.lines() {
@@ -120,12 +125,11 @@ fn read_counters(device: Option<(u32, u32)>) -> Counters {
 }
 
 fn interval(start: Instant, a: &Counters, b: &Counters) -> SystemSample {
-    let (ta, tb) = (a.at.unwrap_or(start), b.at.unwrap_or(start));
-    let seconds = tb.duration_since(ta).as_secs_f64().max(1e-9);
+    let seconds = b.at.duration_since(a.at).as_secs_f64().max(1e-9);
     let cpu_total = b.cpu[4].saturating_sub(a.cpu[4]).max(1) as f64;
     let cpu = |i: usize| 100.0 * b.cpu[i].saturating_sub(a.cpu[i]) as f64 / cpu_total;
     SystemSample {
-        t_start_s: ta.duration_since(start).as_secs_f64(),
+        t_start_s: a.at.duration_since(start).as_secs_f64(),
         interval_s: seconds,
         read_mb_s: b.sectors_read.saturating_sub(a.sectors_read) as f64 * 512.0 / 1e6 / seconds,
         write_mb_s: b.sectors_written.saturating_sub(a.sectors_written) as f64 * 512.0

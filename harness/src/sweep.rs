@@ -12,7 +12,7 @@ use workloads::{CacheMode, Codec, Strategy, Workload};
 
 use crate::cache::{self, EvictPolicy};
 use crate::progress::Progress;
-use crate::results::{self, csv_header, csv_line, Invocation, RunsCsv};
+use crate::results::{self, CsvTable, Invocation, RunsCsv};
 use crate::run::{resolve_strategies, setting_warnings, Materialized, RunSpec, Session};
 use crate::warnings::Warning;
 
@@ -237,21 +237,15 @@ pub fn sweep(
         let samples = match (opts.samples, mb) {
             (Some(n), _) => n,
             (None, Some(mb)) => {
-                let request = datasets::GenerateRequest {
-                    root: PathBuf::new(),
-                    samples: 1,
-                    seed: variant.dataset.seed,
-                    threads: 1,
-                    options: variant.dataset.options.clone(),
-                };
-                let per_sample = datasets::expected_mb(&variant.dataset.kind, &request)?
-                    .ok_or_else(|| {
-                        anyhow::anyhow!(
+                let per_sample =
+                    datasets::expected_mb(&variant.dataset.kind, &variant.dataset.options)?
+                        .ok_or_else(|| {
+                            anyhow::anyhow!(
                             "dataset kind `{}` cannot say its MB per sample, so sweep.dataset_mb \
                              cannot size its variants; give --samples",
                             variant.dataset.kind
                         )
-                    })?;
+                        })?;
                 ((mb / per_sample).round() as usize).max(1)
             }
             (None, None) => variant.dataset.samples,
@@ -283,10 +277,13 @@ fn sweep_workload(
     let started_utc = results::utc_now();
     let plan = Plan::new(&workload, opts)?;
     let csv = RunsCsv::open(&places.out)?;
-    let offline_path = places.out.join("offline.csv");
-    results::open_table(&offline_path, &csv_header(&OFFLINE_COLUMNS))?;
+    let offline_csv = CsvTable::open(places.out.join("offline.csv"), &OFFLINE_COLUMNS)?;
+    let (stages_csv, samples_csv) = (
+        results::stages_table(&places.out)?,
+        results::samples_table(&places.out)?,
+    );
     let done = csv.run_ids()?;
-    let done_offline = offline_ids(&offline_path);
+    let done_offline = offline_ids(offline_csv.path());
     let pending: Vec<Cell> = plan
         .cells
         .iter()
@@ -373,11 +370,10 @@ fn sweep_workload(
                 ),
             ];
             let (device, samples) = &m.samples;
-            results::append_samples(
-                &places.out,
-                &crate::sampler::csv_rows(&row[0], None, "offline", device, samples),
-            )?;
-            results::append_text(&offline_path, &csv_line(&row))?;
+            samples_csv.append(&crate::sampler::csv_rows(
+                &row[0], None, "offline", device, samples,
+            ))?;
+            offline_csv.append(&[row])?;
             current = Some(m);
         }
         if needed_online {
@@ -434,8 +430,8 @@ fn sweep_workload(
                 .iter_mut()
                 .for_each(|r| r.verified = verdict.clone());
         }
-        results::append_samples(&places.out, &measured.samples)?;
-        results::append_stages(&places.out, &measured.stages)?;
+        samples_csv.append(&measured.samples)?;
+        stages_csv.append(&measured.stages)?;
         csv.append(&measured.rows)?;
         warnings.extend(measured.warnings);
         run_ids.push(run_id);

@@ -263,6 +263,13 @@ impl Sample {
         }
     }
 
+    pub fn take_text(&mut self, name: &str) -> Result<String, StepError> {
+        match self.remove(name) {
+            Some(Field::Text(t)) => Ok(t),
+            other => Err(self.wrong_kind(name, "text", other)),
+        }
+    }
+
     pub fn tensor(&self, name: &str) -> Result<&Tensor, StepError> {
         match self.get(name) {
             Some(Field::Tensor(t)) => Ok(t),

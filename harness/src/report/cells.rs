@@ -98,13 +98,142 @@ fn parse_rows(table: &Table) -> anyhow::Result<Vec<RunRow>> {
 pub struct Results {
     pub rows: Vec<RunRow>,
     /// (workload, strategy, codec) -> offline seconds of each materialization.
-    pub offline: BTreeMap<(String, String, String), Vec<f64>>,
+    pub offline: OfflineTimes,
     pub manifest: serde_json::Value,
     /// (run id, epoch) -> that epoch's stages, from `stages.csv` (the last lines of a run id win).
-    pub stages: BTreeMap<(String, u64), Vec<crate::attribution::Stage>>,
+    pub stages: StagesByRun,
     /// (run id, epoch) of online phases -> (MB read by the device, seconds sampled, CPU busy
     /// percent x seconds), from `samples.csv`.
-    pub system: BTreeMap<(String, u64), (f64, f64, f64)>,
+    pub system: SystemTotals,
+}
+
+/// Offline seconds of each materialization per (workload, strategy, codec).
+pub type OfflineTimes = BTreeMap<(String, String, String), Vec<f64>>;
+/// Stages of each (run id, epoch).
+pub type StagesByRun = BTreeMap<(String, u64), Vec<crate::attribution::Stage>>;
+/// Online phases' (MB read by the device, seconds sampled, CPU busy % x seconds) per (run id,
+/// epoch).
+pub type SystemTotals = BTreeMap<(String, u64), (f64, f64, f64)>;
+
+/// `dir/name` parsed, or `None` when the folder has no such file.
+fn optional_table(dir: &Path, name: &str) -> anyhow::Result<Option<Table>> {
+    let path = dir.join(name);
+    Ok(if path.exists() {
+        Some(Table::read(&path)?)
+    } else {
+        None
+    })
+}
+
+/// Offline seconds of each materialization per (workload, strategy, codec): from offline.csv,
+/// or without it (runs of `prepbench run`) from the runs that made their store.
+fn load_offline(table: Option<Table>, rows: &[RunRow]) -> anyhow::Result<OfflineTimes> {
+    let mut offline = OfflineTimes::new();
+    let Some(t) = table else {
+        let mut seen = std::collections::HashSet::new();
+        for row in rows.iter().filter(|r| r.split > 0 && !r.offline_reused) {
+            if seen.insert(row.run_id.clone()) {
+                offline
+                    .entry((
+                        row.workload.clone(),
+                        row.strategy.clone(),
+                        row.codec.clone(),
+                    ))
+                    .or_default()
+                    .push(row.offline_s);
+            }
+        }
+        return Ok(offline);
+    };
+    let (w, s, c, o) = (
+        t.column("workload")?,
+        t.column("strategy")?,
+        t.column("codec")?,
+        t.column("offline_s")?,
+    );
+    for r in 0..t.rows.len() {
+        let key = (
+            t.text(r, w).to_string(),
+            t.text(r, s).to_string(),
+            t.text(r, c).to_string(),
+        );
+        offline
+            .entry(key)
+            .or_default()
+            .push(t.number(r, o)?.unwrap_or(0.0));
+    }
+    Ok(offline)
+}
+
+/// stages.csv by (run id, epoch); a rerun of an interrupted run wrote its stages again, and
+/// its last lines win.
+fn load_stages(table: Option<Table>) -> anyhow::Result<StagesByRun> {
+    let mut stages = StagesByRun::new();
+    let Some(t) = table else {
+        return Ok(stages);
+    };
+    let (id, ep, st, kind, secs) = (
+        t.column("run_id")?,
+        t.column("epoch")?,
+        t.column("stage")?,
+        t.column("kind")?,
+        t.column("seconds")?,
+    );
+    for r in 0..t.rows.len() {
+        let key = (
+            t.text(r, id).to_string(),
+            t.number(r, ep)?.unwrap_or(0.0) as u64,
+        );
+        let kind = match t.text(r, kind) {
+            "io" => "io",
+            "cpu" => "cpu",
+            "wait" => "wait",
+            _ => "consumer",
+        };
+        let stage = crate::attribution::Stage {
+            name: t.text(r, st).to_string(),
+            kind,
+            seconds: t.number(r, secs)?.unwrap_or(0.0),
+        };
+        let list = stages.entry(key).or_default();
+        match list.iter_mut().find(|s| s.name == stage.name) {
+            Some(old) => *old = stage,
+            None => list.push(stage),
+        }
+    }
+    Ok(stages)
+}
+
+/// samples.csv's online rows by (run id, epoch): MB read, seconds, CPU busy % x seconds.
+fn load_system(table: Option<Table>) -> anyhow::Result<SystemTotals> {
+    let mut system = SystemTotals::new();
+    let Some(t) = table else {
+        return Ok(system);
+    };
+    let (id, ep, phase, secs, read, busy) = (
+        t.column("run_id")?,
+        t.column("epoch")?,
+        t.column("phase")?,
+        t.column("interval_s")?,
+        t.column("read_mb_s")?,
+        t.column("cpu_busy_pct")?,
+    );
+    for r in 0..t.rows.len() {
+        if t.text(r, phase) != "online" {
+            continue;
+        }
+        let Some(epoch) = t.number(r, ep)? else {
+            continue;
+        };
+        let s = t.number(r, secs)?.unwrap_or(0.0);
+        let e = system
+            .entry((t.text(r, id).to_string(), epoch as u64))
+            .or_default();
+        e.0 += t.number(r, read)?.unwrap_or(0.0) * s;
+        e.1 += s;
+        e.2 += t.number(r, busy)?.unwrap_or(0.0) * s;
+    }
+    Ok(system)
 }
 
 impl Results {
@@ -113,116 +242,17 @@ impl Results {
         let table = Table::read(&runs)
             .with_context(|| format!("{} holds no prepbench results", dir.display()))?;
         let rows = parse_rows(&table)?;
-        let mut offline: BTreeMap<(String, String, String), Vec<f64>> = BTreeMap::new();
-        let offline_csv = dir.join("offline.csv");
-        if offline_csv.exists() {
-            let t = Table::read(&offline_csv)?;
-            let (w, s, c, o) = (
-                t.column("workload")?,
-                t.column("strategy")?,
-                t.column("codec")?,
-                t.column("offline_s")?,
-            );
-            for r in 0..t.rows.len() {
-                let key = (
-                    t.text(r, w).to_string(),
-                    t.text(r, s).to_string(),
-                    t.text(r, c).to_string(),
-                );
-                offline
-                    .entry(key)
-                    .or_default()
-                    .push(t.number(r, o)?.unwrap_or(0.0));
-            }
-        } else {
-            // Without offline.csv (runs of `prepbench run`), each run carries its store's time.
-            let mut seen = std::collections::HashSet::new();
-            for row in rows.iter().filter(|r| r.split > 0 && !r.offline_reused) {
-                if seen.insert(row.run_id.clone()) {
-                    offline
-                        .entry((
-                            row.workload.clone(),
-                            row.strategy.clone(),
-                            row.codec.clone(),
-                        ))
-                        .or_default()
-                        .push(row.offline_s);
-                }
-            }
-        }
+        let offline = load_offline(optional_table(dir, "offline.csv")?, &rows)?;
         let manifest = std::fs::read_to_string(dir.join("manifest.json"))
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or(serde_json::Value::Null);
-        let mut stages: BTreeMap<(String, u64), Vec<crate::attribution::Stage>> = BTreeMap::new();
-        let stages_csv = dir.join("stages.csv");
-        if stages_csv.exists() {
-            let t = Table::read(&stages_csv)?;
-            let (id, ep, st, kind, secs) = (
-                t.column("run_id")?,
-                t.column("epoch")?,
-                t.column("stage")?,
-                t.column("kind")?,
-                t.column("seconds")?,
-            );
-            for r in 0..t.rows.len() {
-                let key = (
-                    t.text(r, id).to_string(),
-                    t.number(r, ep)?.unwrap_or(0.0) as u64,
-                );
-                let kind = match t.text(r, kind) {
-                    "io" => "io",
-                    "cpu" => "cpu",
-                    "wait" => "wait",
-                    _ => "consumer",
-                };
-                let stage = crate::attribution::Stage {
-                    name: t.text(r, st).to_string(),
-                    kind,
-                    seconds: t.number(r, secs)?.unwrap_or(0.0),
-                };
-                let list = stages.entry(key).or_default();
-                // A rerun of an interrupted run writes its stages again: keep the last.
-                match list.iter_mut().find(|s| s.name == stage.name) {
-                    Some(old) => *old = stage,
-                    None => list.push(stage),
-                }
-            }
-        }
-        let mut system: BTreeMap<(String, u64), (f64, f64, f64)> = BTreeMap::new();
-        let samples_csv = dir.join("samples.csv");
-        if samples_csv.exists() {
-            let t = Table::read(&samples_csv)?;
-            let (id, ep, phase, secs, read, busy) = (
-                t.column("run_id")?,
-                t.column("epoch")?,
-                t.column("phase")?,
-                t.column("interval_s")?,
-                t.column("read_mb_s")?,
-                t.column("cpu_busy_pct")?,
-            );
-            for r in 0..t.rows.len() {
-                if t.text(r, phase) != "online" {
-                    continue;
-                }
-                let Some(epoch) = t.number(r, ep)? else {
-                    continue;
-                };
-                let s = t.number(r, secs)?.unwrap_or(0.0);
-                let e = system
-                    .entry((t.text(r, id).to_string(), epoch as u64))
-                    .or_default();
-                e.0 += t.number(r, read)?.unwrap_or(0.0) * s;
-                e.1 += s;
-                e.2 += t.number(r, busy)?.unwrap_or(0.0) * s;
-            }
-        }
         Ok(Results {
             rows,
             offline,
             manifest,
-            stages,
-            system,
+            stages: load_stages(optional_table(dir, "stages.csv")?)?,
+            system: load_system(optional_table(dir, "samples.csv")?)?,
         })
     }
 

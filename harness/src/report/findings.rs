@@ -82,7 +82,7 @@ pub fn findings(views: &[WorkloadView]) -> Vec<Finding> {
     let mut f4 = Vec::new();
     let mut f6 = Vec::new();
     // Dataset variants (`name@k=v`) are judged together, by finding 5 only.
-    for view in views.iter().filter(|v| !v.name.contains('@')) {
+    for view in views.iter().filter(|v| v.variant().1.is_none()) {
         let t = view.max_threads();
         let name = &view.name;
         // 1. The fully preprocessed strategy is not the fastest; a middle split wins.
@@ -196,17 +196,18 @@ pub fn findings(views: &[WorkloadView]) -> Vec<Finding> {
 /// Finding 5 from dataset variants sized by `mb_per_sample`: per strategy, read bandwidth
 /// (cold, codec none, most threads) of the smallest samples against the largest.
 fn finding_5(views: &[WorkloadView]) -> Vec<(bool, String)> {
-    let mut bases: Vec<&str> = views
-        .iter()
-        .filter(|v| tables::variant_mb(v).is_some())
-        .map(|v| workloads::Workload::split_variant(&v.name).0)
-        .collect();
-    bases.dedup();
+    // Each base once, in first-seen order (its variants need not be adjacent).
+    let mut bases: Vec<&str> = Vec::new();
+    for v in views.iter().filter(|v| tables::variant_mb(v).is_some()) {
+        if !bases.contains(&v.variant().0) {
+            bases.push(v.variant().0);
+        }
+    }
     let mut evidence = Vec::new();
     for base in bases {
         let group: Vec<(&WorkloadView, f64)> = views
             .iter()
-            .filter(|v| workloads::Workload::split_variant(&v.name).0 == base)
+            .filter(|v| v.variant().0 == base)
             .filter_map(|v| Some((v, tables::variant_mb(v)?)))
             .collect();
         let (Some(small), Some(large)) = (

@@ -225,7 +225,7 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
     // Dataset variants (`name@k=v`) get one table per workload instead of a section each.
     let mut variant_groups: Vec<(String, Vec<&WorkloadView>)> = Vec::new();
     for view in &views {
-        if let (base, Some(_)) = workloads::Workload::split_variant(&view.name) {
+        if let (base, Some(_)) = view.variant() {
             match variant_groups.iter_mut().find(|(b, _)| b == base) {
                 Some((_, group)) => group.push(view),
                 None => variant_groups.push((base.to_string(), vec![view])),
@@ -241,7 +241,7 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
         });
         let _ = writeln!(md, "## {base}\n\n{}", tables::variants(base, group));
     }
-    for view in views.iter().filter(|v| !v.name.contains('@')) {
+    for view in views.iter().filter(|v| v.variant().1.is_none()) {
         let _ = writeln!(md, "## {}\n", view.name);
         if let Some(p) = &view.paper_name {
             let _ = writeln!(md, "Reproduces the paper's `{p}` pipeline.\n");

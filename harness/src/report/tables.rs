@@ -220,7 +220,7 @@ pub fn threads(view: &WorkloadView) -> Option<String> {
 
 /// The sample size (MB) a dataset variant's name carries (`...@mb_per_sample=0.01`).
 pub fn variant_mb(view: &WorkloadView) -> Option<f64> {
-    let (_, tag) = workloads::Workload::split_variant(&view.name);
+    let (_, tag) = view.variant();
     tag?.split(',')
         .find_map(|kv| kv.strip_prefix("mb_per_sample="))
         .and_then(|v| v.parse().ok())
@@ -253,7 +253,7 @@ pub fn variants(base: &str, group: &[&WorkloadView]) -> String {
     let _ = writeln!(out);
     let _ = writeln!(out, "|---|---|{}", "---|---|---|".repeat(strategies.len()));
     for view in group {
-        let (_, tag) = workloads::Workload::split_variant(&view.name);
+        let (_, tag) = view.variant();
         let mb = variant_mb(view);
         let samples = view.cells.first().map(|c| c.samples).unwrap_or(0);
         let _ = write!(out, "| {} | {samples} |", tag.unwrap_or("-"));

@@ -43,6 +43,12 @@ impl<'a> WorkloadView<'a> {
         }
     }
 
+    /// The workload a dataset variant (`name@k=v`) belongs to, and its options; `None` for a
+    /// plain workload.
+    pub fn variant(&self) -> (&str, Option<&str>) {
+        workloads::Workload::split_variant(&self.name)
+    }
+
     pub fn max_threads(&self) -> usize {
         self.threads.last().copied().unwrap_or(1)
     }

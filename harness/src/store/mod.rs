@@ -327,6 +327,8 @@ pub struct ShardReader {
     compressed: bool,
     records: RecordReader<Box<dyn Read + Send>>,
     read_nanos: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Time inside `next_into`, file reads included.
+    record_seconds: f64,
 }
 
 impl ShardReader {
@@ -343,12 +345,19 @@ impl ShardReader {
             compressed: codec != Codec::None,
             records: RecordReader::new(inner),
             read_nanos,
+            record_seconds: 0.0,
         })
     }
 
     /// Seconds spent so far in the file's `read` calls (storage or page cache, not decoding).
     pub fn read_seconds(&self) -> f64 {
         self.read_nanos.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e9
+    }
+
+    /// Seconds spent so far reading records beyond the file's `read` calls: decompression, CRC
+    /// checks and framing.
+    pub fn unframe_seconds(&self) -> f64 {
+        (self.record_seconds - self.read_seconds()).max(0.0)
     }
 
     pub fn path(&self) -> &Path {
@@ -362,7 +371,10 @@ impl ShardReader {
 
     /// Reads the next payload into `payload`; `Ok(false)` at the end of the shard.
     pub fn next_into(&mut self, payload: &mut Vec<u8>) -> Result<bool, StoreError> {
-        self.records.next_into(payload).map_err(|e| {
+        let start = std::time::Instant::now();
+        let result = self.records.next_into(payload);
+        self.record_seconds += start.elapsed().as_secs_f64();
+        result.map_err(|e| {
             let shard = self.path.display().to_string();
             let (record, offset, what) = match e {
                 FramingError::Corrupt {

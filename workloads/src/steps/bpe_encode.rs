@@ -16,20 +16,13 @@ pub const VOCABULARY: usize = 50_257;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    #[serde(default = "default_from")]
+    #[serde(default = "super::default_text_field")]
     pub from: FieldName,
-    #[serde(default = "default_to")]
+    #[serde(default = "super::default_tokens_field")]
     pub to: FieldName,
     /// Append `<|endoftext|>` (50256), as GPT-2's training data separates documents.
     #[serde(default)]
     pub append_eot: bool,
-}
-
-fn default_from() -> FieldName {
-    "text".into()
-}
-fn default_to() -> FieldName {
-    "tokens".into()
 }
 
 pub static SPEC: StepSpec = StepSpec {
@@ -88,17 +81,7 @@ impl Step for BpeEncode {
     }
 
     fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
-        let text = match sample.remove(&self.params.from) {
-            Some(Field::Text(t)) => t,
-            Some(other) => {
-                return Err(StepError::new(format!(
-                    "field `{}` is {}, expected text",
-                    self.params.from,
-                    other.kind_name()
-                )))
-            }
-            None => return Err(StepError::new(format!("no field `{}`", self.params.from))),
-        };
+        let text = sample.take_text(&self.params.from)?;
         let mut tokens = encode(&text);
         if self.params.append_eot {
             tokens.push(END_OF_TEXT);

@@ -17,7 +17,8 @@ use symphonia::core::formats::{FormatOptions, TrackType};
 use symphonia::core::io::MediaSourceStream;
 use symphonia::core::meta::MetadataOptions;
 
-use super::resample::{f32_to_i16, Resampler};
+use super::pcm::f32_to_i16;
+use super::resample::Resampler;
 use crate::registry::{build_step, ParamDoc, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
@@ -42,7 +43,7 @@ pub enum Container {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    #[serde(default = "default_from")]
+    #[serde(default = "super::default_data_field")]
     pub from: FieldName,
     #[serde(default = "super::default_audio_field")]
     pub to: FieldName,
@@ -62,9 +63,6 @@ pub struct Params {
     pub max_seconds: f64,
 }
 
-fn default_from() -> FieldName {
-    "data".into()
-}
 fn default_dtype() -> PcmType {
     PcmType::Int16
 }

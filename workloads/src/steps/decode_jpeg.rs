@@ -13,16 +13,12 @@ use super::MAX_IMAGE_PIXELS as DEFAULT_MAX_PIXELS;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    #[serde(default = "default_from")]
+    #[serde(default = "super::default_data_field")]
     pub from: FieldName,
     #[serde(default = "super::default_image_field")]
     pub to: FieldName,
     #[serde(default = "default_max_pixels")]
     pub max_pixels: u64,
-}
-
-fn default_from() -> FieldName {
-    "data".into()
 }
 
 fn default_max_pixels() -> u64 {
@@ -151,7 +147,7 @@ mod tests {
 
     fn step(max_pixels: u64) -> DecodeJpeg {
         DecodeJpeg::new(Params {
-            from: default_from(),
+            from: crate::steps::default_data_field(),
             to: "image".into(),
             max_pixels,
         })

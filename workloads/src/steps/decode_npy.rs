@@ -10,15 +10,12 @@ use crate::step::{Step, StepContext, StepError};
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    #[serde(default = "default_from")]
+    #[serde(default = "super::default_data_field")]
     pub from: FieldName,
     #[serde(default = "default_to")]
     pub to: FieldName,
 }
 
-fn default_from() -> FieldName {
-    "data".into()
-}
 fn default_to() -> FieldName {
     "array".into()
 }
@@ -73,11 +70,13 @@ pub fn parse_header(bytes: &[u8]) -> Result<(Vec<usize>, DType, usize), String> 
         .get(start..start + len)
         .and_then(|h| std::str::from_utf8(h).ok())
         .ok_or("the .npy header is truncated or not text")?;
+    // The text after `'key':`, leading whitespace skipped.
     let value = |key: &str| -> Result<&str, String> {
+        let needle = format!("'{key}':");
         let at = header
-            .find(&format!("'{key}':"))
+            .find(&needle)
             .ok_or(format!("the .npy header has no '{key}'"))?;
-        Ok(header[at + key.len() + 3..].trim_start())
+        Ok(header[at + needle.len()..].trim_start())
     };
     let descr = value("descr")?;
     let descr = descr

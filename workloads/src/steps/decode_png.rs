@@ -12,7 +12,7 @@ use crate::step::{Step, StepContext, StepError};
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    #[serde(default = "default_from")]
+    #[serde(default = "super::default_data_field")]
     pub from: FieldName,
     #[serde(default = "super::default_image_field")]
     pub to: FieldName,
@@ -23,9 +23,6 @@ pub struct Params {
     pub max_pixels: u64,
 }
 
-fn default_from() -> FieldName {
-    "data".into()
-}
 fn default_true() -> bool {
     true
 }
@@ -133,7 +130,7 @@ mod tests {
 
     fn step(to_uint8: bool) -> DecodePng {
         DecodePng::new(Params {
-            from: default_from(),
+            from: crate::steps::default_data_field(),
             to: "image".into(),
             to_uint8,
             max_pixels: MAX_IMAGE_PIXELS,

@@ -4,7 +4,7 @@
 //! It is generated once per process (about 154 MB) and shared by every thread and step using
 //! the same (seed, vocabulary, dim).
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
@@ -16,7 +16,7 @@ use crate::step::{Step, StepContext, StepError};
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    #[serde(default = "default_from")]
+    #[serde(default = "super::default_tokens_field")]
     pub from: FieldName,
     #[serde(default = "default_to")]
     pub to: FieldName,
@@ -29,9 +29,6 @@ pub struct Params {
     pub seed: u64,
 }
 
-fn default_from() -> FieldName {
-    "tokens".into()
-}
 fn default_to() -> FieldName {
     "embedded".into()
 }
@@ -85,30 +82,24 @@ pub static SPEC: StepSpec = StepSpec {
 /// A row-major [vocabulary, dim] table.
 #[derive(Debug)]
 pub struct Table {
-    key: (u64, usize, usize),
     pub values: Vec<f32>,
 }
 
 /// The table for (seed, vocabulary, dim), generated on first use and shared afterwards.
 pub fn table(seed: u64, vocabulary: usize, dim: usize) -> Arc<Table> {
-    static TABLES: OnceLock<Mutex<Vec<Arc<Table>>>> = OnceLock::new();
-    let mut tables = TABLES
+    static TABLES: OnceLock<super::Memo<(u64, usize, usize), Table>> = OnceLock::new();
+    let built = TABLES
         .get_or_init(Default::default)
-        .lock()
-        .expect("embedding tables");
-    let key = (seed, vocabulary, dim);
-    if let Some(t) = tables.iter().find(|t| t.key == key) {
-        return t.clone();
-    }
-    // Rows are generated from per-row streams, so the table does not depend on thread count.
-    let mut values = Vec::with_capacity(vocabulary * dim);
-    for row in 0..vocabulary {
-        let mut rng = SeededRng::from_parts(&[seed, row as u64, 0xe3b]);
-        values.extend((0..dim).map(|_| (rng.unit_f64() * 0.1 - 0.05) as f32));
-    }
-    let t = Arc::new(Table { key, values });
-    tables.push(t.clone());
-    t
+        .get_or_build((seed, vocabulary, dim), || {
+            // Rows come from per-row streams, so the table does not depend on thread count.
+            let mut values = Vec::with_capacity(vocabulary * dim);
+            for row in 0..vocabulary {
+                let mut rng = SeededRng::from_parts(&[seed, row as u64, 0xe3b]);
+                values.extend((0..dim).map(|_| (rng.unit_f64() * 0.1 - 0.05) as f32));
+            }
+            Ok(Table { values })
+        });
+    built.expect("generating a table has no failure path")
 }
 
 #[derive(Debug)]

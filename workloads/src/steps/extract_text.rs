@@ -28,20 +28,14 @@ pub enum InvalidUtf8 {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    #[serde(default = "default_from")]
+    #[serde(default = "super::default_data_field")]
     pub from: FieldName,
-    #[serde(default = "default_to")]
+    #[serde(default = "super::default_text_field")]
     pub to: FieldName,
     #[serde(default = "default_invalid")]
     pub invalid_utf8: InvalidUtf8,
 }
 
-fn default_from() -> FieldName {
-    "data".into()
-}
-fn default_to() -> FieldName {
-    "text".into()
-}
 fn default_invalid() -> InvalidUtf8 {
     InvalidUtf8::Error
 }
@@ -131,7 +125,7 @@ fn is_boilerplate(el: &ElementRef) -> bool {
     let marked = |value: &str| {
         value
             .split(|c: char| c == '-' || c == '_' || c.is_whitespace())
-            .any(|w| BOILERPLATE.contains(&w.to_ascii_lowercase().as_str()))
+            .any(|w| BOILERPLATE.iter().any(|b| b.eq_ignore_ascii_case(w)))
     };
     e.classes().any(marked) || e.id().is_some_and(marked)
 }
@@ -234,12 +228,24 @@ fn blocks(el: ElementRef, paragraphs: &mut Vec<String>) {
 pub fn extract(html: &str) -> String {
     let document = Html::parse_document(html);
     let root = document.root_element();
-    let find = |pred: &dyn Fn(&ElementRef) -> bool| root.descendent_elements().find(|e| pred(e));
-    let article = find(&|e| e.value().name() == "article")
-        .or_else(|| find(&|e| e.value().name() == "main"))
-        .or_else(|| find(&|e| e.value().attr("role") == Some("main")))
-        .or_else(|| find(&|e| e.value().name() == "body"))
-        .unwrap_or(root);
+    // One pass: the first element of each kind, in order of preference.
+    let mut candidates: [Option<ElementRef>; 4] = [None; 4];
+    for e in root.descendent_elements() {
+        let kind = match (e.value().name(), e.value().attr("role")) {
+            ("article", _) => 0,
+            ("main", _) => 1,
+            (_, Some("main")) => 2,
+            ("body", _) => 3,
+            _ => continue,
+        };
+        if candidates[kind].is_none() {
+            candidates[kind] = Some(e);
+            if kind == 0 {
+                break;
+            }
+        }
+    }
+    let article = candidates.into_iter().flatten().next().unwrap_or(root);
     let mut paragraphs = Vec::new();
     blocks(article, &mut paragraphs);
     if paragraphs.is_empty() {

@@ -291,7 +291,7 @@ impl Mel {
 
 impl Step for Mel {
     fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
-        if let Some(rate) = super::resample::sample_rate_of(&sample)? {
+        if let Some(rate) = super::pcm::sample_rate_of(&sample)? {
             if rate != self.params.sample_rate {
                 return Err(StepError::new(format!(
                     "the audio is {rate} Hz but mel's sample_rate is {} Hz",

@@ -16,6 +16,7 @@ pub mod mel;
 pub mod nilm_features;
 pub mod normalize;
 pub mod pad_truncate;
+mod pcm;
 pub mod pixel_center;
 pub mod random_crop;
 pub mod random_hflip;
@@ -50,27 +51,27 @@ impl<K: PartialEq + Copy, V> Default for Memo<K, V> {
 }
 
 impl<K: PartialEq + Copy, V> Memo<K, V> {
-    /// The value for `key`, built by `build` the first time.
+    /// The value for `key`, built by `build` the first time. Building happens under the write
+    /// lock, so a value (an embedding table of 154 MB, say) is never built twice.
     pub(crate) fn get_or_build(
         &self,
         key: K,
         build: impl FnOnce() -> Result<V, StepError>,
     ) -> Result<Arc<V>, StepError> {
-        let found = self
-            .entries
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, v)| v.clone());
-        if let Some(v) = found {
+        let find = |entries: &[(K, Arc<V>)]| {
+            entries
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.clone())
+        };
+        if let Some(v) = find(&self.entries.read().unwrap_or_else(|e| e.into_inner())) {
+            return Ok(v);
+        }
+        let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = find(&entries) {
             return Ok(v);
         }
         let built = Arc::new(build()?);
-        let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, v)) = entries.iter().find(|(k, _)| *k == key) {
-            return Ok(v.clone());
-        }
         entries.push((key, built.clone()));
         Ok(built)
     }
@@ -120,6 +121,18 @@ pub(crate) fn image_dims(tensor: &Tensor, field: &str) -> Result<(usize, usize, 
 
 fn default_image_field() -> FieldName {
     "image".into()
+}
+
+fn default_data_field() -> FieldName {
+    "data".into()
+}
+
+fn default_text_field() -> FieldName {
+    "text".into()
+}
+
+fn default_tokens_field() -> FieldName {
+    "tokens".into()
 }
 
 fn default_audio_field() -> FieldName {

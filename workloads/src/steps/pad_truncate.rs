@@ -12,7 +12,7 @@ use crate::step::{Step, StepContext, StepError};
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    #[serde(default = "default_field")]
+    #[serde(default = "super::default_tokens_field")]
     pub field: FieldName,
     pub length: usize,
     #[serde(default = "default_pad")]
@@ -22,9 +22,6 @@ pub struct Params {
     pub length_field: Option<FieldName>,
 }
 
-fn default_field() -> FieldName {
-    "tokens".into()
-}
 fn default_pad() -> f64 {
     super::bpe_encode::END_OF_TEXT as f64
 }

@@ -14,14 +14,10 @@ use crate::step::{Step, StepContext, StepError};
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    #[serde(default = "default_from")]
+    #[serde(default = "super::default_data_field")]
     pub from: FieldName,
     #[serde(default = "super::default_signal_field")]
     pub to: FieldName,
-}
-
-fn default_from() -> FieldName {
-    "data".into()
 }
 
 pub static SPEC: StepSpec = StepSpec {

@@ -12,7 +12,7 @@ use crate::step::{Step, StepContext, StepError};
 pub struct Params {
     #[serde(default = "default_from")]
     pub from: FieldName,
-    #[serde(default = "default_to")]
+    #[serde(default = "super::default_data_field")]
     pub to: FieldName,
     /// Keep the path field after reading (off: stored records then hold only the bytes).
     #[serde(default)]
@@ -21,10 +21,6 @@ pub struct Params {
 
 fn default_from() -> FieldName {
     "path".into()
-}
-
-fn default_to() -> FieldName {
-    "data".into()
 }
 
 pub static SPEC: StepSpec = StepSpec {
@@ -91,7 +87,7 @@ mod tests {
         std::fs::write(&file, b"hello").unwrap();
         let step = ReadFile::new(Params {
             from: default_from(),
-            to: default_to(),
+            to: crate::steps::default_data_field(),
             keep_path: false,
         })
         .unwrap();

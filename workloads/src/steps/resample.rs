@@ -8,6 +8,7 @@
 
 use serde::Deserialize;
 
+use super::pcm::{f32_to_i16, pcm_into_f32, sample_rate_of};
 use crate::registry::{build_step, ParamDoc, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
@@ -222,16 +223,15 @@ pub struct Resample {
 
 impl Resample {
     pub fn new(params: Params) -> Result<Resample, String> {
-        // Checks the rates and roll-off now, so a bad workload fails when it loads.
-        Resampler::with_rolloff(
-            params.from_rate.unwrap_or(params.to_rate),
-            params.to_rate,
-            params.rolloff,
-        )?;
-        Ok(Resample {
+        let step = Resample {
             params,
             cache: Default::default(),
-        })
+        };
+        // Builds the declared rate's filter now (and checks the rates and roll-off, so a bad
+        // workload fails when it loads); other input rates are built on first use.
+        let from = step.params.from_rate.unwrap_or(step.params.to_rate);
+        step.resampler(from).map_err(|e| e.message)?;
+        Ok(step)
     }
 
     fn resampler(&self, from: u32) -> Result<std::sync::Arc<Resampler>, StepError> {
@@ -240,46 +240,6 @@ impl Resample {
                 .map_err(StepError::new)
         })
     }
-}
-
-/// The sample's `sample_rate` field, when it has one.
-pub(crate) fn sample_rate_of(sample: &Sample) -> Result<Option<u32>, StepError> {
-    let Some(Field::Tensor(t)) = sample.get(super::SAMPLE_RATE_FIELD) else {
-        return Ok(None);
-    };
-    match t.data() {
-        TensorData::I32(v) if v.len() == 1 && v[0] > 0 => Ok(Some(v[0] as u32)),
-        _ => Err(StepError::new(format!(
-            "field `{}` must be one positive int32",
-            super::SAMPLE_RATE_FIELD
-        ))),
-    }
-}
-
-/// A mono PCM tensor as float32 in [-1, 1) (int16 divided by 32768).
-pub(crate) fn pcm_as_f32(tensor: &Tensor, field: &str) -> Result<Vec<f32>, StepError> {
-    if tensor.shape().len() != 1 {
-        return Err(StepError::new(format!(
-            "field `{field}` has shape {:?}, expected mono PCM [samples]",
-            tensor.shape()
-        )));
-    }
-    match tensor.data() {
-        TensorData::I16(v) => Ok(v.iter().map(|&s| s as f32 / 32768.0).collect()),
-        TensorData::F32(v) => Ok(v.clone()),
-        other => Err(StepError::new(format!(
-            "field `{field}` is {}, expected int16 or float32 PCM",
-            other.dtype()
-        ))),
-    }
-}
-
-/// float32 PCM to int16: x · 32768 rounded and clipped (exact for 16-bit sources).
-pub(crate) fn f32_to_i16(samples: &[f32]) -> Vec<i16> {
-    samples
-        .iter()
-        .map(|&x| (x * 32768.0).round().clamp(-32768.0, 32767.0) as i16)
-        .collect()
 }
 
 impl Step for Resample {
@@ -299,9 +259,10 @@ impl Step for Resample {
             }
         };
         let tensor = sample.take_tensor(field)?;
-        let input = pcm_as_f32(&tensor, field)?;
+        let dtype = tensor.dtype();
+        let input = pcm_into_f32(tensor, field)?;
         let out = self.resampler(from)?.process(&input);
-        let data = match tensor.dtype() {
+        let data = match dtype {
             crate::DType::I16 => TensorData::I16(f32_to_i16(&out)),
             _ => TensorData::F32(out),
         };

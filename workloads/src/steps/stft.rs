@@ -12,7 +12,7 @@ use realfft::num_complex::Complex32;
 use realfft::RealFftPlanner;
 use serde::Deserialize;
 
-use super::resample::pcm_as_f32;
+use super::pcm::pcm_into_f32;
 use crate::registry::{build_step, ParamDoc, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
@@ -122,11 +122,23 @@ pub struct Stft {
     window: Vec<f32>,
 }
 
+/// A worker thread's FFT planner (which caches plans per size) and buffers.
+struct FftBuffers {
+    planner: RealFftPlanner<f32>,
+    input: Vec<f32>,
+    spectrum: Vec<Complex32>,
+    scratch: Vec<Complex32>,
+}
+
 thread_local! {
     /// One planner per worker thread: it caches the plan per FFT size, so a plan is made once
-    /// per thread, and its scratch buffers are reused across samples.
-    static FFT: RefCell<(RealFftPlanner<f32>, Vec<f32>, Vec<Complex32>)> =
-        RefCell::new((RealFftPlanner::new(), Vec::new(), Vec::new()));
+    /// per thread; the input, spectrum and scratch buffers are reused across samples.
+    static FFT: RefCell<FftBuffers> = RefCell::new(FftBuffers {
+        planner: RealFftPlanner::new(),
+        input: Vec::new(),
+        spectrum: Vec::new(),
+        scratch: Vec::new(),
+    });
 }
 
 /// The window of `length` samples.
@@ -224,18 +236,23 @@ impl Stft {
         };
         let mut out = vec![0f32; frames * bins * 2];
         FFT.with(|cell| {
-            let (planner, input, spectrum) = &mut *cell.borrow_mut();
+            let FftBuffers {
+                planner,
+                input,
+                spectrum,
+                scratch,
+            } = &mut *cell.borrow_mut();
             let fft = planner.plan_fft_forward(self.fft_size);
-            let mut scratch = fft.make_scratch_vec();
             input.resize(self.fft_size, 0.0);
             spectrum.resize(bins, Complex32::default());
+            scratch.resize(fft.get_scratch_len(), Complex32::default());
             for (f, dst) in out.chunks_exact_mut(bins * 2).enumerate() {
                 let frame = &signal[f * hop..f * hop + frame_length];
                 for ((x, s), w) in input.iter_mut().zip(frame).zip(&self.window) {
                     *x = s * w;
                 }
                 input[frame_length..].fill(0.0);
-                fft.process_with_scratch(input, spectrum, &mut scratch)
+                fft.process_with_scratch(input, spectrum, scratch)
                     .map_err(|e| StepError::new(format!("FFT failed: {e}")))?;
                 for (pair, c) in dst.chunks_exact_mut(2).zip(spectrum.iter()) {
                     pair[0] = c.re;
@@ -251,8 +268,7 @@ impl Stft {
 impl Step for Stft {
     fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
         let tensor = sample.take_tensor(&self.params.from)?;
-        let signal = pcm_as_f32(&tensor, &self.params.from)?;
-        drop(tensor);
+        let signal = pcm_into_f32(tensor, &self.params.from)?;
         let (frames, out) = self.transform(signal)?;
         sample.set(
             &self.params.to,
