@@ -934,3 +934,124 @@ fn the_application_cache_serves_later_epochs_or_says_it_does_not_fit() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("stores none"), "{}", stderr(&out));
 }
+
+#[test]
+fn emulated_ceph_slows_small_raw_files_and_the_report_names_the_profile() {
+    // A private dataset: other tests reading the shared one would warm its pages mid-epoch.
+    let work = tempfile::tempdir().unwrap();
+    let path = |name: &str| work.path().join(name).display().to_string();
+    let (data, store, out_dir) = (path("data"), path("store"), path("out"));
+    let out = prepbench(&[
+        "run",
+        "cv",
+        "--samples",
+        SAMPLES,
+        "--threads",
+        "2",
+        "--strategy",
+        "unprocessed,concatenated",
+        "--storage",
+        "paper-ceph-hdd",
+        "--evict",
+        "fadvise",
+        "--data-dir",
+        &data,
+        "--store-dir",
+        &store,
+        "--out",
+        &out_dir,
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = work.path().join("out");
+    let runs = Csv::read(&dir.join("runs.csv"));
+    assert!(runs
+        .rows
+        .iter()
+        .all(|r| runs.col(r, "storage") == "paper-ceph-hdd"));
+    let raw = runs
+        .rows
+        .iter()
+        .find(|r| runs.col(r, "strategy") == "unprocessed")
+        .unwrap();
+    if runs.num(raw, "residency_after_pct") > 5.0 {
+        eprintln!("skipping the delay checks: the raw files stayed cached (tmpfs?)");
+    } else {
+        // Each reader takes 0.614 ms per 4 KiB of a small file: two readers cannot exceed
+        // 2 x 6.67 MB/s, whatever the machine (the delay only slows).
+        let bytes_per_sample = runs.num(raw, "storage_bytes") / runs.num(raw, "samples");
+        let ceiling = 2.0 * 4096.0 * 1629.0 / bytes_per_sample;
+        let sps = runs.num(raw, "throughput_sps");
+        assert!(
+            sps <= ceiling * 1.05,
+            "{sps} samples/s over the ceiling {ceiling}"
+        );
+        // Reading the raw files (step:concatenated) is most of the workers' time.
+        let stages = Csv::read(&dir.join("stages.csv"));
+        let id = runs.col(raw, "run_id");
+        let read = stages
+            .rows
+            .iter()
+            .find(|r| {
+                stages.col(r, "run_id") == id && stages.col(r, "stage") == "step:concatenated"
+            })
+            .unwrap();
+        assert_eq!(stages.col(read, "kind"), "io");
+        assert!(stages.num(read, "share_pct") > 50.0, "{read:?}");
+    }
+    let report = prepbench(&["report", &dir.display().to_string(), "--quiet"]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("## cv [storage paper-ceph-hdd]"), "{md}");
+    assert!(
+        md.contains("emulated storage profile `paper-ceph-hdd`"),
+        "{md}"
+    );
+    assert!(md.contains("Storage profiles: `paper-ceph-hdd`"), "{md}");
+
+    let (out, _work) = run_cv(&["--strategy", "unprocessed", "--storage", "nfs"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("no storage profile `nfs`; known: local, paper-ceph-hdd"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_simulated_consumer_reports_utilisation_beside_its_null_io_control() {
+    let (out, work) = run_cv(&[
+        "--strategy",
+        "resized",
+        "--consumer",
+        "batch=32,compute=100ms",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = work.path().join("out");
+    let runs = Csv::read(&dir.join("runs.csv"));
+    let caches: Vec<String> = runs.rows.iter().map(|r| runs.col(r, "cache")).collect();
+    assert_eq!(caches, ["cold", "warm", "null-io"]);
+    for row in &runs.rows {
+        assert_eq!(runs.col(row, "consumer"), "32x100ms-sleep-p2");
+        let (au, stall) = (runs.num(row, "au_pct"), runs.num(row, "stall_pct"));
+        assert!(au > 0.0 && au + stall <= 100.5, "{row:?}");
+        assert!(runs.num(row, "batch_wait_p99_ms") >= runs.num(row, "batch_wait_p50_ms"));
+        // 40 samples: a batch of 32 and a partial one of 8, 100 ms each.
+        assert!(runs.num(row, "online_s") >= 0.2, "{row:?}");
+    }
+    // The consumer alone, fed from memory, computes nearly all the time.
+    assert!(
+        runs.num(&runs.rows[2], "au_pct") > 95.0,
+        "{:?}",
+        runs.rows[2]
+    );
+    let report = prepbench(&["report", &dir.display().to_string(), "--quiet"]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let section = md.split("### Simulated training").nth(1).expect("section");
+    assert!(section.contains("| resized | cold | 0 |"), "{section}");
+
+    let (out, _work) = run_cv(&["--strategy", "resized", "--consumer", "batch=32"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("compute=TIME"), "{}", stderr(&out));
+}

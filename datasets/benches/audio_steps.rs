@@ -14,6 +14,7 @@ const CTX: StepContext = StepContext {
     seed: 1,
     epoch: 0,
     step_index: 0,
+    files: None,
 };
 
 fn speech(rate: u32, words: usize, lead: f32, tail: f32) -> Vec<i16> {

@@ -47,7 +47,7 @@ impl Residency {
     }
 }
 
-fn page_size() -> usize {
+pub fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if size > 0 {
@@ -61,6 +61,11 @@ fn page_size() -> usize {
 /// does not fault pages in, so measuring does not change what it measures).
 fn file_residency(path: &Path, page: usize) -> Result<Residency, StoreError> {
     let file = File::open(path).map_err(io_error(path))?;
+    open_file_residency(&file, path, page)
+}
+
+/// Residency of a file already open (`path` names it in errors).
+pub fn open_file_residency(file: &File, path: &Path, page: usize) -> Result<Residency, StoreError> {
     let len = file.metadata().map_err(io_error(path))?.len() as usize;
     if len == 0 {
         return Ok(Residency::default());

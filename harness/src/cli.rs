@@ -138,6 +138,15 @@ pub struct RunArgs {
     /// Print the rows as JSON lines on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Storage profile the online reads are delayed to: local (none), paper-ceph-hdd, or one
+    /// defined under the workload's storage_profiles (default: its first sweep.storage).
+    #[arg(long)]
+    pub storage: Option<String>,
+    /// Simulated training: batch=N,compute=TIME[,mode=sleep|spin][,prefetch=K]; TIME is 100ms,
+    /// normal:MEAN:SD or uniform:LO:HI. Adds AU, stall share and batch waits, and a null-I/O
+    /// control row.
+    #[arg(long)]
+    pub consumer: Option<crate::consumer::ConsumerSpec>,
     #[command(flatten)]
     pub places: PlaceArgs,
 }
@@ -207,6 +216,13 @@ pub struct SweepArgs {
     /// Results folder; default results/local/<workload>-sweep.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Storage profiles, comma-separated: local, paper-ceph-hdd, or the workload's own
+    /// (default: the workload's sweep.storage).
+    #[arg(long, value_delimiter = ',')]
+    pub storage: Option<Vec<String>>,
+    /// Simulated training for every run (see `run --consumer`).
+    #[arg(long)]
+    pub consumer: Option<crate::consumer::ConsumerSpec>,
     #[command(flatten)]
     pub places: PlaceArgs,
 }

@@ -115,6 +115,7 @@ mod tests {
         Cell {
             key: CellKey {
                 workload: "w".into(),
+                condition: String::new(),
                 split: 1,
                 strategy: strategy.into(),
                 codec: "none".into(),
@@ -129,6 +130,7 @@ mod tests {
             offline: None,
             invalid_runs: 0,
             verified: "-".into(),
+            rows: Vec::new(),
         }
     }
 

@@ -4,12 +4,14 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 
 use datasets::Source;
 use indicatif::ProgressBar;
-use workloads::{encoding, Field, Sample, Workload};
+use workloads::{encoding, Field, ReadFiles, Sample, StepContext, Workload};
 
+use crate::consumer::{ConsumerMetrics, ConsumerSpec, Trainer};
+use crate::emulate::Throttle;
 use crate::metrics::{Delta, Snapshot};
 use crate::pipeline::{apply_steps, panic_message, RunError};
 use crate::store::{ShardReader, StoreManifest};
@@ -96,6 +98,11 @@ pub struct OnlineJob<'a> {
     pub hash: bool,
     /// Keep every deserialized sample in this application cache (the filling epoch).
     pub fill: Option<&'a AppCache>,
+    /// Emulated storage every read goes through (raw files and shards); `None`: the local disk.
+    pub throttle: Option<&'a Arc<Throttle>>,
+    /// A simulated training step consuming the samples in batches; `None`: the consumer only
+    /// touches each sample.
+    pub consumer: Option<ConsumerSpec>,
 }
 
 #[derive(Debug)]
@@ -108,6 +115,11 @@ pub struct OnlineResult {
     pub hashes: Vec<(u64, u64)>,
     /// Where the workers' and the consumer's time went.
     pub stages: StageTimes,
+    /// The simulated training's measurements, with a consumer.
+    pub consumer: Option<ConsumerMetrics>,
+    /// The first sample the consumer received, kept with a consumer (the null-I/O control
+    /// serves copies of it).
+    pub template: Option<Sample>,
 }
 
 /// Seconds spent per stage of the online phase, summed over the workers (so up to threads x
@@ -200,8 +212,12 @@ fn online_steps(
         job.split..job.workload.steps.len(),
         sample,
         job.source,
-        job.seed,
-        job.epoch,
+        StepContext {
+            seed: job.seed,
+            epoch: job.epoch,
+            step_index: 0,
+            files: job.throttle.map(|t| &**t as &dyn ReadFiles),
+        },
         steps,
         &mut |sample| Ok(send(job, tx, sample, send_wait)),
     )
@@ -234,7 +250,7 @@ fn store_worker(
     let mut outcome = Ok(());
     let mut kept = Vec::new();
     for path in shards {
-        let mut reader = ShardReader::open(path, manifest.codec())?;
+        let mut reader = ShardReader::open_through(path, manifest.codec(), job.throttle)?;
         let result = read_shard(job, &mut reader, stop, tx, &mut payload, times, &mut kept);
         times.read += reader.read_seconds();
         times.decompress += reader.unframe_seconds();
@@ -341,14 +357,22 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
         }
     };
     let stop = AtomicBool::new(false);
-    let (tx, rx) = mpsc::sync_channel::<Message>(threads * QUEUE_PER_WORKER);
+    let capacity = job
+        .consumer
+        .map_or(threads * QUEUE_PER_WORKER, |c| c.queue_capacity());
+    let (tx, rx) = mpsc::sync_channel::<Message>(capacity);
     let start = Snapshot::now();
+    let mut trainer = job
+        .consumer
+        .map(|spec| Trainer::new(spec, job.seed, job.epoch, std::time::Instant::now()));
     let mut result = OnlineResult {
         samples: 0,
         output_bytes: 0,
         delta: Delta::default(),
         hashes: Vec::new(),
         stages: StageTimes::new(job.workload.steps.len()),
+        consumer: None,
+        template: None,
     };
     let mut first_error: Option<RunError> = None;
     let mut checksum = 0u64;
@@ -405,6 +429,12 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
                         result.hashes.push((sample.id, hash));
                     }
                     progress.inc(1);
+                    if let Some(trainer) = trainer.as_mut() {
+                        if result.template.is_none() {
+                            result.template = Some(sample);
+                        }
+                        trainer.take();
+                    }
                 }
                 Err(e) => {
                     stop.store(true, Ordering::Relaxed);
@@ -422,6 +452,7 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
         }
     });
     std::hint::black_box(checksum);
+    result.consumer = trainer.map(Trainer::finish);
     result.delta = Snapshot::now().since(&start);
     match first_error {
         Some(e) => Err(e),

@@ -6,6 +6,8 @@ pub mod cache;
 pub mod cli;
 pub mod commands;
 pub mod compare;
+pub mod consumer;
+pub mod emulate;
 pub mod execute;
 pub mod materialize;
 pub mod metrics;

@@ -56,6 +56,8 @@ fn run_command(args: RunArgs, progress: Progress) -> anyhow::Result<ExitCode> {
         evict: args.places.evict,
         rematerialize: args.rematerialize,
         progress,
+        storage: args.storage,
+        consumer: args.consumer,
     };
     let outcome = run(&options, std::env::args().collect())?;
     for warning in &outcome.warnings {
@@ -94,6 +96,8 @@ fn sweep_command(args: SweepArgs, progress: Progress) -> anyhow::Result<ExitCode
         verify: args.verify,
         rematerialize: args.rematerialize,
         dataset_mb: args.dataset_mb,
+        storage: args.storage,
+        consumer: args.consumer,
     };
     let places = Places {
         out: out.clone(),

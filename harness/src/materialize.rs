@@ -52,8 +52,12 @@ fn write_shard(
             0..job.key.split,
             job.source.sample(id),
             job.source,
-            0,
-            0,
+            workloads::StepContext {
+                seed: 0,
+                epoch: 0,
+                step_index: 0,
+                files: None,
+            },
             &mut step_seconds,
             &mut |sample| {
                 let start = std::time::Instant::now();

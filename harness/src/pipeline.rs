@@ -48,25 +48,20 @@ pub enum RunError {
 /// Runs `steps[range]` of `workload` on `sample` at `epoch` and hands every output to `emit`
 /// (one, or after a fan-out step any number; each child numbered by [`workloads::child_id`]).
 /// `emit` returns false when nobody wants more samples, which ends the work early. Each step's
-/// wall time is added to `step_seconds[step_index]` (the time inside `emit` is not).
-#[allow(clippy::too_many_arguments)]
+/// wall time is added to `step_seconds[step_index]` (the time inside `emit` is not). `base`
+/// gives the seed, epoch and file reader; its `step_index` is set per step.
 pub fn apply_steps(
     workload: &Workload,
     range: Range<usize>,
     mut sample: Sample,
     source: &Source,
-    seed: u64,
-    epoch: u64,
+    base: StepContext,
     step_seconds: &mut [f64],
     emit: &mut dyn FnMut(Sample) -> Result<bool, RunError>,
 ) -> Result<bool, RunError> {
     for step_index in range.clone() {
         let def = &workload.steps[step_index];
-        let ctx = StepContext {
-            seed,
-            epoch,
-            step_index,
-        };
+        let ctx = StepContext { step_index, ..base };
         let id = sample.id;
         let failed = |message: String| {
             let item = workload.item_of(id, step_index);
@@ -97,16 +92,7 @@ pub fn apply_steps(
             for (j, mut child) in children.into_iter().enumerate() {
                 child.id = workloads::child_id(id, j).map_err(|e| failed(e.message))?;
                 let rest = step_index + 1..range.end;
-                let more = apply_steps(
-                    workload,
-                    rest,
-                    child,
-                    source,
-                    seed,
-                    epoch,
-                    step_seconds,
-                    emit,
-                )?;
+                let more = apply_steps(workload, rest, child, source, base, step_seconds, emit)?;
                 if !more {
                     return Ok(false);
                 }

@@ -182,14 +182,13 @@ pub fn recommend(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<String> 
         .memory_bytes
         .or_else(|| results.manifest["machine"]["memory_bytes"].as_u64())
         .unwrap_or(u64::MAX);
-    let mut names: Vec<String> = results.rows.iter().map(|r| r.workload.clone()).collect();
-    names.dedup();
+    let mut names = results.conditions();
     names.sort();
-    names.dedup();
     let Weights(wp, ws, wt) = opts.weights;
     let mut out = String::new();
-    for name in &names {
-        let view = WorkloadView::new(name, &cells, None);
+    for (workload, condition) in &names {
+        let view = WorkloadView::new(workload, condition, &cells, None);
+        let name = view.title();
         let list = candidates(&view, opts, memory);
         let Some(best) = list.first() else { continue };
         let _ = writeln!(out, "## {name}\n\nWeights offline {wp}, storage {ws}, throughput {wt}; {} threads; {} epochs; memory {}.\n", view.max_threads(), opts.epochs, gb(memory as f64));

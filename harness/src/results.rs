@@ -63,9 +63,38 @@ pub struct RunRow {
     pub valid: bool,
     /// `pass`, `fail`, or `-` when not verified.
     pub verified: String,
+    /// The storage profile the epoch was read under (`local`: the disk as it is).
+    pub storage: String,
+    /// The simulated training consumer (`32x100ms-sleep-p2`), or `-`.
+    pub consumer: String,
+    /// With a consumer: accelerator utilisation, data-stall share (both % of wall time), time
+    /// to the first batch and the per-batch wait's median and 99th percentile.
+    pub au_pct: Option<f64>,
+    pub stall_pct: Option<f64>,
+    pub first_batch_s: Option<f64>,
+    pub batch_wait_p50_ms: Option<f64>,
+    pub batch_wait_p99_ms: Option<f64>,
+    /// Mean read rate of the data directory's device and CPU busy share over the epoch's system
+    /// samples (`samples.csv`); absent when none were taken.
+    pub device_read_mb_s: Option<f64>,
+    pub cpu_busy_pct: Option<f64>,
 }
 
 impl RunRow {
+    /// What the run was measured under besides its cell's settings: a storage profile other
+    /// than `local` and a simulated consumer (`storage paper-ceph-hdd, consumer 32x100ms-...`);
+    /// empty for plain runs. Reports keep each condition apart.
+    pub fn condition(&self) -> String {
+        let mut parts = Vec::new();
+        if !matches!(self.storage.as_str(), "" | "-" | workloads::storage::LOCAL) {
+            parts.push(format!("storage {}", self.storage));
+        }
+        if !matches!(self.consumer.as_str(), "" | "-") {
+            parts.push(format!("consumer {}", self.consumer));
+        }
+        parts.join(", ")
+    }
+
     /// Column names, in order, as `runs.csv` writes them.
     pub fn columns() -> Vec<String> {
         COLUMNS.iter().map(|c| c.to_string()).collect()
@@ -102,11 +131,39 @@ impl RunRow {
             format!("{:.2}", self.residency_after_pct),
             self.valid.to_string(),
             self.verified.clone(),
+            self.storage.clone(),
+            self.consumer.clone(),
+            opt(self.au_pct, 2),
+            opt(self.stall_pct, 2),
+            opt(self.first_batch_s, 6),
+            opt(self.batch_wait_p50_ms, 3),
+            opt(self.batch_wait_p99_ms, 3),
+            opt(self.device_read_mb_s, 3),
+            opt(self.cpu_busy_pct, 2),
         ]
     }
 }
 
-const COLUMNS: [&str; 28] = [
+/// An optional figure at `digits` decimals, empty when absent.
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(String::new, |v| format!("{v:.digits$}"))
+}
+
+/// Columns added after the first release: a results folder written before them still loads
+/// (they read as absent).
+pub const LATER_COLUMNS: [&str; 9] = [
+    "storage",
+    "consumer",
+    "au_pct",
+    "stall_pct",
+    "first_batch_s",
+    "batch_wait_p50_ms",
+    "batch_wait_p99_ms",
+    "device_read_mb_s",
+    "cpu_busy_pct",
+];
+
+const COLUMNS: [&str; 37] = [
     "run_id",
     "started_utc",
     "workload",
@@ -135,6 +192,15 @@ const COLUMNS: [&str; 28] = [
     "residency_after_pct",
     "valid",
     "verified",
+    "storage",
+    "consumer",
+    "au_pct",
+    "stall_pct",
+    "first_batch_s",
+    "batch_wait_p50_ms",
+    "batch_wait_p99_ms",
+    "device_read_mb_s",
+    "cpu_busy_pct",
 ];
 
 /// Quotes a CSV field when it needs it (RFC 4180).

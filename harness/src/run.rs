@@ -7,9 +7,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use datasets::{GenerateRequest, Source};
-use workloads::{CacheMode, Codec, Strategy, Workload};
+use workloads::{CacheMode, Codec, Sample, StorageProfile, Strategy, Workload};
 
 use crate::cache::{self, EvictPolicy};
+use crate::consumer::ConsumerSpec;
+use crate::emulate::Throttle;
 use crate::execute::{run_online, OnlineInput, OnlineJob};
 use crate::materialize::{materialize, MaterializeJob};
 use crate::progress::Progress;
@@ -76,6 +78,10 @@ pub struct RunSpec<'a> {
     pub verify: bool,
     /// Memory the application cache (`--cache app`) may hold.
     pub app_cache_bytes: u64,
+    /// The storage the online phase's reads are delayed to (`local`: not delayed).
+    pub storage: &'a StorageProfile,
+    /// A simulated training consumer, measured with its null-I/O control after the epochs.
+    pub consumer: Option<ConsumerSpec>,
 }
 
 /// The application cache's default limit: half the memory available now.
@@ -320,6 +326,8 @@ impl Session {
             epoch: 0,
             hash: false,
             fill: None,
+            throttle: None,
+            consumer: spec.consumer,
         };
         if spec.cache == CacheMode::App && strategy.split == 0 {
             bail!(
@@ -344,6 +352,11 @@ impl Session {
             }
             None => 1,
         };
+        let consumer_label = spec
+            .consumer
+            .map_or_else(|| "-".to_string(), |c| c.to_string());
+        // The last epoch's first sample, which the null-I/O control serves.
+        let mut template = None;
         for epoch in 0..spec.epochs {
             let mut prep = self.prepare_cache(&files, epoch, spec.cache)?;
             let app = spec.cache == CacheMode::App;
@@ -377,16 +390,21 @@ impl Session {
                 (self.source.len() * per_item) as u64,
                 &format!("{} t{} epoch {epoch}", strategy.name, spec.threads),
             );
+            // A fresh emulated storage per epoch: its links start idle.
+            let throttle = Throttle::new(spec.storage);
+            epoch_job.throttle = throttle.as_ref();
             let sampler = crate::sampler::Sampler::start(&self.source.root, SAMPLE_PERIOD);
             let result = run_online(&epoch_job, &bar)
                 .with_context(|| format!("online phase of `{}`, epoch {epoch}", strategy.name))?;
             let device = sampler.device.clone();
+            let system = sampler.finish();
+            let (device_read_mb_s, cpu_busy_pct) = crate::sampler::means(&system);
             measured.samples.extend(crate::sampler::csv_rows(
                 &spec.run_id,
                 Some(epoch),
                 "online",
                 &device,
-                &sampler.finish(),
+                &system,
             ));
             bar.finish_and_clear();
             let online_s = result.delta.wall_s;
@@ -400,6 +418,10 @@ impl Session {
             measured
                 .bounds
                 .push(crate::attribution::classify(&stages).0.to_string());
+            if epoch + 1 == spec.epochs {
+                template = result.template.clone();
+            }
+            let training = result.consumer.as_ref();
             measured.rows.push(RunRow {
                 run_id: spec.run_id.clone(),
                 started_utc: results::utc_now(),
@@ -433,7 +455,24 @@ impl Session {
                 residency_after_pct: prep.after_pct,
                 valid,
                 verified: "-".into(),
+                storage: spec.storage.name.clone(),
+                consumer: consumer_label.clone(),
+                au_pct: training.map(|m| m.au_pct(online_s)),
+                stall_pct: training.map(|m| m.stall_pct(online_s)),
+                first_batch_s: training.map(|m| m.first_batch_s),
+                batch_wait_p50_ms: training.map(|m| m.wait_p50_ms),
+                batch_wait_p99_ms: training.map(|m| m.wait_p99_ms),
+                device_read_mb_s,
+                cpu_busy_pct,
             });
+        }
+        if let (Some(consumer), Some(template), Some(last)) =
+            (spec.consumer, template, measured.rows.last())
+        {
+            measured
+                .rows
+                .push(null_io_row(last, consumer, &template, spec.seed));
+            measured.bounds.push("-".into());
         }
         if spec.verify {
             let outcome = self.verify(strategy, spec.stored, spec.threads, spec.seed)?;
@@ -473,6 +512,8 @@ impl Session {
             epoch: 0,
             hash: true,
             fill: None,
+            throttle: None,
+            consumer: None,
         };
         verify(&job).with_context(|| format!("verifying `{}`", strategy.name))
     }
@@ -484,6 +525,41 @@ impl Session {
             yaml: &self.workload.yaml,
             yaml_hash: self.workload.yaml_hash(),
         }
+    }
+}
+
+/// The null-I/O control of a run with a consumer: the same consumer fed copies of one of the
+/// run's samples from memory, as many as the run's last epoch had. Its row follows the epochs
+/// (cache `null-io`, storage `-`, epoch after the last).
+fn null_io_row(last: &RunRow, consumer: ConsumerSpec, template: &Sample, seed: u64) -> RunRow {
+    let (metrics, wall_s) =
+        crate::consumer::null_io_control(consumer, template, last.samples, seed);
+    RunRow {
+        started_utc: results::utc_now(),
+        epoch: last.epoch + 1,
+        cache: "null-io".into(),
+        online_s: wall_s,
+        throughput_sps: if wall_s > 0.0 {
+            last.samples as f64 / wall_s
+        } else {
+            0.0
+        },
+        read_bytes: 0,
+        read_chars: 0,
+        cpu_user_s: 0.0,
+        cpu_sys_s: 0.0,
+        evict_method: "none".into(),
+        residency_before_pct: 0.0,
+        residency_after_pct: 0.0,
+        storage: "-".into(),
+        au_pct: Some(metrics.au_pct(wall_s)),
+        stall_pct: Some(metrics.stall_pct(wall_s)),
+        first_batch_s: Some(metrics.first_batch_s),
+        batch_wait_p50_ms: Some(metrics.wait_p50_ms),
+        batch_wait_p99_ms: Some(metrics.wait_p99_ms),
+        device_read_mb_s: None,
+        cpu_busy_pct: None,
+        ..last.clone()
     }
 }
 
@@ -517,6 +593,10 @@ pub struct RunOptions {
     pub evict: EvictPolicy,
     pub rematerialize: bool,
     pub progress: Progress,
+    /// The storage profile to emulate; `None`: the workload's first `sweep.storage` (`local`).
+    pub storage: Option<String>,
+    /// A simulated training consumer.
+    pub consumer: Option<ConsumerSpec>,
 }
 
 /// What `prepbench run` produced.
@@ -558,6 +638,13 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
     let samples = opts.samples.unwrap_or(workload.dataset.samples);
     let shards = opts.shards.unwrap_or(workload.sweep.shards).max(1);
     let epochs = opts.epochs.unwrap_or(workload.sweep.epochs).max(1) as u64;
+    let storage_name = opts
+        .storage
+        .clone()
+        .unwrap_or_else(|| workload.sweep.storage[0].clone());
+    let storage = workload
+        .storage_profile(&storage_name)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", workload.origin))?;
     // Open the results first: a conflicting folder fails before any work is done.
     let csv = RunsCsv::open(&opts.out)?;
     let (stages_csv, samples_csv) = (
@@ -609,6 +696,8 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
             trial: 0,
             verify: opts.verify,
             app_cache_bytes: app_cache_bytes(opts.app_cache_mb),
+            storage: &storage,
+            consumer: opts.consumer,
         };
         let measured = session.measure(&spec)?;
         if let Some(m) = stored.as_ref() {

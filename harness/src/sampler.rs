@@ -217,6 +217,19 @@ impl Drop for Sampler {
     }
 }
 
+/// The phase's mean device read rate (MB/s) and CPU busy share (%), weighted by each sample's
+/// interval; absent when no time was sampled.
+pub fn means(samples: &[SystemSample]) -> (Option<f64>, Option<f64>) {
+    let seconds: f64 = samples.iter().map(|s| s.interval_s).sum();
+    if seconds <= 0.0 {
+        return (None, None);
+    }
+    let mean = |f: fn(&SystemSample) -> f64| {
+        Some(samples.iter().map(|s| f(s) * s.interval_s).sum::<f64>() / seconds)
+    };
+    (mean(|s| s.read_mb_s), mean(SystemSample::cpu_busy_pct))
+}
+
 /// `samples.csv` lines of a phase.
 pub fn csv_rows(
     run_id: &str,

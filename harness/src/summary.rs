@@ -9,12 +9,28 @@ pub fn table(rows: &[RunRow], bounds: &[String]) -> String {
     if let Some(first) = rows.first() {
         let stored = rows.iter().find(|r| r.split > 0).unwrap_or(first);
         out.push_str(&format!(
-            "{}: {} samples, {} threads, codec {}, {} shards\n",
-            first.workload, first.samples, first.threads, stored.codec, stored.shards
+            "{}: {} samples, {} threads, codec {}, {} shards, storage {}{}\n",
+            first.workload,
+            first.samples,
+            first.threads,
+            stored.codec,
+            stored.shards,
+            first.storage,
+            if first.consumer == "-" || first.consumer.is_empty() {
+                String::new()
+            } else {
+                format!(", consumer {}", first.consumer)
+            }
         ));
     }
+    let training = rows.iter().any(|r| r.au_pct.is_some());
+    let training_header = if training {
+        format!(" {:>6} {:>6} {:>8}", "AU%", "stall%", "p99_ms")
+    } else {
+        String::new()
+    };
     out.push_str(&format!(
-        "{:<16} {:>5} {:>5} {:>11} {:>9} {:>9} {:>9} {:>10} {:>9} {:>7} {:>6}  {}\n",
+        "{:<16} {:>5} {:>7} {:>11} {:>9} {:>9} {:>9} {:>10} {:>9} {:>7} {:>6}{training_header}  {}\n",
         "strategy",
         "epoch",
         "cache",
@@ -39,8 +55,19 @@ pub fn table(rows: &[RunRow], bounds: &[String]) -> String {
             (true, "-") => "",
             (true, v) => v,
         };
+        let figures = if training {
+            let f = |v: Option<f64>, d: usize| v.map_or_else(|| "-".into(), |v| format!("{v:.d$}"));
+            format!(
+                " {:>6} {:>6} {:>8}",
+                f(r.au_pct, 1),
+                f(r.stall_pct, 1),
+                f(r.batch_wait_p99_ms, 1)
+            )
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "{:<16} {:>5} {:>5} {:>11.2} {:>9.4} {:>9.2} {:>9.2} {:>10.1} {:>9.1} {:>7.1} {:>6}  {}\n",
+            "{:<16} {:>5} {:>7} {:>11.2} {:>9.4} {:>9.2} {:>9.2} {:>10.1} {:>9.1} {:>7.1} {:>6}{figures}  {}\n",
             r.strategy,
             r.epoch,
             r.cache,

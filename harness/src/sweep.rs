@@ -8,9 +8,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use workloads::rng::SeededRng;
-use workloads::{CacheMode, Codec, Strategy, Workload};
+use workloads::{CacheMode, Codec, StorageProfile, Strategy, Workload};
 
 use crate::cache::{self, EvictPolicy};
+use crate::consumer::ConsumerSpec;
 use crate::progress::Progress;
 use crate::results::{self, CsvTable, Invocation, RunsCsv};
 use crate::run::{resolve_strategies, setting_warnings, Materialized, RunSpec, Session};
@@ -37,6 +38,11 @@ pub struct SweepOptions {
     pub dataset_mb: Option<f64>,
     /// Limit of the application cache in MB; `None`: half the memory available.
     pub app_cache_mb: Option<f64>,
+    /// Storage profiles to measure under (a sweep dimension); `None`: the workload's
+    /// `sweep.storage`.
+    pub storage: Option<Vec<String>>,
+    /// A simulated training consumer for every online run.
+    pub consumer: Option<ConsumerSpec>,
 }
 
 /// Where a sweep reads and writes.
@@ -56,6 +62,7 @@ pub struct Cell {
     pub codec: Codec,
     pub threads: usize,
     pub cache: CacheMode,
+    pub storage: StorageProfile,
     pub trial: usize,
 }
 
@@ -66,6 +73,7 @@ pub struct Plan {
     pub epochs: u64,
     pub shards: usize,
     pub cells: Vec<Cell>,
+    pub consumer: Option<ConsumerSpec>,
 }
 
 impl Plan {
@@ -83,6 +91,18 @@ impl Plan {
             .unwrap_or_else(|| sweep.threads.clone());
         let cache = opts.cache.clone().unwrap_or_else(|| sweep.cache.clone());
         let trials = opts.trials.unwrap_or(sweep.trials);
+        let storage = opts
+            .storage
+            .clone()
+            .unwrap_or_else(|| sweep.storage.clone())
+            .iter()
+            .map(|name| {
+                workload
+                    .storage_profile(name)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", workload.origin))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        anyhow::ensure!(!storage.is_empty(), "--storage needs at least one profile");
         anyhow::ensure!(
             !codecs.is_empty() && !threads.is_empty() && !cache.is_empty(),
             "codecs, threads and cache need at least one value each"
@@ -106,14 +126,17 @@ impl Plan {
                         .iter()
                         .filter(|&&c| !(strategy.split == 0 && c == CacheMode::App))
                     {
-                        for trial in 0..trials {
-                            cells.push(Cell {
-                                strategy: strategy.clone(),
-                                codec,
-                                threads: t,
-                                cache: c,
-                                trial,
-                            });
+                        for profile in &storage {
+                            for trial in 0..trials {
+                                cells.push(Cell {
+                                    strategy: strategy.clone(),
+                                    codec,
+                                    threads: t,
+                                    cache: c,
+                                    storage: profile.clone(),
+                                    trial,
+                                });
+                            }
                         }
                     }
                 }
@@ -124,12 +147,15 @@ impl Plan {
             epochs: opts.epochs.unwrap_or(sweep.epochs).max(1) as u64,
             shards: opts.shards.unwrap_or(sweep.shards).max(1),
             cells,
+            consumer: opts.consumer,
         })
     }
 
     /// The stable id of a cell's run: equal settings give equal ids, so a rerun can skip it.
+    /// The storage profile and the consumer enter the key only when set (a profile by its
+    /// figures, so a redefined profile is a new run), so plain runs keep their ids.
     pub fn run_id(&self, workload: &Workload, seed: u64, cell: &Cell) -> String {
-        let key = format!(
+        let mut key = format!(
             "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
             workload.name,
             workload.yaml_hash(),
@@ -143,6 +169,12 @@ impl Plan {
             cell.cache,
             cell.trial
         );
+        if !cell.storage.is_passthrough() {
+            key.push_str(&format!("|storage:{:?}", cell.storage));
+        }
+        if let Some(consumer) = self.consumer {
+            key.push_str(&format!("|consumer:{consumer}"));
+        }
         format!("s{:014x}", xxhash_rust::xxh3::xxh3_64(key.as_bytes()) >> 8)
     }
 
@@ -407,8 +439,8 @@ fn sweep_workload(
     for cell in &order {
         let run_id = plan.run_id(&session.workload, opts.seed, cell);
         bar.set_message(format!(
-            "{} {} t{} {}",
-            cell.strategy.name, cell.codec, cell.threads, cell.cache
+            "{} {} t{} {} {}",
+            cell.strategy.name, cell.codec, cell.threads, cell.cache, cell.storage.name
         ));
         let stored = stores.get(&(cell.strategy.name.clone(), cell.codec));
         let spec = RunSpec {
@@ -422,6 +454,8 @@ fn sweep_workload(
             trial: cell.trial,
             verify: false,
             app_cache_bytes: crate::run::app_cache_bytes(opts.app_cache_mb),
+            storage: &cell.storage,
+            consumer: plan.consumer,
         };
         let mut measured = session.measure(&spec)?;
         if let Some(verdict) = verdicts.get(&(cell.strategy.name.clone(), cell.codec)) {

@@ -103,6 +103,8 @@ mod tests {
             epoch: 0,
             hash: false,
             fill: None,
+            throttle: None,
+            consumer: None,
         };
         assert_eq!(
             verify(&online).unwrap(),

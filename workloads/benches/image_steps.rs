@@ -14,6 +14,7 @@ const CTX: StepContext = StepContext {
     seed: 1,
     epoch: 0,
     step_index: 0,
+    files: None,
 };
 
 /// A photo-like RGB8 frame: smooth gradients with texture and noise.

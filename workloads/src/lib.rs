@@ -8,11 +8,13 @@ pub mod rng;
 pub mod sample;
 pub mod step;
 pub mod steps;
+pub mod storage;
 pub mod workload;
 
 pub use options::{CacheMode, Codec};
 pub use sample::{DType, Field, Sample, Tensor, TensorData};
 pub use step::{child_id, parent_of, Step, StepContext, StepError, CHILD_ID_BITS};
+pub use storage::{ReadFiles, StorageProfile};
 pub use workload::{Strategy, Workload, WorkloadError};
 
 /// The reference workloads shipped in `workloads/defs/`, by name.

@@ -7,6 +7,7 @@ use thiserror::Error;
 
 use crate::rng::SeededRng;
 use crate::sample::Sample;
+use crate::storage::ReadFiles;
 
 /// A step failed on one sample. The harness adds the sample id, the file and the step name.
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -23,20 +24,31 @@ impl StepError {
     }
 }
 
-/// What a step may depend on besides its input: the run's seed and the current epoch.
-/// Random steps draw from [`StepContext::rng`], so their output is a pure function of
+/// What a step may depend on besides its input: the run's seed, the current epoch, and how to
+/// read files. Random steps draw from [`StepContext::rng`], so their output is a pure function of
 /// (seed, sample id, epoch, step index) and identical whichever strategy ran them.
 #[derive(Clone, Copy, Debug)]
-pub struct StepContext {
+pub struct StepContext<'a> {
     pub seed: u64,
     pub epoch: u64,
     /// Position of the step in its workload; keeps two random steps' streams independent.
     pub step_index: usize,
+    /// Reads files for steps that read them (an emulated storage profile); `None`: the local
+    /// file system directly.
+    pub files: Option<&'a dyn ReadFiles>,
 }
 
-impl StepContext {
+impl StepContext<'_> {
     pub fn rng(&self, sample_id: u64) -> SeededRng {
         SeededRng::from_parts(&[self.seed, sample_id, self.epoch, self.step_index as u64])
+    }
+
+    /// Reads a whole file, through [`StepContext::files`] when set.
+    pub fn read_file(&self, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+        match self.files {
+            Some(files) => files.read_file(path),
+            None => std::fs::read(path),
+        }
     }
 }
 

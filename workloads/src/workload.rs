@@ -13,6 +13,7 @@ use thiserror::Error;
 use crate::options::{CacheMode, Codec};
 use crate::registry::{find_step, step_ops, StepSpec};
 use crate::step::Step;
+use crate::storage::StorageProfile;
 
 /// The strategy name of split 0 (every step online, raw files read online).
 pub const UNPROCESSED: &str = "unprocessed";
@@ -104,6 +105,14 @@ pub struct SweepDefaults {
     /// MB per sample, so every variant reads the same number of bytes (unless `--samples`).
     #[serde(default)]
     pub dataset_mb: Option<f64>,
+    /// Storage profiles to measure under: `local`, `paper-ceph-hdd`, or one defined under the
+    /// workload's `storage_profiles`.
+    #[serde(default = "default_storage")]
+    pub storage: Vec<String>,
+}
+
+fn default_storage() -> Vec<String> {
+    vec![crate::storage::LOCAL.to_string()]
 }
 
 /// A map whose values are lists of YAML scalars, kept as their text.
@@ -160,6 +169,7 @@ impl Default for SweepDefaults {
             shards: default_shards(),
             dataset_options: BTreeMap::new(),
             dataset_mb: None,
+            storage: default_storage(),
         }
     }
 }
@@ -197,6 +207,8 @@ pub struct Workload {
     pub dataset: DatasetSpec,
     pub steps: Vec<StepDef>,
     pub sweep: SweepDefaults,
+    /// Storage profiles this file defines, by name (besides the built-in ones).
+    pub storage_profiles: BTreeMap<String, StorageProfile>,
     /// The YAML text as loaded, kept for the results manifest.
     pub yaml: String,
     /// Where it was loaded from (a path, or `builtin:NAME`).
@@ -215,6 +227,8 @@ struct WorkloadFile {
     steps: Vec<StepDef>,
     #[serde(default)]
     sweep: SweepDefaults,
+    #[serde(default)]
+    storage_profiles: BTreeMap<String, StorageProfile>,
 }
 
 impl Workload {
@@ -244,6 +258,14 @@ impl Workload {
             dataset: file.dataset,
             steps: file.steps,
             sweep: file.sweep,
+            storage_profiles: file
+                .storage_profiles
+                .into_iter()
+                .map(|(name, mut profile)| {
+                    profile.name = name.clone();
+                    (name, profile)
+                })
+                .collect(),
             yaml: yaml.to_string(),
             origin: origin.to_string(),
         };
@@ -324,7 +346,27 @@ impl Workload {
             self.strategy(name)
                 .map_err(|message| self.invalid(Some("strategies"), message))?;
         }
+        for (name, profile) in &self.storage_profiles {
+            profile
+                .validate()
+                .map_err(|message| self.invalid(Some(name), message))?;
+        }
+        if sweep.storage.is_empty() {
+            return Err(self.invalid(
+                Some("storage"),
+                "sweep.storage must name at least one storage profile".into(),
+            ));
+        }
+        for name in &sweep.storage {
+            self.storage_profile(name)
+                .map_err(|message| self.invalid(Some("storage"), message))?;
+        }
         Ok(())
+    }
+
+    /// The storage profile `name`: one this file defines, or a built-in one.
+    pub fn storage_profile(&self, name: &str) -> Result<StorageProfile, String> {
+        crate::storage::find_profile(name, &self.storage_profiles)
     }
 
     /// Every strategy the steps allow: `unprocessed`, then one per step output up to (not
@@ -602,6 +644,39 @@ sweep:
   threads: [1, 2]
   codecs: [none, zstd:5]
 ";
+
+    #[test]
+    fn storage_profiles_are_defined_named_and_checked() {
+        let w = Workload::from_yaml(GOOD, "w.yaml").unwrap();
+        assert_eq!(w.sweep.storage, vec!["local".to_string()]);
+        let yaml = format!(
+            "{GOOD}  storage: [local, nfs, paper-ceph-hdd]\nstorage_profiles:\n  nfs:\n    description: our filer\n    stream_mb_s: 120\n    latency_ms: 0.5\n"
+        );
+        let w = Workload::from_yaml(&yaml, "w.yaml").unwrap();
+        let nfs = w.storage_profile("nfs").unwrap();
+        assert_eq!((nfs.name.as_str(), nfs.stream_mb_s), ("nfs", Some(120.0)));
+        assert_eq!(nfs.request_kb, 4.0);
+        assert_eq!(
+            w.storage_profile("paper-ceph-hdd").unwrap().iops,
+            Some(9853.0)
+        );
+        // An unknown profile in the sweep names the known ones and the line.
+        let (line, message) = err(&format!("{GOOD}  storage: [ceph]\n"));
+        assert!(
+            line.is_some() && message.contains("paper-ceph-hdd"),
+            "{message}"
+        );
+        // A bad figure names the profile and the figure; an unknown key is refused.
+        let (_, message) = err(&format!("{GOOD}storage_profiles:\n  slow:\n    iops: -3\n"));
+        assert!(
+            message.contains("`slow`") && message.contains("iops"),
+            "{message}"
+        );
+        let (_, message) = err(&format!(
+            "{GOOD}storage_profiles:\n  slow:\n    bandwidth: 3\n"
+        ));
+        assert!(message.contains("bandwidth"), "{message}");
+    }
 
     fn err(yaml: &str) -> (Option<usize>, String) {
         match Workload::from_yaml(yaml, "w.yaml").unwrap_err() {

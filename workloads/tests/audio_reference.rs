@@ -41,6 +41,7 @@ fn chain(steps_yaml: &str, sample: Sample) -> Sample {
                 seed: 0,
                 epoch: 0,
                 step_index: i,
+                files: None,
             };
             step.step.apply(s, &ctx).unwrap()
         })

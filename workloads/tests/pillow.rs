@@ -12,6 +12,7 @@ const CTX: StepContext = StepContext {
     seed: 0,
     epoch: 0,
     step_index: 0,
+    files: None,
 };
 
 fn fixture(name: &str) -> PathBuf {

@@ -45,6 +45,7 @@ fn run(workload: &Workload, sample: Sample) -> Vec<Sample> {
             seed: 0,
             epoch: 0,
             step_index: i,
+            files: None,
         };
         let mut next = Vec::new();
         for s in current {

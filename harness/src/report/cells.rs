@@ -15,6 +15,8 @@ use crate::table::Table;
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct CellKey {
     pub workload: String,
+    /// [`RunRow::condition`]: storage profile and consumer; empty for plain runs.
+    pub condition: String,
     pub split: usize,
     pub strategy: String,
     pub codec: String,
@@ -38,6 +40,9 @@ pub struct Cell {
     pub offline: Option<Summary>,
     pub invalid_runs: usize,
     pub verified: String,
+    /// Indices of the cell's rows in [`Results::rows`].
+    #[serde(skip)]
+    pub rows: Vec<usize>,
 }
 
 impl Cell {
@@ -51,15 +56,33 @@ impl Cell {
 }
 
 fn parse_rows(table: &Table) -> anyhow::Result<Vec<RunRow>> {
-    let col = |name: &str| table.column(name);
-    let cols: Vec<usize> = RunRow::columns()
+    // Columns added later may be missing from an older folder: they read as absent.
+    let cols: Vec<Option<usize>> = RunRow::columns()
         .iter()
-        .map(|c| col(c))
+        .map(|c| match table.column(c) {
+            Ok(i) => Ok(Some(i)),
+            Err(_) if crate::results::LATER_COLUMNS.contains(&c.as_str()) => Ok(None),
+            Err(e) => Err(e),
+        })
         .collect::<Result<_, _>>()?;
     let mut rows = Vec::with_capacity(table.rows.len());
     for r in 0..table.rows.len() {
-        let s = |i: usize| table.text(r, cols[i]).to_string();
-        let n = |i: usize| -> anyhow::Result<f64> { Ok(table.number(r, cols[i])?.unwrap_or(0.0)) };
+        let s = |i: usize| cols[i].map_or_else(String::new, |c| table.text(r, c).to_string());
+        let maybe = |i: usize| -> anyhow::Result<Option<f64>> {
+            Ok(match cols[i] {
+                Some(c) => table.number(r, c)?,
+                None => None,
+            })
+        };
+        let n = |i: usize| -> anyhow::Result<f64> { Ok(maybe(i)?.unwrap_or(0.0)) };
+        let or = |i: usize, default: &str| {
+            let v = s(i);
+            if v.is_empty() {
+                default.to_string()
+            } else {
+                v
+            }
+        };
         rows.push(RunRow {
             run_id: s(0),
             started_utc: s(1),
@@ -89,6 +112,15 @@ fn parse_rows(table: &Table) -> anyhow::Result<Vec<RunRow>> {
             residency_after_pct: n(25)?,
             valid: s(26) == "true",
             verified: s(27),
+            storage: or(28, workloads::storage::LOCAL),
+            consumer: or(29, "-"),
+            au_pct: maybe(30)?,
+            stall_pct: maybe(31)?,
+            first_batch_s: maybe(32)?,
+            batch_wait_p50_ms: maybe(33)?,
+            batch_wait_p99_ms: maybe(34)?,
+            device_read_mb_s: maybe(35)?,
+            cpu_busy_pct: maybe(36)?,
         });
     }
     Ok(rows)
@@ -256,38 +288,15 @@ impl Results {
         })
     }
 
-    /// The rows of one cell (`unprocessed` matches any codec).
-    pub fn cell_rows<'r>(
-        &'r self,
-        workload: &'r str,
-        strategy: &'r str,
-        codec: &'r str,
-        threads: usize,
-        cache: &'r str,
-        epoch: u64,
-    ) -> impl Iterator<Item = &'r RunRow> + 'r {
-        self.rows.iter().filter(move |r| {
-            r.workload == workload
-                && r.strategy == strategy
-                && (r.codec == codec || r.split == 0)
-                && r.threads == threads
-                && r.cache == cache
-                && r.epoch == epoch
-        })
+    /// The rows of one cell.
+    pub fn cell_rows<'r>(&'r self, cell: &'r Cell) -> impl Iterator<Item = &'r RunRow> + 'r {
+        cell.rows.iter().filter_map(|&i| self.rows.get(i))
     }
 
     /// Mean device read rate (MB/s) and CPU busy share (%) over a cell's sampled online epochs.
-    pub fn cell_system(
-        &self,
-        workload: &str,
-        strategy: &str,
-        codec: &str,
-        threads: usize,
-        cache: &str,
-        epoch: u64,
-    ) -> Option<(f64, f64)> {
+    pub fn cell_system(&self, cell: &Cell) -> Option<(f64, f64)> {
         let (mut mb, mut seconds, mut busy) = (0.0, 0.0, 0.0);
-        for row in self.cell_rows(workload, strategy, codec, threads, cache, epoch) {
+        for row in self.cell_rows(cell) {
             if let Some((m, s, b)) = self.system.get(&(row.run_id.clone(), row.epoch)) {
                 mb += m;
                 seconds += s;
@@ -298,18 +307,10 @@ impl Results {
     }
 
     /// The stages of every run of a cell summed over its trials, with the cell's wall time.
-    pub fn cell_stages(
-        &self,
-        workload: &str,
-        strategy: &str,
-        codec: &str,
-        threads: usize,
-        cache: &str,
-        epoch: u64,
-    ) -> Option<(Vec<crate::attribution::Stage>, f64)> {
+    pub fn cell_stages(&self, cell: &Cell) -> Option<(Vec<crate::attribution::Stage>, f64)> {
         let mut total: Vec<crate::attribution::Stage> = Vec::new();
         let mut wall = 0.0;
-        for row in self.cell_rows(workload, strategy, codec, threads, cache, epoch) {
+        for row in self.cell_rows(cell) {
             let Some(stages) = self.stages.get(&(row.run_id.clone(), row.epoch)) else {
                 continue;
             };
@@ -324,12 +325,25 @@ impl Results {
         (!total.is_empty()).then_some((total, wall))
     }
 
+    /// Every (workload, condition) measured, in the order first seen.
+    pub fn conditions(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for row in &self.rows {
+            let pair = (row.workload.clone(), row.condition());
+            if !out.contains(&pair) {
+                out.push(pair);
+            }
+        }
+        out
+    }
+
     /// Every cell, ordered by workload, split, codec, threads, cache, epoch.
     pub fn cells(&self) -> Vec<Cell> {
-        let mut groups: BTreeMap<CellKey, Vec<&RunRow>> = BTreeMap::new();
-        for row in &self.rows {
+        let mut groups: BTreeMap<CellKey, Vec<usize>> = BTreeMap::new();
+        for (index, row) in self.rows.iter().enumerate() {
             let key = CellKey {
                 workload: row.workload.clone(),
+                condition: row.condition(),
                 split: row.split,
                 strategy: row.strategy.clone(),
                 codec: row.codec.clone(),
@@ -337,11 +351,12 @@ impl Results {
                 cache: row.cache.clone(),
                 epoch: row.epoch,
             };
-            groups.entry(key).or_default().push(row);
+            groups.entry(key).or_default().push(index);
         }
         groups
             .into_iter()
-            .filter_map(|(key, rows)| {
+            .filter_map(|(key, indices)| {
+                let rows: Vec<&RunRow> = indices.iter().map(|&i| &self.rows[i]).collect();
                 let throughput =
                     Summary::of(&rows.iter().map(|r| r.throughput_sps).collect::<Vec<_>>()).ok()?;
                 let online =
@@ -375,6 +390,7 @@ impl Results {
                     invalid_runs: rows.iter().filter(|r| !r.valid).count(),
                     verified,
                     key,
+                    rows: indices,
                 })
             })
             .collect()

@@ -21,9 +21,8 @@ pub const MAX_CV: f64 = 0.10;
 /// Cells with fewer trials than this get a warning.
 pub const MIN_TRIALS: usize = 3;
 
-/// The paper pipeline of a workload: from the workload YAML recorded in the manifest, else from
-/// the reference workload of that name.
-fn paper_name(results: &Results, workload: &str) -> Option<String> {
+/// A workload as recorded in the manifest (its YAML), else the reference workload of that name.
+fn recorded_workload(results: &Results, workload: &str) -> Option<workloads::Workload> {
     let recorded = results
         .manifest
         .get("workloads")
@@ -32,12 +31,94 @@ fn paper_name(results: &Results, workload: &str) -> Option<String> {
             map.values()
                 .filter(|v| v.get("name").and_then(|n| n.as_str()) == Some(workload))
                 .find_map(|v| {
-                    workloads::Workload::from_yaml(v.get("yaml")?.as_str()?, "manifest")
-                        .ok()?
-                        .paper
+                    workloads::Workload::from_yaml(v.get("yaml")?.as_str()?, "manifest").ok()
                 })
         });
-    recorded.or_else(|| workloads::load(workload).ok()?.paper)
+    recorded.or_else(|| workloads::load(workload).ok())
+}
+
+/// The paper pipeline of a workload, from its recorded YAML.
+fn paper_name(results: &Results, workload: &str) -> Option<String> {
+    recorded_workload(results, workload)?.paper
+}
+
+/// What a view's runs were measured under, in words: the storage profile's figures and the
+/// consumer; `None` for plain runs.
+fn condition_line(results: &Results, view: &WorkloadView) -> Option<String> {
+    let row = view
+        .cells
+        .first()
+        .and_then(|c| results.cell_rows(c).next())?;
+    let mut parts = Vec::new();
+    if !matches!(row.storage.as_str(), "" | "-" | workloads::storage::LOCAL) {
+        let profile = recorded_workload(results, &view.name)
+            .and_then(|w| w.storage_profile(&row.storage).ok())
+            .or_else(|| workloads::storage::find_profile(&row.storage, &Default::default()).ok());
+        parts.push(match profile {
+            Some(p) => format!(
+                "Measured under the emulated storage profile `{}`{}: {}. Online reads were delayed to it (docs/measurement.md)",
+                p.name,
+                if p.description.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", p.description)
+                },
+                profile_figures(&p)
+            ),
+            None => format!("Measured under the emulated storage profile `{}`", row.storage),
+        });
+    }
+    if !matches!(row.consumer.as_str(), "" | "-") {
+        parts.push(format!(
+            "With the simulated training consumer `{}` (batch x compute time - sleep or spin - prefetch depth in batches)",
+            row.consumer
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join(". ") + ".")
+}
+
+/// A storage profile's figures in words.
+fn profile_figures(p: &workloads::StorageProfile) -> String {
+    let limit = |v: Option<f64>, unit: &str| {
+        v.map_or_else(|| "unlimited".to_string(), |v| format!("{v} {unit}"))
+    };
+    format!(
+        "files of {} KiB and more stream at {} per reader and {} in all after {:.3} ms; smaller files take {:.3} ms per {} KiB request, {}",
+        p.small_file_kb,
+        limit(p.stream_mb_s, "MB/s"),
+        limit(p.aggregate_mb_s, "MB/s"),
+        p.latency_ms,
+        p.latency_ms,
+        p.request_kb,
+        limit(p.iops, "requests/s in all")
+    )
+}
+
+/// The storage profiles the runs were measured under, with their run counts.
+fn storage_line(results: &Results) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for row in &results.rows {
+        if row.storage == "-" || !seen.insert(&row.run_id) {
+            continue;
+        }
+        match counts.iter_mut().find(|(n, _)| *n == row.storage) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((row.storage.clone(), 1)),
+        }
+    }
+    let list: Vec<String> = counts
+        .iter()
+        .map(|(name, n)| {
+            let what = if name == workloads::storage::LOCAL {
+                "the disk as it is".to_string()
+            } else {
+                "emulated".to_string()
+            };
+            format!("`{name}` ({what}, {n} runs)")
+        })
+        .collect();
+    format!("Storage profiles: {}.", list.join(", "))
 }
 
 /// Picks out a problem cell, with a detail to show beside its name.
@@ -47,8 +128,13 @@ type CellTest = fn(&Cell) -> Option<String>;
 fn warnings(cells: &[Cell]) -> Vec<String> {
     let label = |c: &Cell| {
         let k = &c.key;
+        let condition = if k.condition.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", k.condition)
+        };
         format!(
-            "{}/{}/{}/{}t/{} e{}",
+            "{}/{}/{}/{}t/{} e{}{condition}",
             k.workload, k.strategy, k.codec, k.threads, k.cache, k.epoch
         )
     };
@@ -100,6 +186,7 @@ fn warnings(cells: &[Cell]) -> Vec<String> {
 fn summary_csv(cells: &[Cell]) -> String {
     let columns = [
         "workload",
+        "condition",
         "strategy",
         "split",
         "codec",
@@ -130,6 +217,7 @@ fn summary_csv(cells: &[Cell]) -> String {
         let (k, t) = (&c.key, &c.throughput);
         let values = vec![
             k.workload.clone(),
+            k.condition.clone(),
             k.strategy.clone(),
             k.split.to_string(),
             k.codec.clone(),
@@ -184,15 +272,10 @@ pub struct ReportFiles {
 pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
     let results = Results::load(dir)?;
     let cells = results.cells();
-    let mut names: Vec<String> = Vec::new();
-    for row in &results.rows {
-        if !names.contains(&row.workload) {
-            names.push(row.workload.clone());
-        }
-    }
-    let views: Vec<WorkloadView> = names
+    let views: Vec<WorkloadView> = results
+        .conditions()
         .iter()
-        .map(|n| WorkloadView::new(n, &cells, paper_name(&results, n)))
+        .map(|(n, condition)| WorkloadView::new(n, condition, &cells, paper_name(&results, n)))
         .collect();
     let plots_dir = dir.join("plots");
     std::fs::create_dir_all(&plots_dir)
@@ -210,8 +293,9 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "# prepbench report\n\n{}\n\n{} runs ({} rows) in {} cells.\n",
+        "# prepbench report\n\n{}\n\n{}\n\n{} runs ({} rows) in {} cells.\n",
         machine_line(&results),
+        storage_line(&results),
         results
             .rows
             .iter()
@@ -226,9 +310,14 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
     let mut variant_groups: Vec<(String, Vec<&WorkloadView>)> = Vec::new();
     for view in &views {
         if let (base, Some(_)) = view.variant() {
-            match variant_groups.iter_mut().find(|(b, _)| b == base) {
+            let base = if view.condition.is_empty() {
+                base.to_string()
+            } else {
+                format!("{base} [{}]", view.condition)
+            };
+            match variant_groups.iter_mut().find(|(b, _)| *b == base) {
                 Some((_, group)) => group.push(view),
-                None => variant_groups.push((base.to_string(), vec![view])),
+                None => variant_groups.push((base, vec![view])),
             }
         }
     }
@@ -242,9 +331,12 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
         let _ = writeln!(md, "## {base}\n\n{}", tables::variants(base, group));
     }
     for view in views.iter().filter(|v| v.variant().1.is_none()) {
-        let _ = writeln!(md, "## {}\n", view.name);
+        let _ = writeln!(md, "## {}\n", view.title());
         if let Some(p) = &view.paper_name {
             let _ = writeln!(md, "Reproduces the paper's `{p}` pipeline.\n");
+        }
+        if let Some(line) = condition_line(&results, view) {
+            let _ = writeln!(md, "{line}\n");
         }
         let _ = writeln!(md, "### Strategies\n\n{}", tables::strategies(view));
         if let Some(t) = tables::compression(view) {
@@ -257,6 +349,9 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
         if let Some(t) = tables::bottlenecks(view, &results) {
             let _ = writeln!(md, "### Where the time goes\n\n{t}");
         }
+        if let Some(t) = tables::training(view, &results) {
+            let _ = writeln!(md, "### Simulated training\n\n{t}");
+        }
         let tau = findings::kendall(view);
         match tau {
             Some((tau, n)) => {
@@ -267,7 +362,7 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
             }
         }
         kendall.insert(
-            view.name.clone(),
+            view.title(),
             json!(tau.map(|(t, n)| json!({"tau": t, "strategies": n}))),
         );
         let mut plot_links = Vec::new();

@@ -74,11 +74,11 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
             },
         ];
         out.push((
-            format!("{}-tradeoff.svg", view.name),
+            format!("{}-tradeoff.svg", view.file_stem()),
             chart(
                 format!(
                     "{}: throughput vs storage ({t} threads, codec none)",
-                    view.name
+                    view.title()
                 ),
                 MB,
                 SPS,
@@ -108,9 +108,9 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
             })
             .collect();
         out.push((
-            format!("{}-threads.svg", view.name),
+            format!("{}-threads.svg", view.file_stem()),
             chart(
-                format!("{}: thread scaling (codec none)", view.name),
+                format!("{}: thread scaling (codec none)", view.title()),
                 "worker threads",
                 SPS,
                 Scale::Linear,
@@ -143,9 +143,9 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
             })
             .collect();
         out.push((
-            format!("{}-codecs.svg", view.name),
+            format!("{}-codecs.svg", view.file_stem()),
             chart(
-                format!("{}: codec effect ({t} threads)", view.name),
+                format!("{}: codec effect ({t} threads)", view.title()),
                 MB,
                 SPS,
                 Scale::Log,
@@ -179,7 +179,7 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
     ];
     if series.iter().any(|s| !s.points.is_empty()) {
         let mut c = chart(
-            format!("{}: cache effect ({t} threads, codec none)", view.name),
+            format!("{}: cache effect ({t} threads, codec none)", view.title()),
             "strategy",
             "throughput (samples/s)",
             Scale::Linear,
@@ -187,7 +187,7 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
             series,
         );
         c.x_categories = names;
-        out.push((format!("{}-cache.svg", view.name), c));
+        out.push((format!("{}-cache.svg", view.file_stem()), c));
     }
     out
 }

@@ -293,7 +293,10 @@ pub fn bottlenecks(view: &WorkloadView, results: &crate::report::cells::Results)
     let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     let mut any = false;
     for (_, s) in &view.strategies {
-        let Some((stages, wall)) = results.cell_stages(&view.name, s, "none", t, "cold", 0) else {
+        let Some(cell) = view.cold(s, "none", t) else {
+            continue;
+        };
+        let Some((stages, wall)) = results.cell_stages(cell) else {
             continue;
         };
         any = true;
@@ -303,16 +306,14 @@ pub fn bottlenecks(view: &WorkloadView, results: &crate::report::cells::Results)
             .find(|x| x.kind == "consumer")
             .map(|x| format!("{:.0} %", crate::attribution::share_pct(x, &stages, wall)))
             .unwrap_or_else(|| "-".into());
-        let (read, busy) = match results.cell_system(&view.name, s, "none", t, "cold", 0) {
+        let (read, busy) = match results.cell_system(cell) {
             Some((read, busy)) => (format!("{read:.0}"), format!("{busy:.0} %")),
             None => ("-".into(), "-".into()),
         };
         // Process CPU time (user + system) per sample of the online phase.
-        let (cpu, samples) = results
-            .cell_rows(&view.name, s, "none", t, "cold", 0)
-            .fold((0.0, 0u64), |(c, n), r| {
-                (c + r.cpu_user_s + r.cpu_sys_s, n + r.samples)
-            });
+        let (cpu, samples) = results.cell_rows(cell).fold((0.0, 0u64), |(c, n), r| {
+            (c + r.cpu_user_s + r.cpu_sys_s, n + r.samples)
+        });
         let cpu_ms = if samples > 0 {
             format!("{:.3}", 1e3 * cpu / samples as f64)
         } else {
@@ -322,6 +323,73 @@ pub fn bottlenecks(view: &WorkloadView, results: &crate::report::cells::Results)
             out,
             "| {s} | {bound} | {evidence} | {consumer} | {read} | {busy} | {cpu_ms} |"
         );
+    }
+    any.then_some(out)
+}
+
+/// Per strategy and epoch of a view with a simulated consumer (codec none, most threads): what
+/// the training saw, beside the null-I/O control's utilisation (the consumer's own ceiling).
+pub fn training(view: &WorkloadView, results: &crate::report::cells::Results) -> Option<String> {
+    let t = view.max_threads();
+    let mean = |cell: &crate::report::cells::Cell,
+                f: fn(&crate::results::RunRow) -> Option<f64>| {
+        let values: Vec<f64> = results.cell_rows(cell).filter_map(f).collect();
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    };
+    let show = |v: Option<f64>, digits: usize| {
+        v.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"))
+    };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Codec none, {t} threads, means over trials. AU (accelerator utilisation) = compute time / wall time, as MLPerf Storage defines it; stall = time waiting for a batch / wall time; the null-I/O control feeds the same consumer copies of one sample from memory, so its AU is the most this consumer can reach.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| strategy | cache | epoch | samples/s | AU | stall | first batch s | batch wait p50 ms | p99 ms | null-I/O AU |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
+    let mut any = false;
+    for (_, s) in &view.strategies {
+        let control = view
+            .cells
+            .iter()
+            .find(|c| {
+                c.key.strategy == *s
+                    && c.key.threads == t
+                    && c.key.cache == "null-io"
+                    && (c.key.codec == "none" || c.key.split == 0)
+            })
+            .and_then(|c| mean(c, |r| r.au_pct));
+        let mut cells: Vec<_> = view
+            .cells
+            .iter()
+            .filter(|c| {
+                c.key.strategy == *s
+                    && c.key.threads == t
+                    && c.key.cache != "null-io"
+                    && (c.key.codec == "none" || c.key.split == 0)
+            })
+            .collect();
+        cells.sort_by(|a, b| (&a.key.cache, a.key.epoch).cmp(&(&b.key.cache, b.key.epoch)));
+        for cell in cells {
+            let Some(au) = mean(cell, |r| r.au_pct) else {
+                continue;
+            };
+            any = true;
+            let _ = writeln!(
+                out,
+                "| {s} | {} | {} | {:.0} | {au:.1} % | {} % | {} | {} | {} | {} |",
+                cell.key.cache,
+                cell.key.epoch,
+                cell.throughput.mean,
+                show(mean(cell, |r| r.stall_pct), 1),
+                show(mean(cell, |r| r.first_batch_s), 3),
+                show(mean(cell, |r| r.batch_wait_p50_ms), 2),
+                show(mean(cell, |r| r.batch_wait_p99_ms), 2),
+                control.map_or_else(|| "-".to_string(), |c| format!("{c:.1} %")),
+            );
+        }
     }
     any.then_some(out)
 }

@@ -6,6 +6,8 @@ use crate::report::cells::Cell;
 
 pub struct WorkloadView<'a> {
     pub name: String,
+    /// The storage profile and consumer its runs were measured under (empty: plain runs).
+    pub condition: String,
     pub cells: Vec<&'a Cell>,
     /// (split, name), in split order.
     pub strategies: Vec<(usize, String)>,
@@ -17,8 +19,16 @@ pub struct WorkloadView<'a> {
 }
 
 impl<'a> WorkloadView<'a> {
-    pub fn new(name: &str, all: &'a [Cell], paper_name: Option<String>) -> WorkloadView<'a> {
-        let cells: Vec<&Cell> = all.iter().filter(|c| c.key.workload == name).collect();
+    pub fn new(
+        name: &str,
+        condition: &str,
+        all: &'a [Cell],
+        paper_name: Option<String>,
+    ) -> WorkloadView<'a> {
+        let cells: Vec<&Cell> = all
+            .iter()
+            .filter(|c| c.key.workload == name && c.key.condition == condition)
+            .collect();
         let mut strategies: Vec<(usize, String)> = cells
             .iter()
             .map(|c| (c.key.split, c.key.strategy.clone()))
@@ -34,6 +44,7 @@ impl<'a> WorkloadView<'a> {
         let paper = paper_name.as_deref().and_then(paper::pipeline);
         WorkloadView {
             name: name.to_string(),
+            condition: condition.to_string(),
             cells,
             strategies,
             codecs,
@@ -41,6 +52,34 @@ impl<'a> WorkloadView<'a> {
             paper,
             paper_name,
         }
+    }
+
+    /// The name with its condition, as report headings and findings show it.
+    pub fn title(&self) -> String {
+        if self.condition.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{} [{}]", self.name, self.condition)
+        }
+    }
+
+    /// A file-name stem for the view's plots: the title with anything but letters, digits,
+    /// `-`, `_`, `.`, `@`, `=` made `-`.
+    pub fn file_stem(&self) -> String {
+        self.title()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-_.@=".contains(c) {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect::<String>()
+            .split('-')
+            .filter(|p| !p.is_empty())
+            .collect::<Vec<_>>()
+            .join("-")
     }
 
     /// The workload a dataset variant (`name@k=v`) belongs to, and its options; `None` for a

@@ -305,7 +305,7 @@ impl ShardWriter {
 /// A file whose `read` calls are timed: the storage part of reading a shard, apart from
 /// decompression and framing.
 struct TimedFile {
-    file: File,
+    file: Box<dyn Read + Send>,
     nanos: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
@@ -333,7 +333,20 @@ pub struct ShardReader {
 
 impl ShardReader {
     pub fn open(path: &Path, codec: Codec) -> Result<ShardReader, StoreError> {
-        let file = File::open(path).map_err(io_error(path))?;
+        ShardReader::open_through(path, codec, None)
+    }
+
+    /// Opens a shard whose reads go through an emulated storage `throttle` (their delay counts
+    /// as read time).
+    pub fn open_through(
+        path: &Path,
+        codec: Codec,
+        throttle: Option<&std::sync::Arc<crate::emulate::Throttle>>,
+    ) -> Result<ShardReader, StoreError> {
+        let file: Box<dyn Read + Send> = match throttle {
+            Some(t) => Box::new(t.open(path).map_err(io_error(path))?),
+            None => Box::new(File::open(path).map_err(io_error(path))?),
+        };
         let read_nanos = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let timed = TimedFile {
             file,

@@ -356,6 +356,7 @@ mod tests {
         seed: 0,
         epoch: 0,
         step_index: 1,
+        files: None,
     };
 
     fn step(yaml: &str) -> Box<dyn Step> {

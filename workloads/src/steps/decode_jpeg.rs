@@ -158,6 +158,7 @@ mod tests {
         seed: 0,
         epoch: 0,
         step_index: 1,
+        files: None,
     };
 
     #[test]

@@ -158,6 +158,7 @@ mod tests {
             seed: 0,
             epoch: 0,
             step_index: 0,
+            files: None,
         };
         let floats: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]
             .iter()

@@ -126,6 +126,7 @@ mod tests {
         seed: 0,
         epoch: 0,
         step_index: 1,
+        files: None,
     };
 
     fn step(to_uint8: bool) -> DecodePng {

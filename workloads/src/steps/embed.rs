@@ -190,6 +190,7 @@ mod tests {
             seed: 0,
             epoch: 0,
             step_index: 0,
+            files: None,
         };
         let out = step.apply(sample, &ctx).unwrap();
         let t = table(3, 10, 4);

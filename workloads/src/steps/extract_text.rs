@@ -337,6 +337,7 @@ mod tests {
             seed: 0,
             epoch: 0,
             step_index: 0,
+            files: None,
         };
         let input = || Sample::new(0).with("data", Field::Bytes(b"<p>caf\xe9</p>".to_vec()));
         let strict = ExtractText::new(Params {

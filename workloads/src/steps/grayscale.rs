@@ -107,6 +107,7 @@ mod tests {
                 seed: 0,
                 epoch: 0,
                 step_index: 0,
+                files: None,
             },
         )
         .unwrap();

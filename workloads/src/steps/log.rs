@@ -98,6 +98,7 @@ mod tests {
             seed: 0,
             epoch: 0,
             step_index: 0,
+            files: None,
         };
         let out = step.apply(sample, &ctx).unwrap();
         let TensorData::F32(v) = out.tensor("x").unwrap().data() else {

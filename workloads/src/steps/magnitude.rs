@@ -101,6 +101,7 @@ mod tests {
             seed: 0,
             epoch: 0,
             step_index: 0,
+            files: None,
         };
         let input = || {
             Sample::new(0).with(

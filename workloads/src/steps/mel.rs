@@ -390,6 +390,7 @@ mod tests {
             seed: 0,
             epoch: 0,
             step_index: 0,
+            files: None,
         };
         assert!(mel
             .apply(sample, &ctx)

@@ -122,6 +122,7 @@ mod tests {
             seed: 0,
             epoch: 0,
             step_index: 0,
+            files: None,
         };
         let tokens = |v: Vec<i32>| {
             Sample::new(0).with(

@@ -118,6 +118,7 @@ mod tests {
                     seed: 0,
                     epoch: 0,
                     step_index: 3,
+                    files: None,
                 },
             )
             .unwrap();

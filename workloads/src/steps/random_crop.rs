@@ -158,6 +158,7 @@ mod tests {
             seed: 1,
             epoch: 0,
             step_index: 4,
+            files: None,
         };
         let out = crop().apply(ramp(0, 10, 12), &ctx).unwrap();
         let t = out.tensor("image").unwrap();
@@ -185,6 +186,7 @@ mod tests {
                             seed: 9,
                             epoch,
                             step_index: 4,
+                            files: None,
                         },
                     )
                     .unwrap(),
@@ -209,6 +211,7 @@ mod tests {
             seed: 1,
             epoch: 0,
             step_index: 4,
+            files: None,
         };
         let boxes = Tensor::new(vec![1, 4], TensorData::F32(vec![3.0, 2.0, 4.0, 3.0])).unwrap();
         let step = RandomCrop::new(Params {
@@ -243,6 +246,7 @@ mod tests {
             seed: 1,
             epoch: 0,
             step_index: 4,
+            files: None,
         };
         let err = crop().apply(ramp(0, 3, 12), &ctx).unwrap_err();
         assert!(err.message.contains("cannot crop"), "{err}");

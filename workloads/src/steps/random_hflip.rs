@@ -113,6 +113,7 @@ mod tests {
                         seed: 4,
                         epoch: 1,
                         step_index: 3,
+                        files: None,
                     },
                 )
                 .unwrap();

@@ -63,10 +63,11 @@ impl ReadFile {
 }
 
 impl Step for ReadFile {
-    fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
+    fn apply(&self, mut sample: Sample, ctx: &StepContext) -> Result<Sample, StepError> {
         let path = sample.text(&self.params.from)?.to_string();
-        let bytes =
-            std::fs::read(&path).map_err(|e| StepError::new(format!("cannot read {path}: {e}")))?;
+        let bytes = ctx
+            .read_file(std::path::Path::new(&path))
+            .map_err(|e| StepError::new(format!("cannot read {path}: {e}")))?;
         if !self.params.keep_path {
             sample.remove(&self.params.from);
         }
@@ -95,6 +96,7 @@ mod tests {
             seed: 0,
             epoch: 0,
             step_index: 0,
+            files: None,
         };
         let s = Sample::new(3).with("path", Field::Text(file.display().to_string()));
         let out = step.apply(s, &ctx).unwrap();

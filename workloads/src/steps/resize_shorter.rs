@@ -197,6 +197,7 @@ mod tests {
         seed: 0,
         epoch: 0,
         step_index: 2,
+        files: None,
     };
 
     fn image(h: usize, w: usize, f: impl Fn(usize, usize) -> u8) -> Sample {

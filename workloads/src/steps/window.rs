@@ -155,6 +155,7 @@ mod tests {
             seed: 0,
             epoch: 0,
             step_index: 0,
+            files: None,
         };
         let mut out = Vec::new();
         w.apply_many(sample, &ctx, &mut out).unwrap();

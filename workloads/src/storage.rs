@@ -1,0 +1,208 @@
+//! Storage profiles: the bandwidth and latency of the storage a result is measured under. The
+//! harness emulates a profile on a faster local disk by delaying reads (see
+//! `docs/measurement.md`); steps read files through [`ReadFiles`] so that raw-file reads are
+//! delayed like shard reads.
+//!
+//! The model has two regimes, as fio measures storage. A file of at least `small_file_kb` is
+//! *streamed*: one request latency when it is opened, then its bytes at `stream_mb_s` per reader
+//! and `aggregate_mb_s` over all readers. A smaller file is read as random requests of
+//! `request_kb`, each taking `latency_ms` on its reader, at most `iops` of them per second over
+//! all readers.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// How steps read files. The harness passes one that emulates a storage profile; without one,
+/// steps read with `std::fs::read`.
+pub trait ReadFiles: Sync + fmt::Debug {
+    fn read_file(&self, path: &Path) -> std::io::Result<Vec<u8>>;
+}
+
+/// The name of the profile that adds nothing: the local disk as it is.
+pub const LOCAL: &str = "local";
+
+/// One storage profile. Absent limits are unlimited.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageProfile {
+    #[serde(skip_deserializing)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// One reader streaming one large file, MB/s (1e6 B).
+    #[serde(default)]
+    pub stream_mb_s: Option<f64>,
+    /// All readers together streaming large files, MB/s.
+    #[serde(default)]
+    pub aggregate_mb_s: Option<f64>,
+    /// Latency of one request in milliseconds: once per large file, per `request_kb` of a small
+    /// file.
+    #[serde(default)]
+    pub latency_ms: f64,
+    /// Size of one random request to a small file, KiB.
+    #[serde(default = "default_request_kb")]
+    pub request_kb: f64,
+    /// Random requests per second over all readers.
+    #[serde(default)]
+    pub iops: Option<f64>,
+    /// Files below this size (KiB) are read as random requests; larger ones are streamed.
+    #[serde(default = "default_small_file_kb")]
+    pub small_file_kb: f64,
+}
+
+fn default_request_kb() -> f64 {
+    4.0
+}
+
+fn default_small_file_kb() -> f64 {
+    1024.0
+}
+
+impl StorageProfile {
+    /// The local disk unchanged.
+    pub fn local() -> StorageProfile {
+        StorageProfile {
+            name: LOCAL.into(),
+            description: "the local disk as it is, nothing emulated".into(),
+            stream_mb_s: None,
+            aggregate_mb_s: None,
+            latency_ms: 0.0,
+            request_kb: default_request_kb(),
+            iops: None,
+            small_file_kb: default_small_file_kb(),
+        }
+    }
+
+    /// The paper's HDD-backed Ceph over 10 Gb/s, from its fio figures
+    /// (`results/paper/storage_profile.csv`): 219 MB/s for one thread reading one file, 910 MB/s
+    /// for eight; 1629 random 4 KiB requests per second (6.6 MB/s) for one thread over 5000 small
+    /// files, 9853 (40.4 MB/s) for eight.
+    pub fn paper_ceph_hdd() -> StorageProfile {
+        StorageProfile {
+            name: "paper-ceph-hdd".into(),
+            description: "the paper's HDD-backed Ceph (fio: 219 MB/s one stream, 910 MB/s eight; \
+                          6.6 MB/s one thread over small files, 40.4 MB/s eight)"
+                .into(),
+            stream_mb_s: Some(219.0),
+            aggregate_mb_s: Some(910.0),
+            latency_ms: 1000.0 / 1629.0,
+            request_kb: 4.0,
+            iops: Some(9853.0),
+            small_file_kb: default_small_file_kb(),
+        }
+    }
+
+    /// The built-in profiles by name.
+    pub fn builtin() -> Vec<StorageProfile> {
+        vec![StorageProfile::local(), StorageProfile::paper_ceph_hdd()]
+    }
+
+    /// Whether reads under this profile are left alone (nothing to emulate).
+    pub fn is_passthrough(&self) -> bool {
+        self.stream_mb_s.is_none()
+            && self.aggregate_mb_s.is_none()
+            && self.iops.is_none()
+            && self.latency_ms == 0.0
+    }
+
+    /// Checks every figure is positive and finite; the message names the bad one.
+    pub fn validate(&self) -> Result<(), String> {
+        let positive = |what: &str, v: f64| {
+            if v > 0.0 && v.is_finite() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "storage profile `{}`: {what} must be a positive number, got {v}",
+                    self.name
+                ))
+            }
+        };
+        for (what, v) in [
+            ("stream_mb_s", self.stream_mb_s),
+            ("aggregate_mb_s", self.aggregate_mb_s),
+            ("iops", self.iops),
+        ] {
+            if let Some(v) = v {
+                positive(what, v)?;
+            }
+        }
+        positive("request_kb", self.request_kb)?;
+        positive("small_file_kb", self.small_file_kb)?;
+        if !(self.latency_ms >= 0.0 && self.latency_ms.is_finite()) {
+            return Err(format!(
+                "storage profile `{}`: latency_ms must be zero or positive, got {}",
+                self.name, self.latency_ms
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Finds `name` among `custom` profiles (a workload's `storage_profiles`) and the built-in ones.
+pub fn find_profile(
+    name: &str,
+    custom: &BTreeMap<String, StorageProfile>,
+) -> Result<StorageProfile, String> {
+    if let Some(p) = custom.get(name) {
+        return Ok(p.clone());
+    }
+    StorageProfile::builtin()
+        .into_iter()
+        .find(|p| p.name == name)
+        .ok_or_else(|| {
+            let mut known: Vec<String> = StorageProfile::builtin()
+                .into_iter()
+                .map(|p| p.name)
+                .collect();
+            known.extend(custom.keys().cloned());
+            format!(
+                "no storage profile `{name}`; known: {} (define others under `storage_profiles:` \
+                 in the workload file)",
+                known.join(", ")
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paper_profile_reproduces_the_fio_figures() {
+        let p = StorageProfile::paper_ceph_hdd();
+        // One thread over small files: one request per latency.
+        let one = p.request_kb * 1024.0 / (p.latency_ms / 1000.0) / 1e6;
+        assert!((one - 6.67).abs() < 0.05, "{one}");
+        let eight = p.iops.unwrap() * p.request_kb * 1024.0 / 1e6;
+        assert!((eight - 40.4).abs() < 0.05, "{eight}");
+        assert!(!p.is_passthrough());
+        assert!(StorageProfile::local().is_passthrough());
+        p.validate().unwrap();
+    }
+
+    #[test]
+    fn unknown_profiles_list_the_known_ones() {
+        let err = find_profile("nfs", &BTreeMap::new()).unwrap_err();
+        assert!(err.contains("local, paper-ceph-hdd"), "{err}");
+        let mut custom = BTreeMap::new();
+        let mut nfs = StorageProfile::local();
+        nfs.name = "nfs".into();
+        nfs.stream_mb_s = Some(100.0);
+        custom.insert("nfs".into(), nfs.clone());
+        assert_eq!(find_profile("nfs", &custom).unwrap(), nfs);
+    }
+
+    #[test]
+    fn bad_figures_are_named() {
+        let mut p = StorageProfile::local();
+        p.name = "x".into();
+        p.iops = Some(0.0);
+        assert!(p.validate().unwrap_err().contains("iops"));
+        p.iops = None;
+        p.latency_ms = f64::NAN;
+        assert!(p.validate().unwrap_err().contains("latency_ms"));
+    }
+}
