@@ -214,6 +214,51 @@ fn a_flipped_byte_in_a_shard_fails_with_shard_and_offset() {
     assert!(!err.contains("panicked"), "{err}");
     // Rows of the first, complete run are still there.
     assert_eq!(Csv::read(&work.path().join("out/runs.csv")).rows.len(), 1);
+
+    // With `--on-error skip` a record whose payload fails its checksum is stepped over; a
+    // broken length loses the rest of its shard. Every sample is delivered or counted skipped.
+    let skip_run = || {
+        let run = run_cv_in(
+            work.path(),
+            &[
+                "--strategy",
+                "resized",
+                "--epochs",
+                "1",
+                "--evict",
+                "fadvise",
+                "--on-error",
+                "skip",
+            ],
+        );
+        assert!(run.status.success(), "{}", stderr(&run));
+        let csv = Csv::read(&work.path().join("out/runs.csv"));
+        let row = csv.rows.last().unwrap().clone();
+        (
+            csv.num(&row, "samples"),
+            csv.num(&row, "skipped_samples"),
+            csv.col(&row, "offline_reused"),
+        )
+    };
+    let total: f64 = SAMPLES.parse().unwrap();
+    let (delivered, skipped, _) = skip_run();
+    assert!(
+        skipped == 1.0 && delivered + skipped == total,
+        "{delivered} + {skipped}"
+    );
+    let mut bytes = std::fs::read(&shard).unwrap();
+    bytes[2] ^= 0x10;
+    std::fs::write(&shard, &bytes).unwrap();
+    let (delivered, skipped, _) = skip_run();
+    assert!(
+        skipped >= 2.0 && delivered + skipped == total,
+        "{delivered} + {skipped}"
+    );
+    // A shard of another size than its manifest says is an incomplete store: made again, not
+    // read.
+    std::fs::write(&shard, &bytes[..bytes.len() / 3]).unwrap();
+    let (delivered, skipped, reused) = skip_run();
+    assert_eq!((delivered, skipped, reused.as_str()), (total, 0.0, "false"));
 }
 
 #[test]
@@ -1054,4 +1099,116 @@ fn a_simulated_consumer_reports_utilisation_beside_its_null_io_control() {
     let (out, _work) = run_cv(&["--strategy", "resized", "--consumer", "batch=32"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("compute=TIME"), "{}", stderr(&out));
+}
+
+/// `prepbench run WORKLOAD` on the dataset under `work` with a bad-input policy.
+fn run_with_policy(
+    work: &Path,
+    workload: &str,
+    samples: &str,
+    strategies: &str,
+    policy: &str,
+) -> Output {
+    prepbench(&[
+        "run",
+        workload,
+        "--strategy",
+        strategies,
+        "--samples",
+        samples,
+        "--threads",
+        "2",
+        "--shards",
+        "2",
+        "--epochs",
+        "1",
+        "--on-error",
+        policy,
+        "--verify",
+        "--data-dir",
+        &work.display().to_string(),
+        "--store-dir",
+        &work.join(format!("store-{policy}")).display().to_string(),
+        "--out",
+        &work.join(format!("out-{policy}")).display().to_string(),
+        "--quiet",
+        "--evict",
+        "fadvise",
+    ])
+}
+
+#[test]
+fn one_bad_file_of_each_format_fails_naming_it_or_is_skipped_and_counted() {
+    type Damage = fn(&[u8]) -> Vec<u8>;
+    let truncated: Damage = |b| b[..b.len() / 2].to_vec();
+    let garbage: Damage = |_| b"\x00\x01garbage".repeat(300);
+    let empty: Damage = |_| Vec::new();
+    let bad_utf8: Damage = |b| [b"\xff\xfe\xc3".as_slice(), b].concat();
+    // (workload, file extension, samples, a stored strategy, damage, what)
+    let cases: [(&str, &str, &str, &str, Damage, &str); 7] = [
+        ("cv", "JPEG", "6", "decoded", truncated, "truncated JPEG"),
+        ("cv", "JPEG", "6", "concatenated", empty, "zero-byte JPEG"),
+        ("cv2-png", "png", "3", "decoded", garbage, "garbage PNG"),
+        ("mp3", "mp3", "4", "decoded", truncated, "truncated MP3"),
+        ("flac", "flac", "4", "decoded", garbage, "garbage FLAC"),
+        (
+            "nilm",
+            "hdf5",
+            "720",
+            "decoded",
+            truncated,
+            "truncated HDF5",
+        ),
+        ("nlp", "txt", "4", "decoded", bad_utf8, "invalid UTF-8"),
+    ];
+    for (workload, extension, samples, stored, damage, what) in cases {
+        let work = tempfile::tempdir().unwrap();
+        // Generate through a run (the workload's own dataset options), then damage one file.
+        let out = run_with_policy(work.path(), workload, samples, "unprocessed", "fail");
+        assert!(out.status.success(), "{what}: {}", stderr(&out));
+        let mut files: Vec<_> = walk(work.path())
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == extension))
+            .filter(|p| !p.starts_with(work.path().join("store-fail")))
+            .collect();
+        files.sort();
+        assert!(files.len() >= 2, "{what}: {files:?}");
+        let victim = &files[1];
+        let name = victim.file_name().unwrap().to_string_lossy().to_string();
+        std::fs::write(victim, damage(&std::fs::read(victim).unwrap())).unwrap();
+        let strategies = format!("unprocessed,{stored}");
+
+        let out = run_with_policy(work.path(), workload, samples, &strategies, "fail");
+        assert!(!out.status.success(), "{what}: fail should stop");
+        let err = stderr(&out);
+        assert!(
+            err.contains(&name) && !err.contains("panic"),
+            "{what}: {err}"
+        );
+
+        let out = run_with_policy(work.path(), workload, samples, &strategies, "skip");
+        assert!(out.status.success(), "{what}: {}", stderr(&out));
+        let dir = work.path().join("out-skip");
+        let runs = Csv::read(&dir.join("runs.csv"));
+        assert_eq!(runs.rows.len(), 2, "{what}");
+        for row in &runs.rows {
+            assert_eq!(runs.num(row, "skipped_samples"), 1.0, "{what}: {row:?}");
+            assert_eq!(runs.col(row, "verified"), "pass", "{what}: {row:?}");
+        }
+        let errors = Csv::read(&dir.join("errors.csv"));
+        assert_eq!(errors.rows.len(), 2, "{what}: one per run");
+        for row in &errors.rows {
+            assert!(errors.col(row, "file").ends_with(&name), "{what}: {row:?}");
+            assert_eq!(errors.col(row, "count"), "1");
+        }
+        let phases: Vec<String> = errors.rows.iter().map(|r| errors.col(r, "phase")).collect();
+        // A stored strategy that decodes meets the bad file offline; `concatenated` stores
+        // its bytes and meets it online, as `unprocessed` does.
+        let expected = if stored == "concatenated" {
+            ["online", "online"]
+        } else {
+            ["online", "offline"]
+        };
+        assert_eq!(phases, expected, "{what}");
+    }
 }

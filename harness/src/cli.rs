@@ -147,6 +147,11 @@ pub struct RunArgs {
     /// control row.
     #[arg(long)]
     pub consumer: Option<crate::consumer::ConsumerSpec>,
+    /// A sample that cannot be read or processed: fail (stop, naming the file) or skip (count
+    /// it in runs.csv skipped_samples, name it in errors.csv, go on). Default: the workload's
+    /// on_error, else fail.
+    #[arg(long)]
+    pub on_error: Option<workloads::OnError>,
     #[command(flatten)]
     pub places: PlaceArgs,
 }
@@ -223,6 +228,11 @@ pub struct SweepArgs {
     /// Simulated training for every run (see `run --consumer`).
     #[arg(long)]
     pub consumer: Option<crate::consumer::ConsumerSpec>,
+    /// A sample that cannot be read or processed: fail (stop, naming the file) or skip (count
+    /// it in runs.csv skipped_samples, name it in errors.csv, go on). Default: the workload's
+    /// on_error, else fail.
+    #[arg(long)]
+    pub on_error: Option<workloads::OnError>,
     #[command(flatten)]
     pub places: PlaceArgs,
 }

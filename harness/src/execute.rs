@@ -8,12 +8,12 @@ use std::sync::{mpsc, Arc};
 
 use datasets::Source;
 use indicatif::ProgressBar;
-use workloads::{encoding, Field, ReadFiles, Sample, StepContext, Workload};
+use workloads::{encoding, Field, OnError, ReadFiles, Sample, StepContext, Workload};
 
 use crate::consumer::{ConsumerMetrics, ConsumerSpec, Trainer};
 use crate::emulate::Throttle;
 use crate::metrics::{Delta, Snapshot};
-use crate::pipeline::{apply_steps, panic_message, RunError};
+use crate::pipeline::{apply_steps, panic_message, RunError, Skipped};
 use crate::store::{ShardReader, StoreManifest};
 
 /// Where the online phase reads from.
@@ -103,6 +103,8 @@ pub struct OnlineJob<'a> {
     /// A simulated training step consuming the samples in batches; `None`: the consumer only
     /// touches each sample.
     pub consumer: Option<ConsumerSpec>,
+    /// Whether a sample that cannot be read or processed stops the run or is skipped.
+    pub on_error: OnError,
 }
 
 #[derive(Debug)]
@@ -138,6 +140,8 @@ pub struct StageTimes {
     pub send_wait: f64,
     /// The consumer blocked waiting for a sample (the workers are slower).
     pub recv_wait: f64,
+    /// Samples left out under `on_error: skip`.
+    pub skipped: Vec<Skipped>,
 }
 
 impl StageTimes {
@@ -153,6 +157,7 @@ impl StageTimes {
         self.decompress += other.decompress;
         self.deserialize += other.deserialize;
         self.send_wait += other.send_wait;
+        self.skipped.extend(other.skipped.iter().cloned());
         for (a, b) in self.steps.iter_mut().zip(&other.steps) {
             *a += b;
         }
@@ -223,6 +228,32 @@ fn online_steps(
     )
 }
 
+/// Under `on_error: skip`, records an error about one sample and lets the worker go on;
+/// otherwise, or for an error of the machine rather than the input, returns it.
+fn skip_or_fail(job: &OnlineJob, error: RunError, times: &mut StageTimes) -> Result<(), RunError> {
+    if job.on_error == OnError::Skip {
+        if let Some(skipped) = error.skipped() {
+            times.skipped.push(skipped);
+            return Ok(());
+        }
+    }
+    Err(error)
+}
+
+/// Runs the online steps on one sample; `Ok(false)` when the consumer is gone. A skipped
+/// sample counts as handled.
+fn process(
+    job: &OnlineJob,
+    sample: Sample,
+    tx: &mpsc::SyncSender<Message>,
+    times: &mut StageTimes,
+) -> Result<bool, RunError> {
+    match online_steps(job, sample, tx, times) {
+        Err(e) => skip_or_fail(job, e, times).map(|()| true),
+        other => other,
+    }
+}
+
 fn raw_worker(
     job: &OnlineJob,
     worker: usize,
@@ -231,7 +262,7 @@ fn raw_worker(
     times: &mut StageTimes,
 ) -> Result<(), RunError> {
     for id in (worker..job.source.len()).step_by(job.threads) {
-        if stop.load(Ordering::Relaxed) || !online_steps(job, job.source.sample(id), tx, times)? {
+        if stop.load(Ordering::Relaxed) || !process(job, job.source.sample(id), tx, times)? {
             break;
         }
     }
@@ -240,7 +271,7 @@ fn raw_worker(
 
 fn store_worker(
     job: &OnlineJob,
-    shards: &[PathBuf],
+    shards: &[(PathBuf, u64)],
     stop: &AtomicBool,
     tx: &mpsc::SyncSender<Message>,
     manifest: &StoreManifest,
@@ -249,9 +280,18 @@ fn store_worker(
     let mut payload = Vec::new();
     let mut outcome = Ok(());
     let mut kept = Vec::new();
-    for path in shards {
+    for (path, records) in shards {
         let mut reader = ShardReader::open_through(path, manifest.codec(), job.throttle)?;
-        let result = read_shard(job, &mut reader, stop, tx, &mut payload, times, &mut kept);
+        let result = read_shard(
+            job,
+            &mut reader,
+            *records,
+            stop,
+            tx,
+            &mut payload,
+            times,
+            &mut kept,
+        );
         times.read += reader.read_seconds();
         times.decompress += reader.unframe_seconds();
         match result {
@@ -297,17 +337,21 @@ fn memory_worker(
         let start = std::time::Instant::now();
         let sample = sample.clone();
         times.deserialize += start.elapsed().as_secs_f64();
-        if !online_steps(job, sample, tx, times)? {
+        if !process(job, sample, tx, times)? {
             break;
         }
     }
     Ok(())
 }
 
-/// Reads one shard through the online steps; `Ok(false)` when the run should stop.
+/// Reads one shard of `records` records through the online steps; `Ok(false)` when the run
+/// should stop. Under `on_error: skip` a bad record is stepped over, and a shard whose framing
+/// breaks is left, its remaining records counted as skipped.
+#[allow(clippy::too_many_arguments)]
 fn read_shard(
     job: &OnlineJob,
     reader: &mut ShardReader,
+    records: u64,
     stop: &AtomicBool,
     tx: &mpsc::SyncSender<Message>,
     payload: &mut Vec<u8>,
@@ -319,29 +363,59 @@ fn read_shard(
             return Ok(false);
         }
         let record = reader.record_index();
-        if !reader.next_into(payload)? {
-            return Ok(true);
+        match reader.next_into(payload) {
+            Ok(true) => {}
+            Ok(false) => return Ok(true),
+            Err(e) => {
+                skip_or_fail(job, e.into(), times)?;
+                if reader.can_continue() {
+                    continue;
+                }
+                let rest = records.saturating_sub(record + 1);
+                if rest > 0 {
+                    times.skipped.push(Skipped {
+                        sample: format!("records {} to {}", record + 1, records - 1),
+                        file: reader.path().display().to_string(),
+                        stage: "read".into(),
+                        count: rest,
+                        message: format!("unreadable after the error at record {record}"),
+                    });
+                }
+                return Ok(true);
+            }
         }
         let shard = || reader.path().display().to_string();
         let start = std::time::Instant::now();
-        let sample = encoding::decode(payload).map_err(|source| RunError::Decode {
+        let decoded = encoding::decode(payload).map_err(|source| RunError::Decode {
             shard: shard(),
             record,
             source,
-        })?;
+        });
         times.deserialize += start.elapsed().as_secs_f64();
+        let sample = match decoded {
+            Ok(sample) => sample,
+            Err(e) => {
+                skip_or_fail(job, e, times)?;
+                continue;
+            }
+        };
         if job.workload.item_of(sample.id, job.split) as usize >= job.source.len() {
-            return Err(RunError::UnknownSample {
-                shard: shard(),
-                record,
-                id: sample.id,
-                samples: job.source.len(),
-            });
+            skip_or_fail(
+                job,
+                RunError::UnknownSample {
+                    shard: shard(),
+                    record,
+                    id: sample.id,
+                    samples: job.source.len(),
+                },
+                times,
+            )?;
+            continue;
         }
         if let Some(cache) = job.fill {
             cache.keep(&sample, kept);
         }
-        if !online_steps(job, sample, tx, times)? {
+        if !process(job, sample, tx, times)? {
             return Ok(false);
         }
     }
@@ -350,11 +424,13 @@ fn read_shard(
 /// Runs one epoch of the online phase and measures it.
 pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {
     let threads = job.threads.max(1);
-    let shard_paths: Vec<PathBuf> = match job.input {
+    let shard_paths: Vec<(PathBuf, u64)> = match job.input {
         OnlineInput::Raw | OnlineInput::Memory(_) => Vec::new(),
-        OnlineInput::Store { dir, manifest } => {
-            manifest.shards.iter().map(|s| dir.join(&s.file)).collect()
-        }
+        OnlineInput::Store { dir, manifest } => manifest
+            .shards
+            .iter()
+            .map(|s| (dir.join(&s.file), s.records))
+            .collect(),
     };
     let stop = AtomicBool::new(false);
     let capacity = job
@@ -389,7 +465,7 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
                         memory_worker(job, cache, w, stop, &tx, &mut times)
                     }
                     OnlineInput::Store { manifest, .. } => {
-                        let mine: Vec<PathBuf> = shard_paths
+                        let mine: Vec<(PathBuf, u64)> = shard_paths
                             .iter()
                             .skip(w)
                             .step_by(threads)

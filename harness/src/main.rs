@@ -58,6 +58,7 @@ fn run_command(args: RunArgs, progress: Progress) -> anyhow::Result<ExitCode> {
         progress,
         storage: args.storage,
         consumer: args.consumer,
+        on_error: args.on_error,
     };
     let outcome = run(&options, std::env::args().collect())?;
     for warning in &outcome.warnings {
@@ -98,6 +99,7 @@ fn sweep_command(args: SweepArgs, progress: Progress) -> anyhow::Result<ExitCode
         dataset_mb: args.dataset_mb,
         storage: args.storage,
         consumer: args.consumer,
+        on_error: args.on_error,
     };
     let places = Places {
         out: out.clone(),

@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use datasets::Source;
 use indicatif::ProgressBar;
-use workloads::{encoding, Workload};
+use workloads::{encoding, OnError, Workload};
 
 use crate::metrics::Snapshot;
-use crate::pipeline::{apply_steps, panic_message, RunError};
+use crate::pipeline::{apply_steps, panic_message, RunError, Skipped};
 use crate::store::{self, ShardInfo, ShardWriter, StoreKey, StoreManifest};
 
 pub struct MaterializeJob<'a> {
@@ -21,14 +21,18 @@ pub struct MaterializeJob<'a> {
     pub key: &'a StoreKey,
     pub dir: &'a Path,
     pub threads: usize,
+    /// Under `skip`, a sample the offline steps fail on is left out of the store and recorded
+    /// in its manifest.
+    pub on_error: OnError,
 }
 
 /// Seconds a materialization spent, summed over its workers: running the offline steps, and
-/// encoding, compressing and writing their output (syncing included).
-#[derive(Clone, Copy, Debug, Default)]
+/// encoding, compressing and writing their output (syncing included); and the samples left out.
+#[derive(Clone, Debug, Default)]
 struct Split {
     processing_s: f64,
     writing_s: f64,
+    skipped: Vec<Skipped>,
 }
 
 fn write_shard(
@@ -47,7 +51,7 @@ fn write_shard(
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        apply_steps(
+        let outcome = apply_steps(
             job.workload,
             0..job.key.split,
             job.source.sample(id),
@@ -67,7 +71,13 @@ fn write_shard(
                 writing_s += start.elapsed().as_secs_f64();
                 Ok(true)
             },
-        )?;
+        );
+        if let Err(e) = outcome {
+            match e.skipped().filter(|_| job.on_error == OnError::Skip) {
+                Some(skipped) => split.skipped.push(skipped),
+                None => return Err(e),
+            }
+        }
         progress.inc(1);
     }
     let start = std::time::Instant::now();
@@ -116,6 +126,7 @@ pub fn materialize(
             all.extend(done);
             total.processing_s += split.processing_s;
             total.writing_s += split.writing_s;
+            total.skipped.extend(split.skipped);
         }
         Ok::<_, RunError>((all, total))
     })?;
@@ -129,6 +140,7 @@ pub fn materialize(
     );
     manifest.offline_processing_s = split.processing_s;
     manifest.offline_writing_s = split.writing_s;
+    manifest.skipped = split.skipped;
     store::complete(job.dir, &manifest)?;
     Ok(manifest)
 }

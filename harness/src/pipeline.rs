@@ -45,6 +45,77 @@ pub enum RunError {
     Panic(String),
 }
 
+/// A sample (or a stretch of records) left out under `on_error: skip`, as errors.csv and a
+/// store's manifest record it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Skipped {
+    /// The sample id (`3`, `3, part 17` after a fan-out step) or the record (`record 12`).
+    pub sample: String,
+    /// The raw file or the shard.
+    pub file: String,
+    /// `read` (a shard's framing), `deserialize` (a record's payload) or `step:NAME`.
+    pub stage: String,
+    /// Samples lost: 1, or the rest of a shard whose framing broke.
+    pub count: u64,
+    pub message: String,
+}
+
+impl RunError {
+    /// The error as a skipped sample, when it concerns one sample or record (bad input); `None`
+    /// for errors of the machine or the program (I/O, a panic), which always stop the run.
+    pub fn skipped(&self) -> Option<Skipped> {
+        Some(match self {
+            RunError::Step {
+                sample,
+                file,
+                step,
+                message,
+                ..
+            } => Skipped {
+                sample: sample.clone(),
+                file: file.clone(),
+                stage: format!("step:{step}"),
+                count: 1,
+                message: message.clone(),
+            },
+            RunError::Decode {
+                shard,
+                record,
+                source,
+            } => Skipped {
+                sample: format!("record {record}"),
+                file: shard.clone(),
+                stage: "deserialize".into(),
+                count: 1,
+                message: source.to_string(),
+            },
+            RunError::UnknownSample {
+                shard, record, id, ..
+            } => Skipped {
+                sample: format!("record {record}"),
+                file: shard.clone(),
+                stage: "deserialize".into(),
+                count: 1,
+                message: format!("holds sample id {id}, beyond this run's samples"),
+            },
+            RunError::Store(StoreError::Corrupt {
+                shard,
+                record,
+                offset,
+                what,
+                ..
+            }) => Skipped {
+                sample: format!("record {record}"),
+                file: shard.clone(),
+                stage: "read".into(),
+                count: 1,
+                message: format!("{what} at byte {offset}"),
+            },
+            _ => return None,
+        })
+    }
+}
+
 /// Runs `steps[range]` of `workload` on `sample` at `epoch` and hands every output to `emit`
 /// (one, or after a fan-out step any number; each child numbered by [`workloads::child_id`]).
 /// `emit` returns false when nobody wants more samples, which ends the work early. Each step's

@@ -78,6 +78,10 @@ pub struct RunRow {
     /// samples (`samples.csv`); absent when none were taken.
     pub device_read_mb_s: Option<f64>,
     pub cpu_busy_pct: Option<f64>,
+    /// Samples this epoch did not deliver because they could not be read or processed
+    /// (`on_error: skip`): left out of the store offline, or skipped online. errors.csv names
+    /// them.
+    pub skipped_samples: u64,
 }
 
 impl RunRow {
@@ -140,6 +144,7 @@ impl RunRow {
             opt(self.batch_wait_p99_ms, 3),
             opt(self.device_read_mb_s, 3),
             opt(self.cpu_busy_pct, 2),
+            self.skipped_samples.to_string(),
         ]
     }
 }
@@ -151,7 +156,7 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 
 /// Columns added after the first release: a results folder written before them still loads
 /// (they read as absent).
-pub const LATER_COLUMNS: [&str; 9] = [
+pub const LATER_COLUMNS: [&str; 10] = [
     "storage",
     "consumer",
     "au_pct",
@@ -161,9 +166,10 @@ pub const LATER_COLUMNS: [&str; 9] = [
     "batch_wait_p99_ms",
     "device_read_mb_s",
     "cpu_busy_pct",
+    "skipped_samples",
 ];
 
-const COLUMNS: [&str; 37] = [
+const COLUMNS: [&str; 38] = [
     "run_id",
     "started_utc",
     "workload",
@@ -201,6 +207,7 @@ const COLUMNS: [&str; 37] = [
     "batch_wait_p99_ms",
     "device_read_mb_s",
     "cpu_busy_pct",
+    "skipped_samples",
 ];
 
 /// Quotes a CSV field when it needs it (RFC 4180).
@@ -337,6 +344,40 @@ pub fn stages_table(out: &Path) -> Result<CsvTable, ResultsError> {
 /// `samples.csv`: system samples of offline and online phases.
 pub fn samples_table(out: &Path) -> Result<CsvTable, ResultsError> {
     CsvTable::open(out.join("samples.csv"), &crate::sampler::SAMPLE_COLUMNS)
+}
+
+/// Columns of `errors.csv`: samples left out under `on_error: skip`.
+pub const ERROR_COLUMNS: [&str; 8] = [
+    "run_id", "epoch", "phase", "sample", "file", "stage", "count", "message",
+];
+
+/// `errors.csv`: per run, the samples skipped offline (epoch `-`) and in each online epoch.
+pub fn errors_table(out: &Path) -> Result<CsvTable, ResultsError> {
+    CsvTable::open(out.join("errors.csv"), &ERROR_COLUMNS)
+}
+
+/// `errors.csv` lines of skipped samples.
+pub fn error_rows(
+    run_id: &str,
+    epoch: Option<u64>,
+    phase: &str,
+    skipped: &[crate::pipeline::Skipped],
+) -> Vec<Vec<String>> {
+    skipped
+        .iter()
+        .map(|s| {
+            vec![
+                run_id.to_string(),
+                epoch.map_or_else(|| "-".to_string(), |e| e.to_string()),
+                phase.to_string(),
+                s.sample.clone(),
+                s.file.clone(),
+                s.stage.clone(),
+                s.count.to_string(),
+                s.message.clone(),
+            ]
+        })
+        .collect()
 }
 
 pub fn csv_header(columns: &[&str]) -> String {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use datasets::{GenerateRequest, Source};
-use workloads::{CacheMode, Codec, Sample, StorageProfile, Strategy, Workload};
+use workloads::{CacheMode, Codec, OnError, Sample, StorageProfile, Strategy, Workload};
 
 use crate::cache::{self, EvictPolicy};
 use crate::consumer::ConsumerSpec;
@@ -111,6 +111,8 @@ pub struct Measured {
     pub bounds: Vec<String>,
     /// `samples.csv` lines of the online epochs.
     pub samples: Vec<Vec<String>>,
+    /// `errors.csv` lines: samples skipped offline (in the store) and in each epoch.
+    pub errors: Vec<Vec<String>>,
     pub warnings: Vec<Warning>,
     pub verification: Option<Verification>,
 }
@@ -124,6 +126,9 @@ pub struct Session {
     pub store_dir: PathBuf,
     pub evict: EvictPolicy,
     pub progress: Progress,
+    /// What happens to a sample that cannot be read or processed (the workload's `on_error`
+    /// unless the caller sets it).
+    pub on_error: OnError,
 }
 
 /// The page-cache state at the start of one epoch.
@@ -176,6 +181,7 @@ impl Session {
                 .map_err(|e| anyhow::anyhow!("preparing step `{}`: {}", def.name, e.message))?;
         }
         Ok(Session {
+            on_error: workload.on_error,
             workload,
             source_fingerprint: source.fingerprint(),
             source,
@@ -231,6 +237,7 @@ impl Session {
             key: &key,
             dir: &dir,
             threads,
+            on_error: self.on_error,
         };
         let sampler = crate::sampler::Sampler::start(&self.source.root, SAMPLE_PERIOD);
         let manifest = materialize(&job, &bar)
@@ -328,7 +335,24 @@ impl Session {
             fill: None,
             throttle: None,
             consumer: spec.consumer,
+            on_error: self.on_error,
         };
+        let store_skipped: &[crate::pipeline::Skipped] =
+            spec.stored.map_or(&[], |m| &m.manifest.skipped);
+        if let (OnError::Fail, Some(first)) = (self.on_error, store_skipped.first()) {
+            bail!(
+                "the store of `{}` was made with on_error: skip and left out {} samples (first: \
+                 sample {} in {}, {}: {}); run with --on-error skip, or --rematerialize to fail \
+                 on them",
+                strategy.name,
+                store_skipped.iter().map(|s| s.count).sum::<u64>(),
+                first.sample,
+                first.file,
+                first.stage,
+                first.message
+            );
+        }
+        let store_skipped_count: u64 = store_skipped.iter().map(|s| s.count).sum();
         if spec.cache == CacheMode::App && strategy.split == 0 {
             bail!(
                 "the application cache keeps stored records, and `{}` stores none: use \
@@ -342,6 +366,7 @@ impl Session {
             stages: Vec::new(),
             bounds: Vec::new(),
             samples: Vec::new(),
+            errors: results::error_rows(&spec.run_id, None, "offline", store_skipped),
             warnings: Vec::new(),
             verification: None,
         };
@@ -422,6 +447,14 @@ impl Session {
                 template = result.template.clone();
             }
             let training = result.consumer.as_ref();
+            measured.errors.extend(results::error_rows(
+                &spec.run_id,
+                Some(epoch),
+                "online",
+                &result.stages.skipped,
+            ));
+            let skipped_samples =
+                store_skipped_count + result.stages.skipped.iter().map(|s| s.count).sum::<u64>();
             measured.rows.push(RunRow {
                 run_id: spec.run_id.clone(),
                 started_utc: results::utc_now(),
@@ -464,6 +497,7 @@ impl Session {
                 batch_wait_p99_ms: training.map(|m| m.wait_p99_ms),
                 device_read_mb_s,
                 cpu_busy_pct,
+                skipped_samples,
             });
         }
         if let (Some(consumer), Some(template), Some(last)) =
@@ -514,6 +548,7 @@ impl Session {
             fill: None,
             throttle: None,
             consumer: None,
+            on_error: self.on_error,
         };
         verify(&job).with_context(|| format!("verifying `{}`", strategy.name))
     }
@@ -597,6 +632,8 @@ pub struct RunOptions {
     pub storage: Option<String>,
     /// A simulated training consumer.
     pub consumer: Option<ConsumerSpec>,
+    /// `fail` or `skip` bad samples; `None`: the workload's `on_error`.
+    pub on_error: Option<OnError>,
 }
 
 /// What `prepbench run` produced.
@@ -647,11 +684,12 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
         .map_err(|e| anyhow::anyhow!("{}: {e}", workload.origin))?;
     // Open the results first: a conflicting folder fails before any work is done.
     let csv = RunsCsv::open(&opts.out)?;
-    let (stages_csv, samples_csv) = (
+    let (stages_csv, samples_csv, errors_csv) = (
         results::stages_table(&opts.out)?,
         results::samples_table(&opts.out)?,
+        results::errors_table(&opts.out)?,
     );
-    let session = Session::open(
+    let mut session = Session::open(
         workload,
         &opts.data_dir,
         samples,
@@ -660,6 +698,9 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
         opts.evict,
         opts.progress,
     )?;
+    if let Some(on_error) = opts.on_error {
+        session.on_error = on_error;
+    }
     let mut outcome = RunOutcome {
         rows: Vec::new(),
         bounds: Vec::new(),
@@ -712,6 +753,7 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
         }
         samples_csv.append(&measured.samples)?;
         stages_csv.append(&measured.stages)?;
+        errors_csv.append(&measured.errors)?;
         csv.append(&measured.rows)?;
         if let Some(v) = measured.verification.filter(|v| !v.passed()) {
             outcome

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use workloads::rng::SeededRng;
-use workloads::{CacheMode, Codec, StorageProfile, Strategy, Workload};
+use workloads::{CacheMode, Codec, OnError, StorageProfile, Strategy, Workload};
 
 use crate::cache::{self, EvictPolicy};
 use crate::consumer::ConsumerSpec;
@@ -43,6 +43,8 @@ pub struct SweepOptions {
     pub storage: Option<Vec<String>>,
     /// A simulated training consumer for every online run.
     pub consumer: Option<ConsumerSpec>,
+    /// `fail` or `skip` bad samples; `None`: the workload's `on_error`.
+    pub on_error: Option<OnError>,
 }
 
 /// Where a sweep reads and writes.
@@ -74,6 +76,7 @@ pub struct Plan {
     pub shards: usize,
     pub cells: Vec<Cell>,
     pub consumer: Option<ConsumerSpec>,
+    pub on_error: OnError,
 }
 
 impl Plan {
@@ -148,6 +151,7 @@ impl Plan {
             shards: opts.shards.unwrap_or(sweep.shards).max(1),
             cells,
             consumer: opts.consumer,
+            on_error: opts.on_error.unwrap_or(workload.on_error),
         })
     }
 
@@ -174,6 +178,9 @@ impl Plan {
         }
         if let Some(consumer) = self.consumer {
             key.push_str(&format!("|consumer:{consumer}"));
+        }
+        if self.on_error == OnError::Skip {
+            key.push_str("|skip");
         }
         format!("s{:014x}", xxhash_rust::xxh3::xxh3_64(key.as_bytes()) >> 8)
     }
@@ -310,9 +317,10 @@ fn sweep_workload(
     let plan = Plan::new(&workload, opts)?;
     let csv = RunsCsv::open(&places.out)?;
     let offline_csv = CsvTable::open(places.out.join("offline.csv"), &OFFLINE_COLUMNS)?;
-    let (stages_csv, samples_csv) = (
+    let (stages_csv, samples_csv, errors_csv) = (
         results::stages_table(&places.out)?,
         results::samples_table(&places.out)?,
+        results::errors_table(&places.out)?,
     );
     let done = csv.run_ids()?;
     let done_offline = offline_ids(offline_csv.path());
@@ -355,6 +363,7 @@ fn sweep_workload(
         places.evict,
         places.progress,
     )?;
+    session.on_error = plan.on_error;
     let workload = &session.workload;
 
     // Offline phase: each (strategy, codec) that a pending run or a missing offline trial needs.
@@ -466,6 +475,7 @@ fn sweep_workload(
         }
         samples_csv.append(&measured.samples)?;
         stages_csv.append(&measured.stages)?;
+        errors_csv.append(&measured.errors)?;
         csv.append(&measured.rows)?;
         warnings.extend(measured.warnings);
         run_ids.push(run_id);

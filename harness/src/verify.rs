@@ -88,6 +88,7 @@ mod tests {
             key: &key,
             dir: &store_dir,
             threads: 2,
+            on_error: workloads::OnError::Fail,
         };
         let manifest = materialize(&job, &ProgressBar::hidden()).unwrap();
         let online = OnlineJob {
@@ -105,6 +106,7 @@ mod tests {
             fill: None,
             throttle: None,
             consumer: None,
+            on_error: workloads::OnError::Fail,
         };
         assert_eq!(
             verify(&online).unwrap(),

@@ -11,7 +11,7 @@ pub mod steps;
 pub mod storage;
 pub mod workload;
 
-pub use options::{CacheMode, Codec};
+pub use options::{CacheMode, Codec, OnError};
 pub use sample::{DType, Field, Sample, Tensor, TensorData};
 pub use step::{child_id, parent_of, Step, StepContext, StepError, CHILD_ID_BITS};
 pub use storage::{ReadFiles, StorageProfile};

@@ -136,6 +136,43 @@ impl FromStr for CacheMode {
     }
 }
 
+/// What a run does with a sample it cannot read or process: stop with the error naming the file
+/// (`fail`, the default) or record it (runs.csv `skipped_samples`, errors.csv) and go on (`skip`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum OnError {
+    #[default]
+    Fail,
+    Skip,
+}
+
+impl fmt::Display for OnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OnError::Fail => "fail",
+            OnError::Skip => "skip",
+        })
+    }
+}
+
+impl FromStr for OnError {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<OnError, String> {
+        match text {
+            "fail" => Ok(OnError::Fail),
+            "skip" => Ok(OnError::Skip),
+            _ => Err(format!("unknown on_error `{text}`; allowed: fail, skip")),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for OnError {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<OnError, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use thiserror::Error;
 
-use crate::options::{CacheMode, Codec};
+use crate::options::{CacheMode, Codec, OnError};
 use crate::registry::{find_step, step_ops, StepSpec};
 use crate::step::Step;
 use crate::storage::StorageProfile;
@@ -209,6 +209,8 @@ pub struct Workload {
     pub sweep: SweepDefaults,
     /// Storage profiles this file defines, by name (besides the built-in ones).
     pub storage_profiles: BTreeMap<String, StorageProfile>,
+    /// What a run does with a sample it cannot read or process (the CLI's `--on-error` wins).
+    pub on_error: OnError,
     /// The YAML text as loaded, kept for the results manifest.
     pub yaml: String,
     /// Where it was loaded from (a path, or `builtin:NAME`).
@@ -229,6 +231,8 @@ struct WorkloadFile {
     sweep: SweepDefaults,
     #[serde(default)]
     storage_profiles: BTreeMap<String, StorageProfile>,
+    #[serde(default)]
+    on_error: OnError,
 }
 
 impl Workload {
@@ -266,6 +270,7 @@ impl Workload {
                     (name, profile)
                 })
                 .collect(),
+            on_error: file.on_error,
             yaml: yaml.to_string(),
             origin: origin.to_string(),
         };

@@ -121,6 +121,7 @@ fn parse_rows(table: &Table) -> anyhow::Result<Vec<RunRow>> {
             batch_wait_p99_ms: maybe(34)?,
             device_read_mb_s: maybe(35)?,
             cpu_busy_pct: maybe(36)?,
+            skipped_samples: n(37)? as u64,
         });
     }
     Ok(rows)

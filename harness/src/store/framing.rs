@@ -64,11 +64,16 @@ pub enum FramingError {
     },
 }
 
+const PAYLOAD_MISMATCH: &str = "payload checksum mismatch";
+
 pub struct RecordReader<R: Read> {
     inner: R,
     /// Byte offset of the next record in the (decompressed) stream.
     offset: u64,
     record: u64,
+    /// Set by an error after which the stream's position is unknown (a bad length, a short
+    /// read): nothing more can be read. A payload checksum mismatch leaves it clear.
+    broken: bool,
 }
 
 /// Reads exactly `buf.len()` bytes; `Ok(false)` on a clean end of stream before any byte.
@@ -91,7 +96,14 @@ impl<R: Read> RecordReader<R> {
             inner,
             offset: 0,
             record: 0,
+            broken: false,
         }
+    }
+
+    /// Whether reading may go on after an error: only a record whose payload failed its
+    /// checksum can be stepped over, its frame being intact.
+    pub fn can_continue(&self) -> bool {
+        !self.broken
     }
 
     /// Index of the next record.
@@ -107,8 +119,28 @@ impl<R: Read> RecordReader<R> {
         }
     }
 
-    /// Reads the next payload into `payload`; `Ok(false)` at a clean end of the stream.
+    /// Reads the next payload into `payload`; `Ok(false)` at a clean end of the stream. After a
+    /// payload checksum mismatch the reader stands at the next record; after any other error
+    /// [`RecordReader::can_continue`] is false.
     pub fn next_into(&mut self, payload: &mut Vec<u8>) -> Result<bool, FramingError> {
+        if self.broken {
+            return Err(self.corrupt("the stream is unreadable after an earlier error"));
+        }
+        let result = self.read_record(payload);
+        if let Err(e) = &result {
+            let stepped_over =
+                matches!(e, FramingError::Corrupt { what, .. } if what == PAYLOAD_MISMATCH);
+            if stepped_over {
+                self.offset += FRAMING_BYTES + payload.len() as u64;
+                self.record += 1;
+            } else {
+                self.broken = true;
+            }
+        }
+        result
+    }
+
+    fn read_record(&mut self, payload: &mut Vec<u8>) -> Result<bool, FramingError> {
         let io_err = |s: &Self, source| FramingError::Io {
             record: s.record,
             offset: s.offset,
@@ -143,7 +175,7 @@ impl<R: Read> RecordReader<R> {
             return Err(self.corrupt("truncated payload checksum"));
         }
         if masked_crc32c(payload) != u32::from_le_bytes(footer) {
-            return Err(self.corrupt("payload checksum mismatch"));
+            return Err(self.corrupt(PAYLOAD_MISMATCH));
         }
         self.offset += FRAMING_BYTES + len;
         self.record += 1;

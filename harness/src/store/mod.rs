@@ -75,6 +75,9 @@ pub struct StoreManifest {
     #[serde(default)]
     pub offline_writing_s: f64,
     pub shards: Vec<ShardInfo>,
+    /// Samples the offline steps failed on and left out (`on_error: skip`).
+    #[serde(default)]
+    pub skipped: Vec<crate::pipeline::Skipped>,
 }
 
 impl StoreManifest {
@@ -161,6 +164,7 @@ impl StoreKey {
             offline_processing_s: 0.0,
             offline_writing_s: 0.0,
             shards,
+            skipped: Vec::new(),
         }
     }
 }
@@ -380,6 +384,12 @@ impl ShardReader {
     /// Index of the record the next call reads.
     pub fn record_index(&self) -> u64 {
         self.records.record_index()
+    }
+
+    /// Whether reading may go on after an error (only past a record whose payload failed its
+    /// checksum).
+    pub fn can_continue(&self) -> bool {
+        self.records.can_continue()
     }
 
     /// Reads the next payload into `payload`; `Ok(false)` at the end of the shard.
