@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{data_dir, find_files, prepbench, stderr, Csv, SAMPLES};
+use common::{data_dir, find_files, prepbench, run_json, stderr, Csv, SAMPLES};
 
 /// `prepbench run cv` on the shared dataset with its store and results in `work`.
 fn run_cv_in(work: &Path, extra: &[&str]) -> Output {
@@ -361,7 +361,7 @@ fn lists_show_steps_with_parameters_workloads_and_strategies() {
         assert!(steps.contains(op), "{op} missing from:\n{steps}");
     }
     assert!(
-        steps.contains("size") && steps.contains("(required)") && steps.contains("always online")
+        steps.contains("size") && steps.contains("required") && steps.contains("always online")
     );
     let workloads = String::from_utf8(prepbench(&["list", "workloads"]).stdout).unwrap();
     assert!(workloads.starts_with("cv "), "{workloads}");
@@ -446,7 +446,12 @@ fn every_image_workload_verifies_and_stores_what_the_arithmetic_says() {
         "cv-greyscale-after",
         "detection",
     ] {
-        let rows = run_json(work.path(), workload, &["--samples", "6"]);
+        let rows = run_json(
+            work.path(),
+            &work.path().join("data"),
+            workload,
+            &["--samples", "6"],
+        );
         assert!(
             rows.len() >= 5 && rows.iter().all(|r| r["verified"] == "pass"),
             "{workload}: {rows:?}"
@@ -528,7 +533,12 @@ fn audio_workloads_verify_and_spectrograms_take_frames_x_80_x_4_bytes() {
         ("flac", 320, 160, "transcript"),
     ] {
         let store = work.path().join("store");
-        let rows = run_json(work.path(), workload, &["--samples", "6"]);
+        let rows = run_json(
+            work.path(),
+            &work.path().join("data"),
+            workload,
+            &["--samples", "6"],
+        );
         let strategies = strategy_names(&rows);
         // `run` without --strategy runs every split, intermediate ones included.
         assert_eq!(
@@ -663,43 +673,12 @@ fn strategy_names(rows: &[serde_json::Value]) -> Vec<&str> {
         .collect()
 }
 
-/// `prepbench run WORKLOAD --json` with small settings; returns the JSON rows.
-fn run_json(work: &Path, workload: &str, extra: &[&str]) -> Vec<serde_json::Value> {
-    let mut args = vec![
-        "run",
-        workload,
-        "--threads",
-        "2",
-        "--shards",
-        "2",
-        "--epochs",
-        "1",
-        "--verify",
-        "--json",
-        "--evict",
-        "fadvise",
-        "--quiet",
-    ];
-    let (data, store, out) = (
-        work.join("data").display().to_string(),
-        work.join("store").display().to_string(),
-        work.join(workload).display().to_string(),
-    );
-    args.extend_from_slice(&["--data-dir", &data, "--store-dir", &store, "--out", &out]);
-    args.extend_from_slice(extra);
-    let run = prepbench(&args);
-    assert!(run.status.success(), "{workload}: {}", stderr(&run));
-    String::from_utf8_lossy(&run.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 #[test]
 fn nilm_cuts_every_generated_hour_into_360_verified_windows() {
     let work = tempfile::tempdir().unwrap();
     let rows = run_json(
         work.path(),
+        &work.path().join("data"),
         "nilm",
         &["--samples", "360", "--strategy", "unprocessed,aggregated"],
     );
@@ -716,7 +695,12 @@ fn nilm_cuts_every_generated_hour_into_360_verified_windows() {
 #[test]
 fn nlp_verifies_and_invalid_utf8_names_the_page() {
     let work = tempfile::tempdir().unwrap();
-    let rows = run_json(work.path(), "nlp", &["--samples", "6"]);
+    let rows = run_json(
+        work.path(),
+        &work.path().join("data"),
+        "nlp",
+        &["--samples", "6"],
+    );
     let strategies = strategy_names(&rows);
     assert_eq!(
         strategies,
@@ -1210,5 +1194,73 @@ fn one_bad_file_of_each_format_fails_naming_it_or_is_skipped_and_counted() {
             ["online", "offline"]
         };
         assert_eq!(phases, expected, "{what}");
+    }
+}
+
+/// Unmounts a test's tmpfs when dropped.
+struct Mounted(std::path::PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_fails_naming_the_directory_and_leaves_nothing_half_written() {
+    let work = tempfile::tempdir().unwrap();
+    let small = work.path().join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&small)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !mounted {
+        eprintln!("skipping: cannot mount a 1 MB tmpfs here (needs root and mount(8))");
+        return;
+    }
+    let _unmount = Mounted(small.clone());
+    // Earlier results, which a failed run must leave as they are.
+    let out = run_cv_in(work.path(), &["--strategy", "resized", "--epochs", "1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = work.path().join("out/runs.csv");
+    let before = std::fs::read_to_string(&runs).unwrap();
+    let store = small.join("store").display().to_string();
+    for (codec, expect) in [
+        ("none", "refused before writing"),
+        ("gzip", "the disk filled up while writing"),
+    ] {
+        let out = prepbench(&[
+            "run",
+            "cv",
+            "--strategy",
+            "decoded",
+            "--codec",
+            codec,
+            "--samples",
+            SAMPLES,
+            "--threads",
+            "2",
+            "--data-dir",
+            &data_dir().display().to_string(),
+            "--store-dir",
+            &store,
+            "--out",
+            &work.path().join("out").display().to_string(),
+            "--quiet",
+        ]);
+        assert!(!out.status.success(), "{codec}");
+        let err = stderr(&out);
+        assert!(
+            err.contains("not enough space for the store in")
+                && err.contains(&store)
+                && err.contains(expect)
+                && err.contains("MB free"),
+            "{codec}: {err}"
+        );
+        let left: Vec<_> = walk(&small).into_iter().collect();
+        assert!(left.is_empty(), "{codec}: left behind {left:?}");
+        assert_eq!(std::fs::read_to_string(&runs).unwrap(), before);
     }
 }

@@ -85,12 +85,18 @@ fn a_sweep_killed_midway_resumes_to_the_same_rows_without_duplicates() {
     assert_eq!(expected.len(), (4 + 32) * 2);
     assert!(whole);
 
-    // The same sweep, killed with SIGKILL once some runs are recorded, then run again.
+    // The same sweep with its own store, killed with SIGKILL five times (once some runs are
+    // recorded, then at random moments: generation is shared, but materialization, online
+    // runs and appends are all hit), then run again to the end.
     let killed = work.path().join("killed");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_prepbench"))
-        .args(sweep_args(&killed, &store))
-        .spawn()
-        .unwrap();
+    let store = work.path().join("store-killed");
+    let spawn = || {
+        Command::new(env!("CARGO_BIN_EXE_prepbench"))
+            .args(sweep_args(&killed, &store))
+            .spawn()
+            .unwrap()
+    };
+    let mut child = spawn();
     let start = Instant::now();
     while line_count(&killed.join("runs.csv")) < 9 && start.elapsed() < Duration::from_secs(120) {
         std::thread::sleep(Duration::from_millis(20));
@@ -102,6 +108,30 @@ fn a_sweep_killed_midway_resumes_to_the_same_rows_without_duplicates() {
         partial < expected.len(),
         "the sweep finished before it could be killed"
     );
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    let mut state = seed | 1;
+    let mut delays = Vec::new();
+    for _ in 0..4 {
+        // xorshift: a delay of 0 to 1.5 s.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let delay = Duration::from_millis(state % 1500);
+        delays.push(delay);
+        let mut child = spawn();
+        std::thread::sleep(delay);
+        let _ = child.kill();
+        child.wait().unwrap();
+        let (_, whole) = rows(&killed);
+        assert!(
+            whole,
+            "only whole lines after a kill at {delay:?} (seed {seed})"
+        );
+    }
+    eprintln!("killed after {delays:?}");
     let out = prepbench(
         &sweep_args(&killed, &store)
             .iter()
@@ -111,6 +141,10 @@ fn a_sweep_killed_midway_resumes_to_the_same_rows_without_duplicates() {
     assert!(out.status.success(), "{}", stderr(&out));
     let (resumed, whole) = rows(&killed);
     assert!(whole, "only whole lines");
+    for table in ["samples.csv", "stages.csv", "offline.csv"] {
+        let text = std::fs::read_to_string(killed.join(table)).unwrap();
+        assert!(text.ends_with('\n'), "{table} ends on a whole line");
+    }
     assert_eq!(resumed.len(), expected.len());
     let unique: HashSet<_> = resumed.iter().collect();
     assert_eq!(unique.len(), resumed.len(), "no duplicated run and epoch");

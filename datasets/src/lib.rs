@@ -260,6 +260,7 @@ pub fn generate(
         Err(_) => None,
     };
     let files = request.files(kind);
+    let claimed = existing.is_some();
     let from = match existing {
         Some(m) if m.family != kind.family || m.seed != request.seed || m.options != request.options => {
             return Err(DatasetError::Layout {
@@ -275,6 +276,19 @@ pub fn generate(
     };
     if from >= files {
         return Ok(0);
+    }
+    if !claimed {
+        // Claim the (empty or new) directory before writing into it, so that a generation
+        // killed part-way is recognised as ours and redone rather than refused.
+        std::fs::create_dir_all(&request.root).map_err(io_err(&request.root))?;
+        let claim = Marker {
+            family: kind.family.to_string(),
+            seed: request.seed,
+            options: request.options.clone(),
+            files: 0,
+        };
+        let text = serde_json::to_string_pretty(&claim).expect("marker serializes");
+        write_atomically(&marker_path, text.as_bytes())?;
     }
     // The marker is only (re)written after every file exists: an interrupted generation leaves
     // the old marker, and the next call regenerates from there.

@@ -76,6 +76,46 @@ pub enum Command {
     },
     /// Generate a dataset in the real dataset's on-disk layout.
     Generate(GenerateArgs),
+    /// Look at one sample after any step: write it as .npy and .png, or list its fields after
+    /// every step (where storage explodes).
+    Show(ShowArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A reference workload name (`cv`) or a workload YAML path.
+    pub workload: String,
+    /// The sample (source item) in source order.
+    #[arg(long, default_value_t = 0)]
+    pub sample: usize,
+    /// After a fan-out step (NILM's windows): which of the item's outputs.
+    #[arg(long, default_value_t = 0)]
+    pub part: usize,
+    /// Show it after this step: its name, its op, or a unique prefix of its name (default: the
+    /// last step).
+    #[arg(long)]
+    pub after: Option<String>,
+    /// Show it as this strategy stores it (after the steps before its split).
+    #[arg(long)]
+    pub strategy: Option<String>,
+    /// The field to write to a .npy or .png file (default: the largest tensor).
+    #[arg(long)]
+    pub field: Option<String>,
+    /// Where to write: FILE.npy (NumPy), FILE.png (an image with its boxes, or a spectrogram),
+    /// or a directory (every field as .npy, and .png where it can be drawn).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the sample's fields, dtypes, shapes and bytes after every step instead.
+    #[arg(long)]
+    pub list: bool,
+    /// Seed and epoch of random steps.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 0)]
+    pub epoch: u64,
+    /// Where datasets live (generated there when missing).
+    #[arg(long, default_value = "data")]
+    pub data_dir: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]

@@ -51,22 +51,40 @@ pub fn list(what: &ListWhat) -> anyhow::Result<String> {
         }
         ListWhat::Steps => {
             for spec in REGISTRY {
-                let random = if spec.random {
-                    " (random: always online)"
+                let mut flags = Vec::new();
+                if spec.random {
+                    flags.push("random: always online");
+                }
+                if spec.fan_out {
+                    flags.push("fan-out: several samples per input");
+                }
+                let flags = if flags.is_empty() {
+                    String::new()
                 } else {
-                    ""
+                    format!("  [{}]", flags.join("; "))
                 };
-                out.push_str(&format!("{}{random}\n    {}\n", spec.op, spec.summary));
-                for p in spec.params {
-                    let default = p
-                        .default
-                        .map(|d| format!(" = {d}"))
-                        .unwrap_or_else(|| " (required)".into());
+                out.push_str(&format!("{}{flags}\n  {}\n", spec.op, spec.summary));
+                let rows: Vec<[String; 4]> = spec
+                    .params
+                    .iter()
+                    .map(|p| {
+                        [
+                            p.name.to_string(),
+                            p.kind.to_string(),
+                            p.default
+                                .map_or("required".to_string(), |d| format!("= {d}")),
+                            p.doc.to_string(),
+                        ]
+                    })
+                    .collect();
+                let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
+                let (w0, w1, w2) = (width(0), width(1), width(2));
+                for [name, kind, default, doc] in &rows {
                     out.push_str(&format!(
-                        "    {:<12} {}{default}: {}\n",
-                        p.name, p.kind, p.doc
+                        "    {name:<w0$}  {kind:<w1$}  {default:<w2$}  {doc}\n"
                     ));
                 }
+                out.push('\n');
             }
         }
         ListWhat::Strategies { workload } => {

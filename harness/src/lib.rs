@@ -20,6 +20,7 @@ pub mod reproduce;
 pub mod results;
 pub mod run;
 pub mod sampler;
+pub mod show;
 pub mod stats;
 pub mod store;
 pub mod summary;

@@ -207,6 +207,23 @@ fn main() -> ExitCode {
             lines.iter().for_each(|line| println!("{line}"));
             ExitCode::SUCCESS
         }),
+        Command::Show(args) => harness::show::show(&harness::show::ShowOptions {
+            workload: args.workload,
+            sample: args.sample,
+            part: args.part,
+            after: args.after,
+            strategy: args.strategy,
+            field: args.field,
+            out: args.out,
+            list: args.list,
+            seed: args.seed,
+            epoch: args.epoch,
+            data_dir: args.data_dir,
+        })
+        .map(|text| {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }),
     };
     result.unwrap_or_else(|e| {
         eprintln!("error: {e:#}");

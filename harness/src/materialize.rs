@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use datasets::Source;
 use indicatif::ProgressBar;
-use workloads::{encoding, OnError, Workload};
+use workloads::{encoding, Codec, OnError, Workload};
 
 use crate::metrics::Snapshot;
 use crate::pipeline::{apply_steps, panic_message, RunError, Skipped};
@@ -35,6 +35,30 @@ struct Split {
     skipped: Vec<Skipped>,
 }
 
+/// Runs the offline steps `[0, split)` on source item `id`, handing every output to `emit`.
+/// They are not random, so seed and epoch are 0.
+fn offline_steps(
+    job: &MaterializeJob,
+    id: usize,
+    step_seconds: &mut [f64],
+    emit: &mut dyn FnMut(workloads::Sample) -> Result<bool, RunError>,
+) -> Result<bool, RunError> {
+    apply_steps(
+        job.workload,
+        0..job.key.split,
+        job.source.sample(id),
+        job.source,
+        workloads::StepContext {
+            seed: 0,
+            epoch: 0,
+            step_index: 0,
+            files: None,
+        },
+        step_seconds,
+        emit,
+    )
+}
+
 fn write_shard(
     job: &MaterializeJob,
     shard: usize,
@@ -51,27 +75,14 @@ fn write_shard(
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let outcome = apply_steps(
-            job.workload,
-            0..job.key.split,
-            job.source.sample(id),
-            job.source,
-            workloads::StepContext {
-                seed: 0,
-                epoch: 0,
-                step_index: 0,
-                files: None,
-            },
-            &mut step_seconds,
-            &mut |sample| {
-                let start = std::time::Instant::now();
-                payload.clear();
-                encoding::encode_into(&sample, &mut payload);
-                writer.write(&payload)?;
-                writing_s += start.elapsed().as_secs_f64();
-                Ok(true)
-            },
-        );
+        let outcome = offline_steps(job, id, &mut step_seconds, &mut |sample| {
+            let start = std::time::Instant::now();
+            payload.clear();
+            encoding::encode_into(&sample, &mut payload);
+            writer.write(&payload)?;
+            writing_s += start.elapsed().as_secs_f64();
+            Ok(true)
+        });
         if let Err(e) = outcome {
             match e.skipped().filter(|_| job.on_error == OnError::Skip) {
                 Some(skipped) => split.skipped.push(skipped),
@@ -87,13 +98,66 @@ fn write_shard(
     Ok(info)
 }
 
+/// Bytes the store will take, estimated from the first sample the offline steps accept (its
+/// encoded records, framing included) times the samples; `None` when no sample could be
+/// probed. Uncompressed: an upper bound for a compressing codec.
+fn estimate_bytes(job: &MaterializeJob) -> Option<u64> {
+    let mut step_seconds = vec![0.0; job.workload.steps.len()];
+    for id in 0..job.source.len().min(4) {
+        let mut bytes = 0u64;
+        let probed = offline_steps(job, id, &mut step_seconds, &mut |sample| {
+            let mut payload = Vec::new();
+            encoding::encode_into(&sample, &mut payload);
+            bytes += payload.len() as u64 + 16;
+            Ok(true)
+        });
+        if probed.is_ok() {
+            return Some(bytes * job.source.len() as u64);
+        }
+    }
+    None
+}
+
 /// Materializes the store described by `job.key` into `job.dir` (cleared first) and completes it.
+/// Without room for it (uncompressed, estimated from one sample) it refuses before writing; if
+/// the disk fills up anyway, the partial store is removed and the error says so.
 pub fn materialize(
     job: &MaterializeJob,
     progress: &ProgressBar,
 ) -> Result<StoreManifest, RunError> {
     store::clear(job.dir)?;
-    std::fs::create_dir_all(job.dir).map_err(store::io_error(job.dir))?;
+    store::create(job.dir)?;
+    let needed = estimate_bytes(job);
+    let free = store::free_bytes(job.dir);
+    if let (Some(needed), Some(free), Codec::None) = (needed, free, job.key.codec) {
+        if needed > free {
+            store::clear(job.dir)?;
+            return Err(store::StoreError::NoSpace {
+                dir: job.dir.display().to_string(),
+                free_bytes: free,
+                needed_bytes: Some(needed),
+                during_write: false,
+            }
+            .into());
+        }
+    }
+    match write_store(job, progress) {
+        Err(RunError::Store(e)) if e.is_no_space() => {
+            // Leave nothing half-written behind; earlier stores and results are untouched.
+            store::clear(job.dir)?;
+            Err(store::StoreError::NoSpace {
+                dir: job.dir.display().to_string(),
+                free_bytes: store::free_bytes(job.dir).unwrap_or(0),
+                needed_bytes: needed,
+                during_write: true,
+            }
+            .into())
+        }
+        other => other,
+    }
+}
+
+fn write_store(job: &MaterializeJob, progress: &ProgressBar) -> Result<StoreManifest, RunError> {
     let threads = job.threads.clamp(1, job.key.shards);
     let stop = AtomicBool::new(false);
     let start = Snapshot::now();

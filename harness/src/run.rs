@@ -598,6 +598,53 @@ fn null_io_row(last: &RunRow, consumer: ConsumerSpec, template: &Sample, seed: u
     }
 }
 
+/// `path` made absolute and `.`/`..` resolved lexically (it need not exist yet).
+fn lexical_absolute(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    // Resolve symlinks in the longest existing prefix, so a link into the dataset is caught.
+    let mut existing = out.clone();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match existing.file_name() {
+            Some(name) => {
+                rest.push(name.to_os_string());
+                existing.pop();
+            }
+            None => break,
+        }
+    }
+    let mut resolved = std::fs::canonicalize(&existing).unwrap_or(existing);
+    resolved.extend(rest.iter().rev());
+    resolved
+}
+
+/// Refuses a results or store directory inside the dataset directory: prepbench writes and
+/// clears there, and the dataset must stay as the user gave it.
+pub fn check_places(dataset: &Path, places: &[(&str, &Path)]) -> anyhow::Result<()> {
+    let dataset_abs = lexical_absolute(dataset);
+    for (what, path) in places {
+        if lexical_absolute(path).starts_with(&dataset_abs) {
+            bail!(
+                "{what} {} is inside the dataset directory {}: prepbench never writes into a \
+                 dataset; choose a directory outside it",
+                path.display(),
+                dataset.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// A run id unique to this process and moment: `r<unix seconds>-<pid>`.
 pub fn fresh_run_prefix() -> String {
     let secs = std::time::SystemTime::now()
@@ -682,6 +729,13 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
     let storage = workload
         .storage_profile(&storage_name)
         .map_err(|e| anyhow::anyhow!("{}: {e}", workload.origin))?;
+    check_places(
+        &dataset_root(&workload, &opts.data_dir)?,
+        &[
+            ("the results directory", &opts.out),
+            ("the store directory", &opts.store_dir),
+        ],
+    )?;
     // Open the results first: a conflicting folder fails before any work is done.
     let csv = RunsCsv::open(&opts.out)?;
     let (stages_csv, samples_csv, errors_csv) = (
@@ -781,4 +835,36 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
     };
     results::record_invocation(&opts.out, &session.workload_record(), &invocation)?;
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_and_stores_inside_the_dataset_are_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let data = root.path().join("data/imagenet-seed0");
+        std::fs::create_dir_all(&data).unwrap();
+        let inside = data.join("results");
+        let err = check_places(&data, &[("the results directory", &inside)]).unwrap_err();
+        assert!(
+            err.to_string().contains("inside the dataset directory"),
+            "{err}"
+        );
+        // Through `..` and a symlink too.
+        let sneaky = root.path().join("data/other/../imagenet-seed0/store");
+        assert!(check_places(&data, &[("the store directory", &sneaky)]).is_err());
+        let link = root.path().join("link");
+        std::os::unix::fs::symlink(&data, &link).unwrap();
+        assert!(check_places(&data, &[("out", &link.join("out"))]).is_err());
+        // Beside it is fine, even with a name that starts the same.
+        for ok in [
+            "out",
+            "data/imagenet-seed0-results",
+            "data/imagenet-seed0/../x",
+        ] {
+            check_places(&data, &[("out", &root.path().join(ok))]).unwrap();
+        }
+    }
 }

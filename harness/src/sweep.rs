@@ -315,6 +315,13 @@ fn sweep_workload(
 ) -> anyhow::Result<SweepOutcome> {
     let started_utc = results::utc_now();
     let plan = Plan::new(&workload, opts)?;
+    crate::run::check_places(
+        &crate::run::dataset_root(&workload, &places.data_dir)?,
+        &[
+            ("the results directory", &places.out),
+            ("the store directory", &places.store_dir),
+        ],
+    )?;
     let csv = RunsCsv::open(&places.out)?;
     let offline_csv = CsvTable::open(places.out.join("offline.csv"), &OFFLINE_COLUMNS)?;
     let (stages_csv, samples_csv, errors_csv) = (

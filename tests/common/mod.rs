@@ -83,3 +83,45 @@ pub fn find_files(dir: &Path, name: &str) -> Vec<PathBuf> {
     }
     found
 }
+
+/// `prepbench run WORKLOAD --json` with small settings (2 threads, 2 shards, one epoch,
+/// verified) on the data under `data`, its store and results in `work`; returns the JSON rows.
+pub fn run_json(
+    work: &Path,
+    data: &Path,
+    workload: &str,
+    extra: &[&str],
+) -> Vec<serde_json::Value> {
+    let mut args = vec![
+        "run",
+        workload,
+        "--threads",
+        "2",
+        "--shards",
+        "2",
+        "--epochs",
+        "1",
+        "--verify",
+        "--json",
+        "--evict",
+        "fadvise",
+        "--quiet",
+    ];
+    let name = Path::new(workload).file_stem().map_or_else(
+        || workload.to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    let (data, store, out) = (
+        data.display().to_string(),
+        work.join("store").display().to_string(),
+        work.join(name).display().to_string(),
+    );
+    args.extend_from_slice(&["--data-dir", &data, "--store-dir", &store, "--out", &out]);
+    args.extend_from_slice(extra);
+    let run = prepbench(&args);
+    assert!(run.status.success(), "{workload}: {}", stderr(&run));
+    String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}

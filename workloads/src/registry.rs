@@ -43,6 +43,7 @@ pub static REGISTRY: &[&StepSpec] = &[
     &steps::resize_shorter::SPEC,
     &steps::resize_longer_pad::SPEC,
     &steps::grayscale::SPEC,
+    &steps::brightness::SPEC,
     &steps::normalize::SPEC,
     &steps::pixel_center::SPEC,
     &steps::random_crop::SPEC,

@@ -17,6 +17,19 @@ use codec::CodecWriter;
 use framing::{FramingError, RecordReader, RecordWriter};
 
 pub const STORE_MANIFEST: &str = "store.json";
+/// The file that marks a directory as a store prepbench made (and so may clear).
+pub const STORE_MARKER: &str = ".prepbench-store";
+
+/// Creates `dir` (and its parents) as a store directory, with its marker.
+pub fn create(dir: &Path) -> Result<(), StoreError> {
+    std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+    let marker = dir.join(STORE_MARKER);
+    std::fs::write(
+        &marker,
+        b"a prepbench store: prepbench may clear this directory\n",
+    )
+    .map_err(io_error(&marker))
+}
 const FORMAT_VERSION: u32 = 1;
 
 #[derive(Debug, Error)]
@@ -36,6 +49,46 @@ pub enum StoreError {
     },
     #[error("{path}: {message}")]
     Invalid { path: String, message: String },
+    #[error(
+        "not enough space for the store in {dir}: {}; {:.1} MB free{}",
+        if *.during_write { "the disk filled up while writing (the partial store was removed)" } else { "refused before writing" },
+        *.free_bytes as f64 / 1e6,
+        needed_bytes.map(|n| format!(", the store needs about {:.1} MB uncompressed", n as f64 / 1e6)).unwrap_or_default()
+    )]
+    NoSpace {
+        dir: String,
+        free_bytes: u64,
+        needed_bytes: Option<u64>,
+        during_write: bool,
+    },
+}
+
+/// Bytes available to this user on the filesystem holding `dir` (statvfs), when it can be asked.
+pub fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs writes into the zeroed struct we pass and reads the NUL-terminated path.
+    unsafe {
+        let mut stat: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(path.as_ptr(), &mut stat) != 0 {
+            return None;
+        }
+        Some(stat.f_bavail as u64 * stat.f_frsize as u64)
+    }
+}
+
+impl StoreError {
+    /// Whether the error is the disk being full (ENOSPC or a quota), anywhere in a store write.
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            StoreError::Io { source, .. } => matches!(
+                source.raw_os_error(),
+                Some(libc::ENOSPC) | Some(libc::EDQUOT)
+            ),
+            StoreError::NoSpace { .. } => true,
+            _ => false,
+        }
+    }
 }
 
 pub(crate) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
@@ -203,19 +256,35 @@ pub fn find_complete(dir: &Path, key: &StoreKey) -> Result<Option<StoreManifest>
     Ok(Some(manifest))
 }
 
-/// Removes what an earlier materialization left in `dir` (its shards, temporaries and manifest)
-/// and refuses to touch a directory holding anything else.
+/// Removes what an earlier materialization left in `dir` (its shards, temporaries and manifest).
+/// Refuses a non-empty directory without prepbench's marker (or, from before markers, a store
+/// manifest), and one holding anything else.
 pub fn clear(dir: &Path) -> Result<(), StoreError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io_error(dir)(e)),
     };
+    let entries: Vec<std::fs::DirEntry> =
+        entries.collect::<Result<_, _>>().map_err(io_error(dir))?;
+    let owned = dir.join(STORE_MARKER).is_file() || dir.join(STORE_MANIFEST).is_file();
+    if !entries.is_empty() && !owned {
+        return Err(StoreError::Invalid {
+            path: dir.display().to_string(),
+            message: format!(
+                "is not empty and has no `{STORE_MARKER}` marker, so prepbench did not make it: \
+                 refusing to clear it (choose another --store-dir)"
+            ),
+        });
+    }
     let mut ours = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(io_error(dir))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("shard-") || name.starts_with(".shard-") || name == STORE_MANIFEST {
+        if name.starts_with("shard-")
+            || name.starts_with(".shard-")
+            || name == STORE_MANIFEST
+            || name == STORE_MARKER
+        {
             ours.push(entry.path());
         } else {
             return Err(StoreError::Invalid {
@@ -440,7 +509,7 @@ mod tests {
     }
 
     fn write_store(dir: &Path, codec: Codec) -> StoreManifest {
-        std::fs::create_dir_all(dir).unwrap();
+        create(dir).unwrap();
         let mut shards = Vec::new();
         for s in 0..2 {
             let mut w = ShardWriter::create(dir, s, 2, codec).unwrap();
@@ -494,10 +563,19 @@ mod tests {
         assert!(find_complete(&dir, &other).unwrap().is_none());
         std::fs::remove_file(dir.join(STORE_MANIFEST)).unwrap();
         assert!(find_complete(&dir, &key(Codec::None)).unwrap().is_none());
+        // Interrupted (no manifest) but marked as ours: cleared, marker and all.
         clear(&dir).unwrap();
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        // Someone else's directory: refused, whatever its files are called.
+        std::fs::write(dir.join("shard-00000-of-00001.tfrecord"), b"theirs").unwrap();
+        let err = clear(&dir).unwrap_err().to_string();
+        assert!(err.contains("marker"), "{err}");
+        assert!(dir.join("shard-00000-of-00001.tfrecord").exists());
+        // Ours, but holding a file prepbench did not write: refused too.
+        create(&dir).unwrap();
         std::fs::write(dir.join("notes.txt"), b"mine").unwrap();
         assert!(clear(&dir).unwrap_err().to_string().contains("notes.txt"));
+        assert!(dir.join("notes.txt").exists());
     }
 
     #[test]

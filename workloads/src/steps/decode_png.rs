@@ -176,4 +176,20 @@ mod tests {
                 .contains("PNG"));
         }
     }
+
+    #[test]
+    fn images_over_the_pixel_limit_are_refused_before_decoding() {
+        // A 10x10 image against a limit of 99 pixels: refused from the header alone.
+        let s = Sample::new(0).with("data", Field::Bytes(png16(&[1; 300], 10, 10)));
+        let tight = DecodePng::new(Params {
+            max_pixels: 99,
+            ..step(true).params
+        })
+        .unwrap();
+        let err = tight.apply(s, &CTX).unwrap_err().message;
+        assert!(
+            err.contains("10x10 = 100 pixels exceeds max_pixels 99"),
+            "{err}"
+        );
+    }
 }

@@ -3,6 +3,7 @@
 
 pub mod boxes;
 pub mod bpe_encode;
+pub mod brightness;
 pub mod decode_audio;
 pub mod decode_jpeg;
 pub mod decode_npy;

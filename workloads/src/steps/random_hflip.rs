@@ -30,7 +30,7 @@ pub static SPEC: StepSpec = StepSpec {
     fan_out: false,
     params: &[
         ParamDoc { name: "field", kind: "string", default: Some("image"), doc: "image tensor [h, w, c], any dtype" },
-        ParamDoc { name: "boxes", kind: "string", default: None, doc: "optional boxes field [k, 4] mirrored with the image" },
+        ParamDoc { name: "boxes", kind: "string", default: Some("none"), doc: "optional boxes field [k, 4] mirrored with the image" },
         ParamDoc { name: "p", kind: "float", default: Some("0.5"), doc: "probability of mirroring" },
     ],
     build: |de| build_step(de, RandomHflip::new),

@@ -65,7 +65,7 @@ pub static SPEC: StepSpec = StepSpec {
         ParamDoc {
             name: "boxes",
             kind: "string",
-            default: None,
+            default: Some("none"),
             doc: "optional boxes field [k, 4] moved with the image",
         },
         ParamDoc {

@@ -79,7 +79,7 @@ pub static SPEC: StepSpec = StepSpec {
         ParamDoc {
             name: "boxes",
             kind: "string",
-            default: None,
+            default: Some("none"),
             doc: "optional boxes field [k, 4] scaled with the image",
         },
     ],
