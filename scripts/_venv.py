@@ -8,7 +8,8 @@ SCRIPTS = os.path.dirname(os.path.abspath(__file__))
 
 
 def enter(name, packages, script):
-    """Re-executes `script` with the Python of scripts/<name>, unless already running there."""
+    """Re-executes `script` (with its arguments) with the Python of scripts/<name>, unless
+    already running there."""
     venv = os.path.join(SCRIPTS, name)
     python = os.path.join(venv, "bin", "python")
     if sys.prefix == venv:
@@ -16,4 +17,4 @@ def enter(name, packages, script):
     if not os.path.exists(python):
         subprocess.check_call([sys.executable, "-m", "venv", venv])
     subprocess.check_call([os.path.join(venv, "bin", "pip"), "install", "-q", *packages])
-    os.execv(python, [python, os.path.abspath(script)])
+    os.execv(python, [python, os.path.abspath(script), *sys.argv[1:]])

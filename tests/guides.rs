@@ -94,13 +94,6 @@ fn the_step_guide_shows_the_step_as_it_is_in_the_tree_and_its_workload_runs() {
         shown, file,
         "docs/adding-a-step.md shows brightness.rs as it is"
     );
-    let line = block("adding-a-step.md", "registry-line");
-    let registry = std::fs::read_to_string(repo().join("workloads/src/registry.rs")).unwrap();
-    assert!(
-        registry.contains(line.trim_end()),
-        "the registry holds {line}"
-    );
-
     let work = tempfile::tempdir().unwrap();
     let yaml = write(
         work.path(),
@@ -110,6 +103,13 @@ fn the_step_guide_shows_the_step_as_it_is_in_the_tree_and_its_workload_runs() {
     let out = prepbench(&["validate", &yaml]);
     // Without the registry line this is the guide's documented error: unknown op `brightness`.
     assert!(out.status.success(), "{}", stderr(&out));
+    let line = block("adding-a-step.md", "registry-line");
+    let registry = std::fs::read_to_string(repo().join("workloads/src/registry.rs")).unwrap();
+    assert!(
+        registry.contains(line.trim_end()),
+        "the registry holds {line}"
+    );
+
     let rows = run_json(work.path(), data_dir(), &yaml, &["--samples", "6"]);
     let strategies: Vec<&str> = rows
         .iter()

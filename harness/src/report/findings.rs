@@ -94,8 +94,11 @@ pub fn findings(views: &[WorkloadView]) -> Vec<Finding> {
     {
         let t = view.max_threads();
         let name = &view.title();
+        // Runs under an emulated storage profile judge finding 2 (a network-storage finding)
+        // only; the other findings are judged on plain runs.
+        let plain = view.condition.is_empty();
         // 1. The fully preprocessed strategy is not the fastest; a middle split wins.
-        if MIDDLE_WINS.contains(&paper_of(view).as_str()) {
+        if plain && MIDDLE_WINS.contains(&paper_of(view).as_str()) {
             let measured: Vec<(&str, f64)> = view
                 .strategies
                 .iter()
@@ -124,9 +127,28 @@ pub fn findings(views: &[WorkloadView]) -> Vec<Finding> {
             cold_sps(view, "unprocessed", "none", t),
             cold_sps(view, "concatenated", "none", t),
         ) {
+            // Where the paper measured the pipeline, the same conclusion: a clear gain (1.5x or
+            // more) where it found one (CV 9.0x), none where it did not (CV2-PNG's 17 MB
+            // frames, 1.4x).
+            let paper_ratio = view.paper.as_ref().and_then(|p| {
+                let sps = |name: &str| {
+                    p.strategies
+                        .iter()
+                        .find(|r| r.strategy == name)
+                        .map(|r| r.sps_epoch0)
+                };
+                Some(sps("concatenated")? / sps("unprocessed")?)
+            });
+            let ours = cat / raw;
+            let gain_expected = paper_ratio.is_none_or(|r| r >= 1.5);
             let line = (
-                cat / raw >= 1.5,
-                format!("{name}: concatenated / unprocessed = {:.2}x", cat / raw),
+                (ours >= 1.5) == gain_expected,
+                format!(
+                    "{name}: concatenated / unprocessed = {ours:.2}x{}",
+                    paper_ratio
+                        .map(|r| format!(" (paper {r:.1}x)"))
+                        .unwrap_or_default()
+                ),
             );
             if view.condition.contains("storage ") {
                 f2.push(line);
@@ -139,7 +161,7 @@ pub fn findings(views: &[WorkloadView]) -> Vec<Finding> {
             .codecs
             .iter()
             .find(|c| c.starts_with("gzip") || c.starts_with("zlib"));
-        if let (Some(codec), Some(last)) = (deflate, view.last_strategy()) {
+        if let (true, Some(codec), Some(last)) = (plain, deflate, view.last_strategy()) {
             for (_, s) in view.strategies.iter().filter(|(split, _)| *split > 0) {
                 let (Some(none), Some(c)) =
                     (cold_sps(view, s, "none", t), cold_sps(view, s, codec, t))
@@ -169,7 +191,7 @@ pub fn findings(views: &[WorkloadView]) -> Vec<Finding> {
             }
         }
         // 4. The page cache speeds up re-reading the last strategy.
-        if let Some(last) = view.last_strategy() {
+        if let (true, Some(last)) = (plain, view.last_strategy()) {
             if let (Some(cold), Some(warm)) =
                 (view.cold(last, "none", t), view.warm(last, "none", t))
             {
@@ -178,7 +200,7 @@ pub fn findings(views: &[WorkloadView]) -> Vec<Finding> {
             }
         }
         // 6. More threads help CPU-bound online work more than reading stored results.
-        if view.threads.len() >= 2 {
+        if plain && view.threads.len() >= 2 {
             let (lo, hi) = (view.threads[0], t);
             let speedup =
                 |s: &str| Some(cold_sps(view, s, "none", hi)? / cold_sps(view, s, "none", lo)?);
