@@ -193,6 +193,79 @@ def run_py(pool, strategy, paths, threads):
     return n / (time.perf_counter() - start)
 
 
+# ---------------------------------------------------------------- reading cold against dd
+
+
+def evict(paths):
+    """Drops the files from the page cache (fdatasync, then POSIX_FADV_DONTNEED)."""
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def shards_of(work, strategy):
+    base = os.path.join(work, "store", "cv", strategy)
+    out = []
+    for dirpath, _, names in os.walk(base):
+        out.extend(os.path.join(dirpath, n) for n in names if n.startswith("shard-"))
+    return sorted(out)
+
+
+def dd_mb_s(paths):
+    """Sequential read bandwidth of `dd bs=1M` over the files, one after another, cold."""
+    evict(paths)
+    total = sum(os.path.getsize(p) for p in paths)
+    start = time.perf_counter()
+    for p in paths:
+        subprocess.run(["dd", f"if={p}", "of=/dev/null", "bs=1M"], check=True,
+                       capture_output=True)
+    return total / (time.perf_counter() - start) / 1e6
+
+
+def prepbench_cold_mb_s(binary, work, strategy, args):
+    """prepbench's cold epoch of a stored strategy as MB/s of its shards."""
+    import json
+
+    out = subprocess.run(
+        [binary, "run", "cv", "--strategy", strategy, "--samples", str(args.samples),
+         "--threads", str(args.threads), "--cache", "cold", "--evict", "fadvise", "--epochs", "1",
+         "--json", "--quiet", "--data-dir", os.path.join(work, "data"),
+         "--store-dir", os.path.join(work, "store"), "--out", os.path.join(work, "prepbench-out")],
+        check=True, capture_output=True, text=True).stdout
+    row = json.loads(out.strip().splitlines()[-1])
+    return row["storage_bytes"] / row["online_s"] / 1e6
+
+
+def read_table(binary, work, args):
+    """prepbench reading the fully materialized, uncompressed `pixel-centered` shards cold
+    (random crop the only online step) against `dd` on the same files, alternating."""
+    strategy = "pixel-centered"
+    prepbench_cold_mb_s(binary, work, strategy, args)  # materializes
+    shards = shards_of(work, strategy)
+    ours, dd = [], []
+    for _ in range(args.repeats):
+        ours.append(prepbench_cold_mb_s(binary, work, strategy, args))
+        dd.append(dd_mb_s(shards))
+        print(f"read {strategy}: prepbench {ours[-1]:.0f} MB/s, dd {dd[-1]:.0f} MB/s", flush=True)
+    p, d = statistics.median(ours), statistics.median(dd)
+    return [
+        "",
+        f"Reading `{strategy}` cold (uncompressed shards, {len(shards)} files, evicted with "
+        f"POSIX_FADV_DONTNEED before each run), medians of {args.repeats} alternating runs:",
+        "",
+        "| reader | MB/s | range |",
+        "|---|---|---|",
+        f"| prepbench ({args.threads} threads, random crop online) | {p:.0f} | "
+        f"{min(ours):.0f}-{max(ours):.0f} |",
+        f"| dd bs=1M, one file after another | {d:.0f} | {min(dd):.0f}-{max(dd):.0f} |",
+        f"| prepbench / dd | {p / d:.2f}x | |",
+    ]
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -269,6 +342,7 @@ def main():
         p, t, y = median[(s, "prepbench")], median[(s, "tf.data")], median[(s, "python")]
         lines.append(f"| {s} | {cell((s, 'prepbench'))} | {cell((s, 'tf.data'))} | "
                      f"{cell((s, 'python'))} | {p / t:.2f}x | {p / y:.2f}x |")
+    lines += read_table(binary, work, args)
     lines += [
         "",
         f"tensorflow {tf.__version__}, Pillow {PIL.__version__}, NumPy {np.__version__}, "
