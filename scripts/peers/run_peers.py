@@ -2,11 +2,13 @@
 """prepbench against the loaders users would pick instead, on the same data and threads.
 
 Installs its peers in scripts/.venv-peers (tensorflow-cpu 2.16, tensorflow-io 0.37, Pillow,
-NumPy), builds prepbench if needed, generates the CV dataset once with prepbench, then runs
-each strategy on three stacks, alternating them `--repeats` times:
+NumPy), builds prepbench if needed, generates the CV (ImageNet-style JPEG) and CV2-PNG (Cube++
+16-bit PNG) datasets once with prepbench, then runs each strategy on three stacks, alternating
+them `--repeats` times:
 
-- prepbench: `prepbench run cv --strategy S --cache warm` (throughput_sps of the epoch);
-- tf.data: the paper's own stack. `unprocessed` maps read_file -> decode_jpeg -> resize (shorter
+- prepbench: `prepbench run WORKLOAD --strategy S --cache warm` (throughput_sps of the epoch);
+- tf.data: the paper's own stack. `unprocessed` maps read_file -> decode (JPEG, or 16-bit PNG
+  scaled to uint8) -> resize (shorter
   side 256, bilinear, antialiased, rounded back to uint8) -> x / 127.5 - 1 -> random crop
   224x224 over the file list; `resized` reads TFRecord files of serialized uint8 tensors
   (written once, untimed, as PRESTO stored strategies) and maps the last two steps;
@@ -19,7 +21,7 @@ one value per sample). All files are read warm (read once before the timed runs)
 is the preprocessing stack's, not the disk's. It writes runs.csv (every run), table.md (medians
 and ratios prepbench / peer) and commands.txt under --out, and prints the table.
 
-    python3 scripts/peers/run_peers.py --samples 300 --threads 2 --repeats 5
+    python3 scripts/peers/run_peers.py --samples 1500 --png-samples 48 --threads 2 --repeats 5
 """
 import argparse
 import os
@@ -33,6 +35,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 PACKAGES = ["tensorflow-cpu==2.16.*", "tensorflow-io==0.37.*", "numpy<2", "pillow"]
 STRATEGIES = ["unprocessed", "resized"]
+PEERS = ["prepbench", "tf.data", "python"]
+# The image workloads compared: dataset kind, the folder prepbench generates it in, where its
+# files are and how they end, and the image format.
+WORKLOADS = {
+    "cv": dict(kind="imagenet", folder="imagenet-seed0", under="train", ending=".JPEG",
+               image="jpeg"),
+    "cv2-png": dict(kind="cubepp-png", folder="cubepp-seed0", under="PNG", ending=".png",
+                    image="png"),
+}
 CROP = 224
 SHORTER = 256
 
@@ -50,19 +61,19 @@ def prepbench_binary():
     return binary
 
 
-def files_of(data):
+def files_of(data, spec):
     out = []
-    for dirpath, _, names in os.walk(os.path.join(data, "train")):
-        out.extend(os.path.join(dirpath, n) for n in names if n.endswith(".JPEG"))
+    for dirpath, _, names in os.walk(os.path.join(data, spec["under"])):
+        out.extend(os.path.join(dirpath, n) for n in names if n.endswith(spec["ending"]))
     return sorted(out)
 
 
 # ---------------------------------------------------------------- prepbench
 
 
-def run_prepbench(binary, work, strategy, args):
+def run_prepbench(binary, work, workload, strategy, samples, args):
     out = subprocess.run(
-        [binary, "run", "cv", "--strategy", strategy, "--samples", str(args.samples),
+        [binary, "run", workload, "--strategy", strategy, "--samples", str(samples),
          "--threads", str(args.threads), "--cache", "warm", "--epochs", "1", "--json", "--quiet",
          "--data-dir", os.path.join(work, "data"), "--store-dir", os.path.join(work, "store"),
          "--out", os.path.join(work, "prepbench-out")],
@@ -104,18 +115,26 @@ def tf_options(tf, threads):
     return options
 
 
-def tf_materialize(tf, files, path):
+def tf_decode(tf, data, image):
+    """JPEG to RGB uint8; a 16-bit PNG to RGB uint16 scaled to uint8, as prepbench's decode_png
+    with to_uint8."""
+    if image == "jpeg":
+        return tf.io.decode_jpeg(data, channels=3)
+    wide = tf.io.decode_png(data, channels=3, dtype=tf.uint16)
+    return tf.cast(tf.round(tf.cast(wide, tf.float32) / 257.0), tf.uint8)
+
+
+def tf_materialize(tf, files, path, image):
     with tf.io.TFRecordWriter(path) as writer:
         for f in files:
-            image = tf_resize(tf, tf.io.decode_jpeg(tf.io.read_file(f), channels=3))
-            writer.write(tf.io.serialize_tensor(image).numpy())
+            resized = tf_resize(tf, tf_decode(tf, tf.io.read_file(f), image))
+            writer.write(tf.io.serialize_tensor(resized).numpy())
 
 
-def tf_dataset(tf, strategy, files, records, threads):
+def tf_dataset(tf, strategy, files, records, threads, image):
     if strategy == "unprocessed":
         ds = tf.data.Dataset.from_tensor_slices(files).map(
-            lambda f: tf_online_tail(
-                tf, tf_resize(tf, tf.io.decode_jpeg(tf.io.read_file(f), channels=3))),
+            lambda f: tf_online_tail(tf, tf_resize(tf, tf_decode(tf, tf.io.read_file(f), image))),
             num_parallel_calls=threads)
     else:
         ds = tf.data.TFRecordDataset(records, num_parallel_reads=threads).map(
@@ -124,8 +143,8 @@ def tf_dataset(tf, strategy, files, records, threads):
     return ds.prefetch(threads * 4).with_options(tf_options(tf, threads))
 
 
-def run_tf(tf, strategy, files, records, threads):
-    ds = tf_dataset(tf, strategy, files, records, threads)
+def run_tf(tf, strategy, files, records, threads, image):
+    ds = tf_dataset(tf, strategy, files, records, threads, image)
     start = time.perf_counter()
     n = 0
     for sample in ds:
@@ -278,7 +297,9 @@ def warm(paths):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--samples", type=int, default=1500, help="CV samples")
+    parser.add_argument("--png-samples", type=int, default=48,
+                        help="CV2-PNG samples (17 MB frames)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--work", default=os.path.join(ROOT, "target", "peers"))
@@ -293,38 +314,44 @@ def main():
     pool = multiprocessing.get_context("fork").Pool(args.threads)
     binary = prepbench_binary()
     work = os.path.abspath(args.work)
-    data = os.path.join(work, "data", "imagenet-seed0")
-    subprocess.check_call([binary, "generate", "imagenet", "--samples", str(args.samples),
-                           "--out", data, "--quiet"])
-    files = files_of(data)[: args.samples]
     tf = tf_setup(args.threads)
-    records = os.path.join(work, "tf-resized.tfrecord")
-    if not os.path.exists(records):
-        tf_materialize(tf, files, records)
-    npys = py_materialize(files, os.path.join(work, "py-resized"))
-    warm(files + [records] + npys)
-    inputs = {"unprocessed": files, "resized": npys}
     runs = []
     with pool:
-        for strategy in STRATEGIES:
-            run_prepbench(binary, work, strategy, args)  # materializes and warms its store
-            for repeat in range(args.repeats):
-                for peer in ["prepbench", "tf.data", "python"]:
-                    if peer == "prepbench":
-                        sps = run_prepbench(binary, work, strategy, args)
-                    elif peer == "tf.data":
-                        sps = run_tf(tf, strategy, files, [records], args.threads)
-                    else:
-                        sps = run_py(pool, strategy, inputs[strategy], args.threads)
-                    runs.append((strategy, peer, repeat, sps))
-                    print(f"{strategy:12} {peer:10} run {repeat}: {sps:8.1f} samples/s", flush=True)
+        for workload, spec in WORKLOADS.items():
+            samples = args.samples if workload == "cv" else args.png_samples
+            data = os.path.join(work, "data", spec["folder"])
+            subprocess.check_call([binary, "generate", spec["kind"], "--samples", str(samples),
+                                   "--out", data, "--quiet"])
+            files = files_of(data, spec)[:samples]
+            records = os.path.join(work, f"tf-{workload}-resized.tfrecord")
+            if not os.path.exists(records):
+                tf_materialize(tf, files, records, spec["image"])
+            npys = py_materialize(files, os.path.join(work, f"py-{workload}-resized"))
+            warm(files + [records] + npys)
+            inputs = {"unprocessed": files, "resized": npys}
+            for strategy in STRATEGIES:
+                # Materializes and warms prepbench's store.
+                run_prepbench(binary, work, workload, strategy, samples, args)
+                for repeat in range(args.repeats):
+                    for peer in PEERS:
+                        if peer == "prepbench":
+                            sps = run_prepbench(binary, work, workload, strategy, samples, args)
+                        elif peer == "tf.data":
+                            sps = run_tf(tf, strategy, files, [records], args.threads,
+                                         spec["image"])
+                        else:
+                            sps = run_py(pool, strategy, inputs[strategy], args.threads)
+                        runs.append((workload, strategy, peer, repeat, samples, sps))
+                        print(f"{workload:8} {strategy:12} {peer:10} run {repeat}: "
+                              f"{sps:8.1f} samples/s", flush=True)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "runs.csv"), "w") as f:
         f.write("workload,strategy,peer,repeat,threads,samples,throughput_sps\n")
-        for strategy, peer, repeat, sps in runs:
-            f.write(f"cv,{strategy},{peer},{repeat},{args.threads},{args.samples},{sps:.3f}\n")
-    values = {(s, p): [v for s2, p2, _, v in runs if (s2, p2) == (s, p)]
-              for s in STRATEGIES for p in ["prepbench", "tf.data", "python"]}
+        for workload, strategy, peer, repeat, samples, sps in runs:
+            f.write(f"{workload},{strategy},{peer},{repeat},{args.threads},{samples},{sps:.3f}\n")
+    values = {}
+    for workload, strategy, peer, _, _, sps in runs:
+        values.setdefault((workload, strategy, peer), []).append(sps)
     median = {key: statistics.median(v) for key, v in values.items()}
 
     def cell(key):
@@ -332,16 +359,21 @@ def main():
         return f"{median[key]:.0f} ({min(v):.0f}-{max(v):.0f})"
 
     lines = [
-        f"CV, {args.samples} samples, {args.threads} threads, warm page cache, medians of "
-        f"{args.repeats} alternating runs in samples/s (range in brackets); ratios of medians.",
+        f"{args.threads} threads, warm page cache, CV on {args.samples} samples and CV2-PNG on "
+        f"{args.png_samples}; medians of {args.repeats} alternating runs in samples/s (range in "
+        "brackets); ratios of medians.",
         "",
-        "| strategy | prepbench | tf.data | Python loader | prepbench / tf.data | prepbench / Python |",
-        "|---|---|---|---|---|---|",
+        "| workload | strategy | prepbench | tf.data | Python loader | prepbench / tf.data | "
+        "prepbench / Python |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for s in STRATEGIES:
-        p, t, y = median[(s, "prepbench")], median[(s, "tf.data")], median[(s, "python")]
-        lines.append(f"| {s} | {cell((s, 'prepbench'))} | {cell((s, 'tf.data'))} | "
-                     f"{cell((s, 'python'))} | {p / t:.2f}x | {p / y:.2f}x |")
+    for workload in WORKLOADS:
+        for s_ in STRATEGIES:
+            key = lambda peer: (workload, s_, peer)  # noqa: E731
+            p, t, y = (median[key(peer)] for peer in PEERS)
+            lines.append(f"| {workload} | {s_} | {cell(key('prepbench'))} | "
+                         f"{cell(key('tf.data'))} | {cell(key('python'))} | {p / t:.2f}x | "
+                         f"{p / y:.2f}x |")
     lines += read_table(binary, work, args)
     lines += [
         "",
