@@ -280,25 +280,7 @@ fn a_corrupt_jpeg_is_an_error_naming_the_file_and_step() {
         .expect("sample 1 exists");
     let bytes = std::fs::read(&victim).unwrap();
     std::fs::write(&victim, &bytes[..bytes.len() / 3]).unwrap();
-    let out = prepbench(&[
-        "run",
-        "cv",
-        "--strategy",
-        "unprocessed",
-        "--samples",
-        "4",
-        "--threads",
-        "1",
-        "--data-dir",
-        &work.path().display().to_string(),
-        "--store-dir",
-        &work.path().join("store").display().to_string(),
-        "--out",
-        &work.path().join("out").display().to_string(),
-        "--quiet",
-        "--evict",
-        "fadvise",
-    ]);
+    let out = run_with_policy(work.path(), "cv", "4", "unprocessed", "fail");
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(
@@ -623,25 +605,7 @@ fn truncated_and_garbage_audio_are_errors_naming_the_file() {
             ("garbage", b"\x00\x01garbage".repeat(300)),
         ] {
             std::fs::write(victim, &content).unwrap();
-            let out = prepbench(&[
-                "run",
-                workload,
-                "--strategy",
-                "unprocessed",
-                "--samples",
-                "3",
-                "--threads",
-                "1",
-                "--data-dir",
-                &work.path().display().to_string(),
-                "--store-dir",
-                &work.path().join("store").display().to_string(),
-                "--out",
-                &work.path().join("out").display().to_string(),
-                "--quiet",
-                "--evict",
-                "fadvise",
-            ]);
+            let out = run_with_policy(work.path(), workload, "3", "unprocessed", "fail");
             assert!(!out.status.success(), "{workload} {damage}");
             let err = stderr(&out);
             let name = victim.file_name().unwrap().to_string_lossy();

@@ -11,7 +11,7 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -59,10 +59,6 @@ impl Throttle {
                 page: cache::page_size(),
             })
         })
-    }
-
-    pub fn profile(&self) -> &StorageProfile {
-        &self.profile
     }
 
     /// Seconds readers have slept so far to match the profile.
@@ -164,7 +160,6 @@ impl Throttle {
             len,
             uncached,
             first: true,
-            path: path.to_path_buf(),
         })
     }
 }
@@ -195,13 +190,6 @@ pub struct ThrottledFile {
     /// Share of the file not in the page cache when it was opened.
     uncached: f64,
     first: bool,
-    path: PathBuf,
-}
-
-impl ThrottledFile {
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 impl Read for ThrottledFile {

@@ -127,9 +127,15 @@ pub fn materialize(
 ) -> Result<StoreManifest, RunError> {
     store::clear(job.dir)?;
     store::create(job.dir)?;
-    let needed = estimate_bytes(job);
-    let free = store::free_bytes(job.dir);
-    if let (Some(needed), Some(free), Codec::None) = (needed, free, job.key.codec) {
+    // Uncompressed, the estimate decides before writing; compressed, it only explains a full
+    // disk, so the probe runs then.
+    let uncompressed = job.key.codec == Codec::None;
+    let needed = if uncompressed {
+        estimate_bytes(job)
+    } else {
+        None
+    };
+    if let (Some(needed), Some(free)) = (needed, store::free_bytes(job.dir)) {
         if needed > free {
             store::clear(job.dir)?;
             return Err(store::StoreError::NoSpace {
@@ -148,7 +154,7 @@ pub fn materialize(
             Err(store::StoreError::NoSpace {
                 dir: job.dir.display().to_string(),
                 free_bytes: store::free_bytes(job.dir).unwrap_or(0),
-                needed_bytes: needed,
+                needed_bytes: needed.or_else(|| estimate_bytes(job)),
                 during_write: true,
             }
             .into())

@@ -84,19 +84,35 @@ pub struct RunRow {
     pub skipped_samples: u64,
 }
 
+/// How [`RunRow::condition`] names an emulated storage profile and a simulated consumer.
+pub const STORAGE_CONDITION: &str = "storage ";
+pub const CONSUMER_CONDITION: &str = "consumer ";
+
 impl RunRow {
     /// What the run was measured under besides its cell's settings: a storage profile other
     /// than `local` and a simulated consumer (`storage paper-ceph-hdd, consumer 32x100ms-...`);
     /// empty for plain runs. Reports keep each condition apart.
     pub fn condition(&self) -> String {
         let mut parts = Vec::new();
-        if !matches!(self.storage.as_str(), "" | "-" | workloads::storage::LOCAL) {
-            parts.push(format!("storage {}", self.storage));
+        if let Some(storage) = self.emulated_storage() {
+            parts.push(format!("{STORAGE_CONDITION}{storage}"));
         }
-        if !matches!(self.consumer.as_str(), "" | "-") {
-            parts.push(format!("consumer {}", self.consumer));
+        if let Some(consumer) = self.simulated_consumer() {
+            parts.push(format!("{CONSUMER_CONDITION}{consumer}"));
         }
         parts.join(", ")
+    }
+
+    /// The emulated storage profile the run was read under; `None` for the local disk (and for
+    /// folders from before the column).
+    pub fn emulated_storage(&self) -> Option<&str> {
+        (!matches!(self.storage.as_str(), "" | "-" | workloads::storage::LOCAL))
+            .then_some(self.storage.as_str())
+    }
+
+    /// The simulated training consumer's label; `None` when the consumer only touched samples.
+    pub fn simulated_consumer(&self) -> Option<&str> {
+        (!matches!(self.consumer.as_str(), "" | "-")).then_some(self.consumer.as_str())
     }
 
     /// Column names, in order, as `runs.csv` writes them.
@@ -154,20 +170,14 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(String::new, |v| format!("{v:.digits$}"))
 }
 
-/// Columns added after the first release: a results folder written before them still loads
-/// (they read as absent).
-pub const LATER_COLUMNS: [&str; 10] = [
-    "storage",
-    "consumer",
-    "au_pct",
-    "stall_pct",
-    "first_batch_s",
-    "batch_wait_p50_ms",
-    "batch_wait_p99_ms",
-    "device_read_mb_s",
-    "cpu_busy_pct",
-    "skipped_samples",
-];
+/// Columns added after the first release (the last ones): a results folder written before them
+/// still loads (they read as absent).
+pub fn later_columns() -> &'static [&'static str] {
+    &COLUMNS[FIRST_RELEASE_COLUMNS..]
+}
+
+/// How many columns runs.csv had in its first release.
+const FIRST_RELEASE_COLUMNS: usize = 28;
 
 const COLUMNS: [&str; 38] = [
     "run_id",

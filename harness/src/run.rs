@@ -565,7 +565,8 @@ impl Session {
 
 /// The null-I/O control of a run with a consumer: the same consumer fed copies of one of the
 /// run's samples from memory, as many as the run's last epoch had. Its row follows the epochs
-/// (cache `null-io`, storage `-`, epoch after the last).
+/// (cache `null-io`, epoch after the last) and keeps the run's storage and consumer labels, so
+/// reports show it beside the run, though it reads nothing.
 fn null_io_row(last: &RunRow, consumer: ConsumerSpec, template: &Sample, seed: u64) -> RunRow {
     let (metrics, wall_s) =
         crate::consumer::null_io_control(consumer, template, last.samples, seed);
@@ -586,7 +587,6 @@ fn null_io_row(last: &RunRow, consumer: ConsumerSpec, template: &Sample, seed: u
         evict_method: "none".into(),
         residency_before_pct: 0.0,
         residency_after_pct: 0.0,
-        storage: "-".into(),
         au_pct: Some(metrics.au_pct(wall_s)),
         stall_pct: Some(metrics.stall_pct(wall_s)),
         first_batch_s: Some(metrics.first_batch_s),

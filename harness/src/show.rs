@@ -71,25 +71,26 @@ pub fn resolve_end(
     }
 }
 
-/// Runs steps `[0, end)` on `sample`, keeping output `part` of a fan-out step.
+/// Runs `steps` on `sample` (the sample as it enters the first of them), keeping output `part`
+/// of a fan-out step among them.
 fn run_steps(
     workload: &Workload,
     source: &datasets::Source,
     sample: Sample,
-    end: usize,
+    steps: std::ops::Range<usize>,
     part: usize,
     ctx: StepContext,
 ) -> anyhow::Result<Sample> {
-    // Before the fan-out step (or without one) an item is one sample.
+    // Without the fan-out step in the range, a sample stays one sample.
     let part = match workload.fan_out_step() {
-        Some(i) if end > i => part,
+        Some(i) if steps.contains(&i) => part,
         _ => 0,
     };
     let mut outputs = Vec::new();
     let mut seconds = vec![0.0; workload.steps.len()];
     apply_steps(
         workload,
-        0..end,
+        steps,
         sample,
         source,
         ctx,
@@ -145,15 +146,12 @@ fn list_table(
         "| after | strategy | field | kind | dtype | shape | bytes | record bytes |"
     );
     let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+    // One pass: each step runs once, on the previous step's output.
+    let mut sample = source.sample(opts.sample);
     for end in 0..=workload.steps.len() {
-        let sample = run_steps(
-            workload,
-            source,
-            source.sample(opts.sample),
-            end,
-            opts.part,
-            ctx,
-        )?;
+        if end > 0 {
+            sample = run_steps(workload, source, sample, end - 1..end, opts.part, ctx)?;
+        }
         let record = workloads::encoding::encode(&sample).len();
         let (after, strategy) = if end == 0 {
             (
@@ -507,7 +505,7 @@ pub fn show(opts: &ShowOptions) -> anyhow::Result<String> {
         &workload,
         &source,
         source.sample(opts.sample),
-        end,
+        0..end,
         opts.part,
         ctx,
     )?;

@@ -71,16 +71,23 @@ def files_of(data, spec):
 # ---------------------------------------------------------------- prepbench
 
 
-def run_prepbench(binary, work, workload, strategy, samples, args):
-    out = subprocess.run(
-        [binary, "run", workload, "--strategy", strategy, "--samples", str(samples),
-         "--threads", str(args.threads), "--cache", "warm", "--epochs", "1", "--json", "--quiet",
-         "--data-dir", os.path.join(work, "data"), "--store-dir", os.path.join(work, "store"),
-         "--out", os.path.join(work, "prepbench-out")],
-        check=True, capture_output=True, text=True).stdout
+def prepbench_row(binary, work, workload, strategy, samples, threads, cache):
+    """One epoch of `prepbench run` as its runs.csv row (JSON)."""
     import json
 
-    return json.loads(out.strip().splitlines()[-1])["throughput_sps"]
+    command = [binary, "run", workload, "--strategy", strategy, "--samples", str(samples),
+               "--threads", str(threads), "--cache", cache, "--epochs", "1", "--json", "--quiet",
+               "--data-dir", os.path.join(work, "data"), "--store-dir", os.path.join(work, "store"),
+               "--out", os.path.join(work, "prepbench-out")]
+    if cache == "cold":
+        command += ["--evict", "fadvise"]
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def run_prepbench(binary, work, workload, strategy, samples, args):
+    return prepbench_row(binary, work, workload, strategy, samples, args.threads,
+                         "warm")["throughput_sps"]
 
 
 # ---------------------------------------------------------------- tf.data
@@ -246,16 +253,8 @@ def dd_mb_s(paths):
 
 
 def prepbench_cold_mb_s(binary, work, strategy, args):
-    """prepbench's cold epoch of a stored strategy as MB/s of its shards."""
-    import json
-
-    out = subprocess.run(
-        [binary, "run", "cv", "--strategy", strategy, "--samples", str(args.samples),
-         "--threads", str(args.threads), "--cache", "cold", "--evict", "fadvise", "--epochs", "1",
-         "--json", "--quiet", "--data-dir", os.path.join(work, "data"),
-         "--store-dir", os.path.join(work, "store"), "--out", os.path.join(work, "prepbench-out")],
-        check=True, capture_output=True, text=True).stdout
-    row = json.loads(out.strip().splitlines()[-1])
+    """prepbench's cold epoch of a stored CV strategy as MB/s of its shards."""
+    row = prepbench_row(binary, work, "cv", strategy, args.samples, args.threads, "cold")
     return row["storage_bytes"] / row["online_s"] / 1e6
 
 
@@ -299,7 +298,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=1500, help="CV samples")
     parser.add_argument("--png-samples", type=int, default=48,
-                        help="CV2-PNG samples (17 MB frames)")
+                        help="CV2-PNG samples (18 MB frames)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--work", default=os.path.join(ROOT, "target", "peers"))

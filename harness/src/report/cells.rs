@@ -61,7 +61,7 @@ fn parse_rows(table: &Table) -> anyhow::Result<Vec<RunRow>> {
         .iter()
         .map(|c| match table.column(c) {
             Ok(i) => Ok(Some(i)),
-            Err(_) if crate::results::LATER_COLUMNS.contains(&c.as_str()) => Ok(None),
+            Err(_) if crate::results::later_columns().contains(&c.as_str()) => Ok(None),
             Err(e) => Err(e),
         })
         .collect::<Result<_, _>>()?;

@@ -86,7 +86,7 @@ pub fn findings(views: &[WorkloadView]) -> Vec<Finding> {
     let mut f6 = Vec::new();
     // Dataset variants (`name@k=v`) are judged together, by finding 5 only. Runs with a
     // simulated consumer measure the consumer, not the pipeline: they are not judged.
-    let judged = |v: &&WorkloadView| !v.condition.contains("consumer ");
+    let judged = |v: &&WorkloadView| !v.simulated_consumer();
     for view in views
         .iter()
         .filter(|v| v.variant().1.is_none())
@@ -128,7 +128,7 @@ pub fn findings(views: &[WorkloadView]) -> Vec<Finding> {
             cold_sps(view, "concatenated", "none", t),
         ) {
             // Where the paper measured the pipeline, the same conclusion: a clear gain (1.5x or
-            // more) where it found one (CV 9.0x), none where it did not (CV2-PNG's 17 MB
+            // more) where it found one (CV 9.0x), none where it did not (CV2-PNG's 18 MB
             // frames, 1.4x).
             let paper_ratio = view.paper.as_ref().and_then(|p| {
                 let sps = |name: &str| {
@@ -150,7 +150,7 @@ pub fn findings(views: &[WorkloadView]) -> Vec<Finding> {
                         .unwrap_or_default()
                 ),
             );
-            if view.condition.contains("storage ") {
+            if view.emulated_storage() {
                 f2.push(line);
             } else {
                 f2_local.push(line);

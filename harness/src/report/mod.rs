@@ -50,10 +50,10 @@ fn condition_line(results: &Results, view: &WorkloadView) -> Option<String> {
         .first()
         .and_then(|c| results.cell_rows(c).next())?;
     let mut parts = Vec::new();
-    if !matches!(row.storage.as_str(), "" | "-" | workloads::storage::LOCAL) {
+    if let Some(storage) = row.emulated_storage() {
         let profile = recorded_workload(results, &view.name)
-            .and_then(|w| w.storage_profile(&row.storage).ok())
-            .or_else(|| workloads::storage::find_profile(&row.storage, &Default::default()).ok());
+            .and_then(|w| w.storage_profile(storage).ok())
+            .or_else(|| workloads::storage::find_profile(storage, &Default::default()).ok());
         parts.push(match profile {
             Some(p) => format!(
                 "Measured under the emulated storage profile `{}`{}: {}. Online reads were delayed to it (docs/measurement.md)",
@@ -65,13 +65,12 @@ fn condition_line(results: &Results, view: &WorkloadView) -> Option<String> {
                 },
                 profile_figures(&p)
             ),
-            None => format!("Measured under the emulated storage profile `{}`", row.storage),
+            None => format!("Measured under the emulated storage profile `{storage}`"),
         });
     }
-    if !matches!(row.consumer.as_str(), "" | "-") {
+    if let Some(consumer) = row.simulated_consumer() {
         parts.push(format!(
-            "With the simulated training consumer `{}` (batch x compute time - sleep or spin - prefetch depth in batches)",
-            row.consumer
+            "With the simulated training consumer `{consumer}` (batch x compute time - sleep or spin - prefetch depth in batches)"
         ));
     }
     (!parts.is_empty()).then(|| parts.join(". ") + ".")
@@ -99,7 +98,7 @@ fn storage_line(results: &Results) -> String {
     let mut counts: Vec<(String, usize)> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for row in &results.rows {
-        if row.storage == "-" || !seen.insert(&row.run_id) {
+        if !seen.insert(&row.run_id) {
             continue;
         }
         match counts.iter_mut().find(|(n, _)| *n == row.storage) {

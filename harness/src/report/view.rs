@@ -63,6 +63,22 @@ impl<'a> WorkloadView<'a> {
         }
     }
 
+    /// Whether its runs read through an emulated storage profile.
+    pub fn emulated_storage(&self) -> bool {
+        self.condition_parts()
+            .any(|p| p.starts_with(crate::results::STORAGE_CONDITION))
+    }
+
+    /// Whether its runs fed a simulated training consumer (their throughput is the consumer's).
+    pub fn simulated_consumer(&self) -> bool {
+        self.condition_parts()
+            .any(|p| p.starts_with(crate::results::CONSUMER_CONDITION))
+    }
+
+    fn condition_parts(&self) -> impl Iterator<Item = &str> {
+        self.condition.split(", ").filter(|p| !p.is_empty())
+    }
+
     /// A file-name stem for the view's plots: the title with anything but letters, digits,
     /// `-`, `_`, `.`, `@`, `=` made `-`.
     pub fn file_stem(&self) -> String {
