@@ -563,23 +563,33 @@ impl Session {
     }
 }
 
+/// Batches the null-I/O control runs at the least, so that filling the first batch does not
+/// weigh on its utilisation as it would over a run of one or two batches.
+const MIN_CONTROL_BATCHES: u64 = 10;
+
 /// The null-I/O control of a run with a consumer: the same consumer fed copies of one of the
-/// run's samples from memory, as many as the run's last epoch had. Its row follows the epochs
-/// (cache `null-io`, epoch after the last) and keeps the run's storage and consumer labels, so
-/// reports show it beside the run, though it reads nothing.
+/// run's samples from memory, as many as the run's last epoch had (at least
+/// [`MIN_CONTROL_BATCHES`] batches). Its row follows the epochs (cache `null-io`, epoch after the
+/// last) and keeps the run's storage and consumer labels, so reports show it beside the run,
+/// though it reads nothing.
 fn null_io_row(last: &RunRow, consumer: ConsumerSpec, template: &Sample, seed: u64) -> RunRow {
-    let (metrics, wall_s) =
-        crate::consumer::null_io_control(consumer, template, last.samples, seed);
+    let samples = last
+        .samples
+        .max(MIN_CONTROL_BATCHES * consumer.batch as u64);
+    let (metrics, wall_s) = crate::consumer::null_io_control(consumer, template, samples, seed);
     RunRow {
         started_utc: results::utc_now(),
         epoch: last.epoch + 1,
         cache: "null-io".into(),
+        samples,
         online_s: wall_s,
         throughput_sps: if wall_s > 0.0 {
-            last.samples as f64 / wall_s
+            samples as f64 / wall_s
         } else {
             0.0
         },
+        // It reads nothing: no storage behind its samples.
+        storage_bytes: 0,
         read_bytes: 0,
         read_chars: 0,
         cpu_user_s: 0.0,
