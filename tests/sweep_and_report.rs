@@ -93,6 +93,7 @@ fn a_sweep_killed_midway_resumes_to_the_same_rows_without_duplicates() {
     let spawn = || {
         Command::new(env!("CARGO_BIN_EXE_prepbench"))
             .args(sweep_args(&killed, &store))
+            .env("PREPBENCH_CACHE_DIR", common::calibration_cache())
             .spawn()
             .unwrap()
     };
@@ -263,4 +264,153 @@ fn bad_results_folders_are_clear_errors() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn a_sweep_calibrates_reports_its_roofline_and_whatif_predicts_from_it() {
+    let work = tempfile::tempdir().unwrap();
+    let (out, store) = (work.path().join("out"), work.path().join("store"));
+    let (out_s, store_s) = (out.display().to_string(), store.display().to_string());
+    let data = data_dir().display().to_string();
+    let sweep = prepbench(&[
+        "sweep",
+        "cv",
+        "--samples",
+        SAMPLES,
+        "--strategies",
+        "unprocessed,resized,pixel-centered",
+        "--trials",
+        "1",
+        "--threads",
+        "1,2",
+        "--epochs",
+        "1",
+        "--cache",
+        "cold,warm",
+        "--shards",
+        "2",
+        "--data-dir",
+        &data,
+        "--store-dir",
+        &store_s,
+        "--out",
+        &out_s,
+        "--evict",
+        "fadvise",
+        "--quiet",
+    ]);
+    assert!(sweep.status.success(), "{}", stderr(&sweep));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    let cal = &manifest["calibration"];
+    assert!(
+        cal["machine"]["seq_read_mb_s"].as_f64().unwrap() > 0.0,
+        "{cal}"
+    );
+    for strategy in ["unprocessed", "resized", "pixel-centered"] {
+        let s = &cal["strategies"][format!("cv/{strategy}/none")];
+        assert!(
+            s["bytes_per_sample"].as_f64().unwrap() > 0.0,
+            "{strategy}: {s}"
+        );
+        let steps: f64 = s["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[1].as_f64().unwrap())
+            .sum();
+        assert!(steps > 0.0, "{strategy}: online steps cost CPU time: {s}");
+    }
+    // Decoding JPEG online costs more per sample than cropping a stored, centred image.
+    let steps_of = |k: &str| -> f64 {
+        cal["strategies"][k]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[1].as_f64().unwrap())
+            .sum()
+    };
+    assert!(steps_of("cv/unprocessed/none") > steps_of("cv/pixel-centered/none"));
+
+    let report = prepbench(&["report", &out_s, "--quiet"]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("### Roofline"), "{md}");
+    assert!(md.contains("## Prediction model"), "{md}");
+    // 3 strategies x 2 threads x 2 caches = 12 cells, less the 3 one-thread warm cells run as
+    // the calibration was: 9 configurations validated.
+    assert!(md.contains("Over 9 measured configurations"), "{md}");
+    assert!(out.join("plots/cv-roofline.svg").exists());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let v = &json["prediction"]["validation"];
+    assert_eq!(v["configurations"].as_u64(), Some(9), "{v}");
+    assert!(v["median_error_pct"].as_f64().unwrap().is_finite());
+
+    let paper = prepbench(&["whatif", &out_s, "--profile", "paper"]);
+    assert!(paper.status.success(), "{}", stderr(&paper));
+    let text = String::from_utf8_lossy(&paper.stdout);
+    assert!(text.contains("Recommended: **"), "{text}");
+    assert!(text.contains("Paper's measured ranking"), "{text}");
+    assert!(text.contains("| read MB/s \\ cores |"), "{text}");
+    // Much slower storage and more cores: the storage bound binds somewhere.
+    let slow = prepbench(&["whatif", &out_s, "--cores", "16", "--read-mbps", "5"]);
+    assert!(slow.status.success(), "{}", stderr(&slow));
+    assert!(String::from_utf8_lossy(&slow.stdout).contains("| storage |"));
+
+    // A folder swept without calibration says what to run.
+    let bare = work.path().join("bare");
+    let sweep = prepbench(&[
+        "sweep",
+        "cv",
+        "--samples",
+        SAMPLES,
+        "--strategies",
+        "resized",
+        "--trials",
+        "1",
+        "--threads",
+        "1",
+        "--epochs",
+        "1",
+        "--shards",
+        "2",
+        "--data-dir",
+        &data,
+        "--store-dir",
+        &store_s,
+        "--out",
+        &bare.display().to_string(),
+        "--no-calibrate",
+        "--quiet",
+    ]);
+    assert!(sweep.status.success(), "{}", stderr(&sweep));
+    let missing = prepbench(&["whatif", &bare.display().to_string()]);
+    assert!(!missing.status.success());
+    assert!(
+        stderr(&missing).contains("has no calibration: run `prepbench calibrate"),
+        "{}",
+        stderr(&missing)
+    );
+    // ... which `prepbench calibrate` then adds.
+    let calibrate = prepbench(&[
+        "calibrate",
+        "cv",
+        "--samples",
+        SAMPLES,
+        "--strategies",
+        "resized",
+        "--shards",
+        "2",
+        "--data-dir",
+        &data,
+        "--store-dir",
+        &store_s,
+        "--out",
+        &bare.display().to_string(),
+    ]);
+    assert!(calibrate.status.success(), "{}", stderr(&calibrate));
+    assert!(String::from_utf8_lossy(&calibrate.stdout).contains("cv/resized/none"));
+    let now = prepbench(&["whatif", &bare.display().to_string()]);
+    assert!(now.status.success(), "{}", stderr(&now));
 }

@@ -79,6 +79,65 @@ pub enum Command {
     /// Look at one sample after any step: write it as .npy and .png, or list its fields after
     /// every step (where storage explodes).
     Show(ShowArgs),
+    /// Measure what the prediction model needs: this machine's storage and memory figures
+    /// (cached per machine) and each strategy's CPU cost per stage; recorded in the results
+    /// folder's manifest (a sweep does this first unless --no-calibrate).
+    Calibrate(CalibrateArgs),
+    /// Predict every swept strategy's throughput on other hardware from a results folder's
+    /// calibration: the recommended strategy there and where the recommendation changes.
+    Whatif(WhatifArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// A reference workload name (`cv`) or a workload YAML path.
+    pub workload: String,
+    /// Strategies, comma-separated (default: the workload's sweep.strategies, or all).
+    #[arg(long, value_delimiter = ',')]
+    pub strategies: Option<Vec<String>>,
+    /// Codecs, comma-separated (default: the workload's sweep.codecs).
+    #[arg(long, value_delimiter = ',')]
+    pub codecs: Option<Vec<Codec>>,
+    /// Samples: the first N of the dataset.
+    #[arg(long)]
+    pub samples: Option<usize>,
+    /// Shards per materialized strategy.
+    #[arg(long)]
+    pub shards: Option<usize>,
+    /// Measure the machine again instead of using its cached figures, and every strategy
+    /// again.
+    #[arg(long)]
+    pub recalibrate: bool,
+    /// Results folder; default results/local/<workload>-sweep.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub places: PlaceArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct WhatifArgs {
+    /// A results folder with a calibration (from `prepbench sweep` or `prepbench calibrate`).
+    pub dir: PathBuf,
+    /// A hardware profile: `paper` (8 cores, the paper's Ceph-over-HDD fio figures; compares
+    /// with the paper's measured ranking) or a YAML file (name, cores, cpu_speed, storage).
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Cores (and worker threads); default: the profile's, else this machine's.
+    #[arg(long)]
+    pub cores: Option<usize>,
+    /// Read bandwidth in MB/s, per reader and in all.
+    #[arg(long)]
+    pub read_mbps: Option<f64>,
+    /// Latency per 4 KiB request of files under 1 MiB (and once per larger file), in ms.
+    #[arg(long)]
+    pub latency_ms: Option<f64>,
+    /// CPU speed relative to the calibrated machine (2 = steps take half the time).
+    #[arg(long)]
+    pub cpu_speed: Option<f64>,
+    /// Codec of the stored strategies to predict.
+    #[arg(long, default_value = "none")]
+    pub codec: String,
 }
 
 #[derive(Debug, Args)]
@@ -273,6 +332,13 @@ pub struct SweepArgs {
     /// on_error, else fail.
     #[arg(long)]
     pub on_error: Option<workloads::OnError>,
+    /// Skip calibrating the prediction model before the runs (then report.md has no
+    /// roofline unless the folder was calibrated before).
+    #[arg(long)]
+    pub no_calibrate: bool,
+    /// Measure the machine again instead of using its cached calibration.
+    #[arg(long)]
+    pub recalibrate: bool,
     #[command(flatten)]
     pub places: PlaceArgs,
 }

@@ -3,6 +3,7 @@
 
 pub mod attribution;
 pub mod cache;
+pub mod calibrate;
 pub mod cli;
 pub mod commands;
 pub mod compare;
@@ -11,6 +12,7 @@ pub mod emulate;
 pub mod execute;
 pub mod materialize;
 pub mod metrics;
+pub mod model;
 pub mod paper;
 pub mod pipeline;
 pub mod progress;

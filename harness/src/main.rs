@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
-use harness::cli::{default_threads, Cli, Command, PlaceArgs, RunArgs, SweepArgs};
+use harness::cli::{
+    default_threads, CalibrateArgs, Cli, Command, PlaceArgs, RunArgs, SweepArgs, WhatifArgs,
+};
 use harness::progress::Progress;
 use harness::recommend::RecommendOptions;
 use harness::reproduce::{self, ScaleName};
@@ -100,6 +102,9 @@ fn sweep_command(args: SweepArgs, progress: Progress) -> anyhow::Result<ExitCode
         storage: args.storage,
         consumer: args.consumer,
         on_error: args.on_error,
+        calibrate: !args.no_calibrate,
+        recalibrate: args.recalibrate,
+        calibrate_only: false,
     };
     let places = Places {
         out: out.clone(),
@@ -119,6 +124,100 @@ fn sweep_command(args: SweepArgs, progress: Progress) -> anyhow::Result<ExitCode
         out.display()
     ));
     Ok(report_verify_failures(&outcome.verify_failures))
+}
+
+fn calibrate_command(args: CalibrateArgs, progress: Progress) -> anyhow::Result<ExitCode> {
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out(&args.workload, "-sweep"));
+    let options = SweepOptions {
+        workload: args.workload,
+        strategies: args.strategies,
+        codecs: args.codecs,
+        samples: args.samples,
+        shards: args.shards,
+        offline_trials: 1,
+        calibrate: true,
+        recalibrate: args.recalibrate,
+        calibrate_only: true,
+        ..Default::default()
+    };
+    let places = Places {
+        out: out.clone(),
+        data_dir: args.places.data_dir,
+        store_dir: args.places.store_dir,
+        evict: args.places.evict,
+        progress,
+    };
+    let described = sweep(&options, &places, std::env::args().collect())?;
+    print!("{}", described.calibration.unwrap_or_default());
+    progress.note(&format!(
+        "calibration recorded in {}",
+        out.join("manifest.json").display()
+    ));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn whatif_command(args: WhatifArgs) -> anyhow::Result<ExitCode> {
+    use anyhow::Context;
+    use harness::model;
+    let manifest_path = args.dir.join("manifest.json");
+    let text = std::fs::read_to_string(&manifest_path)
+        .with_context(|| format!("reading {}", manifest_path.display()))?;
+    let manifest: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not JSON", manifest_path.display()))?;
+    let calibration = harness::calibrate::Calibration::from_manifest(&manifest)
+        .filter(|c| c.machine.is_some() && !c.strategies.is_empty())
+        .with_context(|| {
+            format!(
+                "{} has no calibration: run `prepbench calibrate WORKLOAD --out {}` (or a sweep without --no-calibrate) first",
+                manifest_path.display(),
+                args.dir.display()
+            )
+        })?;
+    let machine = calibration.machine.clone().expect("filtered");
+    let paper = args.profile.as_deref() == Some("paper");
+    let mut hw = match args.profile.as_deref() {
+        None => model::this_machine(&machine, None),
+        Some("paper") => model::paper_hardware(),
+        Some(file) => model::hardware_file(Path::new(file))?,
+    };
+    if let Some(cores) = args.cores {
+        anyhow::ensure!(cores > 0, "--cores must be at least 1");
+        hw.cores = cores;
+    }
+    if let Some(speed) = args.cpu_speed {
+        anyhow::ensure!(speed > 0.0, "--cpu-speed must be positive");
+        hw.cpu_speed = speed;
+    }
+    if let Some(l) = args.latency_ms {
+        anyhow::ensure!(l >= 0.0, "--latency-ms must be zero or positive");
+    }
+    match (&mut hw.storage, args.read_mbps, args.latency_ms) {
+        (_, Some(mb), latency) => {
+            anyhow::ensure!(mb > 0.0, "--read-mbps must be positive");
+            let latency = latency.unwrap_or(match &hw.storage {
+                model::Storage::Local(m) => m.request_ms,
+                model::Storage::Profile(p) => p.latency_ms,
+            });
+            hw.storage = model::storage_of(mb, latency);
+        }
+        (model::Storage::Profile(p), None, Some(l)) => p.latency_ms = l,
+        (model::Storage::Local(m), None, Some(l)) => {
+            hw.storage = model::storage_of(m.seq_read_mb_s, l);
+        }
+        (_, None, None) => {}
+    }
+    if args.cores.is_some()
+        || args.cpu_speed.is_some()
+        || args.read_mbps.is_some()
+        || args.latency_ms.is_some()
+    {
+        hw.name = format!("{} (adjusted)", hw.name);
+    }
+    print!("{}", model::whatif(&calibration, &hw, &args.codec, paper));
+    Ok(ExitCode::SUCCESS)
 }
 
 fn reproduce_command(
@@ -158,6 +257,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run_command(args, progress),
         Command::Sweep(args) => sweep_command(args, progress),
+        Command::Calibrate(args) => calibrate_command(args, progress),
+        Command::Whatif(args) => whatif_command(args),
         Command::Report { dir } => harness::report::write_report(&dir).map(|written| {
             progress.note(&format!(
                 "wrote {} files; start with {}",

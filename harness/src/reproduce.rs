@@ -111,6 +111,7 @@ pub fn sweep_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
         offline_trials: s.offline_trials,
         seed,
         verify: true,
+        calibrate: true,
         ..Default::default()
     }
 }

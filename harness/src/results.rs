@@ -418,16 +418,12 @@ fn dir_facts(path: &Path) -> Value {
     json!({ "path": path.display().to_string(), "filesystem": fs })
 }
 
-/// Adds an invocation (and its workload) to `dir/manifest.json`, creating it on first use.
-/// Refuses a folder whose manifest was written on another machine.
-pub fn record_invocation(
-    dir: &Path,
-    workload: &WorkloadRecord,
-    invocation: &Invocation,
-) -> Result<(), ResultsError> {
+/// Reads `dir/manifest.json`, or starts one for this machine and build; refuses a manifest
+/// written on another machine.
+fn open_manifest(dir: &Path) -> Result<(PathBuf, Value), ResultsError> {
     let path = dir.join("manifest.json");
     let machine: Machine = system::machine();
-    let mut manifest: Value = match std::fs::read_to_string(&path) {
+    let manifest: Value = match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str(&text).map_err(|e| ResultsError::Conflict {
             path: path.display().to_string(),
             message: format!(
@@ -456,6 +452,26 @@ pub fn record_invocation(
             });
         }
     }
+    Ok((path, manifest))
+}
+
+/// Replaces `path` with `manifest` atomically.
+fn write_manifest(dir: &Path, path: &Path, manifest: &Value) -> Result<(), ResultsError> {
+    std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+    let tmp = dir.join(".manifest.json.tmp");
+    let text = serde_json::to_string_pretty(manifest).expect("manifest serializes");
+    std::fs::write(&tmp, text).map_err(io_error(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io_error(path))
+}
+
+/// Adds an invocation (and its workload) to `dir/manifest.json`, creating it on first use.
+/// Refuses a folder whose manifest was written on another machine.
+pub fn record_invocation(
+    dir: &Path,
+    workload: &WorkloadRecord,
+    invocation: &Invocation,
+) -> Result<(), ResultsError> {
+    let (path, mut manifest) = open_manifest(dir)?;
     let key = format!("{}@{}", workload.name, workload.yaml_hash);
     manifest["workloads"][&key] = json!({
         "name": workload.name,
@@ -481,10 +497,20 @@ pub fn record_invocation(
         Some(list) => list.push(entry),
         None => manifest["invocations"] = json!([entry]),
     }
-    let tmp = dir.join(".manifest.json.tmp");
-    let text = serde_json::to_string_pretty(&manifest).expect("manifest serializes");
-    std::fs::write(&tmp, text).map_err(io_error(&tmp))?;
-    std::fs::rename(&tmp, &path).map_err(io_error(&path))
+    write_manifest(dir, &path, &manifest)
+}
+
+/// Merges a calibration into `dir/manifest.json` (its machine replaces the recorded one; its
+/// strategies are added), creating the manifest on first use.
+pub fn record_calibration(
+    dir: &Path,
+    calibration: &crate::calibrate::Calibration,
+) -> Result<(), ResultsError> {
+    let (path, mut manifest) = open_manifest(dir)?;
+    let mut merged = crate::calibrate::Calibration::from_manifest(&manifest).unwrap_or_default();
+    merged.merge(calibration.clone());
+    manifest["calibration"] = serde_json::to_value(&merged).expect("calibration serializes");
+    write_manifest(dir, &path, &manifest)
 }
 
 /// UTC time as `YYYY-MM-DDTHH:MM:SSZ` (civil-from-days, H. Hinnant's algorithm).

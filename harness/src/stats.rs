@@ -12,6 +12,17 @@ pub enum StatsError {
     NotFinite(usize),
 }
 
+/// The median of `values` (NaN for none).
+pub fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
 /// ln Γ(x) for x > 0, Lanczos approximation (g = 7, n = 9; relative error < 1e-13).
 /// Reference: C. Lanczos, SIAM J. Numer. Anal. B 1 (1964); coefficients as tabulated by
 /// P. Godfrey.

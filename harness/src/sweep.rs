@@ -45,6 +45,13 @@ pub struct SweepOptions {
     pub consumer: Option<ConsumerSpec>,
     /// `fail` or `skip` bad samples; `None`: the workload's `on_error`.
     pub on_error: Option<OnError>,
+    /// Calibrate the prediction model before the online runs (`calibrate.rs`): the machine
+    /// (cached) and each (strategy, codec) not yet calibrated in the results folder.
+    pub calibrate: bool,
+    /// Measure the machine again instead of using its cached calibration.
+    pub recalibrate: bool,
+    /// Only calibrate (`prepbench calibrate`): no runs.
+    pub calibrate_only: bool,
 }
 
 /// Where a sweep reads and writes.
@@ -245,6 +252,8 @@ fn offline_ids(path: &Path) -> HashSet<String> {
 
 /// What a sweep did.
 pub struct SweepOutcome {
+    /// `prepbench calibrate`: the calibration, described.
+    pub calibration: Option<String>,
     pub ran: usize,
     pub skipped: usize,
     pub warnings: Vec<Warning>,
@@ -265,6 +274,7 @@ pub fn sweep(
         return sweep_workload(workload, opts, places, command_line);
     }
     let mut total = SweepOutcome {
+        calibration: None,
         ran: 0,
         skipped: 0,
         warnings: Vec::new(),
@@ -298,6 +308,9 @@ pub fn sweep(
             places,
             command_line.clone(),
         )?;
+        if let Some(c) = outcome.calibration {
+            total.calibration = Some(total.calibration.unwrap_or_default() + &c);
+        }
         total.ran += outcome.ran;
         total.skipped += outcome.skipped;
         total.warnings.extend(outcome.warnings);
@@ -348,6 +361,7 @@ fn sweep_workload(
         plan.cells.iter().any(|c| c.strategy.split > 0),
     );
     let mut outcome = SweepOutcome {
+        calibration: None,
         ran: 0,
         skipped,
         warnings: Vec::new(),
@@ -371,6 +385,31 @@ fn sweep_workload(
         places.progress,
     )?;
     session.on_error = plan.on_error;
+    let cold = caches.contains(&CacheMode::Cold);
+    if opts.calibrate_only {
+        let calibration = calibrate_cells(
+            &session,
+            &plan,
+            &mut HashMap::new(),
+            places,
+            opts,
+            max_threads,
+            cold,
+        )?;
+        outcome.calibration = Some(crate::calibrate::describe(&calibration));
+        // The workload and command are recorded too, so the folder says what was calibrated.
+        let invocation = Invocation {
+            started_utc,
+            command_line,
+            run_ids: Vec::new(),
+            data_dir: &places.data_dir,
+            store_dir: &places.store_dir,
+            can_drop_caches: cache::can_drop_caches(),
+            evict_policy: format!("{:?}", places.evict).to_lowercase(),
+        };
+        results::record_invocation(&places.out, &session.workload_record(), &invocation)?;
+        return Ok(outcome);
+    }
     let workload = &session.workload;
 
     // Offline phase: each (strategy, codec) that a pending run or a missing offline trial needs.
@@ -380,7 +419,6 @@ fn sweep_workload(
             .entry((cell.strategy.split, cell.codec.to_string()))
             .or_insert((cell.strategy.clone(), cell.codec));
     }
-    let cold = caches.contains(&CacheMode::Cold);
     let mut stores: HashMap<(String, Codec), Materialized> = HashMap::new();
     let mut verdicts: HashMap<(String, Codec), String> = HashMap::new();
     for (strategy, codec) in pairs.values() {
@@ -445,6 +483,18 @@ fn sweep_workload(
         }
     }
 
+    if opts.calibrate && !pending.is_empty() {
+        calibrate_cells(
+            &session,
+            &plan,
+            &mut stores,
+            places,
+            opts,
+            max_threads,
+            cold,
+        )?;
+    }
+
     // Online phase: pending runs in a seeded random order, one progress bar over the matrix.
     let order = shuffled(pending, opts.seed);
     let bar = places
@@ -503,6 +553,66 @@ fn sweep_workload(
     };
     results::record_invocation(&places.out, &session.workload_record(), &invocation)?;
     Ok(outcome)
+}
+
+/// Calibrates the machine (cached per machine) and every (strategy, codec) of the plan that
+/// the results folder's manifest does not hold yet; stores are reused (or made) as the
+/// online runs would use them.
+fn calibrate_cells(
+    session: &Session,
+    plan: &Plan,
+    stores: &mut HashMap<(String, Codec), Materialized>,
+    places: &Places,
+    opts: &SweepOptions,
+    max_threads: usize,
+    cold: bool,
+) -> anyhow::Result<crate::calibrate::Calibration> {
+    let recorded = std::fs::read_to_string(places.out.join("manifest.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|m| crate::calibrate::Calibration::from_manifest(&m))
+        .unwrap_or_default();
+    let mut calibration = crate::calibrate::Calibration {
+        machine: Some(crate::calibrate::machine(
+            &places.store_dir,
+            opts.recalibrate,
+            256,
+        )?),
+        ..Default::default()
+    };
+    let workload = &session.workload;
+    let mut pairs: Vec<(Strategy, Codec)> = Vec::new();
+    for cell in &plan.cells {
+        if !pairs.contains(&(cell.strategy.clone(), cell.codec)) {
+            pairs.push((cell.strategy.clone(), cell.codec));
+        }
+    }
+    for (strategy, codec) in pairs {
+        let key = crate::calibrate::key(&workload.name, &strategy.name, &codec.to_string());
+        if recorded.strategies.contains_key(&key) && !opts.recalibrate {
+            continue;
+        }
+        places
+            .progress
+            .note(&format!("calibrating {} ({codec})", strategy.name));
+        let stored = if strategy.split > 0 {
+            let entry = (strategy.name.clone(), codec);
+            if !stores.contains_key(&entry) {
+                let m = session.store(&strategy, codec, plan.shards, max_threads, false, cold)?;
+                stores.insert(entry.clone(), m);
+            }
+            stores.get(&entry)
+        } else {
+            None
+        };
+        let c = crate::calibrate::strategy(session, &strategy, stored, codec, opts.seed)?;
+        calibration.strategies.insert(key, c);
+    }
+    // Recorded now, so that a sweep stopped during its runs keeps it.
+    results::record_calibration(&places.out, &calibration)?;
+    let mut all = recorded;
+    all.merge(calibration);
+    Ok(all)
 }
 
 #[cfg(test)]

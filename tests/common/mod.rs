@@ -12,8 +12,15 @@ pub const SAMPLES: &str = "40";
 pub fn prepbench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_prepbench"))
         .args(args)
+        .env("PREPBENCH_CACHE_DIR", calibration_cache())
         .output()
         .expect("prepbench runs")
+}
+
+/// Where the tests' machine calibration is cached (one per test process, not the user's).
+pub fn calibration_cache() -> &'static Path {
+    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    CACHE.get_or_init(|| tempfile::tempdir().unwrap()).path()
 }
 
 pub fn stderr(out: &Output) -> String {

@@ -4,6 +4,7 @@
 pub mod cells;
 pub mod findings;
 pub mod plots;
+pub mod roofline;
 pub mod tables;
 pub mod view;
 
@@ -22,7 +23,7 @@ pub const MAX_CV: f64 = 0.10;
 pub const MIN_TRIALS: usize = 3;
 
 /// A workload as recorded in the manifest (its YAML), else the reference workload of that name.
-fn recorded_workload(results: &Results, workload: &str) -> Option<workloads::Workload> {
+pub(crate) fn recorded_workload(results: &Results, workload: &str) -> Option<workloads::Workload> {
     let recorded = results
         .manifest
         .get("workloads")
@@ -287,6 +288,7 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
     };
     write(dir.join("summary.csv"), &summary_csv(&cells), &mut files)?;
 
+    let calibration = crate::calibrate::Calibration::from_manifest(&results.manifest);
     let found = findings::findings(&views);
     let warned = warnings(&cells);
     let mut md = String::new();
@@ -351,6 +353,13 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
         if let Some(t) = tables::training(view, &results) {
             let _ = writeln!(md, "### Simulated training\n\n{t}");
         }
+        let mut roofline_plot = None;
+        if let Some(cal) = &calibration {
+            if let Some(t) = roofline::table(view, &results, cal) {
+                let _ = writeln!(md, "### Roofline\n\n{t}");
+            }
+            roofline_plot = roofline::plot(view, &results, cal);
+        }
         let tau = findings::kendall(view);
         match tau {
             Some((tau, n)) => {
@@ -365,11 +374,17 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
             json!(tau.map(|(t, n)| json!({"tau": t, "strategies": n}))),
         );
         let mut plot_links = Vec::new();
-        for (file, chart) in plots::plots(view) {
+        for (file, chart) in plots::plots(view).into_iter().chain(roofline_plot) {
             write(plots_dir.join(&file), &chart.to_svg(), &mut files)?;
             plot_links.push(format!("![{file}](plots/{file})"));
         }
         let _ = writeln!(md, "{}\n", plot_links.join("\n"));
+    }
+    let mut prediction = serde_json::Value::Null;
+    if let Some(cal) = &calibration {
+        let (text, json) = roofline::section(&results, &cells, cal);
+        let _ = writeln!(md, "## Prediction model\n\n{text}");
+        prediction = json;
     }
     let _ = writeln!(md, "## Paper comparison\n");
     for f in &found {
@@ -403,7 +418,7 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
             })
         })
         .collect();
-    let report = json!({ "machine": results.manifest["machine"], "cells": cells_json, "findings": found, "kendall_tau": kendall, "warnings": warned });
+    let report = json!({ "machine": results.manifest["machine"], "cells": cells_json, "findings": found, "kendall_tau": kendall, "warnings": warned, "prediction": prediction });
     write(
         dir.join("report.json"),
         &serde_json::to_string_pretty(&report)?,

@@ -1,0 +1,785 @@
+//! The prediction model: a roofline per strategy from the calibration (`calibrate.rs`), and
+//! predictions for other hardware (`prepbench whatif`).
+//!
+//! Per sample, a worker spends `p` CPU seconds (the calibrated stages, divided by the CPU
+//! speed) and, reading cold, `d` seconds waiting on the device (per-file latency and the bytes
+//! over one reader's bandwidth); the consumer spends `s` CPU seconds. With `T` workers on `C`
+//! cores and storage serving `A` samples/s in all, the bounds are
+//!
+//! - storage: `min(T / d, A)`;
+//! - CPU: `min(T / p, C / (p + s), 1 / s)` (Amdahl: the consumer is the serial part, and the
+//!   workers and consumer share the cores);
+//! - consumer: `batch / compute time` with a simulated training consumer.
+//!
+//! The roofline is the smallest bound. The model's prediction adds what a bound leaves out: a
+//! worker waits for its reads and then computes, so its own rate is `1 / (p + d)`; the
+//! prediction is `min(T / (p + d), A, C / (p + s), 1 / s, consumer)`.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+use workloads::StorageProfile;
+
+use crate::calibrate::{Calibration, MachineCalibration, StrategyCalibration};
+
+/// A markdown table.
+pub fn md_table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut out = format!(
+        "| {} |\n|{}\n",
+        header.join(" | "),
+        "---|".repeat(header.len())
+    );
+    for row in rows {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    out
+}
+
+/// Where an epoch's input comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Storage {
+    /// This machine's disk, as calibrated.
+    Local(MachineCalibration),
+    /// A storage profile (emulated here, or hypothetical).
+    Profile(StorageProfile),
+}
+
+impl Storage {
+    pub fn name(&self) -> String {
+        match self {
+            Storage::Local(_) => workloads::storage::LOCAL.to_string(),
+            Storage::Profile(p) => p.name.clone(),
+        }
+    }
+
+    /// Per sample for one reader: device seconds it waits for; and samples/s the storage
+    /// serves in all.
+    fn device(&self, cal: &StrategyCalibration) -> Device {
+        let b = cal.bytes_per_sample.max(1.0);
+        let f = cal.files_per_sample.max(1e-12);
+        let file = b / f;
+        match self {
+            Storage::Local(m) => {
+                let seq = m.seq_read_mb_s.max(1e-9) * 1e6;
+                let small = m.small_file_ms / 1e3;
+                // Reads are synchronous (prepbench reads whole records, larger than the
+                // kernel's default readahead): a worker waits for each file's opening and
+                // bytes before it computes.
+                Device {
+                    waited: f * (small + (file - 16_384.0).max(0.0) / seq),
+                    aggregate: m.parallel_read_mb_s.max(m.seq_read_mb_s).max(1e-9) * 1e6 / b,
+                }
+            }
+            // The emulation delays each read in the reader's thread: nothing overlaps.
+            Storage::Profile(p) => {
+                let latency = p.latency_ms / 1e3;
+                if file < p.small_file_kb * 1024.0 {
+                    let requests = (file / (p.request_kb * 1024.0)).ceil().max(1.0) * f;
+                    Device {
+                        waited: requests * latency,
+                        aggregate: p.iops.map_or(f64::INFINITY, |iops| iops / requests),
+                    }
+                } else {
+                    let stream = p.stream_mb_s.map_or(0.0, |mb| b / (mb * 1e6));
+                    Device {
+                        waited: f * latency + stream,
+                        aggregate: p.aggregate_mb_s.map_or(f64::INFINITY, |mb| mb * 1e6 / b),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What storage costs one reader per sample (seconds it waits), and the samples/s it serves
+/// in all.
+struct Device {
+    waited: f64,
+    aggregate: f64,
+}
+
+/// How an epoch reads: from storage cold, from the page cache, or from the application cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Reading {
+    Cold,
+    PageCache,
+    Memory,
+}
+
+impl Reading {
+    /// From a runs.csv `cache` label.
+    pub fn from_label(label: &str) -> Reading {
+        match label {
+            "warm" | "app-miss" => Reading::PageCache,
+            "app" => Reading::Memory,
+            _ => Reading::Cold,
+        }
+    }
+}
+
+/// A simulated training consumer: samples per batch, mean compute seconds per batch, and
+/// whether it busy-waits (occupying a core).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Consumer {
+    pub batch: f64,
+    pub compute_s: f64,
+    pub spin: bool,
+}
+
+impl Consumer {
+    /// From a runs.csv `consumer` label (`32x100ms-sleep-p2`); `None` for `-`.
+    pub fn from_label(label: &str) -> Option<Consumer> {
+        let (batch, rest) = label.split_once('x')?;
+        let mut parts = rest.rsplitn(3, '-');
+        let _prefetch = parts.next()?;
+        let mode = parts.next()?;
+        let compute: crate::consumer::ComputeTime = parts.next()?.parse().ok()?;
+        let compute_s = match compute {
+            crate::consumer::ComputeTime::Fixed(s) => s,
+            crate::consumer::ComputeTime::Normal { mean, .. } => mean,
+            crate::consumer::ComputeTime::Uniform { lo, hi } => (lo + hi) / 2.0,
+        };
+        Some(Consumer {
+            batch: batch.parse().ok()?,
+            compute_s,
+            spin: mode == "spin",
+        })
+    }
+}
+
+/// The machine a prediction is for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hardware {
+    pub name: String,
+    pub cores: usize,
+    /// CPU work takes 1 / cpu_speed of the calibrated time.
+    pub cpu_speed: f64,
+    pub storage: Storage,
+}
+
+/// One configuration to predict.
+#[derive(Clone, Copy, Debug)]
+pub struct Setting {
+    pub threads: usize,
+    pub reading: Reading,
+    pub consumer: Option<Consumer>,
+}
+
+/// The bounds and the prediction for one strategy on one machine.
+#[derive(Clone, Debug, Serialize)]
+pub struct Prediction {
+    pub storage_bound: f64,
+    pub cpu_bound: f64,
+    pub consumer_bound: f64,
+    /// The roofline: the smallest bound.
+    pub bound: f64,
+    /// `storage`, `cpu` or `consumer`.
+    pub binds: &'static str,
+    /// The model's throughput, samples/s.
+    pub predicted: f64,
+}
+
+pub fn predict(cal: &StrategyCalibration, hw: &Hardware, setting: &Setting) -> Prediction {
+    let speed = hw.cpu_speed.max(1e-9);
+    let p = match setting.reading {
+        Reading::Memory => cal.compute_s(),
+        _ => cal.worker_s(),
+    } / speed;
+    let p = p.max(1e-12);
+    let s = (cal.consumer_s / speed).max(1e-12);
+    let threads = setting.threads.max(1) as f64;
+    let spin = setting.consumer.is_some_and(|c| c.spin);
+    let cores = (hw.cores as f64 - if spin { 1.0 } else { 0.0 }).max(1.0);
+    let device = match setting.reading {
+        Reading::Cold => hw.storage.device(cal),
+        _ => Device {
+            waited: 0.0,
+            aggregate: f64::INFINITY,
+        },
+    };
+    let (d, aggregate) = (device.waited, device.aggregate);
+    let storage_bound = if d > 0.0 {
+        (threads / d).min(aggregate)
+    } else {
+        aggregate
+    };
+    let cpu_bound = (threads / p).min(cores / (p + s)).min(1.0 / s);
+    let consumer_bound = setting
+        .consumer
+        .map_or(f64::INFINITY, |c| c.batch / c.compute_s.max(1e-12));
+    let (bound, binds) = [
+        (storage_bound, "storage"),
+        (cpu_bound, "cpu"),
+        (consumer_bound, "consumer"),
+    ]
+    .into_iter()
+    .fold(
+        (f64::INFINITY, "cpu"),
+        |best, b| if b.0 < best.0 { b } else { best },
+    );
+    let predicted = (threads / (p + d))
+        .min(aggregate)
+        .min(cores / (p + s))
+        .min(1.0 / s)
+        .min(consumer_bound);
+    Prediction {
+        storage_bound,
+        cpu_bound,
+        consumer_bound,
+        bound,
+        binds,
+        predicted,
+    }
+}
+
+/// This machine as calibrated, reading from `storage` (`local`: its own disk).
+pub fn this_machine(m: &MachineCalibration, storage: Option<&StorageProfile>) -> Hardware {
+    Hardware {
+        name: m.hostname.clone(),
+        cores: m.cores,
+        cpu_speed: 1.0,
+        storage: match storage {
+            Some(p) if !p.is_passthrough() => Storage::Profile(p.clone()),
+            _ => Storage::Local(m.clone()),
+        },
+    }
+}
+
+/// A throughput for tables.
+pub fn sps(v: f64) -> String {
+    if !v.is_finite() {
+        "-".into()
+    } else if v >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+// ------------------------------------------------------------------------------ validation
+
+/// One measured configuration beside its prediction.
+#[derive(Clone, Debug, Serialize)]
+pub struct Checked {
+    pub workload: String,
+    pub condition: String,
+    pub strategy: String,
+    pub codec: String,
+    pub threads: usize,
+    pub cache: String,
+    pub epoch: u64,
+    pub measured: f64,
+    pub prediction: Prediction,
+}
+
+impl Checked {
+    /// Absolute percentage error of the prediction.
+    pub fn error_pct(&self) -> f64 {
+        (self.prediction.predicted / self.measured - 1.0).abs() * 100.0
+    }
+
+    /// The group whose strategies are ranked against each other.
+    fn group(&self) -> (String, String, String, usize, String, u64) {
+        (
+            self.workload.clone(),
+            self.condition.clone(),
+            self.codec.clone(),
+            self.threads,
+            self.cache.clone(),
+            self.epoch,
+        )
+    }
+}
+
+/// How well the predictions matched.
+#[derive(Clone, Debug, Serialize)]
+pub struct Validation {
+    pub configurations: usize,
+    pub median_error_pct: f64,
+    pub max_error_pct: f64,
+    /// Groups (same workload, condition, codec, threads, cache, epoch) with two or more
+    /// strategies, and in how many the predicted best was the measured best.
+    pub ranked_groups: usize,
+    pub best_agrees: usize,
+}
+
+pub fn validate(checked: &[Checked]) -> Option<Validation> {
+    if checked.is_empty() {
+        return None;
+    }
+    let errors: Vec<f64> = checked.iter().map(Checked::error_pct).collect();
+    let median = crate::stats::median(&errors);
+    let mut groups: std::collections::BTreeMap<_, Vec<&Checked>> = Default::default();
+    for c in checked {
+        groups.entry(c.group()).or_default().push(c);
+    }
+    let (mut ranked, mut agree) = (0, 0);
+    for members in groups.values().filter(|m| m.len() >= 2) {
+        ranked += 1;
+        let best = |f: &dyn Fn(&Checked) -> f64| {
+            members
+                .iter()
+                .max_by(|a, b| f(a).total_cmp(&f(b)))
+                .map(|c| c.strategy.clone())
+        };
+        if best(&|c| c.measured) == best(&|c| c.prediction.predicted) {
+            agree += 1;
+        }
+    }
+    Some(Validation {
+        configurations: checked.len(),
+        median_error_pct: median,
+        max_error_pct: errors.iter().copied().fold(0.0, f64::max),
+        ranked_groups: ranked,
+        best_agrees: agree,
+    })
+}
+
+/// Median and maximum error with the ranking agreement, in words.
+pub fn validation_line(v: &Validation) -> String {
+    format!(
+        "Over {} measured configurations: median absolute error **{:.1} %**, max {:.1} %; the predicted best strategy was the measured best in **{} of {}** groups ({:.0} %). Targets: median under 15 %, best strategy right in 80 % of groups.",
+        v.configurations,
+        v.median_error_pct,
+        v.max_error_pct,
+        v.best_agrees,
+        v.ranked_groups,
+        if v.ranked_groups > 0 {
+            v.best_agrees as f64 * 100.0 / v.ranked_groups as f64
+        } else {
+            0.0
+        }
+    )
+}
+
+// ------------------------------------------------------------------------------ what if
+
+/// The paper's machine: 8 cores (the paper's thread count), its Ceph-over-HDD storage as
+/// measured with fio (`paper-ceph-hdd`), CPU speed as here (the paper's CPU is not calibrated).
+pub fn paper_hardware() -> Hardware {
+    Hardware {
+        name: "paper".into(),
+        cores: 8,
+        cpu_speed: 1.0,
+        storage: Storage::Profile(StorageProfile::paper_ceph_hdd()),
+    }
+}
+
+/// A hardware profile file: `name`, `cores`, `cpu_speed` (optional) and `storage`, a storage
+/// profile's fields as under a workload's `storage_profiles`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HardwareFile {
+    name: String,
+    cores: usize,
+    #[serde(default = "one")]
+    cpu_speed: f64,
+    storage: StorageProfile,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// Reads a hardware profile YAML file.
+pub fn hardware_file(path: &std::path::Path) -> anyhow::Result<Hardware> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+    let mut h: HardwareFile = serde_yaml_ng::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{}: not a hardware profile: {e}", path.display()))?;
+    h.storage.name = format!("{} storage", h.name);
+    h.storage
+        .validate()
+        .map_err(|e| anyhow::anyhow!("{}: storage: {e}", path.display()))?;
+    if h.cores == 0 || h.cpu_speed.is_nan() || h.cpu_speed <= 0.0 {
+        anyhow::bail!("{}: cores and cpu_speed must be positive", path.display());
+    }
+    Ok(Hardware {
+        name: h.name,
+        cores: h.cores,
+        cpu_speed: h.cpu_speed,
+        storage: Storage::Profile(h.storage),
+    })
+}
+
+/// A storage of `mb_s` MB/s per reader and in all, with `latency_ms` per 4 KiB request of
+/// files under 1 MiB and once per larger file.
+pub fn storage_of(mb_s: f64, latency_ms: f64) -> Storage {
+    Storage::Profile(StorageProfile {
+        name: format!("{mb_s} MB/s"),
+        description: String::new(),
+        stream_mb_s: Some(mb_s),
+        aggregate_mb_s: Some(mb_s),
+        latency_ms,
+        ..StorageProfile::local()
+    })
+}
+
+/// The strategies' predictions on `hw` (cold reads, codec `codec`, `hw.cores` threads), best
+/// first.
+pub fn ranking<'c>(
+    cal: &'c Calibration,
+    workload: &str,
+    codec: &str,
+    hw: &Hardware,
+) -> Vec<(&'c StrategyCalibration, Prediction)> {
+    let setting = Setting {
+        threads: hw.cores,
+        reading: Reading::Cold,
+        consumer: None,
+    };
+    let mut out: Vec<_> = cal
+        .strategies
+        .values()
+        .filter(|s| s.workload == workload && s.codec == codec)
+        .map(|s| (s, predict(s, hw, &setting)))
+        .collect();
+    out.sort_by(|a, b| {
+        b.1.predicted
+            .total_cmp(&a.1.predicted)
+            .then(a.0.bytes_per_sample.total_cmp(&b.0.bytes_per_sample))
+    });
+    out
+}
+
+/// Kendall's tau-a between two orderings of the same names (`None` under two in common).
+pub fn kendall(a: &[String], b: &[String]) -> Option<(f64, usize)> {
+    let common: Vec<&String> = a.iter().filter(|x| b.contains(x)).collect();
+    let n = common.len();
+    if n < 2 {
+        return None;
+    }
+    let pos = |list: &[String], x: &String| list.iter().position(|y| y == x).expect("common");
+    let mut score = 0i64;
+    for i in 0..n {
+        for j in i + 1..n {
+            let da = pos(a, common[i]) as i64 - pos(a, common[j]) as i64;
+            let db = pos(b, common[i]) as i64 - pos(b, common[j]) as i64;
+            score += (da * db).signum();
+        }
+    }
+    Some((score as f64 / (n * (n - 1) / 2) as f64, n))
+}
+
+/// `prepbench whatif`: per workload, every strategy's prediction on `hw`, the recommended one,
+/// and the recommendation over a range of bandwidths and cores; with the paper's hardware, its
+/// measured ranking beside ours.
+pub fn whatif(cal: &Calibration, hw: &Hardware, codec: &str, paper: bool) -> String {
+    let mut out = String::new();
+    let storage = match &hw.storage {
+        Storage::Local(m) => format!(
+            "this machine's disk ({:.0} MB/s one stream, {:.0} MB/s in all, {:.3} ms per small file)",
+            m.seq_read_mb_s, m.parallel_read_mb_s, m.small_file_ms
+        ),
+        Storage::Profile(p) => format!(
+            "`{}` ({} MB/s per reader, {} MB/s in all, {:.3} ms latency, {} IOPS)",
+            p.name,
+            p.stream_mb_s.map_or("unlimited".into(), |v| format!("{v:.0}")),
+            p.aggregate_mb_s.map_or("unlimited".into(), |v| format!("{v:.0}")),
+            p.latency_ms,
+            p.iops.map_or("unlimited".into(), |v| format!("{v:.0}"))
+        ),
+    };
+    let _ = writeln!(
+        out,
+        "# What if: {} ({} cores, CPU speed {}x this machine's, storage {storage})\n\nCold reads, codec {codec}, {} threads; predicted samples/s from this machine's calibration.\n",
+        hw.name, hw.cores, hw.cpu_speed, hw.cores
+    );
+    let mut workloads: Vec<&str> = cal
+        .strategies
+        .values()
+        .map(|s| s.workload.as_str())
+        .collect();
+    workloads.dedup();
+    workloads.sort();
+    workloads.dedup();
+    for workload in workloads {
+        let ranked = ranking(cal, workload, codec, hw);
+        if ranked.is_empty() {
+            continue;
+        }
+        let rows: Vec<Vec<String>> = ranked
+            .iter()
+            .map(|(s, p)| {
+                vec![
+                    s.strategy.clone(),
+                    format!("{:.4}", s.bytes_per_sample / 1e6),
+                    sps(p.storage_bound),
+                    sps(p.cpu_bound),
+                    sps(p.predicted),
+                    p.binds.to_string(),
+                ]
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "## {workload}\n\n{}\nRecommended: **{}** ({} samples/s).\n",
+            md_table(
+                &[
+                    "strategy",
+                    "MB/sample",
+                    "storage bound",
+                    "CPU bound",
+                    "predicted",
+                    "binds"
+                ],
+                &rows
+            ),
+            ranked[0].0.strategy,
+            sps(ranked[0].1.predicted)
+        );
+        let _ = writeln!(out, "{}", sensitivity(cal, workload, codec, hw));
+        if paper {
+            let _ = writeln!(out, "{}", paper_comparison(workload, &ranked));
+        }
+    }
+    out
+}
+
+/// The recommended strategy over a grid of read bandwidths (x1/8 .. x8 of `hw`'s) and cores.
+fn sensitivity(cal: &Calibration, workload: &str, codec: &str, hw: &Hardware) -> String {
+    let (base_mb, latency) = match &hw.storage {
+        Storage::Local(m) => (m.seq_read_mb_s, m.request_ms),
+        Storage::Profile(p) => (
+            p.aggregate_mb_s.or(p.stream_mb_s).unwrap_or(1000.0),
+            p.latency_ms,
+        ),
+    };
+    let factors = [0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
+    let cores = [1, 2, 4, 8, 16, 32, 64];
+    let mut rows = Vec::new();
+    for f in factors {
+        let mb = base_mb * f;
+        let mut row = vec![format!("{mb:.0}")];
+        for &c in &cores {
+            let mut at = hw.clone();
+            at.cores = c;
+            at.storage = match &hw.storage {
+                Storage::Profile(p) => {
+                    let mut p = p.clone();
+                    p.stream_mb_s = p.stream_mb_s.map(|v| v * f);
+                    p.aggregate_mb_s = p.aggregate_mb_s.map(|v| v * f);
+                    p.iops = p.iops.map(|v| v * f);
+                    Storage::Profile(p)
+                }
+                Storage::Local(_) => storage_of(mb, latency),
+            };
+            let best = ranking(cal, workload, codec, &at)
+                .first()
+                .map(|(s, _)| s.strategy.clone())
+                .unwrap_or_default();
+            row.push(best);
+        }
+        rows.push(row);
+    }
+    let mut header = vec!["read MB/s \\ cores".to_string()];
+    header.extend(cores.iter().map(|c| c.to_string()));
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    format!(
+        "Recommended strategy as bandwidth (IOPS with it) and cores vary:\n\n{}",
+        md_table(&header, &rows)
+    )
+}
+
+/// Our predicted ranking on the paper's hardware against the paper's measured one.
+fn paper_comparison(workload: &str, ranked: &[(&StrategyCalibration, Prediction)]) -> String {
+    let Some(paper) = crate::paper::pipeline(workload) else {
+        return format!("No paper figures for `{workload}`.\n");
+    };
+    let mut measured: Vec<_> = paper.strategies.iter().collect();
+    measured.sort_by(|a, b| b.sps_epoch0.total_cmp(&a.sps_epoch0));
+    let theirs: Vec<String> = measured.iter().map(|s| s.strategy.clone()).collect();
+    let ours: Vec<String> = ranked
+        .iter()
+        .map(|(s, _)| s.strategy.clone())
+        .filter(|s| theirs.contains(s))
+        .collect();
+    let theirs: Vec<String> = theirs.into_iter().filter(|s| ours.contains(s)).collect();
+    let tau = kendall(&ours, &theirs)
+        .map(|(t, n)| format!("Kendall tau {t:.2} over {n} strategies"))
+        .unwrap_or_else(|| "too few common strategies for Kendall tau".into());
+    format!(
+        "Paper's measured ranking (cold, 8 threads): {}. Predicted here: {}. Best strategy {}; {tau}.\n",
+        theirs.join(" > "),
+        ours.join(" > "),
+        if ours.first() == theirs.first() {
+            "agrees"
+        } else {
+            "differs"
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cal(bytes: f64, files: f64, worker: f64) -> StrategyCalibration {
+        StrategyCalibration {
+            workload: "w".into(),
+            strategy: "s".into(),
+            split: 1,
+            codec: "none".into(),
+            samples: 100,
+            bytes_per_sample: bytes,
+            files_per_sample: files,
+            output_bytes_per_sample: bytes,
+            read_s: 0.0,
+            decompress_s: 0.0,
+            deserialize_s: 0.0,
+            steps: vec![("step".into(), worker)],
+            consumer_s: 1e-6,
+        }
+    }
+
+    fn profile(stream: f64, aggregate: f64) -> Hardware {
+        Hardware {
+            name: "h".into(),
+            cores: 8,
+            cpu_speed: 1.0,
+            storage: Storage::Profile(StorageProfile {
+                stream_mb_s: Some(stream),
+                aggregate_mb_s: Some(aggregate),
+                latency_ms: 0.0,
+                ..StorageProfile::local()
+            }),
+        }
+    }
+
+    fn cold(threads: usize) -> Setting {
+        Setting {
+            threads,
+            reading: Reading::Cold,
+            consumer: None,
+        }
+    }
+
+    #[test]
+    fn bounds_follow_the_formulas() {
+        // 10 MB in 1/16 shard per sample, 10 ms of CPU: with 4 threads the CPU allows 400/s;
+        // storage 100 MB/s per reader, 200 MB/s in all: 20/s binds.
+        let c = cal(10e6, 1.0 / 16.0, 0.01);
+        let p = predict(&c, &profile(100.0, 200.0), &cold(4));
+        assert!((p.storage_bound - 20.0).abs() < 1e-9, "{p:?}");
+        assert!((p.cpu_bound - 400.0).abs() < 0.1, "{p:?}");
+        assert_eq!(p.binds, "storage");
+        // Each worker reads 0.1 s then computes 0.01 s: 4 / 0.11 = 36/s, capped at 20 in all.
+        assert!((p.predicted - 20.0).abs() < 1e-9);
+        // With fast storage the CPU binds, and cores cap the threads.
+        let p = predict(&c, &profile(1e6, 1e6), &cold(16));
+        assert_eq!(p.binds, "cpu");
+        assert!((p.cpu_bound - 8.0 / (0.01 + 1e-6)).abs() < 1.0, "{p:?}");
+        // From the page cache, storage does not bind; a faster CPU scales the CPU bound.
+        let mut fast = profile(1.0, 1.0);
+        fast.cpu_speed = 2.0;
+        let warm = Setting {
+            reading: Reading::PageCache,
+            ..cold(1)
+        };
+        let p = predict(&c, &fast, &warm);
+        assert!(p.storage_bound.is_infinite());
+        assert!((p.predicted - 200.0).abs() < 0.1, "{p:?}");
+    }
+
+    #[test]
+    fn small_files_pay_latency_per_request_and_the_consumer_can_bind() {
+        let mut hw = profile(100.0, 100.0);
+        if let Storage::Profile(p) = &mut hw.storage {
+            p.latency_ms = 1.0;
+            p.iops = Some(1000.0);
+        }
+        // One 40 KiB file per sample: 10 requests of 1 ms per reader; 100 samples/s in all.
+        let c = cal(40.0 * 1024.0, 1.0, 1e-4);
+        let p = predict(&c, &hw, &cold(2));
+        assert!((p.storage_bound - 100.0).abs() < 1e-6, "{p:?}");
+        let consumer = Consumer::from_label("32x100ms-sleep-p2").unwrap();
+        assert_eq!(consumer.batch, 32.0);
+        assert!((consumer.compute_s - 0.1).abs() < 1e-12 && !consumer.spin);
+        let p = predict(
+            &c,
+            &hw,
+            &Setting {
+                consumer: Some(Consumer {
+                    batch: 8.0,
+                    ..consumer
+                }),
+                ..cold(2)
+            },
+        );
+        assert_eq!(p.binds, "consumer");
+        assert!((p.predicted - 80.0).abs() < 1e-6);
+        assert!(Consumer::from_label("-").is_none());
+        let n = Consumer::from_label("16xnormal:50ms:5ms-spin-p1").unwrap();
+        assert!((n.compute_s - 0.05).abs() < 1e-12 && n.spin);
+    }
+
+    #[test]
+    fn validation_reports_errors_and_ranking_agreement() {
+        let prediction = |v: f64| Prediction {
+            storage_bound: v,
+            cpu_bound: v,
+            consumer_bound: f64::INFINITY,
+            bound: v,
+            binds: "cpu",
+            predicted: v,
+        };
+        let row = |strategy: &str, measured: f64, predicted: f64, threads: usize| Checked {
+            workload: "w".into(),
+            condition: String::new(),
+            strategy: strategy.into(),
+            codec: "none".into(),
+            threads,
+            cache: "cold".into(),
+            epoch: 0,
+            measured,
+            prediction: prediction(predicted),
+        };
+        let v = validate(&[
+            row("a", 100.0, 110.0, 1),
+            row("b", 200.0, 180.0, 1),
+            row("a", 100.0, 150.0, 2),
+            row("b", 120.0, 120.0, 2),
+        ])
+        .unwrap();
+        assert_eq!(v.configurations, 4);
+        assert!((v.median_error_pct - 10.0).abs() < 1e-9);
+        assert!((v.max_error_pct - 50.0).abs() < 1e-9);
+        assert_eq!((v.ranked_groups, v.best_agrees), (2, 1));
+    }
+
+    #[test]
+    fn hardware_files_load_and_bad_ones_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("nvme.yaml");
+        // As docs/measurement.md shows it.
+        std::fs::write(
+            &good,
+            "name: nvme-box\ncores: 32\ncpu_speed: 1.3\nstorage: {stream_mb_s: 2500, aggregate_mb_s: 6000, latency_ms: 0.08, iops: 500000}\n",
+        )
+        .unwrap();
+        let hw = hardware_file(&good).unwrap();
+        assert_eq!((hw.cores, hw.cpu_speed), (32, 1.3));
+        assert!(matches!(&hw.storage, Storage::Profile(p) if p.aggregate_mb_s == Some(6000.0)));
+        let bad = dir.path().join("bad.yaml");
+        std::fs::write(&bad, "name: x\ncores: 0\nstorage: {}\n").unwrap();
+        let e = hardware_file(&bad).unwrap_err().to_string();
+        assert!(e.contains("bad.yaml") && e.contains("cores"), "{e}");
+        std::fs::write(&bad, "name: x\ncores: 4\ncpus: 3\nstorage: {}\n").unwrap();
+        let e = hardware_file(&bad).unwrap_err().to_string();
+        assert!(e.contains("bad.yaml") && e.contains("cpus"), "{e}");
+    }
+
+    #[test]
+    fn kendall_counts_concordant_pairs() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            kendall(&s(&["a", "b", "c"]), &s(&["a", "b", "c"])),
+            Some((1.0, 3))
+        );
+        assert_eq!(
+            kendall(&s(&["a", "b", "c"]), &s(&["c", "b", "a"])),
+            Some((-1.0, 3))
+        );
+        assert_eq!(kendall(&s(&["a"]), &s(&["a"])), None);
+    }
+}

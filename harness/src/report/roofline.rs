@@ -1,0 +1,262 @@
+//! The report's roofline per strategy and the prediction model's validation: every measured
+//! cell beside the bounds and prediction made from the calibration in the manifest.
+
+use std::fmt::Write;
+
+use crate::calibrate::Calibration;
+use crate::model::{self, Checked, Consumer, Reading, Setting};
+use crate::svg::{Chart, Scale, Series};
+
+use super::cells::{Cell, Results};
+use super::view::WorkloadView;
+
+/// A cell's prediction beside its measurement (`None`: no calibration for its strategy and
+/// codec, or a null-I/O control row).
+pub fn check(results: &Results, cal: &Calibration, cell: &Cell) -> Option<Checked> {
+    let machine = cal.machine.as_ref()?;
+    let k = &cell.key;
+    if k.cache == "null-io" || cell.throughput.median <= 0.0 {
+        return None;
+    }
+    let s = cal.strategy(&k.workload, &k.strategy, &k.codec)?;
+    let row = results.cell_rows(cell).next()?;
+    let profile = row.emulated_storage().map(|name| {
+        super::recorded_workload(results, &k.workload)
+            .and_then(|w| w.storage_profile(name).ok())
+            .or_else(|| workloads::storage::find_profile(name, &Default::default()).ok())
+    });
+    let profile = match profile {
+        Some(None) => return None,
+        Some(Some(p)) => Some(p),
+        None => None,
+    };
+    let hw = model::this_machine(machine, profile.as_ref());
+    let setting = Setting {
+        threads: k.threads,
+        reading: Reading::from_label(&k.cache),
+        consumer: row.simulated_consumer().and_then(Consumer::from_label),
+    };
+    Some(Checked {
+        workload: k.workload.clone(),
+        condition: k.condition.clone(),
+        strategy: k.strategy.clone(),
+        codec: k.codec.clone(),
+        threads: k.threads,
+        cache: k.cache.clone(),
+        epoch: k.epoch,
+        measured: cell.throughput.median,
+        prediction: model::predict(s, &hw, &setting),
+    })
+}
+
+/// Whether a cell ran as the calibration did (one thread, page cache, local storage, no
+/// consumer): it is left out of the validation, which would otherwise check the calibration
+/// against itself.
+fn is_calibration_condition(c: &Checked) -> bool {
+    c.threads == 1 && c.cache == "warm" && c.condition.is_empty()
+}
+
+/// The view's cells at its most threads, epoch 0, each with its roofline.
+fn view_checks(view: &WorkloadView, results: &Results, cal: &Calibration) -> Vec<Checked> {
+    let t = view.max_threads();
+    view.cells
+        .iter()
+        .filter(|c| c.key.threads == t && c.key.epoch == 0)
+        .filter_map(|c| check(results, cal, c))
+        .collect()
+}
+
+/// The roofline table of one view: bounds, the binding one, the prediction and the
+/// measurement.
+pub fn table(view: &WorkloadView, results: &Results, cal: &Calibration) -> Option<String> {
+    let checks = view_checks(view, results, cal);
+    if checks.is_empty() {
+        return None;
+    }
+    let consumer = checks
+        .iter()
+        .any(|c| c.prediction.consumer_bound.is_finite());
+    let mut header = vec!["strategy", "codec", "cache", "storage bound", "CPU bound"];
+    if consumer {
+        header.push("consumer bound");
+    }
+    header.extend([
+        "binds",
+        "model",
+        "measured (median)",
+        "measured / bound",
+        "model error",
+    ]);
+    let rows: Vec<Vec<String>> = checks
+        .iter()
+        .map(|c| {
+            let p = &c.prediction;
+            let mut row = vec![
+                c.strategy.clone(),
+                c.codec.clone(),
+                c.cache.clone(),
+                model::sps(p.storage_bound),
+                model::sps(p.cpu_bound),
+            ];
+            if consumer {
+                row.push(model::sps(p.consumer_bound));
+            }
+            row.extend([
+                p.binds.to_string(),
+                model::sps(p.predicted),
+                model::sps(c.measured),
+                format!("{:.0} %", c.measured / p.bound * 100.0),
+                format!("{:+.0} %", (p.predicted / c.measured - 1.0) * 100.0),
+            ]);
+            row
+        })
+        .collect();
+    Some(format!(
+        "{} threads, epoch 0; samples/s. Bounds from the calibration in the manifest (docs/measurement.md, \"Prediction model\"): storage = readers / device time per sample, capped by the storage's aggregate rate; CPU = min(threads / worker CPU, cores / (worker + consumer CPU), 1 / consumer CPU).\n\n{}",
+        view.max_threads(),
+        model::md_table(&header, &rows)
+    ))
+}
+
+/// Measured against bound per strategy (log-log), with the line measured = bound.
+pub fn plot(view: &WorkloadView, results: &Results, cal: &Calibration) -> Option<(String, Chart)> {
+    let checks: Vec<Checked> = view_checks(view, results, cal)
+        .into_iter()
+        .filter(|c| c.prediction.bound.is_finite())
+        .collect();
+    if checks.is_empty() {
+        return None;
+    }
+    let points: Vec<(f64, f64)> = checks
+        .iter()
+        .map(|c| (c.prediction.bound, c.measured))
+        .collect();
+    let labels = checks
+        .iter()
+        .map(|c| format!("{} {} {}", c.strategy, c.codec, c.cache))
+        .collect();
+    let lo = points
+        .iter()
+        .flat_map(|p| [p.0, p.1])
+        .fold(f64::INFINITY, f64::min);
+    let hi = points.iter().flat_map(|p| [p.0, p.1]).fold(0.0, f64::max);
+    Some((
+        format!("{}-roofline.svg", view.file_stem()),
+        Chart {
+            title: format!("{}: measured vs roofline bound", view.title()),
+            x_label: "roofline bound (samples/s)".into(),
+            y_label: "measured (samples/s)".into(),
+            x_scale: Scale::Log,
+            y_scale: Scale::Log,
+            x_categories: Vec::new(),
+            y_from_zero: false,
+            series: vec![
+                Series {
+                    name: "strategies".into(),
+                    points,
+                    labels,
+                    line: false,
+                    dashed: false,
+                },
+                Series {
+                    name: "measured = bound".into(),
+                    points: vec![(lo, lo), (hi, hi)],
+                    labels: Vec::new(),
+                    line: true,
+                    dashed: true,
+                },
+            ],
+        },
+    ))
+}
+
+/// The report's "Prediction model" section: the calibration and the validation over every
+/// measured cell but those run as the calibration was.
+pub fn section(
+    results: &Results,
+    cells: &[Cell],
+    cal: &Calibration,
+) -> (String, serde_json::Value) {
+    let mut md = String::new();
+    if let Some(m) = &cal.machine {
+        let _ = writeln!(
+            md,
+            "Calibration (`prepbench calibrate`, run at the start of each sweep): memcpy {:.1} GB/s; cold sequential read {:.0} MB/s with one stream and {:.0} MB/s with {}; a small file {:.3} ms; a random 4 KiB read {:.3} ms; {} strategies x codecs measured for one warm epoch with one worker thread.{}\n",
+            m.memcpy_gb_s,
+            m.seq_read_mb_s,
+            m.parallel_read_mb_s,
+            m.streams,
+            m.small_file_ms,
+            m.request_ms,
+            cal.strategies.len(),
+            if m.resident_after_evict_pct > 1.0 {
+                " The calibration's files stayed cached after eviction (tmpfs?): its read figures are the page cache's."
+            } else {
+                ""
+            }
+        );
+    }
+    let checked: Vec<Checked> = cells
+        .iter()
+        .filter_map(|c| check(results, cal, c))
+        .filter(|c| !is_calibration_condition(c))
+        .collect();
+    let Some(v) = model::validate(&checked) else {
+        let _ = writeln!(
+            md,
+            "No measured cell has a calibrated strategy to validate against."
+        );
+        return (md, serde_json::Value::Null);
+    };
+    let _ = writeln!(md, "{}\n", model::validation_line(&v));
+    let mut worst = checked.clone();
+    worst.sort_by(|a, b| b.error_pct().total_cmp(&a.error_pct()));
+    let rows: Vec<Vec<String>> = worst
+        .iter()
+        .take(8)
+        .map(|c| {
+            vec![
+                format!(
+                    "{}{}",
+                    c.workload,
+                    if c.condition.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" [{}]", c.condition)
+                    }
+                ),
+                c.strategy.clone(),
+                c.codec.clone(),
+                c.threads.to_string(),
+                format!("{} e{}", c.cache, c.epoch),
+                model::sps(c.prediction.predicted),
+                model::sps(c.measured),
+                format!(
+                    "{:+.0} %",
+                    (c.prediction.predicted / c.measured - 1.0) * 100.0
+                ),
+                c.prediction.binds.to_string(),
+            ]
+        })
+        .collect();
+    let _ = writeln!(
+        md,
+        "The largest errors:\n\n{}",
+        model::md_table(
+            &[
+                "workload",
+                "strategy",
+                "codec",
+                "threads",
+                "cache",
+                "predicted",
+                "measured",
+                "error",
+                "binds"
+            ],
+            &rows
+        )
+    );
+    let json = serde_json::json!({ "validation": v, "checked": checked });
+    (md, json)
+}
