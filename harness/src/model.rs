@@ -581,11 +581,22 @@ fn sensitivity(cal: &Calibration, workload: &str, codec: &str, hw: &Hardware) ->
     )
 }
 
-/// Our predicted ranking on the paper's hardware against the paper's measured one.
-fn paper_comparison(workload: &str, ranked: &[(&StrategyCalibration, Prediction)]) -> String {
-    let Some(paper) = crate::paper::pipeline(workload) else {
-        return format!("No paper figures for `{workload}`.\n");
-    };
+/// Our predicted ranking against the paper's measured one (cold, 8 threads), over the
+/// strategies both have.
+#[derive(Clone, Debug, Serialize)]
+pub struct PaperAgreement {
+    pub paper: Vec<String>,
+    pub predicted: Vec<String>,
+    /// Kendall's tau-a and the number of strategies.
+    pub tau: Option<(f64, usize)>,
+    pub best_agrees: bool,
+}
+
+pub fn paper_agreement(
+    paper_pipeline: &str,
+    ranked: &[(&StrategyCalibration, Prediction)],
+) -> Option<PaperAgreement> {
+    let paper = crate::paper::pipeline(paper_pipeline)?;
     let mut measured: Vec<_> = paper.strategies.iter().collect();
     measured.sort_by(|a, b| b.sps_epoch0.total_cmp(&a.sps_epoch0));
     let theirs: Vec<String> = measured.iter().map(|s| s.strategy.clone()).collect();
@@ -595,18 +606,31 @@ fn paper_comparison(workload: &str, ranked: &[(&StrategyCalibration, Prediction)
         .filter(|s| theirs.contains(s))
         .collect();
     let theirs: Vec<String> = theirs.into_iter().filter(|s| ours.contains(s)).collect();
-    let tau = kendall(&ours, &theirs)
+    if ours.is_empty() {
+        return None;
+    }
+    Some(PaperAgreement {
+        tau: kendall(&ours, &theirs),
+        best_agrees: ours.first() == theirs.first(),
+        paper: theirs,
+        predicted: ours,
+    })
+}
+
+/// Our predicted ranking on the paper's hardware against the paper's measured one, in words.
+fn paper_comparison(workload: &str, ranked: &[(&StrategyCalibration, Prediction)]) -> String {
+    let Some(a) = paper_agreement(workload, ranked) else {
+        return format!("No paper figures for `{workload}`.\n");
+    };
+    let tau = a
+        .tau
         .map(|(t, n)| format!("Kendall tau {t:.2} over {n} strategies"))
         .unwrap_or_else(|| "too few common strategies for Kendall tau".into());
     format!(
         "Paper's measured ranking (cold, 8 threads): {}. Predicted here: {}. Best strategy {}; {tau}.\n",
-        theirs.join(" > "),
-        ours.join(" > "),
-        if ours.first() == theirs.first() {
-            "agrees"
-        } else {
-            "differs"
-        }
+        a.paper.join(" > "),
+        a.predicted.join(" > "),
+        if a.best_agrees { "agrees" } else { "differs" }
     )
 }
 

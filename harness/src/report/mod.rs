@@ -39,7 +39,7 @@ pub(crate) fn recorded_workload(results: &Results, workload: &str) -> Option<wor
 }
 
 /// The paper pipeline of a workload, from its recorded YAML.
-fn paper_name(results: &Results, workload: &str) -> Option<String> {
+pub(crate) fn paper_name(results: &Results, workload: &str) -> Option<String> {
     recorded_workload(results, workload)?.paper
 }
 

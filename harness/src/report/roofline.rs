@@ -257,6 +257,62 @@ pub fn section(
             &rows
         )
     );
-    let json = serde_json::json!({ "validation": v, "checked": checked });
+    let (paper_md, paper_json) = paper_rankings(results, cal);
+    md.push_str(&paper_md);
+    let json =
+        serde_json::json!({ "validation": v, "checked": checked, "paper_hardware": paper_json });
     (md, json)
+}
+
+/// `whatif --profile paper` for every calibrated workload with paper figures: the ranking
+/// predicted on the paper's hardware from this machine's calibration against the paper's
+/// measured ranking.
+fn paper_rankings(results: &Results, cal: &Calibration) -> (String, serde_json::Value) {
+    let hw = model::paper_hardware();
+    let mut workloads: Vec<&str> = cal
+        .strategies
+        .values()
+        .map(|s| s.workload.as_str())
+        .collect();
+    workloads.sort();
+    workloads.dedup();
+    let mut rows = Vec::new();
+    let mut json = serde_json::Map::new();
+    for workload in workloads {
+        let Some(paper) = super::paper_name(results, workload) else {
+            continue;
+        };
+        let ranked = model::ranking(cal, workload, "none", &hw);
+        let Some(a) = model::paper_agreement(&paper, &ranked) else {
+            continue;
+        };
+        rows.push(vec![
+            workload.to_string(),
+            a.paper.join(" > "),
+            a.predicted.join(" > "),
+            if a.best_agrees { "yes" } else { "no" }.to_string(),
+            a.tau
+                .map(|(t, n)| format!("{t:.2} ({n})"))
+                .unwrap_or_else(|| "-".into()),
+        ]);
+        json.insert(
+            workload.to_string(),
+            serde_json::to_value(&a).unwrap_or_default(),
+        );
+    }
+    if rows.is_empty() {
+        return (String::new(), serde_json::Value::Null);
+    }
+    let agree = rows.iter().filter(|r| r[3] == "yes").count();
+    (
+        format!(
+            "\nThe paper's hardware (`prepbench whatif DIR --profile paper`: 8 cores, its Ceph-over-HDD fio figures, CPU as here), predicted from this machine's calibration against the paper's measured ranking (cold, 8 threads, codec none). Best strategy right for {agree} of {} workloads:\n\n{}",
+            rows.len(),
+            model::md_table(
+                &["workload", "paper (measured)", "predicted", "best agrees", "Kendall tau (strategies)"],
+                &rows
+            )
+        ),
+        serde_json::Value::Object(json),
+    )
 }
