@@ -414,3 +414,136 @@ fn a_sweep_calibrates_reports_its_roofline_and_whatif_predicts_from_it() {
     let now = prepbench(&["whatif", &bare.display().to_string()]);
     assert!(now.status.success(), "{}", stderr(&now));
 }
+
+fn small_sweep(out: &Path, store: &Path, extra: &[&str]) -> Vec<String> {
+    let data = data_dir().display().to_string();
+    let mut args: Vec<String> = [
+        "sweep",
+        "cv",
+        "--samples",
+        SAMPLES,
+        "--strategies",
+        "unprocessed,resized,pixel-centered",
+        "--codecs",
+        "none,gzip",
+        "--trials",
+        "1",
+        "--threads",
+        "1,2",
+        "--epochs",
+        "1",
+        "--shards",
+        "2",
+        "--no-calibrate",
+        "--data-dir",
+        &data,
+        "--store-dir",
+        &store.display().to_string(),
+        "--out",
+        &out.display().to_string(),
+        "--quiet",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+fn run_ids(out: &Path) -> std::collections::BTreeSet<String> {
+    rows(out).0.into_iter().map(|(id, _)| id).collect()
+}
+
+#[test]
+fn sharded_sweeps_merge_into_the_cells_of_one_unsharded_sweep() {
+    let work = tempfile::tempdir().unwrap();
+    let store = work.path().join("store");
+    let whole = work.path().join("whole");
+    let run = |args: Vec<String>, env: &[(&str, &str)]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_prepbench"));
+        c.args(&args)
+            .env("PREPBENCH_CACHE_DIR", common::calibration_cache());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    run(small_sweep(&whole, &store, &[]), &[]);
+    let expected = run_ids(&whole);
+    assert_eq!(
+        expected.len(),
+        10,
+        "unprocessed 2 + two stored strategies x 2 codecs x 2"
+    );
+
+    // Shard 0 from --shard, shard 1 from Open MPI's variables (as under mpirun).
+    let sharded = work.path().join("sharded");
+    run(small_sweep(&sharded, &store, &["--shard", "0/2"]), &[]);
+    run(
+        small_sweep(&sharded, &store, &[]),
+        &[("OMPI_COMM_WORLD_RANK", "1"), ("OMPI_COMM_WORLD_SIZE", "2")],
+    );
+    let (a, b) = (
+        run_ids(&sharded.join("shard-0-of-2")),
+        run_ids(&sharded.join("shard-1-of-2")),
+    );
+    assert!(!a.is_empty() && !b.is_empty(), "both shards have cells");
+    assert!(a.is_disjoint(&b), "each cell has one owner");
+
+    // One shard alone does not merge.
+    let lone = prepbench(&[
+        "merge",
+        &sharded.join("shard-0-of-2").display().to_string(),
+        "--out",
+        &work.path().join("lone").display().to_string(),
+    ]);
+    assert!(!lone.status.success());
+    assert!(
+        stderr(&lone).contains("shards 1 of 2 are missing"),
+        "{}",
+        stderr(&lone)
+    );
+    // A shard of another configuration does not either.
+    let other = work.path().join("other");
+    let mut args = small_sweep(&other, &store, &["--shard", "1/2"]);
+    let i = args.iter().position(|a| a == "none,gzip").unwrap();
+    args[i] = "none".into();
+    run(args, &[]);
+    let mixed = prepbench(&[
+        "merge",
+        &sharded.join("shard-0-of-2").display().to_string(),
+        &other.join("shard-1-of-2").display().to_string(),
+        "--out",
+        &work.path().join("mixed").display().to_string(),
+    ]);
+    assert!(!mixed.status.success());
+    assert!(
+        stderr(&mixed).contains("not shards of one sweep"),
+        "{}",
+        stderr(&mixed)
+    );
+
+    let merged = prepbench(&["merge", &sharded.display().to_string(), "--quiet"]);
+    assert!(merged.status.success(), "{}", stderr(&merged));
+    assert_eq!(
+        run_ids(&sharded),
+        expected,
+        "the merged cells are the unsharded sweep's"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sharded.join("manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["merged_from"].as_array().unwrap().len(), 2);
+    assert!(manifest.get("shard").is_none());
+    let report = prepbench(&["report", &sharded.display().to_string(), "--quiet"]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    // Merging again into a folder with results is refused.
+    let again = prepbench(&["merge", &sharded.display().to_string()]);
+    assert!(!again.status.success());
+    assert!(
+        stderr(&again).contains("already holds results"),
+        "{}",
+        stderr(&again)
+    );
+}

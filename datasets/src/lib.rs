@@ -191,7 +191,9 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), DatasetError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     }
-    let tmp = path.with_extension("prepbench-tmp");
+    // Unique per process: shards of a sweep may generate the same dataset at once (the same
+    // bytes; each rename is whole).
+    let tmp = path.with_extension(format!("prepbench-tmp-{}", std::process::id()));
     let mut file = std::fs::File::create(&tmp).map_err(io_err(&tmp))?;
     file.write_all(bytes).map_err(io_err(&tmp))?;
     drop(file);

@@ -86,6 +86,16 @@ pub enum Command {
     /// Predict every swept strategy's throughput on other hardware from a results folder's
     /// calibration: the recommended strategy there and where the recommendation changes.
     Whatif(WhatifArgs),
+    /// Merge the shards of a sweep (`sweep --shard`, or run under mpirun or a Slurm array)
+    /// into one results folder; refuses shards of different sweeps or a missing shard.
+    Merge {
+        /// Shard results folders, or folders holding shard-I-of-N folders.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// The merged folder (default: the one folder given, when it holds the shards).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -332,6 +342,12 @@ pub struct SweepArgs {
     /// on_error, else fail.
     #[arg(long)]
     pub on_error: Option<workloads::OnError>,
+    /// Run one shard of the sweep, I/N (0 <= I < N), into OUT/shard-I-of-N; merge the shards
+    /// with `prepbench merge OUT`. Default: from the launcher (Open MPI, MPICH/Intel MPI, a
+    /// Slurm job array, a Kubernetes Indexed Job with PREPBENCH_SHARD_COUNT), else the whole
+    /// sweep.
+    #[arg(long)]
+    pub shard: Option<crate::shard::Shard>,
     /// Skip calibrating the prediction model before the runs (then report.md has no
     /// roofline unless the folder was calibrated before).
     #[arg(long)]

@@ -22,6 +22,7 @@ pub mod reproduce;
 pub mod results;
 pub mod run;
 pub mod sampler;
+pub mod shard;
 pub mod show;
 pub mod stats;
 pub mod store;

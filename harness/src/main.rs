@@ -105,6 +105,11 @@ fn sweep_command(args: SweepArgs, progress: Progress) -> anyhow::Result<ExitCode
         calibrate: !args.no_calibrate,
         recalibrate: args.recalibrate,
         calibrate_only: false,
+        shard: match args.shard {
+            Some(shard) => Some(shard),
+            None => harness::shard::from_launcher(&|name| std::env::var(name).ok())
+                .map_err(|e| anyhow::anyhow!("sharding the sweep: {e}"))?,
+        },
     };
     let places = Places {
         out: out.clone(),
@@ -259,6 +264,16 @@ fn main() -> ExitCode {
         Command::Sweep(args) => sweep_command(args, progress),
         Command::Calibrate(args) => calibrate_command(args, progress),
         Command::Whatif(args) => whatif_command(args),
+        Command::Merge { dirs, out } => harness::shard::merge(&dirs, out.as_deref()).map(|m| {
+            progress.note(&format!(
+                "merged {} shards ({} rows) into {}; `prepbench report {}` writes its report",
+                m.shards,
+                m.rows,
+                m.out.display(),
+                m.out.display()
+            ));
+            ExitCode::SUCCESS
+        }),
         Command::Report { dir } => harness::report::write_report(&dir).map(|written| {
             progress.note(&format!(
                 "wrote {} files; start with {}",

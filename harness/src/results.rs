@@ -500,6 +500,23 @@ pub fn record_invocation(
     write_manifest(dir, &path, &manifest)
 }
 
+/// Records under `plans` the fingerprint and cell count of a workload's whole sweep plan,
+/// and under `shard` which share of it this folder holds (`None`: all of it).
+pub fn record_plan(
+    dir: &Path,
+    workload: &str,
+    fingerprint: &str,
+    cells: usize,
+    shard: Option<&crate::shard::Shard>,
+) -> Result<(), ResultsError> {
+    let (path, mut manifest) = open_manifest(dir)?;
+    manifest["plans"][workload] = json!({ "fingerprint": fingerprint, "cells": cells });
+    if let Some(shard) = shard {
+        manifest["shard"] = json!(shard);
+    }
+    write_manifest(dir, &path, &manifest)
+}
+
 /// Merges a calibration into `dir/manifest.json` (its machine replaces the recorded one; its
 /// strategies are added), creating the manifest on first use.
 pub fn record_calibration(

@@ -52,6 +52,8 @@ pub struct SweepOptions {
     pub recalibrate: bool,
     /// Only calibrate (`prepbench calibrate`): no runs.
     pub calibrate_only: bool,
+    /// Run only this shard's cells, into `OUT/shard-I-of-N` (`shard.rs`).
+    pub shard: Option<crate::shard::Shard>,
 }
 
 /// Where a sweep reads and writes.
@@ -268,6 +270,17 @@ pub fn sweep(
     places: &Places,
     command_line: Vec<String>,
 ) -> anyhow::Result<SweepOutcome> {
+    let sharded;
+    let places = match &opts.shard {
+        Some(shard) => {
+            sharded = Places {
+                out: shard.dir(&places.out),
+                ..places.clone()
+            };
+            &sharded
+        }
+        None => places,
+    };
     let workload = workloads::load(&opts.workload)?;
     let variants = workload.dataset_variants();
     if variants.is_empty() {
@@ -327,13 +340,53 @@ fn sweep_workload(
     command_line: Vec<String>,
 ) -> anyhow::Result<SweepOutcome> {
     let started_utc = results::utc_now();
-    let plan = Plan::new(&workload, opts)?;
+    let mut plan = Plan::new(&workload, opts)?;
+    let all_ids: Vec<String> = plan
+        .cells
+        .iter()
+        .map(|c| plan.run_id(&workload, opts.seed, c))
+        .collect();
+    let fingerprint = crate::shard::plan_fingerprint(&all_ids);
+    let total_cells = plan.cells.len();
+    if let Some(shard) = &opts.shard {
+        let owner = crate::shard::assign(
+            &plan.cells,
+            shard.count,
+            workload.steps.len(),
+            plan.epochs,
+            opts.offline_trials,
+        );
+        plan.cells = plan
+            .cells
+            .iter()
+            .zip(owner)
+            .filter(|(_, o)| *o == shard.index)
+            .map(|(c, _)| c.clone())
+            .collect();
+        places.progress.note(&format!(
+            "{}: shard {} of {} (from {}): {} of {} cells, results in {}",
+            workload.name,
+            shard.index,
+            shard.count,
+            shard.source,
+            plan.cells.len(),
+            total_cells,
+            places.out.display()
+        ));
+    }
     crate::run::check_places(
         &crate::run::dataset_root(&workload, &places.data_dir)?,
         &[
             ("the results directory", &places.out),
             ("the store directory", &places.store_dir),
         ],
+    )?;
+    results::record_plan(
+        &places.out,
+        &workload.name,
+        &fingerprint,
+        total_cells,
+        opts.shard.as_ref(),
     )?;
     let csv = RunsCsv::open(&places.out)?;
     let offline_csv = CsvTable::open(places.out.join("offline.csv"), &OFFLINE_COLUMNS)?;
