@@ -547,3 +547,38 @@ fn sharded_sweeps_merge_into_the_cells_of_one_unsharded_sweep() {
         stderr(&again)
     );
 }
+
+#[test]
+fn mpirun_with_two_ranks_then_merge_gives_the_unsharded_cells() {
+    let mpirun = match common::mpirun() {
+        Ok(m) => m,
+        Err(reason) => {
+            eprintln!("skipped: {reason}");
+            return;
+        }
+    };
+    let work = tempfile::tempdir().unwrap();
+    let store = work.path().join("store");
+    let whole = work.path().join("whole");
+    let d = work.path().join("d");
+    let unsharded = prepbench(
+        &small_sweep(&whole, &store, &[])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert!(unsharded.status.success(), "{}", stderr(&unsharded));
+    // Both ranks start at once and share the data and store directories, as on a cluster's
+    // shared filesystem.
+    let ranks = Command::new(mpirun)
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
+        .arg(env!("CARGO_BIN_EXE_prepbench"))
+        .args(small_sweep(&d, &store, &[]))
+        .output()
+        .unwrap();
+    assert!(ranks.status.success(), "{}", stderr(&ranks));
+    assert!(d.join("shard-0-of-2").exists() && d.join("shard-1-of-2").exists());
+    let merged = prepbench(&["merge", &d.display().to_string(), "--quiet"]);
+    assert!(merged.status.success(), "{}", stderr(&merged));
+    assert_eq!(run_ids(&d), run_ids(&whole));
+}

@@ -400,6 +400,7 @@ pub fn strategy(
         app_cache_bytes: 0,
         storage: &local,
         consumer: None,
+        start_gate: None,
     };
     let measured = session
         .measure(&spec)

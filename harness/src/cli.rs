@@ -261,6 +261,12 @@ pub struct RunArgs {
     /// on_error, else fail.
     #[arg(long)]
     pub on_error: Option<workloads::OnError>,
+    /// Read concurrently from every MPI rank: under `mpirun -np N`, each rank reads its
+    /// partition of each strategy after a synchronised start; rank 0 writes ranks.csv
+    /// (aggregate and per-rank throughput, straggler spread). Needs a build with
+    /// `--features mpi`.
+    #[arg(long)]
+    pub ranks: bool,
     #[command(flatten)]
     pub places: PlaceArgs,
 }

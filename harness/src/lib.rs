@@ -16,6 +16,8 @@ pub mod model;
 pub mod paper;
 pub mod pipeline;
 pub mod progress;
+#[cfg(feature = "mpi")]
+pub mod ranks;
 pub mod recommend;
 pub mod report;
 pub mod reproduce;

@@ -62,6 +62,9 @@ fn run_command(args: RunArgs, progress: Progress) -> anyhow::Result<ExitCode> {
         consumer: args.consumer,
         on_error: args.on_error,
     };
+    if args.ranks {
+        return ranks_command(&options);
+    }
     let outcome = run(&options, std::env::args().collect())?;
     for warning in &outcome.warnings {
         eprintln!("warning: {warning}");
@@ -76,6 +79,27 @@ fn run_command(args: RunArgs, progress: Progress) -> anyhow::Result<ExitCode> {
         ));
     }
     Ok(report_verify_failures(&outcome.verify_failures))
+}
+
+#[cfg(feature = "mpi")]
+fn ranks_command(options: &RunOptions) -> anyhow::Result<ExitCode> {
+    if let Some(text) = harness::ranks::run_ranks(options, std::env::args().collect())? {
+        print!("{text}");
+        options.progress.note(&format!(
+            "per-rank and aggregate rows in {}",
+            harness::ranks::table_path(&options.out).display()
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "mpi"))]
+fn ranks_command(_options: &RunOptions) -> anyhow::Result<ExitCode> {
+    anyhow::bail!(
+        "--ranks needs a prepbench built with MPI: install an MPI library and libclang (Debian: \
+         apt-get install libopenmpi-dev libclang-dev), then `cargo build --release --features \
+         mpi` and run it under `mpirun -np N` (docs/cluster.md)"
+    )
 }
 
 fn sweep_command(args: SweepArgs, progress: Progress) -> anyhow::Result<ExitCode> {
@@ -126,7 +150,11 @@ fn sweep_command(args: SweepArgs, progress: Progress) -> anyhow::Result<ExitCode
         "{} runs done, {} already recorded; results in {}",
         outcome.ran,
         outcome.skipped,
-        out.display()
+        options
+            .shard
+            .as_ref()
+            .map_or(out.clone(), |s| s.dir(&out))
+            .display()
     ));
     Ok(report_verify_failures(&outcome.verify_failures))
 }

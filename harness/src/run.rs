@@ -82,6 +82,9 @@ pub struct RunSpec<'a> {
     pub storage: &'a StorageProfile,
     /// A simulated training consumer, measured with its null-I/O control after the epochs.
     pub consumer: Option<ConsumerSpec>,
+    /// Called after each epoch's cache is prepared, right before its timing starts (`--ranks`
+    /// passes an MPI barrier here, so every rank starts together).
+    pub start_gate: Option<&'a dyn Fn()>,
 }
 
 /// The application cache's default limit: half the memory available now.
@@ -418,6 +421,9 @@ impl Session {
             // A fresh emulated storage per epoch: its links start idle.
             let throttle = Throttle::new(spec.storage);
             epoch_job.throttle = throttle.as_ref();
+            if let Some(gate) = spec.start_gate {
+                gate();
+            }
             let sampler = crate::sampler::Sampler::start(&self.source.root, SAMPLE_PERIOD);
             let result = run_online(&epoch_job, &bar)
                 .with_context(|| format!("online phase of `{}`, epoch {epoch}", strategy.name))?;
@@ -803,6 +809,7 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
             app_cache_bytes: app_cache_bytes(opts.app_cache_mb),
             storage: &storage,
             consumer: opts.consumer,
+            start_gate: None,
         };
         let measured = session.measure(&spec)?;
         if let Some(m) = stored.as_ref() {

@@ -575,6 +575,7 @@ fn sweep_workload(
             app_cache_bytes: crate::run::app_cache_bytes(opts.app_cache_mb),
             storage: &cell.storage,
             consumer: plan.consumer,
+            start_gate: None,
         };
         let mut measured = session.measure(&spec)?;
         if let Some(verdict) = verdicts.get(&(cell.strategy.name.clone(), cell.codec)) {

@@ -132,3 +132,59 @@ pub fn run_json(
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// Installs Debian packages with apt-get (root only); why not otherwise.
+pub fn apt_install(packages: &[&str]) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(format!(
+            "{} not installed, and installing it needs root",
+            packages.join(" ")
+        ));
+    }
+    let apt = |args: &[&str]| {
+        Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .output()
+            .map_err(|e| format!("apt-get: {e}"))
+            .and_then(|o| {
+                if o.status.success() {
+                    Ok(())
+                } else {
+                    Err(String::from_utf8_lossy(&o.stderr).into_owned())
+                }
+            })
+    };
+    let mut install = vec!["install", "-y", "-qq", "--no-install-recommends"];
+    install.extend_from_slice(packages);
+    apt(&["update", "-qq"])
+        .and_then(|_| apt(&install))
+        .map_err(|e| format!("installing {} failed: {e}", packages.join(" ")))
+}
+
+/// Whether `program --version` runs.
+pub fn runs(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Open MPI's mpirun from the distribution's packages: on the PATH, or installed now when
+/// running as root; otherwise why not.
+pub fn mpirun() -> Result<&'static str, String> {
+    static FOUND: OnceLock<Result<&'static str, String>> = OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            if !runs("mpirun") {
+                apt_install(&["openmpi-bin"])?;
+            }
+            if runs("mpirun") {
+                Ok("mpirun")
+            } else {
+                Err("openmpi-bin is installed but mpirun does not run".into())
+            }
+        })
+        .clone()
+}
