@@ -1,8 +1,15 @@
-//! Multi-rank reading under a real `mpirun` (Open MPI from the distribution's packages): a
-//! prepbench built with `--features mpi` runs `run --ranks` on two ranks, each reading its
-//! partition at once after a barrier. The feature build is made here, in its own target
-//! directory (it needs libopenmpi-dev and libclang, installed when running as root); without
-//! them the test says why it is skipped.
+//! The features beyond one machine, against the real things on loopback, each built here into
+//! its own target directory (the default build has neither):
+//!
+//! - multi-rank reading under a real `mpirun` (Open MPI from the distribution's packages): a
+//!   prepbench built with `--features mpi` runs `run --ranks` on two ranks, each reading its
+//!   partition at once after a barrier (needs libopenmpi-dev and libclang, installed when
+//!   running as root);
+//! - stores in S3-compatible object storage: a prepbench built with `--features s3`
+//!   materializes a strategy to a moto server (from PyPI, in a virtual environment made here)
+//!   on 127.0.0.1 and reads it back with `--verify`.
+//!
+//! Without what they need, the tests say why they are skipped.
 
 mod common;
 
@@ -16,7 +23,12 @@ fn mpi_build() -> Result<PathBuf, String> {
     if !common::runs("mpicc") || clang_missing() {
         common::apt_install(&["libopenmpi-dev", "libclang-dev"])?;
     }
-    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mpi-build");
+    feature_build("mpi")
+}
+
+/// prepbench built with `features` (sharing one target directory), or why it cannot be.
+fn feature_build(features: &str) -> Result<PathBuf, String> {
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("feature-build");
     let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
@@ -27,7 +39,7 @@ fn mpi_build() -> Result<PathBuf, String> {
             "-p",
             "harness",
             "--features",
-            "mpi",
+            features,
         ])
         .arg("--manifest-path")
         .arg(workspace.join("Cargo.toml"))
@@ -37,11 +49,15 @@ fn mpi_build() -> Result<PathBuf, String> {
         .map_err(|e| format!("running cargo: {e}"))?;
     if !out.status.success() {
         return Err(format!(
-            "building with --features mpi failed: {}",
+            "building with --features {features} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    Ok(target.join("release").join("prepbench"))
+    // Each feature set gets its own copy: the next build overwrites the binary.
+    let binary = target.join(format!("prepbench-{features}"));
+    std::fs::copy(target.join("release").join("prepbench"), &binary)
+        .map_err(|e| format!("copying the {features} build: {e}"))?;
+    Ok(binary)
 }
 
 /// Whether libclang (which rsmpi's bindings generator loads) is missing.
@@ -141,4 +157,174 @@ fn two_ranks_read_their_partitions_at_once() {
             assert!(csv.num(all, "straggler_spread_pct") >= 0.0);
         }
     }
+}
+
+/// A moto S3 server on 127.0.0.1, stopped on drop.
+struct Moto {
+    child: std::process::Child,
+    port: u16,
+    python: PathBuf,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Moto {
+    /// Installs moto in a virtual environment (once) and starts its server on a free port.
+    fn start() -> Result<Moto, String> {
+        let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("venv-moto");
+        let python = venv.join("bin").join("python");
+        let server = venv.join("bin").join("moto_server");
+        if !server.exists() {
+            let made = Command::new("python3")
+                .args(["-m", "venv"])
+                .arg(&venv)
+                .output()
+                .map_err(|e| format!("python3: {e}"))?;
+            if !made.status.success() {
+                return Err(format!("python3 -m venv failed: {}", stderr(&made)));
+            }
+            let pip = Command::new(venv.join("bin").join("pip"))
+                .args(["install", "-q", "moto[server]"])
+                .output()
+                .map_err(|e| format!("pip: {e}"))?;
+            if !pip.status.success() {
+                return Err(format!("pip install moto[server] failed: {}", stderr(&pip)));
+            }
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| e.to_string())?
+            .port();
+        let child = Command::new(&server)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting moto_server: {e}"))?;
+        let moto = Moto {
+            child,
+            port,
+            python,
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if std::time::Instant::now() > deadline {
+                return Err("moto_server did not listen within 30 s".into());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        Ok(moto)
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Creates a bucket (with the standard library's HTTP client: moto checks no signature).
+    fn bucket(&self, name: &str) {
+        // Retried: the server may accept connections before it answers requests.
+        let script = format!(
+            "import time, urllib.request as u\n\
+             for attempt in range(60):\n    \
+                 try:\n        \
+                     u.urlopen(u.Request('{}/{name}', method='PUT'), timeout=10); break\n    \
+                 except OSError:\n        \
+                     if attempt == 59: raise\n        \
+                     time.sleep(0.5)\n",
+            self.endpoint()
+        );
+        let out = Command::new(&self.python)
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_store_in_s3_is_written_read_back_verified_and_reused() {
+    let moto = match Moto::start() {
+        Ok(m) => m,
+        Err(reason) => {
+            eprintln!("skipped: {reason}");
+            return;
+        }
+    };
+    let binary = match feature_build("s3") {
+        Ok(b) => b,
+        Err(reason) => {
+            eprintln!("skipped: {reason}");
+            return;
+        }
+    };
+    moto.bucket("bench");
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    let run = |extra: &[&str]| {
+        Command::new(&binary)
+            .args([
+                "run",
+                "cv",
+                "--strategy",
+                "resized",
+                "--samples",
+                SAMPLES,
+                "--threads",
+                "2",
+            ])
+            .args(["--epochs", "1", "--shards", "4", "--json", "--quiet"])
+            .arg("--data-dir")
+            .arg(data_dir())
+            .args([
+                "--store-dir",
+                "s3://bench/stores?range_mb=0.05&concurrency=3",
+            ])
+            .arg("--out")
+            .arg(&out)
+            .args(extra)
+            .env("AWS_ENDPOINT_URL", moto.endpoint())
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("AWS_REGION", "us-east-1")
+            .output()
+            .unwrap()
+    };
+    let first = run(&["--verify", "--codec", "gzip"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let row: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&first.stdout)
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(row["verified"], "pass", "{row}");
+    assert_eq!(row["offline_reused"], false);
+    assert_eq!(row["evict_method"], "remote");
+    assert!(row["throughput_sps"].as_f64().unwrap() > 0.0);
+    assert!(row["storage_bytes"].as_u64().unwrap() > 0);
+    // The same store is found in the bucket and reused.
+    let again = run(&["--codec", "gzip"]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    let row: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&again.stdout)
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(row["offline_reused"], true, "{row}");
+    // No page cache to warm in object storage.
+    let warm = run(&["--cache", "warm"]);
+    assert!(!warm.status.success());
+    assert!(
+        stderr(&warm).contains("no page cache to warm"),
+        "{}",
+        stderr(&warm)
+    );
 }

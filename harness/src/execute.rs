@@ -21,10 +21,11 @@ use crate::store::{ShardReader, StoreManifest};
 pub enum OnlineInput<'a> {
     /// The raw dataset files (split 0).
     Raw,
-    /// A materialized store.
+    /// A materialized store, local or (with `remote`) in object storage.
     Store {
         dir: &'a Path,
         manifest: &'a StoreManifest,
+        remote: Option<&'a crate::store::remote::RemoteShards>,
     },
     /// The samples an earlier epoch kept in the application cache.
     Memory(&'a AppCache),
@@ -280,8 +281,33 @@ fn store_worker(
     let mut payload = Vec::new();
     let mut outcome = Ok(());
     let mut kept = Vec::new();
+    let remote = match job.input {
+        OnlineInput::Store { remote, .. } => remote,
+        _ => None,
+    };
     for (path, records) in shards {
-        let mut reader = ShardReader::open_through(path, manifest.codec(), job.throttle)?;
+        let mut reader = match remote {
+            Some(r) => {
+                let name = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default();
+                let bytes = manifest
+                    .shards
+                    .iter()
+                    .find(|s| s.file == name)
+                    .map_or(0, |s| s.bytes);
+                let label = PathBuf::from(r.url(name));
+                let file = r.store.open(&r.key(name), bytes).map_err(|e| {
+                    RunError::Store(crate::store::StoreError::Invalid {
+                        path: label.display().to_string(),
+                        message: e.to_string(),
+                    })
+                })?;
+                ShardReader::from_read(&label, manifest.codec(), file)?
+            }
+            None => ShardReader::open_through(path, manifest.codec(), job.throttle)?,
+        };
         let result = read_shard(
             job,
             &mut reader,
@@ -426,7 +452,7 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
     let threads = job.threads.max(1);
     let shard_paths: Vec<(PathBuf, u64)> = match job.input {
         OnlineInput::Raw | OnlineInput::Memory(_) => Vec::new(),
-        OnlineInput::Store { dir, manifest } => manifest
+        OnlineInput::Store { dir, manifest, .. } => manifest
             .shards
             .iter()
             .map(|s| (dir.join(&s.file), s.records))

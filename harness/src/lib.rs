@@ -23,6 +23,8 @@ pub mod report;
 pub mod reproduce;
 pub mod results;
 pub mod run;
+#[cfg(feature = "s3")]
+pub mod s3;
 pub mod sampler;
 pub mod shard;
 pub mod show;

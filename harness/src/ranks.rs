@@ -239,6 +239,7 @@ fn partition_store(m: &Materialized, rank: usize, size: usize) -> Materialized {
         manifest,
         reused: true,
         samples: (String::new(), Vec::new()),
+        remote: m.remote.clone(),
     }
 }
 

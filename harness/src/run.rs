@@ -59,6 +59,8 @@ pub struct Materialized {
     pub reused: bool,
     /// System samples taken while it was materialized (empty when reused): device, samples.
     pub samples: (String, Vec<crate::sampler::SystemSample>),
+    /// Where the shards are when the store is in object storage (`dir` is then only a name).
+    pub remote: Option<crate::store::remote::RemoteShards>,
 }
 
 /// How often the system is sampled during a phase.
@@ -132,6 +134,9 @@ pub struct Session {
     /// What happens to a sample that cannot be read or processed (the workload's `on_error`
     /// unless the caller sets it).
     pub on_error: OnError,
+    /// The object store holding the stores when `--store-dir` is `s3://...`; `store_dir` is
+    /// then a local staging directory stores are made in before they are uploaded.
+    pub remote: Option<std::sync::Arc<dyn crate::store::remote::RemoteStore>>,
 }
 
 /// The page-cache state at the start of one epoch.
@@ -183,14 +188,22 @@ impl Session {
                 .prepare()
                 .map_err(|e| anyhow::anyhow!("preparing step `{}`: {}", def.name, e.message))?;
         }
+        let (remote, store_dir) = if crate::store::remote::is_remote(store_dir) {
+            let staging =
+                std::env::temp_dir().join(format!("prepbench-staging-{}", std::process::id()));
+            (Some(crate::store::remote::open(store_dir)?), staging)
+        } else {
+            (None, store_dir.to_path_buf())
+        };
         Ok(Session {
             on_error: workload.on_error,
             workload,
             source_fingerprint: source.fingerprint(),
             source,
-            store_dir: store_dir.to_path_buf(),
+            store_dir,
             evict,
             progress,
+            remote,
         })
     }
 
@@ -216,13 +229,25 @@ impl Session {
             prefix_fingerprint: self.workload.prefix_fingerprint(strategy.split),
         };
         let dir = key.dir(&self.store_dir);
+        let remote = self
+            .remote
+            .as_ref()
+            .map(|store| crate::store::remote::RemoteShards {
+                store: store.clone(),
+                prefix: crate::store::remote::prefix(&key),
+            });
         if !rematerialize {
-            if let Some(manifest) = store::find_complete(&dir, &key)? {
+            let found = match &remote {
+                Some(r) => crate::store::remote::find_complete(r, &key)?,
+                None => store::find_complete(&dir, &key)?,
+            };
+            if let Some(manifest) = found {
                 return Ok(Materialized {
                     dir,
                     manifest,
                     reused: true,
                     samples: Default::default(),
+                    remote,
                 });
             }
         }
@@ -243,8 +268,31 @@ impl Session {
             on_error: self.on_error,
         };
         let sampler = crate::sampler::Sampler::start(&self.source.root, SAMPLE_PERIOD);
-        let manifest = materialize(&job, &bar)
+        let mut manifest = materialize(&job, &bar)
             .with_context(|| format!("materializing `{}` into {}", strategy.name, dir.display()))?;
+        if let Some(r) = &remote {
+            // Made in the staging directory; uploaded now, the manifest last (with the upload
+            // counted as offline writing time), then the staging copy removed.
+            let start = std::time::Instant::now();
+            let upload = || -> std::io::Result<()> {
+                r.store.remove(&r.prefix)?;
+                for shard in &manifest.shards {
+                    r.store
+                        .put_file(&dir.join(&shard.file), &r.key(&shard.file))?;
+                }
+                Ok(())
+            };
+            upload().with_context(|| format!("uploading `{}` to {}", strategy.name, r.url("")))?;
+            let seconds = start.elapsed().as_secs_f64();
+            manifest.offline_s += seconds;
+            manifest.offline_writing_s += seconds;
+            let text = serde_json::to_vec_pretty(&manifest)?;
+            r.store
+                .put(&r.key(store::STORE_MANIFEST), text)
+                .with_context(|| format!("uploading the manifest to {}", r.url("")))?;
+            // The staging directory held only this store.
+            let _ = std::fs::remove_dir_all(&self.store_dir);
+        }
         let device = sampler.device.clone();
         let samples = (device, sampler.finish());
         bar.finish_and_clear();
@@ -253,6 +301,7 @@ impl Session {
             manifest,
             reused: false,
             samples,
+            remote,
         })
     }
 
@@ -321,6 +370,7 @@ impl Session {
                 OnlineInput::Store {
                     dir: &m.dir,
                     manifest: &m.manifest,
+                    remote: m.remote.as_ref(),
                 },
                 m.manifest.codec.clone(),
                 m.manifest.shards.len(),
@@ -385,8 +435,29 @@ impl Session {
             .map_or_else(|| "-".to_string(), |c| c.to_string());
         // The last epoch's first sample, which the null-I/O control serves.
         let mut template = None;
+        let remote = spec.stored.and_then(|m| m.remote.as_ref());
+        if remote.is_some() && spec.cache == CacheMode::Warm {
+            bail!(
+                "a store in object storage has no page cache to warm: use --cache cold (every \
+                 epoch reads from the service) or app (samples kept in memory)"
+            );
+        }
         for epoch in 0..spec.epochs {
-            let mut prep = self.prepare_cache(&files, epoch, spec.cache)?;
+            let mut prep = match remote {
+                // Nothing of a remote store is cached here; the service's own caches are not
+                // ours to drop (docs/cluster.md).
+                Some(_) => CachePrep {
+                    label: if spec.cache == CacheMode::App && epoch == 0 {
+                        "app-fill"
+                    } else {
+                        "cold"
+                    },
+                    method: "remote".into(),
+                    before_pct: 0.0,
+                    after_pct: 0.0,
+                },
+                None => self.prepare_cache(&files, epoch, spec.cache)?,
+            };
             let app = spec.cache == CacheMode::App;
             let mut epoch_job = OnlineJob { epoch, ..job };
             if app && epoch == 0 {
@@ -540,6 +611,7 @@ impl Session {
             Some(m) => OnlineInput::Store {
                 dir: &m.dir,
                 manifest: &m.manifest,
+                remote: m.remote.as_ref(),
             },
         };
         let job = OnlineJob {
@@ -649,6 +721,9 @@ fn lexical_absolute(path: &Path) -> PathBuf {
 pub fn check_places(dataset: &Path, places: &[(&str, &Path)]) -> anyhow::Result<()> {
     let dataset_abs = lexical_absolute(dataset);
     for (what, path) in places {
+        if crate::store::remote::is_remote(path) {
+            continue;
+        }
         if lexical_absolute(path).starts_with(&dataset_abs) {
             bail!(
                 "{what} {} is inside the dataset directory {}: prepbench never writes into a \

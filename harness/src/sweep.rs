@@ -627,8 +627,13 @@ fn calibrate_cells(
         .and_then(|m| crate::calibrate::Calibration::from_manifest(&m))
         .unwrap_or_default();
     let mut calibration = crate::calibrate::Calibration {
+        // The disk the stores are on; for stores in object storage, the data directory's.
         machine: Some(crate::calibrate::machine(
-            &places.store_dir,
+            if crate::store::remote::is_remote(&places.store_dir) {
+                &places.data_dir
+            } else {
+                &places.store_dir
+            },
             opts.recalibrate,
             256,
         )?),

@@ -98,6 +98,7 @@ mod tests {
             input: OnlineInput::Store {
                 dir: &store_dir,
                 manifest: &manifest,
+                remote: None,
             },
             threads: 2,
             seed: 1,

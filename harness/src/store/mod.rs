@@ -5,6 +5,8 @@
 pub mod codec;
 pub mod framing;
 
+pub mod remote;
+
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -184,7 +186,7 @@ impl StoreKey {
         ))
     }
 
-    fn matches(&self, m: &StoreManifest) -> bool {
+    pub(crate) fn matches(&self, m: &StoreManifest) -> bool {
         m.format == FORMAT_VERSION
             && m.prepbench_version == env!("CARGO_PKG_VERSION")
             && m.codec == self.codec.to_string()
@@ -428,6 +430,27 @@ impl ShardReader {
         let inner = codec::reader(codec, timed).map_err(io_error(path))?;
         Ok(ShardReader {
             path: path.to_path_buf(),
+            compressed: codec != Codec::None,
+            records: RecordReader::new(inner),
+            read_nanos,
+            record_seconds: 0.0,
+        })
+    }
+
+    /// Reads a shard from any reader (object storage); `label` names it in errors.
+    pub fn from_read(
+        label: &Path,
+        codec: Codec,
+        file: Box<dyn Read + Send>,
+    ) -> Result<ShardReader, StoreError> {
+        let read_nanos = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let timed = TimedFile {
+            file,
+            nanos: read_nanos.clone(),
+        };
+        let inner = codec::reader(codec, timed).map_err(io_error(label))?;
+        Ok(ShardReader {
+            path: label.to_path_buf(),
             compressed: codec != Codec::None,
             records: RecordReader::new(inner),
             read_nanos,
