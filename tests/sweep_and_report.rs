@@ -491,18 +491,22 @@ fn sharded_sweeps_merge_into_the_cells_of_one_unsharded_sweep() {
     assert!(!a.is_empty() && !b.is_empty(), "both shards have cells");
     assert!(a.is_disjoint(&b), "each cell has one owner");
 
+    let refused = |dirs: &[&Path], out: &str, expected: &str| {
+        let mut args: Vec<String> = vec!["merge".into()];
+        args.extend(dirs.iter().map(|d| d.display().to_string()));
+        args.extend([
+            "--out".to_string(),
+            work.path().join(out).display().to_string(),
+        ]);
+        let merge = prepbench(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(!merge.status.success(), "{args:?}");
+        assert!(stderr(&merge).contains(expected), "{}", stderr(&merge));
+    };
     // One shard alone does not merge.
-    let lone = prepbench(&[
-        "merge",
-        &sharded.join("shard-0-of-2").display().to_string(),
-        "--out",
-        &work.path().join("lone").display().to_string(),
-    ]);
-    assert!(!lone.status.success());
-    assert!(
-        stderr(&lone).contains("shards 1 of 2 are missing"),
-        "{}",
-        stderr(&lone)
+    refused(
+        &[&sharded.join("shard-0-of-2")],
+        "lone",
+        "shards 1 of 2 are missing",
     );
     // A shard of another configuration does not either.
     let other = work.path().join("other");
@@ -510,18 +514,10 @@ fn sharded_sweeps_merge_into_the_cells_of_one_unsharded_sweep() {
     let i = args.iter().position(|a| a == "none,gzip").unwrap();
     args[i] = "none".into();
     run(args, &[]);
-    let mixed = prepbench(&[
-        "merge",
-        &sharded.join("shard-0-of-2").display().to_string(),
-        &other.join("shard-1-of-2").display().to_string(),
-        "--out",
-        &work.path().join("mixed").display().to_string(),
-    ]);
-    assert!(!mixed.status.success());
-    assert!(
-        stderr(&mixed).contains("not shards of one sweep"),
-        "{}",
-        stderr(&mixed)
+    refused(
+        &[&sharded.join("shard-0-of-2"), &other.join("shard-1-of-2")],
+        "mixed",
+        "not shards of one sweep",
     );
 
     let merged = prepbench(&["merge", &sharded.display().to_string(), "--quiet"]);

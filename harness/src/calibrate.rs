@@ -458,29 +458,39 @@ pub fn strategy(
     })
 }
 
+impl MachineCalibration {
+    /// The figures in words, with a note when the test files could not be evicted.
+    pub fn summary(&self) -> String {
+        format!(
+            "memcpy {:.1} GB/s; cold sequential read {:.0} MB/s with one stream and {:.0} MB/s with {}; a small file {:.3} ms; a random 4 KiB read {:.3} ms{}",
+            self.memcpy_gb_s,
+            self.seq_read_mb_s,
+            self.parallel_read_mb_s,
+            self.streams,
+            self.small_file_ms,
+            self.request_ms,
+            if self.resident_after_evict_pct > 1.0 {
+                format!(
+                    " (the test files stayed {:.0} % cached after eviction, tmpfs?: the read figures are the page cache's)",
+                    self.resident_after_evict_pct
+                )
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
 /// The calibration lines `prepbench calibrate` prints.
 pub fn describe(c: &Calibration) -> String {
     let mut out = String::new();
     if let Some(m) = &c.machine {
         out.push_str(&format!(
-            "machine {} ({} cores), storage measured in {}:\n  memcpy {:.1} GB/s; cold sequential read {:.0} MB/s (1 stream), {:.0} MB/s ({} streams); small file {:.3} ms; 4 KiB random read {:.3} ms{}\n",
+            "machine {} ({} cores), storage measured in {}:\n  {}\n",
             m.hostname,
             m.cores,
             m.dir,
-            m.memcpy_gb_s,
-            m.seq_read_mb_s,
-            m.parallel_read_mb_s,
-            m.streams,
-            m.small_file_ms,
-            m.request_ms,
-            if m.resident_after_evict_pct > 1.0 {
-                format!(
-                    " (the files stayed {:.0} % cached: no real cold read here)",
-                    m.resident_after_evict_pct
-                )
-            } else {
-                String::new()
-            }
+            m.summary()
         ));
     }
     let rows: Vec<Vec<String>> = c

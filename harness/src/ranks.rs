@@ -18,7 +18,7 @@ use mpi::traits::*;
 use workloads::Strategy;
 
 use crate::results::{self, CsvTable};
-use crate::run::{resolve_strategies, Materialized, RunOptions, RunSpec, Session};
+use crate::run::{Materialized, Resolved, RunOptions, RunSpec, Session};
 
 pub const RANK_COLUMNS: [&str; 16] = [
     "run_id",
@@ -68,18 +68,14 @@ fn ranked(
     size: usize,
 ) -> anyhow::Result<Option<String>> {
     let started_utc = results::utc_now();
-    let workload = workloads::load(&opts.workload)?;
-    let strategies = resolve_strategies(&workload, &opts.strategies)?;
-    let samples = opts.samples.unwrap_or(workload.dataset.samples);
-    let shards = opts.shards.unwrap_or(workload.sweep.shards).max(1);
-    let epochs = opts.epochs.unwrap_or(workload.sweep.epochs).max(1) as u64;
-    let storage_name = opts
-        .storage
-        .clone()
-        .unwrap_or_else(|| workload.sweep.storage[0].clone());
-    let storage = workload
-        .storage_profile(&storage_name)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", workload.origin))?;
+    let Resolved {
+        strategies,
+        samples,
+        shards,
+        epochs,
+        storage,
+        ..
+    } = Resolved::new(opts)?;
     if strategies.iter().any(|s| s.split > 0) && shards < size {
         bail!("{shards} shards cannot give each of {size} ranks a partition: use --shards {size} or more");
     }

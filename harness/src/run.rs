@@ -805,21 +805,49 @@ pub fn setting_warnings(
     warnings
 }
 
+/// A run's settings with the workload's defaults applied.
+pub struct Resolved {
+    pub workload: Workload,
+    pub strategies: Vec<Strategy>,
+    pub samples: usize,
+    pub shards: usize,
+    pub epochs: u64,
+    pub storage: StorageProfile,
+}
+
+impl Resolved {
+    pub fn new(opts: &RunOptions) -> anyhow::Result<Resolved> {
+        let workload = workloads::load(&opts.workload)?;
+        let strategies = resolve_strategies(&workload, &opts.strategies)?;
+        let storage_name = opts
+            .storage
+            .clone()
+            .unwrap_or_else(|| workload.sweep.storage[0].clone());
+        let storage = workload
+            .storage_profile(&storage_name)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", workload.origin))?;
+        Ok(Resolved {
+            samples: opts.samples.unwrap_or(workload.dataset.samples),
+            shards: opts.shards.unwrap_or(workload.sweep.shards).max(1),
+            epochs: opts.epochs.unwrap_or(workload.sweep.epochs).max(1) as u64,
+            strategies,
+            storage,
+            workload,
+        })
+    }
+}
+
 /// `prepbench run`: every requested strategy at one setting, rows appended to `opts.out`.
 pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOutcome> {
     let started_utc = results::utc_now();
-    let workload = workloads::load(&opts.workload)?;
-    let strategies = resolve_strategies(&workload, &opts.strategies)?;
-    let samples = opts.samples.unwrap_or(workload.dataset.samples);
-    let shards = opts.shards.unwrap_or(workload.sweep.shards).max(1);
-    let epochs = opts.epochs.unwrap_or(workload.sweep.epochs).max(1) as u64;
-    let storage_name = opts
-        .storage
-        .clone()
-        .unwrap_or_else(|| workload.sweep.storage[0].clone());
-    let storage = workload
-        .storage_profile(&storage_name)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", workload.origin))?;
+    let Resolved {
+        workload,
+        strategies,
+        samples,
+        shards,
+        epochs,
+        storage,
+    } = Resolved::new(opts)?;
     check_places(
         &dataset_root(&workload, &opts.data_dir)?,
         &[

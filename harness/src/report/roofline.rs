@@ -181,19 +181,9 @@ pub fn section(
     if let Some(m) = &cal.machine {
         let _ = writeln!(
             md,
-            "Calibration (`prepbench calibrate`, run at the start of each sweep): memcpy {:.1} GB/s; cold sequential read {:.0} MB/s with one stream and {:.0} MB/s with {}; a small file {:.3} ms; a random 4 KiB read {:.3} ms; {} strategies x codecs measured for one warm epoch with one worker thread.{}\n",
-            m.memcpy_gb_s,
-            m.seq_read_mb_s,
-            m.parallel_read_mb_s,
-            m.streams,
-            m.small_file_ms,
-            m.request_ms,
+            "Calibration (`prepbench calibrate`, run at the start of each sweep): {}; {} strategies x codecs measured for one warm epoch with one worker thread.\n",
+            m.summary(),
             cal.strategies.len(),
-            if m.resident_after_evict_pct > 1.0 {
-                " The calibration's files stayed cached after eviction (tmpfs?): its read figures are the page cache's."
-            } else {
-                ""
-            }
         );
     }
     let checked: Vec<Checked> = cells
