@@ -422,22 +422,11 @@ impl ShardReader {
             Some(t) => Box::new(t.open(path).map_err(io_error(path))?),
             None => Box::new(File::open(path).map_err(io_error(path))?),
         };
-        let read_nanos = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let timed = TimedFile {
-            file,
-            nanos: read_nanos.clone(),
-        };
-        let inner = codec::reader(codec, timed).map_err(io_error(path))?;
-        Ok(ShardReader {
-            path: path.to_path_buf(),
-            compressed: codec != Codec::None,
-            records: RecordReader::new(inner),
-            read_nanos,
-            record_seconds: 0.0,
-        })
+        ShardReader::from_read(path, codec, file)
     }
 
-    /// Reads a shard from any reader (object storage); `label` names it in errors.
+    /// Reads a shard from any reader (a file, emulated storage, object storage); `label`
+    /// names it in errors.
     pub fn from_read(
         label: &Path,
         codec: Codec,
