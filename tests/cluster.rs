@@ -48,10 +48,14 @@ fn feature_build(features: &str) -> Result<PathBuf, String> {
         .output()
         .map_err(|e| format!("running cargo: {e}"))?;
     if !out.status.success() {
-        return Err(format!(
-            "building with --features {features} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        let why = String::from_utf8_lossy(&out.stderr);
+        // Our own code not compiling is a failure, not a missing environment.
+        assert!(
+            !why.contains("could not compile `harness`")
+                && !why.contains("could not compile `workloads`"),
+            "prepbench does not build with --features {features}:\n{why}"
+        );
+        return Err(format!("building with --features {features} failed: {why}"));
     }
     // Each feature set gets its own copy: the next build overwrites the binary.
     let binary = target.join(format!("prepbench-{features}"));
