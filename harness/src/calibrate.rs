@@ -85,6 +85,10 @@ pub struct StrategyCalibration {
     pub steps: Vec<(String, f64)>,
     /// The consumer's busy time (receiving and touching samples), s per sample.
     pub consumer_s: f64,
+    /// What an epoch costs beyond its samples (starting the worker, opening files, draining
+    /// the queue): the epoch's wall time less the worker's stages, s per epoch.
+    #[serde(default)]
+    pub epoch_s: f64,
 }
 
 impl StrategyCalibration {
@@ -412,6 +416,7 @@ pub fn strategy(
     let samples = row.samples.max(1) as f64;
     let mut read_s = 0.0;
     let (mut decompress_s, mut deserialize_s, mut recv_wait) = (0.0, 0.0, 0.0);
+    let mut worker_total = 0.0;
     let mut steps = Vec::new();
     for line in &measured.stages {
         let (Some(name), Some(kind), Some(seconds)) = (
@@ -421,6 +426,9 @@ pub fn strategy(
         ) else {
             continue;
         };
+        if kind != "consumer" {
+            worker_total += seconds;
+        }
         match (name.as_str(), kind.as_str()) {
             ("read", _) => read_s += seconds,
             ("decompress", _) => decompress_s += seconds,
@@ -455,6 +463,7 @@ pub fn strategy(
         deserialize_s: deserialize_s / samples,
         steps,
         consumer_s: ((row.online_s - recv_wait).max(0.0)) / samples,
+        epoch_s: (row.online_s - worker_total).max(0.0),
     })
 }
 

@@ -13,7 +13,8 @@
 //!
 //! The roofline is the smallest bound. The model's prediction adds what a bound leaves out: a
 //! worker waits for its reads and then computes, so its own rate is `1 / (p + d)`; the
-//! prediction is `min(T / (p + d), A, C / (p + s), 1 / s, consumer)`.
+//! steady rate is `R = min(T / (p + d), A, C / (p + s), 1 / s, consumer)`, and an epoch of
+//! `n` samples with the calibrated per-epoch cost `e` runs at `n / (n / R + e)`.
 
 use std::fmt::Write;
 
@@ -161,6 +162,9 @@ pub struct Hardware {
 #[derive(Clone, Copy, Debug)]
 pub struct Setting {
     pub threads: usize,
+    /// Samples per epoch, when known: the calibrated per-epoch cost is spread over them
+    /// (`None`: steady state).
+    pub samples: Option<u64>,
     pub reading: Reading,
     pub consumer: Option<Consumer>,
 }
@@ -217,11 +221,15 @@ pub fn predict(cal: &StrategyCalibration, hw: &Hardware, setting: &Setting) -> P
         (f64::INFINITY, "cpu"),
         |best, b| if b.0 < best.0 { b } else { best },
     );
-    let predicted = (threads / (p + d))
+    let steady = (threads / (p + d))
         .min(aggregate)
         .min(cores / (p + s))
         .min(1.0 / s)
         .min(consumer_bound);
+    let predicted = match setting.samples {
+        Some(n) if n > 0 && cal.epoch_s > 0.0 => n as f64 / (n as f64 / steady + cal.epoch_s),
+        _ => steady,
+    };
     Prediction {
         storage_bound,
         cpu_bound,
@@ -424,6 +432,7 @@ pub fn ranking<'c>(
     hw: &Hardware,
 ) -> Vec<(&'c StrategyCalibration, Prediction)> {
     let setting = Setting {
+        samples: None,
         threads: hw.cores,
         reading: Reading::Cold,
         consumer: None,
@@ -653,6 +662,7 @@ mod tests {
             deserialize_s: 0.0,
             steps: vec![("step".into(), worker)],
             consumer_s: 1e-6,
+            epoch_s: 0.0,
         }
     }
 
@@ -672,6 +682,7 @@ mod tests {
 
     fn cold(threads: usize) -> Setting {
         Setting {
+            samples: None,
             threads,
             reading: Reading::Cold,
             consumer: None,
@@ -703,6 +714,20 @@ mod tests {
         let p = predict(&c, &fast, &warm);
         assert!(p.storage_bound.is_infinite());
         assert!((p.predicted - 200.0).abs() < 0.1, "{p:?}");
+        // An epoch's fixed cost is spread over its samples: 100 samples at 200/s take 0.5 s,
+        // plus 0.5 s of start-up: 100/s; the roofline is unchanged.
+        let mut c = c;
+        c.epoch_s = 0.5;
+        let p = predict(
+            &c,
+            &fast,
+            &Setting {
+                samples: Some(100),
+                ..warm
+            },
+        );
+        assert!((p.predicted - 100.0).abs() < 0.1, "{p:?}");
+        assert!((p.bound - 200.0).abs() < 0.1, "{p:?}");
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub fn check(results: &Results, cal: &Calibration, cell: &Cell) -> Option<Checke
     };
     let hw = model::this_machine(machine, profile.as_ref());
     let setting = Setting {
+        samples: Some(cell.samples),
         threads: k.threads,
         reading: Reading::from_label(&k.cache),
         consumer: row.simulated_consumer().and_then(Consumer::from_label),
