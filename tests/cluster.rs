@@ -11,6 +11,7 @@
 //!
 //! Without what they need, the tests say why they are skipped.
 
+#[macro_use]
 mod common;
 
 use std::path::PathBuf;
@@ -78,20 +79,8 @@ fn clang_missing() -> bool {
 
 #[test]
 fn two_ranks_read_their_partitions_at_once() {
-    let mpirun = match common::mpirun() {
-        Ok(m) => m,
-        Err(reason) => {
-            eprintln!("skipped: {reason}");
-            return;
-        }
-    };
-    let binary = match mpi_build() {
-        Ok(b) => b,
-        Err(reason) => {
-            eprintln!("skipped: {reason}");
-            return;
-        }
-    };
+    let mpirun = or_skip!(common::mpirun());
+    let binary = or_skip!(mpi_build());
     let work = tempfile::tempdir().unwrap();
     let out = work.path().join("out");
     let ranks = Command::new(mpirun)
@@ -252,20 +241,8 @@ impl Moto {
 
 #[test]
 fn a_store_in_s3_is_written_read_back_verified_and_reused() {
-    let moto = match Moto::start() {
-        Ok(m) => m,
-        Err(reason) => {
-            eprintln!("skipped: {reason}");
-            return;
-        }
-    };
-    let binary = match feature_build("s3") {
-        Ok(b) => b,
-        Err(reason) => {
-            eprintln!("skipped: {reason}");
-            return;
-        }
-    };
+    let moto = or_skip!(Moto::start());
+    let binary = or_skip!(feature_build("s3"));
     moto.bucket("bench");
     let work = tempfile::tempdir().unwrap();
     let out = work.path().join("out");

@@ -1,6 +1,7 @@
 //! End-to-end tests of sweeps (interrupted with SIGKILL and resumed), reports, recommendations
 //! and comparisons, on a small generated dataset.
 
+#[macro_use]
 mod common;
 
 use std::collections::HashSet;
@@ -546,13 +547,7 @@ fn sharded_sweeps_merge_into_the_cells_of_one_unsharded_sweep() {
 
 #[test]
 fn mpirun_with_two_ranks_then_merge_gives_the_unsharded_cells() {
-    let mpirun = match common::mpirun() {
-        Ok(m) => m,
-        Err(reason) => {
-            eprintln!("skipped: {reason}");
-            return;
-        }
-    };
+    let mpirun = or_skip!(common::mpirun());
     let work = tempfile::tempdir().unwrap();
     let store = work.path().join("store");
     let whole = work.path().join("whole");

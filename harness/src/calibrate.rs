@@ -3,9 +3,8 @@
 //!
 //! - The machine: memory copy bandwidth; cold reads from the store's disk, as one sequential
 //!   stream and as several at once (1 MiB reads of files evicted from the page cache, median
-//!   of five); a small
-//!   file opened and read cold; a random 4 KiB read cold. Cached per machine and disk for a
-//!   week (`--recalibrate` measures again).
+//!   of five); a small file opened and read cold; a random 4 KiB read cold. Cached per machine
+//!   and disk for a week (`--recalibrate` measures again).
 //! - Each (strategy, codec): one warm epoch with one worker thread over the strategy's own
 //!   samples, split into CPU seconds per sample per stage (page-cache copies, decompression,
 //!   deserialization, every online step) and the consumer's busy time, with the bytes and
@@ -31,7 +30,7 @@ use crate::run::{Materialized, RunSpec, Session};
 const MACHINE_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Small files read cold, and their size.
 const SMALL_FILES: usize = 200;
-const SMALL_FILE_BYTES: usize = 16 * 1024;
+pub const SMALL_FILE_BYTES: usize = 16 * 1024;
 /// Random 4 KiB reads timed.
 const REQUESTS: usize = 200;
 /// Cold sequential reads timed (the median is kept).
@@ -144,6 +143,14 @@ impl Calibration {
         self.strategies.get(&key(workload, strategy, codec))
     }
 
+    /// The calibrated workloads, sorted.
+    pub fn workloads(&self) -> std::collections::BTreeSet<&str> {
+        self.strategies
+            .values()
+            .map(|s| s.workload.as_str())
+            .collect()
+    }
+
     /// Adds `other`'s entries (its machine replaces ours).
     pub fn merge(&mut self, other: Calibration) {
         if other.machine.is_some() {
@@ -164,14 +171,19 @@ impl Drop for TempDir {
     }
 }
 
+/// The next value of a xorshift64 generator.
+fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
 /// Fills `buf` with incompressible bytes (xorshift), different for each `salt`.
 fn fill(buf: &mut [u8], salt: u64) {
     let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ salt.wrapping_mul(0xbf58_476d_1ce4_e5b9);
     for chunk in buf.chunks_mut(8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let bytes = x.to_le_bytes();
+        let bytes = xorshift(&mut x).to_le_bytes();
         chunk.copy_from_slice(&bytes[..chunk.len()]);
     }
 }
@@ -274,9 +286,9 @@ pub fn measure_machine(dir: &Path, mb: usize) -> anyhow::Result<MachineCalibrati
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().expect("reader thread").unwrap_or(0))
-                .sum()
-        });
+                .map(|h| h.join().expect("reader thread"))
+                .sum::<anyhow::Result<usize>>()
+        })?;
         parallel.push(total as f64 / start.elapsed().as_secs_f64() / 1e6);
     }
     let seq_read_mb_s = crate::stats::median(&seq);
@@ -295,10 +307,7 @@ pub fn measure_machine(dir: &Path, mb: usize) -> anyhow::Result<MachineCalibrati
     let mut page = [0u8; 4096];
     let start = Instant::now();
     for _ in 0..REQUESTS {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        file.read_at(&mut page, (x % pages) * 4096)?;
+        file.read_at(&mut page, (xorshift(&mut x) % pages) * 4096)?;
     }
     let request_ms = start.elapsed().as_secs_f64() * 1e3 / REQUESTS as f64;
     drop(file);
@@ -414,33 +423,33 @@ pub fn strategy(
         .first()
         .context("a calibration epoch produced no row")?;
     let samples = row.samples.max(1) as f64;
-    let mut read_s = 0.0;
-    let (mut decompress_s, mut deserialize_s, mut recv_wait) = (0.0, 0.0, 0.0);
-    let mut worker_total = 0.0;
-    let mut steps = Vec::new();
-    for line in &measured.stages {
-        let (Some(name), Some(kind), Some(seconds)) = (
-            line.get(2),
-            line.get(3),
-            line.get(4).and_then(|s| s.parse::<f64>().ok()),
-        ) else {
-            continue;
-        };
-        if kind != "consumer" {
-            worker_total += seconds;
-        }
-        match (name.as_str(), kind.as_str()) {
-            ("read", _) => read_s += seconds,
-            ("decompress", _) => decompress_s += seconds,
-            ("deserialize", _) => deserialize_s += seconds,
-            ("consumer:wait", _) => recv_wait += seconds,
-            (step, "io") if step.starts_with("step:") => read_s += seconds,
-            (step, "cpu") if step.starts_with("step:") => {
-                steps.push((step["step:".len()..].to_string(), seconds / samples))
-            }
-            _ => {}
-        }
-    }
+    let stages = measured.epoch_stages.first().map_or(&[][..], Vec::as_slice);
+    let seconds = |name: &str| -> f64 {
+        stages
+            .iter()
+            .filter(|s| s.name == name)
+            .map(|s| s.seconds)
+            .sum()
+    };
+    let online_steps = stages.iter().filter(|s| s.name.starts_with("step:"));
+    // `read_file` steps are the raw files' page-cache reads.
+    let read_s = seconds("read")
+        + online_steps
+            .clone()
+            .filter(|s| s.kind == "io")
+            .map(|s| s.seconds)
+            .sum::<f64>();
+    let steps = online_steps
+        .filter(|s| s.kind == "cpu")
+        .map(|s| (s.name["step:".len()..].to_string(), s.seconds / samples))
+        .collect();
+    let worker_total: f64 = stages
+        .iter()
+        .filter(|s| s.kind != "consumer")
+        .map(|s| s.seconds)
+        .sum();
+    let (decompress_s, deserialize_s) = (seconds("decompress"), seconds("deserialize"));
+    let recv_wait = seconds("consumer:wait");
     let files = match stored {
         Some(m) => m.manifest.shards.len() as f64,
         None => session.source.items.len() as f64,

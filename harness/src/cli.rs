@@ -285,6 +285,23 @@ pub struct PlaceArgs {
     pub evict: EvictPolicy,
 }
 
+impl PlaceArgs {
+    /// Where a sweep reads and writes, with results in `out`.
+    pub fn into_places(
+        self,
+        out: PathBuf,
+        progress: crate::progress::Progress,
+    ) -> crate::sweep::Places {
+        crate::sweep::Places {
+            out,
+            data_dir: self.data_dir,
+            store_dir: self.store_dir,
+            evict: self.evict,
+            progress,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct SweepArgs {
     /// A reference workload name (`cv`) or a workload YAML path.

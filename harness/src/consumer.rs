@@ -122,6 +122,15 @@ impl fmt::Display for ComputeTime {
 }
 
 impl ComputeTime {
+    /// The mean computation time per batch, seconds.
+    pub fn mean(&self) -> f64 {
+        match *self {
+            ComputeTime::Fixed(s) => s,
+            ComputeTime::Normal { mean, .. } => mean,
+            ComputeTime::Uniform { lo, hi } => (lo + hi) / 2.0,
+        }
+    }
+
     fn draw(&self, rng: &mut SeededRng) -> f64 {
         match *self {
             ComputeTime::Fixed(s) => s,
@@ -210,6 +219,25 @@ impl ConsumerSpec {
     /// Samples the workers' queue holds: `prefetch` batches (at least one sample).
     pub fn queue_capacity(&self) -> usize {
         (self.prefetch * self.batch).max(1)
+    }
+
+    /// Reads back a runs.csv label (`32x100ms-sleep-p2`, as `Display` writes it); `None` for
+    /// `-` or anything else.
+    pub fn from_label(label: &str) -> Option<ConsumerSpec> {
+        let (batch, rest) = label.split_once('x')?;
+        let mut parts = rest.rsplitn(3, '-');
+        let prefetch = parts.next()?.strip_prefix('p')?.parse().ok()?;
+        let mode = match parts.next()? {
+            "sleep" => ComputeMode::Sleep,
+            "spin" => ComputeMode::Spin,
+            _ => return None,
+        };
+        Some(ConsumerSpec {
+            batch: batch.parse().ok()?,
+            compute: parts.next()?.parse().ok()?,
+            mode,
+            prefetch,
+        })
     }
 }
 

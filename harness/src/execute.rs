@@ -14,7 +14,7 @@ use crate::consumer::{ConsumerMetrics, ConsumerSpec, Trainer};
 use crate::emulate::Throttle;
 use crate::metrics::{Delta, Snapshot};
 use crate::pipeline::{apply_steps, panic_message, RunError, Skipped};
-use crate::store::{ShardReader, StoreManifest};
+use crate::store::{ShardInfo, ShardReader, StoreManifest};
 
 /// Where the online phase reads from.
 #[derive(Clone, Copy)]
@@ -272,46 +272,45 @@ fn raw_worker(
 
 fn store_worker(
     job: &OnlineJob,
-    shards: &[(PathBuf, u64)],
+    shards: &[&ShardInfo],
     stop: &AtomicBool,
     tx: &mpsc::SyncSender<Message>,
-    manifest: &StoreManifest,
     times: &mut StageTimes,
 ) -> Result<(), RunError> {
+    let OnlineInput::Store {
+        dir,
+        manifest,
+        remote,
+    } = job.input
+    else {
+        unreachable!("store_worker reads stores only");
+    };
     let mut payload = Vec::new();
     let mut outcome = Ok(());
     let mut kept = Vec::new();
-    let remote = match job.input {
-        OnlineInput::Store { remote, .. } => remote,
-        _ => None,
-    };
-    for (path, records) in shards {
+    for shard in shards {
         let mut reader = match remote {
             Some(r) => {
-                let name = path
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .unwrap_or_default();
-                let bytes = manifest
-                    .shards
-                    .iter()
-                    .find(|s| s.file == name)
-                    .map_or(0, |s| s.bytes);
-                let label = PathBuf::from(r.url(name));
-                let file = r.store.open(&r.key(name), bytes).map_err(|e| {
-                    RunError::Store(crate::store::StoreError::Invalid {
-                        path: label.display().to_string(),
-                        message: e.to_string(),
-                    })
-                })?;
+                let label = PathBuf::from(r.url(&shard.file));
+                let file = r
+                    .store
+                    .open(&r.key(&shard.file), shard.bytes)
+                    .map_err(|e| {
+                        RunError::Store(crate::store::StoreError::Invalid {
+                            path: label.display().to_string(),
+                            message: e.to_string(),
+                        })
+                    })?;
                 ShardReader::from_read(&label, manifest.codec(), file)?
             }
-            None => ShardReader::open_through(path, manifest.codec(), job.throttle)?,
+            None => {
+                ShardReader::open_through(&dir.join(&shard.file), manifest.codec(), job.throttle)?
+            }
         };
         let result = read_shard(
             job,
             &mut reader,
-            *records,
+            shard.records,
             stop,
             tx,
             &mut payload,
@@ -450,14 +449,6 @@ fn read_shard(
 /// Runs one epoch of the online phase and measures it.
 pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {
     let threads = job.threads.max(1);
-    let shard_paths: Vec<(PathBuf, u64)> = match job.input {
-        OnlineInput::Raw | OnlineInput::Memory(_) => Vec::new(),
-        OnlineInput::Store { dir, manifest, .. } => manifest
-            .shards
-            .iter()
-            .map(|s| (dir.join(&s.file), s.records))
-            .collect(),
-    };
     let stop = AtomicBool::new(false);
     let capacity = job
         .consumer
@@ -482,7 +473,7 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
         let mut workers = Vec::with_capacity(threads);
         for w in 0..threads {
             let tx = tx.clone();
-            let (stop, shard_paths) = (&stop, &shard_paths);
+            let stop = &stop;
             workers.push(scope.spawn(move || {
                 let mut times = StageTimes::new(job.workload.steps.len());
                 let outcome = match job.input {
@@ -491,13 +482,9 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
                         memory_worker(job, cache, w, stop, &tx, &mut times)
                     }
                     OnlineInput::Store { manifest, .. } => {
-                        let mine: Vec<(PathBuf, u64)> = shard_paths
-                            .iter()
-                            .skip(w)
-                            .step_by(threads)
-                            .cloned()
-                            .collect();
-                        store_worker(job, &mine, stop, &tx, manifest, &mut times)
+                        let mine: Vec<&ShardInfo> =
+                            manifest.shards.iter().skip(w).step_by(threads).collect();
+                        store_worker(job, &mine, stop, &tx, &mut times)
                     }
                 };
                 if let Err(e) = outcome {

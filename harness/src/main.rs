@@ -11,7 +11,7 @@ use harness::progress::Progress;
 use harness::recommend::RecommendOptions;
 use harness::reproduce::{self, ScaleName};
 use harness::run::{run, RunOptions};
-use harness::sweep::{sweep, Places, SweepOptions};
+use harness::sweep::{sweep, SweepOptions};
 use harness::{commands, summary};
 
 /// `results/local/<workload><suffix>`.
@@ -135,13 +135,7 @@ fn sweep_command(args: SweepArgs, progress: Progress) -> anyhow::Result<ExitCode
                 .map_err(|e| anyhow::anyhow!("sharding the sweep: {e}"))?,
         },
     };
-    let places = Places {
-        out: out.clone(),
-        data_dir: args.places.data_dir,
-        store_dir: args.places.store_dir,
-        evict: args.places.evict,
-        progress,
-    };
+    let places = args.places.into_places(out.clone(), progress);
     let outcome = sweep(&options, &places, std::env::args().collect())?;
     for warning in &outcome.warnings {
         eprintln!("warning: {warning}");
@@ -176,13 +170,7 @@ fn calibrate_command(args: CalibrateArgs, progress: Progress) -> anyhow::Result<
         calibrate_only: true,
         ..Default::default()
     };
-    let places = Places {
-        out: out.clone(),
-        data_dir: args.places.data_dir,
-        store_dir: args.places.store_dir,
-        evict: args.places.evict,
-        progress,
-    };
+    let places = args.places.into_places(out.clone(), progress);
     let described = sweep(&options, &places, std::env::args().collect())?;
     print!("{}", described.calibration.unwrap_or_default());
     progress.note(&format!(
@@ -249,7 +237,17 @@ fn whatif_command(args: WhatifArgs) -> anyhow::Result<ExitCode> {
     {
         hw.name = format!("{} (adjusted)", hw.name);
     }
-    print!("{}", model::whatif(&calibration, &hw, &args.codec, paper));
+    // A workload's paper pipeline is the one its recorded YAML names.
+    let paper_name = |workload: &str| harness::report::paper_name_in(&manifest, workload);
+    print!(
+        "{}",
+        model::whatif(
+            &calibration,
+            &hw,
+            &args.codec,
+            paper.then_some(&paper_name as &model::PaperName<'_>)
+        )
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -261,13 +259,7 @@ fn reproduce_command(
     progress: Progress,
 ) -> anyhow::Result<ExitCode> {
     let out = out.unwrap_or_else(|| reproduce::default_out(scale));
-    let places = Places {
-        out: out.clone(),
-        data_dir: places.data_dir,
-        store_dir: places.store_dir,
-        evict: places.evict,
-        progress,
-    };
+    let places = places.into_places(out.clone(), progress);
     let done = reproduce::reproduce(scale, &places, seed, std::env::args().collect())?;
     let mut failures = Vec::new();
     for (workload, outcome) in &done.sweeps {

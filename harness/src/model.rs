@@ -22,6 +22,7 @@ use serde::Serialize;
 use workloads::StorageProfile;
 
 use crate::calibrate::{Calibration, MachineCalibration, StrategyCalibration};
+use crate::consumer::ConsumerSpec;
 
 /// A markdown table.
 pub fn md_table(header: &[&str], rows: &[Vec<String>]) -> String {
@@ -46,13 +47,6 @@ pub enum Storage {
 }
 
 impl Storage {
-    pub fn name(&self) -> String {
-        match self {
-            Storage::Local(_) => workloads::storage::LOCAL.to_string(),
-            Storage::Profile(p) => p.name.clone(),
-        }
-    }
-
     /// Per sample for one reader: device seconds it waits for; and samples/s the storage
     /// serves in all.
     fn device(&self, cal: &StrategyCalibration) -> Device {
@@ -67,7 +61,9 @@ impl Storage {
                 // kernel's default readahead): a worker waits for each file's opening and
                 // bytes before it computes.
                 Device {
-                    waited: f * (small + (file - 16_384.0).max(0.0) / seq),
+                    waited: f
+                        * (small
+                            + (file - crate::calibrate::SMALL_FILE_BYTES as f64).max(0.0) / seq),
                     aggregate: m.parallel_read_mb_s.max(m.seq_read_mb_s).max(1e-9) * 1e6 / b,
                 }
             }
@@ -118,36 +114,6 @@ impl Reading {
     }
 }
 
-/// A simulated training consumer: samples per batch, mean compute seconds per batch, and
-/// whether it busy-waits (occupying a core).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Consumer {
-    pub batch: f64,
-    pub compute_s: f64,
-    pub spin: bool,
-}
-
-impl Consumer {
-    /// From a runs.csv `consumer` label (`32x100ms-sleep-p2`); `None` for `-`.
-    pub fn from_label(label: &str) -> Option<Consumer> {
-        let (batch, rest) = label.split_once('x')?;
-        let mut parts = rest.rsplitn(3, '-');
-        let _prefetch = parts.next()?;
-        let mode = parts.next()?;
-        let compute: crate::consumer::ComputeTime = parts.next()?.parse().ok()?;
-        let compute_s = match compute {
-            crate::consumer::ComputeTime::Fixed(s) => s,
-            crate::consumer::ComputeTime::Normal { mean, .. } => mean,
-            crate::consumer::ComputeTime::Uniform { lo, hi } => (lo + hi) / 2.0,
-        };
-        Some(Consumer {
-            batch: batch.parse().ok()?,
-            compute_s,
-            spin: mode == "spin",
-        })
-    }
-}
-
 /// The machine a prediction is for.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hardware {
@@ -166,7 +132,7 @@ pub struct Setting {
     /// (`None`: steady state).
     pub samples: Option<u64>,
     pub reading: Reading,
-    pub consumer: Option<Consumer>,
+    pub consumer: Option<ConsumerSpec>,
 }
 
 /// The bounds and the prediction for one strategy on one machine.
@@ -192,7 +158,9 @@ pub fn predict(cal: &StrategyCalibration, hw: &Hardware, setting: &Setting) -> P
     let p = p.max(1e-12);
     let s = (cal.consumer_s / speed).max(1e-12);
     let threads = setting.threads.max(1) as f64;
-    let spin = setting.consumer.is_some_and(|c| c.spin);
+    let spin = setting
+        .consumer
+        .is_some_and(|c| c.mode == crate::consumer::ComputeMode::Spin);
     let cores = (hw.cores as f64 - if spin { 1.0 } else { 0.0 }).max(1.0);
     let device = match setting.reading {
         Reading::Cold => hw.storage.device(cal),
@@ -208,9 +176,9 @@ pub fn predict(cal: &StrategyCalibration, hw: &Hardware, setting: &Setting) -> P
         aggregate
     };
     let cpu_bound = (threads / p).min(cores / (p + s)).min(1.0 / s);
-    let consumer_bound = setting
-        .consumer
-        .map_or(f64::INFINITY, |c| c.batch / c.compute_s.max(1e-12));
+    let consumer_bound = setting.consumer.map_or(f64::INFINITY, |c| {
+        c.batch as f64 / c.compute.mean().max(1e-12)
+    });
     let (bound, binds) = [
         (storage_bound, "storage"),
         (cpu_bound, "cpu"),
@@ -221,11 +189,9 @@ pub fn predict(cal: &StrategyCalibration, hw: &Hardware, setting: &Setting) -> P
         (f64::INFINITY, "cpu"),
         |best, b| if b.0 < best.0 { b } else { best },
     );
-    let steady = (threads / (p + d))
-        .min(aggregate)
-        .min(cores / (p + s))
-        .min(1.0 / s)
-        .min(consumer_bound);
+    // A worker waits for its reads, then computes; T / (p + d) is below T / p and T / d, so
+    // only the bounds' other terms can be lower.
+    let steady = (threads / (p + d)).min(bound);
     let predicted = match setting.samples {
         Some(n) if n > 0 && cal.epoch_s > 0.0 => n as f64 / (n as f64 / steady + cal.epoch_s),
         _ => steady,
@@ -281,9 +247,14 @@ pub struct Checked {
 }
 
 impl Checked {
+    /// Percentage error of the prediction (positive: predicted too high).
+    pub fn signed_error_pct(&self) -> f64 {
+        (self.prediction.predicted / self.measured - 1.0) * 100.0
+    }
+
     /// Absolute percentage error of the prediction.
     pub fn error_pct(&self) -> f64 {
-        (self.prediction.predicted / self.measured - 1.0).abs() * 100.0
+        self.signed_error_pct().abs()
     }
 
     /// The group whose strategies are ranked against each other.
@@ -451,29 +422,34 @@ pub fn ranking<'c>(
     out
 }
 
-/// Kendall's tau-a between two orderings of the same names (`None` under two in common).
+/// Kendall's tau between two orderings of the names they share, with the count (`None`
+/// under two in common).
 pub fn kendall(a: &[String], b: &[String]) -> Option<(f64, usize)> {
     let common: Vec<&String> = a.iter().filter(|x| b.contains(x)).collect();
-    let n = common.len();
-    if n < 2 {
+    let rank = |list: &[String]| -> Vec<f64> {
+        common
+            .iter()
+            .map(|x| list.iter().position(|y| y == *x).expect("common") as f64)
+            .collect()
+    };
+    if common.len() < 2 {
         return None;
     }
-    let pos = |list: &[String], x: &String| list.iter().position(|y| y == x).expect("common");
-    let mut score = 0i64;
-    for i in 0..n {
-        for j in i + 1..n {
-            let da = pos(a, common[i]) as i64 - pos(a, common[j]) as i64;
-            let db = pos(b, common[i]) as i64 - pos(b, common[j]) as i64;
-            score += (da * db).signum();
-        }
-    }
-    Some((score as f64 / (n * (n - 1) / 2) as f64, n))
+    crate::stats::kendall_tau_b(&rank(a), &rank(b)).map(|tau| (tau, common.len()))
 }
 
+/// A workload's paper pipeline, if it has one.
+pub type PaperName<'a> = dyn Fn(&str) -> Option<String> + 'a;
+
 /// `prepbench whatif`: per workload, every strategy's prediction on `hw`, the recommended one,
-/// and the recommendation over a range of bandwidths and cores; with the paper's hardware, its
-/// measured ranking beside ours.
-pub fn whatif(cal: &Calibration, hw: &Hardware, codec: &str, paper: bool) -> String {
+/// and the recommendation over a range of bandwidths and cores; with `paper_name` (a workload's
+/// paper pipeline, for the paper's hardware), the paper's measured ranking beside ours.
+pub fn whatif(
+    cal: &Calibration,
+    hw: &Hardware,
+    codec: &str,
+    paper_name: Option<&PaperName<'_>>,
+) -> String {
     let mut out = String::new();
     let storage = match &hw.storage {
         Storage::Local(m) => format!(
@@ -494,15 +470,7 @@ pub fn whatif(cal: &Calibration, hw: &Hardware, codec: &str, paper: bool) -> Str
         "# What if: {} ({} cores, CPU speed {}x this machine's, storage {storage})\n\nCold reads, codec {codec}, {} threads; predicted samples/s from this machine's calibration.\n",
         hw.name, hw.cores, hw.cpu_speed, hw.cores
     );
-    let mut workloads: Vec<&str> = cal
-        .strategies
-        .values()
-        .map(|s| s.workload.as_str())
-        .collect();
-    workloads.dedup();
-    workloads.sort();
-    workloads.dedup();
-    for workload in workloads {
+    for workload in cal.workloads() {
         let ranked = ranking(cal, workload, codec, hw);
         if ranked.is_empty() {
             continue;
@@ -538,8 +506,12 @@ pub fn whatif(cal: &Calibration, hw: &Hardware, codec: &str, paper: bool) -> Str
             sps(ranked[0].1.predicted)
         );
         let _ = writeln!(out, "{}", sensitivity(cal, workload, codec, hw));
-        if paper {
-            let _ = writeln!(out, "{}", paper_comparison(workload, &ranked));
+        if let Some(paper_name) = paper_name {
+            let _ = writeln!(
+                out,
+                "{}",
+                paper_comparison(workload, paper_name(workload), &ranked)
+            );
         }
     }
     out
@@ -627,8 +599,12 @@ pub fn paper_agreement(
 }
 
 /// Our predicted ranking on the paper's hardware against the paper's measured one, in words.
-fn paper_comparison(workload: &str, ranked: &[(&StrategyCalibration, Prediction)]) -> String {
-    let Some(a) = paper_agreement(workload, ranked) else {
+fn paper_comparison(
+    workload: &str,
+    paper: Option<String>,
+    ranked: &[(&StrategyCalibration, Prediction)],
+) -> String {
+    let Some(a) = paper.and_then(|p| paper_agreement(&p, ranked)) else {
         return format!("No paper figures for `{workload}`.\n");
     };
     let tau = a
@@ -741,15 +717,18 @@ mod tests {
         let c = cal(40.0 * 1024.0, 1.0, 1e-4);
         let p = predict(&c, &hw, &cold(2));
         assert!((p.storage_bound - 100.0).abs() < 1e-6, "{p:?}");
-        let consumer = Consumer::from_label("32x100ms-sleep-p2").unwrap();
-        assert_eq!(consumer.batch, 32.0);
-        assert!((consumer.compute_s - 0.1).abs() < 1e-12 && !consumer.spin);
+        let consumer = ConsumerSpec::from_label("32x100ms-sleep-p2").unwrap();
+        assert_eq!(consumer.batch, 32);
+        assert!(
+            (consumer.compute.mean() - 0.1).abs() < 1e-12
+                && consumer.mode == crate::consumer::ComputeMode::Sleep
+        );
         let p = predict(
             &c,
             &hw,
             &Setting {
-                consumer: Some(Consumer {
-                    batch: 8.0,
+                consumer: Some(ConsumerSpec {
+                    batch: 8,
                     ..consumer
                 }),
                 ..cold(2)
@@ -757,9 +736,13 @@ mod tests {
         );
         assert_eq!(p.binds, "consumer");
         assert!((p.predicted - 80.0).abs() < 1e-6);
-        assert!(Consumer::from_label("-").is_none());
-        let n = Consumer::from_label("16xnormal:50ms:5ms-spin-p1").unwrap();
-        assert!((n.compute_s - 0.05).abs() < 1e-12 && n.spin);
+        assert!(ConsumerSpec::from_label("-").is_none());
+        let n = ConsumerSpec::from_label("16xnormal:50ms:5ms-spin-p1").unwrap();
+        assert!(
+            (n.compute.mean() - 0.05).abs() < 1e-12 && n.mode == crate::consumer::ComputeMode::Spin
+        );
+        // The label reads back to the spec that wrote it.
+        assert_eq!(n.to_string(), "16xnormal:50ms:5ms-spin-p1");
     }
 
     #[test]

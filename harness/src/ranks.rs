@@ -184,17 +184,9 @@ fn ranked(
                         .to_string()
                 })
                 .collect();
-            let rows = rank_rows(
-                &run_id,
-                &session,
-                strategy,
-                opts,
-                &measured.rows,
-                &all,
-                &hosts,
-                size,
-            );
-            printed.push_str(&describe(strategy, &rows));
+            let epochs = epoch_figures(&measured.rows, &all, &hosts);
+            let rows = rank_rows(&run_id, &session.workload.name, strategy, opts, &epochs);
+            printed.push_str(&describe(strategy, &epochs));
             if let Some(t) = &table {
                 t.append(&rows)?;
             }
@@ -252,80 +244,148 @@ fn partition_source(source: &datasets::Source, rank: usize, size: usize) -> data
     part
 }
 
-/// ranks.csv rows: per epoch, one per rank and the aggregate.
-#[allow(clippy::too_many_arguments)]
-fn rank_rows(
-    run_id: &str,
-    session: &Session,
-    strategy: &Strategy,
-    opts: &RunOptions,
-    own: &[crate::results::RunRow],
-    all: &[f64],
-    hosts: &[String],
-    size: usize,
-) -> Vec<Vec<String>> {
-    let epochs = own.len();
-    let mut out = Vec::new();
-    for (epoch, row) in own.iter().enumerate() {
-        let figures = |r: usize| {
-            let at = r * epochs * FIGURES + epoch * FIGURES;
-            (all[at], all[at + 1], all[at + 2])
-        };
-        let seconds: Vec<f64> = (0..size).map(|r| figures(r).2).collect();
-        let slowest = seconds.iter().copied().fold(0.0, f64::max);
-        let fastest = seconds.iter().copied().fold(f64::INFINITY, f64::min);
-        let spread = if fastest > 0.0 {
+/// One rank's figures for one epoch.
+struct RankFigures {
+    host: String,
+    samples: f64,
+    bytes: f64,
+    seconds: f64,
+}
+
+impl RankFigures {
+    fn sps(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.samples / self.seconds
+        } else {
+            0.0
+        }
+    }
+
+    fn mb_s(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.bytes / self.seconds / 1e6
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Every rank's figures for one epoch (rank 0's row gives the epoch's labels).
+struct EpochFigures<'r> {
+    row: &'r crate::results::RunRow,
+    ranks: Vec<RankFigures>,
+}
+
+impl EpochFigures<'_> {
+    /// All ranks together: every sample over the slowest rank's time.
+    fn all(&self) -> RankFigures {
+        RankFigures {
+            host: "-".into(),
+            samples: self.ranks.iter().map(|r| r.samples).sum(),
+            bytes: self.ranks.iter().map(|r| r.bytes).sum(),
+            seconds: self.ranks.iter().map(|r| r.seconds).fold(0.0, f64::max),
+        }
+    }
+
+    /// The slowest rank's time over the fastest's, less one, in percent.
+    fn spread_pct(&self) -> f64 {
+        let slowest = self.ranks.iter().map(|r| r.seconds).fold(0.0, f64::max);
+        let fastest = self
+            .ranks
+            .iter()
+            .map(|r| r.seconds)
+            .fold(f64::INFINITY, f64::min);
+        if fastest > 0.0 && fastest.is_finite() {
             (slowest / fastest - 1.0) * 100.0
         } else {
             0.0
-        };
-        let base = |rank: String, host: String, samples: f64, bytes: f64, secs: f64| {
+        }
+    }
+}
+
+/// The gathered figures (per rank, per epoch: samples, bytes, seconds) by epoch.
+fn epoch_figures<'r>(
+    own: &'r [crate::results::RunRow],
+    all: &[f64],
+    hosts: &[String],
+) -> Vec<EpochFigures<'r>> {
+    let epochs = own.len();
+    own.iter()
+        .enumerate()
+        .map(|(epoch, row)| EpochFigures {
+            row,
+            ranks: hosts
+                .iter()
+                .enumerate()
+                .map(|(r, host)| {
+                    let at = (r * epochs + epoch) * FIGURES;
+                    RankFigures {
+                        host: host.clone(),
+                        samples: all[at],
+                        bytes: all[at + 1],
+                        seconds: all[at + 2],
+                    }
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// ranks.csv rows: per epoch, one per rank and the aggregate.
+fn rank_rows(
+    run_id: &str,
+    workload: &str,
+    strategy: &Strategy,
+    opts: &RunOptions,
+    epochs: &[EpochFigures],
+) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for (epoch, e) in epochs.iter().enumerate() {
+        let spread = e.spread_pct();
+        let line = |rank: String, f: &RankFigures| {
             vec![
                 run_id.to_string(),
-                session.workload.name.clone(),
+                workload.to_string(),
                 strategy.name.clone(),
-                row.codec.clone(),
+                e.row.codec.clone(),
                 opts.threads.to_string(),
-                row.cache.clone(),
+                e.row.cache.clone(),
                 epoch.to_string(),
-                size.to_string(),
+                e.ranks.len().to_string(),
                 rank,
-                host,
-                format!("{samples:.0}"),
-                format!("{bytes:.0}"),
-                format!("{secs:.6}"),
-                format!("{:.3}", if secs > 0.0 { samples / secs } else { 0.0 }),
-                format!("{:.3}", if secs > 0.0 { bytes / secs / 1e6 } else { 0.0 }),
+                f.host.clone(),
+                format!("{:.0}", f.samples),
+                format!("{:.0}", f.bytes),
+                format!("{:.6}", f.seconds),
+                format!("{:.3}", f.sps()),
+                format!("{:.3}", f.mb_s()),
                 format!("{spread:.2}"),
             ]
         };
-        let (mut samples, mut bytes) = (0.0, 0.0);
-        for (r, host) in hosts.iter().enumerate().take(size) {
-            let (s, b, t) = figures(r);
-            samples += s;
-            bytes += b;
-            out.push(base(r.to_string(), host.clone(), s, b, t));
+        for (r, f) in e.ranks.iter().enumerate() {
+            out.push(line(r.to_string(), f));
         }
-        out.push(base("all".into(), "-".into(), samples, bytes, slowest));
+        out.push(line("all".into(), &e.all()));
     }
     out
 }
 
 /// The lines rank 0 prints for one strategy.
-fn describe(strategy: &Strategy, rows: &[Vec<String>]) -> String {
+fn describe(strategy: &Strategy, epochs: &[EpochFigures]) -> String {
     let mut out = String::new();
-    for row in rows.iter().filter(|r| r[8] == "all") {
-        let epoch = &row[6];
-        let per_rank: Vec<f64> = rows
-            .iter()
-            .filter(|r| r[8] != "all" && &r[6] == epoch)
-            .filter_map(|r| r[13].parse().ok())
-            .collect();
-        let lo = per_rank.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = per_rank.iter().copied().fold(0.0, f64::max);
+    for (epoch, e) in epochs.iter().enumerate() {
+        let all = e.all();
+        let sps: Vec<f64> = e.ranks.iter().map(RankFigures::sps).collect();
         out.push_str(&format!(
-            "{} epoch {epoch} ({}, {} ranks): {} samples/s in all, {} MB/s; per rank {:.1} to {:.1} samples/s; straggler spread {} %\n",
-            strategy.name, row[5], row[7], row[13], row[14], lo, hi, row[15]
+            "{} epoch {epoch} ({}, {} ranks): {:.3} samples/s in all, {:.3} MB/s; per rank {:.1} to {:.1} samples/s; straggler spread {:.2} %\n",
+            strategy.name,
+            e.row.cache,
+            e.ranks.len(),
+            all.sps(),
+            all.mb_s(),
+            sps.iter().copied().fold(f64::INFINITY, f64::min),
+            sps.iter().copied().fold(0.0, f64::max),
+            e.spread_pct()
         ));
     }
     out

@@ -455,8 +455,21 @@ fn open_manifest(dir: &Path) -> Result<(PathBuf, Value), ResultsError> {
     Ok((path, manifest))
 }
 
+/// The tables of a results folder: rows appended run by run (merged shard by shard).
+pub const TABLES: [&str; 5] = [
+    "runs.csv",
+    "offline.csv",
+    "stages.csv",
+    "samples.csv",
+    "errors.csv",
+];
+
 /// Replaces `path` with `manifest` atomically.
-fn write_manifest(dir: &Path, path: &Path, manifest: &Value) -> Result<(), ResultsError> {
+pub(crate) fn write_manifest(
+    dir: &Path,
+    path: &Path,
+    manifest: &Value,
+) -> Result<(), ResultsError> {
     std::fs::create_dir_all(dir).map_err(io_error(dir))?;
     let tmp = dir.join(".manifest.json.tmp");
     let text = serde_json::to_string_pretty(manifest).expect("manifest serializes");

@@ -112,6 +112,8 @@ pub struct Measured {
     pub rows: Vec<RunRow>,
     /// `stages.csv` lines: where each epoch's online time went.
     pub stages: Vec<Vec<String>>,
+    /// The same stages per epoch, as numbers.
+    pub epoch_stages: Vec<Vec<crate::attribution::Stage>>,
     /// What bound each epoch (`io-bound`, `cpu-bound`, `consumer-bound`), aligned with `rows`.
     pub bounds: Vec<String>,
     /// `samples.csv` lines of the online epochs.
@@ -417,6 +419,7 @@ impl Session {
         let mut measured = Measured {
             rows: Vec::new(),
             stages: Vec::new(),
+            epoch_stages: Vec::new(),
             bounds: Vec::new(),
             samples: Vec::new(),
             errors: results::error_rows(&spec.run_id, None, "offline", store_skipped),
@@ -520,6 +523,7 @@ impl Session {
             measured
                 .bounds
                 .push(crate::attribution::classify(&stages).0.to_string());
+            measured.epoch_stages.push(stages);
             if epoch + 1 == spec.epochs {
                 template = result.template.clone();
             }

@@ -75,10 +75,9 @@ impl S3Store {
                 .with_endpoint(e)
                 .with_allow_http(e.starts_with("http://"));
         }
-        if std::env::var("AWS_REGION").is_ok() || std::env::var("AWS_DEFAULT_REGION").is_ok() {
-            let region = std::env::var("AWS_REGION")
-                .or_else(|_| std::env::var("AWS_DEFAULT_REGION"))
-                .unwrap_or_default();
+        if let Ok(region) =
+            std::env::var("AWS_REGION").or_else(|_| std::env::var("AWS_DEFAULT_REGION"))
+        {
             builder = builder.with_region(region);
         }
         let store = builder

@@ -185,15 +185,6 @@ pub fn plan_fingerprint(run_ids: &[String]) -> String {
 
 // ------------------------------------------------------------------------------ merge
 
-/// The results files merged by concatenating their rows.
-const TABLES: [&str; 5] = [
-    "runs.csv",
-    "offline.csv",
-    "stages.csv",
-    "samples.csv",
-    "errors.csv",
-];
-
 /// The `shard-I-of-N` folders under `dir`, sorted.
 fn shard_subfolders(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -336,7 +327,7 @@ pub fn merge(inputs: &[PathBuf], out: Option<&Path>) -> anyhow::Result<Merged> {
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     // Tables: one header, every shard's rows.
     let mut rows = 0;
-    for table in TABLES {
+    for table in crate::results::TABLES {
         let mut header: Option<String> = None;
         let mut body = String::new();
         for (dir, _, _) in &manifests {
@@ -365,11 +356,7 @@ pub fn merge(inputs: &[PathBuf], out: Option<&Path>) -> anyhow::Result<Merged> {
             }
         }
         if let Some(h) = header {
-            let path = out.join(table);
-            let tmp = out.join(format!(".{table}.tmp"));
-            std::fs::write(&tmp, format!("{h}\n{body}"))
-                .with_context(|| format!("writing {}", tmp.display()))?;
-            std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+            datasets::write_atomically(&out.join(table), format!("{h}\n{body}").as_bytes())?;
         }
     }
     // The manifest: the first shard's machine and build, every shard's machine, invocations
@@ -406,11 +393,7 @@ pub fn merge(inputs: &[PathBuf], out: Option<&Path>) -> anyhow::Result<Merged> {
     if calibration.machine.is_some() || !calibration.strategies.is_empty() {
         merged["calibration"] = serde_json::to_value(&calibration)?;
     }
-    let path = out.join("manifest.json");
-    let tmp = out.join(".manifest.json.tmp");
-    std::fs::write(&tmp, serde_json::to_string_pretty(&merged)?)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+    crate::results::write_manifest(&out, &out.join("manifest.json"), &merged)?;
     Ok(Merged {
         out,
         shards: count,

@@ -164,6 +164,17 @@ impl Plan {
         })
     }
 
+    /// Each (strategy, codec) the plan runs, once, by split then codec.
+    pub fn strategy_codecs(&self) -> Vec<(Strategy, Codec)> {
+        let mut pairs: BTreeMap<(usize, String), (Strategy, Codec)> = BTreeMap::new();
+        for cell in &self.cells {
+            pairs
+                .entry((cell.strategy.split, cell.codec.to_string()))
+                .or_insert((cell.strategy.clone(), cell.codec));
+        }
+        pairs.into_values().collect()
+    }
+
     /// The stable id of a cell's run: equal settings give equal ids, so a rerun can skip it.
     /// The storage profile and the consumer enter the key only when set (a profile by its
     /// figures, so a redefined profile is a new run), so plain runs keep their ids.
@@ -466,15 +477,9 @@ fn sweep_workload(
     let workload = &session.workload;
 
     // Offline phase: each (strategy, codec) that a pending run or a missing offline trial needs.
-    let mut pairs: BTreeMap<(usize, String), (Strategy, Codec)> = BTreeMap::new();
-    for cell in plan.cells.iter().filter(|c| c.strategy.split > 0) {
-        pairs
-            .entry((cell.strategy.split, cell.codec.to_string()))
-            .or_insert((cell.strategy.clone(), cell.codec));
-    }
     let mut stores: HashMap<(String, Codec), Materialized> = HashMap::new();
     let mut verdicts: HashMap<(String, Codec), String> = HashMap::new();
-    for (strategy, codec) in pairs.values() {
+    for (strategy, codec) in plan.strategy_codecs().iter().filter(|(s, _)| s.split > 0) {
         let needed_online = pending
             .iter()
             .any(|c| c.strategy == *strategy && c.codec == *codec);
@@ -640,13 +645,7 @@ fn calibrate_cells(
         ..Default::default()
     };
     let workload = &session.workload;
-    let mut pairs: Vec<(Strategy, Codec)> = Vec::new();
-    for cell in &plan.cells {
-        if !pairs.contains(&(cell.strategy.clone(), cell.codec)) {
-            pairs.push((cell.strategy.clone(), cell.codec));
-        }
-    }
-    for (strategy, codec) in pairs {
+    for (strategy, codec) in plan.strategy_codecs() {
         let key = crate::calibrate::key(&workload.name, &strategy.name, &codec.to_string());
         if recorded.strategies.contains_key(&key) && !opts.recalibrate {
             continue;

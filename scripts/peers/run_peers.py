@@ -648,13 +648,11 @@ def codec_table(binary, work, args):
             for d in payloads:
                 py_decode(workload, d)
             best = min(best, time.perf_counter() - start)
-        out = os.path.join(work, "prepbench-codec")
-        prepbench_row(binary, work, workload, "unprocessed", len(files), 1, "warm",
-                      out="prepbench-codec")
-        with open(os.path.join(out, "stages.csv")) as f:
-            stages = list(csv.DictReader(f))
-        run = stages[-1]["run_id"]
-        ours = {r["stage"]: float(r["seconds"]) for r in stages if r["run_id"] == run}
+        row = prepbench_row(binary, work, workload, "unprocessed", len(files), 1, "warm",
+                            out="prepbench-codec")
+        with open(os.path.join(work, "prepbench-codec", "stages.csv")) as f:
+            ours = {r["stage"]: float(r["seconds"]) for r in csv.DictReader(f)
+                    if r["run_id"] == row["run_id"]}
         total = sum(v for k, v in ours.items() if k.startswith("step:"))
         rows.append((workload, best / len(files) * 1e3, ours["step:decoded"] / len(files) * 1e3,
                      total / len(files) * 1e3))

@@ -3,6 +3,21 @@
 
 #![allow(dead_code)]
 
+/// The value of a `Result<T, String>` saying what a test needs, or the test returns early,
+/// printing `skipped: <reason>`.
+#[allow(unused_macros)]
+macro_rules! or_skip {
+    ($needed:expr) => {
+        match $needed {
+            Ok(value) => value,
+            Err(reason) => {
+                eprintln!("skipped: {reason}");
+                return;
+            }
+        }
+    };
+}
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;

@@ -24,8 +24,15 @@ pub const MIN_TRIALS: usize = 3;
 
 /// A workload as recorded in the manifest (its YAML), else the reference workload of that name.
 pub(crate) fn recorded_workload(results: &Results, workload: &str) -> Option<workloads::Workload> {
-    let recorded = results
-        .manifest
+    recorded_workload_in(&results.manifest, workload)
+}
+
+/// [`recorded_workload`] from a manifest alone.
+pub fn recorded_workload_in(
+    manifest: &serde_json::Value,
+    workload: &str,
+) -> Option<workloads::Workload> {
+    let recorded = manifest
         .get("workloads")
         .and_then(|w| w.as_object())
         .and_then(|map| {
@@ -40,7 +47,12 @@ pub(crate) fn recorded_workload(results: &Results, workload: &str) -> Option<wor
 
 /// The paper pipeline of a workload, from its recorded YAML.
 pub(crate) fn paper_name(results: &Results, workload: &str) -> Option<String> {
-    recorded_workload(results, workload)?.paper
+    paper_name_in(&results.manifest, workload)
+}
+
+/// [`paper_name`] from a manifest alone.
+pub fn paper_name_in(manifest: &serde_json::Value, workload: &str) -> Option<String> {
+    recorded_workload_in(manifest, workload)?.paper
 }
 
 /// What a view's runs were measured under, in words: the storage profile's figures and the
@@ -289,6 +301,11 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
     write(dir.join("summary.csv"), &summary_csv(&cells), &mut files)?;
 
     let calibration = crate::calibrate::Calibration::from_manifest(&results.manifest);
+    // Every cell's prediction, made once for the roofline tables, plots and validation.
+    let checked = calibration
+        .as_ref()
+        .map(|cal| roofline::check_all(&results, cal, &cells))
+        .unwrap_or_default();
     let found = findings::findings(&views);
     let warned = warnings(&cells);
     let mut md = String::new();
@@ -353,13 +370,10 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
         if let Some(t) = tables::training(view, &results) {
             let _ = writeln!(md, "### Simulated training\n\n{t}");
         }
-        let mut roofline_plot = None;
-        if let Some(cal) = &calibration {
-            if let Some(t) = roofline::table(view, &results, cal) {
-                let _ = writeln!(md, "### Roofline\n\n{t}");
-            }
-            roofline_plot = roofline::plot(view, &results, cal);
+        if let Some(t) = roofline::table(view, &checked) {
+            let _ = writeln!(md, "### Roofline\n\n{t}");
         }
+        let roofline_plot = roofline::plot(view, &checked);
         let tau = findings::kendall(view);
         match tau {
             Some((tau, n)) => {
@@ -382,7 +396,7 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
     }
     let mut prediction = serde_json::Value::Null;
     if let Some(cal) = &calibration {
-        let (text, json) = roofline::section(&results, &cells, cal);
+        let (text, json) = roofline::section(&results, &checked, cal);
         let _ = writeln!(md, "## Prediction model\n\n{text}");
         prediction = json;
     }

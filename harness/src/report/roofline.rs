@@ -1,53 +1,78 @@
 //! The report's roofline per strategy and the prediction model's validation: every measured
 //! cell beside the bounds and prediction made from the calibration in the manifest.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
+use workloads::StorageProfile;
+
 use crate::calibrate::Calibration;
-use crate::model::{self, Checked, Consumer, Reading, Setting};
+use crate::consumer::ConsumerSpec;
+use crate::model::{self, Checked, Reading, Setting};
 use crate::svg::{Chart, Scale, Series};
 
 use super::cells::{Cell, Results};
 use super::view::WorkloadView;
 
-/// A cell's prediction beside its measurement (`None`: no calibration for its strategy and
-/// codec, or a null-I/O control row).
-pub fn check(results: &Results, cal: &Calibration, cell: &Cell) -> Option<Checked> {
-    let machine = cal.machine.as_ref()?;
-    let k = &cell.key;
-    if k.cache == "null-io" || cell.throughput.median <= 0.0 {
-        return None;
+/// Every cell's prediction beside its measurement, in the cells' order. Cells without a
+/// calibration for their strategy and codec, null-I/O control rows and cells under an unknown
+/// storage profile are left out.
+pub fn check_all(results: &Results, cal: &Calibration, cells: &[Cell]) -> Vec<Checked> {
+    let Some(machine) = cal.machine.as_ref() else {
+        return Vec::new();
+    };
+    // Storage profiles by (workload, name), each resolved from the recorded workload once.
+    let mut profiles: HashMap<(String, String), Option<StorageProfile>> = HashMap::new();
+    let mut out = Vec::new();
+    for cell in cells {
+        let k = &cell.key;
+        if k.cache == "null-io" || cell.throughput.median <= 0.0 {
+            continue;
+        }
+        let (Some(s), Some(row)) = (
+            cal.strategy(&k.workload, &k.strategy, &k.codec),
+            results.cell_rows(cell).next(),
+        ) else {
+            continue;
+        };
+        let profile = match row.emulated_storage() {
+            None => None,
+            Some(name) => {
+                let found = profiles
+                    .entry((k.workload.clone(), name.to_string()))
+                    .or_insert_with(|| {
+                        super::recorded_workload(results, &k.workload)
+                            .and_then(|w| w.storage_profile(name).ok())
+                            .or_else(|| {
+                                workloads::storage::find_profile(name, &Default::default()).ok()
+                            })
+                    });
+                match found {
+                    Some(p) => Some(p.clone()),
+                    None => continue,
+                }
+            }
+        };
+        let hw = model::this_machine(machine, profile.as_ref());
+        let setting = Setting {
+            samples: Some(cell.samples),
+            threads: k.threads,
+            reading: Reading::from_label(&k.cache),
+            consumer: row.simulated_consumer().and_then(ConsumerSpec::from_label),
+        };
+        out.push(Checked {
+            workload: k.workload.clone(),
+            condition: k.condition.clone(),
+            strategy: k.strategy.clone(),
+            codec: k.codec.clone(),
+            threads: k.threads,
+            cache: k.cache.clone(),
+            epoch: k.epoch,
+            measured: cell.throughput.median,
+            prediction: model::predict(s, &hw, &setting),
+        });
     }
-    let s = cal.strategy(&k.workload, &k.strategy, &k.codec)?;
-    let row = results.cell_rows(cell).next()?;
-    let profile = row.emulated_storage().map(|name| {
-        super::recorded_workload(results, &k.workload)
-            .and_then(|w| w.storage_profile(name).ok())
-            .or_else(|| workloads::storage::find_profile(name, &Default::default()).ok())
-    });
-    let profile = match profile {
-        Some(None) => return None,
-        Some(Some(p)) => Some(p),
-        None => None,
-    };
-    let hw = model::this_machine(machine, profile.as_ref());
-    let setting = Setting {
-        samples: Some(cell.samples),
-        threads: k.threads,
-        reading: Reading::from_label(&k.cache),
-        consumer: row.simulated_consumer().and_then(Consumer::from_label),
-    };
-    Some(Checked {
-        workload: k.workload.clone(),
-        condition: k.condition.clone(),
-        strategy: k.strategy.clone(),
-        codec: k.codec.clone(),
-        threads: k.threads,
-        cache: k.cache.clone(),
-        epoch: k.epoch,
-        measured: cell.throughput.median,
-        prediction: model::predict(s, &hw, &setting),
-    })
+    out
 }
 
 /// Whether a cell ran as the calibration did (one thread, page cache, local storage, no
@@ -57,20 +82,24 @@ fn is_calibration_condition(c: &Checked) -> bool {
     c.threads == 1 && c.cache == "warm" && c.condition.is_empty()
 }
 
-/// The view's cells at its most threads, epoch 0, each with its roofline.
-fn view_checks(view: &WorkloadView, results: &Results, cal: &Calibration) -> Vec<Checked> {
+/// The view's checked cells at its most threads, epoch 0.
+fn view_checks<'c>(view: &WorkloadView, checked: &'c [Checked]) -> Vec<&'c Checked> {
     let t = view.max_threads();
-    view.cells
+    checked
         .iter()
-        .filter(|c| c.key.threads == t && c.key.epoch == 0)
-        .filter_map(|c| check(results, cal, c))
+        .filter(|c| {
+            c.workload == view.name
+                && c.condition == view.condition
+                && c.threads == t
+                && c.epoch == 0
+        })
         .collect()
 }
 
 /// The roofline table of one view: bounds, the binding one, the prediction and the
 /// measurement.
-pub fn table(view: &WorkloadView, results: &Results, cal: &Calibration) -> Option<String> {
-    let checks = view_checks(view, results, cal);
+pub fn table(view: &WorkloadView, checked: &[Checked]) -> Option<String> {
+    let checks = view_checks(view, checked);
     if checks.is_empty() {
         return None;
     }
@@ -107,7 +136,7 @@ pub fn table(view: &WorkloadView, results: &Results, cal: &Calibration) -> Optio
                 model::sps(p.predicted),
                 model::sps(c.measured),
                 format!("{:.0} %", c.measured / p.bound * 100.0),
-                format!("{:+.0} %", (p.predicted / c.measured - 1.0) * 100.0),
+                format!("{:+.0} %", c.signed_error_pct()),
             ]);
             row
         })
@@ -120,8 +149,8 @@ pub fn table(view: &WorkloadView, results: &Results, cal: &Calibration) -> Optio
 }
 
 /// Measured against bound per strategy (log-log), with the line measured = bound.
-pub fn plot(view: &WorkloadView, results: &Results, cal: &Calibration) -> Option<(String, Chart)> {
-    let checks: Vec<Checked> = view_checks(view, results, cal)
+pub fn plot(view: &WorkloadView, checked: &[Checked]) -> Option<(String, Chart)> {
+    let checks: Vec<&Checked> = view_checks(view, checked)
         .into_iter()
         .filter(|c| c.prediction.bound.is_finite())
         .collect();
@@ -175,7 +204,7 @@ pub fn plot(view: &WorkloadView, results: &Results, cal: &Calibration) -> Option
 /// measured cell but those run as the calibration was.
 pub fn section(
     results: &Results,
-    cells: &[Cell],
+    checked: &[Checked],
     cal: &Calibration,
 ) -> (String, serde_json::Value) {
     let mut md = String::new();
@@ -187,10 +216,10 @@ pub fn section(
             cal.strategies.len(),
         );
     }
-    let checked: Vec<Checked> = cells
+    let checked: Vec<Checked> = checked
         .iter()
-        .filter_map(|c| check(results, cal, c))
         .filter(|c| !is_calibration_condition(c))
+        .cloned()
         .collect();
     let Some(v) = model::validate(&checked) else {
         let _ = writeln!(
@@ -207,25 +236,14 @@ pub fn section(
         .take(8)
         .map(|c| {
             vec![
-                format!(
-                    "{}{}",
-                    c.workload,
-                    if c.condition.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" [{}]", c.condition)
-                    }
-                ),
+                super::view::titled(&c.workload, &c.condition),
                 c.strategy.clone(),
                 c.codec.clone(),
                 c.threads.to_string(),
                 format!("{} e{}", c.cache, c.epoch),
                 model::sps(c.prediction.predicted),
                 model::sps(c.measured),
-                format!(
-                    "{:+.0} %",
-                    (c.prediction.predicted / c.measured - 1.0) * 100.0
-                ),
+                format!("{:+.0} %", c.signed_error_pct()),
                 c.prediction.binds.to_string(),
             ]
         })
@@ -260,16 +278,10 @@ pub fn section(
 /// measured ranking.
 fn paper_rankings(results: &Results, cal: &Calibration) -> (String, serde_json::Value) {
     let hw = model::paper_hardware();
-    let mut workloads: Vec<&str> = cal
-        .strategies
-        .values()
-        .map(|s| s.workload.as_str())
-        .collect();
-    workloads.sort();
-    workloads.dedup();
     let mut rows = Vec::new();
     let mut json = serde_json::Map::new();
-    for workload in workloads {
+    let mut agree = 0;
+    for workload in cal.workloads() {
         let Some(paper) = super::paper_name(results, workload) else {
             continue;
         };
@@ -277,6 +289,7 @@ fn paper_rankings(results: &Results, cal: &Calibration) -> (String, serde_json::
         let Some(a) = model::paper_agreement(&paper, &ranked) else {
             continue;
         };
+        agree += usize::from(a.best_agrees);
         rows.push(vec![
             workload.to_string(),
             a.paper.join(" > "),
@@ -294,7 +307,6 @@ fn paper_rankings(results: &Results, cal: &Calibration) -> (String, serde_json::
     if rows.is_empty() {
         return (String::new(), serde_json::Value::Null);
     }
-    let agree = rows.iter().filter(|r| r[3] == "yes").count();
     (
         format!(
             "\nThe paper's hardware (`prepbench whatif DIR --profile paper`: 8 cores, its Ceph-over-HDD fio figures, CPU as here), predicted from this machine's calibration against the paper's measured ranking (cold, 8 threads, codec none). Best strategy right for {agree} of {} workloads:\n\n{}",

@@ -56,11 +56,7 @@ impl<'a> WorkloadView<'a> {
 
     /// The name with its condition, as report headings and findings show it.
     pub fn title(&self) -> String {
-        if self.condition.is_empty() {
-            self.name.clone()
-        } else {
-            format!("{} [{}]", self.name, self.condition)
-        }
+        titled(&self.name, &self.condition)
     }
 
     /// Whether its runs read through an emulated storage profile.
@@ -141,5 +137,14 @@ impl<'a> WorkloadView<'a> {
     /// The last strategy (the most preprocessed one measured).
     pub fn last_strategy(&self) -> Option<&str> {
         self.strategies.last().map(|(_, n)| n.as_str())
+    }
+}
+
+/// A workload's name with the condition it ran under: `cv [storage paper-ceph-hdd]`.
+pub fn titled(name: &str, condition: &str) -> String {
+    if condition.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name} [{condition}]")
     }
 }
