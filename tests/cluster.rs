@@ -7,7 +7,8 @@
 //!   running as root);
 //! - stores in S3-compatible object storage: a prepbench built with `--features s3`
 //!   materializes a strategy to a moto server (from PyPI, in a virtual environment made here)
-//!   on 127.0.0.1 and reads it back with `--verify`.
+//!   on 127.0.0.1 and reads it back with `--verify`; `generate` uploads a dataset there, and a
+//!   workload whose `dataset.path` is that `s3://` URL runs on it.
 //!
 //! Without what they need, the tests say why they are skipped.
 
@@ -218,6 +219,30 @@ impl Moto {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// The standard AWS variables pointing at this server.
+    fn env(&self) -> [(&'static str, String); 4] {
+        [
+            ("AWS_ENDPOINT_URL", self.endpoint()),
+            ("AWS_ACCESS_KEY_ID", "test".into()),
+            ("AWS_SECRET_ACCESS_KEY", "test".into()),
+            ("AWS_REGION", "us-east-1".into()),
+        ]
+    }
+
+    /// Writes an object (unsigned, as `bucket`).
+    fn put(&self, key: &str, body: &str) {
+        let script = format!(
+            "import urllib.request as u\n\
+             u.urlopen(u.Request('{}/{key}', data=b'{body}', method='PUT'), timeout=10)\n",
+            self.endpoint()
+        );
+        let out = Command::new(&self.python)
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+
     /// Creates a bucket (with the standard library's HTTP client: moto checks no signature).
     fn bucket(&self, name: &str) {
         // Retried: the server may accept connections before it answers requests.
@@ -308,4 +333,151 @@ fn a_store_in_s3_is_written_read_back_verified_and_reused() {
         "{}",
         stderr(&warm)
     );
+}
+
+#[test]
+fn a_dataset_in_s3_is_uploaded_listed_read_and_verified() {
+    let moto = or_skip!(Moto::start());
+    let binary = or_skip!(feature_build("s3"));
+    moto.bucket("sets");
+    let work = tempfile::tempdir().unwrap();
+    let s3 = |args: &[&str]| {
+        Command::new(&binary)
+            .args(args)
+            .envs(moto.env())
+            .env("PREPBENCH_CACHE_DIR", common::calibration_cache())
+            .output()
+            .unwrap()
+    };
+    let url = "s3://sets/imagenet";
+    let generate = ["generate", "imagenet", "--samples", SAMPLES, "--out", url];
+    let made = s3(&[&generate[..], &["--quiet"]].concat());
+    assert!(made.status.success(), "{}", stderr(&made));
+    let lines = String::from_utf8_lossy(&made.stdout).into_owned();
+    assert!(lines.contains("MB per sample generated"), "{lines}");
+    // Uploaded again, nothing changes: the prefix holds this generation already.
+    let again = s3(&[&generate[..], &["--quiet"]].concat());
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(String::from_utf8_lossy(&again.stdout), lines);
+
+    // The reference CV workload with its dataset in the bucket.
+    let yaml = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../workloads/defs/cv.yaml"),
+    )
+    .unwrap()
+    .replace(
+        "  kind: imagenet\n",
+        &format!("  kind: imagenet\n  path: {url}?range_mb=0.03&concurrency=2\n"),
+    );
+    assert!(yaml.contains("path: s3://"));
+    let workload = work.path().join("cv-s3.yaml");
+    std::fs::write(&workload, yaml).unwrap();
+    let (out, store) = (work.path().join("out"), work.path().join("store"));
+    let run = |extra: &[&str]| {
+        s3(&[
+            &[
+                "run",
+                workload.to_str().unwrap(),
+                "--strategy",
+                "unprocessed,resized",
+                "--threads",
+                "2",
+                "--epochs",
+                "1",
+                "--shards",
+                "2",
+                "--json",
+                "--quiet",
+                "--store-dir",
+                store.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ][..],
+            extra,
+        ]
+        .concat())
+    };
+    let ran = run(&["--samples", SAMPLES, "--verify"]);
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&ran.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for row in &rows {
+        assert_eq!(row["verified"], "pass", "{row}");
+        assert!(row["throughput_sps"].as_f64().unwrap() > 0.0, "{row}");
+        assert_eq!(row["samples"].as_u64(), Some(SAMPLES.parse().unwrap()));
+    }
+    // The raw files are read from the bucket: no page cache to drop, every byte as listed there,
+    // the same bytes as the local generation of the same dataset.
+    let raw = &rows[0];
+    assert_eq!(raw["strategy"], "unprocessed");
+    assert_eq!(raw["evict_method"], "remote", "{raw}");
+    let local_bytes = jpeg_bytes(&data_dir().join("imagenet-seed0"));
+    assert_eq!(raw["storage_bytes"].as_u64(), Some(local_bytes), "{raw}");
+    // The store made from it is local, and cold there.
+    assert_ne!(rows[1]["evict_method"], "remote", "{}", rows[1]);
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    let dataset = &manifest["invocations"][0]["dataset"];
+    assert_eq!(dataset["path"], url, "{dataset}");
+    assert_eq!(dataset["object_storage"]["endpoint"], moto.endpoint());
+    // The report says which runs read from object storage.
+    let report = s3(&["report", out.to_str().unwrap()]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("Read from object storage") && md.contains("cv/unprocessed;"),
+        "{md}"
+    );
+
+    // More samples than the bucket holds: an error saying how to upload them.
+    let short = run(&["--samples", "100"]);
+    assert!(!short.status.success());
+    assert!(
+        stderr(&short).contains("holds 40 samples")
+            && stderr(&short).contains("prepbench generate"),
+        "{}",
+        stderr(&short)
+    );
+    // No page cache to warm, no storage emulation over a bucket.
+    for (flag, value, says) in [
+        ("--cache", "warm", "no page cache to warm"),
+        ("--storage", "paper-ceph-hdd", "use --storage local"),
+    ] {
+        let refused = run(&["--samples", SAMPLES, flag, value]);
+        assert!(!refused.status.success());
+        assert!(stderr(&refused).contains(says), "{}", stderr(&refused));
+    }
+    // A prefix holding anything else is not written into.
+    moto.put("sets/mine/notes.txt", "my own data");
+    let refused = s3(&[
+        "generate",
+        "imagenet",
+        "--samples",
+        "2",
+        "--out",
+        "s3://sets/mine",
+    ]);
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("not generated by prepbench"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+/// Bytes of the JPEGs under a generated ImageNet-layout folder.
+fn jpeg_bytes(dir: &std::path::Path) -> u64 {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            total += jpeg_bytes(&path);
+        } else if path.extension().is_some_and(|e| e == "JPEG") {
+            total += entry.metadata().unwrap().len();
+        }
+    }
+    total
 }

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use image::codecs::jpeg::JpegEncoder;
 use image::ExtendedColorType;
@@ -12,8 +13,9 @@ use serde::{Deserialize, Serialize};
 use workloads::rng::SeededRng;
 use workloads::{Field, Tensor, TensorData};
 
+use crate::files::Files;
 use crate::photo::{render, scene, PhotoStyle, Scene, EDGE};
-use crate::source::{Source, SourceItem};
+use crate::source::{files_by_name, indexed_item, Source};
 use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
 
 pub const ANNOTATIONS: &str = "annotations/instances_train2017.json";
@@ -201,9 +203,9 @@ pub fn write_annotations(request: &GenerateRequest) -> Result<(), DatasetError> 
 }
 
 /// Lists a COCO-layout dataset in image-id order, each image with its boxes and categories.
-pub fn open(root: &Path) -> Result<Source, DatasetError> {
+pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError> {
     let path = root.join(ANNOTATIONS);
-    let text = std::fs::read(&path).map_err(|e| DatasetError::Layout {
+    let text = files.read_file(&path).map_err(|e| DatasetError::Layout {
         path: path.display().to_string(),
         message: format!("{e}: expected train2017/<012d>.jpg and {ANNOTATIONS} (the COCO layout)"),
     })?;
@@ -219,9 +221,13 @@ pub fn open(root: &Path) -> Result<Source, DatasetError> {
     }
     let mut images: Vec<&CocoImage> = file.images.iter().collect();
     images.sort_by_key(|i| i.id);
+    let folder = root.join("train2017");
+    let listing = files_by_name(&**files, &folder).map_err(|e| DatasetError::Layout {
+        path: folder.display().to_string(),
+        message: format!("{e}: expected train2017/<012d>.jpg (the COCO layout)"),
+    })?;
     let mut items = Vec::with_capacity(images.len());
     for image in images {
-        let image_path = root.join("train2017").join(&image.file_name);
         let (b, c) = boxes.remove(&image.id).unwrap_or_default();
         let k = c.len();
         let tensor = |shape: Vec<usize>, data| {
@@ -239,12 +245,19 @@ pub fn open(root: &Path) -> Result<Source, DatasetError> {
                 tensor(vec![k], TensorData::I32(c))?,
             ),
         ];
-        items.push(SourceItem::from_file(image_path, fields)?);
+        items.push(indexed_item(
+            &listing,
+            &folder,
+            &image.file_name,
+            &path,
+            fields,
+        )?);
     }
     Ok(Source {
         kind: "coco",
         root: root.to_path_buf(),
         items,
+        files: files.clone(),
     })
 }
 

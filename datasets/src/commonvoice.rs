@@ -3,13 +3,15 @@
 //! has one spoken word per clip, with silence around it. Samples carry the `sentence` as text.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use workloads::rng::SeededRng;
 use workloads::Field;
 
 use crate::audio::encode_mp3;
+use crate::files::Files;
 use crate::prose::word;
-use crate::source::{Source, SourceItem};
+use crate::source::{files_by_name, indexed_item, Source};
 use crate::speech::{to_i16, utterance, Voice};
 use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
 
@@ -85,16 +87,22 @@ pub fn write_tsv(request: &GenerateRequest) -> Result<(), DatasetError> {
 }
 
 /// Lists the clips of `train.tsv` in its order, each with its sentence.
-pub fn open(root: &Path) -> Result<Source, DatasetError> {
+pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError> {
     let tsv = root.join("train.tsv");
     let layout = |message: String| DatasetError::Layout {
         path: tsv.display().to_string(),
         message,
     };
-    let text = std::fs::read_to_string(&tsv).map_err(|e| {
+    let bytes = files.read_file(&tsv).map_err(|e| {
         layout(format!(
             "{e}: expected train.tsv and clips/<id>.mp3 (the Common Voice layout)"
         ))
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| layout("not UTF-8 text".into()))?;
+    let clips = root.join("clips");
+    let listing = files_by_name(&**files, &clips).map_err(|e| DatasetError::Layout {
+        path: clips.display().to_string(),
+        message: format!("{e}: expected clips/<id>.mp3 (the Common Voice layout)"),
     })?;
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap_or_default().split('\t').collect();
@@ -116,9 +124,11 @@ pub fn open(root: &Path) -> Result<Source, DatasetError> {
                 header.len()
             )));
         };
-        let path = root.join("clips").join(name);
-        items.push(SourceItem::from_file(
-            path,
+        items.push(indexed_item(
+            &listing,
+            &clips,
+            name,
+            &tsv,
             vec![("sentence".into(), Field::Text(sentence.to_string()))],
         )?);
     }
@@ -126,5 +136,6 @@ pub fn open(root: &Path) -> Result<Source, DatasetError> {
         kind: "commonvoice",
         root: root.to_path_buf(),
         items,
+        files: files.clone(),
     })
 }

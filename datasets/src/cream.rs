@@ -6,6 +6,7 @@
 //! `--samples` counts 10-second windows: 360 per hourly file.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use hdf5_writer::{
     AttributeBuilder, DatasetBuilder, FilterDescription, Hdf5Builder, Hdf5Writer, WriteOptions,
@@ -13,6 +14,7 @@ use hdf5_writer::{
 };
 use workloads::rng::SeededRng;
 
+use crate::files::{folders, Entry, Files};
 use crate::source::{Source, SourceItem};
 use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
 
@@ -229,33 +231,29 @@ pub fn read_recording(path: &Path) -> Result<Recording, DatasetError> {
 }
 
 /// Lists the hourly files, day folders in order, hours in order.
-pub fn open(root: &Path) -> Result<Source, DatasetError> {
+pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError> {
     let layout = |message: String| DatasetError::Layout {
         path: root.display().to_string(),
         message,
     };
     let expected = "expected <YYYY-MM-DD>/<name>.hdf5 day folders (the CREAM layout)";
-    let mut days: Vec<PathBuf> = std::fs::read_dir(root)
-        .map_err(|e| layout(format!("{e}: {expected}")))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
+    let mut days = folders(&**files, root).map_err(|e| layout(format!("{e}: {expected}")))?;
     days.sort();
     let mut items = Vec::new();
     for day in days {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&day)
+        let day = root.join(day);
+        let mut hours: Vec<Entry> = files
+            .list(&day)
             .map_err(|e| DatasetError::Io {
                 path: day.display().to_string(),
                 source: e,
             })?
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "hdf5" || x == "h5"))
+            .into_iter()
+            .filter(|e| !e.is_dir && (e.name.ends_with(".hdf5") || e.name.ends_with(".h5")))
             .collect();
-        files.sort();
-        for path in files {
-            items.push(SourceItem::from_file(path, Vec::new())?);
+        hours.sort_by(|a, b| a.name.cmp(&b.name));
+        for e in hours {
+            items.push(SourceItem::new(day.join(&e.name), &e, Vec::new()));
         }
     }
     if items.is_empty() {
@@ -265,6 +263,7 @@ pub fn open(root: &Path) -> Result<Source, DatasetError> {
         kind: "cream",
         root: root.to_path_buf(),
         items,
+        files: files.clone(),
     })
 }
 

@@ -3,12 +3,14 @@
 //! half (`cubepp-png`, `cubepp-jpg`) and one generator writing both.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use image::codecs::jpeg::JpegEncoder;
 use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::{ExtendedColorType, ImageEncoder};
 use workloads::rng::SeededRng;
 
+use crate::files::Files;
 use crate::photo::{render, scene, PhotoStyle};
 use crate::source::{flat_source, Source};
 use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
@@ -114,8 +116,9 @@ fn bytemuck_bytes(values: &[u16]) -> &[u8] {
     }
 }
 
-pub fn open_png(root: &Path) -> Result<Source, DatasetError> {
+pub fn open_png(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError> {
     flat_source(
+        files,
         "cubepp-png",
         root,
         &root.join("PNG"),
@@ -124,8 +127,9 @@ pub fn open_png(root: &Path) -> Result<Source, DatasetError> {
     )
 }
 
-pub fn open_jpg(root: &Path) -> Result<Source, DatasetError> {
+pub fn open_jpg(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError> {
     flat_source(
+        files,
         "cubepp-jpg",
         root,
         &root.join("JPG"),

@@ -6,11 +6,13 @@
 //! sample n is exactly the n-th file of that order, whatever the total count.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use image::codecs::jpeg::JpegEncoder;
 use image::ExtendedColorType;
 use workloads::rng::SeededRng;
 
+use crate::files::{folders, Entry, Files};
 use crate::photo::{synthesize, PhotoStyle};
 use crate::source::{natural_key, Source, SourceItem};
 use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
@@ -96,58 +98,42 @@ pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<(), DatasetEr
 }
 
 /// Lists a dataset in ImageNet's layout in source order (classes interleaved).
-pub fn open(root: &Path) -> Result<Source, DatasetError> {
+pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError> {
     let train = root.join("train");
-    let io = |path: &Path, e: std::io::Error| DatasetError::Io {
-        path: path.display().to_string(),
-        source: e,
-    };
-    let mut classes: Vec<(String, PathBuf)> = std::fs::read_dir(&train)
-        .map_err(|e| DatasetError::Layout {
-            path: train.display().to_string(),
-            message: format!("{e}: expected train/<wnid>/<wnid>_<n>.JPEG (the ImageNet layout)"),
-        })?
-        .filter_map(|entry| entry.ok())
-        .filter(|entry| entry.file_type().map(|t| t.is_dir()).unwrap_or(false))
-        .map(|entry| {
-            (
-                entry.file_name().to_string_lossy().into_owned(),
-                entry.path(),
-            )
-        })
-        .collect();
-    classes.sort();
+    let classes = folders(&**files, &train).map_err(|e| DatasetError::Layout {
+        path: train.display().to_string(),
+        message: format!("{e}: expected train/<wnid>/<wnid>_<n>.JPEG (the ImageNet layout)"),
+    })?;
     if classes.is_empty() {
         return Err(DatasetError::Layout {
             path: train.display().to_string(),
             message: "no class folders: expected train/<wnid>/<wnid>_<n>.JPEG".into(),
         });
     }
-    let mut per_class: Vec<Vec<PathBuf>> = Vec::with_capacity(classes.len());
-    for (_, dir) in &classes {
-        let mut files: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
-            .map_err(|e| io(dir, e))?
-            .filter_map(|entry| entry.ok())
-            .map(|entry| {
-                (
-                    entry.file_name().to_string_lossy().into_owned(),
-                    entry.path(),
-                )
-            })
-            .filter(|(name, _)| {
-                let lower = name.to_ascii_lowercase();
-                lower.ends_with(".jpeg") || lower.ends_with(".jpg")
+    let mut per_class: Vec<(PathBuf, Vec<Entry>)> = Vec::with_capacity(classes.len());
+    for class in classes {
+        let dir = train.join(&class);
+        let mut images: Vec<Entry> = files
+            .list(&dir)
+            .map_err(|e| DatasetError::Io {
+                path: dir.display().to_string(),
+                source: e,
+            })?
+            .into_iter()
+            .filter(|e| {
+                let lower = e.name.to_ascii_lowercase();
+                !e.is_dir && (lower.ends_with(".jpeg") || lower.ends_with(".jpg"))
             })
             .collect();
-        files.sort_by_key(|(name, _)| natural_key(name));
-        per_class.push(files.into_iter().map(|(_, p)| p).collect());
+        images.sort_by_key(|e| natural_key(&e.name));
+        per_class.push((dir, images));
     }
-    let rounds = per_class.iter().map(Vec::len).max().unwrap_or(0);
-    let mut items = Vec::with_capacity(per_class.iter().map(Vec::len).sum());
+    let rounds = per_class.iter().map(|(_, f)| f.len()).max().unwrap_or(0);
+    let mut items = Vec::with_capacity(per_class.iter().map(|(_, f)| f.len()).sum());
     for round in 0..rounds {
-        for (label, files) in per_class.iter().enumerate() {
-            if let Some(path) = files.get(round) {
-                items.push(SourceItem::labelled(path.clone(), label as i32)?);
+        for (label, (dir, images)) in per_class.iter().enumerate() {
+            if let Some(e) = images.get(round) {
+                items.push(SourceItem::labelled(dir.join(&e.name), e, label as i32));
             }
         }
     }
@@ -155,5 +141,6 @@ pub fn open(root: &Path) -> Result<Source, DatasetError> {
         kind: "imagenet",
         root: root.to_path_buf(),
         items,
+        files: files.clone(),
     })
 }

@@ -4,11 +4,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use workloads::rng::SeededRng;
 use workloads::Field;
 
 use crate::audio::encode_flac;
+use crate::files::{folders, Entry, Files};
 use crate::prose::word;
 use crate::source::{natural_key, Source, SourceItem};
 use crate::speech::{to_i16, utterance, Voice};
@@ -104,72 +106,58 @@ pub fn write_transcripts(request: &GenerateRequest) -> Result<(), DatasetError> 
     Ok(())
 }
 
-fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>, DatasetError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| DatasetError::Layout {
+/// Lists utterances by speaker, chapter and index, each with its transcript.
+pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError> {
+    let layout = |dir: &Path, e: std::io::Error| {
+        DatasetError::Layout {
         path: dir.display().to_string(),
         message: format!("{e}: expected <speaker>/<chapter>/<speaker>-<chapter>-<nnnn>.flac (the LibriSpeech layout)"),
-    })?;
-    let mut dirs: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort_by_key(|p| natural_key(&p.file_name().unwrap_or_default().to_string_lossy()));
-    Ok(dirs)
-}
-
-/// Lists utterances by speaker, chapter and index, each with its transcript.
-pub fn open(root: &Path) -> Result<Source, DatasetError> {
+    }
+    };
     let mut items = Vec::new();
-    for speaker in sorted_dirs(root)? {
-        for chapter in sorted_dirs(&speaker)? {
+    for speaker in folders(&**files, root).map_err(|e| layout(root, e))? {
+        let speaker = root.join(speaker);
+        for chapter in folders(&**files, &speaker).map_err(|e| layout(&speaker, e))? {
+            let chapter = speaker.join(chapter);
             let mut transcripts: HashMap<String, String> = HashMap::new();
-            let mut flacs: Vec<PathBuf> = Vec::new();
-            for entry in std::fs::read_dir(&chapter)
-                .map_err(|e| DatasetError::Io {
-                    path: chapter.display().to_string(),
-                    source: e,
-                })?
-                .flatten()
-            {
-                let (path, name) = (
-                    entry.path(),
-                    entry.file_name().to_string_lossy().into_owned(),
-                );
-                if name.ends_with(".trans.txt") {
-                    let text = std::fs::read_to_string(&path).map_err(|e| DatasetError::Io {
+            let mut flacs: Vec<Entry> = Vec::new();
+            let io = |path: &Path, e: std::io::Error| DatasetError::Io {
+                path: path.display().to_string(),
+                source: e,
+            };
+            for entry in files.list(&chapter).map_err(|e| io(&chapter, e))? {
+                if entry.is_dir {
+                    continue;
+                }
+                if entry.name.ends_with(".trans.txt") {
+                    let path = chapter.join(&entry.name);
+                    let bytes = files.read_file(&path).map_err(|e| io(&path, e))?;
+                    let text = String::from_utf8(bytes).map_err(|_| DatasetError::Layout {
                         path: path.display().to_string(),
-                        source: e,
+                        message: "not UTF-8 text".into(),
                     })?;
                     for line in text.lines() {
                         if let Some((id, words)) = line.split_once(' ') {
                             transcripts.insert(id.to_string(), words.to_string());
                         }
                     }
-                } else if name.ends_with(".flac") {
-                    flacs.push(path);
+                } else if entry.name.ends_with(".flac") {
+                    flacs.push(entry);
                 }
             }
-            flacs
-                .sort_by_key(|p| natural_key(&p.file_name().unwrap_or_default().to_string_lossy()));
-            for path in flacs {
-                let id = path
-                    .file_stem()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned();
-                let text = transcripts
-                    .remove(&id)
-                    .ok_or_else(|| DatasetError::Layout {
-                        path: path.display().to_string(),
-                        message: format!(
-                            "no transcript line `{id} ...` in the chapter's .trans.txt"
-                        ),
-                    })?;
-                items.push(SourceItem::from_file(
+            flacs.sort_by_key(|e| natural_key(&e.name));
+            for entry in flacs {
+                let path = chapter.join(&entry.name);
+                let id = entry.name.trim_end_matches(".flac");
+                let text = transcripts.remove(id).ok_or_else(|| DatasetError::Layout {
+                    path: path.display().to_string(),
+                    message: format!("no transcript line `{id} ...` in the chapter's .trans.txt"),
+                })?;
+                items.push(SourceItem::new(
                     path,
+                    &entry,
                     vec![("transcript".into(), Field::Text(text))],
-                )?);
+                ));
             }
         }
     }
@@ -184,5 +172,6 @@ pub fn open(root: &Path) -> Result<Source, DatasetError> {
         kind: "librispeech",
         root: root.to_path_buf(),
         items,
+        files: files.clone(),
     })
 }

@@ -5,9 +5,11 @@
 
 use std::fmt::Write;
 use std::path::Path;
+use std::sync::Arc;
 
 use workloads::rng::SeededRng;
 
+use crate::files::Files;
 use crate::prose::{paragraph, sentence, title, word};
 use crate::source::{flat_source, Source};
 use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
@@ -146,8 +148,9 @@ pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<(), DatasetEr
     crate::write_atomically(&request.root.join(format!("{n}.txt")), page.as_bytes())
 }
 
-pub fn open(root: &Path) -> Result<Source, DatasetError> {
+pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError> {
     flat_source(
+        files,
         "openwebtext",
         root,
         root,

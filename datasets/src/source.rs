@@ -1,40 +1,41 @@
 //! A dataset source: the files of a dataset in source order, each becoming the initial sample
 //! (`path` text field and `label` scalar) that a workload's first step reads.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use workloads::{Field, Sample, Tensor};
+
+use crate::files::{Entry, Files};
 
 /// One raw file of a dataset and what its layout says about it (label, boxes, transcript).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SourceItem {
     pub path: PathBuf,
     pub size_bytes: u64,
+    /// Last modification as listed, nanoseconds since the Unix epoch (0 when unknown).
+    pub modified_ns: u128,
     /// Fields the initial sample carries besides `path`, e.g. `label` or `transcript`.
     pub fields: Vec<(String, Field)>,
 }
 
 impl SourceItem {
-    /// The item of the file at `path` (its size read from the filesystem) with `fields`.
-    pub fn from_file(
-        path: PathBuf,
-        fields: Vec<(String, Field)>,
-    ) -> Result<SourceItem, crate::DatasetError> {
-        let size_bytes = file_size(&path).map_err(|e| crate::DatasetError::Io {
-            path: path.display().to_string(),
-            source: e,
-        })?;
-        Ok(SourceItem {
+    /// The item of the file at `path`, as listed in `entry`, with `fields`.
+    pub fn new(path: PathBuf, entry: &Entry, fields: Vec<(String, Field)>) -> SourceItem {
+        SourceItem {
             path,
-            size_bytes,
+            size_bytes: entry.size,
+            modified_ns: entry.modified_ns,
             fields,
-        })
+        }
     }
 
     /// An item labelled with a class index (an int32 scalar `label` field).
-    pub fn labelled(path: PathBuf, label: i32) -> Result<SourceItem, crate::DatasetError> {
-        SourceItem::from_file(
+    pub fn labelled(path: PathBuf, entry: &Entry, label: i32) -> SourceItem {
+        SourceItem::new(
             path,
+            entry,
             vec![("label".into(), Field::Tensor(Tensor::scalar_i32(label)))],
         )
     }
@@ -46,6 +47,8 @@ pub struct Source {
     pub kind: &'static str,
     pub root: PathBuf,
     pub items: Vec<SourceItem>,
+    /// Where the files are read from (the local file system or object storage).
+    pub files: Arc<dyn Files>,
 }
 
 impl Source {
@@ -82,16 +85,17 @@ impl Source {
         self
     }
 
-    /// Identifies the exact input: xxh3 over each file's relative path, size, mtime and fields.
+    /// Whether the files are on this machine (see [`Files::is_local`]).
+    pub fn is_local(&self) -> bool {
+        self.files.is_local()
+    }
+
+    /// Identifies the exact input: xxh3 over each file's relative path, size, mtime (as listed)
+    /// and fields.
     pub fn fingerprint(&self) -> String {
         let mut text = String::new();
         for item in &self.items {
-            let mtime = std::fs::metadata(&item.path)
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map(|d| d.as_nanos())
-                .unwrap_or(0);
+            let mtime = item.modified_ns;
             let rel = item.path.strip_prefix(&self.root).unwrap_or(&item.path);
             let fields = item
                 .fields
@@ -121,13 +125,43 @@ pub fn natural_key(name: &str) -> (String, u64, String) {
     (stem[..digits_start].to_string(), number, name.to_string())
 }
 
-fn file_size(path: &Path) -> std::io::Result<u64> {
-    Ok(std::fs::metadata(path)?.len())
+/// The files of `dir` by name, for layouts whose index (annotations, a TSV) names the files:
+/// one listing instead of a lookup per file.
+pub(crate) fn files_by_name(
+    files: &dyn Files,
+    dir: &Path,
+) -> std::io::Result<HashMap<String, Entry>> {
+    Ok(files
+        .list(dir)?
+        .into_iter()
+        .filter(|e| !e.is_dir)
+        .map(|e| (e.name.clone(), e))
+        .collect())
+}
+
+/// The item of `name` in `dir` (listed in `listing`) with `fields`; an error naming the file
+/// when the index names one that is not there.
+pub(crate) fn indexed_item(
+    listing: &HashMap<String, Entry>,
+    dir: &Path,
+    name: &str,
+    index: &Path,
+    fields: Vec<(String, Field)>,
+) -> Result<SourceItem, crate::DatasetError> {
+    let path = dir.join(name);
+    match listing.get(name) {
+        Some(entry) => Ok(SourceItem::new(path, entry, fields)),
+        None => Err(crate::DatasetError::Layout {
+            path: path.display().to_string(),
+            message: format!("named in {} but not there", index.display()),
+        }),
+    }
 }
 
 /// The files of `folder` ending in `.extension` (any case), in natural order, as a source rooted
 /// at `root`; `expected` describes the layout in errors.
 pub(crate) fn flat_source(
+    files: &Arc<dyn Files>,
     kind: &'static str,
     root: &Path,
     folder: &Path,
@@ -138,26 +172,27 @@ pub(crate) fn flat_source(
         path: folder.display().to_string(),
         message,
     };
-    let entries =
-        std::fs::read_dir(folder).map_err(|e| layout(format!("{e}: expected {expected}")))?;
+    let entries = files
+        .list(folder)
+        .map_err(|e| layout(format!("{e}: expected {expected}")))?;
     let suffix = format!(".{}", extension.to_ascii_lowercase());
-    let mut files: Vec<(String, std::path::PathBuf)> = entries
-        .filter_map(|e| e.ok())
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
-        .filter(|(name, _)| name.to_ascii_lowercase().ends_with(&suffix))
+    let mut found: Vec<Entry> = entries
+        .into_iter()
+        .filter(|e| !e.is_dir && e.name.to_ascii_lowercase().ends_with(&suffix))
         .collect();
-    if files.is_empty() {
+    if found.is_empty() {
         return Err(layout(format!("no {suffix} files: expected {expected}")));
     }
-    files.sort_by_key(|(name, _)| natural_key(name));
-    let items = files
-        .into_iter()
-        .map(|(_, path)| SourceItem::from_file(path, Vec::new()))
-        .collect::<Result<_, crate::DatasetError>>()?;
+    found.sort_by_key(|e| natural_key(&e.name));
+    let items = found
+        .iter()
+        .map(|e| SourceItem::new(folder.join(&e.name), e, Vec::new()))
+        .collect();
     Ok(Source {
         kind,
         root: root.to_path_buf(),
         items,
+        files: files.clone(),
     })
 }
 

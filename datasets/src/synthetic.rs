@@ -3,9 +3,11 @@
 //! Options: `dtype` (float32 | uint8, default float32), `mb_per_sample` (default 0.64).
 
 use std::path::Path;
+use std::sync::Arc;
 
 use workloads::rng::SeededRng;
 
+use crate::files::Files;
 use crate::source::{flat_source, Source};
 use crate::{DatasetError, DatasetKind, GenerateRequest};
 
@@ -106,8 +108,8 @@ pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<(), DatasetEr
     crate::write_atomically(&request.root.join(format!("{n}.npy")), &bytes)
 }
 
-pub fn open(root: &Path) -> Result<Source, DatasetError> {
-    flat_source("synthetic", root, root, "npy", "<n>.npy arrays")
+pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError> {
+    flat_source(files, "synthetic", root, root, "npy", "<n>.npy arrays")
 }
 
 #[cfg(test)]

@@ -241,7 +241,7 @@ fn readers_say_what_layout_they_expected() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("note.md"), b"not a dataset").unwrap();
     for kind in KINDS {
-        let err = (kind.open)(dir.path()).unwrap_err().to_string();
+        let err = kind.open_local(dir.path()).unwrap_err().to_string();
         assert!(err.contains("expected"), "{}: {err}", kind.name);
     }
     let err = generate(
@@ -292,7 +292,7 @@ fn audio_layouts_carry_their_text() {
 #[test]
 fn cream_reader_reads_an_h5py_file() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cream");
-    let source = (find_kind("cream").unwrap().open)(&root).unwrap();
+    let source = find_kind("cream").unwrap().open_local(&root).unwrap();
     assert_eq!(source.len(), 1);
     let r = datasets::cream::read_recording(&source.items[0].path).unwrap();
     assert_eq!(r.sample_rate_hz, 6400.0);

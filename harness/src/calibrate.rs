@@ -405,7 +405,12 @@ pub fn strategy(
         strategy,
         stored,
         threads: 1,
-        cache: CacheMode::Warm,
+        // Object storage has no cache here to warm: its epoch reads from the service.
+        cache: if session.input_is_remote(stored) {
+            CacheMode::Cold
+        } else {
+            CacheMode::Warm
+        },
         epochs: 1,
         seed,
         trial: 0,

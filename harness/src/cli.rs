@@ -182,7 +182,8 @@ pub struct ShowArgs {
     pub seed: u64,
     #[arg(long, default_value_t = 0)]
     pub epoch: u64,
-    /// Where datasets live (generated there when missing).
+    /// Where datasets live: a folder (datasets generated there when missing), or with
+    /// `--features s3` an `s3://bucket/prefix` (read there, never generated there).
     #[arg(long, default_value = "data")]
     pub data_dir: PathBuf,
 }
@@ -274,7 +275,8 @@ pub struct RunArgs {
 /// Where results, datasets and stores live, and how caches are evicted.
 #[derive(Debug, Args, Clone)]
 pub struct PlaceArgs {
-    /// Where datasets live (generated there when missing).
+    /// Where datasets live: a folder (datasets generated there when missing), or with
+    /// `--features s3` an `s3://bucket/prefix` (read there, never generated there).
     #[arg(long, default_value = "data")]
     pub data_dir: PathBuf,
     /// Where materialized strategies are stored.
@@ -388,6 +390,8 @@ pub struct GenerateArgs {
     pub kind: String,
     #[arg(long)]
     pub samples: usize,
+    /// The dataset's folder; with `--features s3`, an `s3://bucket/prefix` to upload it to
+    /// (generated in a local staging folder first).
     #[arg(long)]
     pub out: PathBuf,
     #[arg(long, default_value_t = 0)]

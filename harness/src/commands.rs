@@ -9,6 +9,7 @@ use workloads::Workload;
 
 use crate::cli::{default_threads, GenerateArgs, ListWhat};
 use crate::progress::Progress;
+use crate::store::remote;
 
 /// Validates each file; returns how many failed (each failure printed to stderr).
 pub fn validate(files: &[PathBuf]) -> usize {
@@ -133,29 +134,34 @@ pub fn list(what: &ListWhat) -> anyhow::Result<String> {
 }
 
 /// Generates a dataset, then checks its size per sample against the real dataset's; returns
-/// the calibration lines (an error when outside the tolerance).
+/// the calibration lines (an error when outside the tolerance). An `s3://` destination is
+/// generated in a local staging folder and uploaded.
 pub fn generate(args: &GenerateArgs, progress: Progress) -> anyhow::Result<Vec<String>> {
     let kind = datasets::find_kind(&args.kind)?;
-    let options = args.option.iter().cloned().collect();
+    kind.check_options(&args.option.iter().cloned().collect())?;
     let request = GenerateRequest {
         root: args.out.clone(),
         samples: args.samples,
         seed: args.seed,
         threads: args.threads.unwrap_or_else(default_threads),
-        options,
+        options: args.option.iter().cloned().collect(),
     };
-    let bar = progress.bar(
-        request.files(kind) as u64,
-        &format!("generate {}", args.kind),
-    );
-    datasets::generate(&args.kind, &request, &|_| bar.inc(1))
-        .with_context(|| format!("generating `{}` into {}", args.kind, args.out.display()))?;
-    bar.finish_and_clear();
-    // Every kind of the family was written: calibrate each against its real dataset.
+    let (files, root): (std::sync::Arc<dyn datasets::Files>, PathBuf) =
+        if remote::is_remote(&args.out) {
+            let files = upload_generated(kind, request.clone(), progress)?;
+            let root = PathBuf::from(files.root());
+            (std::sync::Arc::new(files), root)
+        } else {
+            generate_into(kind, &request, progress)?;
+            (datasets::files::local(), args.out.clone())
+        };
+    // Every kind of the family was written: calibrate each against its real dataset, as
+    // listed where it now is.
+    let request = GenerateRequest { root, ..request };
     let mut lines = Vec::new();
     let mut outside = Vec::new();
     for sibling in datasets::KINDS.iter().filter(|k| k.family == kind.family) {
-        let source = datasets::prepare(sibling.name, &request, &|_| ())?;
+        let source = datasets::prepare_in(&files, sibling.name, &request, &|_| ())?;
         let check = datasets::check_calibration(sibling, &source, &request)?;
         if !check.within {
             outside.push(check.line.clone());
@@ -166,4 +172,125 @@ pub fn generate(args: &GenerateArgs, progress: Progress) -> anyhow::Result<Vec<S
         anyhow::bail!("generated data is not calibrated:\n{}", outside.join("\n"));
     }
     Ok(lines)
+}
+
+fn generate_into(
+    kind: &datasets::DatasetKind,
+    request: &GenerateRequest,
+    progress: Progress,
+) -> anyhow::Result<()> {
+    let bar = progress.bar(
+        request.files(kind) as u64,
+        &format!("generate {}", kind.name),
+    );
+    datasets::generate(kind.name, request, &|_| bar.inc(1))
+        .with_context(|| format!("generating `{}` into {}", kind.name, request.root.display()))?;
+    bar.finish_and_clear();
+    Ok(())
+}
+
+/// Removes a staging folder however the command ends.
+struct Staging(PathBuf);
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Every file under `dir`, as `/`-separated paths relative to it.
+fn relative_files(dir: &std::path::Path) -> std::io::Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut pending = vec![PathBuf::new()];
+    while let Some(rel) = pending.pop() {
+        for entry in std::fs::read_dir(dir.join(&rel))? {
+            let entry = entry?;
+            let child = rel.join(entry.file_name());
+            if entry.file_type()?.is_dir() {
+                pending.push(child);
+            } else {
+                out.push(child.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Generates `request` into a local staging folder and uploads it to the object store its root
+/// names, on the request's threads, the generation marker last (so that its presence still
+/// means complete). A prefix already holding this generation with enough files is left as it
+/// is; one holding anything else is refused.
+fn upload_generated(
+    kind: &datasets::DatasetKind,
+    request: GenerateRequest,
+    progress: Progress,
+) -> anyhow::Result<remote::RemoteFiles> {
+    let store = remote::open(&request.root)?;
+    let files = remote::RemoteFiles::new(store.clone());
+    let url = PathBuf::from(files.root());
+    let marker = datasets::MARKER;
+    let have = match store
+        .fetch(marker)
+        .with_context(|| format!("reading {}", url.display()))?
+    {
+        Some(text) => datasets::marker_files(
+            &text,
+            &url.join(marker),
+            kind,
+            &GenerateRequest {
+                root: url.clone(),
+                ..request.clone()
+            },
+        )?,
+        None if !store.list("")?.is_empty() => anyhow::bail!(
+            "{} holds objects and was not generated by prepbench: refusing to write into it",
+            url.display()
+        ),
+        None => 0,
+    };
+    if have >= request.files(kind) {
+        return Ok(files);
+    }
+    let staging =
+        Staging(std::env::temp_dir().join(format!("prepbench-upload-{}", std::process::id())));
+    let local = GenerateRequest {
+        root: staging.0.clone(),
+        ..request.clone()
+    };
+    generate_into(kind, &local, progress)?;
+    let names: Vec<String> = relative_files(&staging.0)
+        .with_context(|| format!("listing {}", staging.0.display()))?
+        .into_iter()
+        .filter(|n| n != marker)
+        .collect();
+    let bar = progress.bar(names.len() as u64, &format!("upload {}", kind.name));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let upload = |name: &str| {
+        store
+            .put_file(&staging.0.join(name), name)
+            .with_context(|| format!("uploading {name} to {}", url.display()))
+    };
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..request.threads.max(1))
+            .map(|_| {
+                scope.spawn(|| -> anyhow::Result<()> {
+                    while let Some(name) =
+                        names.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                    {
+                        upload(name)?;
+                        bar.inc(1);
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers.into_iter().try_for_each(|w| {
+            w.join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("an upload thread panicked")))
+        })
+    })?;
+    upload(marker)?;
+    bar.finish_and_clear();
+    Ok(files)
 }

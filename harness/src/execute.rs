@@ -222,7 +222,12 @@ fn online_steps(
             seed: job.seed,
             epoch: job.epoch,
             step_index: 0,
-            files: job.throttle.map(|t| &**t as &dyn ReadFiles),
+            // Raw files are read through the emulated storage when there is one, else from
+            // where the dataset is (local disk or object storage).
+            files: Some(
+                job.throttle
+                    .map_or(job.source.files.as_read(), |t| &**t as &dyn ReadFiles),
+            ),
         },
         steps,
         &mut |sample| Ok(send(job, tx, sample, send_wait)),

@@ -52,7 +52,7 @@ fn offline_steps(
             seed: 0,
             epoch: 0,
             step_index: 0,
-            files: None,
+            files: Some(job.source.files.as_read()),
         },
         step_seconds,
         emit,

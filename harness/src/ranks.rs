@@ -204,6 +204,7 @@ fn ranked(
         command_line,
         run_ids,
         data_dir: &opts.data_dir,
+        dataset: &session.source.root,
         store_dir: &opts.store_dir,
         can_drop_caches: crate::cache::can_drop_caches(),
         evict_policy: format!("{:?}", opts.evict).to_lowercase(),

@@ -408,12 +408,25 @@ pub struct Invocation<'a> {
     pub command_line: Vec<String>,
     pub run_ids: Vec<String>,
     pub data_dir: &'a Path,
+    /// The dataset's root (a folder, or an `s3://` URL).
+    pub dataset: &'a Path,
     pub store_dir: &'a Path,
     pub can_drop_caches: bool,
     pub evict_policy: String,
 }
 
+/// A folder's path and file system; for object storage, the service the AWS variables name.
 fn dir_facts(path: &Path) -> Value {
+    if crate::store::remote::is_remote(path) {
+        let var = |names: &[&str]| names.iter().find_map(|n| std::env::var(n).ok());
+        return json!({
+            "path": path.display().to_string(),
+            "object_storage": {
+                "endpoint": var(&["AWS_ENDPOINT_URL", "AWS_ENDPOINT"]),
+                "region": var(&["AWS_REGION", "AWS_DEFAULT_REGION"]),
+            },
+        });
+    }
     let fs: Option<Filesystem> = system::filesystem_of(path);
     json!({ "path": path.display().to_string(), "filesystem": fs })
 }
@@ -498,6 +511,7 @@ pub fn record_invocation(
         "build": system::build(),
         "workload": key,
         "data_dir": dir_facts(invocation.data_dir),
+        "dataset": dir_facts(invocation.dataset),
         "store_dir": dir_facts(invocation.store_dir),
         "can_drop_caches": invocation.can_drop_caches,
         "evict_policy": invocation.evict_policy,
@@ -647,6 +661,7 @@ mod tests {
             command_line: vec!["prepbench".into(), "run".into()],
             run_ids: vec![id.into()],
             data_dir: dir.path(),
+            dataset: std::path::Path::new("s3://bucket/imagenet"),
             store_dir: dir.path(),
             can_drop_caches: false,
             evict_policy: "auto".into(),
@@ -658,6 +673,10 @@ mod tests {
         assert_eq!(m["invocations"].as_array().unwrap().len(), 2);
         assert_eq!(m["workloads"]["cv@abc"]["yaml"], "name: cv");
         assert!(m["machine"]["cpu_model"].is_string());
+        let dataset = &m["invocations"][0]["dataset"];
+        assert_eq!(dataset["path"], "s3://bucket/imagenet");
+        assert!(dataset["object_storage"].is_object(), "{dataset}");
+        assert!(m["invocations"][0]["data_dir"]["filesystem"].is_object());
         let mut other = m.clone();
         other["machine"]["hostname"] = json!("elsewhere");
         std::fs::write(&path, serde_json::to_string(&other).unwrap()).unwrap();

@@ -16,25 +16,65 @@ use crate::execute::{run_online, OnlineInput, OnlineJob};
 use crate::materialize::{materialize, MaterializeJob};
 use crate::progress::Progress;
 use crate::results::{self, Invocation, RunRow, RunsCsv, WorkloadRecord};
-use crate::store::{self, StoreKey, StoreManifest};
+use crate::store::{self, remote, StoreKey, StoreManifest};
 use crate::verify::{verify, Verification};
 use crate::warnings::Warning;
 
 /// A cold epoch whose files are more resident than this after eviction is invalid.
 pub const MAX_COLD_RESIDENCY_PCT: f64 = 5.0;
 
-/// The dataset directory a workload uses under `data_dir`.
+/// The dataset directory a workload uses under `data_dir` (either may be an `s3://` URL).
 pub fn dataset_root(workload: &Workload, data_dir: &Path) -> anyhow::Result<PathBuf> {
     let spec = &workload.dataset;
     Ok(match &spec.path {
-        Some(path) if path.is_absolute() => path.clone(),
-        Some(path) => data_dir.join(path),
-        None => data_dir.join(datasets::default_dir_name(
-            datasets::find_kind(&spec.kind)?,
-            &spec.options,
-            spec.seed,
-        )),
+        Some(path) if path.is_absolute() || remote::is_remote(path) => path.clone(),
+        Some(path) => remote::join(data_dir, &path.to_string_lossy()),
+        None => remote::join(
+            data_dir,
+            &datasets::default_dir_name(datasets::find_kind(&spec.kind)?, &spec.options, spec.seed),
+        ),
     })
+}
+
+/// The first `samples` samples of the workload's dataset: a local one is generated first when
+/// missing (on `threads` threads); one in object storage is listed there.
+pub fn open_dataset(
+    workload: &Workload,
+    data_dir: &Path,
+    samples: usize,
+    threads: usize,
+    progress: &Progress,
+) -> anyhow::Result<Source> {
+    let root = dataset_root(workload, data_dir)?;
+    let (files, listed_root): (std::sync::Arc<dyn datasets::Files>, PathBuf) =
+        if remote::is_remote(&root) {
+            let files = remote::RemoteFiles::new(remote::open(&root)?);
+            let url = PathBuf::from(files.root());
+            (std::sync::Arc::new(files), url)
+        } else {
+            (datasets::files::local(), root.clone())
+        };
+    let request = GenerateRequest {
+        options: workload.dataset.options.clone(),
+        root: listed_root,
+        samples,
+        seed: workload.dataset.seed,
+        threads,
+    };
+    let bar = progress.bar(
+        samples as u64,
+        &format!("generate {}", workload.dataset.kind),
+    );
+    let source = datasets::prepare_in(&files, &workload.dataset.kind, &request, &|_| bar.inc(1))
+        .with_context(|| {
+            format!(
+                "preparing dataset `{}` in {}",
+                workload.dataset.kind,
+                root.display()
+            )
+        })?;
+    bar.finish_and_clear();
+    Ok(source)
 }
 
 /// Resolves strategy names (`all` or none means every strategy), with the workload's errors.
@@ -60,7 +100,7 @@ pub struct Materialized {
     /// System samples taken while it was materialized (empty when reused): device, samples.
     pub samples: (String, Vec<crate::sampler::SystemSample>),
     /// Where the shards are when the store is in object storage (`dir` is then only a name).
-    pub remote: Option<crate::store::remote::RemoteShards>,
+    pub remote: Option<remote::RemoteShards>,
 }
 
 /// How often the system is sampled during a phase.
@@ -138,7 +178,7 @@ pub struct Session {
     pub on_error: OnError,
     /// The object store holding the stores when `--store-dir` is `s3://...`; `store_dir` is
     /// then a local staging directory stores are made in before they are uploaded.
-    pub remote: Option<std::sync::Arc<dyn crate::store::remote::RemoteStore>>,
+    pub remote: Option<std::sync::Arc<dyn remote::RemoteStore>>,
 }
 
 /// The page-cache state at the start of one epoch.
@@ -164,36 +204,16 @@ impl Session {
         if samples == 0 || threads == 0 {
             bail!("samples and threads must be at least 1");
         }
-        let root = dataset_root(&workload, data_dir)?;
-        let request = GenerateRequest {
-            options: workload.dataset.options.clone(),
-            root: root.clone(),
-            samples,
-            seed: workload.dataset.seed,
-            threads,
-        };
-        let bar = progress.bar(
-            samples as u64,
-            &format!("generate {}", workload.dataset.kind),
-        );
-        let source = datasets::prepare(&workload.dataset.kind, &request, &|_| bar.inc(1))
-            .with_context(|| {
-                format!(
-                    "preparing dataset `{}` in {}",
-                    workload.dataset.kind,
-                    root.display()
-                )
-            })?;
-        bar.finish_and_clear();
+        let source = open_dataset(&workload, data_dir, samples, threads, &progress)?;
         for def in &workload.steps {
             def.step
                 .prepare()
                 .map_err(|e| anyhow::anyhow!("preparing step `{}`: {}", def.name, e.message))?;
         }
-        let (remote, store_dir) = if crate::store::remote::is_remote(store_dir) {
+        let (remote, store_dir) = if remote::is_remote(store_dir) {
             let staging =
                 std::env::temp_dir().join(format!("prepbench-staging-{}", std::process::id()));
-            (Some(crate::store::remote::open(store_dir)?), staging)
+            (Some(remote::open(store_dir)?), staging)
         } else {
             (None, store_dir.to_path_buf())
         };
@@ -231,16 +251,13 @@ impl Session {
             prefix_fingerprint: self.workload.prefix_fingerprint(strategy.split),
         };
         let dir = key.dir(&self.store_dir);
-        let remote = self
-            .remote
-            .as_ref()
-            .map(|store| crate::store::remote::RemoteShards {
-                store: store.clone(),
-                prefix: crate::store::remote::prefix(&key),
-            });
+        let remote = self.remote.as_ref().map(|store| remote::RemoteShards {
+            store: store.clone(),
+            prefix: remote::prefix(&key),
+        });
         if !rematerialize {
             let found = match &remote {
-                Some(r) => crate::store::remote::find_complete(r, &key)?,
+                Some(r) => remote::find_complete(r, &key)?,
                 None => store::find_complete(&dir, &key)?,
             };
             if let Some(manifest) = found {
@@ -253,8 +270,9 @@ impl Session {
                 });
             }
         }
-        if cold {
-            // The offline phase reads the raw files from storage too: time it from a cold cache.
+        if cold && self.source.is_local() {
+            // The offline phase reads the raw files from storage too: time it from a cold cache
+            // (files in object storage are in no cache here).
             cache::evict(&self.source.paths(), self.evict)?;
         }
         let bar = self.progress.bar(
@@ -351,6 +369,14 @@ impl Session {
         })
     }
 
+    /// Whether a run reading `stored` (the raw files when `None`) reads from object storage.
+    pub fn input_is_remote(&self, stored: Option<&Materialized>) -> bool {
+        match stored {
+            Some(m) => m.remote.is_some(),
+            None => !self.source.is_local(),
+        }
+    }
+
     /// Runs `spec.epochs` epochs of the online phase and, when asked, verifies the output.
     pub fn measure(&self, spec: &RunSpec) -> anyhow::Result<Measured> {
         let strategy = spec.strategy;
@@ -438,18 +464,27 @@ impl Session {
             .map_or_else(|| "-".to_string(), |c| c.to_string());
         // The last epoch's first sample, which the null-I/O control serves.
         let mut template = None;
-        let remote = spec.stored.and_then(|m| m.remote.as_ref());
-        if remote.is_some() && spec.cache == CacheMode::Warm {
+        let remote = self.input_is_remote(spec.stored);
+        if remote && spec.cache == CacheMode::Warm {
             bail!(
-                "a store in object storage has no page cache to warm: use --cache cold (every \
-                 epoch reads from the service) or app (samples kept in memory)"
+                "`{}` reads from object storage, which has no page cache to warm: use --cache \
+                 cold (every epoch reads from the service) or app (samples kept in memory)",
+                strategy.name
+            );
+        }
+        if remote && !spec.storage.is_passthrough() {
+            bail!(
+                "storage profile `{}` is emulated over local files, and `{}` reads from object \
+                 storage, measured as it is: use --storage local",
+                spec.storage.name,
+                strategy.name
             );
         }
         for epoch in 0..spec.epochs {
-            let mut prep = match remote {
-                // Nothing of a remote store is cached here; the service's own caches are not
-                // ours to drop (docs/cluster.md).
-                Some(_) => CachePrep {
+            // Nothing in object storage is cached here; the service's own caches are not ours
+            // to drop (docs/cluster.md).
+            let mut prep = if remote {
+                CachePrep {
                     label: if spec.cache == CacheMode::App && epoch == 0 {
                         "app-fill"
                     } else {
@@ -458,8 +493,9 @@ impl Session {
                     method: "remote".into(),
                     before_pct: 0.0,
                     after_pct: 0.0,
-                },
-                None => self.prepare_cache(&files, epoch, spec.cache)?,
+                }
+            } else {
+                self.prepare_cache(&files, epoch, spec.cache)?
             };
             let app = spec.cache == CacheMode::App;
             let mut epoch_job = OnlineJob { epoch, ..job };
@@ -723,9 +759,29 @@ fn lexical_absolute(path: &Path) -> PathBuf {
 /// Refuses a results or store directory inside the dataset directory: prepbench writes and
 /// clears there, and the dataset must stay as the user gave it.
 pub fn check_places(dataset: &Path, places: &[(&str, &Path)]) -> anyhow::Result<()> {
+    if remote::is_remote(dataset) {
+        // Only another URL can be inside it.
+        let location = |p: &Path| {
+            let text = p.to_string_lossy();
+            let url = text.split('?').next().unwrap_or_default();
+            format!("{}/", url.trim_end_matches('/'))
+        };
+        let dataset_url = location(dataset);
+        for (what, path) in places {
+            if remote::is_remote(path) && location(path).starts_with(&dataset_url) {
+                bail!(
+                    "{what} {} is inside the dataset {}: prepbench never writes into a dataset; \
+                     choose a prefix outside it",
+                    path.display(),
+                    dataset.display()
+                );
+            }
+        }
+        return Ok(());
+    }
     let dataset_abs = lexical_absolute(dataset);
     for (what, path) in places {
-        if crate::store::remote::is_remote(path) {
+        if remote::is_remote(path) {
             continue;
         }
         if lexical_absolute(path).starts_with(&dataset_abs) {
@@ -953,6 +1009,7 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
             .into_iter()
             .collect(),
         data_dir: &opts.data_dir,
+        dataset: &session.source.root,
         store_dir: &opts.store_dir,
         can_drop_caches: cache::can_drop_caches(),
         evict_policy: format!("{:?}", opts.evict).to_lowercase(),
@@ -979,6 +1036,18 @@ mod tests {
         // Through `..` and a symlink too.
         let sneaky = root.path().join("data/other/../imagenet-seed0/store");
         assert!(check_places(&data, &[("the store directory", &sneaky)]).is_err());
+        let bucket = Path::new("s3://bucket/imagenet?range_mb=4");
+        for inside in ["s3://bucket/imagenet/stores", "s3://bucket/imagenet"] {
+            let err = check_places(bucket, &[("the store directory", Path::new(inside))]);
+            assert!(err.unwrap_err().to_string().contains("inside the dataset"));
+        }
+        for outside in [
+            "s3://bucket/imagenet-stores",
+            "s3://other/imagenet/x",
+            "store",
+        ] {
+            check_places(bucket, &[("the store directory", Path::new(outside))]).unwrap();
+        }
         let link = root.path().join("link");
         std::os::unix::fs::symlink(&data, &link).unwrap();
         assert!(check_places(&data, &[("out", &link.join("out"))]).is_err());

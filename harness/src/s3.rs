@@ -183,6 +183,32 @@ impl RemoteStore for S3Store {
         })
     }
 
+    fn list(&self, dir: &str) -> std::io::Result<Vec<datasets::Entry>> {
+        let prefix = self.path(dir);
+        let prefix = (!prefix.as_ref().is_empty()).then_some(prefix);
+        let listed = self
+            .runtime
+            .block_on(self.store.list_with_delimiter(prefix.as_ref()))
+            .map_err(io)?;
+        let name = |p: &Path| p.filename().unwrap_or_default().to_string();
+        let folders = listed.common_prefixes.iter().map(|p| datasets::Entry {
+            name: name(p),
+            is_dir: true,
+            size: 0,
+            modified_ns: 0,
+        });
+        let objects = listed.objects.iter().map(|m| datasets::Entry {
+            name: name(&m.location),
+            is_dir: false,
+            size: m.size,
+            modified_ns: m
+                .last_modified
+                .timestamp_nanos_opt()
+                .map_or(0, |ns| ns.max(0) as u128),
+        });
+        Ok(folders.chain(objects).collect())
+    }
+
     fn open(&self, key: &str, size: u64) -> std::io::Result<Box<dyn Read + Send>> {
         Ok(Box::new(RangedReader {
             handle: self.runtime.handle().clone(),

@@ -148,6 +148,9 @@ fn interval(start: Instant, a: &Counters, b: &Counters) -> SystemSample {
 
 /// The "major:minor" numbers of the block device under `path`, when it has one.
 pub fn device_of(path: &Path) -> (String, Option<(u32, u32)>) {
+    if crate::store::remote::is_remote(path) {
+        return ("object storage (no block device)".into(), None);
+    }
     let Some(fs) = crate::system::filesystem_of(path) else {
         return ("unknown".into(), None);
     };

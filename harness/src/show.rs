@@ -463,28 +463,19 @@ pub fn show(opts: &ShowOptions) -> anyhow::Result<String> {
     if !opts.list && opts.out.is_none() {
         bail!("say what to show: --out PATH (.npy, .png or a directory) or --list");
     }
-    let root = crate::run::dataset_root(&workload, &opts.data_dir)?;
-    let request = datasets::GenerateRequest {
-        options: workload.dataset.options.clone(),
-        root: root.clone(),
-        samples: (opts.sample + 1).max(1),
-        seed: workload.dataset.seed,
-        threads: crate::cli::default_threads(),
-    };
-    let source =
-        datasets::prepare(&workload.dataset.kind, &request, &|_| {}).with_context(|| {
-            format!(
-                "preparing dataset `{}` in {}",
-                workload.dataset.kind,
-                root.display()
-            )
-        })?;
+    let source = crate::run::open_dataset(
+        &workload,
+        &opts.data_dir,
+        (opts.sample + 1).max(1),
+        crate::cli::default_threads(),
+        &crate::progress::Progress { quiet: true },
+    )?;
     if opts.sample >= source.len() {
         bail!(
             "sample {} is beyond the {} samples of {}",
             opts.sample,
             source.len(),
-            root.display()
+            source.root.display()
         );
     }
     for def in &workload.steps[..end] {
@@ -496,7 +487,7 @@ pub fn show(opts: &ShowOptions) -> anyhow::Result<String> {
         seed: opts.seed,
         epoch: opts.epoch,
         step_index: 0,
-        files: None,
+        files: Some(source.files.as_read()),
     };
     if opts.list {
         return list_table(&workload, &source, opts, ctx);

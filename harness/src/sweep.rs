@@ -467,6 +467,7 @@ fn sweep_workload(
             command_line,
             run_ids: Vec::new(),
             data_dir: &places.data_dir,
+            dataset: &session.source.root,
             store_dir: &places.store_dir,
             can_drop_caches: cache::can_drop_caches(),
             evict_policy: format!("{:?}", places.evict).to_lowercase(),
@@ -606,6 +607,7 @@ fn sweep_workload(
         command_line,
         run_ids,
         data_dir: &places.data_dir,
+        dataset: &session.source.root,
         store_dir: &places.store_dir,
         can_drop_caches: cache::can_drop_caches(),
         evict_policy: format!("{:?}", places.evict).to_lowercase(),
@@ -632,13 +634,15 @@ fn calibrate_cells(
         .and_then(|m| crate::calibrate::Calibration::from_manifest(&m))
         .unwrap_or_default();
     let mut calibration = crate::calibrate::Calibration {
-        // The disk the stores are on; for stores in object storage, the data directory's.
+        // The disk the stores are on; for stores in object storage, the data directory's, and
+        // with both there, the temporary directory's (the model's storage figures are of a
+        // local disk: docs/cluster.md).
         machine: Some(crate::calibrate::machine(
-            if crate::store::remote::is_remote(&places.store_dir) {
-                &places.data_dir
-            } else {
-                &places.store_dir
-            },
+            [&places.store_dir, &places.data_dir]
+                .into_iter()
+                .find(|d| !crate::store::remote::is_remote(d))
+                .map_or_else(std::env::temp_dir, |d| d.to_path_buf())
+                .as_path(),
             opts.recalibrate,
             256,
         )?),

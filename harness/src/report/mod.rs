@@ -130,7 +130,26 @@ fn storage_line(results: &Results) -> String {
             format!("`{name}` ({what}, {n} runs)")
         })
         .collect();
-    format!("Storage profiles: {}.", list.join(", "))
+    let mut line = format!("Storage profiles: {}.", list.join(", "));
+    // Runs whose input came from object storage (raw files or shards): no page cache of ours.
+    let mut remote: Vec<(String, String)> = results
+        .rows
+        .iter()
+        .filter(|r| r.evict_method == "remote")
+        .map(|r| (r.workload.clone(), r.strategy.clone()))
+        .collect();
+    remote.sort();
+    remote.dedup();
+    if !remote.is_empty() {
+        let names: Vec<String> = remote.iter().map(|(w, s)| format!("{w}/{s}")).collect();
+        line.push_str(&format!(
+            " Read from object storage (the `local` profile there means not emulated): {}; \
+             nothing of it is cached on this machine, so every epoch of theirs is cold, \
+             whatever the service caches (docs/cluster.md).",
+            names.join(", ")
+        ));
+    }
+    line
 }
 
 /// Picks out a problem cell, with a detail to show beside its name.

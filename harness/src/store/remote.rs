@@ -3,9 +3,10 @@
 //! manifest last, so its presence still means complete); reading streams each shard with
 //! ranged GETs. The S3 implementation is `crate::s3` (feature `s3`).
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use super::{StoreError, StoreKey, StoreManifest, STORE_MANIFEST};
 
@@ -25,6 +26,9 @@ pub trait RemoteStore: Send + Sync + std::fmt::Debug {
     fn remove(&self, key_prefix: &str) -> std::io::Result<()>;
     /// A reader of the object at `key`, `size` bytes long.
     fn open(&self, key: &str, size: u64) -> std::io::Result<Box<dyn Read + Send>>;
+    /// The objects directly under the key folder `dir` (`""` for the prefix itself) and, as
+    /// folders, the next level of deeper keys; empty when there are none.
+    fn list(&self, dir: &str) -> std::io::Result<Vec<datasets::Entry>>;
 }
 
 /// A materialized store's shards in a remote store.
@@ -95,12 +99,126 @@ pub fn find_complete(
     Ok(Some(manifest))
 }
 
+/// A dataset in object storage, read through [`datasets::Files`]: its paths are the store's
+/// URL followed by the object's key (`s3://bucket/prefix/train/x.JPEG`), so that samples and
+/// messages name the object. Whole files are read with the store's ranged reads.
+#[derive(Debug)]
+pub struct RemoteFiles {
+    store: Arc<dyn RemoteStore>,
+    root: String,
+    /// Object sizes seen in listings, by key: a read of a listed object needs no HEAD request.
+    sizes: RwLock<HashMap<String, u64>>,
+}
+
+impl RemoteFiles {
+    pub fn new(store: Arc<dyn RemoteStore>) -> RemoteFiles {
+        RemoteFiles {
+            root: store.url(),
+            store,
+            sizes: RwLock::default(),
+        }
+    }
+
+    /// Where the dataset's paths start: the store's URL, without parameters.
+    pub fn root(&self) -> &str {
+        &self.root
+    }
+
+    /// The key of `path` under the store's prefix.
+    fn key(&self, path: &Path) -> std::io::Result<String> {
+        let text = path.to_str().unwrap_or_default();
+        let rest = text.strip_prefix(self.root.as_str()).and_then(|r| {
+            if r.is_empty() {
+                Some(r)
+            } else {
+                r.strip_prefix('/')
+            }
+        });
+        rest.map(|r| r.trim_end_matches('/').to_string())
+            .ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("{} is not under {}", path.display(), self.root),
+                )
+            })
+    }
+}
+
+impl workloads::ReadFiles for RemoteFiles {
+    fn read_file(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        let key = self.key(path)?;
+        let known = self.sizes.read().ok().and_then(|s| s.get(&key).copied());
+        let not_found = || {
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("no object {}", path.display()),
+            )
+        };
+        let size = match known {
+            Some(size) => size,
+            None => self.store.size(&key)?.ok_or_else(not_found)?,
+        };
+        let mut bytes = Vec::with_capacity(size as usize);
+        self.store.open(&key, size)?.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+}
+
+impl datasets::Files for RemoteFiles {
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<datasets::Entry>> {
+        let key = self.key(dir)?;
+        let entries = self.store.list(&key)?;
+        if entries.is_empty() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such prefix: no objects under it",
+            ));
+        }
+        if let Ok(mut sizes) = self.sizes.write() {
+            for e in entries.iter().filter(|e| !e.is_dir) {
+                let child = if key.is_empty() {
+                    e.name.clone()
+                } else {
+                    format!("{key}/{}", e.name)
+                };
+                sizes.insert(child, e.size);
+            }
+        }
+        Ok(entries)
+    }
+
+    fn is_local(&self) -> bool {
+        false
+    }
+
+    fn as_read(&self) -> &dyn workloads::ReadFiles {
+        self
+    }
+}
+
 /// Whether a store directory names object storage (`s3://...`).
 pub fn is_remote(dir: &Path) -> bool {
     dir.to_str().is_some_and(|s| s.starts_with("s3://"))
 }
 
-/// The remote store a `--store-dir` URL names.
+/// `name` under the folder `dir`, for local paths and object-storage URLs alike (a URL's
+/// parameters stay at its end: `s3://b/data?range_mb=4` + `x` is `s3://b/data/x?range_mb=4`).
+pub fn join(dir: &Path, name: &str) -> std::path::PathBuf {
+    match dir.to_str().filter(|_| is_remote(dir)) {
+        Some(url) => {
+            let (location, query) = url.split_once('?').unwrap_or((url, ""));
+            let joined = format!("{}/{name}", location.trim_end_matches('/'));
+            if query.is_empty() {
+                joined.into()
+            } else {
+                format!("{joined}?{query}").into()
+            }
+        }
+        None => dir.join(name),
+    }
+}
+
+/// The object store a URL (`--store-dir`, a dataset path) names.
 pub fn open(url: &Path) -> anyhow::Result<Arc<dyn RemoteStore>> {
     let url = url.to_str().unwrap_or_default();
     #[cfg(feature = "s3")]
@@ -110,8 +228,134 @@ pub fn open(url: &Path) -> anyhow::Result<Arc<dyn RemoteStore>> {
     #[cfg(not(feature = "s3"))]
     {
         anyhow::bail!(
-            "store directory `{url}` is in object storage, and this prepbench was built without \
-             it: `cargo build --release --features s3` (docs/cluster.md)"
+            "`{url}` is in object storage, and this prepbench was built without it: `cargo build \
+             --release --features s3` (docs/cluster.md)"
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datasets::Files;
+    use std::path::PathBuf;
+
+    /// An object store over a local folder, listing as S3 does (keys below a prefix, one level
+    /// of common prefixes), so the dataset readers can be run through [`RemoteFiles`] here.
+    #[derive(Debug)]
+    struct FolderStore {
+        root: PathBuf,
+    }
+
+    impl RemoteStore for FolderStore {
+        fn url(&self) -> String {
+            "s3://bucket/sets".into()
+        }
+        fn fetch(&self, key: &str) -> std::io::Result<Option<Vec<u8>>> {
+            match std::fs::read(self.root.join(key)) {
+                Ok(b) => Ok(Some(b)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e),
+            }
+        }
+        fn size(&self, key: &str) -> std::io::Result<Option<u64>> {
+            Ok(std::fs::metadata(self.root.join(key)).ok().map(|m| m.len()))
+        }
+        fn put_file(&self, _: &Path, _: &str) -> std::io::Result<()> {
+            unimplemented!("read-only")
+        }
+        fn put(&self, _: &str, _: Vec<u8>) -> std::io::Result<()> {
+            unimplemented!("read-only")
+        }
+        fn remove(&self, _: &str) -> std::io::Result<()> {
+            unimplemented!("read-only")
+        }
+        fn open(&self, key: &str, size: u64) -> std::io::Result<Box<dyn Read + Send>> {
+            let file = std::fs::File::open(self.root.join(key))?;
+            Ok(Box::new(file.take(size)))
+        }
+        fn list(&self, dir: &str) -> std::io::Result<Vec<datasets::Entry>> {
+            match datasets::LocalFiles.list(&self.root.join(dir)) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+                other => other,
+            }
+        }
+    }
+
+    #[test]
+    fn layouts_read_through_an_object_store_match_the_local_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = Arc::new(RemoteFiles::new(Arc::new(FolderStore {
+            root: dir.path().to_path_buf(),
+        }))) as Arc<dyn Files>;
+        assert!(!files.is_local());
+        for (kind, samples) in [("imagenet", 5), ("coco", 3), ("synthetic", 2)] {
+            let local_root = dir.path().join(kind);
+            let request = datasets::GenerateRequest {
+                root: local_root.clone(),
+                samples,
+                seed: 3,
+                threads: 2,
+                options: Default::default(),
+            };
+            let local = datasets::prepare(kind, &request, &|_| ()).unwrap();
+            let url = PathBuf::from(format!("s3://bucket/sets/{kind}"));
+            let remote_request = datasets::GenerateRequest {
+                root: url.clone(),
+                ..request
+            };
+            let remote = datasets::prepare_in(&files, kind, &remote_request, &|_| ()).unwrap();
+            assert_eq!(remote.len(), samples, "{kind}");
+            assert_eq!(remote.fingerprint(), local.fingerprint(), "{kind}");
+            for (r, l) in remote.items.iter().zip(&local.items) {
+                let rel = l.path.strip_prefix(&local_root).unwrap();
+                assert_eq!(r.path, url.join(rel), "{kind}");
+                assert_eq!((r.size_bytes, &r.fields), (l.size_bytes, &l.fields));
+                let bytes = files.as_read().read_file(&r.path).unwrap();
+                assert_eq!(
+                    bytes,
+                    std::fs::read(&l.path).unwrap(),
+                    "{}",
+                    r.path.display()
+                );
+            }
+            // More samples than the prefix holds: no generation there, an error saying so.
+            let more = datasets::GenerateRequest {
+                samples: samples + 1,
+                ..remote_request
+            };
+            let err = datasets::prepare_in(&files, kind, &more, &|_| ()).unwrap_err();
+            assert!(err.to_string().contains("prepbench generate"), "{err}");
+        }
+        let err = datasets::prepare_in(
+            &files,
+            "imagenet",
+            &datasets::GenerateRequest {
+                root: PathBuf::from("s3://bucket/sets/none"),
+                samples: 1,
+                ..Default::default()
+            },
+            &|_| (),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("no such prefix"), "{err}");
+        let outside = files.as_read().read_file(Path::new("s3://other/x.jpg"));
+        assert_eq!(
+            outside.unwrap_err().kind(),
+            std::io::ErrorKind::InvalidInput
+        );
+    }
+
+    #[test]
+    fn urls_join_before_their_parameters() {
+        assert_eq!(
+            join(Path::new("s3://b/data?range_mb=4"), "imagenet-seed0"),
+            PathBuf::from("s3://b/data/imagenet-seed0?range_mb=4")
+        );
+        assert_eq!(
+            join(Path::new("s3://b/data/"), "x"),
+            PathBuf::from("s3://b/data/x")
+        );
+        assert_eq!(join(Path::new("data"), "x"), PathBuf::from("data/x"));
     }
 }

@@ -1,0 +1,125 @@
+//! Where a dataset's files live. Readers list folders and read annotation files through
+//! [`Files`], so one reader serves a dataset on a local disk and one in object storage (the
+//! harness implements [`Files`] over S3); pipelines read the raw files through the same value
+//! (it is their [`ReadFiles`]).
+
+use std::fmt;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use workloads::ReadFiles;
+
+/// One entry of a listed folder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub name: String,
+    pub is_dir: bool,
+    /// Bytes (0 for folders).
+    pub size: u64,
+    /// Last modification, nanoseconds since the Unix epoch (0 when unknown).
+    pub modified_ns: u128,
+}
+
+/// The file system a dataset is read from.
+pub trait Files: ReadFiles + Send + Sync + fmt::Debug {
+    /// The entries of the folder `dir`, in no particular order; `NotFound` when there is none.
+    fn list(&self, dir: &Path) -> io::Result<Vec<Entry>>;
+    /// Whether the files are on this machine, behind its page cache: cache eviction, residency
+    /// and storage emulation apply to them only.
+    fn is_local(&self) -> bool;
+    /// These files as the reader steps use (`self`; spelled out for the MSRV, which has no
+    /// trait upcasting).
+    fn as_read(&self) -> &dyn ReadFiles;
+}
+
+/// The local file system (symbolic links followed).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LocalFiles;
+
+/// The local file system, shared.
+pub fn local() -> Arc<dyn Files> {
+    Arc::new(LocalFiles)
+}
+
+fn entry(name: String, meta: &std::fs::Metadata) -> Entry {
+    let modified_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    Entry {
+        name,
+        is_dir: meta.is_dir(),
+        size: if meta.is_dir() { 0 } else { meta.len() },
+        modified_ns,
+    }
+}
+
+impl ReadFiles for LocalFiles {
+    fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
+        std::fs::read(path)
+    }
+}
+
+impl Files for LocalFiles {
+    fn list(&self, dir: &Path) -> io::Result<Vec<Entry>> {
+        let mut entries = Vec::new();
+        for e in std::fs::read_dir(dir)? {
+            let e = e?;
+            // Follows links, as reading the file will; a dangling link is left out.
+            if let Ok(meta) = std::fs::metadata(e.path()) {
+                entries.push(entry(e.file_name().to_string_lossy().into_owned(), &meta));
+            }
+        }
+        Ok(entries)
+    }
+
+    fn is_local(&self) -> bool {
+        true
+    }
+
+    fn as_read(&self) -> &dyn ReadFiles {
+        self
+    }
+}
+
+/// The names of `dir`'s sub-folders, in natural order.
+pub(crate) fn folders(files: &dyn Files, dir: &Path) -> io::Result<Vec<String>> {
+    let mut names: Vec<String> = files
+        .list(dir)?
+        .into_iter()
+        .filter(|e| e.is_dir)
+        .map(|e| e.name)
+        .collect();
+    names.sort_by_key(|n| crate::source::natural_key(n));
+    Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_listing_follows_links_and_sizes_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("a.txt"), b"12345").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("a.txt"), dir.path().join("b.txt")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("gone"), dir.path().join("dangling")).unwrap();
+        let mut listed = LocalFiles.list(dir.path()).unwrap();
+        listed.sort_by(|a, b| a.name.cmp(&b.name));
+        let names: Vec<(&str, bool, u64)> = listed
+            .iter()
+            .map(|e| (e.name.as_str(), e.is_dir, e.size))
+            .collect();
+        assert_eq!(
+            names,
+            [("a.txt", false, 5), ("b.txt", false, 5), ("sub", true, 0)]
+        );
+        assert!(listed[0].modified_ns > 0);
+        let err = LocalFiles.list(&dir.path().join("none")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert_eq!(folders(&LocalFiles, dir.path()).unwrap(), ["sub"]);
+    }
+}
