@@ -229,6 +229,15 @@ impl Moto {
         ]
     }
 
+    /// Runs a Python script in the server's virtual environment; it must succeed.
+    fn python(&self, script: &str) {
+        let out = Command::new(&self.python)
+            .args(["-c", script])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+
     /// Writes an object (unsigned, as `bucket`).
     fn put(&self, key: &str, body: &str) {
         let script = format!(
@@ -236,11 +245,7 @@ impl Moto {
              u.urlopen(u.Request('{}/{key}', data=b'{body}', method='PUT'), timeout=10)\n",
             self.endpoint()
         );
-        let out = Command::new(&self.python)
-            .args(["-c", &script])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", stderr(&out));
+        self.python(&script);
     }
 
     /// Creates a bucket (with the standard library's HTTP client: moto checks no signature).
@@ -256,11 +261,7 @@ impl Moto {
                      time.sleep(0.5)\n",
             self.endpoint()
         );
-        let out = Command::new(&self.python)
-            .args(["-c", &script])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", stderr(&out));
+        self.python(&script);
     }
 }
 
@@ -293,10 +294,7 @@ fn a_store_in_s3_is_written_read_back_verified_and_reused() {
             .arg("--out")
             .arg(&out)
             .args(extra)
-            .env("AWS_ENDPOINT_URL", moto.endpoint())
-            .env("AWS_ACCESS_KEY_ID", "test")
-            .env("AWS_SECRET_ACCESS_KEY", "test")
-            .env("AWS_REGION", "us-east-1")
+            .envs(moto.env())
             .output()
             .unwrap()
     };

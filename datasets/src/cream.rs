@@ -14,7 +14,7 @@ use hdf5_writer::{
 };
 use workloads::rng::SeededRng;
 
-use crate::files::{folders, Entry, Files};
+use crate::files::{files_ending, folders, Files};
 use crate::source::{Source, SourceItem};
 use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
 
@@ -242,15 +242,7 @@ pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError>
     let mut items = Vec::new();
     for day in days {
         let day = root.join(day);
-        let mut hours: Vec<Entry> = files
-            .list(&day)
-            .map_err(|e| DatasetError::Io {
-                path: day.display().to_string(),
-                source: e,
-            })?
-            .into_iter()
-            .filter(|e| !e.is_dir && (e.name.ends_with(".hdf5") || e.name.ends_with(".h5")))
-            .collect();
+        let mut hours = files_ending(&**files, &day, &[".hdf5", ".h5"])?;
         hours.sort_by(|a, b| a.name.cmp(&b.name));
         for e in hours {
             items.push(SourceItem::new(day.join(&e.name), &e, Vec::new()));

@@ -84,6 +84,26 @@ impl Files for LocalFiles {
     }
 }
 
+/// The files of `dir` whose names end in one of `suffixes` (lower case; names compared in any
+/// case), in no particular order; an error naming `dir` when it cannot be listed.
+pub(crate) fn files_ending(
+    files: &dyn Files,
+    dir: &Path,
+    suffixes: &[&str],
+) -> Result<Vec<Entry>, crate::DatasetError> {
+    let listed = files.list(dir).map_err(|e| crate::DatasetError::Io {
+        path: dir.display().to_string(),
+        source: e,
+    })?;
+    Ok(listed
+        .into_iter()
+        .filter(|e| {
+            let lower = e.name.to_ascii_lowercase();
+            !e.is_dir && suffixes.iter().any(|s| lower.ends_with(s))
+        })
+        .collect())
+}
+
 /// The names of `dir`'s sub-folders, in natural order.
 pub(crate) fn folders(files: &dyn Files, dir: &Path) -> io::Result<Vec<String>> {
     let mut names: Vec<String> = files

@@ -12,7 +12,7 @@ use image::codecs::jpeg::JpegEncoder;
 use image::ExtendedColorType;
 use workloads::rng::SeededRng;
 
-use crate::files::{folders, Entry, Files};
+use crate::files::{files_ending, folders, Entry, Files};
 use crate::photo::{synthesize, PhotoStyle};
 use crate::source::{natural_key, Source, SourceItem};
 use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
@@ -113,18 +113,7 @@ pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError>
     let mut per_class: Vec<(PathBuf, Vec<Entry>)> = Vec::with_capacity(classes.len());
     for class in classes {
         let dir = train.join(&class);
-        let mut images: Vec<Entry> = files
-            .list(&dir)
-            .map_err(|e| DatasetError::Io {
-                path: dir.display().to_string(),
-                source: e,
-            })?
-            .into_iter()
-            .filter(|e| {
-                let lower = e.name.to_ascii_lowercase();
-                !e.is_dir && (lower.ends_with(".jpeg") || lower.ends_with(".jpg"))
-            })
-            .collect();
+        let mut images = files_ending(&**files, &dir, &[".jpeg", ".jpg"])?;
         images.sort_by_key(|e| natural_key(&e.name));
         per_class.push((dir, images));
     }

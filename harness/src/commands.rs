@@ -138,7 +138,6 @@ pub fn list(what: &ListWhat) -> anyhow::Result<String> {
 /// generated in a local staging folder and uploaded.
 pub fn generate(args: &GenerateArgs, progress: Progress) -> anyhow::Result<Vec<String>> {
     let kind = datasets::find_kind(&args.kind)?;
-    kind.check_options(&args.option.iter().cloned().collect())?;
     let request = GenerateRequest {
         root: args.out.clone(),
         samples: args.samples,
@@ -146,6 +145,7 @@ pub fn generate(args: &GenerateArgs, progress: Progress) -> anyhow::Result<Vec<S
         threads: args.threads.unwrap_or_else(default_threads),
         options: args.option.iter().cloned().collect(),
     };
+    kind.check_options(&request.options)?;
     let (files, root): (std::sync::Arc<dyn datasets::Files>, PathBuf) =
         if remote::is_remote(&args.out) {
             let files = upload_generated(kind, request.clone(), progress)?;
