@@ -234,6 +234,33 @@ pub fn marker_files(
     Ok(m.files)
 }
 
+/// Runs `work(i)` for every `i` in `range` on `threads` threads (each taking the next index
+/// when it is free) and returns the first error; a thread that panics gives `panicked()`.
+pub fn for_each_index<E: Send>(
+    threads: usize,
+    range: std::ops::Range<usize>,
+    panicked: impl Fn() -> E + Sync,
+    work: impl Fn(usize) -> Result<(), E> + Sync,
+) -> Result<(), E> {
+    let next = AtomicUsize::new(range.start);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads.max(1))
+            .map(|_| {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= range.end {
+                        return Ok(());
+                    }
+                    work(i)?;
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .try_for_each(|w| w.join().unwrap_or_else(|_| Err(panicked())))
+    })
+}
+
 /// Generates files `[from, files)` of `kind` in parallel; `progress` gets each finished count.
 fn generate_range(
     kind: &DatasetKind,
@@ -242,33 +269,17 @@ fn generate_range(
     files: usize,
     progress: &(dyn Fn(usize) + Sync),
 ) -> Result<(), DatasetError> {
-    let next = AtomicUsize::new(from);
     let done = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..request.threads.max(1))
-            .map(|_| {
-                scope.spawn(|| -> Result<(), DatasetError> {
-                    loop {
-                        let n = next.fetch_add(1, Ordering::Relaxed);
-                        if n >= files {
-                            return Ok(());
-                        }
-                        (kind.generate_one)(request, n)?;
-                        progress(done.fetch_add(1, Ordering::Relaxed) + 1);
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join().unwrap_or_else(|_| {
-                    Err(DatasetError::Generate("a generator thread panicked".into()))
-                })
-            })
-            .collect::<Result<Vec<()>, _>>()
-    })?;
-    Ok(())
+    for_each_index(
+        request.threads,
+        from..files,
+        || DatasetError::Generate("a generator thread panicked".into()),
+        |n| {
+            (kind.generate_one)(request, n)?;
+            progress(done.fetch_add(1, Ordering::Relaxed) + 1);
+            Ok(())
+        },
+    )
 }
 
 /// Generates (or extends) a dataset of `request.samples` samples; returns how many files were

@@ -25,6 +25,7 @@ use workloads::Strategy;
 
 use crate::cache::{self, EvictPolicy};
 use crate::run::{Materialized, RunSpec, Session};
+use crate::scratch::ScratchDir;
 
 /// How long a cached machine calibration is reused.
 const MACHINE_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -162,15 +163,6 @@ impl Calibration {
 
 // ------------------------------------------------------------------------------ the machine
 
-/// Removes the measuring directory however the measurement ends.
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// The next value of a xorshift64 generator.
 fn xorshift(x: &mut u64) -> u64 {
     *x ^= *x << 13;
@@ -247,13 +239,15 @@ pub fn memcpy_gb_s() -> f64 {
 /// of test files (removed afterwards).
 pub fn measure_machine(dir: &Path, mb: usize) -> anyhow::Result<MachineCalibration> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let tmp = TempDir(dir.join(format!(".prepbench-calibrate-{}", std::process::id())));
-    std::fs::create_dir_all(&tmp.0).with_context(|| format!("creating {}", tmp.0.display()))?;
+    // Removed however the measurement ends.
+    let scratch = ScratchDir::new(dir.join(format!(".prepbench-calibrate-{}", std::process::id())));
+    let tmp = scratch.path();
+    std::fs::create_dir_all(tmp).with_context(|| format!("creating {}", tmp.display()))?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let streams = cores.clamp(2, 8);
     let per_file = (mb << 20) / streams;
     let big: Vec<PathBuf> = (0..streams)
-        .map(|i| tmp.0.join(format!("stream-{i}")))
+        .map(|i| tmp.join(format!("stream-{i}")))
         .collect();
     for (i, p) in big.iter().enumerate() {
         write_file(p, per_file, i as u64)?;
@@ -314,7 +308,7 @@ pub fn measure_machine(dir: &Path, mb: usize) -> anyhow::Result<MachineCalibrati
 
     // Small files.
     let small: Vec<PathBuf> = (0..SMALL_FILES)
-        .map(|i| tmp.0.join(format!("small-{i:04}")))
+        .map(|i| tmp.join(format!("small-{i:04}")))
         .collect();
     for (i, p) in small.iter().enumerate() {
         write_file(p, SMALL_FILE_BYTES, 100 + i as u64)?;

@@ -189,15 +189,6 @@ fn generate_into(
     Ok(())
 }
 
-/// Removes a staging folder however the command ends.
-struct Staging(PathBuf);
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Every file under `dir`, as `/`-separated paths relative to it.
 fn relative_files(dir: &std::path::Path) -> std::io::Result<Vec<String>> {
     let mut out = Vec::new();
@@ -252,44 +243,36 @@ fn upload_generated(
     if have >= request.files(kind) {
         return Ok(files);
     }
-    let staging =
-        Staging(std::env::temp_dir().join(format!("prepbench-upload-{}", std::process::id())));
+    let staging = crate::scratch::ScratchDir::new(
+        std::env::temp_dir().join(format!("prepbench-upload-{}", std::process::id())),
+    );
+    let staged = staging.path();
     let local = GenerateRequest {
-        root: staging.0.clone(),
+        root: staged.to_path_buf(),
         ..request.clone()
     };
     generate_into(kind, &local, progress)?;
-    let names: Vec<String> = relative_files(&staging.0)
-        .with_context(|| format!("listing {}", staging.0.display()))?
+    let names: Vec<String> = relative_files(staged)
+        .with_context(|| format!("listing {}", staged.display()))?
         .into_iter()
         .filter(|n| n != marker)
         .collect();
     let bar = progress.bar(names.len() as u64, &format!("upload {}", kind.name));
-    let next = std::sync::atomic::AtomicUsize::new(0);
     let upload = |name: &str| {
         store
-            .put_file(&staging.0.join(name), name)
+            .put_file(&staged.join(name), name)
             .with_context(|| format!("uploading {name} to {}", url.display()))
     };
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..request.threads.max(1))
-            .map(|_| {
-                scope.spawn(|| -> anyhow::Result<()> {
-                    while let Some(name) =
-                        names.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-                    {
-                        upload(name)?;
-                        bar.inc(1);
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        workers.into_iter().try_for_each(|w| {
-            w.join()
-                .unwrap_or_else(|_| Err(anyhow::anyhow!("an upload thread panicked")))
-        })
-    })?;
+    datasets::for_each_index(
+        request.threads,
+        0..names.len(),
+        || anyhow::anyhow!("an upload thread panicked"),
+        |i| {
+            upload(&names[i])?;
+            bar.inc(1);
+            Ok(())
+        },
+    )?;
     upload(marker)?;
     bar.finish_and_clear();
     Ok(files)

@@ -26,6 +26,7 @@ pub mod run;
 #[cfg(feature = "s3")]
 pub mod s3;
 pub mod sampler;
+pub mod scratch;
 pub mod shard;
 pub mod show;
 pub mod stats;

@@ -206,8 +206,7 @@ fn ranked(
         data_dir: &opts.data_dir,
         dataset: &session.source.root,
         store_dir: &opts.store_dir,
-        can_drop_caches: crate::cache::can_drop_caches(),
-        evict_policy: format!("{:?}", opts.evict).to_lowercase(),
+        evict: opts.evict,
     };
     results::record_invocation(&opts.out, &session.workload_record(), &invocation)?;
     Ok(Some(printed))

@@ -411,8 +411,9 @@ pub struct Invocation<'a> {
     /// The dataset's root (a folder, or an `s3://` URL).
     pub dataset: &'a Path,
     pub store_dir: &'a Path,
-    pub can_drop_caches: bool,
-    pub evict_policy: String,
+    /// The eviction policy asked for (the manifest records it, and whether caches can be
+    /// dropped on this machine).
+    pub evict: crate::cache::EvictPolicy,
 }
 
 /// A folder's path and file system; for object storage, the service the AWS variables name.
@@ -513,8 +514,8 @@ pub fn record_invocation(
         "data_dir": dir_facts(invocation.data_dir),
         "dataset": dir_facts(invocation.dataset),
         "store_dir": dir_facts(invocation.store_dir),
-        "can_drop_caches": invocation.can_drop_caches,
-        "evict_policy": invocation.evict_policy,
+        "can_drop_caches": crate::cache::can_drop_caches(),
+        "evict_policy": format!("{:?}", invocation.evict).to_lowercase(),
         "run_ids": invocation.run_ids,
     });
     match manifest
@@ -663,8 +664,7 @@ mod tests {
             data_dir: dir.path(),
             dataset: std::path::Path::new("s3://bucket/imagenet"),
             store_dir: dir.path(),
-            can_drop_caches: false,
-            evict_policy: "auto".into(),
+            evict: crate::cache::EvictPolicy::Auto,
         };
         record_invocation(dir.path(), &w, &inv("r1")).unwrap();
         record_invocation(dir.path(), &w, &inv("r2")).unwrap();

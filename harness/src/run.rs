@@ -179,6 +179,8 @@ pub struct Session {
     /// The object store holding the stores when `--store-dir` is `s3://...`; `store_dir` is
     /// then a local staging directory stores are made in before they are uploaded.
     pub remote: Option<std::sync::Arc<dyn remote::RemoteStore>>,
+    /// Removes that staging directory when the session ends, however it ends.
+    _staging: Option<crate::scratch::ScratchDir>,
 }
 
 /// The page-cache state at the start of one epoch.
@@ -210,22 +212,29 @@ impl Session {
                 .prepare()
                 .map_err(|e| anyhow::anyhow!("preparing step `{}`: {}", def.name, e.message))?;
         }
-        let (remote, store_dir) = if remote::is_remote(store_dir) {
+        let (remote, staging) = if remote::is_remote(store_dir) {
             let staging =
                 std::env::temp_dir().join(format!("prepbench-staging-{}", std::process::id()));
-            (Some(remote::open(store_dir)?), staging)
+            (
+                Some(remote::open(store_dir)?),
+                Some(crate::scratch::ScratchDir::new(staging)),
+            )
         } else {
-            (None, store_dir.to_path_buf())
+            (None, None)
         };
         Ok(Session {
             on_error: workload.on_error,
             workload,
             source_fingerprint: source.fingerprint(),
             source,
-            store_dir,
+            store_dir: staging
+                .as_ref()
+                .map_or(store_dir, |s| s.path())
+                .to_path_buf(),
             evict,
             progress,
             remote,
+            _staging: staging,
         })
     }
 
@@ -1011,8 +1020,7 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
         data_dir: &opts.data_dir,
         dataset: &session.source.root,
         store_dir: &opts.store_dir,
-        can_drop_caches: cache::can_drop_caches(),
-        evict_policy: format!("{:?}", opts.evict).to_lowercase(),
+        evict: opts.evict,
     };
     results::record_invocation(&opts.out, &session.workload_record(), &invocation)?;
     Ok(outcome)

@@ -466,7 +466,7 @@ pub fn show(opts: &ShowOptions) -> anyhow::Result<String> {
     let source = crate::run::open_dataset(
         &workload,
         &opts.data_dir,
-        (opts.sample + 1).max(1),
+        opts.sample + 1,
         crate::cli::default_threads(),
         &crate::progress::Progress { quiet: true },
     )?;

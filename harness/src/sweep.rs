@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use workloads::rng::SeededRng;
 use workloads::{CacheMode, Codec, OnError, StorageProfile, Strategy, Workload};
 
-use crate::cache::{self, EvictPolicy};
+use crate::cache::EvictPolicy;
 use crate::consumer::ConsumerSpec;
 use crate::progress::Progress;
 use crate::results::{self, CsvTable, Invocation, RunsCsv};
@@ -449,6 +449,19 @@ fn sweep_workload(
         places.progress,
     )?;
     session.on_error = plan.on_error;
+    // The invocation, recorded once the sweep (or its calibration) is done.
+    let record = |session: &Session, run_ids: Vec<String>| {
+        let invocation = Invocation {
+            started_utc: started_utc.clone(),
+            command_line: command_line.clone(),
+            run_ids,
+            data_dir: &places.data_dir,
+            dataset: &session.source.root,
+            store_dir: &places.store_dir,
+            evict: places.evict,
+        };
+        results::record_invocation(&places.out, &session.workload_record(), &invocation)
+    };
     let cold = caches.contains(&CacheMode::Cold);
     if opts.calibrate_only {
         let calibration = calibrate_cells(
@@ -462,17 +475,7 @@ fn sweep_workload(
         )?;
         outcome.calibration = Some(crate::calibrate::describe(&calibration));
         // The workload and command are recorded too, so the folder says what was calibrated.
-        let invocation = Invocation {
-            started_utc,
-            command_line,
-            run_ids: Vec::new(),
-            data_dir: &places.data_dir,
-            dataset: &session.source.root,
-            store_dir: &places.store_dir,
-            can_drop_caches: cache::can_drop_caches(),
-            evict_policy: format!("{:?}", places.evict).to_lowercase(),
-        };
-        results::record_invocation(&places.out, &session.workload_record(), &invocation)?;
+        record(&session, Vec::new())?;
         return Ok(outcome);
     }
     let workload = &session.workload;
@@ -602,17 +605,7 @@ fn sweep_workload(
     bar.finish_and_clear();
     warnings.dedup();
     outcome.warnings = warnings;
-    let invocation = Invocation {
-        started_utc,
-        command_line,
-        run_ids,
-        data_dir: &places.data_dir,
-        dataset: &session.source.root,
-        store_dir: &places.store_dir,
-        can_drop_caches: cache::can_drop_caches(),
-        evict_policy: format!("{:?}", places.evict).to_lowercase(),
-    };
-    results::record_invocation(&places.out, &session.workload_record(), &invocation)?;
+    record(&session, run_ids)?;
     Ok(outcome)
 }
 
