@@ -885,8 +885,17 @@ pub struct Resolved {
 }
 
 impl Resolved {
+    /// Resolves `opts` against its workload, refusing results or stores inside the dataset
+    /// before anything is written.
     pub fn new(opts: &RunOptions) -> anyhow::Result<Resolved> {
         let workload = workloads::load(&opts.workload)?;
+        check_places(
+            &dataset_root(&workload, &opts.data_dir)?,
+            &[
+                ("the results directory", &opts.out),
+                ("the store directory", &opts.store_dir),
+            ],
+        )?;
         let strategies = resolve_strategies(&workload, &opts.strategies)?;
         let storage_name = opts
             .storage
@@ -917,13 +926,6 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
         epochs,
         storage,
     } = Resolved::new(opts)?;
-    check_places(
-        &dataset_root(&workload, &opts.data_dir)?,
-        &[
-            ("the results directory", &opts.out),
-            ("the store directory", &opts.store_dir),
-        ],
-    )?;
     // Open the results first: a conflicting folder fails before any work is done.
     let csv = RunsCsv::open(&opts.out)?;
     let (stages_csv, samples_csv, errors_csv) = (
