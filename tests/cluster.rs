@@ -1,5 +1,6 @@
-//! The features beyond one machine, against the real things on loopback, each built here into
-//! its own target directory (the default build has neither):
+//! The features beyond one machine, against the real things on loopback, from one prepbench
+//! built here into its own target directory with `--features mpi,s3` (`s3` alone where MPI
+//! cannot be installed; the default build has neither):
 //!
 //! - multi-rank reading under a real `mpirun` (Open MPI from the distribution's packages): a
 //!   prepbench built with `--features mpi` runs `run --ranks` on two ranks, each reading its
@@ -17,19 +18,53 @@ mod common;
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 
 use common::{data_dir, stderr, Csv, SAMPLES};
 
-/// prepbench built with `--features mpi`, or why it cannot be.
-fn mpi_build() -> Result<PathBuf, String> {
-    if !common::runs("mpicc") || clang_missing() {
-        common::apt_install(&["libopenmpi-dev", "libclang-dev"])?;
-    }
-    feature_build("mpi")
+/// prepbench built once for every test here, with MPI when this machine has (or can install)
+/// an MPI library and libclang, and with object storage.
+struct FeatureBuild {
+    binary: PathBuf,
+    /// Whether the build has MPI, or why not.
+    mpi: Result<(), String>,
 }
 
-/// prepbench built with `features` (sharing one target directory), or why it cannot be.
-fn feature_build(features: &str) -> Result<PathBuf, String> {
+/// The shared feature build (`--features mpi,s3`, or `s3` alone where MPI cannot be had), or
+/// why there is none. One build instead of one per feature: the harness compiles once.
+fn feature_build() -> Result<&'static FeatureBuild, String> {
+    static BUILD: OnceLock<Result<FeatureBuild, String>> = OnceLock::new();
+    BUILD
+        .get_or_init(|| {
+            let mpi = if !common::runs("mpicc") || clang_missing() {
+                common::apt_install(&["libopenmpi-dev", "libclang-dev"])
+            } else {
+                Ok(())
+            };
+            let features = if mpi.is_ok() { "mpi,s3" } else { "s3" };
+            Ok(FeatureBuild {
+                binary: build_with(features)?,
+                mpi,
+            })
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// The binary of the shared feature build with MPI, or why there is none.
+fn mpi_binary() -> Result<PathBuf, String> {
+    let build = feature_build()?;
+    build.mpi.clone()?;
+    Ok(build.binary.clone())
+}
+
+/// The binary of the shared feature build (it always has object storage), or why there is none.
+fn s3_binary() -> Result<PathBuf, String> {
+    Ok(feature_build()?.binary.clone())
+}
+
+/// prepbench built with `features` into the tests' own target directory, or why it cannot be.
+fn build_with(features: &str) -> Result<PathBuf, String> {
     let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("feature-build");
     let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -59,11 +94,7 @@ fn feature_build(features: &str) -> Result<PathBuf, String> {
         );
         return Err(format!("building with --features {features} failed: {why}"));
     }
-    // Each feature set gets its own copy: the next build overwrites the binary.
-    let binary = target.join(format!("prepbench-{features}"));
-    std::fs::copy(target.join("release").join("prepbench"), &binary)
-        .map_err(|e| format!("copying the {features} build: {e}"))?;
-    Ok(binary)
+    Ok(target.join("release").join("prepbench"))
 }
 
 /// Whether libclang (which rsmpi's bindings generator loads) is missing.
@@ -81,7 +112,7 @@ fn clang_missing() -> bool {
 #[test]
 fn two_ranks_read_their_partitions_at_once() {
     let mpirun = or_skip!(common::mpirun());
-    let binary = or_skip!(mpi_build());
+    let binary = or_skip!(mpi_binary());
     let work = tempfile::tempdir().unwrap();
     let out = work.path().join("out");
     let ranks = Command::new(mpirun)
@@ -268,7 +299,7 @@ impl Moto {
 #[test]
 fn a_store_in_s3_is_written_read_back_verified_and_reused() {
     let moto = or_skip!(Moto::start());
-    let binary = or_skip!(feature_build("s3"));
+    let binary = or_skip!(s3_binary());
     moto.bucket("bench");
     let work = tempfile::tempdir().unwrap();
     let out = work.path().join("out");
@@ -336,7 +367,7 @@ fn a_store_in_s3_is_written_read_back_verified_and_reused() {
 #[test]
 fn a_dataset_in_s3_is_uploaded_listed_read_and_verified() {
     let moto = or_skip!(Moto::start());
-    let binary = or_skip!(feature_build("s3"));
+    let binary = or_skip!(s3_binary());
     moto.bucket("sets");
     let work = tempfile::tempdir().unwrap();
     let s3 = |args: &[&str]| {

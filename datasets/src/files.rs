@@ -5,10 +5,32 @@
 
 use std::fmt;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use workloads::ReadFiles;
+
+/// Whether a path names object storage (`s3://...`) rather than a local folder.
+pub fn is_remote(dir: &Path) -> bool {
+    dir.to_str().is_some_and(|s| s.starts_with("s3://"))
+}
+
+/// `name` under the folder `dir`, for local paths and object-storage URLs alike (a URL's
+/// parameters stay at its end: `s3://b/data?range_mb=4` + `x` is `s3://b/data/x?range_mb=4`).
+pub fn join(dir: &Path, name: &str) -> PathBuf {
+    match dir.to_str().filter(|_| is_remote(dir)) {
+        Some(url) => {
+            let (location, query) = url.split_once('?').unwrap_or((url, ""));
+            let joined = format!("{}/{name}", location.trim_end_matches('/'));
+            if query.is_empty() {
+                joined.into()
+            } else {
+                format!("{joined}?{query}").into()
+            }
+        }
+        None => dir.join(name),
+    }
+}
 
 /// One entry of a listed folder.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -141,5 +163,18 @@ mod tests {
         let err = LocalFiles.list(&dir.path().join("none")).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::NotFound);
         assert_eq!(folders(&LocalFiles, dir.path()).unwrap(), ["sub"]);
+    }
+
+    #[test]
+    fn urls_join_before_their_parameters() {
+        assert_eq!(
+            join(Path::new("s3://b/data?range_mb=4"), "imagenet-seed0"),
+            PathBuf::from("s3://b/data/imagenet-seed0?range_mb=4")
+        );
+        assert_eq!(
+            join(Path::new("s3://b/data/"), "x"),
+            PathBuf::from("s3://b/data/x")
+        );
+        assert_eq!(join(Path::new("data"), "x"), PathBuf::from("data/x"));
     }
 }

@@ -5,16 +5,26 @@
 use workloads::Workload;
 
 use crate::execute::StageTimes;
-
-pub const STAGE_COLUMNS: [&str; 6] = ["run_id", "epoch", "stage", "kind", "seconds", "share_pct"];
+use crate::results::{Bound, StageKind, StageName, StageRow};
 
 /// One stage of an epoch: its name, whether it is storage (`io`), computation (`cpu`) or
 /// waiting (`wait`: workers on the consumer; `consumer`: the consumer on the workers).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stage {
-    pub name: String,
-    pub kind: &'static str,
+    pub name: StageName,
+    pub kind: StageKind,
     pub seconds: f64,
+}
+
+impl Stage {
+    /// The stage a stages.csv row records.
+    pub fn of_row(row: &StageRow) -> Stage {
+        Stage {
+            name: row.stage.clone(),
+            kind: row.kind,
+            seconds: row.seconds,
+        }
+    }
 }
 
 /// The stages of an epoch of `workload` split at `split`. Reading a raw file (`read_file`) is
@@ -23,40 +33,40 @@ pub fn stages(times: &StageTimes, workload: &Workload, split: usize) -> Vec<Stag
     let mut out = Vec::new();
     if split > 0 {
         out.push(Stage {
-            name: "read".into(),
-            kind: "io",
+            name: StageName::Read,
+            kind: StageKind::Io,
             seconds: times.read,
         });
         out.push(Stage {
-            name: "decompress".into(),
-            kind: "cpu",
+            name: StageName::Decompress,
+            kind: StageKind::Cpu,
             seconds: times.decompress,
         });
         out.push(Stage {
-            name: "deserialize".into(),
-            kind: "cpu",
+            name: StageName::Deserialize,
+            kind: StageKind::Cpu,
             seconds: times.deserialize,
         });
     }
     for (i, def) in workload.steps.iter().enumerate().skip(split) {
         out.push(Stage {
-            name: format!("step:{}", def.name),
-            kind: if def.spec.op == "read_file" {
-                "io"
+            name: StageName::Step(def.name.clone()),
+            kind: if def.spec.facts.reads_files {
+                StageKind::Io
             } else {
-                "cpu"
+                StageKind::Cpu
             },
             seconds: times.steps.get(i).copied().unwrap_or(0.0),
         });
     }
     out.push(Stage {
-        name: "wait:consumer".into(),
-        kind: "wait",
+        name: StageName::WaitConsumer,
+        kind: StageKind::Wait,
         seconds: times.send_wait,
     });
     out.push(Stage {
-        name: "consumer:wait".into(),
-        kind: "consumer",
+        name: StageName::ConsumerWait,
+        kind: StageKind::Consumer,
         seconds: times.recv_wait,
     });
     out
@@ -66,14 +76,14 @@ pub fn stages(times: &StageTimes, workload: &Workload, split: usize) -> Vec<Stag
 fn worker_seconds(stages: &[Stage]) -> f64 {
     stages
         .iter()
-        .filter(|s| s.kind != "consumer")
+        .filter(|s| s.kind != StageKind::Consumer)
         .map(|s| s.seconds)
         .sum()
 }
 
 /// A stage's share in percent: of the workers' time, or for the consumer's wait of `wall_s`.
 pub fn share_pct(stage: &Stage, stages: &[Stage], wall_s: f64) -> f64 {
-    let whole = if stage.kind == "consumer" {
+    let whole = if stage.kind == StageKind::Consumer {
         wall_s
     } else {
         worker_seconds(stages)
@@ -85,19 +95,17 @@ pub fn share_pct(stage: &Stage, stages: &[Stage], wall_s: f64) -> f64 {
     }
 }
 
-/// `stages.csv` lines of one epoch.
-pub fn csv_rows(run_id: &str, epoch: u64, stages: &[Stage], wall_s: f64) -> Vec<Vec<String>> {
+/// `stages.csv` rows of one epoch.
+pub fn rows(run_id: &str, epoch: u64, stages: &[Stage], wall_s: f64) -> Vec<StageRow> {
     stages
         .iter()
-        .map(|s| {
-            vec![
-                run_id.to_string(),
-                epoch.to_string(),
-                s.name.clone(),
-                s.kind.to_string(),
-                format!("{:.6}", s.seconds),
-                format!("{:.2}", share_pct(s, stages, wall_s)),
-            ]
+        .map(|s| StageRow {
+            run_id: run_id.to_string(),
+            epoch,
+            stage: s.name.clone(),
+            kind: s.kind,
+            seconds: s.seconds,
+            share_pct: share_pct(s, stages, wall_s),
         })
         .collect()
 }
@@ -105,13 +113,14 @@ pub fn csv_rows(run_id: &str, epoch: u64, stages: &[Stage], wall_s: f64) -> Vec<
 /// Workers waiting on the consumer for more than this share of their time: consumer-bound.
 const CONSUMER_BOUND_SHARE: f64 = 0.25;
 
-/// `io-bound`, `cpu-bound` or `consumer-bound`, with the evidence: the largest shares.
-pub fn classify(stages: &[Stage]) -> (&'static str, String) {
+/// What bound the epoch, with the evidence: the largest shares. `None` when no time was
+/// recorded.
+pub fn classify(stages: &[Stage]) -> (Option<Bound>, String) {
     let total = worker_seconds(stages);
     if total <= 0.0 {
-        return ("-", "no time recorded".into());
+        return (None, "no time recorded".into());
     }
-    let of = |kind: &str| {
+    let of = |kind: StageKind| {
         stages
             .iter()
             .filter(|s| s.kind == kind)
@@ -119,15 +128,18 @@ pub fn classify(stages: &[Stage]) -> (&'static str, String) {
             .sum::<f64>()
             / total
     };
-    let (io, cpu, wait) = (of("io"), of("cpu"), of("wait"));
+    let (io, cpu, wait) = (of(StageKind::Io), of(StageKind::Cpu), of(StageKind::Wait));
     let bound = if wait > CONSUMER_BOUND_SHARE {
-        "consumer-bound"
+        Bound::ConsumerBound
     } else if io >= cpu {
-        "io-bound"
+        Bound::IoBound
     } else {
-        "cpu-bound"
+        Bound::CpuBound
     };
-    let mut ranked: Vec<&Stage> = stages.iter().filter(|s| s.kind != "consumer").collect();
+    let mut ranked: Vec<&Stage> = stages
+        .iter()
+        .filter(|s| s.kind != StageKind::Consumer)
+        .collect();
     ranked.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
     let top: Vec<String> = ranked
         .iter()
@@ -136,7 +148,7 @@ pub fn classify(stages: &[Stage]) -> (&'static str, String) {
         .map(|s| format!("{} {:.0} %", s.name, 100.0 * s.seconds / total))
         .collect();
     (
-        bound,
+        Some(bound),
         format!(
             "io {:.0} %, cpu {:.0} %, waiting on the consumer {:.0} %; largest: {}",
             100.0 * io,
@@ -151,10 +163,10 @@ pub fn classify(stages: &[Stage]) -> (&'static str, String) {
 mod tests {
     use super::*;
 
-    fn stage(name: &str, kind: &'static str, seconds: f64) -> Stage {
+    fn stage(name: &str, kind: &str, seconds: f64) -> Stage {
         Stage {
-            name: name.into(),
-            kind,
+            name: name.parse().unwrap(),
+            kind: kind.parse().unwrap(),
             seconds,
         }
     }
@@ -169,7 +181,7 @@ mod tests {
             stage("consumer:wait", "consumer", 5.0),
         ];
         let (bound, evidence) = classify(&io);
-        assert_eq!(bound, "io-bound");
+        assert_eq!(bound, Some(Bound::IoBound));
         assert!(evidence.starts_with("io 60 %, cpu 30 %"), "{evidence}");
         assert!(
             evidence.contains("read 60 %, step:cropped 20 %"),
@@ -177,12 +189,12 @@ mod tests {
         );
         assert_eq!(share_pct(&io[4], &io, 10.0), 50.0);
         let cpu = [stage("read", "io", 1.0), stage("step:resized", "cpu", 8.0)];
-        assert_eq!(classify(&cpu).0, "cpu-bound");
+        assert_eq!(classify(&cpu).0, Some(Bound::CpuBound));
         let consumer = [
             stage("read", "io", 1.0),
             stage("wait:consumer", "wait", 3.0),
         ];
-        assert_eq!(classify(&consumer).0, "consumer-bound");
-        assert_eq!(classify(&[]).0, "-");
+        assert_eq!(classify(&consumer).0, Some(Bound::ConsumerBound));
+        assert_eq!(classify(&[]).0, None);
     }
 }

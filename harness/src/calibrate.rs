@@ -12,18 +12,18 @@
 //!
 //! Both are recorded under `calibration` in the results folder's manifest.
 
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
 use workloads::options::{CacheMode, Codec};
 use workloads::Strategy;
 
 use crate::cache::{self, EvictPolicy};
+use crate::results::calibration::SMALL_FILE_BYTES;
+use crate::results::{MachineCalibration, StageKind, StageName, StrategyCalibration};
 use crate::run::{Materialized, RunSpec, Session};
 use crate::scratch::ScratchDir;
 
@@ -31,135 +31,10 @@ use crate::scratch::ScratchDir;
 const MACHINE_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Small files read cold, and their size.
 const SMALL_FILES: usize = 200;
-pub const SMALL_FILE_BYTES: usize = 16 * 1024;
 /// Random 4 KiB reads timed.
 const REQUESTS: usize = 200;
 /// Cold sequential reads timed (the median is kept).
 const READ_TRIALS: usize = 5;
-
-/// The machine's figures the model uses.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct MachineCalibration {
-    pub hostname: String,
-    pub cores: usize,
-    /// Where the storage figures were measured (the store directory).
-    pub dir: String,
-    pub measured_utc: String,
-    /// `memcpy` of a 64 MiB buffer, GB/s.
-    pub memcpy_gb_s: f64,
-    /// One stream of 1 MiB reads of an evicted file, MB/s.
-    pub seq_read_mb_s: f64,
-    /// `streams` such streams at once, each over its own file, MB/s in all.
-    pub parallel_read_mb_s: f64,
-    pub streams: usize,
-    /// Opening and reading one evicted 16 KiB file, ms (one reader).
-    pub small_file_ms: f64,
-    /// One random 4 KiB read of an evicted file, ms.
-    pub request_ms: f64,
-    /// Share of the test files' pages still cached after eviction (0 on a real disk; tmpfs
-    /// cannot evict, and the storage figures are then the page cache's).
-    pub resident_after_evict_pct: f64,
-}
-
-/// One (strategy, codec)'s costs per sample, from a warm one-thread epoch.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct StrategyCalibration {
-    pub workload: String,
-    pub strategy: String,
-    pub split: usize,
-    pub codec: String,
-    pub samples: u64,
-    /// Bytes an epoch reads per sample: the stored shards, or the raw files for unprocessed.
-    pub bytes_per_sample: f64,
-    /// Files an epoch opens per sample (raw files, or shards over samples).
-    pub files_per_sample: f64,
-    /// Bytes the consumer receives per sample.
-    pub output_bytes_per_sample: f64,
-    /// Reading from the page cache (shard reads, `read_file`), s per sample.
-    pub read_s: f64,
-    /// Decompressing and unframing, s per sample.
-    pub decompress_s: f64,
-    /// Decoding records into samples, s per sample.
-    pub deserialize_s: f64,
-    /// Each online step other than `read_file`, s per sample.
-    pub steps: Vec<(String, f64)>,
-    /// The consumer's busy time (receiving and touching samples), s per sample.
-    pub consumer_s: f64,
-    /// What an epoch costs beyond its samples (starting the worker, opening files, draining
-    /// the queue): the epoch's wall time less the worker's stages, s per epoch.
-    #[serde(default)]
-    pub epoch_s: f64,
-}
-
-impl StrategyCalibration {
-    /// The key in the manifest: `workload/strategy/codec`.
-    pub fn key(&self) -> String {
-        key(&self.workload, &self.strategy, &self.codec)
-    }
-
-    /// Worker CPU seconds per sample with the input in memory already (application cache).
-    pub fn compute_s(&self) -> f64 {
-        self.steps.iter().map(|(_, s)| s).sum()
-    }
-
-    /// Worker CPU seconds per sample reading from the page cache.
-    pub fn worker_s(&self) -> f64 {
-        self.read_s + self.decompress_s + self.deserialize_s + self.compute_s()
-    }
-
-    /// Decompression seconds per stored byte.
-    pub fn decompress_s_per_byte(&self) -> f64 {
-        if self.bytes_per_sample > 0.0 {
-            self.decompress_s / self.bytes_per_sample
-        } else {
-            0.0
-        }
-    }
-}
-
-pub fn key(workload: &str, strategy: &str, codec: &str) -> String {
-    format!("{workload}/{strategy}/{codec}")
-}
-
-/// Everything calibrated for a results folder.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-pub struct Calibration {
-    pub machine: Option<MachineCalibration>,
-    /// By `workload/strategy/codec`.
-    pub strategies: BTreeMap<String, StrategyCalibration>,
-}
-
-impl Calibration {
-    /// The calibration recorded in a manifest (`None` when there is none).
-    pub fn from_manifest(manifest: &serde_json::Value) -> Option<Calibration> {
-        serde_json::from_value(manifest.get("calibration")?.clone()).ok()
-    }
-
-    pub fn strategy(
-        &self,
-        workload: &str,
-        strategy: &str,
-        codec: &str,
-    ) -> Option<&StrategyCalibration> {
-        self.strategies.get(&key(workload, strategy, codec))
-    }
-
-    /// The calibrated workloads, sorted.
-    pub fn workloads(&self) -> std::collections::BTreeSet<&str> {
-        self.strategies
-            .values()
-            .map(|s| s.workload.as_str())
-            .collect()
-    }
-
-    /// Adds `other`'s entries (its machine replaces ours).
-    pub fn merge(&mut self, other: Calibration) {
-        if other.machine.is_some() {
-            self.machine = other.machine;
-        }
-        self.strategies.extend(other.strategies);
-    }
-}
 
 // ------------------------------------------------------------------------------ the machine
 
@@ -423,32 +298,35 @@ pub fn strategy(
         .context("a calibration epoch produced no row")?;
     let samples = row.samples.max(1) as f64;
     let stages = measured.epoch_stages.first().map_or(&[][..], Vec::as_slice);
-    let seconds = |name: &str| -> f64 {
+    let seconds = |name: StageName| -> f64 {
         stages
             .iter()
             .filter(|s| s.name == name)
             .map(|s| s.seconds)
             .sum()
     };
-    let online_steps = stages.iter().filter(|s| s.name.starts_with("step:"));
+    let online_steps = stages.iter().filter(|s| s.name.step().is_some());
     // `read_file` steps are the raw files' page-cache reads.
-    let read_s = seconds("read")
+    let read_s = seconds(StageName::Read)
         + online_steps
             .clone()
-            .filter(|s| s.kind == "io")
+            .filter(|s| s.kind == StageKind::Io)
             .map(|s| s.seconds)
             .sum::<f64>();
     let steps = online_steps
-        .filter(|s| s.kind == "cpu")
-        .map(|s| (s.name["step:".len()..].to_string(), s.seconds / samples))
+        .filter(|s| s.kind == StageKind::Cpu)
+        .filter_map(|s| Some((s.name.step()?.to_string(), s.seconds / samples)))
         .collect();
     let worker_total: f64 = stages
         .iter()
-        .filter(|s| s.kind != "consumer")
+        .filter(|s| s.kind != StageKind::Consumer)
         .map(|s| s.seconds)
         .sum();
-    let (decompress_s, deserialize_s) = (seconds("decompress"), seconds("deserialize"));
-    let recv_wait = seconds("consumer:wait");
+    let (decompress_s, deserialize_s) = (
+        seconds(StageName::Decompress),
+        seconds(StageName::Deserialize),
+    );
+    let recv_wait = seconds(StageName::ConsumerWait);
     let files = match stored {
         Some(m) => m.manifest.shards.len() as f64,
         None => session.source.items.len() as f64,
@@ -461,7 +339,7 @@ pub fn strategy(
         workload: session.workload.name.clone(),
         strategy: strategy.name.clone(),
         split: strategy.split,
-        codec: codec.to_string(),
+        codec,
         samples: row.samples,
         bytes_per_sample: bytes / samples,
         files_per_sample: files / samples,
@@ -473,73 +351,6 @@ pub fn strategy(
         consumer_s: ((row.online_s - recv_wait).max(0.0)) / samples,
         epoch_s: (row.online_s - worker_total).max(0.0),
     })
-}
-
-impl MachineCalibration {
-    /// The figures in words, with a note when the test files could not be evicted.
-    pub fn summary(&self) -> String {
-        format!(
-            "memcpy {:.1} GB/s; cold sequential read {:.0} MB/s with one stream and {:.0} MB/s with {}; a small file {:.3} ms; a random 4 KiB read {:.3} ms{}",
-            self.memcpy_gb_s,
-            self.seq_read_mb_s,
-            self.parallel_read_mb_s,
-            self.streams,
-            self.small_file_ms,
-            self.request_ms,
-            if self.resident_after_evict_pct > 1.0 {
-                format!(
-                    " (the test files stayed {:.0} % cached after eviction, tmpfs?: the read figures are the page cache's)",
-                    self.resident_after_evict_pct
-                )
-            } else {
-                String::new()
-            }
-        )
-    }
-}
-
-/// The calibration lines `prepbench calibrate` prints.
-pub fn describe(c: &Calibration) -> String {
-    let mut out = String::new();
-    if let Some(m) = &c.machine {
-        out.push_str(&format!(
-            "machine {} ({} cores), storage measured in {}:\n  {}\n",
-            m.hostname,
-            m.cores,
-            m.dir,
-            m.summary()
-        ));
-    }
-    let rows: Vec<Vec<String>> = c
-        .strategies
-        .values()
-        .map(|s| {
-            vec![
-                s.key(),
-                format!("{:.4}", s.bytes_per_sample / 1e6),
-                format!("{:.3}", s.read_s * 1e3),
-                format!("{:.3}", s.decompress_s * 1e3),
-                format!("{:.3}", s.deserialize_s * 1e3),
-                format!("{:.3}", s.compute_s() * 1e3),
-                format!("{:.3}", s.consumer_s * 1e3),
-                format!("{:.2}", s.decompress_s_per_byte() * 1e9),
-            ]
-        })
-        .collect();
-    out.push_str(&crate::model::md_table(
-        &[
-            "workload/strategy/codec",
-            "MB/sample",
-            "read ms",
-            "decompress ms",
-            "deserialize ms",
-            "steps ms",
-            "consumer ms",
-            "decompress ns/byte",
-        ],
-        &rows,
-    ));
-    out
 }
 
 #[cfg(test)]

@@ -145,9 +145,10 @@ pub struct WhatifArgs {
     /// CPU speed relative to the calibrated machine (2 = steps take half the time).
     #[arg(long)]
     pub cpu_speed: Option<f64>,
-    /// Codec of the stored strategies to predict.
+    /// Codec of the stored strategies to predict (a level may be left out: `zstd` is
+    /// `zstd:3`).
     #[arg(long, default_value = "none")]
-    pub codec: String,
+    pub codec: workloads::Codec,
 }
 
 #[derive(Debug, Args)]
@@ -256,7 +257,7 @@ pub struct RunArgs {
     /// normal:MEAN:SD or uniform:LO:HI. Adds AU, stall share and batch waits, and a null-I/O
     /// control row.
     #[arg(long)]
-    pub consumer: Option<crate::consumer::ConsumerSpec>,
+    pub consumer: Option<workloads::ConsumerSpec>,
     /// A sample that cannot be read or processed: fail (stop, naming the file) or skip (count
     /// it in runs.csv skipped_samples, name it in errors.csv, go on). Default: the workload's
     /// on_error, else fail.
@@ -361,7 +362,7 @@ pub struct SweepArgs {
     pub storage: Option<Vec<String>>,
     /// Simulated training for every run (see `run --consumer`).
     #[arg(long)]
-    pub consumer: Option<crate::consumer::ConsumerSpec>,
+    pub consumer: Option<workloads::ConsumerSpec>,
     /// A sample that cannot be read or processed: fail (stop, naming the file) or skip (count
     /// it in runs.csv skipped_samples, name it in errors.csv, go on). Default: the workload's
     /// on_error, else fail.
@@ -372,7 +373,7 @@ pub struct SweepArgs {
     /// Slurm job array, a Kubernetes Indexed Job with PREPBENCH_SHARD_COUNT), else the whole
     /// sweep.
     #[arg(long)]
-    pub shard: Option<crate::shard::Shard>,
+    pub shard: Option<crate::results::Shard>,
     /// Skip calibrating the prediction model before the runs (then report.md has no
     /// roofline unless the folder was calibrated before).
     #[arg(long)]

@@ -53,10 +53,10 @@ pub fn list(what: &ListWhat) -> anyhow::Result<String> {
         ListWhat::Steps => {
             for spec in REGISTRY {
                 let mut flags = Vec::new();
-                if spec.random {
+                if spec.facts.random {
                     flags.push("random: always online");
                 }
-                if spec.fan_out {
+                if spec.facts.fan_out {
                     flags.push("fan-out: several samples per input");
                 }
                 let flags = if flags.is_empty() {
@@ -147,7 +147,7 @@ pub fn generate(args: &GenerateArgs, progress: Progress) -> anyhow::Result<Vec<S
     };
     kind.check_options(&request.options)?;
     let (files, root): (std::sync::Arc<dyn datasets::Files>, PathBuf) =
-        if remote::is_remote(&args.out) {
+        if datasets::files::is_remote(&args.out) {
             let files = upload_generated(kind, request.clone(), progress)?;
             let root = PathBuf::from(files.root());
             (std::sync::Arc::new(files), root)

@@ -115,12 +115,12 @@ mod tests {
         Cell {
             key: CellKey {
                 workload: "w".into(),
-                condition: String::new(),
+                condition: Default::default(),
                 split: 1,
                 strategy: strategy.into(),
-                codec: "none".into(),
+                codec: workloads::Codec::None,
                 threads: 2,
-                cache: "cold".into(),
+                cache: crate::results::CacheState::Cold,
                 epoch: 0,
             },
             samples: 10,
@@ -129,7 +129,7 @@ mod tests {
             online: Summary::of(values).unwrap(),
             offline: None,
             invalid_runs: 0,
-            verified: "-".into(),
+            verified: None,
             rows: Vec::new(),
         }
     }

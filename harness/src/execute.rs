@@ -10,11 +10,13 @@ use datasets::Source;
 use indicatif::ProgressBar;
 use workloads::{encoding, Field, OnError, ReadFiles, Sample, StepContext, Workload};
 
-use crate::consumer::{ConsumerMetrics, ConsumerSpec, Trainer};
+use crate::consumer::{ConsumerMetrics, Trainer};
 use crate::emulate::Throttle;
 use crate::metrics::{Delta, Snapshot};
-use crate::pipeline::{apply_steps, panic_message, RunError, Skipped};
+use crate::pipeline::{apply_steps, panic_message, RunError};
+use crate::results::Skipped;
 use crate::store::{ShardInfo, ShardReader, StoreManifest};
+use workloads::ConsumerSpec;
 
 /// Where the online phase reads from.
 #[derive(Clone, Copy)]
@@ -306,10 +308,10 @@ fn store_worker(
                             message: e.to_string(),
                         })
                     })?;
-                ShardReader::from_read(&label, manifest.codec(), file)?
+                ShardReader::from_read(&label, manifest.codec, file)?
             }
             None => {
-                ShardReader::open_through(&dir.join(&shard.file), manifest.codec(), job.throttle)?
+                ShardReader::open_through(&dir.join(&shard.file), manifest.codec, job.throttle)?
             }
         };
         let result = read_shard(
@@ -406,7 +408,7 @@ fn read_shard(
                     times.skipped.push(Skipped {
                         sample: format!("records {} to {}", record + 1, records - 1),
                         file: reader.path().display().to_string(),
-                        stage: "read".into(),
+                        stage: crate::results::StageName::Read,
                         count: rest,
                         message: format!("unreadable after the error at record {record}"),
                     });

@@ -181,73 +181,15 @@ fn calibrate_command(args: CalibrateArgs, progress: Progress) -> anyhow::Result<
 }
 
 fn whatif_command(args: WhatifArgs) -> anyhow::Result<ExitCode> {
-    use anyhow::Context;
-    use harness::model;
-    let manifest_path = args.dir.join("manifest.json");
-    let text = std::fs::read_to_string(&manifest_path)
-        .with_context(|| format!("reading {}", manifest_path.display()))?;
-    let manifest: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("{}: not JSON", manifest_path.display()))?;
-    let calibration = harness::calibrate::Calibration::from_manifest(&manifest)
-        .filter(|c| c.machine.is_some() && !c.strategies.is_empty())
-        .with_context(|| {
-            format!(
-                "{} has no calibration: run `prepbench calibrate WORKLOAD --out {}` (or a sweep without --no-calibrate) first",
-                manifest_path.display(),
-                args.dir.display()
-            )
-        })?;
-    let machine = calibration.machine.clone().expect("filtered");
-    let paper = args.profile.as_deref() == Some("paper");
-    let mut hw = match args.profile.as_deref() {
-        None => model::this_machine(&machine, None),
-        Some("paper") => model::paper_hardware(),
-        Some(file) => model::hardware_file(Path::new(file))?,
+    let request = harness::model::WhatifRequest {
+        profile: args.profile,
+        cores: args.cores,
+        cpu_speed: args.cpu_speed,
+        read_mbps: args.read_mbps,
+        latency_ms: args.latency_ms,
+        codec: args.codec,
     };
-    if let Some(cores) = args.cores {
-        anyhow::ensure!(cores > 0, "--cores must be at least 1");
-        hw.cores = cores;
-    }
-    if let Some(speed) = args.cpu_speed {
-        anyhow::ensure!(speed > 0.0, "--cpu-speed must be positive");
-        hw.cpu_speed = speed;
-    }
-    if let Some(l) = args.latency_ms {
-        anyhow::ensure!(l >= 0.0, "--latency-ms must be zero or positive");
-    }
-    match (&mut hw.storage, args.read_mbps, args.latency_ms) {
-        (_, Some(mb), latency) => {
-            anyhow::ensure!(mb > 0.0, "--read-mbps must be positive");
-            let latency = latency.unwrap_or(match &hw.storage {
-                model::Storage::Local(m) => m.request_ms,
-                model::Storage::Profile(p) => p.latency_ms,
-            });
-            hw.storage = model::storage_of(mb, latency);
-        }
-        (model::Storage::Profile(p), None, Some(l)) => p.latency_ms = l,
-        (model::Storage::Local(m), None, Some(l)) => {
-            hw.storage = model::storage_of(m.seq_read_mb_s, l);
-        }
-        (_, None, None) => {}
-    }
-    if args.cores.is_some()
-        || args.cpu_speed.is_some()
-        || args.read_mbps.is_some()
-        || args.latency_ms.is_some()
-    {
-        hw.name = format!("{} (adjusted)", hw.name);
-    }
-    // A workload's paper pipeline is the one its recorded YAML names.
-    let paper_name = |workload: &str| harness::report::paper_name_in(&manifest, workload);
-    print!(
-        "{}",
-        model::whatif(
-            &calibration,
-            &hw,
-            &args.codec,
-            paper.then_some(&paper_name as &model::PaperName<'_>)
-        )
-    );
+    print!("{}", harness::model::whatif_in(&args.dir, &request)?);
     Ok(ExitCode::SUCCESS)
 }
 

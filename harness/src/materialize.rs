@@ -12,7 +12,8 @@ use indicatif::ProgressBar;
 use workloads::{encoding, Codec, OnError, Workload};
 
 use crate::metrics::Snapshot;
-use crate::pipeline::{apply_steps, panic_message, RunError, Skipped};
+use crate::pipeline::{apply_steps, panic_message, RunError};
+use crate::results::Skipped;
 use crate::store::{self, ShardInfo, ShardWriter, StoreKey, StoreManifest};
 
 pub struct MaterializeJob<'a> {

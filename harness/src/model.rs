@@ -21,21 +21,8 @@ use std::fmt::Write;
 use serde::Serialize;
 use workloads::StorageProfile;
 
-use crate::calibrate::{Calibration, MachineCalibration, StrategyCalibration};
-use crate::consumer::ConsumerSpec;
-
-/// A markdown table.
-pub fn md_table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut out = format!(
-        "| {} |\n|{}\n",
-        header.join(" | "),
-        "---|".repeat(header.len())
-    );
-    for row in rows {
-        let _ = writeln!(out, "| {} |", row.join(" | "));
-    }
-    out
-}
+use crate::results::{CacheState, Calibration, Condition, MachineCalibration, StrategyCalibration};
+use workloads::{Codec, ConsumerSpec};
 
 /// Where an epoch's input comes from.
 #[derive(Clone, Debug, PartialEq)]
@@ -63,7 +50,9 @@ impl Storage {
                 Device {
                     waited: f
                         * (small
-                            + (file - crate::calibrate::SMALL_FILE_BYTES as f64).max(0.0) / seq),
+                            + (file - crate::results::calibration::SMALL_FILE_BYTES as f64)
+                                .max(0.0)
+                                / seq),
                     aggregate: m.parallel_read_mb_s.max(m.seq_read_mb_s).max(1e-9) * 1e6 / b,
                 }
             }
@@ -104,12 +93,12 @@ pub enum Reading {
 }
 
 impl Reading {
-    /// From a runs.csv `cache` label.
-    pub fn from_label(label: &str) -> Reading {
-        match label {
-            "warm" | "app-miss" => Reading::PageCache,
-            "app" => Reading::Memory,
-            _ => Reading::Cold,
+    /// How an epoch that started from `cache` reads.
+    pub fn of(cache: CacheState) -> Reading {
+        match cache {
+            CacheState::Warm | CacheState::AppMiss => Reading::PageCache,
+            CacheState::App => Reading::Memory,
+            CacheState::Cold | CacheState::AppFill | CacheState::NullIo => Reading::Cold,
         }
     }
 }
@@ -160,7 +149,7 @@ pub fn predict(cal: &StrategyCalibration, hw: &Hardware, setting: &Setting) -> P
     let threads = setting.threads.max(1) as f64;
     let spin = setting
         .consumer
-        .is_some_and(|c| c.mode == crate::consumer::ComputeMode::Spin);
+        .is_some_and(|c| c.mode == workloads::consumer::ComputeMode::Spin);
     let cores = (hw.cores as f64 - if spin { 1.0 } else { 0.0 }).max(1.0);
     let device = match setting.reading {
         Reading::Cold => hw.storage.device(cal),
@@ -236,11 +225,11 @@ pub fn sps(v: f64) -> String {
 #[derive(Clone, Debug, Serialize)]
 pub struct Checked {
     pub workload: String,
-    pub condition: String,
+    pub condition: Condition,
     pub strategy: String,
-    pub codec: String,
+    pub codec: Codec,
     pub threads: usize,
-    pub cache: String,
+    pub cache: CacheState,
     pub epoch: u64,
     pub measured: f64,
     pub prediction: Prediction,
@@ -258,13 +247,13 @@ impl Checked {
     }
 
     /// The group whose strategies are ranked against each other.
-    fn group(&self) -> (String, String, String, usize, String, u64) {
+    fn group(&self) -> (String, Condition, Codec, usize, CacheState, u64) {
         (
             self.workload.clone(),
             self.condition.clone(),
-            self.codec.clone(),
+            self.codec,
             self.threads,
-            self.cache.clone(),
+            self.cache,
             self.epoch,
         )
     }
@@ -399,7 +388,7 @@ pub fn storage_of(mb_s: f64, latency_ms: f64) -> Storage {
 pub fn ranking<'c>(
     cal: &'c Calibration,
     workload: &str,
-    codec: &str,
+    codec: Codec,
     hw: &Hardware,
 ) -> Vec<(&'c StrategyCalibration, Prediction)> {
     let setting = Setting {
@@ -441,13 +430,99 @@ pub fn kendall(a: &[String], b: &[String]) -> Option<(f64, usize)> {
 /// A workload's paper pipeline, if it has one.
 pub type PaperName<'a> = dyn Fn(&str) -> Option<String> + 'a;
 
+/// The machine `whatif` predicts for: a hardware profile (`paper` or a YAML file; `None`: this
+/// machine as calibrated) with some of its figures replaced.
+#[derive(Clone, Debug, Default)]
+pub struct WhatifRequest {
+    pub profile: Option<String>,
+    pub cores: Option<usize>,
+    pub cpu_speed: Option<f64>,
+    /// Read bandwidth, MB/s per reader and in all.
+    pub read_mbps: Option<f64>,
+    /// Latency per request, ms.
+    pub latency_ms: Option<f64>,
+    /// The codec of the stored strategies predicted.
+    pub codec: Codec,
+}
+
+impl WhatifRequest {
+    /// The hardware asked for, from the calibrated `machine`.
+    pub fn hardware(&self, machine: &MachineCalibration) -> anyhow::Result<Hardware> {
+        let mut hw = match self.profile.as_deref() {
+            None => this_machine(machine, None),
+            Some("paper") => paper_hardware(),
+            Some(file) => hardware_file(std::path::Path::new(file))?,
+        };
+        if let Some(cores) = self.cores {
+            anyhow::ensure!(cores > 0, "--cores must be at least 1");
+            hw.cores = cores;
+        }
+        if let Some(speed) = self.cpu_speed {
+            anyhow::ensure!(speed > 0.0, "--cpu-speed must be positive");
+            hw.cpu_speed = speed;
+        }
+        if let Some(l) = self.latency_ms {
+            anyhow::ensure!(l >= 0.0, "--latency-ms must be zero or positive");
+        }
+        match (&mut hw.storage, self.read_mbps, self.latency_ms) {
+            (_, Some(mb), latency) => {
+                anyhow::ensure!(mb > 0.0, "--read-mbps must be positive");
+                let latency = latency.unwrap_or(match &hw.storage {
+                    Storage::Local(m) => m.request_ms,
+                    Storage::Profile(p) => p.latency_ms,
+                });
+                hw.storage = storage_of(mb, latency);
+            }
+            (Storage::Profile(p), None, Some(l)) => p.latency_ms = l,
+            (Storage::Local(m), None, Some(l)) => hw.storage = storage_of(m.seq_read_mb_s, l),
+            (_, None, None) => {}
+        }
+        if self.cores.is_some()
+            || self.cpu_speed.is_some()
+            || self.read_mbps.is_some()
+            || self.latency_ms.is_some()
+        {
+            hw.name = format!("{} (adjusted)", hw.name);
+        }
+        Ok(hw)
+    }
+}
+
+/// `prepbench whatif DIR`: [`whatif`] from the calibration recorded in `dir`'s manifest; for
+/// the paper's hardware, with the paper's ranking of each workload's recorded pipeline.
+pub fn whatif_in(dir: &std::path::Path, request: &WhatifRequest) -> anyhow::Result<String> {
+    use anyhow::Context;
+    let manifest = crate::results::Manifest::read(dir)?.unwrap_or_default();
+    let calibration = manifest.complete_calibration().with_context(|| {
+        format!(
+            "{} has no calibration: run `prepbench calibrate WORKLOAD --out {}` (or a sweep \
+             without --no-calibrate) first",
+            dir.join(crate::results::manifest::MANIFEST).display(),
+            dir.display()
+        )
+    })?;
+    let machine = calibration
+        .machine
+        .as_ref()
+        .expect("a complete calibration");
+    let hw = request.hardware(machine)?;
+    let paper_name = |workload: &str| crate::report::paper_name_in(&manifest, workload);
+    let paper = request.profile.as_deref() == Some("paper");
+    Ok(whatif(
+        calibration,
+        &hw,
+        request.codec,
+        paper.then_some(&paper_name as &PaperName<'_>),
+    ))
+}
+
 /// `prepbench whatif`: per workload, every strategy's prediction on `hw`, the recommended one,
 /// and the recommendation over a range of bandwidths and cores; with `paper_name` (a workload's
 /// paper pipeline, for the paper's hardware), the paper's measured ranking beside ours.
 pub fn whatif(
     cal: &Calibration,
     hw: &Hardware,
-    codec: &str,
+    codec: Codec,
     paper_name: Option<&PaperName<'_>>,
 ) -> String {
     let mut out = String::new();
@@ -491,7 +566,7 @@ pub fn whatif(
         let _ = writeln!(
             out,
             "## {workload}\n\n{}\nRecommended: **{}** ({} samples/s).\n",
-            md_table(
+            crate::markdown::table(
                 &[
                     "strategy",
                     "MB/sample",
@@ -518,7 +593,7 @@ pub fn whatif(
 }
 
 /// The recommended strategy over a grid of read bandwidths (x1/8 .. x8 of `hw`'s) and cores.
-fn sensitivity(cal: &Calibration, workload: &str, codec: &str, hw: &Hardware) -> String {
+fn sensitivity(cal: &Calibration, workload: &str, codec: Codec, hw: &Hardware) -> String {
     let (base_mb, latency) = match &hw.storage {
         Storage::Local(m) => (m.seq_read_mb_s, m.request_ms),
         Storage::Profile(p) => (
@@ -558,7 +633,7 @@ fn sensitivity(cal: &Calibration, workload: &str, codec: &str, hw: &Hardware) ->
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     format!(
         "Recommended strategy as bandwidth (IOPS with it) and cores vary:\n\n{}",
-        md_table(&header, &rows)
+        crate::markdown::table(&header, &rows)
     )
 }
 
@@ -628,7 +703,7 @@ mod tests {
             workload: "w".into(),
             strategy: "s".into(),
             split: 1,
-            codec: "none".into(),
+            codec: Codec::None,
             samples: 100,
             bytes_per_sample: bytes,
             files_per_sample: files,
@@ -721,7 +796,7 @@ mod tests {
         assert_eq!(consumer.batch, 32);
         assert!(
             (consumer.compute.mean() - 0.1).abs() < 1e-12
-                && consumer.mode == crate::consumer::ComputeMode::Sleep
+                && consumer.mode == workloads::consumer::ComputeMode::Sleep
         );
         let p = predict(
             &c,
@@ -739,7 +814,8 @@ mod tests {
         assert!(ConsumerSpec::from_label("-").is_none());
         let n = ConsumerSpec::from_label("16xnormal:50ms:5ms-spin-p1").unwrap();
         assert!(
-            (n.compute.mean() - 0.05).abs() < 1e-12 && n.mode == crate::consumer::ComputeMode::Spin
+            (n.compute.mean() - 0.05).abs() < 1e-12
+                && n.mode == workloads::consumer::ComputeMode::Spin
         );
         // The label reads back to the spec that wrote it.
         assert_eq!(n.to_string(), "16xnormal:50ms:5ms-spin-p1");
@@ -757,11 +833,11 @@ mod tests {
         };
         let row = |strategy: &str, measured: f64, predicted: f64, threads: usize| Checked {
             workload: "w".into(),
-            condition: String::new(),
+            condition: Default::default(),
             strategy: strategy.into(),
-            codec: "none".into(),
+            codec: Codec::None,
             threads,
-            cache: "cold".into(),
+            cache: CacheState::Cold,
             epoch: 0,
             measured,
             prediction: prediction(predicted),

@@ -1,7 +1,8 @@
 //! The paper's published figures (results/paper/*.csv, embedded): dataset sizes, per-strategy
 //! storage, throughput and offline time, compression and caching, to set beside ours.
 
-use crate::table::Table;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
 
 const DATASETS: &str = include_str!("../../results/paper/datasets.csv");
 const STRATEGIES: &str = include_str!("../../results/paper/strategies.csv");
@@ -9,17 +10,22 @@ const COMPRESSION: &str = include_str!("../../results/paper/compression.csv");
 const CACHING: &str = include_str!("../../results/paper/caching.csv");
 
 /// One strategy of one pipeline as the paper reports it (8 threads, full dataset).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct PaperStrategy {
+    /// The paper's pipeline (`cv`, `nlp`, ...).
+    pub pipeline: String,
     pub strategy: String,
     pub storage_gb: f64,
     pub sps_epoch0: f64,
     pub sps_epoch1: f64,
+    /// Empty for `unprocessed`, which has no offline phase.
     pub offline_s: Option<f64>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct PaperCompression {
+    /// The paper's pipeline (`cv`, `nlp`, ...).
+    pub pipeline: String,
     pub strategy: String,
     pub sps_none: f64,
     pub sps_gzip: f64,
@@ -27,13 +33,39 @@ pub struct PaperCompression {
     pub space_saving_pct: f64,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct PaperCaching {
+    /// The paper's pipeline (`cv`, `nlp`, ...).
+    pub pipeline: String,
     pub strategy: String,
     pub sps_no_cache: f64,
     pub sps_system_cache: f64,
     pub sps_application_cache: f64,
 }
+
+#[derive(Deserialize)]
+struct PaperDataset {
+    pipeline: String,
+    samples: u64,
+    total_gb: f64,
+}
+
+/// A row of one of the paper's tables: it belongs to one pipeline.
+trait OfPipeline {
+    fn pipeline(&self) -> &str;
+}
+
+macro_rules! of_pipeline {
+    ($($ty:ty),+) => {
+        $(impl OfPipeline for $ty {
+            fn pipeline(&self) -> &str {
+                &self.pipeline
+            }
+        })+
+    };
+}
+
+of_pipeline!(PaperStrategy, PaperCompression, PaperCaching, PaperDataset);
 
 /// Everything the paper says about one pipeline.
 #[derive(Clone, Debug, Default)]
@@ -45,66 +77,26 @@ pub struct PaperPipeline {
     pub caching: Vec<PaperCaching>,
 }
 
-fn rows<'t>(table: &'t Table, pipeline: &'t str) -> impl Iterator<Item = usize> + 't {
-    let col = table
-        .column("pipeline")
-        .expect("paper tables have a pipeline column");
-    (0..table.rows.len()).filter(move |&r| table.text(r, col) == pipeline)
-}
-
-fn num(table: &Table, row: usize, name: &str) -> Option<f64> {
-    table.number(row, table.column(name).ok()?).ok().flatten()
-}
-
-fn text(table: &Table, row: usize, name: &str) -> String {
-    table
-        .column(name)
-        .map(|c| table.text(row, c).to_string())
-        .unwrap_or_default()
+/// The rows of the embedded table `name` that belong to `pipeline`.
+fn rows<R: DeserializeOwned + OfPipeline>(text: &str, name: &str, pipeline: &str) -> Vec<R> {
+    crate::results::table::parse_rows::<R>(text.as_bytes(), name.as_ref())
+        .unwrap_or_else(|e| panic!("the embedded paper table is invalid: {e}"))
+        .into_iter()
+        .filter(|r| r.pipeline() == pipeline)
+        .collect()
 }
 
 /// The paper's figures for `pipeline` (`cv`, `cv2-jpg`, `nlp`, ...), if it reports it.
 pub fn pipeline(pipeline: &str) -> Option<PaperPipeline> {
-    let parse =
-        |text: &str, name: &str| Table::parse(text, name).expect("embedded paper tables are valid");
-    let (datasets, strategies) = (
-        parse(DATASETS, "datasets.csv"),
-        parse(STRATEGIES, "strategies.csv"),
-    );
-    let (compression, caching) = (
-        parse(COMPRESSION, "compression.csv"),
-        parse(CACHING, "caching.csv"),
-    );
-    let d = rows(&datasets, pipeline).next()?;
+    let dataset = rows::<PaperDataset>(DATASETS, "datasets.csv", pipeline)
+        .into_iter()
+        .next()?;
     Some(PaperPipeline {
-        samples: num(&datasets, d, "samples").unwrap_or(0.0) as u64,
-        total_gb: num(&datasets, d, "total_gb").unwrap_or(0.0),
-        strategies: rows(&strategies, pipeline)
-            .map(|r| PaperStrategy {
-                strategy: text(&strategies, r, "strategy"),
-                storage_gb: num(&strategies, r, "storage_gb").unwrap_or(0.0),
-                sps_epoch0: num(&strategies, r, "sps_epoch0").unwrap_or(0.0),
-                sps_epoch1: num(&strategies, r, "sps_epoch1").unwrap_or(0.0),
-                offline_s: num(&strategies, r, "offline_s"),
-            })
-            .collect(),
-        compression: rows(&compression, pipeline)
-            .map(|r| PaperCompression {
-                strategy: text(&compression, r, "strategy"),
-                sps_none: num(&compression, r, "sps_none").unwrap_or(0.0),
-                sps_gzip: num(&compression, r, "sps_gzip").unwrap_or(0.0),
-                sps_zlib: num(&compression, r, "sps_zlib").unwrap_or(0.0),
-                space_saving_pct: num(&compression, r, "space_saving_pct").unwrap_or(0.0),
-            })
-            .collect(),
-        caching: rows(&caching, pipeline)
-            .map(|r| PaperCaching {
-                strategy: text(&caching, r, "strategy"),
-                sps_no_cache: num(&caching, r, "sps_no_cache").unwrap_or(0.0),
-                sps_system_cache: num(&caching, r, "sps_system_cache").unwrap_or(0.0),
-                sps_application_cache: num(&caching, r, "sps_application_cache").unwrap_or(0.0),
-            })
-            .collect(),
+        samples: dataset.samples,
+        total_gb: dataset.total_gb,
+        strategies: rows(STRATEGIES, "strategies.csv", pipeline),
+        compression: rows(COMPRESSION, "compression.csv", pipeline),
+        caching: rows(CACHING, "caching.csv", pipeline),
     })
 }
 

@@ -8,6 +8,7 @@ use thiserror::Error;
 use workloads::encoding::EncodingError;
 use workloads::{Sample, StepContext, Workload};
 
+use crate::results::{Skipped, StageName};
 use crate::store::StoreError;
 
 /// Why a run stopped.
@@ -45,21 +46,6 @@ pub enum RunError {
     Panic(String),
 }
 
-/// A sample (or a stretch of records) left out under `on_error: skip`, as errors.csv and a
-/// store's manifest record it.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Skipped {
-    /// The sample id (`3`, `3, part 17` after a fan-out step) or the record (`record 12`).
-    pub sample: String,
-    /// The raw file or the shard.
-    pub file: String,
-    /// `read` (a shard's framing), `deserialize` (a record's payload) or `step:NAME`.
-    pub stage: String,
-    /// Samples lost: 1, or the rest of a shard whose framing broke.
-    pub count: u64,
-    pub message: String,
-}
-
 impl RunError {
     /// The error as a skipped sample, when it concerns one sample or record (bad input); `None`
     /// for errors of the machine or the program (I/O, a panic), which always stop the run.
@@ -74,7 +60,7 @@ impl RunError {
             } => Skipped {
                 sample: sample.clone(),
                 file: file.clone(),
-                stage: format!("step:{step}"),
+                stage: StageName::Step(step.clone()),
                 count: 1,
                 message: message.clone(),
             },
@@ -85,7 +71,7 @@ impl RunError {
             } => Skipped {
                 sample: format!("record {record}"),
                 file: shard.clone(),
-                stage: "deserialize".into(),
+                stage: StageName::Deserialize,
                 count: 1,
                 message: source.to_string(),
             },
@@ -94,7 +80,7 @@ impl RunError {
             } => Skipped {
                 sample: format!("record {record}"),
                 file: shard.clone(),
-                stage: "deserialize".into(),
+                stage: StageName::Deserialize,
                 count: 1,
                 message: format!("holds sample id {id}, beyond this run's samples"),
             },
@@ -107,7 +93,7 @@ impl RunError {
             }) => Skipped {
                 sample: format!("record {record}"),
                 file: shard.clone(),
-                stage: "read".into(),
+                stage: StageName::Read,
                 count: 1,
                 message: format!("{what} at byte {offset}"),
             },
@@ -154,7 +140,7 @@ pub fn apply_steps(
             }
         };
         let start = std::time::Instant::now();
-        if def.spec.fan_out {
+        if def.spec.facts.fan_out {
             let mut children = Vec::new();
             def.step
                 .apply_many(sample, &ctx, &mut children)

@@ -17,27 +17,8 @@ use anyhow::{bail, Context};
 use mpi::traits::*;
 use workloads::Strategy;
 
-use crate::results::{self, CsvTable};
+use crate::results::{self, RankRow, Table};
 use crate::run::{Materialized, Resolved, RunOptions, RunSpec, Session};
-
-pub const RANK_COLUMNS: [&str; 16] = [
-    "run_id",
-    "workload",
-    "strategy",
-    "codec",
-    "threads",
-    "cache",
-    "epoch",
-    "ranks",
-    "rank",
-    "host",
-    "samples",
-    "bytes",
-    "online_s",
-    "throughput_sps",
-    "mb_s",
-    "straggler_spread_pct",
-];
 
 /// A rank's figures for one epoch, as sent to rank 0.
 const FIGURES: usize = 3;
@@ -80,7 +61,7 @@ fn ranked(
         bail!("{shards} shards cannot give each of {size} ranks a partition: use --shards {size} or more");
     }
     let table = if rank == 0 {
-        Some(CsvTable::open(opts.out.join("ranks.csv"), &RANK_COLUMNS)?)
+        Some(Table::<RankRow>::open(table_path(&opts.out))?)
     } else {
         None
     };
@@ -199,16 +180,13 @@ fn ranked(
     if rank != 0 {
         return Ok(None);
     }
-    let invocation = results::Invocation {
+    session.record_invocation(
+        &opts.out,
         started_utc,
         command_line,
+        (&opts.data_dir, &opts.store_dir),
         run_ids,
-        data_dir: &opts.data_dir,
-        dataset: &session.source.root,
-        store_dir: &opts.store_dir,
-        evict: opts.evict,
-    };
-    results::record_invocation(&opts.out, &session.workload_record(), &invocation)?;
+    )?;
     Ok(Some(printed))
 }
 
@@ -338,29 +316,27 @@ fn rank_rows(
     strategy: &Strategy,
     opts: &RunOptions,
     epochs: &[EpochFigures],
-) -> Vec<Vec<String>> {
+) -> Vec<RankRow> {
     let mut out = Vec::new();
     for (epoch, e) in epochs.iter().enumerate() {
         let spread = e.spread_pct();
-        let line = |rank: String, f: &RankFigures| {
-            vec![
-                run_id.to_string(),
-                workload.to_string(),
-                strategy.name.clone(),
-                e.row.codec.clone(),
-                opts.threads.to_string(),
-                e.row.cache.clone(),
-                epoch.to_string(),
-                e.ranks.len().to_string(),
-                rank,
-                f.host.clone(),
-                format!("{:.0}", f.samples),
-                format!("{:.0}", f.bytes),
-                format!("{:.6}", f.seconds),
-                format!("{:.3}", f.sps()),
-                format!("{:.3}", f.mb_s()),
-                format!("{spread:.2}"),
-            ]
+        let line = |rank: String, f: &RankFigures| RankRow {
+            run_id: run_id.to_string(),
+            workload: workload.to_string(),
+            strategy: strategy.name.clone(),
+            codec: e.row.codec,
+            threads: opts.threads,
+            cache: e.row.cache,
+            epoch: epoch as u64,
+            ranks: e.ranks.len(),
+            rank,
+            host: f.host.clone(),
+            samples: f.samples.round() as u64,
+            bytes: f.bytes.round() as u64,
+            online_s: f.seconds,
+            throughput_sps: f.sps(),
+            mb_s: f.mb_s(),
+            straggler_spread_pct: spread,
         };
         for (r, f) in e.ranks.iter().enumerate() {
             out.push(line(r.to_string(), f));
@@ -393,5 +369,5 @@ fn describe(strategy: &Strategy, epochs: &[EpochFigures]) -> String {
 
 /// Where ranks.csv is, for messages.
 pub fn table_path(out: &Path) -> std::path::PathBuf {
-    out.join("ranks.csv")
+    out.join(results::RANKS)
 }

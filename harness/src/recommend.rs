@@ -42,7 +42,7 @@ pub struct RecommendOptions {
 #[derive(Clone, Debug)]
 pub struct Candidate {
     pub strategy: String,
-    pub codec: String,
+    pub codec: workloads::Codec,
     pub offline_s: f64,
     pub storage_bytes: f64,
     pub cold_sps: f64,
@@ -98,7 +98,7 @@ pub fn candidates(
     let mut out: Vec<Candidate> = Vec::new();
     for (_, strategy) in &view.strategies {
         for codec in &view.codecs {
-            let Some(cold) = view.cold(strategy, codec, t) else {
+            let Some(cold) = view.cold(strategy, *codec, t) else {
                 continue;
             };
             if out
@@ -113,7 +113,7 @@ pub fn candidates(
             let samples = cold.samples as f64 * scale;
             let storage_bytes = cold.storage_bytes * scale;
             let offline_s = cold.offline.as_ref().map_or(0.0, |o| o.mean) * scale;
-            let warm_sps = view.warm(strategy, codec, t).map(|c| c.throughput.mean);
+            let warm_sps = view.warm(strategy, *codec, t).map(|c| c.throughput.mean);
             let fits = storage_bytes <= memory_bytes as f64;
             let later = if fits {
                 warm_sps.unwrap_or(cold.throughput.mean)
@@ -125,7 +125,7 @@ pub fn candidates(
                 offline_s + samples / cold.throughput.mean + (epochs - 1.0) * samples / later;
             out.push(Candidate {
                 strategy: strategy.clone(),
-                codec: cold.key.codec.clone(),
+                codec: cold.key.codec,
                 offline_s,
                 storage_bytes,
                 cold_sps: cold.throughput.mean,
@@ -180,7 +180,7 @@ pub fn recommend(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<String> 
     let cells = results.cells();
     let memory = opts
         .memory_bytes
-        .or_else(|| results.manifest["machine"]["memory_bytes"].as_u64())
+        .or_else(|| results.manifest.machine.as_ref().map(|m| m.memory_bytes))
         .unwrap_or(u64::MAX);
     let mut names = results.conditions();
     names.sort();

@@ -10,15 +10,18 @@ use datasets::{GenerateRequest, Source};
 use workloads::{CacheMode, Codec, OnError, Sample, StorageProfile, Strategy, Workload};
 
 use crate::cache::{self, EvictPolicy};
-use crate::consumer::ConsumerSpec;
 use crate::emulate::Throttle;
 use crate::execute::{run_online, OnlineInput, OnlineJob};
 use crate::materialize::{materialize, MaterializeJob};
 use crate::progress::Progress;
-use crate::results::{self, Invocation, RunRow, RunsCsv, WorkloadRecord};
+use crate::results::{
+    self, Bound, CacheState, ErrorRow, InvocationEntry, Manifest, Place, RunRow, SampleRow,
+    StageRow, Tables, Verdict, WorkloadEntry,
+};
 use crate::store::{self, remote, StoreKey, StoreManifest};
 use crate::verify::{verify, Verification};
 use crate::warnings::Warning;
+use workloads::ConsumerSpec;
 
 /// A cold epoch whose files are more resident than this after eviction is invalid.
 pub const MAX_COLD_RESIDENCY_PCT: f64 = 5.0;
@@ -27,9 +30,9 @@ pub const MAX_COLD_RESIDENCY_PCT: f64 = 5.0;
 pub fn dataset_root(workload: &Workload, data_dir: &Path) -> anyhow::Result<PathBuf> {
     let spec = &workload.dataset;
     Ok(match &spec.path {
-        Some(path) if path.is_absolute() || remote::is_remote(path) => path.clone(),
-        Some(path) => remote::join(data_dir, &path.to_string_lossy()),
-        None => remote::join(
+        Some(path) if path.is_absolute() || datasets::files::is_remote(path) => path.clone(),
+        Some(path) => datasets::files::join(data_dir, &path.to_string_lossy()),
+        None => datasets::files::join(
             data_dir,
             &datasets::default_dir_name(datasets::find_kind(&spec.kind)?, &spec.options, spec.seed),
         ),
@@ -47,7 +50,7 @@ pub fn open_dataset(
 ) -> anyhow::Result<Source> {
     let root = dataset_root(workload, data_dir)?;
     let (files, listed_root): (std::sync::Arc<dyn datasets::Files>, PathBuf) =
-        if remote::is_remote(&root) {
+        if datasets::files::is_remote(&root) {
             let files = remote::RemoteFiles::new(remote::open(&root)?);
             let url = PathBuf::from(files.root());
             (std::sync::Arc::new(files), url)
@@ -150,18 +153,39 @@ pub fn app_cache_bytes(mb: Option<f64>) -> u64 {
 /// What one run produced.
 pub struct Measured {
     pub rows: Vec<RunRow>,
-    /// `stages.csv` lines: where each epoch's online time went.
-    pub stages: Vec<Vec<String>>,
-    /// The same stages per epoch, as numbers.
+    /// Where each epoch's online time went, aligned with the epochs' `rows`.
     pub epoch_stages: Vec<Vec<crate::attribution::Stage>>,
-    /// What bound each epoch (`io-bound`, `cpu-bound`, `consumer-bound`), aligned with `rows`.
-    pub bounds: Vec<String>,
-    /// `samples.csv` lines of the online epochs.
-    pub samples: Vec<Vec<String>>,
-    /// `errors.csv` lines: samples skipped offline (in the store) and in each epoch.
-    pub errors: Vec<Vec<String>>,
+    /// What bound each epoch, aligned with `rows` (`None`: no time recorded, or the null-I/O
+    /// control).
+    pub bounds: Vec<Option<Bound>>,
+    /// System samples of the online epochs.
+    pub samples: Vec<SampleRow>,
+    /// Samples skipped offline (in the store) and in each epoch.
+    pub errors: Vec<ErrorRow>,
     pub warnings: Vec<Warning>,
     pub verification: Option<Verification>,
+}
+
+impl Measured {
+    /// stages.csv rows of the epochs.
+    pub fn stage_rows(&self) -> Vec<StageRow> {
+        self.rows
+            .iter()
+            .zip(&self.epoch_stages)
+            .flat_map(|(row, stages)| {
+                crate::attribution::rows(&row.run_id, row.epoch, stages, row.online_s)
+            })
+            .collect()
+    }
+
+    /// Appends the run to `tables`: its system samples, stages and skipped samples first, its
+    /// rows in runs.csv last, so that a run interrupted in between is not taken as done.
+    pub fn append_to(&self, tables: &Tables) -> Result<(), results::ResultsError> {
+        tables.samples.append(&self.samples)?;
+        tables.stages.append(&self.stage_rows())?;
+        tables.errors.append(&self.errors)?;
+        tables.runs.append(&self.rows)
+    }
 }
 
 /// A workload with its dataset prepared, and where stores go.
@@ -185,8 +209,7 @@ pub struct Session {
 
 /// The page-cache state at the start of one epoch.
 struct CachePrep {
-    /// The row's `cache`: cold, warm, app-fill (epoch 0 of app, cold), app, app-miss.
-    label: &'static str,
+    state: CacheState,
     method: String,
     before_pct: f64,
     after_pct: f64,
@@ -212,7 +235,7 @@ impl Session {
                 .prepare()
                 .map_err(|e| anyhow::anyhow!("preparing step `{}`: {}", def.name, e.message))?;
         }
-        let (remote, staging) = if remote::is_remote(store_dir) {
+        let (remote, staging) = if datasets::files::is_remote(store_dir) {
             let staging =
                 std::env::temp_dir().join(format!("prepbench-staging-{}", std::process::id()));
             (
@@ -344,7 +367,7 @@ impl Session {
             // Later epochs start from the cache the previous epoch left.
             let r = cache::residency(files)?.pct();
             return Ok(CachePrep {
-                label: "warm",
+                state: CacheState::Warm,
                 method: "none".into(),
                 before_pct: r,
                 after_pct: r,
@@ -354,10 +377,10 @@ impl Session {
             CacheMode::Cold | CacheMode::App => {
                 let ev = cache::evict(files, self.evict)?;
                 CachePrep {
-                    label: if mode == CacheMode::App {
-                        "app-fill"
+                    state: if mode == CacheMode::App {
+                        CacheState::AppFill
                     } else {
-                        "cold"
+                        CacheState::Cold
                     },
                     method: ev.method,
                     before_pct: ev.before.pct(),
@@ -369,7 +392,7 @@ impl Session {
                 cache::prefetch(files)?;
                 let after = cache::residency(files)?.pct();
                 CachePrep {
-                    label: "warm",
+                    state: CacheState::Warm,
                     method: "prefetch".into(),
                     before_pct: before,
                     after_pct: after,
@@ -394,7 +417,7 @@ impl Session {
                 self.source.paths(),
                 self.source.total_bytes(),
                 OnlineInput::Raw,
-                "none".to_string(),
+                Codec::None,
                 0,
             ),
             Some(m) => (
@@ -409,7 +432,7 @@ impl Session {
                     manifest: &m.manifest,
                     remote: m.remote.as_ref(),
                 },
-                m.manifest.codec.clone(),
+                m.manifest.codec,
                 m.manifest.shards.len(),
             ),
         };
@@ -427,8 +450,7 @@ impl Session {
             consumer: spec.consumer,
             on_error: self.on_error,
         };
-        let store_skipped: &[crate::pipeline::Skipped] =
-            spec.stored.map_or(&[], |m| &m.manifest.skipped);
+        let store_skipped: &[results::Skipped] = spec.stored.map_or(&[], |m| &m.manifest.skipped);
         if let (OnError::Fail, Some(first)) = (self.on_error, store_skipped.first()) {
             bail!(
                 "the store of `{}` was made with on_error: skip and left out {} samples (first: \
@@ -453,11 +475,13 @@ impl Session {
         let app_cache = crate::execute::AppCache::new(spec.app_cache_bytes);
         let mut measured = Measured {
             rows: Vec::new(),
-            stages: Vec::new(),
             epoch_stages: Vec::new(),
             bounds: Vec::new(),
             samples: Vec::new(),
-            errors: results::error_rows(&spec.run_id, None, "offline", store_skipped),
+            errors: store_skipped
+                .iter()
+                .map(|s| s.row(&spec.run_id, None))
+                .collect(),
             warnings: Vec::new(),
             verification: None,
         };
@@ -468,9 +492,6 @@ impl Session {
             }
             None => 1,
         };
-        let consumer_label = spec
-            .consumer
-            .map_or_else(|| "-".to_string(), |c| c.to_string());
         // The last epoch's first sample, which the null-I/O control serves.
         let mut template = None;
         let remote = self.input_is_remote(spec.stored);
@@ -494,12 +515,12 @@ impl Session {
             // to drop (docs/cluster.md).
             let mut prep = if remote {
                 CachePrep {
-                    label: if spec.cache == CacheMode::App && epoch == 0 {
-                        "app-fill"
+                    state: if spec.cache == CacheMode::App && epoch == 0 {
+                        CacheState::AppFill
                     } else {
-                        "cold"
+                        CacheState::Cold
                     },
-                    method: "remote".into(),
+                    method: results::rows::EVICT_REMOTE.into(),
                     before_pct: 0.0,
                     after_pct: 0.0,
                 }
@@ -511,10 +532,10 @@ impl Session {
             if app && epoch == 0 {
                 epoch_job.fill = Some(&app_cache);
             } else if app && app_cache.fits() {
-                prep.label = "app";
+                prep.state = CacheState::App;
                 epoch_job.input = OnlineInput::Memory(&app_cache);
             } else if app {
-                prep.label = "app-miss";
+                prep.state = CacheState::AppMiss;
                 if epoch == 1 {
                     measured.warnings.push(Warning::AppCacheTooSmall {
                         strategy: strategy.name.clone(),
@@ -522,7 +543,8 @@ impl Session {
                     });
                 }
             }
-            let valid = !(prep.label == "cold" && prep.after_pct > MAX_COLD_RESIDENCY_PCT);
+            let valid =
+                !(prep.state == CacheState::Cold && prep.after_pct > MAX_COLD_RESIDENCY_PCT);
             if !valid {
                 let fs_type = crate::system::filesystem_of(&files[0])
                     .map(|f| f.fs_type)
@@ -549,36 +571,30 @@ impl Session {
             let device = sampler.device.clone();
             let system = sampler.finish();
             let (device_read_mb_s, cpu_busy_pct) = crate::sampler::means(&system);
-            measured.samples.extend(crate::sampler::csv_rows(
+            measured.samples.extend(crate::sampler::rows(
                 &spec.run_id,
                 Some(epoch),
-                "online",
                 &device,
                 &system,
             ));
             bar.finish_and_clear();
             let online_s = result.delta.wall_s;
             let stages = crate::attribution::stages(&result.stages, &self.workload, strategy.split);
-            measured.stages.extend(crate::attribution::csv_rows(
-                &spec.run_id,
-                epoch,
-                &stages,
-                online_s,
-            ));
             measured
                 .bounds
-                .push(crate::attribution::classify(&stages).0.to_string());
+                .push(crate::attribution::classify(&stages).0);
             measured.epoch_stages.push(stages);
             if epoch + 1 == spec.epochs {
                 template = result.template.clone();
             }
             let training = result.consumer.as_ref();
-            measured.errors.extend(results::error_rows(
-                &spec.run_id,
-                Some(epoch),
-                "online",
-                &result.stages.skipped,
-            ));
+            measured.errors.extend(
+                result
+                    .stages
+                    .skipped
+                    .iter()
+                    .map(|s| s.row(&spec.run_id, Some(epoch))),
+            );
             let skipped_samples =
                 store_skipped_count + result.stages.skipped.iter().map(|s| s.count).sum::<u64>();
             measured.rows.push(RunRow {
@@ -587,13 +603,13 @@ impl Session {
                 workload: self.workload.name.clone(),
                 strategy: strategy.name.clone(),
                 split: strategy.split,
-                codec: codec.clone(),
+                codec,
                 shards,
                 threads: spec.threads,
                 samples: result.samples,
                 trial: spec.trial,
                 epoch,
-                cache: prep.label.to_string(),
+                cache: prep.state,
                 seed: spec.seed,
                 offline_s: spec.stored.map_or(0.0, |m| m.manifest.offline_s),
                 offline_reused: spec.stored.is_some_and(|m| m.reused),
@@ -613,9 +629,9 @@ impl Session {
                 residency_before_pct: prep.before_pct,
                 residency_after_pct: prep.after_pct,
                 valid,
-                verified: "-".into(),
+                verified: None,
                 storage: spec.storage.name.clone(),
-                consumer: consumer_label.clone(),
+                consumer: spec.consumer,
                 au_pct: training.map(|m| m.au_pct(online_s)),
                 stall_pct: training.map(|m| m.stall_pct(online_s)),
                 first_batch_s: training.map(|m| m.first_batch_s),
@@ -632,15 +648,19 @@ impl Session {
             measured
                 .rows
                 .push(null_io_row(last, consumer, &template, spec.seed));
-            measured.bounds.push("-".into());
+            measured.bounds.push(None);
         }
         if spec.verify {
             let outcome = self.verify(strategy, spec.stored, spec.threads, spec.seed)?;
-            let verdict = if outcome.passed() { "pass" } else { "fail" };
+            let verdict = if outcome.passed() {
+                Verdict::Pass
+            } else {
+                Verdict::Fail
+            };
             measured
                 .rows
                 .iter_mut()
-                .for_each(|r| r.verified = verdict.to_string());
+                .for_each(|r| r.verified = Some(verdict));
             measured.verification = Some(outcome);
         }
         Ok(measured)
@@ -680,13 +700,43 @@ impl Session {
         verify(&job).with_context(|| format!("verifying `{}`", strategy.name))
     }
 
-    pub fn workload_record(&self) -> WorkloadRecord<'_> {
-        WorkloadRecord {
-            name: &self.workload.name,
-            origin: &self.workload.origin,
-            yaml: &self.workload.yaml,
+    /// The workload as the manifest records it.
+    pub fn workload_entry(&self) -> WorkloadEntry {
+        WorkloadEntry {
+            name: self.workload.name.clone(),
+            origin: self.workload.origin.clone(),
             yaml_hash: self.workload.yaml_hash(),
+            yaml: self.workload.yaml.clone(),
         }
+    }
+
+    /// Records an invocation of this session in `out`'s manifest: when it started, the command
+    /// line, its places and the runs it recorded.
+    pub fn record_invocation(
+        &self,
+        out: &Path,
+        started_utc: String,
+        command_line: Vec<String>,
+        (data_dir, store_dir): (&Path, &Path),
+        run_ids: Vec<String>,
+    ) -> Result<(), results::ResultsError> {
+        let invocation = InvocationEntry {
+            started_utc,
+            command_line,
+            build: crate::system::build(),
+            workload: String::new(),
+            data_dir: Place::of(data_dir),
+            dataset: Some(Place::of(&self.source.root)),
+            store_dir: Place::of(store_dir),
+            can_drop_caches: cache::can_drop_caches(),
+            evict_policy: format!("{:?}", self.evict).to_lowercase(),
+            run_ids,
+            shard: None,
+        };
+        Manifest::update(out, |m| {
+            m.record_invocation(self.workload_entry(), invocation)
+        })
+        .map(drop)
     }
 }
 
@@ -707,7 +757,7 @@ fn null_io_row(last: &RunRow, consumer: ConsumerSpec, template: &Sample, seed: u
     RunRow {
         started_utc: results::utc_now(),
         epoch: last.epoch + 1,
-        cache: "null-io".into(),
+        cache: CacheState::NullIo,
         samples,
         online_s: wall_s,
         throughput_sps: if wall_s > 0.0 {
@@ -768,7 +818,7 @@ fn lexical_absolute(path: &Path) -> PathBuf {
 /// Refuses a results or store directory inside the dataset directory: prepbench writes and
 /// clears there, and the dataset must stay as the user gave it.
 pub fn check_places(dataset: &Path, places: &[(&str, &Path)]) -> anyhow::Result<()> {
-    if remote::is_remote(dataset) {
+    if datasets::files::is_remote(dataset) {
         // Only another URL can be inside it.
         let location = |p: &Path| {
             let text = p.to_string_lossy();
@@ -777,7 +827,7 @@ pub fn check_places(dataset: &Path, places: &[(&str, &Path)]) -> anyhow::Result<
         };
         let dataset_url = location(dataset);
         for (what, path) in places {
-            if remote::is_remote(path) && location(path).starts_with(&dataset_url) {
+            if datasets::files::is_remote(path) && location(path).starts_with(&dataset_url) {
                 bail!(
                     "{what} {} is inside the dataset {}: prepbench never writes into a dataset; \
                      choose a prefix outside it",
@@ -790,7 +840,7 @@ pub fn check_places(dataset: &Path, places: &[(&str, &Path)]) -> anyhow::Result<
     }
     let dataset_abs = lexical_absolute(dataset);
     for (what, path) in places {
-        if remote::is_remote(path) {
+        if datasets::files::is_remote(path) {
             continue;
         }
         if lexical_absolute(path).starts_with(&dataset_abs) {
@@ -847,7 +897,7 @@ pub struct RunOptions {
 pub struct RunOutcome {
     pub rows: Vec<RunRow>,
     /// What bound each row's epoch, aligned with `rows`.
-    pub bounds: Vec<String>,
+    pub bounds: Vec<Option<Bound>>,
     pub warnings: Vec<Warning>,
     /// Strategies whose output differed from fully-online processing, with the sample ids.
     pub verify_failures: Vec<(String, Vec<u64>)>,
@@ -927,12 +977,7 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
         storage,
     } = Resolved::new(opts)?;
     // Open the results first: a conflicting folder fails before any work is done.
-    let csv = RunsCsv::open(&opts.out)?;
-    let (stages_csv, samples_csv, errors_csv) = (
-        results::stages_table(&opts.out)?,
-        results::samples_table(&opts.out)?,
-        results::errors_table(&opts.out)?,
-    );
+    let tables = Tables::open(&opts.out)?;
     let mut session = Session::open(
         workload,
         &opts.data_dir,
@@ -988,18 +1033,11 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
         let measured = session.measure(&spec)?;
         if let Some(m) = stored.as_ref() {
             let (device, samples) = &m.samples;
-            samples_csv.append(&crate::sampler::csv_rows(
-                &spec.run_id,
-                None,
-                "offline",
-                device,
-                samples,
-            ))?;
+            tables
+                .samples
+                .append(&crate::sampler::rows(&spec.run_id, None, device, samples))?;
         }
-        samples_csv.append(&measured.samples)?;
-        stages_csv.append(&measured.stages)?;
-        errors_csv.append(&measured.errors)?;
-        csv.append(&measured.rows)?;
+        measured.append_to(&tables)?;
         if let Some(v) = measured.verification.filter(|v| !v.passed()) {
             outcome
                 .verify_failures
@@ -1009,22 +1047,20 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
         outcome.rows.extend(measured.rows);
         outcome.bounds.extend(measured.bounds);
     }
-    let invocation = Invocation {
+    let run_ids = outcome
+        .rows
+        .iter()
+        .map(|r| r.run_id.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    session.record_invocation(
+        &opts.out,
         started_utc,
         command_line,
-        run_ids: outcome
-            .rows
-            .iter()
-            .map(|r| r.run_id.clone())
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect(),
-        data_dir: &opts.data_dir,
-        dataset: &session.source.root,
-        store_dir: &opts.store_dir,
-        evict: opts.evict,
-    };
-    results::record_invocation(&opts.out, &session.workload_record(), &invocation)?;
+        (&opts.data_dir, &opts.store_dir),
+        run_ids,
+    )?;
     Ok(outcome)
 }
 

@@ -10,24 +10,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-pub const SAMPLE_COLUMNS: [&str; 16] = [
-    "run_id",
-    "epoch",
-    "phase",
-    "t_start_s",
-    "interval_s",
-    "device",
-    "read_mb_s",
-    "write_mb_s",
-    "cpu_user_pct",
-    "cpu_system_pct",
-    "cpu_iowait_pct",
-    "cpu_idle_pct",
-    "context_switches_per_s",
-    "page_cache_mb",
-    "memory_used_mb",
-    "cpu_busy_pct",
-];
+use crate::results::{Phase, SampleRow};
 
 /// One reading of the counters.
 #[derive(Clone, Debug)]
@@ -148,7 +131,7 @@ fn interval(start: Instant, a: &Counters, b: &Counters) -> SystemSample {
 
 /// The "major:minor" numbers of the block device under `path`, when it has one.
 pub fn device_of(path: &Path) -> (String, Option<(u32, u32)>) {
-    if crate::store::remote::is_remote(path) {
+    if datasets::files::is_remote(path) {
         return ("object storage (no block device)".into(), None);
     }
     let Some(fs) = crate::system::filesystem_of(path) else {
@@ -233,35 +216,36 @@ pub fn means(samples: &[SystemSample]) -> (Option<f64>, Option<f64>) {
     (mean(|s| s.read_mb_s), mean(SystemSample::cpu_busy_pct))
 }
 
-/// `samples.csv` lines of a phase.
-pub fn csv_rows(
+/// `samples.csv` rows of a phase: offline (no epoch) or an online epoch.
+pub fn rows(
     run_id: &str,
     epoch: Option<u64>,
-    phase: &str,
     device: &str,
     samples: &[SystemSample],
-) -> Vec<Vec<String>> {
+) -> Vec<SampleRow> {
     samples
         .iter()
-        .map(|s| {
-            vec![
-                run_id.to_string(),
-                epoch.map_or("-".into(), |e| e.to_string()),
-                phase.to_string(),
-                format!("{:.3}", s.t_start_s),
-                format!("{:.3}", s.interval_s),
-                device.to_string(),
-                format!("{:.3}", s.read_mb_s),
-                format!("{:.3}", s.write_mb_s),
-                format!("{:.1}", s.cpu_user_pct),
-                format!("{:.1}", s.cpu_system_pct),
-                format!("{:.1}", s.cpu_iowait_pct),
-                format!("{:.1}", s.cpu_idle_pct),
-                format!("{:.0}", s.context_switches_per_s),
-                format!("{:.1}", s.page_cache_mb),
-                format!("{:.1}", s.memory_used_mb),
-                format!("{:.1}", s.cpu_busy_pct()),
-            ]
+        .map(|s| SampleRow {
+            run_id: run_id.to_string(),
+            epoch,
+            phase: if epoch.is_some() {
+                Phase::Online
+            } else {
+                Phase::Offline
+            },
+            t_start_s: s.t_start_s,
+            interval_s: s.interval_s,
+            device: device.to_string(),
+            read_mb_s: s.read_mb_s,
+            write_mb_s: s.write_mb_s,
+            cpu_user_pct: s.cpu_user_pct,
+            cpu_system_pct: s.cpu_system_pct,
+            cpu_iowait_pct: s.cpu_iowait_pct,
+            cpu_idle_pct: s.cpu_idle_pct,
+            context_switches_per_s: s.context_switches_per_s,
+            page_cache_mb: s.page_cache_mb,
+            memory_used_mb: s.memory_used_mb,
+            cpu_busy_pct: s.cpu_busy_pct(),
         })
         .collect()
 }

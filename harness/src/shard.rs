@@ -18,59 +18,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 
+use crate::results::{Calibration, Manifest, MergedFrom, Recorded, Shard, Tables};
 use crate::sweep::Cell;
-
-/// One shard of a sweep.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Shard {
-    pub index: usize,
-    pub count: usize,
-    /// Where it came from: `--shard`, or the launcher variable.
-    pub source: String,
-}
-
-impl std::str::FromStr for Shard {
-    type Err = String;
-
-    /// `I/N` with 0 <= I < N.
-    fn from_str(text: &str) -> Result<Shard, String> {
-        let (i, n) = text
-            .split_once('/')
-            .ok_or_else(|| format!("`{text}`: a shard is I/N (e.g. 0/4)"))?;
-        let index: usize = i
-            .trim()
-            .parse()
-            .map_err(|_| format!("`{text}`: `{i}` is not a shard index"))?;
-        let count: usize = n
-            .trim()
-            .parse()
-            .map_err(|_| format!("`{text}`: `{n}` is not a shard count"))?;
-        Shard::new(index, count, "--shard")
-    }
-}
-
-impl Shard {
-    pub fn new(index: usize, count: usize, source: &str) -> Result<Shard, String> {
-        if count == 0 || index >= count {
-            return Err(format!(
-                "shard {index} of {count}: the index must be below the count (from {source})"
-            ));
-        }
-        Ok(Shard {
-            index,
-            count,
-            source: source.to_string(),
-        })
-    }
-
-    /// The results folder of this shard under `out`.
-    pub fn dir(&self, out: &Path) -> PathBuf {
-        out.join(format!("shard-{}-of-{}", self.index, self.count))
-    }
-}
 
 /// The shard the launcher started this process as (`None` when there is no launcher, or it
 /// started one process), reading variables through `var`.
@@ -222,13 +172,6 @@ fn shard_folders(inputs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-fn read_manifest(dir: &Path) -> anyhow::Result<Value> {
-    let path = dir.join("manifest.json");
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))
-}
-
 /// What `merge` did.
 pub struct Merged {
     pub out: PathBuf,
@@ -254,16 +197,16 @@ pub fn merge(inputs: &[PathBuf], out: Option<&Path>) -> anyhow::Result<Merged> {
             out.display()
         );
     }
-    let mut manifests = Vec::new();
+    let mut manifests: Vec<(PathBuf, Shard, Manifest)> = Vec::new();
     for dir in &folders {
-        let m = read_manifest(dir)?;
-        let shard: Shard = serde_json::from_value(m.get("shard").cloned().unwrap_or(Value::Null))
-            .map_err(|_| {
-                anyhow::anyhow!(
-                    "{} is not a shard's results (its manifest has no `shard`): only folders written by `sweep --shard` (or under a launcher) merge",
-                    dir.display()
-                )
-            })?;
+        let m = Manifest::read(dir)?
+            .with_context(|| format!("{} has no manifest.json", dir.display()))?;
+        let shard = m.shard.clone().with_context(|| {
+            format!(
+                "{} is not a shard's results (its manifest has no `shard`): only folders written by `sweep --shard` (or under a launcher) merge",
+                dir.display()
+            )
+        })?;
         manifests.push((dir.clone(), shard, m));
     }
     let count = manifests[0].1.count;
@@ -299,24 +242,25 @@ pub fn merge(inputs: &[PathBuf], out: Option<&Path>) -> anyhow::Result<Merged> {
     // Same workloads (by YAML hash) and the same plan for each.
     let first = &manifests[0];
     for (dir, _, m) in &manifests[1..] {
-        for key in ["workloads", "plans"] {
-            let names = |v: &Value| -> BTreeSet<String> {
-                v[key]
-                    .as_object()
-                    .map(|o| o.keys().cloned().collect())
-                    .unwrap_or_default()
-            };
-            if names(m) != names(&first.2) {
+        let (workloads, plans) = (
+            m.workloads.keys().collect::<BTreeSet<_>>(),
+            m.plans.keys().collect::<BTreeSet<_>>(),
+        );
+        for (key, names, first_names) in [
+            ("workloads", &workloads, &first.2.workloads.keys().collect()),
+            ("plans", &plans, &first.2.plans.keys().collect()),
+        ] {
+            if names != first_names {
                 bail!(
                     "{} and {} ran different {key} ({:?} against {:?}): not shards of one sweep",
                     dir.display(),
                     first.0.display(),
-                    names(m),
-                    names(&first.2)
+                    names,
+                    first_names
                 );
             }
         }
-        if m["plans"] != first.2["plans"] {
+        if m.plans != first.2.plans {
             bail!(
                 "{} and {} swept different configurations (their plans differ): not shards of one sweep",
                 dir.display(),
@@ -325,75 +269,46 @@ pub fn merge(inputs: &[PathBuf], out: Option<&Path>) -> anyhow::Result<Merged> {
         }
     }
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    // Tables: one header, every shard's rows.
+    // Tables: every shard's rows, in shard order.
+    let mut ordered: Vec<&(PathBuf, Shard, Manifest)> = manifests.iter().collect();
+    ordered.sort_by_key(|(_, s, _)| s.index);
+    let tables = Tables::open(&out)?;
     let mut rows = 0;
-    for table in crate::results::TABLES {
-        let mut header: Option<String> = None;
-        let mut body = String::new();
-        for (dir, _, _) in &manifests {
-            let path = dir.join(table);
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
-            let mut lines = text.lines();
-            let Some(h) = lines.next() else {
-                continue;
-            };
-            match &header {
-                None => header = Some(h.to_string()),
-                Some(prev) if prev != h => bail!(
-                    "{} has other columns than the first shard's {table}: shards of different prepbench builds?",
-                    path.display()
-                ),
-                _ => {}
-            }
-            for line in lines.filter(|l| !l.is_empty()) {
-                body.push_str(line);
-                body.push('\n');
-                if table == "runs.csv" {
-                    rows += 1;
-                }
-            }
-        }
-        if let Some(h) = header {
-            datasets::write_atomically(&out.join(table), format!("{h}\n{body}").as_bytes())?;
-        }
+    for (dir, _, _) in &ordered {
+        let recorded = Recorded::load(dir)?;
+        tables.samples.append(&recorded.samples)?;
+        tables.stages.append(&recorded.stages)?;
+        tables.errors.append(&recorded.errors)?;
+        tables.offline.append(&recorded.offline)?;
+        tables.runs.append(&recorded.runs)?;
+        rows += recorded.runs.len();
     }
     // The manifest: the first shard's machine and build, every shard's machine, invocations
     // and calibrated strategies.
     let mut merged = first.2.clone();
-    let mut calibration =
-        crate::calibrate::Calibration::from_manifest(&first.2).unwrap_or_default();
-    let mut invocations = Vec::new();
-    let mut from = Vec::new();
-    let mut ordered: Vec<&(PathBuf, Shard, Value)> = manifests.iter().collect();
-    ordered.sort_by_key(|(_, s, _)| s.index);
+    merged.shard = None;
+    merged.invocations.clear();
+    let mut calibration = first.2.calibration.clone().unwrap_or_default();
     for (dir, shard, m) in ordered {
-        if let Some(list) = m["invocations"].as_array() {
-            for inv in list {
-                let mut inv = inv.clone();
-                inv["shard"] = json!(shard.index);
-                invocations.push(inv);
-            }
+        merged
+            .invocations
+            .extend(m.invocations.iter().cloned().map(|mut inv| {
+                inv.shard = Some(shard.index);
+                inv
+            }));
+        if let Some(c) = &m.calibration {
+            calibration.strategies.extend(c.strategies.clone());
         }
-        if let Some(c) = crate::calibrate::Calibration::from_manifest(m) {
-            calibration.strategies.extend(c.strategies);
-        }
-        from.push(json!({
-            "dir": dir.display().to_string(),
-            "shard": shard,
-            "machine": m["machine"],
-        }));
+        merged.merged_from.push(MergedFrom {
+            dir: dir.display().to_string(),
+            shard: shard.clone(),
+            machine: m.machine.clone(),
+        });
     }
-    merged["invocations"] = json!(invocations);
-    merged["merged_from"] = json!(from);
-    if let Some(o) = merged.as_object_mut() {
-        o.remove("shard");
+    if calibration != Calibration::default() {
+        merged.calibration = Some(calibration);
     }
-    if calibration.machine.is_some() || !calibration.strategies.is_empty() {
-        merged["calibration"] = serde_json::to_value(&calibration)?;
-    }
-    crate::results::write_manifest(&out, &out.join("manifest.json"), &merged)?;
+    merged.write(&out)?;
     Ok(Merged {
         out,
         shards: count,

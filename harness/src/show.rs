@@ -347,7 +347,7 @@ fn render(
 
 /// Whether a 2-D field is better drawn as a spectrogram than as a grey picture: audio workloads.
 fn is_spectrogram(workload: &Workload, tensor: &Tensor) -> bool {
-    let audio = workload.steps.iter().any(|d| d.spec.op == "decode_audio");
+    let audio = workload.steps.iter().any(|d| d.spec.facts.audio);
     audio && matches!(tensor.shape(), [_, _] | [_, _, 1])
 }
 

@@ -1,10 +1,10 @@
 //! The one-screen summary printed after a run, and its machine-readable form.
 
-use crate::results::RunRow;
+use crate::results::{Bound, RunRow};
 
 /// A fixed-width table of the rows, one line per epoch, in SI units (MB = 1e6 B), with what
 /// bound each epoch (`bounds`, aligned with `rows`; empty to leave the column blank).
-pub fn table(rows: &[RunRow], bounds: &[String]) -> String {
+pub fn table(rows: &[RunRow], bounds: &[Option<Bound>]) -> String {
     let mut out = String::new();
     if let Some(first) = rows.first() {
         let stored = rows.iter().find(|r| r.split > 0).unwrap_or(first);
@@ -16,11 +16,9 @@ pub fn table(rows: &[RunRow], bounds: &[String]) -> String {
             stored.codec,
             stored.shards,
             first.storage,
-            if first.consumer == "-" || first.consumer.is_empty() {
-                String::new()
-            } else {
-                format!(", consumer {}", first.consumer)
-            }
+            first
+                .consumer
+                .map_or_else(String::new, |c| format!(", consumer {c}"))
         ));
     }
     let training = rows.iter().any(|r| r.au_pct.is_some());
@@ -50,10 +48,10 @@ pub fn table(rows: &[RunRow], bounds: &[String]) -> String {
         } else {
             0.0
         };
-        let check = match (r.valid, r.verified.as_str()) {
+        let check = match (r.valid, r.verified) {
             (false, _) => "INVALID",
-            (true, "-") => "",
-            (true, v) => v,
+            (true, None) => "",
+            (true, Some(v)) => v.label(),
         };
         let figures = if training {
             let f = |v: Option<f64>, d: usize| v.map_or_else(|| "-".into(), |v| format!("{v:.d$}"));
@@ -79,7 +77,7 @@ pub fn table(rows: &[RunRow], bounds: &[String]) -> String {
             r.read_bytes as f64 / 1e6,
             r.residency_after_pct,
             check,
-            bounds.get(i).map_or("", String::as_str)
+            bounds.get(i).map_or("", |b| b.map_or("-", Bound::label))
         ));
     }
     out
@@ -103,14 +101,14 @@ mod tests {
                 strategy: "decoded".into(),
                 samples: 10,
                 storage_bytes: 5_000_000,
-                verified: "pass".into(),
+                verified: Some(crate::results::Verdict::Pass),
                 valid: true,
                 ..Default::default()
             },
             RunRow {
                 strategy: "resized".into(),
                 samples: 10,
-                verified: "-".into(),
+                verified: None,
                 valid: false,
                 ..Default::default()
             },

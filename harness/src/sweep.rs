@@ -5,17 +5,17 @@
 //! settings, so re-running the same command skips what is already in `runs.csv`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use workloads::rng::SeededRng;
 use workloads::{CacheMode, Codec, OnError, StorageProfile, Strategy, Workload};
 
 use crate::cache::EvictPolicy;
-use crate::consumer::ConsumerSpec;
 use crate::progress::Progress;
-use crate::results::{self, CsvTable, Invocation, RunsCsv};
+use crate::results::{self, Calibration, Manifest, OfflineRow, PlanEntry, Tables, Verdict};
 use crate::run::{resolve_strategies, setting_warnings, Materialized, RunSpec, Session};
 use crate::warnings::Warning;
+use workloads::ConsumerSpec;
 
 /// Settings of a sweep; `None` takes the workload's `sweep:` default.
 #[derive(Clone, Debug, Default)]
@@ -53,7 +53,7 @@ pub struct SweepOptions {
     /// Only calibrate (`prepbench calibrate`): no runs.
     pub calibrate_only: bool,
     /// Run only this shard's cells, into `OUT/shard-I-of-N` (`shard.rs`).
-    pub shard: Option<crate::shard::Shard>,
+    pub shard: Option<crate::results::Shard>,
 }
 
 /// Where a sweep reads and writes.
@@ -234,35 +234,6 @@ pub fn shuffled<T>(mut items: Vec<T>, seed: u64) -> Vec<T> {
     items
 }
 
-const OFFLINE_COLUMNS: [&str; 16] = [
-    "run_id",
-    "workload",
-    "strategy",
-    "split",
-    "codec",
-    "shards",
-    "samples",
-    "offline_trial",
-    "offline_s",
-    "offline_reused",
-    "storage_bytes",
-    "cpu_user_s",
-    "cpu_sys_s",
-    "processing_s",
-    "writing_s",
-    "cpu_s_per_sample",
-];
-
-fn offline_ids(path: &Path) -> HashSet<String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.split(',').next())
-        .map(str::to_string)
-        .collect()
-}
-
 /// What a sweep did.
 pub struct SweepOutcome {
     /// `prepbench calibrate`: the calibration, described.
@@ -392,22 +363,26 @@ fn sweep_workload(
             ("the store directory", &places.store_dir),
         ],
     )?;
-    results::record_plan(
-        &places.out,
-        &workload.name,
-        &fingerprint,
-        total_cells,
-        opts.shard.as_ref(),
-    )?;
-    let csv = RunsCsv::open(&places.out)?;
-    let offline_csv = CsvTable::open(places.out.join("offline.csv"), &OFFLINE_COLUMNS)?;
-    let (stages_csv, samples_csv, errors_csv) = (
-        results::stages_table(&places.out)?,
-        results::samples_table(&places.out)?,
-        results::errors_table(&places.out)?,
-    );
-    let done = csv.run_ids()?;
-    let done_offline = offline_ids(offline_csv.path());
+    Manifest::update(&places.out, |m| {
+        m.plans.insert(
+            workload.name.clone(),
+            PlanEntry {
+                fingerprint: fingerprint.clone(),
+                cells: total_cells,
+            },
+        );
+        if let Some(shard) = &opts.shard {
+            m.shard = Some(shard.clone());
+        }
+    })?;
+    let tables = Tables::open(&places.out)?;
+    let done = tables.run_ids()?;
+    let done_offline: HashSet<String> = tables
+        .offline
+        .read()?
+        .into_iter()
+        .map(|r| r.run_id)
+        .collect();
     let pending: Vec<Cell> = plan
         .cells
         .iter()
@@ -436,7 +411,7 @@ fn sweep_workload(
             "{}: all {} runs already recorded in {}",
             workload.name,
             skipped,
-            csv.path().display()
+            tables.runs.path().display()
         ));
     }
     let mut session = Session::open(
@@ -451,16 +426,13 @@ fn sweep_workload(
     session.on_error = plan.on_error;
     // The invocation, recorded once the sweep (or its calibration) is done.
     let record = |session: &Session, run_ids: Vec<String>| {
-        let invocation = Invocation {
-            started_utc: started_utc.clone(),
-            command_line: command_line.clone(),
+        session.record_invocation(
+            &places.out,
+            started_utc.clone(),
+            command_line.clone(),
+            (&places.data_dir, &places.store_dir),
             run_ids,
-            data_dir: &places.data_dir,
-            dataset: &session.source.root,
-            store_dir: &places.store_dir,
-            evict: places.evict,
-        };
-        results::record_invocation(&places.out, &session.workload_record(), &invocation)
+        )
     };
     let cold = caches.contains(&CacheMode::Cold);
     if opts.calibrate_only {
@@ -473,7 +445,7 @@ fn sweep_workload(
             max_threads,
             cold,
         )?;
-        outcome.calibration = Some(crate::calibrate::describe(&calibration));
+        outcome.calibration = Some(crate::results::calibration::describe(&calibration));
         // The workload and command are recorded too, so the folder says what was calibrated.
         record(&session, Vec::new())?;
         return Ok(outcome);
@@ -482,7 +454,7 @@ fn sweep_workload(
 
     // Offline phase: each (strategy, codec) that a pending run or a missing offline trial needs.
     let mut stores: HashMap<(String, Codec), Materialized> = HashMap::new();
-    let mut verdicts: HashMap<(String, Codec), String> = HashMap::new();
+    let mut verdicts: HashMap<(String, Codec), Verdict> = HashMap::new();
     for (strategy, codec) in plan.strategy_codecs().iter().filter(|(s, _)| s.split > 0) {
         let needed_online = pending
             .iter()
@@ -496,32 +468,30 @@ fn sweep_workload(
             let fresh = trial > 0 || opts.rematerialize;
             let m = session.store(strategy, *codec, plan.shards, max_threads, fresh, cold)?;
             let info = &m.manifest;
-            let row = vec![
-                id,
-                workload.name.clone(),
-                strategy.name.clone(),
-                strategy.split.to_string(),
-                codec.to_string(),
-                plan.shards.to_string(),
-                plan.samples.to_string(),
-                trial.to_string(),
-                format!("{:.6}", info.offline_s),
-                m.reused.to_string(),
-                info.storage_bytes().to_string(),
-                format!("{:.6}", info.offline_cpu_user_s),
-                format!("{:.6}", info.offline_cpu_sys_s),
-                format!("{:.6}", info.offline_processing_s),
-                format!("{:.6}", info.offline_writing_s),
-                format!(
-                    "{:.9}",
-                    (info.offline_cpu_user_s + info.offline_cpu_sys_s) / plan.samples.max(1) as f64
-                ),
-            ];
+            let row = OfflineRow {
+                run_id: id,
+                workload: workload.name.clone(),
+                strategy: strategy.name.clone(),
+                split: strategy.split,
+                codec: *codec,
+                shards: plan.shards,
+                samples: plan.samples as u64,
+                offline_trial: trial,
+                offline_s: info.offline_s,
+                offline_reused: m.reused,
+                storage_bytes: info.storage_bytes(),
+                cpu_user_s: info.offline_cpu_user_s,
+                cpu_sys_s: info.offline_cpu_sys_s,
+                processing_s: info.offline_processing_s,
+                writing_s: info.offline_writing_s,
+                cpu_s_per_sample: (info.offline_cpu_user_s + info.offline_cpu_sys_s)
+                    / plan.samples.max(1) as f64,
+            };
             let (device, samples) = &m.samples;
-            samples_csv.append(&crate::sampler::csv_rows(
-                &row[0], None, "offline", device, samples,
-            ))?;
-            offline_csv.append(&[row])?;
+            tables
+                .samples
+                .append(&crate::sampler::rows(&row.run_id, None, device, samples))?;
+            tables.offline.append(&[row])?;
             current = Some(m);
         }
         if needed_online {
@@ -538,7 +508,11 @@ fn sweep_workload(
                 }
                 verdicts.insert(
                     (strategy.name.clone(), *codec),
-                    if v.passed() { "pass" } else { "fail" }.into(),
+                    if v.passed() {
+                        Verdict::Pass
+                    } else {
+                        Verdict::Fail
+                    },
                 );
             }
             stores.insert((strategy.name.clone(), *codec), m);
@@ -591,12 +565,9 @@ fn sweep_workload(
             measured
                 .rows
                 .iter_mut()
-                .for_each(|r| r.verified = verdict.clone());
+                .for_each(|r| r.verified = Some(*verdict));
         }
-        samples_csv.append(&measured.samples)?;
-        stages_csv.append(&measured.stages)?;
-        errors_csv.append(&measured.errors)?;
-        csv.append(&measured.rows)?;
+        measured.append_to(&tables)?;
         warnings.extend(measured.warnings);
         run_ids.push(run_id);
         outcome.ran += 1;
@@ -620,20 +591,18 @@ fn calibrate_cells(
     opts: &SweepOptions,
     max_threads: usize,
     cold: bool,
-) -> anyhow::Result<crate::calibrate::Calibration> {
-    let recorded = std::fs::read_to_string(places.out.join("manifest.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|m| crate::calibrate::Calibration::from_manifest(&m))
+) -> anyhow::Result<Calibration> {
+    let recorded = Manifest::read(&places.out)?
+        .and_then(|m| m.calibration)
         .unwrap_or_default();
-    let mut calibration = crate::calibrate::Calibration {
+    let mut calibration = Calibration {
         // The disk the stores are on; for stores in object storage, the data directory's, and
         // with both there, the temporary directory's (the model's storage figures are of a
         // local disk: docs/cluster.md).
         machine: Some(crate::calibrate::machine(
             [&places.store_dir, &places.data_dir]
                 .into_iter()
-                .find(|d| !crate::store::remote::is_remote(d))
+                .find(|d| !datasets::files::is_remote(d))
                 .map_or_else(std::env::temp_dir, |d| d.to_path_buf())
                 .as_path(),
             opts.recalibrate,
@@ -643,7 +612,7 @@ fn calibrate_cells(
     };
     let workload = &session.workload;
     for (strategy, codec) in plan.strategy_codecs() {
-        let key = crate::calibrate::key(&workload.name, &strategy.name, &codec.to_string());
+        let key = results::calibration::key(&workload.name, &strategy.name, codec);
         if recorded.strategies.contains_key(&key) && !opts.recalibrate {
             continue;
         }
@@ -664,7 +633,7 @@ fn calibrate_cells(
         calibration.strategies.insert(key, c);
     }
     // Recorded now, so that a sweep stopped during its runs keeps it.
-    results::record_calibration(&places.out, &calibration)?;
+    Manifest::update(&places.out, |m| m.record_calibration(calibration.clone()))?;
     let mut all = recorded;
     all.merge(calibration);
     Ok(all)

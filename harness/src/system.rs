@@ -24,18 +24,19 @@ pub struct Machine {
     pub kernel: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Build {
-    pub prepbench_version: &'static str,
-    pub git_commit: &'static str,
-    pub rustc: &'static str,
+    pub prepbench_version: String,
+    pub git_commit: String,
+    pub rustc: String,
 }
 
+/// This build of prepbench.
 pub fn build() -> Build {
     Build {
-        prepbench_version: env!("CARGO_PKG_VERSION"),
-        git_commit: env!("PREPBENCH_GIT_COMMIT"),
-        rustc: env!("PREPBENCH_RUSTC"),
+        prepbench_version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: env!("PREPBENCH_GIT_COMMIT").into(),
+        rustc: env!("PREPBENCH_RUSTC").into(),
     }
 }
 

@@ -62,21 +62,52 @@ pub fn data_dir() -> &'static Path {
     .path()
 }
 
+/// A table of a results folder read through prepbench's typed reader (so every row is checked
+/// against its row type), its fields as text for the tests' checks: numbers as numbers print,
+/// an absent value empty.
 pub struct Csv {
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
 }
 
 impl Csv {
+    /// The table at `path`, typed by its file name (runs.csv, stages.csv, ...).
     pub fn read(path: &Path) -> Csv {
-        let text = std::fs::read_to_string(path).unwrap();
-        let mut lines = text
-            .lines()
-            .map(|l| l.split(',').map(String::from).collect::<Vec<_>>());
-        Csv {
-            header: lines.next().unwrap(),
-            rows: lines.collect(),
+        use harness::results::*;
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        match name.as_str() {
+            RUNS => Csv::typed::<RunRow>(path),
+            OFFLINE => Csv::typed::<OfflineRow>(path),
+            STAGES => Csv::typed::<StageRow>(path),
+            SAMPLES => Csv::typed::<SampleRow>(path),
+            ERRORS => Csv::typed::<ErrorRow>(path),
+            RANKS => Csv::typed::<RankRow>(path),
+            other => panic!("{other} is not a table of a results folder"),
         }
+    }
+
+    fn typed<R: serde::de::DeserializeOwned + serde::Serialize>(path: &Path) -> Csv {
+        let rows: Vec<R> = harness::results::table::read_rows(path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let header: Vec<String> = harness::results::table::columns::<R>()
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        let rows = rows
+            .iter()
+            .map(|row| {
+                let value = serde_json::to_value(row).unwrap();
+                header
+                    .iter()
+                    .map(|c| match &value[c] {
+                        serde_json::Value::Null => String::new(),
+                        serde_json::Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    })
+                    .collect()
+            })
+            .collect();
+        Csv { header, rows }
     }
 
     pub fn col(&self, row: &[String], name: &str) -> String {

@@ -1,6 +1,7 @@
 //! prepbench's pipeline model: samples and their encoding, the step trait and registry, the
 //! reference steps, and workload definitions (the reference ones are embedded from `defs/`).
 
+pub mod consumer;
 pub mod encoding;
 pub mod options;
 pub mod registry;
@@ -11,6 +12,7 @@ pub mod steps;
 pub mod storage;
 pub mod workload;
 
+pub use consumer::ConsumerSpec;
 pub use options::{CacheMode, Codec, OnError};
 pub use sample::{DType, Field, Sample, Tensor, TensorData};
 pub use step::{child_id, parent_of, Step, StepContext, StepError, CHILD_ID_BITS};

@@ -6,13 +6,21 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer};
 
-/// How a shard stream is compressed. Levels are validated on parsing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// How a shard stream is compressed. Levels are validated on parsing. Codecs order by name,
+/// then level; they are written and read as `name[:level]` (`zstd:3`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Codec {
+    #[default]
     None,
-    Gzip { level: u32 },
-    Zlib { level: u32 },
-    Zstd { level: i32 },
+    Gzip {
+        level: u32,
+    },
+    Zlib {
+        level: u32,
+    },
+    Zstd {
+        level: i32,
+    },
     Lz4,
 }
 
@@ -28,6 +36,46 @@ impl Codec {
             Codec::Zstd { .. } => ".zst",
             Codec::Lz4 => ".lz4",
         }
+    }
+}
+
+impl Codec {
+    /// The codec's name without its level.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::None => "none",
+            Codec::Gzip { .. } => "gzip",
+            Codec::Zlib { .. } => "zlib",
+            Codec::Zstd { .. } => "zstd",
+            Codec::Lz4 => "lz4",
+        }
+    }
+
+    /// The compression level, for codecs that have one.
+    pub fn level(self) -> Option<i64> {
+        match self {
+            Codec::Gzip { level } | Codec::Zlib { level } => Some(level.into()),
+            Codec::Zstd { level } => Some(level.into()),
+            Codec::None | Codec::Lz4 => None,
+        }
+    }
+}
+
+impl Ord for Codec {
+    fn cmp(&self, other: &Codec) -> std::cmp::Ordering {
+        (self.name(), self.level()).cmp(&(other.name(), other.level()))
+    }
+}
+
+impl PartialOrd for Codec {
+    fn partial_cmp(&self, other: &Codec) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl serde::Serialize for Codec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 
@@ -87,7 +135,7 @@ impl FromStr for Codec {
 
 impl<'de> Deserialize<'de> for Codec {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Codec, D::Error> {
-        let text = String::deserialize(d)?;
+        let text = std::borrow::Cow::<str>::deserialize(d)?;
         text.parse().map_err(serde::de::Error::custom)
     }
 }

@@ -21,16 +21,36 @@ pub struct ParamDoc {
 pub type BuildFn =
     fn(&mut dyn erased_serde::Deserializer<'_>) -> Result<Box<dyn Step>, erased_serde::Error>;
 
-/// A registered step op.
-#[derive(Debug)]
-pub struct StepSpec {
-    pub op: &'static str,
-    pub summary: &'static str,
+/// What the harness needs to know about a step beyond its parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepFacts {
     /// Random steps are always run online; a split after one is refused.
     pub random: bool,
     /// The step emits several samples per input ([`Step::apply_many`]), e.g. windows of a
     /// recording. A workload may have at most one such step.
     pub fan_out: bool,
+    /// The step reads files from storage: its time counts as I/O, not computation.
+    pub reads_files: bool,
+    /// The step makes audio: a two-dimensional field after it is a spectrogram, drawn as one.
+    pub audio: bool,
+}
+
+impl StepFacts {
+    /// A deterministic one-to-one computation: the facts of most steps.
+    pub const PURE: StepFacts = StepFacts {
+        random: false,
+        fan_out: false,
+        reads_files: false,
+        audio: false,
+    };
+}
+
+/// A registered step op.
+#[derive(Debug)]
+pub struct StepSpec {
+    pub op: &'static str,
+    pub summary: &'static str,
+    pub facts: StepFacts,
     pub params: &'static [ParamDoc],
     pub build: BuildFn,
 }
@@ -101,8 +121,10 @@ mod tests {
         for spec in REGISTRY {
             assert!(!spec.summary.is_empty(), "{} has no summary", spec.op);
         }
-        assert!(find_step("random_crop").unwrap().random);
-        assert!(!find_step("decode_jpeg").unwrap().random);
+        assert!(find_step("random_crop").unwrap().facts.random);
+        assert!(!find_step("decode_jpeg").unwrap().facts.random);
+        assert!(find_step("read_file").unwrap().facts.reads_files);
+        assert!(find_step("window").unwrap().facts.fan_out);
         assert!(find_step("nope").is_none());
     }
 }

@@ -303,7 +303,7 @@ impl Workload {
         let fan_outs: Vec<&str> = self
             .steps
             .iter()
-            .filter(|d| d.spec.fan_out)
+            .filter(|d| d.spec.facts.fan_out)
             .map(|d| d.name.as_str())
             .collect();
         if fan_outs.len() > 1 {
@@ -472,7 +472,7 @@ impl Workload {
 
     /// Index of the step that emits several samples per input, if any.
     pub fn fan_out_step(&self) -> Option<usize> {
-        self.steps.iter().position(|d| d.spec.fan_out)
+        self.steps.iter().position(|d| d.spec.facts.fan_out)
     }
 
     /// The source item a sample came from when it is about to enter step `next_step` (its id
@@ -610,7 +610,7 @@ impl<'de> Visitor<'de> for StepVisitor {
                     .map_err(context)?
             }
         };
-        if spec.random && random == Some(false) {
+        if spec.facts.random && random == Some(false) {
             return Err(de::Error::custom(format!(
                 "step `{name}`: op `{}` is random and always runs online; remove `random: false`",
                 spec.op
@@ -620,7 +620,7 @@ impl<'de> Visitor<'de> for StepVisitor {
             name,
             spec,
             step,
-            random: spec.random || random.unwrap_or(false),
+            random: spec.facts.random || random.unwrap_or(false),
         })
     }
 }

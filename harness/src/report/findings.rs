@@ -2,6 +2,9 @@
 //! reproduced, or not measured, with our figures beside the paper's; and per workload the
 //! Kendall tau between our strategy ranking by throughput and the paper's.
 
+use workloads::Codec;
+
+use crate::results::Condition;
 use serde::Serialize;
 
 use crate::report::tables;
@@ -66,7 +69,7 @@ fn judge(
     }
 }
 
-fn cold_sps(view: &WorkloadView, strategy: &str, codec: &str, threads: usize) -> Option<f64> {
+fn cold_sps(view: &WorkloadView, strategy: &str, codec: Codec, threads: usize) -> Option<f64> {
     view.cold(strategy, codec, threads)
         .map(|c| c.throughput.mean)
 }
@@ -96,19 +99,19 @@ pub fn findings(views: &[WorkloadView]) -> Vec<Finding> {
         let name = &view.title();
         // Runs under an emulated storage profile judge finding 2 (a network-storage finding)
         // only; the other findings are judged on plain runs.
-        let plain = view.condition.is_empty();
+        let plain = view.condition.is_plain();
         // 1. The fully preprocessed strategy is not the fastest; a middle split wins.
         if plain && MIDDLE_WINS.contains(&paper_of(view).as_str()) {
             let measured: Vec<(&str, f64)> = view
                 .strategies
                 .iter()
-                .filter_map(|(_, s)| cold_sps(view, s, "none", t).map(|v| (s.as_str(), v)))
+                .filter_map(|(_, s)| cold_sps(view, s, Codec::None, t).map(|v| (s.as_str(), v)))
                 .collect();
             if let (Some(last), Some(best)) = (
                 view.last_strategy(),
                 measured.iter().max_by(|a, b| a.1.total_cmp(&b.1)),
             ) {
-                if let Some(last_sps) = cold_sps(view, last, "none", t) {
+                if let Some(last_sps) = cold_sps(view, last, Codec::None, t) {
                     f1.push((
                         best.0 != last,
                         format!(
@@ -124,8 +127,8 @@ pub fn findings(views: &[WorkloadView]) -> Vec<Finding> {
         }
         // 2. Concatenating small files into records speeds up reading.
         if let (Some(raw), Some(cat)) = (
-            cold_sps(view, "unprocessed", "none", t),
-            cold_sps(view, "concatenated", "none", t),
+            cold_sps(view, "unprocessed", Codec::None, t),
+            cold_sps(view, "concatenated", Codec::None, t),
         ) {
             // Where the paper measured the pipeline, the same conclusion: a clear gain (1.5x or
             // more) where it found one (CV 9.0x), none where it did not (CV2-PNG's 18 MB
@@ -160,19 +163,20 @@ pub fn findings(views: &[WorkloadView]) -> Vec<Finding> {
         let deflate = view
             .codecs
             .iter()
-            .find(|c| c.starts_with("gzip") || c.starts_with("zlib"));
+            .find(|c| matches!(c, Codec::Gzip { .. } | Codec::Zlib { .. }));
         if let (true, Some(codec), Some(last)) = (plain, deflate, view.last_strategy()) {
             for (_, s) in view.strategies.iter().filter(|(split, _)| *split > 0) {
-                let (Some(none), Some(c)) =
-                    (cold_sps(view, s, "none", t), cold_sps(view, s, codec, t))
-                else {
+                let (Some(none), Some(c)) = (
+                    cold_sps(view, s, Codec::None, t),
+                    cold_sps(view, s, *codec, t),
+                ) else {
                     continue;
                 };
                 // Where the paper measured this strategy, its own result says whether the codec
                 // should pay; elsewhere only the last (largest float) strategy should.
                 let paper_ratio = view.paper.as_ref().and_then(|p| {
                     let row = p.compression.iter().find(|r| &r.strategy == s)?;
-                    let with = if codec.starts_with("zlib") {
+                    let with = if matches!(codec, Codec::Zlib { .. }) {
                         row.sps_zlib
                     } else {
                         row.sps_gzip
@@ -192,9 +196,10 @@ pub fn findings(views: &[WorkloadView]) -> Vec<Finding> {
         }
         // 4. The page cache speeds up re-reading the last strategy.
         if let (true, Some(last)) = (plain, view.last_strategy()) {
-            if let (Some(cold), Some(warm)) =
-                (view.cold(last, "none", t), view.warm(last, "none", t))
-            {
+            if let (Some(cold), Some(warm)) = (
+                view.cold(last, Codec::None, t),
+                view.warm(last, Codec::None, t),
+            ) {
                 let r = warm.throughput.mean / cold.throughput.mean;
                 f4.push((r >= 1.1, format!("{name}/{last}: page cache {r:.2}x")));
             }
@@ -202,8 +207,9 @@ pub fn findings(views: &[WorkloadView]) -> Vec<Finding> {
         // 6. More threads help CPU-bound online work more than reading stored results.
         if plain && view.threads.len() >= 2 {
             let (lo, hi) = (view.threads[0], t);
-            let speedup =
-                |s: &str| Some(cold_sps(view, s, "none", hi)? / cold_sps(view, s, "none", lo)?);
+            let speedup = |s: &str| {
+                Some(cold_sps(view, s, Codec::None, hi)? / cold_sps(view, s, Codec::None, lo)?)
+            };
             if let (Some(raw), Some(last)) = (
                 speedup("unprocessed"),
                 view.last_strategy().and_then(speedup),
@@ -243,9 +249,9 @@ pub fn findings(views: &[WorkloadView]) -> Vec<Finding> {
 fn finding_5(views: &[&WorkloadView]) -> Vec<(bool, String)> {
     // Each base once, in first-seen order (its variants need not be adjacent).
     // Each (base, condition) once, in first-seen order (variants need not be adjacent).
-    let mut bases: Vec<(&str, &str)> = Vec::new();
+    let mut bases: Vec<(&str, &Condition)> = Vec::new();
     for v in views.iter().filter(|v| tables::variant_mb(v).is_some()) {
-        let key = (v.variant().0, v.condition.as_str());
+        let key = (v.variant().0, &v.condition);
         if !bases.contains(&key) {
             bases.push(key);
         }
@@ -254,7 +260,7 @@ fn finding_5(views: &[&WorkloadView]) -> Vec<(bool, String)> {
     for (base, condition) in bases {
         let group: Vec<(&WorkloadView, f64)> = views
             .iter()
-            .filter(|v| v.variant().0 == base && v.condition == condition)
+            .filter(|v| v.variant().0 == base && v.condition == *condition)
             .filter_map(|&v| Some((v, tables::variant_mb(v)?)))
             .collect();
         let (Some(small), Some(large)) = (
@@ -266,14 +272,14 @@ fn finding_5(views: &[&WorkloadView]) -> Vec<(bool, String)> {
         if small.1 == large.1 {
             continue;
         }
-        let base = if condition.is_empty() {
+        let base = if condition.is_plain() {
             base.to_string()
         } else {
             format!("{base} [{condition}]")
         };
         for (_, strategy) in &small.0.strategies {
             let mbps = |(view, mb): &(&WorkloadView, f64)| {
-                cold_sps(view, strategy, "none", view.max_threads()).map(|sps| sps * mb)
+                cold_sps(view, strategy, Codec::None, view.max_threads()).map(|sps| sps * mb)
             };
             if let (Some(s), Some(l)) = (mbps(small), mbps(large)) {
                 let slower = l / s;
@@ -298,7 +304,12 @@ pub fn kendall(view: &WorkloadView) -> Option<(f64, usize)> {
     let pairs: Vec<(f64, f64)> = view
         .strategies
         .iter()
-        .filter_map(|(_, s)| Some((cold_sps(view, s, "none", t)?, paper.strategy(s)?.sps_epoch0)))
+        .filter_map(|(_, s)| {
+            Some((
+                cold_sps(view, s, Codec::None, t)?,
+                paper.strategy(s)?.sps_epoch0,
+            ))
+        })
         .collect();
     let (ours, theirs): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
     kendall_tau_b(&ours, &theirs).map(|tau| (tau, pairs.len()))

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde_json::json;
 
+use crate::results::{Manifest, Verdict};
 use cells::{Cell, Results};
 use view::WorkloadView;
 
@@ -28,21 +29,11 @@ pub(crate) fn recorded_workload(results: &Results, workload: &str) -> Option<wor
 }
 
 /// [`recorded_workload`] from a manifest alone.
-pub fn recorded_workload_in(
-    manifest: &serde_json::Value,
-    workload: &str,
-) -> Option<workloads::Workload> {
-    let recorded = manifest
-        .get("workloads")
-        .and_then(|w| w.as_object())
-        .and_then(|map| {
-            map.values()
-                .filter(|v| v.get("name").and_then(|n| n.as_str()) == Some(workload))
-                .find_map(|v| {
-                    workloads::Workload::from_yaml(v.get("yaml")?.as_str()?, "manifest").ok()
-                })
-        });
-    recorded.or_else(|| workloads::load(workload).ok())
+pub fn recorded_workload_in(manifest: &Manifest, workload: &str) -> Option<workloads::Workload> {
+    manifest
+        .workload_yaml(workload)
+        .find_map(|yaml| workloads::Workload::from_yaml(yaml, "manifest").ok())
+        .or_else(|| workloads::load(workload).ok())
 }
 
 /// The paper pipeline of a workload, from its recorded YAML.
@@ -51,7 +42,7 @@ pub(crate) fn paper_name(results: &Results, workload: &str) -> Option<String> {
 }
 
 /// [`paper_name`] from a manifest alone.
-pub fn paper_name_in(manifest: &serde_json::Value, workload: &str) -> Option<String> {
+pub fn paper_name_in(manifest: &Manifest, workload: &str) -> Option<String> {
     recorded_workload_in(manifest, workload)?.paper
 }
 
@@ -81,7 +72,7 @@ fn condition_line(results: &Results, view: &WorkloadView) -> Option<String> {
             None => format!("Measured under the emulated storage profile `{storage}`"),
         });
     }
-    if let Some(consumer) = row.simulated_consumer() {
+    if let Some(consumer) = row.consumer {
         parts.push(format!(
             "With the simulated training consumer `{consumer}` (batch x compute time - sleep or spin - prefetch depth in batches)"
         ));
@@ -135,7 +126,7 @@ fn storage_line(results: &Results) -> String {
     let mut remote: Vec<(String, String)> = results
         .rows
         .iter()
-        .filter(|r| r.evict_method == "remote")
+        .filter(|r| r.read_remote())
         .map(|r| (r.workload.clone(), r.strategy.clone()))
         .collect();
     remote.sort();
@@ -159,7 +150,7 @@ type CellTest = fn(&Cell) -> Option<String>;
 fn warnings(cells: &[Cell]) -> Vec<String> {
     let label = |c: &Cell| {
         let k = &c.key;
-        let condition = if k.condition.is_empty() {
+        let condition = if k.condition.is_plain() {
             String::new()
         } else {
             format!(" [{}]", k.condition)
@@ -173,7 +164,7 @@ fn warnings(cells: &[Cell]) -> Vec<String> {
         (
             "output differs from fully-online processing (verify failed)",
             "fix the step that is not deterministic, or mark it `random: true`",
-            |c| (c.verified == "fail").then(String::new),
+            |c| (c.verified == Some(Verdict::Fail)).then(String::new),
         ),
         (
             "cold runs started with their files still cached (rows valid=false)",
@@ -242,18 +233,21 @@ fn summary_csv(cells: &[Cell]) -> String {
         "invalid_runs",
         "verified",
     ];
-    let mut out = crate::results::csv_header(&columns);
+    let mut out = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    let _ = out.write_record(columns);
     let opt = |v: Option<f64>| v.map(|x| format!("{x:.6}")).unwrap_or_default();
     for c in cells {
         let (k, t) = (&c.key, &c.throughput);
         let values = vec![
             k.workload.clone(),
-            k.condition.clone(),
+            k.condition.to_string(),
             k.strategy.clone(),
             k.split.to_string(),
-            k.codec.clone(),
+            k.codec.to_string(),
             k.threads.to_string(),
-            k.cache.clone(),
+            k.cache.to_string(),
             k.epoch.to_string(),
             t.n.to_string(),
             c.samples.to_string(),
@@ -271,25 +265,31 @@ fn summary_csv(cells: &[Cell]) -> String {
             t.outliers.len().to_string(),
             format!("{:.6}", c.online.mean),
             c.invalid_runs.to_string(),
-            c.verified.clone(),
+            verdict_or_dash(c.verified).to_string(),
         ];
-        out.push_str(&crate::results::csv_line(&values));
+        let _ = out.write_record(&values);
     }
-    out
+    String::from_utf8(out.into_inner().unwrap_or_default()).expect("the values are UTF-8")
+}
+
+/// A cell's verdict as summary.csv and report.json give it: `pass`, `fail`, or `-` when not
+/// verified.
+fn verdict_or_dash(v: Option<Verdict>) -> &'static str {
+    v.map_or("-", Verdict::label)
 }
 
 fn machine_line(results: &Results) -> String {
-    let m = &results.manifest["machine"];
-    let b = &results.manifest["build"];
+    let (m, b) = (&results.manifest.machine, &results.manifest.build);
+    let build = |f: fn(&crate::system::Build) -> &str| b.as_ref().map_or("?", f);
     format!(
         "Machine: {} ({} cores, {:.1} GB memory, {}); prepbench {} ({}), {}.",
-        m["cpu_model"].as_str().unwrap_or("unknown CPU"),
-        m["logical_cores"].as_u64().unwrap_or(0),
-        m["memory_bytes"].as_f64().unwrap_or(0.0) / 1e9,
-        m["kernel"].as_str().unwrap_or("unknown kernel"),
-        b["prepbench_version"].as_str().unwrap_or("?"),
-        b["git_commit"].as_str().unwrap_or("?"),
-        b["rustc"].as_str().unwrap_or("?"),
+        m.as_ref().map_or("unknown CPU", |m| &m.cpu_model),
+        m.as_ref().map_or(0, |m| m.logical_cores),
+        m.as_ref().map_or(0.0, |m| m.memory_bytes as f64) / 1e9,
+        m.as_ref().map_or("unknown kernel", |m| &m.kernel),
+        build(|b| &b.prepbench_version),
+        build(|b| &b.git_commit),
+        build(|b| &b.rustc),
     )
 }
 
@@ -319,7 +319,7 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
     };
     write(dir.join("summary.csv"), &summary_csv(&cells), &mut files)?;
 
-    let calibration = crate::calibrate::Calibration::from_manifest(&results.manifest);
+    let calibration = results.manifest.calibration.clone();
     // Every cell's prediction, made once for the roofline tables, plots and validation.
     let checked = calibration
         .as_ref()
@@ -347,7 +347,7 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
     let mut variant_groups: Vec<(String, Vec<&WorkloadView>)> = Vec::new();
     for view in &views {
         if let (base, Some(_)) = view.variant() {
-            let base = if view.condition.is_empty() {
+            let base = if view.condition.is_plain() {
                 base.to_string()
             } else {
                 format!("{base} [{}]", view.condition)
@@ -447,11 +447,11 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
                 "key": c.key, "samples": c.samples, "storage_bytes": c.storage_bytes, "mb_per_sample": c.mb_per_sample(),
                 "offline_s_mean": c.offline.as_ref().map(|o| o.mean),
                 "throughput_sps": {"n": t.n, "mean": t.mean, "sd": t.sd, "median": t.median, "min": t.min, "max": t.max, "ci95": t.ci95, "cv": t.cv, "outliers": t.outliers},
-                "invalid_runs": c.invalid_runs, "verified": c.verified,
+                "invalid_runs": c.invalid_runs, "verified": verdict_or_dash(c.verified),
             })
         })
         .collect();
-    let report = json!({ "machine": results.manifest["machine"], "cells": cells_json, "findings": found, "kendall_tau": kendall, "warnings": warned, "prediction": prediction });
+    let report = json!({ "machine": results.manifest.machine, "cells": cells_json, "findings": found, "kendall_tau": kendall, "warnings": warned, "prediction": prediction });
     write(
         dir.join("report.json"),
         &serde_json::to_string_pretty(&report)?,

@@ -3,6 +3,7 @@
 
 use crate::report::view::WorkloadView;
 use crate::svg::{Chart, Scale, Series};
+use workloads::Codec;
 
 const SPS: &str = "throughput, cold epoch (samples/s)";
 const MB: &str = "storage per sample (MB)";
@@ -47,7 +48,7 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
     let mut out = Vec::new();
     let (mut points, mut labels) = (Vec::new(), Vec::new());
     for (_, s) in &view.strategies {
-        if let Some(c) = view.cold(s, "none", t) {
+        if let Some(c) = view.cold(s, Codec::None, t) {
             points.push((c.mb_per_sample(), c.throughput.mean));
             labels.push(s.clone());
         }
@@ -98,7 +99,7 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
                     .threads
                     .iter()
                     .filter_map(|&th| {
-                        view.cold(s, "none", th)
+                        view.cold(s, Codec::None, th)
                             .map(|c| (th as f64, c.throughput.mean))
                     })
                     .collect(),
@@ -128,10 +129,10 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
                     .strategies
                     .iter()
                     .filter(|(split, _)| *split > 0)
-                    .filter_map(|(_, s)| view.cold(s, codec, t).map(|c| (s.clone(), c)))
+                    .filter_map(|(_, s)| view.cold(s, *codec, t).map(|c| (s.clone(), c)))
                     .collect();
                 Series {
-                    name: codec.clone(),
+                    name: codec.to_string(),
                     points: cells
                         .iter()
                         .map(|(_, c)| (c.mb_per_sample(), c.throughput.mean))
@@ -162,9 +163,9 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
             .enumerate()
             .filter_map(|(i, s)| {
                 if warm {
-                    view.warm(s, "none", t)
+                    view.warm(s, Codec::None, t)
                 } else {
-                    view.cold(s, "none", t)
+                    view.cold(s, Codec::None, t)
                 }
                 .map(|c| (i as f64, c.throughput.mean))
             })

@@ -6,9 +6,10 @@ use std::fmt::Write;
 
 use workloads::StorageProfile;
 
-use crate::calibrate::Calibration;
-use crate::consumer::ConsumerSpec;
+use workloads::Codec;
+
 use crate::model::{self, Checked, Reading, Setting};
+use crate::results::{CacheState, Calibration};
 use crate::svg::{Chart, Scale, Series};
 
 use super::cells::{Cell, Results};
@@ -26,11 +27,11 @@ pub fn check_all(results: &Results, cal: &Calibration, cells: &[Cell]) -> Vec<Ch
     let mut out = Vec::new();
     for cell in cells {
         let k = &cell.key;
-        if k.cache == "null-io" || cell.throughput.median <= 0.0 {
+        if k.cache == CacheState::NullIo || cell.throughput.median <= 0.0 {
             continue;
         }
         let (Some(s), Some(row)) = (
-            cal.strategy(&k.workload, &k.strategy, &k.codec),
+            cal.strategy(&k.workload, &k.strategy, k.codec),
             results.cell_rows(cell).next(),
         ) else {
             continue;
@@ -57,16 +58,16 @@ pub fn check_all(results: &Results, cal: &Calibration, cells: &[Cell]) -> Vec<Ch
         let setting = Setting {
             samples: Some(cell.samples),
             threads: k.threads,
-            reading: Reading::from_label(&k.cache),
-            consumer: row.simulated_consumer().and_then(ConsumerSpec::from_label),
+            reading: Reading::of(k.cache),
+            consumer: row.consumer,
         };
         out.push(Checked {
             workload: k.workload.clone(),
             condition: k.condition.clone(),
             strategy: k.strategy.clone(),
-            codec: k.codec.clone(),
+            codec: k.codec,
             threads: k.threads,
-            cache: k.cache.clone(),
+            cache: k.cache,
             epoch: k.epoch,
             measured: cell.throughput.median,
             prediction: model::predict(s, &hw, &setting),
@@ -79,7 +80,7 @@ pub fn check_all(results: &Results, cal: &Calibration, cells: &[Cell]) -> Vec<Ch
 /// consumer): it is left out of the validation, which would otherwise check the calibration
 /// against itself.
 fn is_calibration_condition(c: &Checked) -> bool {
-    c.threads == 1 && c.cache == "warm" && c.condition.is_empty()
+    c.threads == 1 && c.cache == CacheState::Warm && c.condition.is_plain()
 }
 
 /// The view's checked cells at its most threads, epoch 0.
@@ -123,8 +124,8 @@ pub fn table(view: &WorkloadView, checked: &[Checked]) -> Option<String> {
             let p = &c.prediction;
             let mut row = vec![
                 c.strategy.clone(),
-                c.codec.clone(),
-                c.cache.clone(),
+                c.codec.to_string(),
+                c.cache.to_string(),
                 model::sps(p.storage_bound),
                 model::sps(p.cpu_bound),
             ];
@@ -144,7 +145,7 @@ pub fn table(view: &WorkloadView, checked: &[Checked]) -> Option<String> {
     Some(format!(
         "{} threads, epoch 0; samples/s. Bounds from the calibration in the manifest (docs/measurement.md, \"Prediction model\"): storage = readers / device time per sample, capped by the storage's aggregate rate; CPU = min(threads / worker CPU, cores / (worker + consumer CPU), 1 / consumer CPU).\n\n{}",
         view.max_threads(),
-        model::md_table(&header, &rows)
+        crate::markdown::table(&header, &rows)
     ))
 }
 
@@ -238,7 +239,7 @@ pub fn section(
             vec![
                 super::view::titled(&c.workload, &c.condition),
                 c.strategy.clone(),
-                c.codec.clone(),
+                c.codec.to_string(),
                 c.threads.to_string(),
                 format!("{} e{}", c.cache, c.epoch),
                 model::sps(c.prediction.predicted),
@@ -251,7 +252,7 @@ pub fn section(
     let _ = writeln!(
         md,
         "The largest errors:\n\n{}",
-        model::md_table(
+        crate::markdown::table(
             &[
                 "workload",
                 "strategy",
@@ -285,7 +286,7 @@ fn paper_rankings(results: &Results, cal: &Calibration) -> (String, serde_json::
         let Some(paper) = super::paper_name(results, workload) else {
             continue;
         };
-        let ranked = model::ranking(cal, workload, "none", &hw);
+        let ranked = model::ranking(cal, workload, Codec::None, &hw);
         let Some(a) = model::paper_agreement(&paper, &ranked) else {
             continue;
         };
@@ -311,7 +312,7 @@ fn paper_rankings(results: &Results, cal: &Calibration) -> (String, serde_json::
         format!(
             "\nThe paper's hardware (`prepbench whatif DIR --profile paper`: 8 cores, its Ceph-over-HDD fio figures, CPU as here), predicted from this machine's calibration against the paper's measured ranking (cold, 8 threads, codec none). Best strategy right for {agree} of {} workloads:\n\n{}",
             rows.len(),
-            model::md_table(
+            crate::markdown::table(
                 &["workload", "paper (measured)", "predicted", "best agrees", "Kendall tau (strategies)"],
                 &rows
             )

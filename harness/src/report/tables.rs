@@ -1,6 +1,9 @@
 //! The report's tables, as Markdown: the paper's per-strategy table with the paper's figures
 //! beside ours, compression, caching and thread scaling.
 
+use workloads::Codec;
+
+use crate::results::CacheState;
 use std::fmt::Write;
 
 use crate::report::view::WorkloadView;
@@ -38,7 +41,7 @@ pub fn strategies(view: &WorkloadView) -> String {
     let _ = writeln!(out, "| strategy | MB/sample | storage MB | storage at full size GB | offline s | cold | warm | speedup vs unprocessed | paper GB | paper cold -> warm | paper speedup |");
     let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
     let base = view
-        .cold("unprocessed", "none", t)
+        .cold("unprocessed", Codec::None, t)
         .map(|c| c.throughput.mean);
     let paper_base = view
         .paper
@@ -47,12 +50,12 @@ pub fn strategies(view: &WorkloadView) -> String {
         .map(|s| s.sps_epoch0);
     for (_, name) in &view.strategies {
         let Some(cold) = view
-            .cold(name, "none", t)
-            .or_else(|| view.warm(name, "none", t))
+            .cold(name, Codec::None, t)
+            .or_else(|| view.warm(name, Codec::None, t))
         else {
             continue;
         };
-        let warm = view.warm(name, "none", t);
+        let warm = view.warm(name, Codec::None, t);
         let full = paper_samples
             .map(|n| format!("{:.1}", cold.mb_per_sample() * n as f64 / 1e3))
             .unwrap_or_else(|| "-".into());
@@ -85,7 +88,7 @@ pub fn strategies(view: &WorkloadView) -> String {
 
 /// codec x strategy: storage saved, cold throughput ratio vs none (95 % CI), offline time ratio.
 pub fn compression(view: &WorkloadView) -> Option<String> {
-    let codecs: Vec<&String> = view.codecs.iter().filter(|c| *c != "none").collect();
+    let codecs: Vec<&Codec> = view.codecs.iter().filter(|c| **c != Codec::None).collect();
     if codecs.is_empty() {
         return None;
     }
@@ -96,7 +99,7 @@ pub fn compression(view: &WorkloadView) -> Option<String> {
     let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for (split, name) in view.strategies.iter().filter(|(s, _)| *s > 0) {
         let _ = split;
-        let Some(none) = view.cold(name, "none", t) else {
+        let Some(none) = view.cold(name, Codec::None, t) else {
             continue;
         };
         let paper = view
@@ -104,7 +107,7 @@ pub fn compression(view: &WorkloadView) -> Option<String> {
             .as_ref()
             .and_then(|p| p.compression.iter().find(|c| &c.strategy == name));
         for codec in &codecs {
-            let Some(cell) = view.cold(name, codec, t) else {
+            let Some(cell) = view.cold(name, **codec, t) else {
                 continue;
             };
             let saved = 100.0 * (1.0 - cell.storage_bytes / none.storage_bytes.max(1.0));
@@ -144,7 +147,10 @@ pub fn caching(view: &WorkloadView) -> String {
     let _ = writeln!(out, "| strategy | cold | page cache (epoch 1) | ratio | application cache (epoch 1) | ratio | paper no cache -> system -> application |");
     let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for (_, name) in &view.strategies {
-        let (cold, warm) = (view.cold(name, "none", t), view.warm(name, "none", t));
+        let (cold, warm) = (
+            view.cold(name, Codec::None, t),
+            view.warm(name, Codec::None, t),
+        );
         if cold.is_none() && warm.is_none() {
             continue;
         }
@@ -160,7 +166,7 @@ pub fn caching(view: &WorkloadView) -> String {
                 )
             })
             .unwrap_or_else(|| "-".into());
-        let app = view.cell(name, "none", t, "app", 1);
+        let app = view.cell(name, Codec::None, t, CacheState::App, 1);
         let _ = writeln!(
             out,
             "| {name} | {} | {} | {} | {} | {} | {paper} |",
@@ -196,11 +202,13 @@ pub fn threads(view: &WorkloadView) -> Option<String> {
     let _ = writeln!(out, "|---|{}", "---|".repeat(view.threads.len()));
     let first = view.threads[0];
     for (_, name) in &view.strategies {
-        let base = view.cold(name, "none", first).map(|c| c.throughput.mean);
+        let base = view
+            .cold(name, Codec::None, first)
+            .map(|c| c.throughput.mean);
         let entries: Vec<String> = view
             .threads
             .iter()
-            .map(|&t| match (view.cold(name, "none", t), base) {
+            .map(|&t| match (view.cold(name, Codec::None, t), base) {
                 (Some(c), Some(b)) if b > 0.0 => {
                     let speedup = c.throughput.mean / b;
                     format!(
@@ -258,8 +266,8 @@ pub fn variants(base: &str, group: &[&WorkloadView]) -> String {
         let samples = view.cells.first().map(|c| c.samples).unwrap_or(0);
         let _ = write!(out, "| {} | {samples} |", tag.unwrap_or("-"));
         for s in &strategies {
-            let cold = view.cold(s, "none", t).map(|c| c.throughput.mean);
-            let warm = view.warm(s, "none", t).map(|c| c.throughput.mean);
+            let cold = view.cold(s, Codec::None, t).map(|c| c.throughput.mean);
+            let warm = view.warm(s, Codec::None, t).map(|c| c.throughput.mean);
             let mbps = |v: Option<f64>| match (v, mb) {
                 (Some(v), Some(mb)) => format!("{:.0}", v * mb),
                 _ => "-".into(),
@@ -293,7 +301,7 @@ pub fn bottlenecks(view: &WorkloadView, results: &crate::report::cells::Results)
     let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     let mut any = false;
     for (_, s) in &view.strategies {
-        let Some(cell) = view.cold(s, "none", t) else {
+        let Some(cell) = view.cold(s, Codec::None, t) else {
             continue;
         };
         let Some((stages, wall)) = results.cell_stages(cell) else {
@@ -303,7 +311,7 @@ pub fn bottlenecks(view: &WorkloadView, results: &crate::report::cells::Results)
         let (bound, evidence) = crate::attribution::classify(&stages);
         let consumer = stages
             .iter()
-            .find(|x| x.kind == "consumer")
+            .find(|x| x.kind == crate::results::StageKind::Consumer)
             .map(|x| format!("{:.0} %", crate::attribution::share_pct(x, &stages, wall)))
             .unwrap_or_else(|| "-".into());
         let (read, busy) = match results.cell_system(cell) {
@@ -321,7 +329,8 @@ pub fn bottlenecks(view: &WorkloadView, results: &crate::report::cells::Results)
         };
         let _ = writeln!(
             out,
-            "| {s} | {bound} | {evidence} | {consumer} | {read} | {busy} | {cpu_ms} |"
+            "| {s} | {} | {evidence} | {consumer} | {read} | {busy} | {cpu_ms} |",
+            bound.map_or("-", crate::results::Bound::label)
         );
     }
     any.then_some(out)
@@ -357,8 +366,8 @@ pub fn training(view: &WorkloadView, results: &crate::report::cells::Results) ->
             .find(|c| {
                 c.key.strategy == *s
                     && c.key.threads == t
-                    && c.key.cache == "null-io"
-                    && (c.key.codec == "none" || c.key.split == 0)
+                    && c.key.cache == CacheState::NullIo
+                    && (c.key.codec == Codec::None || c.key.split == 0)
             })
             .and_then(|c| mean(c, |r| r.au_pct));
         let mut cells: Vec<_> = view
@@ -367,8 +376,8 @@ pub fn training(view: &WorkloadView, results: &crate::report::cells::Results) ->
             .filter(|c| {
                 c.key.strategy == *s
                     && c.key.threads == t
-                    && c.key.cache != "null-io"
-                    && (c.key.codec == "none" || c.key.split == 0)
+                    && c.key.cache != CacheState::NullIo
+                    && (c.key.codec == Codec::None || c.key.split == 0)
             })
             .collect();
         cells.sort_by(|a, b| (&a.key.cache, a.key.epoch).cmp(&(&b.key.cache, b.key.epoch)));

@@ -1,18 +1,21 @@
 //! One workload's cells with the questions reports ask of them: cold and warm throughput of a
 //! strategy at a codec and thread count, the strategies in split order, the paper's figures.
 
+use workloads::Codec;
+
 use crate::paper::{self, PaperPipeline};
 use crate::report::cells::Cell;
+use crate::results::{CacheState, Condition};
 
 pub struct WorkloadView<'a> {
     pub name: String,
     /// The storage profile and consumer its runs were measured under (empty: plain runs).
-    pub condition: String,
+    pub condition: Condition,
     pub cells: Vec<&'a Cell>,
     /// (split, name), in split order.
     pub strategies: Vec<(usize, String)>,
     /// Codecs measured, `none` first.
-    pub codecs: Vec<String>,
+    pub codecs: Vec<Codec>,
     pub threads: Vec<usize>,
     pub paper: Option<PaperPipeline>,
     pub paper_name: Option<String>,
@@ -21,13 +24,13 @@ pub struct WorkloadView<'a> {
 impl<'a> WorkloadView<'a> {
     pub fn new(
         name: &str,
-        condition: &str,
+        condition: &Condition,
         all: &'a [Cell],
         paper_name: Option<String>,
     ) -> WorkloadView<'a> {
         let cells: Vec<&Cell> = all
             .iter()
-            .filter(|c| c.key.workload == name && c.key.condition == condition)
+            .filter(|c| c.key.workload == name && c.key.condition == *condition)
             .collect();
         let mut strategies: Vec<(usize, String)> = cells
             .iter()
@@ -35,8 +38,8 @@ impl<'a> WorkloadView<'a> {
             .collect();
         strategies.sort();
         strategies.dedup();
-        let mut codecs: Vec<String> = cells.iter().map(|c| c.key.codec.clone()).collect();
-        codecs.sort_by_key(|c| (c != "none", c.clone()));
+        let mut codecs: Vec<Codec> = cells.iter().map(|c| c.key.codec).collect();
+        codecs.sort_by_key(|c| (*c != Codec::None, c.to_string()));
         codecs.dedup();
         let mut threads: Vec<usize> = cells.iter().map(|c| c.key.threads).collect();
         threads.sort();
@@ -44,7 +47,7 @@ impl<'a> WorkloadView<'a> {
         let paper = paper_name.as_deref().and_then(paper::pipeline);
         WorkloadView {
             name: name.to_string(),
-            condition: condition.to_string(),
+            condition: condition.clone(),
             cells,
             strategies,
             codecs,
@@ -61,18 +64,12 @@ impl<'a> WorkloadView<'a> {
 
     /// Whether its runs read through an emulated storage profile.
     pub fn emulated_storage(&self) -> bool {
-        self.condition_parts()
-            .any(|p| p.starts_with(crate::results::STORAGE_CONDITION))
+        self.condition.storage.is_some()
     }
 
     /// Whether its runs fed a simulated training consumer (their throughput is the consumer's).
     pub fn simulated_consumer(&self) -> bool {
-        self.condition_parts()
-            .any(|p| p.starts_with(crate::results::CONSUMER_CONDITION))
-    }
-
-    fn condition_parts(&self) -> impl Iterator<Item = &str> {
-        self.condition.split(", ").filter(|p| !p.is_empty())
+        self.condition.consumer.is_some()
     }
 
     /// A file-name stem for the view's plots: the title with anything but letters, digits,
@@ -109,9 +106,9 @@ impl<'a> WorkloadView<'a> {
     pub fn cell(
         &self,
         strategy: &str,
-        codec: &str,
+        codec: Codec,
         threads: usize,
-        cache: &str,
+        cache: CacheState,
         epoch: u64,
     ) -> Option<&'a Cell> {
         self.cells.iter().copied().find(|c| {
@@ -124,14 +121,14 @@ impl<'a> WorkloadView<'a> {
     }
 
     /// Epoch 0 after eviction (falls back to a prefetched epoch 0 when no cold runs exist).
-    pub fn cold(&self, strategy: &str, codec: &str, threads: usize) -> Option<&'a Cell> {
-        self.cell(strategy, codec, threads, "cold", 0)
+    pub fn cold(&self, strategy: &str, codec: Codec, threads: usize) -> Option<&'a Cell> {
+        self.cell(strategy, codec, threads, CacheState::Cold, 0)
     }
 
     /// Epoch 1: the page cache as epoch 0 left it (or a prefetched epoch 0).
-    pub fn warm(&self, strategy: &str, codec: &str, threads: usize) -> Option<&'a Cell> {
-        self.cell(strategy, codec, threads, "warm", 1)
-            .or_else(|| self.cell(strategy, codec, threads, "warm", 0))
+    pub fn warm(&self, strategy: &str, codec: Codec, threads: usize) -> Option<&'a Cell> {
+        self.cell(strategy, codec, threads, CacheState::Warm, 1)
+            .or_else(|| self.cell(strategy, codec, threads, CacheState::Warm, 0))
     }
 
     /// The last strategy (the most preprocessed one measured).
@@ -141,8 +138,8 @@ impl<'a> WorkloadView<'a> {
 }
 
 /// A workload's name with the condition it ran under: `cv [storage paper-ceph-hdd]`.
-pub fn titled(name: &str, condition: &str) -> String {
-    if condition.is_empty() {
+pub fn titled(name: &str, condition: &Condition) -> String {
+    if condition.is_plain() {
         name.to_string()
     } else {
         format!("{name} [{condition}]")

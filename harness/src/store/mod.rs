@@ -116,7 +116,7 @@ pub struct StoreManifest {
     pub workload: String,
     pub strategy: String,
     pub split: usize,
-    pub codec: String,
+    pub codec: Codec,
     pub samples: u64,
     pub source_fingerprint: String,
     pub prefix_fingerprint: String,
@@ -132,18 +132,12 @@ pub struct StoreManifest {
     pub shards: Vec<ShardInfo>,
     /// Samples the offline steps failed on and left out (`on_error: skip`).
     #[serde(default)]
-    pub skipped: Vec<crate::pipeline::Skipped>,
+    pub skipped: Vec<crate::results::Skipped>,
 }
 
 impl StoreManifest {
     pub fn storage_bytes(&self) -> u64 {
         self.shards.iter().map(|s| s.bytes).sum()
-    }
-
-    pub fn codec(&self) -> Codec {
-        self.codec
-            .parse()
-            .expect("validated when the manifest was read")
     }
 }
 
@@ -189,7 +183,7 @@ impl StoreKey {
     pub(crate) fn matches(&self, m: &StoreManifest) -> bool {
         m.format == FORMAT_VERSION
             && m.prepbench_version == env!("CARGO_PKG_VERSION")
-            && m.codec == self.codec.to_string()
+            && m.codec == self.codec
             && m.shards.len() == self.shards
             && m.samples == self.samples
             && m.source_fingerprint == self.source_fingerprint
@@ -209,7 +203,7 @@ impl StoreKey {
             workload: self.workload.clone(),
             strategy: self.strategy.clone(),
             split: self.split,
-            codec: self.codec.to_string(),
+            codec: self.codec,
             samples: self.samples,
             source_fingerprint: self.source_fingerprint.clone(),
             prefix_fingerprint: self.prefix_fingerprint.clone(),
@@ -245,7 +239,7 @@ pub fn find_complete(dir: &Path, key: &StoreKey) -> Result<Option<StoreManifest>
         path: path.display().to_string(),
         message: format!("unreadable store manifest: {e}"),
     })?;
-    if manifest.codec.parse::<Codec>().is_err() || !key.matches(&manifest) {
+    if !key.matches(&manifest) {
         return Ok(None);
     }
     for shard in &manifest.shards {

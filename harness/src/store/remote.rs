@@ -84,7 +84,7 @@ pub fn find_complete(
             path: url,
             message: format!("unreadable store manifest: {e}"),
         })?;
-    if manifest.codec.parse::<workloads::options::Codec>().is_err() || !key.matches(&manifest) {
+    if !key.matches(&manifest) {
         return Ok(None);
     }
     for shard in &manifest.shards {
@@ -193,28 +193,6 @@ impl datasets::Files for RemoteFiles {
 
     fn as_read(&self) -> &dyn workloads::ReadFiles {
         self
-    }
-}
-
-/// Whether a store directory names object storage (`s3://...`).
-pub fn is_remote(dir: &Path) -> bool {
-    dir.to_str().is_some_and(|s| s.starts_with("s3://"))
-}
-
-/// `name` under the folder `dir`, for local paths and object-storage URLs alike (a URL's
-/// parameters stay at its end: `s3://b/data?range_mb=4` + `x` is `s3://b/data/x?range_mb=4`).
-pub fn join(dir: &Path, name: &str) -> std::path::PathBuf {
-    match dir.to_str().filter(|_| is_remote(dir)) {
-        Some(url) => {
-            let (location, query) = url.split_once('?').unwrap_or((url, ""));
-            let joined = format!("{}/{name}", location.trim_end_matches('/'));
-            if query.is_empty() {
-                joined.into()
-            } else {
-                format!("{joined}?{query}").into()
-            }
-        }
-        None => dir.join(name),
     }
 }
 
@@ -344,18 +322,5 @@ mod tests {
             outside.unwrap_err().kind(),
             std::io::ErrorKind::InvalidInput
         );
-    }
-
-    #[test]
-    fn urls_join_before_their_parameters() {
-        assert_eq!(
-            join(Path::new("s3://b/data?range_mb=4"), "imagenet-seed0"),
-            PathBuf::from("s3://b/data/imagenet-seed0?range_mb=4")
-        );
-        assert_eq!(
-            join(Path::new("s3://b/data/"), "x"),
-            PathBuf::from("s3://b/data/x")
-        );
-        assert_eq!(join(Path::new("data"), "x"), PathBuf::from("data/x"));
     }
 }

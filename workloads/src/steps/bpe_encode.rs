@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -28,8 +28,7 @@ pub struct Params {
 pub static SPEC: StepSpec = StepSpec {
     op: "bpe_encode",
     summary: "GPT-2 BPE (r50k_base, tiktoken-identical ids) of a text field to int32 tokens [n]",
-    random: false,
-    fan_out: false,
+    facts: StepFacts::PURE,
     params: &[
         ParamDoc {
             name: "from",

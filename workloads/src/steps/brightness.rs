@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -22,8 +22,7 @@ pub struct Params {
 pub static SPEC: StepSpec = StepSpec {
     op: "brightness",
     summary: "multiply an image by a factor (uint8 saturates at 0 and 255)",
-    random: false,
-    fan_out: false,
+    facts: StepFacts::PURE,
     params: &[
         ParamDoc {
             name: "field",

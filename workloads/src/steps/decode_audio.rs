@@ -19,7 +19,7 @@ use symphonia::core::meta::MetadataOptions;
 
 use super::pcm::f32_to_i16;
 use super::resample::Resampler;
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -79,8 +79,10 @@ fn default_max_seconds() -> f64 {
 pub static SPEC: StepSpec = StepSpec {
     op: "decode_audio",
     summary: "decode MP3 / FLAC / WAV / Ogg Vorbis bytes to PCM, int16 or float32, optionally mono and resampled",
-    random: false,
-    fan_out: false,
+    facts: StepFacts {
+        audio: true,
+        ..StepFacts::PURE
+    },
     params: &[
         ParamDoc {
             name: "from",

@@ -4,7 +4,7 @@
 use image::ImageFormat;
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -28,8 +28,7 @@ fn default_max_pixels() -> u64 {
 pub static SPEC: StepSpec = StepSpec {
     op: "decode_jpeg",
     summary: "decode JPEG bytes to an RGB uint8 image [height, width, 3]",
-    random: false,
-    fan_out: false,
+    facts: StepFacts::PURE,
     params: &[
         ParamDoc {
             name: "from",

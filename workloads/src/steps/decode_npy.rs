@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{DType, Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -23,8 +23,7 @@ fn default_to() -> FieldName {
 pub static SPEC: StepSpec = StepSpec {
     op: "decode_npy",
     summary: "parse a NumPy .npy file (C order, little-endian) into a tensor of its shape",
-    random: false,
-    fan_out: false,
+    facts: StepFacts::PURE,
     params: &[
         ParamDoc {
             name: "from",

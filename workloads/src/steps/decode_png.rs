@@ -5,7 +5,7 @@ use image::{DynamicImage, ImageFormat};
 use serde::Deserialize;
 
 use super::MAX_IMAGE_PIXELS;
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -33,8 +33,7 @@ fn default_max_pixels() -> u64 {
 pub static SPEC: StepSpec = StepSpec {
     op: "decode_png",
     summary: "decode PNG bytes (8- or 16-bit) to an RGB image [height, width, 3], uint8 or uint16",
-    random: false,
-    fan_out: false,
+    facts: StepFacts::PURE,
     params: &[
         ParamDoc {
             name: "from",

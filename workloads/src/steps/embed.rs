@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::rng::SeededRng;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
@@ -42,8 +42,7 @@ fn default_dim() -> usize {
 pub static SPEC: StepSpec = StepSpec {
     op: "embed",
     summary: "embedding lookup of int32 token ids into a seeded random table -> float32 [n, dim]",
-    random: false,
-    fan_out: false,
+    facts: StepFacts::PURE,
     params: &[
         ParamDoc {
             name: "from",

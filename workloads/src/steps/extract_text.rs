@@ -12,7 +12,7 @@
 use scraper::{ElementRef, Html, Node};
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample};
 use crate::step::{Step, StepContext, StepError};
 
@@ -43,8 +43,7 @@ fn default_invalid() -> InvalidUtf8 {
 pub static SPEC: StepSpec = StepSpec {
     op: "extract_text",
     summary: "main article text of an HTML page (html5ever parse; drops scripts, styles, navigation, boilerplate)",
-    random: false,
-    fan_out: false,
+    facts: StepFacts::PURE,
     params: &[
         ParamDoc {
             name: "from",

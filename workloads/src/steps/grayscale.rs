@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::image_dims;
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -18,8 +18,7 @@ pub struct Params {
 pub static SPEC: StepSpec = StepSpec {
     op: "grayscale",
     summary: "RGB [h, w, 3] to luma [h, w, 1] with ITU-R 601-2 weights (uint8 as Pillow's convert('L'), or float32)",
-    random: false,
-    fan_out: false,
+    facts: StepFacts::PURE,
     params: &[ParamDoc { name: "field", kind: "string", default: Some("image"), doc: "uint8 or float32 image [h, w, 3]" }],
     build: |de| build_step(de, Grayscale::new),
 };

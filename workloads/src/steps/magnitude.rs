@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -23,8 +23,7 @@ fn default_power() -> f32 {
 pub static SPEC: StepSpec = StepSpec {
     op: "magnitude",
     summary: "|z|^power of a complex [..., 2] float32 tensor (1: magnitude, 2: power)",
-    random: false,
-    fan_out: false,
+    facts: StepFacts::PURE,
     params: &[
         ParamDoc {
             name: "field",

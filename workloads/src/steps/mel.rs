@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -53,8 +53,7 @@ fn default_filterbank() -> Filterbank {
 pub static SPEC: StepSpec = StepSpec {
     op: "mel",
     summary: "mel filterbank over a [frames, bins] spectrogram (tf.signal's, or librosa's Slaney)",
-    random: false,
-    fan_out: false,
+    facts: StepFacts::PURE,
     params: &[
         ParamDoc {
             name: "field",

@@ -5,7 +5,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -35,8 +35,7 @@ fn default_periods() -> usize {
 pub static SPEC: StepSpec = StepSpec {
     op: "nilm_features",
     summary: "per-period active power, RMS current and its centred cumulative sum: [2, n] -> [3, periods] float64",
-    random: false,
-    fan_out: false,
+    facts: StepFacts::PURE,
     params: &[
         ParamDoc {
             name: "from",

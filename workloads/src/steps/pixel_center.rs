@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -29,8 +29,7 @@ fn default_offset() -> f32 {
 pub static SPEC: StepSpec = StepSpec {
     op: "pixel_center",
     summary: "uint8 to float32 as x / scale + offset (default: [0, 255] -> [-1, 1])",
-    random: false,
-    fan_out: false,
+    facts: StepFacts::PURE,
     params: &[
         ParamDoc {
             name: "field",

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::image_dims;
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -25,8 +25,10 @@ pub static SPEC: StepSpec = StepSpec {
     op: "random_crop",
     summary:
         "crop a random height x width window of an image [h, w, c] (seeded by sample id and epoch)",
-    random: true,
-    fan_out: false,
+    facts: StepFacts {
+        random: true,
+        ..StepFacts::PURE
+    },
     params: &[
         ParamDoc {
             name: "field",

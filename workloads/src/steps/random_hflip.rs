@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::image_dims;
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -26,8 +26,10 @@ fn default_p() -> f64 {
 pub static SPEC: StepSpec = StepSpec {
     op: "random_hflip",
     summary: "mirror an image [h, w, c] left to right with probability p, boxes along (seeded by sample id and epoch)",
-    random: true,
-    fan_out: false,
+    facts: StepFacts {
+        random: true,
+        ..StepFacts::PURE
+    },
     params: &[
         ParamDoc { name: "field", kind: "string", default: Some("image"), doc: "image tensor [h, w, c], any dtype" },
         ParamDoc { name: "boxes", kind: "string", default: Some("none"), doc: "optional boxes field [k, 4] mirrored with the image" },

@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -24,8 +24,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "read_cream_hour",
     summary:
         "parse a CREAM HDF5 hour (int16 voltage + current) into calibrated float64 [2, samples]",
-    random: false,
-    fan_out: false,
+    facts: StepFacts::PURE,
     params: &[
         ParamDoc {
             name: "from",

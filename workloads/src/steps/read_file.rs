@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample};
 use crate::step::{Step, StepContext, StepError};
 
@@ -26,8 +26,10 @@ fn default_from() -> FieldName {
 pub static SPEC: StepSpec = StepSpec {
     op: "read_file",
     summary: "read the file named by a text field into a bytes field",
-    random: false,
-    fan_out: false,
+    facts: StepFacts {
+        reads_files: true,
+        ..StepFacts::PURE
+    },
     params: &[
         ParamDoc {
             name: "from",

@@ -9,7 +9,7 @@
 use serde::Deserialize;
 
 use super::pcm::{f32_to_i16, pcm_into_f32, sample_rate_of};
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -183,8 +183,7 @@ fn default_rolloff() -> f64 {
 pub static SPEC: StepSpec = StepSpec {
     op: "resample",
     summary: "band-limited resampling of mono PCM (polyphase windowed sinc, ~90 dB stop band)",
-    random: false,
-    fan_out: false,
+    facts: StepFacts::PURE,
     params: &[
         ParamDoc {
             name: "field",

@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::image_dims;
 use super::resize_shorter::{resize_image, Filter};
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -41,8 +41,7 @@ fn default_filter() -> Filter {
 pub static SPEC: StepSpec = StepSpec {
     op: "resize_longer_pad",
     summary: "letterbox: longer side to `size`, centred on a size x size canvas, boxes moved along",
-    random: false,
-    fan_out: false,
+    facts: StepFacts::PURE,
     params: &[
         ParamDoc {
             name: "field",

@@ -9,7 +9,7 @@ use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer
 use serde::Deserialize;
 
 use super::{image_dims, MAX_IMAGE_PIXELS};
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -55,8 +55,7 @@ fn default_filter() -> Filter {
 pub static SPEC: StepSpec = StepSpec {
     op: "resize_shorter",
     summary: "resize a uint8 image so its shorter side is `size`, aspect kept, antialiased",
-    random: false,
-    fan_out: false,
+    facts: StepFacts::PURE,
     params: &[
         ParamDoc {
             name: "field",

@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -27,8 +27,7 @@ fn default_period() -> usize {
 pub static SPEC: StepSpec = StepSpec {
     op: "rms_periods",
     summary: "RMS over periods of rows: [rows, cols] -> float32 [rows / period, cols]",
-    random: false,
-    fan_out: false,
+    facts: StepFacts::PURE,
     params: &[
         ParamDoc {
             name: "field",

@@ -13,7 +13,7 @@ use realfft::RealFftPlanner;
 use serde::Deserialize;
 
 use super::pcm::pcm_into_f32;
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -66,8 +66,7 @@ fn default_center() -> Center {
 pub static SPEC: StepSpec = StepSpec {
     op: "stft",
     summary: "short-time Fourier transform of mono PCM (tf.signal.stft framing) to [frames, bins, 2] float32",
-    random: false,
-    fan_out: false,
+    facts: StepFacts::PURE,
     params: &[
         ParamDoc {
             name: "from",

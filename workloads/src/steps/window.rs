@@ -5,7 +5,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepSpec};
+use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -23,8 +23,10 @@ pub struct Params {
 pub static SPEC: StepSpec = StepSpec {
     op: "window",
     summary: "cut a [channels, samples] signal into windows [channels, length]: one output sample per window",
-    random: false,
-    fan_out: true,
+    facts: StepFacts {
+        fan_out: true,
+        ..StepFacts::PURE
+    },
     params: &[
         ParamDoc {
             name: "field",

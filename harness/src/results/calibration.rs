@@ -1,0 +1,197 @@
+//! What calibration measured, as recorded under `calibration` in a results folder's manifest:
+//! the machine's storage and memory figures and each (strategy, codec)'s costs per sample. The
+//! prediction model reads these; `measure::calibrate` measures them.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use workloads::Codec;
+
+/// The size of the small files the machine calibration reads cold (`small_file_ms`).
+pub const SMALL_FILE_BYTES: usize = 16 * 1024;
+
+/// The machine's figures the model uses.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct MachineCalibration {
+    pub hostname: String,
+    pub cores: usize,
+    /// Where the storage figures were measured (the store directory).
+    pub dir: String,
+    pub measured_utc: String,
+    /// `memcpy` of a 64 MiB buffer, GB/s.
+    pub memcpy_gb_s: f64,
+    /// One stream of 1 MiB reads of an evicted file, MB/s.
+    pub seq_read_mb_s: f64,
+    /// `streams` such streams at once, each over its own file, MB/s in all.
+    pub parallel_read_mb_s: f64,
+    pub streams: usize,
+    /// Opening and reading one evicted 16 KiB file, ms (one reader).
+    pub small_file_ms: f64,
+    /// One random 4 KiB read of an evicted file, ms.
+    pub request_ms: f64,
+    /// Share of the test files' pages still cached after eviction (0 on a real disk; tmpfs
+    /// cannot evict, and the storage figures are then the page cache's).
+    pub resident_after_evict_pct: f64,
+}
+
+/// One (strategy, codec)'s costs per sample, from a warm one-thread epoch.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct StrategyCalibration {
+    pub workload: String,
+    pub strategy: String,
+    pub split: usize,
+    pub codec: Codec,
+    pub samples: u64,
+    /// Bytes an epoch reads per sample: the stored shards, or the raw files for unprocessed.
+    pub bytes_per_sample: f64,
+    /// Files an epoch opens per sample (raw files, or shards over samples).
+    pub files_per_sample: f64,
+    /// Bytes the consumer receives per sample.
+    pub output_bytes_per_sample: f64,
+    /// Reading from the page cache (shard reads, `read_file`), s per sample.
+    pub read_s: f64,
+    /// Decompressing and unframing, s per sample.
+    pub decompress_s: f64,
+    /// Decoding records into samples, s per sample.
+    pub deserialize_s: f64,
+    /// Each online step other than `read_file`, s per sample.
+    pub steps: Vec<(String, f64)>,
+    /// The consumer's busy time (receiving and touching samples), s per sample.
+    pub consumer_s: f64,
+    /// What an epoch costs beyond its samples (starting the worker, opening files, draining
+    /// the queue): the epoch's wall time less the worker's stages, s per epoch.
+    #[serde(default)]
+    pub epoch_s: f64,
+}
+
+impl StrategyCalibration {
+    /// The key in the manifest: `workload/strategy/codec`.
+    pub fn key(&self) -> String {
+        key(&self.workload, &self.strategy, self.codec)
+    }
+
+    /// Worker CPU seconds per sample with the input in memory already (application cache).
+    pub fn compute_s(&self) -> f64 {
+        self.steps.iter().map(|(_, s)| s).sum()
+    }
+
+    /// Worker CPU seconds per sample reading from the page cache.
+    pub fn worker_s(&self) -> f64 {
+        self.read_s + self.decompress_s + self.deserialize_s + self.compute_s()
+    }
+
+    /// Decompression seconds per stored byte.
+    pub fn decompress_s_per_byte(&self) -> f64 {
+        if self.bytes_per_sample > 0.0 {
+            self.decompress_s / self.bytes_per_sample
+        } else {
+            0.0
+        }
+    }
+}
+
+pub fn key(workload: &str, strategy: &str, codec: Codec) -> String {
+    format!("{workload}/{strategy}/{codec}")
+}
+
+/// Everything calibrated for a results folder.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Calibration {
+    pub machine: Option<MachineCalibration>,
+    /// By `workload/strategy/codec`.
+    pub strategies: BTreeMap<String, StrategyCalibration>,
+}
+
+impl Calibration {
+    pub fn strategy(
+        &self,
+        workload: &str,
+        strategy: &str,
+        codec: Codec,
+    ) -> Option<&StrategyCalibration> {
+        self.strategies.get(&key(workload, strategy, codec))
+    }
+
+    /// The calibrated workloads, sorted.
+    pub fn workloads(&self) -> std::collections::BTreeSet<&str> {
+        self.strategies
+            .values()
+            .map(|s| s.workload.as_str())
+            .collect()
+    }
+
+    /// Adds `other`'s entries (its machine replaces ours).
+    pub fn merge(&mut self, other: Calibration) {
+        if other.machine.is_some() {
+            self.machine = other.machine;
+        }
+        self.strategies.extend(other.strategies);
+    }
+}
+
+impl MachineCalibration {
+    /// The figures in words, with a note when the test files could not be evicted.
+    pub fn summary(&self) -> String {
+        format!(
+            "memcpy {:.1} GB/s; cold sequential read {:.0} MB/s with one stream and {:.0} MB/s with {}; a small file {:.3} ms; a random 4 KiB read {:.3} ms{}",
+            self.memcpy_gb_s,
+            self.seq_read_mb_s,
+            self.parallel_read_mb_s,
+            self.streams,
+            self.small_file_ms,
+            self.request_ms,
+            if self.resident_after_evict_pct > 1.0 {
+                format!(
+                    " (the test files stayed {:.0} % cached after eviction, tmpfs?: the read figures are the page cache's)",
+                    self.resident_after_evict_pct
+                )
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
+/// The calibration lines `prepbench calibrate` prints.
+pub fn describe(c: &Calibration) -> String {
+    let mut out = String::new();
+    if let Some(m) = &c.machine {
+        out.push_str(&format!(
+            "machine {} ({} cores), storage measured in {}:\n  {}\n",
+            m.hostname,
+            m.cores,
+            m.dir,
+            m.summary()
+        ));
+    }
+    let rows: Vec<Vec<String>> = c
+        .strategies
+        .values()
+        .map(|s| {
+            vec![
+                s.key(),
+                format!("{:.4}", s.bytes_per_sample / 1e6),
+                format!("{:.3}", s.read_s * 1e3),
+                format!("{:.3}", s.decompress_s * 1e3),
+                format!("{:.3}", s.deserialize_s * 1e3),
+                format!("{:.3}", s.compute_s() * 1e3),
+                format!("{:.3}", s.consumer_s * 1e3),
+                format!("{:.2}", s.decompress_s_per_byte() * 1e9),
+            ]
+        })
+        .collect();
+    out.push_str(&crate::markdown::table(
+        &[
+            "workload/strategy/codec",
+            "MB/sample",
+            "read ms",
+            "decompress ms",
+            "deserialize ms",
+            "steps ms",
+            "consumer ms",
+            "decompress ns/byte",
+        ],
+        &rows,
+    ));
+    out
+}
