@@ -43,7 +43,7 @@ fn run_cv(extra: &[&str]) -> (Output, tempfile::TempDir) {
 }
 
 fn on_tmpfs(path: &Path) -> bool {
-    harness::system::filesystem_of(path).is_some_and(|f| f.fs_type == "tmpfs")
+    harness::results::system::filesystem_of(path).is_some_and(|f| f.fs_type == "tmpfs")
 }
 
 #[test]

@@ -1,40 +1,31 @@
 //! prepbench's harness: the record store, page-cache control, the offline (materialize) and
-//! online (execute) phases, metrics, results and the CLI's commands.
+//! online (execute) phases, the results folder, the analysis and report, and the CLI.
+//!
+//! The folders are layers; each uses only those above it in this list (checked by the test
+//! `folders_depend_one_way` below; `docs/architecture.md` walks through them):
+//!
+//! - [`results`]: the results folder, typed (rows, labels, manifest, calibration data,
+//!   machine facts);
+//! - [`store`]: materialized samples as record shards, on a local disk or in object storage;
+//! - [`analysis`]: statistics, the paper's figures, the prediction model, report, recommend,
+//!   compare;
+//! - [`measure`]: one run: a session over a dataset, the offline and online phases, cache
+//!   control, storage emulation, the simulated consumer, system sampling, calibration;
+//! - [`plan`]: what to run and in which order: `run`, sweeps and their partition across hosts,
+//!   merge, `--ranks`, `reproduce`;
+//! - [`cli`]: the command line: arguments, the small commands, terminal output.
+//!
+//! [`markdown`], [`progress`] and [`scratch`] are leaves any layer may use.
 
-pub mod attribution;
-pub mod cache;
-pub mod calibrate;
+pub mod analysis;
 pub mod cli;
-pub mod commands;
-pub mod compare;
-pub mod consumer;
-pub mod emulate;
-pub mod execute;
 pub mod markdown;
-pub mod materialize;
-pub mod metrics;
-pub mod model;
-pub mod paper;
-pub mod pipeline;
+pub mod measure;
+pub mod plan;
 pub mod progress;
-#[cfg(feature = "mpi")]
-pub mod ranks;
-pub mod recommend;
-pub mod report;
-pub mod reproduce;
 pub mod results;
-pub mod run;
-#[cfg(feature = "s3")]
-pub mod s3;
-pub mod sampler;
 pub mod scratch;
-pub mod shard;
-pub mod show;
-pub mod stats;
 pub mod store;
-pub mod summary;
-pub mod svg;
-pub mod sweep;
-pub mod system;
-pub mod verify;
-pub mod warnings;
+
+#[cfg(test)]
+mod layers;

@@ -4,15 +4,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
+use harness::analysis::recommend::RecommendOptions;
+use harness::cli::{commands, terminal as summary};
 use harness::cli::{
     default_threads, CalibrateArgs, Cli, Command, PlaceArgs, RunArgs, SweepArgs, WhatifArgs,
 };
+use harness::plan::reproduce::{self, ScaleName};
+use harness::plan::run::{run, RunOptions};
+use harness::plan::sweep::{sweep, SweepOptions};
 use harness::progress::Progress;
-use harness::recommend::RecommendOptions;
-use harness::reproduce::{self, ScaleName};
-use harness::run::{run, RunOptions};
-use harness::sweep::{sweep, SweepOptions};
-use harness::{commands, summary};
 
 /// `results/local/<workload><suffix>`.
 fn default_out(workload: &str, suffix: &str) -> PathBuf {
@@ -83,11 +83,11 @@ fn run_command(args: RunArgs, progress: Progress) -> anyhow::Result<ExitCode> {
 
 #[cfg(feature = "mpi")]
 fn ranks_command(options: &RunOptions) -> anyhow::Result<ExitCode> {
-    if let Some(text) = harness::ranks::run_ranks(options, std::env::args().collect())? {
+    if let Some(text) = harness::plan::ranks::run_ranks(options, std::env::args().collect())? {
         print!("{text}");
         options.progress.note(&format!(
             "per-rank and aggregate rows in {}",
-            harness::ranks::table_path(&options.out).display()
+            harness::plan::ranks::table_path(&options.out).display()
         ));
     }
     Ok(ExitCode::SUCCESS)
@@ -131,7 +131,7 @@ fn sweep_command(args: SweepArgs, progress: Progress) -> anyhow::Result<ExitCode
         calibrate_only: false,
         shard: match args.shard {
             Some(shard) => Some(shard),
-            None => harness::shard::from_launcher(&|name| std::env::var(name).ok())
+            None => harness::plan::partition::from_launcher(&|name| std::env::var(name).ok())
                 .map_err(|e| anyhow::anyhow!("sharding the sweep: {e}"))?,
         },
     };
@@ -181,7 +181,7 @@ fn calibrate_command(args: CalibrateArgs, progress: Progress) -> anyhow::Result<
 }
 
 fn whatif_command(args: WhatifArgs) -> anyhow::Result<ExitCode> {
-    let request = harness::model::WhatifRequest {
+    let request = harness::analysis::model::WhatifRequest {
         profile: args.profile,
         cores: args.cores,
         cpu_speed: args.cpu_speed,
@@ -189,7 +189,10 @@ fn whatif_command(args: WhatifArgs) -> anyhow::Result<ExitCode> {
         latency_ms: args.latency_ms,
         codec: args.codec,
     };
-    print!("{}", harness::model::whatif_in(&args.dir, &request)?);
+    print!(
+        "{}",
+        harness::analysis::model::whatif_in(&args.dir, &request)?
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -226,17 +229,19 @@ fn main() -> ExitCode {
         Command::Sweep(args) => sweep_command(args, progress),
         Command::Calibrate(args) => calibrate_command(args, progress),
         Command::Whatif(args) => whatif_command(args),
-        Command::Merge { dirs, out } => harness::shard::merge(&dirs, out.as_deref()).map(|m| {
-            progress.note(&format!(
-                "merged {} shards ({} rows) into {}; `prepbench report {}` writes its report",
-                m.shards,
-                m.rows,
-                m.out.display(),
-                m.out.display()
-            ));
-            ExitCode::SUCCESS
-        }),
-        Command::Report { dir } => harness::report::write_report(&dir).map(|written| {
+        Command::Merge { dirs, out } => {
+            harness::plan::partition::merge(&dirs, out.as_deref()).map(|m| {
+                progress.note(&format!(
+                    "merged {} shards ({} rows) into {}; `prepbench report {}` writes its report",
+                    m.shards,
+                    m.rows,
+                    m.out.display(),
+                    m.out.display()
+                ));
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Report { dir } => harness::analysis::report::write_report(&dir).map(|written| {
             progress.note(&format!(
                 "wrote {} files; start with {}",
                 written.files.len(),
@@ -257,12 +262,12 @@ fn main() -> ExitCode {
                 memory_bytes,
                 dataset_samples,
             };
-            harness::recommend::recommend(&dir, &opts).map(|text| {
+            harness::analysis::recommend::recommend(&dir, &opts).map(|text| {
                 print!("{text}");
                 ExitCode::SUCCESS
             })
         }
-        Command::Compare { a, b } => harness::compare::compare(&a, &b).map(|text| {
+        Command::Compare { a, b } => harness::analysis::compare::compare(&a, &b).map(|text| {
             print!("{text}");
             ExitCode::SUCCESS
         }),
@@ -285,7 +290,7 @@ fn main() -> ExitCode {
             lines.iter().for_each(|line| println!("{line}"));
             ExitCode::SUCCESS
         }),
-        Command::Show(args) => harness::show::show(&harness::show::ShowOptions {
+        Command::Show(args) => harness::cli::show::show(&harness::cli::show::ShowOptions {
             workload: args.workload,
             sample: args.sample,
             part: args.part,

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::calibration::Calibration;
 use super::ResultsError;
-use crate::system::{self, Build, Filesystem, Machine};
+use crate::results::system::{self, Build, Filesystem, Machine};
 
 /// One workload as run: its YAML and where it came from.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]

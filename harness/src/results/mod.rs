@@ -10,6 +10,8 @@ pub mod calibration;
 pub mod labels;
 pub mod manifest;
 pub mod rows;
+pub mod stages;
+pub mod system;
 pub mod table;
 
 use std::path::{Path, PathBuf};
@@ -22,6 +24,7 @@ pub use manifest::{
     utc_now, InvocationEntry, Manifest, MergedFrom, Place, PlanEntry, Shard, WorkloadEntry,
 };
 pub use rows::{ErrorRow, OfflineRow, RankRow, RunRow, SampleRow, Skipped, StageRow};
+pub use stages::{classify, share_pct, Stage};
 pub use table::Table;
 
 #[derive(Debug, Error)]

@@ -248,6 +248,15 @@ pub fn parse_rows<R: DeserializeOwned>(
 /// A CSV or field error in words, with its line.
 fn describe(e: &csv::Error) -> String {
     let line = e.position().map(|p| format!("line {}: ", p.line()));
+    let message = e.to_string();
+    if let Some(field) = message
+        .split("missing field `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+    {
+        // Every row lacks it: the header has no such column.
+        return format!("no column `{field}`: not a table this prepbench wrote, or a damaged one");
+    }
     let what = match e.kind() {
         csv::ErrorKind::Deserialize { err, .. } => match err.field() {
             Some(field) => format!("field {}: {}", field + 1, err.kind()),
@@ -337,5 +346,8 @@ mod tests {
         std::fs::write(&bad, "id,value\nr1,x\n").unwrap();
         let err = read_rows::<Row>(&bad).unwrap_err().to_string();
         assert!(err.contains("bad.csv") && err.contains("line 2"), "{err}");
+        std::fs::write(&bad, "id,other\nr1,x\n").unwrap();
+        let err = read_rows::<Row>(&bad).unwrap_err().to_string();
+        assert!(err.contains("no column `value`"), "{err}");
     }
 }

@@ -1,7 +1,7 @@
 //! Stores in object storage: the operations the store needs from it, whatever the service.
 //! A remote store is made in a local staging directory like any other, then uploaded (the
 //! manifest last, so its presence still means complete); reading streams each shard with
-//! ranged GETs. The S3 implementation is `crate::s3` (feature `s3`).
+//! ranged GETs. The S3 implementation is `crate::store::s3` (feature `s3`).
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -201,7 +201,7 @@ pub fn open(url: &Path) -> anyhow::Result<Arc<dyn RemoteStore>> {
     let url = url.to_str().unwrap_or_default();
     #[cfg(feature = "s3")]
     {
-        Ok(Arc::new(crate::s3::S3Store::open(url)?))
+        Ok(Arc::new(crate::store::s3::S3Store::open(url)?))
     }
     #[cfg(not(feature = "s3"))]
     {

@@ -1,0 +1,255 @@
+//! A results folder loaded and aggregated: runs.csv (and offline.csv) rows grouped into cells
+//! (workload, strategy, codec, threads, cache, epoch), each summarised over its trials.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+use workloads::Codec;
+
+use crate::analysis::stats::Summary;
+use crate::results::stages::Stage;
+use crate::results::{
+    CacheState, Condition, Manifest, OfflineRow, Phase, Recorded, RunRow, SampleRow, StageRow,
+    Verdict,
+};
+
+/// Identifies a cell of a sweep.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct CellKey {
+    pub workload: String,
+    /// [`RunRow::condition`]: storage profile and consumer; empty for plain runs.
+    #[serde(serialize_with = "as_text")]
+    pub condition: Condition,
+    pub split: usize,
+    pub strategy: String,
+    pub codec: Codec,
+    pub threads: usize,
+    pub cache: CacheState,
+    pub epoch: u64,
+}
+
+fn as_text<S: serde::Serializer>(condition: &Condition, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(condition)
+}
+
+/// The trials of one cell, summarised.
+#[derive(Clone, Debug, Serialize)]
+pub struct Cell {
+    pub key: CellKey,
+    pub samples: u64,
+    pub storage_bytes: f64,
+    #[serde(skip)]
+    pub throughput: Summary,
+    #[serde(skip)]
+    pub online: Summary,
+    /// Offline time of the strategy and codec (all materializations), absent for `unprocessed`.
+    #[serde(skip)]
+    pub offline: Option<Summary>,
+    pub invalid_runs: usize,
+    /// `fail` when any trial failed verification, else `pass` when any passed.
+    pub verified: Option<Verdict>,
+    /// Indices of the cell's rows in [`Results::rows`].
+    #[serde(skip)]
+    pub rows: Vec<usize>,
+}
+
+impl Cell {
+    pub fn mb_per_sample(&self) -> f64 {
+        if self.samples == 0 {
+            0.0
+        } else {
+            self.storage_bytes / self.samples as f64 / 1e6
+        }
+    }
+}
+
+/// A results folder: its rows, offline materializations and manifest.
+pub struct Results {
+    pub rows: Vec<RunRow>,
+    /// (workload, strategy, codec) -> offline seconds of each materialization.
+    pub offline: OfflineTimes,
+    pub manifest: Manifest,
+    /// (run id, epoch) -> that epoch's stages, from `stages.csv` (the last lines of a run id win).
+    pub stages: StagesByRun,
+    /// (run id, epoch) of online phases -> (MB read by the device, seconds sampled, CPU busy
+    /// percent x seconds), from `samples.csv`.
+    pub system: SystemTotals,
+}
+
+/// Offline seconds of each materialization per (workload, strategy, codec).
+pub type OfflineTimes = BTreeMap<(String, String, Codec), Vec<f64>>;
+/// Stages of each (run id, epoch).
+pub type StagesByRun = BTreeMap<(String, u64), Vec<Stage>>;
+/// Online phases' (MB read by the device, seconds sampled, CPU busy % x seconds) per (run id,
+/// epoch).
+pub type SystemTotals = BTreeMap<(String, u64), (f64, f64, f64)>;
+
+/// Offline seconds of each materialization per (workload, strategy, codec): from offline.csv,
+/// or without it (runs of `prepbench run`) from the runs that made their store.
+fn load_offline(offline: &[OfflineRow], rows: &[RunRow]) -> OfflineTimes {
+    let mut times = OfflineTimes::new();
+    if offline.is_empty() {
+        let mut seen = std::collections::HashSet::new();
+        for row in rows.iter().filter(|r| r.split > 0 && !r.offline_reused) {
+            if seen.insert(row.run_id.clone()) {
+                times
+                    .entry((row.workload.clone(), row.strategy.clone(), row.codec))
+                    .or_default()
+                    .push(row.offline_s);
+            }
+        }
+        return times;
+    }
+    for row in offline {
+        times
+            .entry((row.workload.clone(), row.strategy.clone(), row.codec))
+            .or_default()
+            .push(row.offline_s);
+    }
+    times
+}
+
+/// stages.csv by (run id, epoch); a rerun of an interrupted run wrote its stages again, and
+/// its last lines win.
+fn load_stages(rows: &[StageRow]) -> StagesByRun {
+    let mut stages = StagesByRun::new();
+    for row in rows {
+        let stage = Stage::of_row(row);
+        let list = stages.entry((row.run_id.clone(), row.epoch)).or_default();
+        match list.iter_mut().find(|s| s.name == stage.name) {
+            Some(old) => *old = stage,
+            None => list.push(stage),
+        }
+    }
+    stages
+}
+
+/// samples.csv's online rows by (run id, epoch): MB read, seconds, CPU busy % x seconds.
+fn load_system(rows: &[SampleRow]) -> SystemTotals {
+    let mut system = SystemTotals::new();
+    for row in rows.iter().filter(|r| r.phase == Phase::Online) {
+        let Some(epoch) = row.epoch else {
+            continue;
+        };
+        let e = system.entry((row.run_id.clone(), epoch)).or_default();
+        e.0 += row.read_mb_s * row.interval_s;
+        e.1 += row.interval_s;
+        e.2 += row.cpu_busy_pct * row.interval_s;
+    }
+    system
+}
+
+impl Results {
+    pub fn load(dir: &Path) -> anyhow::Result<Results> {
+        Ok(Results::of(Recorded::load(dir)?))
+    }
+
+    /// The cells' view of a loaded folder.
+    pub fn of(recorded: Recorded) -> Results {
+        Results {
+            offline: load_offline(&recorded.offline, &recorded.runs),
+            stages: load_stages(&recorded.stages),
+            system: load_system(&recorded.samples),
+            rows: recorded.runs,
+            manifest: recorded.manifest,
+        }
+    }
+
+    /// The rows of one cell.
+    pub fn cell_rows<'r>(&'r self, cell: &'r Cell) -> impl Iterator<Item = &'r RunRow> + 'r {
+        cell.rows.iter().filter_map(|&i| self.rows.get(i))
+    }
+
+    /// Mean device read rate (MB/s) and CPU busy share (%) over a cell's sampled online epochs.
+    pub fn cell_system(&self, cell: &Cell) -> Option<(f64, f64)> {
+        let (mut mb, mut seconds, mut busy) = (0.0, 0.0, 0.0);
+        for row in self.cell_rows(cell) {
+            if let Some((m, s, b)) = self.system.get(&(row.run_id.clone(), row.epoch)) {
+                mb += m;
+                seconds += s;
+                busy += b;
+            }
+        }
+        (seconds > 0.0).then(|| (mb / seconds, busy / seconds))
+    }
+
+    /// The stages of every run of a cell summed over its trials, with the cell's wall time.
+    pub fn cell_stages(&self, cell: &Cell) -> Option<(Vec<Stage>, f64)> {
+        let mut total: Vec<Stage> = Vec::new();
+        let mut wall = 0.0;
+        for row in self.cell_rows(cell) {
+            let Some(stages) = self.stages.get(&(row.run_id.clone(), row.epoch)) else {
+                continue;
+            };
+            wall += row.online_s;
+            for s in stages {
+                match total.iter_mut().find(|t| t.name == s.name) {
+                    Some(t) => t.seconds += s.seconds,
+                    None => total.push(s.clone()),
+                }
+            }
+        }
+        (!total.is_empty()).then_some((total, wall))
+    }
+
+    /// Every (workload, condition) measured, in the order first seen.
+    pub fn conditions(&self) -> Vec<(String, Condition)> {
+        let mut out: Vec<(String, Condition)> = Vec::new();
+        for row in &self.rows {
+            let pair = (row.workload.clone(), row.condition());
+            if !out.contains(&pair) {
+                out.push(pair);
+            }
+        }
+        out
+    }
+
+    /// Every cell, ordered by workload, split, codec, threads, cache, epoch.
+    pub fn cells(&self) -> Vec<Cell> {
+        let mut groups: BTreeMap<CellKey, Vec<usize>> = BTreeMap::new();
+        for (index, row) in self.rows.iter().enumerate() {
+            let key = CellKey {
+                workload: row.workload.clone(),
+                condition: row.condition(),
+                split: row.split,
+                strategy: row.strategy.clone(),
+                codec: row.codec,
+                threads: row.threads,
+                cache: row.cache,
+                epoch: row.epoch,
+            };
+            groups.entry(key).or_default().push(index);
+        }
+        groups
+            .into_iter()
+            .filter_map(|(key, indices)| {
+                let rows: Vec<&RunRow> = indices.iter().map(|&i| &self.rows[i]).collect();
+                let throughput =
+                    Summary::of(&rows.iter().map(|r| r.throughput_sps).collect::<Vec<_>>()).ok()?;
+                let online =
+                    Summary::of(&rows.iter().map(|r| r.online_s).collect::<Vec<_>>()).ok()?;
+                let offline = self
+                    .offline
+                    .get(&(key.workload.clone(), key.strategy.clone(), key.codec))
+                    .and_then(|v| Summary::of(v).ok());
+                let verdicts = || rows.iter().filter_map(|r| r.verified);
+                let verified = verdicts()
+                    .find(|v| *v == Verdict::Fail)
+                    .or_else(|| verdicts().find(|v| *v == Verdict::Pass));
+                Some(Cell {
+                    samples: rows[0].samples,
+                    storage_bytes: rows.iter().map(|r| r.storage_bytes as f64).sum::<f64>()
+                        / rows.len() as f64,
+                    throughput,
+                    online,
+                    offline,
+                    invalid_runs: rows.iter().filter(|r| !r.valid).count(),
+                    verified,
+                    key,
+                    rows: indices,
+                })
+            })
+            .collect()
+    }
+}

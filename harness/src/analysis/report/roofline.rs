@@ -1,0 +1,322 @@
+//! The report's roofline per strategy and the prediction model's validation: every measured
+//! cell beside the bounds and prediction made from the calibration in the manifest.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use workloads::StorageProfile;
+
+use workloads::Codec;
+
+use crate::analysis::model::{self, Checked, Reading, Setting};
+use crate::analysis::svg::{Chart, Scale, Series};
+use crate::results::{CacheState, Calibration};
+
+use super::cells::{Cell, Results};
+use super::view::WorkloadView;
+
+/// Every cell's prediction beside its measurement, in the cells' order. Cells without a
+/// calibration for their strategy and codec, null-I/O control rows and cells under an unknown
+/// storage profile are left out.
+pub fn check_all(results: &Results, cal: &Calibration, cells: &[Cell]) -> Vec<Checked> {
+    let Some(machine) = cal.machine.as_ref() else {
+        return Vec::new();
+    };
+    // Storage profiles by (workload, name), each resolved from the recorded workload once.
+    let mut profiles: HashMap<(String, String), Option<StorageProfile>> = HashMap::new();
+    let mut out = Vec::new();
+    for cell in cells {
+        let k = &cell.key;
+        if k.cache == CacheState::NullIo || cell.throughput.median <= 0.0 {
+            continue;
+        }
+        let (Some(s), Some(row)) = (
+            cal.strategy(&k.workload, &k.strategy, k.codec),
+            results.cell_rows(cell).next(),
+        ) else {
+            continue;
+        };
+        let profile = match row.emulated_storage() {
+            None => None,
+            Some(name) => {
+                let found = profiles
+                    .entry((k.workload.clone(), name.to_string()))
+                    .or_insert_with(|| {
+                        super::recorded_workload(results, &k.workload)
+                            .and_then(|w| w.storage_profile(name).ok())
+                            .or_else(|| {
+                                workloads::storage::find_profile(name, &Default::default()).ok()
+                            })
+                    });
+                match found {
+                    Some(p) => Some(p.clone()),
+                    None => continue,
+                }
+            }
+        };
+        let hw = model::this_machine(machine, profile.as_ref());
+        let setting = Setting {
+            samples: Some(cell.samples),
+            threads: k.threads,
+            reading: Reading::of(k.cache),
+            consumer: row.consumer,
+        };
+        out.push(Checked {
+            workload: k.workload.clone(),
+            condition: k.condition.clone(),
+            strategy: k.strategy.clone(),
+            codec: k.codec,
+            threads: k.threads,
+            cache: k.cache,
+            epoch: k.epoch,
+            measured: cell.throughput.median,
+            prediction: model::predict(s, &hw, &setting),
+        });
+    }
+    out
+}
+
+/// Whether a cell ran as the calibration did (one thread, page cache, local storage, no
+/// consumer): it is left out of the validation, which would otherwise check the calibration
+/// against itself.
+fn is_calibration_condition(c: &Checked) -> bool {
+    c.threads == 1 && c.cache == CacheState::Warm && c.condition.is_plain()
+}
+
+/// The view's checked cells at its most threads, epoch 0.
+fn view_checks<'c>(view: &WorkloadView, checked: &'c [Checked]) -> Vec<&'c Checked> {
+    let t = view.max_threads();
+    checked
+        .iter()
+        .filter(|c| {
+            c.workload == view.name
+                && c.condition == view.condition
+                && c.threads == t
+                && c.epoch == 0
+        })
+        .collect()
+}
+
+/// The roofline table of one view: bounds, the binding one, the prediction and the
+/// measurement.
+pub fn table(view: &WorkloadView, checked: &[Checked]) -> Option<String> {
+    let checks = view_checks(view, checked);
+    if checks.is_empty() {
+        return None;
+    }
+    let consumer = checks
+        .iter()
+        .any(|c| c.prediction.consumer_bound.is_finite());
+    let mut header = vec!["strategy", "codec", "cache", "storage bound", "CPU bound"];
+    if consumer {
+        header.push("consumer bound");
+    }
+    header.extend([
+        "binds",
+        "model",
+        "measured (median)",
+        "measured / bound",
+        "model error",
+    ]);
+    let rows: Vec<Vec<String>> = checks
+        .iter()
+        .map(|c| {
+            let p = &c.prediction;
+            let mut row = vec![
+                c.strategy.clone(),
+                c.codec.to_string(),
+                c.cache.to_string(),
+                model::sps(p.storage_bound),
+                model::sps(p.cpu_bound),
+            ];
+            if consumer {
+                row.push(model::sps(p.consumer_bound));
+            }
+            row.extend([
+                p.binds.to_string(),
+                model::sps(p.predicted),
+                model::sps(c.measured),
+                format!("{:.0} %", c.measured / p.bound * 100.0),
+                format!("{:+.0} %", c.signed_error_pct()),
+            ]);
+            row
+        })
+        .collect();
+    Some(format!(
+        "{} threads, epoch 0; samples/s. Bounds from the calibration in the manifest (docs/measurement.md, \"Prediction model\"): storage = readers / device time per sample, capped by the storage's aggregate rate; CPU = min(threads / worker CPU, cores / (worker + consumer CPU), 1 / consumer CPU).\n\n{}",
+        view.max_threads(),
+        crate::markdown::table(&header, &rows)
+    ))
+}
+
+/// Measured against bound per strategy (log-log), with the line measured = bound.
+pub fn plot(view: &WorkloadView, checked: &[Checked]) -> Option<(String, Chart)> {
+    let checks: Vec<&Checked> = view_checks(view, checked)
+        .into_iter()
+        .filter(|c| c.prediction.bound.is_finite())
+        .collect();
+    if checks.is_empty() {
+        return None;
+    }
+    let points: Vec<(f64, f64)> = checks
+        .iter()
+        .map(|c| (c.prediction.bound, c.measured))
+        .collect();
+    let labels = checks
+        .iter()
+        .map(|c| format!("{} {} {}", c.strategy, c.codec, c.cache))
+        .collect();
+    let lo = points
+        .iter()
+        .flat_map(|p| [p.0, p.1])
+        .fold(f64::INFINITY, f64::min);
+    let hi = points.iter().flat_map(|p| [p.0, p.1]).fold(0.0, f64::max);
+    Some((
+        format!("{}-roofline.svg", view.file_stem()),
+        Chart {
+            title: format!("{}: measured vs roofline bound", view.title()),
+            x_label: "roofline bound (samples/s)".into(),
+            y_label: "measured (samples/s)".into(),
+            x_scale: Scale::Log,
+            y_scale: Scale::Log,
+            x_categories: Vec::new(),
+            y_from_zero: false,
+            series: vec![
+                Series {
+                    name: "strategies".into(),
+                    points,
+                    labels,
+                    line: false,
+                    dashed: false,
+                },
+                Series {
+                    name: "measured = bound".into(),
+                    points: vec![(lo, lo), (hi, hi)],
+                    labels: Vec::new(),
+                    line: true,
+                    dashed: true,
+                },
+            ],
+        },
+    ))
+}
+
+/// The report's "Prediction model" section: the calibration and the validation over every
+/// measured cell but those run as the calibration was.
+pub fn section(
+    results: &Results,
+    checked: &[Checked],
+    cal: &Calibration,
+) -> (String, serde_json::Value) {
+    let mut md = String::new();
+    if let Some(m) = &cal.machine {
+        let _ = writeln!(
+            md,
+            "Calibration (`prepbench calibrate`, run at the start of each sweep): {}; {} strategies x codecs measured for one warm epoch with one worker thread.\n",
+            m.summary(),
+            cal.strategies.len(),
+        );
+    }
+    let checked: Vec<Checked> = checked
+        .iter()
+        .filter(|c| !is_calibration_condition(c))
+        .cloned()
+        .collect();
+    let Some(v) = model::validate(&checked) else {
+        let _ = writeln!(
+            md,
+            "No measured cell has a calibrated strategy to validate against."
+        );
+        return (md, serde_json::Value::Null);
+    };
+    let _ = writeln!(md, "{}\n", model::validation_line(&v));
+    let mut worst = checked.clone();
+    worst.sort_by(|a, b| b.error_pct().total_cmp(&a.error_pct()));
+    let rows: Vec<Vec<String>> = worst
+        .iter()
+        .take(8)
+        .map(|c| {
+            vec![
+                super::view::titled(&c.workload, &c.condition),
+                c.strategy.clone(),
+                c.codec.to_string(),
+                c.threads.to_string(),
+                format!("{} e{}", c.cache, c.epoch),
+                model::sps(c.prediction.predicted),
+                model::sps(c.measured),
+                format!("{:+.0} %", c.signed_error_pct()),
+                c.prediction.binds.to_string(),
+            ]
+        })
+        .collect();
+    let _ = writeln!(
+        md,
+        "The largest errors:\n\n{}",
+        crate::markdown::table(
+            &[
+                "workload",
+                "strategy",
+                "codec",
+                "threads",
+                "cache",
+                "predicted",
+                "measured",
+                "error",
+                "binds"
+            ],
+            &rows
+        )
+    );
+    let (paper_md, paper_json) = paper_rankings(results, cal);
+    md.push_str(&paper_md);
+    let json =
+        serde_json::json!({ "validation": v, "checked": checked, "paper_hardware": paper_json });
+    (md, json)
+}
+
+/// `whatif --profile paper` for every calibrated workload with paper figures: the ranking
+/// predicted on the paper's hardware from this machine's calibration against the paper's
+/// measured ranking.
+fn paper_rankings(results: &Results, cal: &Calibration) -> (String, serde_json::Value) {
+    let hw = model::paper_hardware();
+    let mut rows = Vec::new();
+    let mut json = serde_json::Map::new();
+    let mut agree = 0;
+    for workload in cal.workloads() {
+        let Some(paper) = super::paper_name(results, workload) else {
+            continue;
+        };
+        let ranked = model::ranking(cal, workload, Codec::None, &hw);
+        let Some(a) = model::paper_agreement(&paper, &ranked) else {
+            continue;
+        };
+        agree += usize::from(a.best_agrees);
+        rows.push(vec![
+            workload.to_string(),
+            a.paper.join(" > "),
+            a.predicted.join(" > "),
+            if a.best_agrees { "yes" } else { "no" }.to_string(),
+            a.tau
+                .map(|(t, n)| format!("{t:.2} ({n})"))
+                .unwrap_or_else(|| "-".into()),
+        ]);
+        json.insert(
+            workload.to_string(),
+            serde_json::to_value(&a).unwrap_or_default(),
+        );
+    }
+    if rows.is_empty() {
+        return (String::new(), serde_json::Value::Null);
+    }
+    (
+        format!(
+            "\nThe paper's hardware (`prepbench whatif DIR --profile paper`: 8 cores, its Ceph-over-HDD fio figures, CPU as here), predicted from this machine's calibration against the paper's measured ranking (cold, 8 threads, codec none). Best strategy right for {agree} of {} workloads:\n\n{}",
+            rows.len(),
+            crate::markdown::table(
+                &["workload", "paper (measured)", "predicted", "best agrees", "Kendall tau (strategies)"],
+                &rows
+            )
+        ),
+        serde_json::Value::Object(json),
+    )
+}

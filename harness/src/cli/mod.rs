@@ -1,0 +1,422 @@
+//! Command-line options, in the user's words.
+
+pub mod commands;
+pub mod show;
+pub mod terminal;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use workloads::{CacheMode, Codec};
+
+use crate::measure::cache::EvictPolicy;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "prepbench",
+    version,
+    about = "Where should your preprocessing pipeline be split between offline and online? Measure every split on your hardware."
+)]
+pub struct Cli {
+    /// No progress bars or status lines (errors still go to stderr).
+    #[arg(long, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run strategies of a workload: materialize, prepare the cache, read online, record.
+    Run(RunArgs),
+    /// Sweep a workload's matrix (strategies x codecs x threads x cache x trials); resumable.
+    Sweep(SweepArgs),
+    /// Write summary.csv, report.md, report.json and plots/*.svg for a results folder.
+    Report {
+        /// A results folder (holding runs.csv).
+        dir: PathBuf,
+    },
+    /// Rank strategies: PRESTO's weighted score (fixed), the Pareto set, total time over E epochs.
+    Recommend {
+        /// A results folder.
+        dir: PathBuf,
+        /// Weights of offline time, storage and throughput, as P,S,T.
+        #[arg(long, default_value = "0,0,1")]
+        weights: crate::analysis::recommend::Weights,
+        /// Training epochs to plan for.
+        #[arg(long, default_value_t = 10)]
+        epochs: u64,
+        /// Memory for the page cache in bytes (default: the measured machine's memory).
+        #[arg(long)]
+        memory_bytes: Option<u64>,
+        /// Dataset size to plan for; times and storage scale linearly (default: the runs').
+        #[arg(long)]
+        dataset_samples: Option<u64>,
+    },
+    /// Compare two results folders cell by cell (ratio B/A, 95 % CI, Welch's t-test).
+    Compare { a: PathBuf, b: PathBuf },
+    /// Generate the datasets, sweep every reference workload at a scale, write the report.
+    Reproduce {
+        #[arg(long, value_enum, default_value = "quick")]
+        scale: crate::plan::reproduce::ScaleName,
+        /// Results folder; default results/local/reproduce-<scale>.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[command(flatten)]
+        places: PlaceArgs,
+    },
+    /// Check workload files strictly (unknown keys, ops, parameters, impossible splits).
+    Validate {
+        /// Workload YAML files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// List reference workloads, steps with their parameters, a workload's strategies, or datasets.
+    List {
+        #[command(subcommand)]
+        what: ListWhat,
+    },
+    /// Generate a dataset in the real dataset's on-disk layout.
+    Generate(GenerateArgs),
+    /// Look at one sample after any step: write it as .npy and .png, or list its fields after
+    /// every step (where storage explodes).
+    Show(ShowArgs),
+    /// Measure what the prediction model needs: this machine's storage and memory figures
+    /// (cached per machine) and each strategy's CPU cost per stage; recorded in the results
+    /// folder's manifest (a sweep does this first unless --no-calibrate).
+    Calibrate(CalibrateArgs),
+    /// Predict every swept strategy's throughput on other hardware from a results folder's
+    /// calibration: the recommended strategy there and where the recommendation changes.
+    Whatif(WhatifArgs),
+    /// Merge the shards of a sweep (`sweep --shard`, or run under mpirun or a Slurm array)
+    /// into one results folder; refuses shards of different sweeps or a missing shard.
+    Merge {
+        /// Shard results folders, or folders holding shard-I-of-N folders.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// The merged folder (default: the one folder given, when it holds the shards).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// A reference workload name (`cv`) or a workload YAML path.
+    pub workload: String,
+    /// Strategies, comma-separated (default: the workload's sweep.strategies, or all).
+    #[arg(long, value_delimiter = ',')]
+    pub strategies: Option<Vec<String>>,
+    /// Codecs, comma-separated (default: the workload's sweep.codecs).
+    #[arg(long, value_delimiter = ',')]
+    pub codecs: Option<Vec<Codec>>,
+    /// Samples: the first N of the dataset.
+    #[arg(long)]
+    pub samples: Option<usize>,
+    /// Shards per materialized strategy.
+    #[arg(long)]
+    pub shards: Option<usize>,
+    /// Measure the machine again instead of using its cached figures, and every strategy
+    /// again.
+    #[arg(long)]
+    pub recalibrate: bool,
+    /// Results folder; default results/local/<workload>-sweep.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub places: PlaceArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct WhatifArgs {
+    /// A results folder with a calibration (from `prepbench sweep` or `prepbench calibrate`).
+    pub dir: PathBuf,
+    /// A hardware profile: `paper` (8 cores, the paper's Ceph-over-HDD fio figures; compares
+    /// with the paper's measured ranking) or a YAML file (name, cores, cpu_speed, storage).
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Cores (and worker threads); default: the profile's, else this machine's.
+    #[arg(long)]
+    pub cores: Option<usize>,
+    /// Read bandwidth in MB/s, per reader and in all.
+    #[arg(long)]
+    pub read_mbps: Option<f64>,
+    /// Latency per 4 KiB request of files under 1 MiB (and once per larger file), in ms.
+    #[arg(long)]
+    pub latency_ms: Option<f64>,
+    /// CPU speed relative to the calibrated machine (2 = steps take half the time).
+    #[arg(long)]
+    pub cpu_speed: Option<f64>,
+    /// Codec of the stored strategies to predict (a level may be left out: `zstd` is
+    /// `zstd:3`).
+    #[arg(long, default_value = "none")]
+    pub codec: workloads::Codec,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A reference workload name (`cv`) or a workload YAML path.
+    pub workload: String,
+    /// The sample (source item) in source order.
+    #[arg(long, default_value_t = 0)]
+    pub sample: usize,
+    /// After a fan-out step (NILM's windows): which of the item's outputs.
+    #[arg(long, default_value_t = 0)]
+    pub part: usize,
+    /// Show it after this step: its name, its op, or a unique prefix of its name (default: the
+    /// last step).
+    #[arg(long)]
+    pub after: Option<String>,
+    /// Show it as this strategy stores it (after the steps before its split).
+    #[arg(long)]
+    pub strategy: Option<String>,
+    /// The field to write to a .npy or .png file (default: the largest tensor).
+    #[arg(long)]
+    pub field: Option<String>,
+    /// Where to write: FILE.npy (NumPy), FILE.png (an image with its boxes, or a spectrogram),
+    /// or a directory (every field as .npy, and .png where it can be drawn).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the sample's fields, dtypes, shapes and bytes after every step instead.
+    #[arg(long)]
+    pub list: bool,
+    /// Seed and epoch of random steps.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 0)]
+    pub epoch: u64,
+    /// Where datasets live: a folder (datasets generated there when missing), or with
+    /// `--features s3` an `s3://bucket/prefix` (read there, never generated there).
+    #[arg(long, default_value = "data")]
+    pub data_dir: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ListWhat {
+    /// The reference workloads shipped with prepbench.
+    Workloads,
+    /// Every step op and its parameters.
+    Steps,
+    /// The strategies (split points) of a workload.
+    Strategies {
+        /// A reference workload name or a YAML path.
+        workload: String,
+    },
+    /// The dataset kinds and their layouts.
+    Datasets,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A reference workload name (`cv`) or a workload YAML path.
+    pub workload: String,
+    /// Strategies to run, comma-separated, or `all` (the default).
+    #[arg(long, value_delimiter = ',', default_value = "all")]
+    pub strategy: Vec<String>,
+    /// Worker threads for the offline and online phases (default: available cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Samples to use: the first N of the dataset (default: the workload's).
+    #[arg(long)]
+    pub samples: Option<usize>,
+    /// Codec of materialized shards: none, gzip[:L], zlib[:L], zstd[:L], lz4.
+    #[arg(long, default_value = "none")]
+    pub codec: Codec,
+    /// Shards per materialized strategy (default: the workload's sweep.shards).
+    #[arg(long)]
+    pub shards: Option<usize>,
+    /// Cache mode: cold (evicted), warm (prefetched) or app (epoch 0 cold, filling an
+    /// in-process cache that later epochs are served from).
+    #[arg(long, default_value = "cold")]
+    pub cache: CacheMode,
+    /// Memory the application cache (`--cache app`) may hold, in MB (default: half the
+    /// memory available when the run starts).
+    #[arg(long)]
+    pub app_cache_mb: Option<f64>,
+    /// Epochs to run; epochs after the first start from the cache the previous one left.
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    /// Results folder (runs.csv, manifest.json); default results/local/<workload>.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Seed of random online steps.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Check that every strategy's output equals fully-online processing, sample by sample.
+    #[arg(long)]
+    pub verify: bool,
+    /// Materialize again even when a complete matching store exists.
+    #[arg(long)]
+    pub rematerialize: bool,
+    /// Print the rows as JSON lines on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Storage profile the online reads are delayed to: local (none), paper-ceph-hdd, or one
+    /// defined under the workload's storage_profiles (default: its first sweep.storage).
+    #[arg(long)]
+    pub storage: Option<String>,
+    /// Simulated training: batch=N,compute=TIME[,mode=sleep|spin][,prefetch=K]; TIME is 100ms,
+    /// normal:MEAN:SD or uniform:LO:HI. Adds AU, stall share and batch waits, and a null-I/O
+    /// control row.
+    #[arg(long)]
+    pub consumer: Option<workloads::ConsumerSpec>,
+    /// A sample that cannot be read or processed: fail (stop, naming the file) or skip (count
+    /// it in runs.csv skipped_samples, name it in errors.csv, go on). Default: the workload's
+    /// on_error, else fail.
+    #[arg(long)]
+    pub on_error: Option<workloads::OnError>,
+    /// Read concurrently from every MPI rank: under `mpirun -np N`, each rank reads its
+    /// partition of each strategy after a synchronised start; rank 0 writes ranks.csv
+    /// (aggregate and per-rank throughput, straggler spread). Needs a build with
+    /// `--features mpi`.
+    #[arg(long)]
+    pub ranks: bool,
+    #[command(flatten)]
+    pub places: PlaceArgs,
+}
+
+/// Where results, datasets and stores live, and how caches are evicted.
+#[derive(Debug, Args, Clone)]
+pub struct PlaceArgs {
+    /// Where datasets live: a folder (datasets generated there when missing), or with
+    /// `--features s3` an `s3://bucket/prefix` (read there, never generated there).
+    #[arg(long, default_value = "data")]
+    pub data_dir: PathBuf,
+    /// Where materialized strategies are stored.
+    #[arg(long, default_value = "store")]
+    pub store_dir: PathBuf,
+    /// How to evict the page cache before cold epochs.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub evict: EvictPolicy,
+}
+
+impl PlaceArgs {
+    /// Where a sweep reads and writes, with results in `out`.
+    pub fn into_places(
+        self,
+        out: PathBuf,
+        progress: crate::progress::Progress,
+    ) -> crate::plan::sweep::Places {
+        crate::plan::sweep::Places {
+            out,
+            data_dir: self.data_dir,
+            store_dir: self.store_dir,
+            evict: self.evict,
+            progress,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// A reference workload name (`cv`) or a workload YAML path.
+    pub workload: String,
+    /// Trials per cell (default: the workload's sweep.trials).
+    #[arg(long)]
+    pub trials: Option<usize>,
+    /// Thread counts, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub threads: Option<Vec<usize>>,
+    /// Codecs, comma-separated: none, gzip[:L], zlib[:L], zstd[:L], lz4.
+    #[arg(long, value_delimiter = ',')]
+    pub codecs: Option<Vec<Codec>>,
+    /// Strategies, comma-separated (default: the workload's sweep.strategies, or all).
+    #[arg(long, value_delimiter = ',')]
+    pub strategies: Option<Vec<String>>,
+    /// Cache modes, comma-separated: cold, warm, app (an in-process cache filled in epoch 0).
+    #[arg(long, value_delimiter = ',')]
+    pub cache: Option<Vec<CacheMode>>,
+    /// Memory the application cache (`--cache app`) may hold, in MB (default: half the
+    /// memory available when the run starts).
+    #[arg(long)]
+    pub app_cache_mb: Option<f64>,
+    /// Samples per run: the first N of the dataset.
+    #[arg(long)]
+    pub samples: Option<usize>,
+    /// Epochs per run.
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    /// Shards per materialized strategy.
+    #[arg(long)]
+    pub shards: Option<usize>,
+    /// MB of data per dataset variant, for workloads that sweep dataset options (synthetic
+    /// sample sizes): each variant gets this many MB of samples.
+    #[arg(long)]
+    pub dataset_mb: Option<f64>,
+    /// Materializations per (strategy, codec), each timed into offline.csv.
+    #[arg(long, default_value_t = 1)]
+    pub offline_trials: usize,
+    /// Seed of the run order and of random online steps.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Verify each (strategy, codec) once against fully-online processing.
+    #[arg(long)]
+    pub verify: bool,
+    /// Materialize again even when complete matching stores exist.
+    #[arg(long)]
+    pub rematerialize: bool,
+    /// Results folder; default results/local/<workload>-sweep.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Storage profiles, comma-separated: local, paper-ceph-hdd, or the workload's own
+    /// (default: the workload's sweep.storage).
+    #[arg(long, value_delimiter = ',')]
+    pub storage: Option<Vec<String>>,
+    /// Simulated training for every run (see `run --consumer`).
+    #[arg(long)]
+    pub consumer: Option<workloads::ConsumerSpec>,
+    /// A sample that cannot be read or processed: fail (stop, naming the file) or skip (count
+    /// it in runs.csv skipped_samples, name it in errors.csv, go on). Default: the workload's
+    /// on_error, else fail.
+    #[arg(long)]
+    pub on_error: Option<workloads::OnError>,
+    /// Run one shard of the sweep, I/N (0 <= I < N), into OUT/shard-I-of-N; merge the shards
+    /// with `prepbench merge OUT`. Default: from the launcher (Open MPI, MPICH/Intel MPI, a
+    /// Slurm job array, a Kubernetes Indexed Job with PREPBENCH_SHARD_COUNT), else the whole
+    /// sweep.
+    #[arg(long)]
+    pub shard: Option<crate::results::Shard>,
+    /// Skip calibrating the prediction model before the runs (then report.md has no
+    /// roofline unless the folder was calibrated before).
+    #[arg(long)]
+    pub no_calibrate: bool,
+    /// Measure the machine again instead of using its cached calibration.
+    #[arg(long)]
+    pub recalibrate: bool,
+    #[command(flatten)]
+    pub places: PlaceArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// Dataset kind (see `prepbench list datasets`).
+    pub kind: String,
+    #[arg(long)]
+    pub samples: usize,
+    /// The dataset's folder; with `--features s3`, an `s3://bucket/prefix` to upload it to
+    /// (generated in a local staging folder first).
+    #[arg(long)]
+    pub out: PathBuf,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Generator threads (default: available cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// A generator option KEY=VALUE (see `prepbench list datasets`); repeatable.
+    #[arg(long, value_parser = parse_option)]
+    pub option: Vec<(String, String)>,
+}
+
+fn parse_option(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .ok_or_else(|| format!("`{text}`: options are KEY=VALUE"))
+}
+
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}

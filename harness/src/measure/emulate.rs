@@ -1,0 +1,317 @@
+//! Storage emulation: reads delayed until slower storage, described by a [`StorageProfile`],
+//! would have served them. Each read is timed; when the local disk was faster than the profile
+//! allows, the reader sleeps for the difference (never the other way: emulation only slows).
+//!
+//! Two shared links, each a token bucket without burst (a FIFO reservation clock), model the
+//! profile's aggregate limits: streamed bytes at `aggregate_mb_s`, random requests at `iops`.
+//! Each reader also has its own clock for `stream_mb_s` and per-request latency, so short reads
+//! accumulate their delay and sleep once it is worth a sleep (sleeping per small read would
+//! overshoot). Bytes the page cache already held when the file was opened are not delayed: a
+//! warm epoch is as warm as it is locally.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use workloads::{ReadFiles, StorageProfile};
+
+use crate::measure::cache;
+
+/// Delays shorter than this are carried to the reader's next read instead of slept.
+const MIN_SLEEP: Duration = Duration::from_millis(2);
+
+/// The shared state of one emulated storage over one epoch.
+#[derive(Debug)]
+pub struct Throttle {
+    profile: StorageProfile,
+    origin: Instant,
+    links: Mutex<Links>,
+    /// Nanoseconds readers slept to match the profile.
+    delayed_nanos: AtomicU64,
+    page: usize,
+}
+
+/// When each shared link is next free, in seconds since `origin`.
+#[derive(Debug, Default)]
+struct Links {
+    bytes_free_at: f64,
+    requests_free_at: f64,
+}
+
+/// One reader's clock: when its own reads are done, in seconds since the throttle's origin.
+#[derive(Debug, Default)]
+struct Cursor {
+    due: f64,
+}
+
+impl Throttle {
+    /// A throttle for `profile`, or `None` when the profile emulates nothing.
+    pub fn new(profile: &StorageProfile) -> Option<Arc<Throttle>> {
+        (!profile.is_passthrough()).then(|| {
+            Arc::new(Throttle {
+                profile: profile.clone(),
+                origin: Instant::now(),
+                links: Mutex::new(Links::default()),
+                delayed_nanos: AtomicU64::new(0),
+                page: cache::page_size(),
+            })
+        })
+    }
+
+    /// Seconds readers have slept so far to match the profile.
+    pub fn delayed_seconds(&self) -> f64 {
+        self.delayed_nanos.load(Ordering::Relaxed) as f64 / 1e9
+    }
+
+    fn seconds(&self, at: Instant) -> f64 {
+        at.saturating_duration_since(self.origin).as_secs_f64()
+    }
+
+    fn is_small(&self, file_len: u64) -> bool {
+        (file_len as f64) < self.profile.small_file_kb * 1024.0
+    }
+
+    /// Schedules a read that began at `begin` of `bytes` from the device, of a file of
+    /// `file_len` bytes (`first`: the file's first read from the device), on the reader's
+    /// `cursor`; returns when the profile would have finished it.
+    fn schedule(
+        &self,
+        cursor: &mut Cursor,
+        begin: Instant,
+        bytes: u64,
+        file_len: u64,
+        first: bool,
+    ) -> f64 {
+        let now = self.seconds(begin);
+        let start = now.max(cursor.due);
+        if bytes == 0 {
+            return start;
+        }
+        let p = &self.profile;
+        let latency = p.latency_ms / 1000.0;
+        let mut links = self.links.lock().unwrap_or_else(|e| e.into_inner());
+        let done = if self.is_small(file_len) {
+            let requests = (bytes as f64 / (p.request_kb * 1024.0)).ceil();
+            let own = start + requests * latency;
+            match p.iops {
+                Some(iops) => {
+                    let link_start = start.max(links.requests_free_at);
+                    links.requests_free_at = link_start + requests / iops;
+                    own.max(links.requests_free_at)
+                }
+                None => own,
+            }
+        } else {
+            let mut own = start + if first { latency } else { 0.0 };
+            if let Some(mb) = p.stream_mb_s {
+                own += bytes as f64 / (mb * 1e6);
+            }
+            match p.aggregate_mb_s {
+                Some(mb) => {
+                    let link_start = start.max(links.bytes_free_at);
+                    links.bytes_free_at = link_start + bytes as f64 / (mb * 1e6);
+                    own.max(links.bytes_free_at)
+                }
+                None => own,
+            }
+        };
+        drop(links);
+        cursor.due = done;
+        done
+    }
+
+    /// Sleeps until `due` (seconds since origin) when that is at least `min` away, or always
+    /// when `min` is zero.
+    fn wait(&self, due: f64, min: Duration) {
+        let target = self.origin + Duration::from_secs_f64(due);
+        let Some(left) = target.checked_duration_since(Instant::now()) else {
+            return;
+        };
+        if left >= min || min.is_zero() {
+            std::thread::sleep(left);
+            self.delayed_nanos
+                .fetch_add(left.as_nanos() as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// The share of `file`'s bytes not in the page cache now, 0 to 1.
+    fn uncached(&self, file: &File, path: &Path) -> std::io::Result<f64> {
+        let r = cache::open_file_residency(file, path, self.page)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        Ok(if r.total_pages == 0 {
+            0.0
+        } else {
+            1.0 - r.resident_pages as f64 / r.total_pages as f64
+        })
+    }
+
+    /// Opens `path` for reading through this throttle.
+    pub fn open(self: &Arc<Throttle>, path: &Path) -> std::io::Result<ThrottledFile> {
+        let file = File::open(path)?;
+        let len = file.metadata()?.len();
+        let uncached = self.uncached(&file, path)?;
+        Ok(ThrottledFile {
+            file,
+            throttle: self.clone(),
+            cursor: Cursor::default(),
+            len,
+            uncached,
+            first: true,
+        })
+    }
+}
+
+impl ReadFiles for Throttle {
+    /// Reads a whole file (a raw dataset file) and waits until the profile would have.
+    fn read_file(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        let begin = Instant::now();
+        let mut file = File::open(path)?;
+        let len = file.metadata()?.len();
+        let uncached = self.uncached(&file, path)?;
+        let mut bytes = Vec::with_capacity(len as usize);
+        file.read_to_end(&mut bytes)?;
+        let fresh = (bytes.len() as f64 * uncached).round() as u64;
+        let due = self.schedule(&mut Cursor::default(), begin, fresh, len, true);
+        self.wait(due, Duration::ZERO);
+        Ok(bytes)
+    }
+}
+
+/// A file read through a [`Throttle`]: every `read` is scheduled on the reader's clock; the delay
+/// is slept once it is worth a sleep, and in full at the end of the file.
+pub struct ThrottledFile {
+    file: File,
+    throttle: Arc<Throttle>,
+    cursor: Cursor,
+    len: u64,
+    /// Share of the file not in the page cache when it was opened.
+    uncached: f64,
+    first: bool,
+}
+
+impl Read for ThrottledFile {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let begin = Instant::now();
+        let n = self.file.read(buf)?;
+        let fresh = (n as f64 * self.uncached).round() as u64;
+        let due = self.throttle.schedule(
+            &mut self.cursor,
+            begin,
+            fresh,
+            self.len,
+            self.first && fresh > 0,
+        );
+        if fresh > 0 {
+            self.first = false;
+        }
+        // At the end of the file, pay whatever is still owed.
+        let min = if n == 0 { Duration::ZERO } else { MIN_SLEEP };
+        self.throttle.wait(due, min);
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile() -> StorageProfile {
+        let mut p = StorageProfile::local();
+        p.name = "test".into();
+        p
+    }
+
+    #[test]
+    fn local_profile_makes_no_throttle() {
+        assert!(Throttle::new(&StorageProfile::local()).is_none());
+        assert!(Throttle::new(&StorageProfile::paper_ceph_hdd()).is_some());
+    }
+
+    #[test]
+    fn small_files_pay_latency_per_request_and_share_the_iops() {
+        let mut p = profile();
+        p.latency_ms = 1.0;
+        p.iops = Some(1000.0);
+        let t = Throttle::new(&p).unwrap();
+        let begin = t.origin;
+        // 40 KiB = 10 requests of 4 KiB: 10 ms on the reader, 10 ms of the link.
+        let mut a = Cursor::default();
+        let done = t.schedule(&mut a, begin, 40 * 1024, 40 * 1024, true);
+        assert!((done - 0.010).abs() < 1e-9, "{done}");
+        // A second reader at the same moment waits for the link: 10 more requests.
+        let mut b = Cursor::default();
+        let done = t.schedule(&mut b, begin, 40 * 1024, 40 * 1024, true);
+        assert!((done - 0.020).abs() < 1e-9, "{done}");
+    }
+
+    #[test]
+    fn large_files_stream_at_the_slower_of_reader_and_link() {
+        let mut p = profile();
+        p.stream_mb_s = Some(100.0);
+        p.aggregate_mb_s = Some(150.0);
+        p.latency_ms = 5.0;
+        let t = Throttle::new(&p).unwrap();
+        let begin = t.origin;
+        let len = 100_000_000;
+        let mut a = Cursor::default();
+        // 10 MB: 5 ms + 100 ms on the reader; the link alone would take 66.7 ms.
+        let first = t.schedule(&mut a, begin, 10_000_000, len, true);
+        assert!((first - 0.105).abs() < 1e-9, "{first}");
+        // The next read continues from the reader's clock, without another latency.
+        let second = t.schedule(&mut a, begin, 10_000_000, len, false);
+        assert!((second - 0.205).abs() < 1e-9, "{second}");
+        // Two readers share 150 MB/s: a third read queued on the link finishes after it.
+        let mut b = Cursor::default();
+        let other = t.schedule(&mut b, begin, 10_000_000, len, true);
+        assert!(other > 0.19, "{other}");
+    }
+
+    #[test]
+    fn cached_files_are_not_delayed_and_cold_ones_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.bin");
+        std::fs::write(&path, vec![7u8; 64 * 1024]).unwrap();
+        let mut p = profile();
+        p.latency_ms = 20.0;
+        let t = Throttle::new(&p).unwrap();
+        // Just written and prefetched: resident, so no delay.
+        cache::prefetch(std::slice::from_ref(&path)).unwrap();
+        assert_eq!(t.read_file(&path).unwrap().len(), 64 * 1024);
+        assert!(t.delayed_seconds() < 0.005, "{}", t.delayed_seconds());
+        // Evicted (where the kernel allows it): 16 requests of 20 ms.
+        let ev = cache::evict(std::slice::from_ref(&path), cache::EvictPolicy::Fadvise).unwrap();
+        if ev.after.pct() < 1.0 {
+            let start = Instant::now();
+            t.read_file(&path).unwrap();
+            assert!(start.elapsed() >= Duration::from_millis(320));
+        }
+    }
+
+    #[test]
+    fn throttled_reads_return_the_bytes_and_pay_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.bin");
+        let data: Vec<u8> = (0..3_000_000u32).map(|i| i as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        cache::evict(std::slice::from_ref(&path), cache::EvictPolicy::Fadvise).unwrap();
+        let mut p = profile();
+        p.stream_mb_s = Some(100.0);
+        let t = Throttle::new(&p).unwrap();
+        let mut f = t.open(&path).unwrap();
+        let uncached = f.uncached;
+        let start = Instant::now();
+        let mut back = Vec::new();
+        f.read_to_end(&mut back).unwrap();
+        assert_eq!(back, data);
+        // 3 MB at 100 MB/s is 30 ms for the share that was not cached.
+        let expect = 0.030 * uncached;
+        assert!(
+            start.elapsed().as_secs_f64() >= expect * 0.95,
+            "{:?}",
+            start.elapsed()
+        );
+    }
+}

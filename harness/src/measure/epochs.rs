@@ -1,0 +1,449 @@
+//! The online phase of one run: E epochs, each after preparing the page cache, with a row
+//! per epoch, its stages, system samples and skipped samples, and the null-I/O control of a
+//! run with a consumer.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use workloads::{CacheMode, Codec, OnError, Sample, StorageProfile, Strategy};
+
+use crate::measure::cache;
+use crate::measure::emulate::Throttle;
+use crate::measure::execute::{run_online, OnlineInput, OnlineJob};
+use crate::measure::session::{Materialized, Session, MAX_COLD_RESIDENCY_PCT};
+use crate::measure::verify::Verification;
+use crate::measure::warnings::Warning;
+use crate::results::{
+    self, Bound, CacheState, ErrorRow, RunRow, SampleRow, StageRow, Tables, Verdict,
+};
+use workloads::ConsumerSpec;
+
+/// Where a run's samples come from and how it is measured.
+pub struct RunSpec<'a> {
+    pub run_id: String,
+    pub strategy: &'a Strategy,
+    /// `None` for `unprocessed` (raw files).
+    pub stored: Option<&'a Materialized>,
+    pub threads: usize,
+    pub cache: CacheMode,
+    pub epochs: u64,
+    pub seed: u64,
+    pub trial: usize,
+    pub verify: bool,
+    /// Memory the application cache (`--cache app`) may hold.
+    pub app_cache_bytes: u64,
+    /// The storage the online phase's reads are delayed to (`local`: not delayed).
+    pub storage: &'a StorageProfile,
+    /// A simulated training consumer, measured with its null-I/O control after the epochs.
+    pub consumer: Option<ConsumerSpec>,
+    /// Called after each epoch's cache is prepared, right before its timing starts (`--ranks`
+    /// passes an MPI barrier here, so every rank starts together).
+    pub start_gate: Option<&'a dyn Fn()>,
+}
+
+/// What one run produced.
+pub struct Measured {
+    pub rows: Vec<RunRow>,
+    /// Where each epoch's online time went, aligned with the epochs' `rows`.
+    pub epoch_stages: Vec<Vec<crate::results::stages::Stage>>,
+    /// What bound each epoch, aligned with `rows` (`None`: no time recorded, or the null-I/O
+    /// control).
+    pub bounds: Vec<Option<Bound>>,
+    /// System samples of the online epochs.
+    pub samples: Vec<SampleRow>,
+    /// Samples skipped offline (in the store) and in each epoch.
+    pub errors: Vec<ErrorRow>,
+    pub warnings: Vec<Warning>,
+    pub verification: Option<Verification>,
+}
+
+impl Measured {
+    /// stages.csv rows of the epochs.
+    pub fn stage_rows(&self) -> Vec<StageRow> {
+        self.rows
+            .iter()
+            .zip(&self.epoch_stages)
+            .flat_map(|(row, stages)| {
+                crate::results::stages::rows(&row.run_id, row.epoch, stages, row.online_s)
+            })
+            .collect()
+    }
+
+    /// Appends the run to `tables`: its system samples, stages and skipped samples first, its
+    /// rows in runs.csv last, so that a run interrupted in between is not taken as done.
+    pub fn append_to(&self, tables: &Tables) -> Result<(), results::ResultsError> {
+        tables.samples.append(&self.samples)?;
+        tables.stages.append(&self.stage_rows())?;
+        tables.errors.append(&self.errors)?;
+        tables.runs.append(&self.rows)
+    }
+}
+
+/// The page-cache state at the start of one epoch.
+struct CachePrep {
+    state: CacheState,
+    method: String,
+    before_pct: f64,
+    after_pct: f64,
+}
+
+impl Session {
+    fn prepare_cache(
+        &self,
+        files: &[PathBuf],
+        epoch: u64,
+        mode: CacheMode,
+    ) -> anyhow::Result<CachePrep> {
+        if epoch > 0 {
+            // Later epochs start from the cache the previous epoch left.
+            let r = cache::residency(files)?.pct();
+            return Ok(CachePrep {
+                state: CacheState::Warm,
+                method: "none".into(),
+                before_pct: r,
+                after_pct: r,
+            });
+        }
+        Ok(match mode {
+            CacheMode::Cold | CacheMode::App => {
+                let ev = cache::evict(files, self.evict)?;
+                CachePrep {
+                    state: if mode == CacheMode::App {
+                        CacheState::AppFill
+                    } else {
+                        CacheState::Cold
+                    },
+                    method: ev.method,
+                    before_pct: ev.before.pct(),
+                    after_pct: ev.after.pct(),
+                }
+            }
+            CacheMode::Warm => {
+                let before = cache::residency(files)?.pct();
+                cache::prefetch(files)?;
+                let after = cache::residency(files)?.pct();
+                CachePrep {
+                    state: CacheState::Warm,
+                    method: "prefetch".into(),
+                    before_pct: before,
+                    after_pct: after,
+                }
+            }
+        })
+    }
+
+    /// Whether a run reading `stored` (the raw files when `None`) reads from object storage.
+    pub fn input_is_remote(&self, stored: Option<&Materialized>) -> bool {
+        match stored {
+            Some(m) => m.remote.is_some(),
+            None => !self.source.is_local(),
+        }
+    }
+
+    /// Runs `spec.epochs` epochs of the online phase and, when asked, verifies the output.
+    pub fn measure(&self, spec: &RunSpec) -> anyhow::Result<Measured> {
+        let strategy = spec.strategy;
+        let (files, storage_bytes, input, codec, shards) = match spec.stored {
+            None => (
+                self.source.paths(),
+                self.source.total_bytes(),
+                OnlineInput::Raw,
+                Codec::None,
+                0,
+            ),
+            Some(m) => (
+                m.manifest
+                    .shards
+                    .iter()
+                    .map(|s| m.dir.join(&s.file))
+                    .collect::<Vec<_>>(),
+                m.manifest.storage_bytes(),
+                OnlineInput::Store {
+                    dir: &m.dir,
+                    manifest: &m.manifest,
+                    remote: m.remote.as_ref(),
+                },
+                m.manifest.codec,
+                m.manifest.shards.len(),
+            ),
+        };
+        let job = OnlineJob {
+            workload: &self.workload,
+            split: strategy.split,
+            source: &self.source,
+            input,
+            threads: spec.threads,
+            seed: spec.seed,
+            epoch: 0,
+            hash: false,
+            fill: None,
+            throttle: None,
+            consumer: spec.consumer,
+            on_error: self.on_error,
+        };
+        let store_skipped: &[results::Skipped] = spec.stored.map_or(&[], |m| &m.manifest.skipped);
+        if let (OnError::Fail, Some(first)) = (self.on_error, store_skipped.first()) {
+            bail!(
+                "the store of `{}` was made with on_error: skip and left out {} samples (first: \
+                 sample {} in {}, {}: {}); run with --on-error skip, or --rematerialize to fail \
+                 on them",
+                strategy.name,
+                store_skipped.iter().map(|s| s.count).sum::<u64>(),
+                first.sample,
+                first.file,
+                first.stage,
+                first.message
+            );
+        }
+        let store_skipped_count: u64 = store_skipped.iter().map(|s| s.count).sum();
+        if spec.cache == CacheMode::App && strategy.split == 0 {
+            bail!(
+                "the application cache keeps stored records, and `{}` stores none: use \
+                 --cache cold or warm for it",
+                strategy.name
+            );
+        }
+        let app_cache = crate::measure::execute::AppCache::new(spec.app_cache_bytes);
+        let mut measured = Measured {
+            rows: Vec::new(),
+            epoch_stages: Vec::new(),
+            bounds: Vec::new(),
+            samples: Vec::new(),
+            errors: store_skipped
+                .iter()
+                .map(|s| s.row(&spec.run_id, None))
+                .collect(),
+            warnings: Vec::new(),
+            verification: None,
+        };
+        // Outputs per source item: a fan-out step (NILM's windows) makes the kind's count.
+        let per_item = match self.workload.fan_out_step() {
+            Some(_) => {
+                datasets::find_kind(&self.workload.dataset.kind).map_or(1, |k| k.samples_per_file)
+            }
+            None => 1,
+        };
+        // The last epoch's first sample, which the null-I/O control serves.
+        let mut template = None;
+        let remote = self.input_is_remote(spec.stored);
+        if remote && spec.cache == CacheMode::Warm {
+            bail!(
+                "`{}` reads from object storage, which has no page cache to warm: use --cache \
+                 cold (every epoch reads from the service) or app (samples kept in memory)",
+                strategy.name
+            );
+        }
+        if remote && !spec.storage.is_passthrough() {
+            bail!(
+                "storage profile `{}` is emulated over local files, and `{}` reads from object \
+                 storage, measured as it is: use --storage local",
+                spec.storage.name,
+                strategy.name
+            );
+        }
+        for epoch in 0..spec.epochs {
+            // Nothing in object storage is cached here; the service's own caches are not ours
+            // to drop (docs/cluster.md).
+            let mut prep = if remote {
+                CachePrep {
+                    state: if spec.cache == CacheMode::App && epoch == 0 {
+                        CacheState::AppFill
+                    } else {
+                        CacheState::Cold
+                    },
+                    method: results::rows::EVICT_REMOTE.into(),
+                    before_pct: 0.0,
+                    after_pct: 0.0,
+                }
+            } else {
+                self.prepare_cache(&files, epoch, spec.cache)?
+            };
+            let app = spec.cache == CacheMode::App;
+            let mut epoch_job = OnlineJob { epoch, ..job };
+            if app && epoch == 0 {
+                epoch_job.fill = Some(&app_cache);
+            } else if app && app_cache.fits() {
+                prep.state = CacheState::App;
+                epoch_job.input = OnlineInput::Memory(&app_cache);
+            } else if app {
+                prep.state = CacheState::AppMiss;
+                if epoch == 1 {
+                    measured.warnings.push(Warning::AppCacheTooSmall {
+                        strategy: strategy.name.clone(),
+                        limit_mb: app_cache.limit_bytes as f64 / 1e6,
+                    });
+                }
+            }
+            let valid =
+                !(prep.state == CacheState::Cold && prep.after_pct > MAX_COLD_RESIDENCY_PCT);
+            if !valid {
+                let fs_type = crate::results::system::filesystem_of(&files[0])
+                    .map(|f| f.fs_type)
+                    .unwrap_or_else(|| "unknown".into());
+                measured.warnings.push(Warning::StillResident {
+                    strategy: strategy.name.clone(),
+                    pct: prep.after_pct,
+                    fs_type,
+                });
+            }
+            let bar = self.progress.bar(
+                (self.source.len() * per_item) as u64,
+                &format!("{} t{} epoch {epoch}", strategy.name, spec.threads),
+            );
+            // A fresh emulated storage per epoch: its links start idle.
+            let throttle = Throttle::new(spec.storage);
+            epoch_job.throttle = throttle.as_ref();
+            if let Some(gate) = spec.start_gate {
+                gate();
+            }
+            let sampler = crate::measure::sysmon::Sampler::start(
+                &self.source.root,
+                crate::measure::sysmon::SAMPLE_PERIOD,
+            );
+            let result = run_online(&epoch_job, &bar)
+                .with_context(|| format!("online phase of `{}`, epoch {epoch}", strategy.name))?;
+            let device = sampler.device.clone();
+            let system = sampler.finish();
+            let (device_read_mb_s, cpu_busy_pct) = crate::measure::sysmon::means(&system);
+            measured.samples.extend(crate::measure::sysmon::rows(
+                &spec.run_id,
+                Some(epoch),
+                &device,
+                &system,
+            ));
+            bar.finish_and_clear();
+            let online_s = result.delta.wall_s;
+            let stages =
+                crate::measure::attribution::stages(&result.stages, &self.workload, strategy.split);
+            measured
+                .bounds
+                .push(crate::results::stages::classify(&stages).0);
+            measured.epoch_stages.push(stages);
+            if epoch + 1 == spec.epochs {
+                template = result.template.clone();
+            }
+            let training = result.consumer.as_ref();
+            measured.errors.extend(
+                result
+                    .stages
+                    .skipped
+                    .iter()
+                    .map(|s| s.row(&spec.run_id, Some(epoch))),
+            );
+            let skipped_samples =
+                store_skipped_count + result.stages.skipped.iter().map(|s| s.count).sum::<u64>();
+            measured.rows.push(RunRow {
+                run_id: spec.run_id.clone(),
+                started_utc: results::utc_now(),
+                workload: self.workload.name.clone(),
+                strategy: strategy.name.clone(),
+                split: strategy.split,
+                codec,
+                shards,
+                threads: spec.threads,
+                samples: result.samples,
+                trial: spec.trial,
+                epoch,
+                cache: prep.state,
+                seed: spec.seed,
+                offline_s: spec.stored.map_or(0.0, |m| m.manifest.offline_s),
+                offline_reused: spec.stored.is_some_and(|m| m.reused),
+                storage_bytes,
+                online_s,
+                throughput_sps: if online_s > 0.0 {
+                    result.samples as f64 / online_s
+                } else {
+                    0.0
+                },
+                read_bytes: result.delta.read_bytes,
+                read_chars: result.delta.read_chars,
+                output_bytes: result.output_bytes,
+                cpu_user_s: result.delta.cpu_user_s,
+                cpu_sys_s: result.delta.cpu_sys_s,
+                evict_method: prep.method,
+                residency_before_pct: prep.before_pct,
+                residency_after_pct: prep.after_pct,
+                valid,
+                verified: None,
+                storage: spec.storage.name.clone(),
+                consumer: spec.consumer,
+                au_pct: training.map(|m| m.au_pct(online_s)),
+                stall_pct: training.map(|m| m.stall_pct(online_s)),
+                first_batch_s: training.map(|m| m.first_batch_s),
+                batch_wait_p50_ms: training.map(|m| m.wait_p50_ms),
+                batch_wait_p99_ms: training.map(|m| m.wait_p99_ms),
+                device_read_mb_s,
+                cpu_busy_pct,
+                skipped_samples,
+            });
+        }
+        if let (Some(consumer), Some(template), Some(last)) =
+            (spec.consumer, template, measured.rows.last())
+        {
+            measured
+                .rows
+                .push(null_io_row(last, consumer, &template, spec.seed));
+            measured.bounds.push(None);
+        }
+        if spec.verify {
+            let outcome = self.verify(strategy, spec.stored, spec.threads, spec.seed)?;
+            let verdict = if outcome.passed() {
+                Verdict::Pass
+            } else {
+                Verdict::Fail
+            };
+            measured
+                .rows
+                .iter_mut()
+                .for_each(|r| r.verified = Some(verdict));
+            measured.verification = Some(outcome);
+        }
+        Ok(measured)
+    }
+}
+
+/// Batches the null-I/O control runs at the least, so that filling the first batch does not
+/// weigh on its utilisation as it would over a run of one or two batches.
+const MIN_CONTROL_BATCHES: u64 = 10;
+
+/// The null-I/O control of a run with a consumer: the same consumer fed copies of one of the
+/// run's samples from memory, as many as the run's last epoch had (at least
+/// [`MIN_CONTROL_BATCHES`] batches). Its row follows the epochs (cache `null-io`, epoch after the
+/// last) and keeps the run's storage and consumer labels, so reports show it beside the run,
+/// though it reads nothing.
+fn null_io_row(last: &RunRow, consumer: ConsumerSpec, template: &Sample, seed: u64) -> RunRow {
+    let samples = last
+        .samples
+        .max(MIN_CONTROL_BATCHES * consumer.batch as u64);
+    let (metrics, wall_s) =
+        crate::measure::consumer::null_io_control(consumer, template, samples, seed);
+    RunRow {
+        started_utc: results::utc_now(),
+        epoch: last.epoch + 1,
+        cache: CacheState::NullIo,
+        samples,
+        online_s: wall_s,
+        throughput_sps: if wall_s > 0.0 {
+            samples as f64 / wall_s
+        } else {
+            0.0
+        },
+        // It reads nothing: no storage behind its samples.
+        storage_bytes: 0,
+        read_bytes: 0,
+        read_chars: 0,
+        cpu_user_s: 0.0,
+        cpu_sys_s: 0.0,
+        evict_method: "none".into(),
+        residency_before_pct: 0.0,
+        residency_after_pct: 0.0,
+        au_pct: Some(metrics.au_pct(wall_s)),
+        stall_pct: Some(metrics.stall_pct(wall_s)),
+        first_batch_s: Some(metrics.first_batch_s),
+        batch_wait_p50_ms: Some(metrics.wait_p50_ms),
+        batch_wait_p99_ms: Some(metrics.wait_p99_ms),
+        device_read_mb_s: None,
+        cpu_busy_pct: None,
+        ..last.clone()
+    }
+}

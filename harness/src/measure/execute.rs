@@ -1,0 +1,567 @@
+//! The online phase: N worker threads, each owning a disjoint set of shards (or raw files for
+//! `unprocessed`), read, decompress, decode and apply steps `[split, n)`, handing samples to a
+//! consumer over a bounded queue; the consumer touches every page of every sample.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+
+use datasets::Source;
+use indicatif::ProgressBar;
+use workloads::{encoding, Field, OnError, ReadFiles, Sample, StepContext, Workload};
+
+use crate::measure::consumer::{ConsumerMetrics, Trainer};
+use crate::measure::emulate::Throttle;
+use crate::measure::metrics::{Delta, Snapshot};
+use crate::measure::pipeline::{apply_steps, panic_message, RunError};
+use crate::results::Skipped;
+use crate::store::{ShardInfo, ShardReader, StoreManifest};
+use workloads::ConsumerSpec;
+
+/// Where the online phase reads from.
+#[derive(Clone, Copy)]
+pub enum OnlineInput<'a> {
+    /// The raw dataset files (split 0).
+    Raw,
+    /// A materialized store, local or (with `remote`) in object storage.
+    Store {
+        dir: &'a Path,
+        manifest: &'a StoreManifest,
+        remote: Option<&'a crate::store::remote::RemoteShards>,
+    },
+    /// The samples an earlier epoch kept in the application cache.
+    Memory(&'a AppCache),
+}
+
+/// An in-process cache of deserialized samples (the online steps' inputs), filled by one
+/// epoch's workers and served to later epochs, up to a byte limit. Once the limit is passed
+/// the cache is dropped and marked as not fitting.
+#[derive(Debug)]
+pub struct AppCache {
+    pub limit_bytes: u64,
+    used: std::sync::atomic::AtomicU64,
+    overflow: AtomicBool,
+    parts: std::sync::Mutex<Vec<std::sync::Arc<Vec<Sample>>>>,
+}
+
+impl AppCache {
+    pub fn new(limit_bytes: u64) -> AppCache {
+        AppCache {
+            limit_bytes,
+            used: Default::default(),
+            overflow: AtomicBool::new(false),
+            parts: Default::default(),
+        }
+    }
+
+    /// Whether everything the filling epoch read was kept.
+    pub fn fits(&self) -> bool {
+        !self.overflow.load(Ordering::Relaxed)
+    }
+
+    /// Bytes the samples took (as far as counted before an overflow).
+    pub fn bytes(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Keeps `sample` in a worker's `local` part unless the limit is passed.
+    fn keep(&self, sample: &Sample, local: &mut Vec<Sample>) {
+        if !self.fits() {
+            return;
+        }
+        let size = sample.size_bytes() as u64;
+        if self.used.fetch_add(size, Ordering::Relaxed) + size > self.limit_bytes {
+            self.overflow.store(true, Ordering::Relaxed);
+            local.clear();
+            local.shrink_to_fit();
+            return;
+        }
+        local.push(sample.clone());
+    }
+
+    fn store_part(&self, local: Vec<Sample>) {
+        if self.fits() && !local.is_empty() {
+            self.parts
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(std::sync::Arc::new(local));
+        }
+    }
+}
+
+pub struct OnlineJob<'a> {
+    pub workload: &'a Workload,
+    pub split: usize,
+    pub source: &'a Source,
+    pub input: OnlineInput<'a>,
+    pub threads: usize,
+    pub seed: u64,
+    pub epoch: u64,
+    /// Hash every output sample (for verification; off for timed runs).
+    pub hash: bool,
+    /// Keep every deserialized sample in this application cache (the filling epoch).
+    pub fill: Option<&'a AppCache>,
+    /// Emulated storage every read goes through (raw files and shards); `None`: the local disk.
+    pub throttle: Option<&'a Arc<Throttle>>,
+    /// A simulated training step consuming the samples in batches; `None`: the consumer only
+    /// touches each sample.
+    pub consumer: Option<ConsumerSpec>,
+    /// Whether a sample that cannot be read or processed stops the run or is skipped.
+    pub on_error: OnError,
+}
+
+#[derive(Debug)]
+pub struct OnlineResult {
+    pub samples: u64,
+    /// Bytes of the samples the consumer received.
+    pub output_bytes: u64,
+    pub delta: Delta,
+    /// (sample id, content hash), when asked for.
+    pub hashes: Vec<(u64, u64)>,
+    /// Where the workers' and the consumer's time went.
+    pub stages: StageTimes,
+    /// The simulated training's measurements, with a consumer.
+    pub consumer: Option<ConsumerMetrics>,
+    /// The first sample the consumer received, kept with a consumer (the null-I/O control
+    /// serves copies of it).
+    pub template: Option<Sample>,
+}
+
+/// Seconds spent per stage of the online phase, summed over the workers (so up to threads x
+/// wall time), plus the consumer's wait.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StageTimes {
+    /// In the shard files' `read` calls (storage, or the page cache when warm).
+    pub read: f64,
+    /// Decompressing and unframing records (CRC checks), beyond `read`.
+    pub decompress: f64,
+    /// Decoding record payloads into samples.
+    pub deserialize: f64,
+    /// Each workload step by index (only the online ones are non-zero).
+    pub steps: Vec<f64>,
+    /// Workers blocked handing a sample to the consumer (a full queue: the consumer is slower).
+    pub send_wait: f64,
+    /// The consumer blocked waiting for a sample (the workers are slower).
+    pub recv_wait: f64,
+    /// Samples left out under `on_error: skip`.
+    pub skipped: Vec<Skipped>,
+}
+
+impl StageTimes {
+    fn new(steps: usize) -> StageTimes {
+        StageTimes {
+            steps: vec![0.0; steps],
+            ..Default::default()
+        }
+    }
+
+    fn add(&mut self, other: &StageTimes) {
+        self.read += other.read;
+        self.decompress += other.decompress;
+        self.deserialize += other.deserialize;
+        self.send_wait += other.send_wait;
+        self.skipped.extend(other.skipped.iter().cloned());
+        for (a, b) in self.steps.iter_mut().zip(&other.steps) {
+            *a += b;
+        }
+    }
+}
+
+/// Queue slots per worker between the workers and the consumer.
+const QUEUE_PER_WORKER: usize = 4;
+const PAGE: usize = 4096;
+
+type Message = Result<(Sample, u64), RunError>;
+
+/// Reads one byte per page of every field, as a training step would touch its input.
+fn touch(sample: &Sample) -> u64 {
+    sample.fields().iter().fold(0u64, |acc, (_, field)| {
+        let bytes: &[u8] = match field {
+            Field::Tensor(t) => t.data().as_bytes(),
+            Field::Bytes(b) => b,
+            Field::Text(s) => s.as_bytes(),
+        };
+        bytes
+            .iter()
+            .step_by(PAGE)
+            .fold(acc, |a, &b| a.wrapping_add(b as u64))
+    })
+}
+
+/// Hands a sample to the consumer; only time blocked on a full queue counts as waiting (a send
+/// that succeeds at once costs nothing here, whatever the scheduler does around it).
+fn send(job: &OnlineJob, tx: &mpsc::SyncSender<Message>, sample: Sample, wait: &mut f64) -> bool {
+    let hash = if job.hash { sample.content_hash() } else { 0 };
+    match tx.try_send(Ok((sample, hash))) {
+        Ok(()) => true,
+        Err(mpsc::TrySendError::Disconnected(_)) => false,
+        Err(mpsc::TrySendError::Full(message)) => {
+            let start = std::time::Instant::now();
+            let sent = tx.send(message).is_ok();
+            *wait += start.elapsed().as_secs_f64();
+            sent
+        }
+    }
+}
+
+/// Runs the online steps `[split, n)` on one sample, timing each into `times.steps`, and hands
+/// every output to the consumer; `Ok(false)` when the consumer is gone.
+fn online_steps(
+    job: &OnlineJob,
+    sample: Sample,
+    tx: &mpsc::SyncSender<Message>,
+    times: &mut StageTimes,
+) -> Result<bool, RunError> {
+    let StageTimes {
+        steps, send_wait, ..
+    } = times;
+    apply_steps(
+        job.workload,
+        job.split..job.workload.steps.len(),
+        sample,
+        job.source,
+        StepContext {
+            seed: job.seed,
+            epoch: job.epoch,
+            step_index: 0,
+            // Raw files are read through the emulated storage when there is one, else from
+            // where the dataset is (local disk or object storage).
+            files: Some(
+                job.throttle
+                    .map_or(job.source.files.as_read(), |t| &**t as &dyn ReadFiles),
+            ),
+        },
+        steps,
+        &mut |sample| Ok(send(job, tx, sample, send_wait)),
+    )
+}
+
+/// Under `on_error: skip`, records an error about one sample and lets the worker go on;
+/// otherwise, or for an error of the machine rather than the input, returns it.
+fn skip_or_fail(job: &OnlineJob, error: RunError, times: &mut StageTimes) -> Result<(), RunError> {
+    if job.on_error == OnError::Skip {
+        if let Some(skipped) = error.skipped() {
+            times.skipped.push(skipped);
+            return Ok(());
+        }
+    }
+    Err(error)
+}
+
+/// Runs the online steps on one sample; `Ok(false)` when the consumer is gone. A skipped
+/// sample counts as handled.
+fn process(
+    job: &OnlineJob,
+    sample: Sample,
+    tx: &mpsc::SyncSender<Message>,
+    times: &mut StageTimes,
+) -> Result<bool, RunError> {
+    match online_steps(job, sample, tx, times) {
+        Err(e) => skip_or_fail(job, e, times).map(|()| true),
+        other => other,
+    }
+}
+
+fn raw_worker(
+    job: &OnlineJob,
+    worker: usize,
+    stop: &AtomicBool,
+    tx: &mpsc::SyncSender<Message>,
+    times: &mut StageTimes,
+) -> Result<(), RunError> {
+    for id in (worker..job.source.len()).step_by(job.threads) {
+        if stop.load(Ordering::Relaxed) || !process(job, job.source.sample(id), tx, times)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn store_worker(
+    job: &OnlineJob,
+    shards: &[&ShardInfo],
+    stop: &AtomicBool,
+    tx: &mpsc::SyncSender<Message>,
+    times: &mut StageTimes,
+) -> Result<(), RunError> {
+    let OnlineInput::Store {
+        dir,
+        manifest,
+        remote,
+    } = job.input
+    else {
+        unreachable!("store_worker reads stores only");
+    };
+    let mut payload = Vec::new();
+    let mut outcome = Ok(());
+    let mut kept = Vec::new();
+    for shard in shards {
+        let mut reader = match remote {
+            Some(r) => {
+                let label = PathBuf::from(r.url(&shard.file));
+                let file = r
+                    .store
+                    .open(&r.key(&shard.file), shard.bytes)
+                    .map_err(|e| {
+                        RunError::Store(crate::store::StoreError::Invalid {
+                            path: label.display().to_string(),
+                            message: e.to_string(),
+                        })
+                    })?;
+                ShardReader::from_read(&label, manifest.codec, file)?
+            }
+            None => {
+                // Reads through emulated storage (when a profile is emulated) count as read time.
+                let path = dir.join(&shard.file);
+                let opened = match job.throttle {
+                    Some(t) => t
+                        .open(&path)
+                        .map(|f| Box::new(f) as Box<dyn std::io::Read + Send>),
+                    None => std::fs::File::open(&path)
+                        .map(|f| Box::new(f) as Box<dyn std::io::Read + Send>),
+                };
+                let file = opened.map_err(crate::store::io_error(&path))?;
+                ShardReader::from_read(&path, manifest.codec, file)?
+            }
+        };
+        let result = read_shard(
+            job,
+            &mut reader,
+            shard.records,
+            stop,
+            tx,
+            &mut payload,
+            times,
+            &mut kept,
+        );
+        times.read += reader.read_seconds();
+        times.decompress += reader.unframe_seconds();
+        match result {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => {
+                outcome = Err(e);
+                break;
+            }
+        }
+    }
+    if let Some(cache) = job.fill {
+        cache.store_part(kept);
+    }
+    outcome
+}
+
+/// Serves the application cache's parts `worker`, `worker + threads`, ... through the online
+/// steps; each sample is cloned out of the cache (timed as `deserialize`), as the steps consume
+/// their input.
+fn memory_worker(
+    job: &OnlineJob,
+    cache: &AppCache,
+    worker: usize,
+    stop: &AtomicBool,
+    tx: &mpsc::SyncSender<Message>,
+    times: &mut StageTimes,
+) -> Result<(), RunError> {
+    // Take this worker's parts and let go of the lock: workers serve in parallel.
+    let mine: Vec<std::sync::Arc<Vec<Sample>>> = cache
+        .parts
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .skip(worker)
+        .step_by(job.threads)
+        .cloned()
+        .collect();
+    for sample in mine.iter().flat_map(|part| part.iter()) {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let start = std::time::Instant::now();
+        let sample = sample.clone();
+        times.deserialize += start.elapsed().as_secs_f64();
+        if !process(job, sample, tx, times)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Reads one shard of `records` records through the online steps; `Ok(false)` when the run
+/// should stop. Under `on_error: skip` a bad record is stepped over, and a shard whose framing
+/// breaks is left, its remaining records counted as skipped.
+#[allow(clippy::too_many_arguments)]
+fn read_shard(
+    job: &OnlineJob,
+    reader: &mut ShardReader,
+    records: u64,
+    stop: &AtomicBool,
+    tx: &mpsc::SyncSender<Message>,
+    payload: &mut Vec<u8>,
+    times: &mut StageTimes,
+    kept: &mut Vec<Sample>,
+) -> Result<bool, RunError> {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        let record = reader.record_index();
+        match reader.next_into(payload) {
+            Ok(true) => {}
+            Ok(false) => return Ok(true),
+            Err(e) => {
+                skip_or_fail(job, e.into(), times)?;
+                if reader.can_continue() {
+                    continue;
+                }
+                let rest = records.saturating_sub(record + 1);
+                if rest > 0 {
+                    times.skipped.push(Skipped {
+                        sample: format!("records {} to {}", record + 1, records - 1),
+                        file: reader.path().display().to_string(),
+                        stage: crate::results::StageName::Read,
+                        count: rest,
+                        message: format!("unreadable after the error at record {record}"),
+                    });
+                }
+                return Ok(true);
+            }
+        }
+        let shard = || reader.path().display().to_string();
+        let start = std::time::Instant::now();
+        let decoded = encoding::decode(payload).map_err(|source| RunError::Decode {
+            shard: shard(),
+            record,
+            source,
+        });
+        times.deserialize += start.elapsed().as_secs_f64();
+        let sample = match decoded {
+            Ok(sample) => sample,
+            Err(e) => {
+                skip_or_fail(job, e, times)?;
+                continue;
+            }
+        };
+        if job.workload.item_of(sample.id, job.split) as usize >= job.source.len() {
+            skip_or_fail(
+                job,
+                RunError::UnknownSample {
+                    shard: shard(),
+                    record,
+                    id: sample.id,
+                    samples: job.source.len(),
+                },
+                times,
+            )?;
+            continue;
+        }
+        if let Some(cache) = job.fill {
+            cache.keep(&sample, kept);
+        }
+        if !process(job, sample, tx, times)? {
+            return Ok(false);
+        }
+    }
+}
+
+/// Runs one epoch of the online phase and measures it.
+pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {
+    let threads = job.threads.max(1);
+    let stop = AtomicBool::new(false);
+    let capacity = job
+        .consumer
+        .map_or(threads * QUEUE_PER_WORKER, |c| c.queue_capacity());
+    let (tx, rx) = mpsc::sync_channel::<Message>(capacity);
+    let start = Snapshot::now();
+    let mut trainer = job
+        .consumer
+        .map(|spec| Trainer::new(spec, job.seed, job.epoch, std::time::Instant::now()));
+    let mut result = OnlineResult {
+        samples: 0,
+        output_bytes: 0,
+        delta: Delta::default(),
+        hashes: Vec::new(),
+        stages: StageTimes::new(job.workload.steps.len()),
+        consumer: None,
+        template: None,
+    };
+    let mut first_error: Option<RunError> = None;
+    let mut checksum = 0u64;
+    std::thread::scope(|scope| {
+        let mut workers = Vec::with_capacity(threads);
+        for w in 0..threads {
+            let tx = tx.clone();
+            let stop = &stop;
+            workers.push(scope.spawn(move || {
+                let mut times = StageTimes::new(job.workload.steps.len());
+                let outcome = match job.input {
+                    OnlineInput::Raw => raw_worker(job, w, stop, &tx, &mut times),
+                    OnlineInput::Memory(cache) => {
+                        memory_worker(job, cache, w, stop, &tx, &mut times)
+                    }
+                    OnlineInput::Store { manifest, .. } => {
+                        let mine: Vec<&ShardInfo> =
+                            manifest.shards.iter().skip(w).step_by(threads).collect();
+                        store_worker(job, &mine, stop, &tx, &mut times)
+                    }
+                };
+                if let Err(e) = outcome {
+                    stop.store(true, Ordering::Relaxed);
+                    let _ = tx.send(Err(e));
+                }
+                times
+            }));
+        }
+        drop(tx);
+        loop {
+            // Only time blocked on an empty queue counts as the consumer waiting.
+            let message = match rx.try_recv() {
+                Ok(m) => m,
+                Err(mpsc::TryRecvError::Disconnected) => break,
+                Err(mpsc::TryRecvError::Empty) => {
+                    let start = std::time::Instant::now();
+                    let Ok(m) = rx.recv() else {
+                        break;
+                    };
+                    result.stages.recv_wait += start.elapsed().as_secs_f64();
+                    m
+                }
+            };
+            match message {
+                Ok((sample, hash)) => {
+                    checksum = checksum.wrapping_add(touch(&sample));
+                    result.samples += 1;
+                    result.output_bytes += sample.size_bytes() as u64;
+                    if job.hash {
+                        result.hashes.push((sample.id, hash));
+                    }
+                    progress.inc(1);
+                    if let Some(trainer) = trainer.as_mut() {
+                        if result.template.is_none() {
+                            result.template = Some(sample);
+                        }
+                        trainer.take();
+                    }
+                }
+                Err(e) => {
+                    stop.store(true, Ordering::Relaxed);
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        for w in workers {
+            match w.join() {
+                Ok(times) => result.stages.add(&times),
+                Err(payload) => {
+                    first_error.get_or_insert(panic_message(payload));
+                }
+            }
+        }
+    });
+    std::hint::black_box(checksum);
+    result.consumer = trainer.map(Trainer::finish);
+    result.delta = Snapshot::now().since(&start);
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(result),
+    }
+}

@@ -1,0 +1,217 @@
+//! The offline phase: run steps `[0, split)` over every sample in parallel and write the outputs
+//! round-robin into the store's shards (source item i, with every sample a fan-out step makes
+//! of it, goes to shard i mod shards; worker w writes the
+//! shards s with s mod threads = w). Offline time covers processing and writing together, as
+//! the paper measured it.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use datasets::Source;
+use indicatif::ProgressBar;
+use workloads::{encoding, Codec, OnError, Workload};
+
+use crate::measure::metrics::Snapshot;
+use crate::measure::pipeline::{apply_steps, panic_message, RunError};
+use crate::results::Skipped;
+use crate::store::{self, ShardInfo, ShardWriter, StoreKey, StoreManifest};
+
+pub struct MaterializeJob<'a> {
+    pub workload: &'a Workload,
+    pub source: &'a Source,
+    pub key: &'a StoreKey,
+    pub dir: &'a Path,
+    pub threads: usize,
+    /// Under `skip`, a sample the offline steps fail on is left out of the store and recorded
+    /// in its manifest.
+    pub on_error: OnError,
+}
+
+/// Seconds a materialization spent, summed over its workers: running the offline steps, and
+/// encoding, compressing and writing their output (syncing included); and the samples left out.
+#[derive(Clone, Debug, Default)]
+struct Split {
+    processing_s: f64,
+    writing_s: f64,
+    skipped: Vec<Skipped>,
+}
+
+/// Runs the offline steps `[0, split)` on source item `id`, handing every output to `emit`.
+/// They are not random, so seed and epoch are 0.
+fn offline_steps(
+    job: &MaterializeJob,
+    id: usize,
+    step_seconds: &mut [f64],
+    emit: &mut dyn FnMut(workloads::Sample) -> Result<bool, RunError>,
+) -> Result<bool, RunError> {
+    apply_steps(
+        job.workload,
+        0..job.key.split,
+        job.source.sample(id),
+        job.source,
+        workloads::StepContext {
+            seed: 0,
+            epoch: 0,
+            step_index: 0,
+            files: Some(job.source.files.as_read()),
+        },
+        step_seconds,
+        emit,
+    )
+}
+
+fn write_shard(
+    job: &MaterializeJob,
+    shard: usize,
+    stop: &AtomicBool,
+    progress: &ProgressBar,
+    split: &mut Split,
+) -> Result<ShardInfo, RunError> {
+    let shards = job.key.shards;
+    let mut writer = ShardWriter::create(job.dir, shard, shards, job.key.codec)?;
+    let mut payload = Vec::new();
+    let mut step_seconds = vec![0.0; job.workload.steps.len()];
+    let mut writing_s = 0.0;
+    for id in (shard..job.source.len()).step_by(shards) {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let outcome = offline_steps(job, id, &mut step_seconds, &mut |sample| {
+            let start = std::time::Instant::now();
+            payload.clear();
+            encoding::encode_into(&sample, &mut payload);
+            writer.write(&payload)?;
+            writing_s += start.elapsed().as_secs_f64();
+            Ok(true)
+        });
+        if let Err(e) = outcome {
+            match e.skipped().filter(|_| job.on_error == OnError::Skip) {
+                Some(skipped) => split.skipped.push(skipped),
+                None => return Err(e),
+            }
+        }
+        progress.inc(1);
+    }
+    let start = std::time::Instant::now();
+    let info = writer.finish()?;
+    split.writing_s += writing_s + start.elapsed().as_secs_f64();
+    split.processing_s += step_seconds.iter().sum::<f64>();
+    Ok(info)
+}
+
+/// Bytes the store will take, estimated from the first sample the offline steps accept (its
+/// encoded records, framing included) times the samples; `None` when no sample could be
+/// probed. Uncompressed: an upper bound for a compressing codec.
+fn estimate_bytes(job: &MaterializeJob) -> Option<u64> {
+    let mut step_seconds = vec![0.0; job.workload.steps.len()];
+    for id in 0..job.source.len().min(4) {
+        let mut bytes = 0u64;
+        let probed = offline_steps(job, id, &mut step_seconds, &mut |sample| {
+            let mut payload = Vec::new();
+            encoding::encode_into(&sample, &mut payload);
+            bytes += payload.len() as u64 + 16;
+            Ok(true)
+        });
+        if probed.is_ok() {
+            return Some(bytes * job.source.len() as u64);
+        }
+    }
+    None
+}
+
+/// Materializes the store described by `job.key` into `job.dir` (cleared first) and completes it.
+/// Without room for it (uncompressed, estimated from one sample) it refuses before writing; if
+/// the disk fills up anyway, the partial store is removed and the error says so.
+pub fn materialize(
+    job: &MaterializeJob,
+    progress: &ProgressBar,
+) -> Result<StoreManifest, RunError> {
+    store::clear(job.dir)?;
+    store::create(job.dir)?;
+    // Uncompressed, the estimate decides before writing; compressed, it only explains a full
+    // disk, so the probe runs then.
+    let uncompressed = job.key.codec == Codec::None;
+    let needed = if uncompressed {
+        estimate_bytes(job)
+    } else {
+        None
+    };
+    if let (Some(needed), Some(free)) = (needed, store::free_bytes(job.dir)) {
+        if needed > free {
+            store::clear(job.dir)?;
+            return Err(store::StoreError::NoSpace {
+                dir: job.dir.display().to_string(),
+                free_bytes: free,
+                needed_bytes: Some(needed),
+                during_write: false,
+            }
+            .into());
+        }
+    }
+    match write_store(job, progress) {
+        Err(RunError::Store(e)) if e.is_no_space() => {
+            // Leave nothing half-written behind; earlier stores and results are untouched.
+            store::clear(job.dir)?;
+            Err(store::StoreError::NoSpace {
+                dir: job.dir.display().to_string(),
+                free_bytes: store::free_bytes(job.dir).unwrap_or(0),
+                needed_bytes: needed.or_else(|| estimate_bytes(job)),
+                during_write: true,
+            }
+            .into())
+        }
+        other => other,
+    }
+}
+
+fn write_store(job: &MaterializeJob, progress: &ProgressBar) -> Result<StoreManifest, RunError> {
+    let threads = job.threads.clamp(1, job.key.shards);
+    let stop = AtomicBool::new(false);
+    let start = Snapshot::now();
+    let (mut shards, split): (Vec<(usize, ShardInfo)>, Split) = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|w| {
+                let stop = &stop;
+                scope.spawn(
+                    move || -> Result<(Vec<(usize, ShardInfo)>, Split), RunError> {
+                        let mut done = Vec::new();
+                        let mut split = Split::default();
+                        for shard in (w..job.key.shards).step_by(threads) {
+                            match write_shard(job, shard, stop, progress, &mut split) {
+                                Ok(info) => done.push((shard, info)),
+                                Err(e) => {
+                                    stop.store(true, Ordering::Relaxed);
+                                    return Err(e);
+                                }
+                            }
+                        }
+                        Ok((done, split))
+                    },
+                )
+            })
+            .collect();
+        let mut all = Vec::new();
+        let mut total = Split::default();
+        for worker in workers {
+            let (done, split) = worker.join().map_err(panic_message)??;
+            all.extend(done);
+            total.processing_s += split.processing_s;
+            total.writing_s += split.writing_s;
+            total.skipped.extend(split.skipped);
+        }
+        Ok::<_, RunError>((all, total))
+    })?;
+    let delta = Snapshot::now().since(&start);
+    shards.sort_by_key(|(index, _)| *index);
+    let mut manifest = job.key.manifest(
+        shards.into_iter().map(|(_, s)| s).collect(),
+        delta.wall_s,
+        delta.cpu_user_s,
+        delta.cpu_sys_s,
+    );
+    manifest.offline_processing_s = split.processing_s;
+    manifest.offline_writing_s = split.writing_s;
+    manifest.skipped = split.skipped;
+    store::complete(job.dir, &manifest)?;
+    Ok(manifest)
+}

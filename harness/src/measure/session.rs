@@ -1,0 +1,357 @@
+//! One measured run and the `prepbench run` command. A [`Session`] holds a workload and its
+//! dataset; [`Session::store`] is the offline phase (materialize steps `[0, split)`, or reuse a
+//! complete store) and [`Session::measure`] runs E epochs of the online phase, each after
+//! preparing the page cache, returning a row per epoch.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use datasets::{GenerateRequest, Source};
+use workloads::{Codec, OnError, Strategy, Workload};
+
+use crate::measure::cache::{self, EvictPolicy};
+use crate::measure::execute::{OnlineInput, OnlineJob};
+use crate::measure::materialize::{materialize, MaterializeJob};
+use crate::measure::verify::{verify, Verification};
+use crate::progress::Progress;
+use crate::results::{self, InvocationEntry, Manifest, Place, WorkloadEntry};
+use crate::store::{self, remote, StoreKey, StoreManifest};
+
+/// A cold epoch whose files are more resident than this after eviction is invalid.
+pub const MAX_COLD_RESIDENCY_PCT: f64 = 5.0;
+
+/// The dataset directory a workload uses under `data_dir` (either may be an `s3://` URL).
+pub fn dataset_root(workload: &Workload, data_dir: &Path) -> anyhow::Result<PathBuf> {
+    let spec = &workload.dataset;
+    Ok(match &spec.path {
+        Some(path) if path.is_absolute() || datasets::files::is_remote(path) => path.clone(),
+        Some(path) => datasets::files::join(data_dir, &path.to_string_lossy()),
+        None => datasets::files::join(
+            data_dir,
+            &datasets::default_dir_name(datasets::find_kind(&spec.kind)?, &spec.options, spec.seed),
+        ),
+    })
+}
+
+/// The first `samples` samples of the workload's dataset: a local one is generated first when
+/// missing (on `threads` threads); one in object storage is listed there.
+pub fn open_dataset(
+    workload: &Workload,
+    data_dir: &Path,
+    samples: usize,
+    threads: usize,
+    progress: &Progress,
+) -> anyhow::Result<Source> {
+    let root = dataset_root(workload, data_dir)?;
+    let (files, listed_root): (std::sync::Arc<dyn datasets::Files>, PathBuf) =
+        if datasets::files::is_remote(&root) {
+            let files = remote::RemoteFiles::new(remote::open(&root)?);
+            let url = PathBuf::from(files.root());
+            (std::sync::Arc::new(files), url)
+        } else {
+            (datasets::files::local(), root.clone())
+        };
+    let request = GenerateRequest {
+        options: workload.dataset.options.clone(),
+        root: listed_root,
+        samples,
+        seed: workload.dataset.seed,
+        threads,
+    };
+    let bar = progress.bar(
+        samples as u64,
+        &format!("generate {}", workload.dataset.kind),
+    );
+    let source = datasets::prepare_in(&files, &workload.dataset.kind, &request, &|_| bar.inc(1))
+        .with_context(|| {
+            format!(
+                "preparing dataset `{}` in {}",
+                workload.dataset.kind,
+                root.display()
+            )
+        })?;
+    bar.finish_and_clear();
+    Ok(source)
+}
+
+/// Resolves strategy names (`all` or none means every strategy), with the workload's errors.
+pub fn resolve_strategies(workload: &Workload, names: &[String]) -> anyhow::Result<Vec<Strategy>> {
+    if names.is_empty() || names.iter().any(|n| n == "all") {
+        return Ok(workload.strategies());
+    }
+    names
+        .iter()
+        .map(|name| {
+            workload
+                .strategy(name)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", workload.origin))
+        })
+        .collect()
+}
+
+/// A materialized strategy ready to be read online.
+pub struct Materialized {
+    pub dir: PathBuf,
+    pub manifest: StoreManifest,
+    pub reused: bool,
+    /// System samples taken while it was materialized (empty when reused): device, samples.
+    pub samples: (String, Vec<crate::measure::sysmon::SystemSample>),
+    /// Where the shards are when the store is in object storage (`dir` is then only a name).
+    pub remote: Option<remote::RemoteShards>,
+}
+
+/// The application cache's default limit: half the memory available now.
+pub fn default_app_cache_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .map_or(4 << 30, |kb| kb * 1024 / 2)
+}
+
+/// The application cache's limit for `--app-cache-mb`.
+pub fn app_cache_bytes(mb: Option<f64>) -> u64 {
+    mb.map_or_else(default_app_cache_bytes, |mb| (mb.max(0.0) * 1e6) as u64)
+}
+
+/// A workload with its dataset prepared, and where stores go.
+pub struct Session {
+    pub workload: Workload,
+    pub source: Source,
+    /// The source's fingerprint (a stat of every file), computed once when the session opens.
+    pub source_fingerprint: String,
+    pub store_dir: PathBuf,
+    pub evict: EvictPolicy,
+    pub progress: Progress,
+    /// What happens to a sample that cannot be read or processed (the workload's `on_error`
+    /// unless the caller sets it).
+    pub on_error: OnError,
+    /// The object store holding the stores when `--store-dir` is `s3://...`; `store_dir` is
+    /// then a local staging directory stores are made in before they are uploaded.
+    pub remote: Option<std::sync::Arc<dyn remote::RemoteStore>>,
+    /// Removes that staging directory when the session ends, however it ends.
+    _staging: Option<crate::scratch::ScratchDir>,
+}
+
+impl Session {
+    /// Loads the workload and opens (generating when needed) the first `samples` samples.
+    pub fn open(
+        workload: Workload,
+        data_dir: &Path,
+        samples: usize,
+        threads: usize,
+        store_dir: &Path,
+        evict: EvictPolicy,
+        progress: Progress,
+    ) -> anyhow::Result<Session> {
+        if samples == 0 || threads == 0 {
+            bail!("samples and threads must be at least 1");
+        }
+        let source = open_dataset(&workload, data_dir, samples, threads, &progress)?;
+        for def in &workload.steps {
+            def.step
+                .prepare()
+                .map_err(|e| anyhow::anyhow!("preparing step `{}`: {}", def.name, e.message))?;
+        }
+        let (remote, staging) = if datasets::files::is_remote(store_dir) {
+            let staging =
+                std::env::temp_dir().join(format!("prepbench-staging-{}", std::process::id()));
+            (
+                Some(remote::open(store_dir)?),
+                Some(crate::scratch::ScratchDir::new(staging)),
+            )
+        } else {
+            (None, None)
+        };
+        Ok(Session {
+            on_error: workload.on_error,
+            workload,
+            source_fingerprint: source.fingerprint(),
+            source,
+            store_dir: staging
+                .as_ref()
+                .map_or(store_dir, |s| s.path())
+                .to_path_buf(),
+            evict,
+            progress,
+            remote,
+            _staging: staging,
+        })
+    }
+
+    /// The offline phase: a complete matching store is reused unless `rematerialize`; a fresh
+    /// one is made with `threads` threads, from evicted raw files when `cold`.
+    pub fn store(
+        &self,
+        strategy: &Strategy,
+        codec: Codec,
+        shards: usize,
+        threads: usize,
+        rematerialize: bool,
+        cold: bool,
+    ) -> anyhow::Result<Materialized> {
+        let key = StoreKey {
+            workload: self.workload.name.clone(),
+            strategy: strategy.name.clone(),
+            split: strategy.split,
+            codec,
+            shards,
+            samples: self.source.len() as u64,
+            source_fingerprint: self.source_fingerprint.clone(),
+            prefix_fingerprint: self.workload.prefix_fingerprint(strategy.split),
+        };
+        let dir = key.dir(&self.store_dir);
+        let remote = self.remote.as_ref().map(|store| remote::RemoteShards {
+            store: store.clone(),
+            prefix: remote::prefix(&key),
+        });
+        if !rematerialize {
+            let found = match &remote {
+                Some(r) => remote::find_complete(r, &key)?,
+                None => store::find_complete(&dir, &key)?,
+            };
+            if let Some(manifest) = found {
+                return Ok(Materialized {
+                    dir,
+                    manifest,
+                    reused: true,
+                    samples: Default::default(),
+                    remote,
+                });
+            }
+        }
+        if cold && self.source.is_local() {
+            // The offline phase reads the raw files from storage too: time it from a cold cache
+            // (files in object storage are in no cache here).
+            cache::evict(&self.source.paths(), self.evict)?;
+        }
+        let bar = self.progress.bar(
+            self.source.len() as u64,
+            &format!("materialize {} {codec}", strategy.name),
+        );
+        let job = MaterializeJob {
+            workload: &self.workload,
+            source: &self.source,
+            key: &key,
+            dir: &dir,
+            threads,
+            on_error: self.on_error,
+        };
+        let sampler = crate::measure::sysmon::Sampler::start(
+            &self.source.root,
+            crate::measure::sysmon::SAMPLE_PERIOD,
+        );
+        let mut manifest = materialize(&job, &bar)
+            .with_context(|| format!("materializing `{}` into {}", strategy.name, dir.display()))?;
+        if let Some(r) = &remote {
+            // Made in the staging directory; uploaded now, the manifest last (with the upload
+            // counted as offline writing time), then the staging copy removed.
+            let start = std::time::Instant::now();
+            let upload = || -> std::io::Result<()> {
+                r.store.remove(&r.prefix)?;
+                for shard in &manifest.shards {
+                    r.store
+                        .put_file(&dir.join(&shard.file), &r.key(&shard.file))?;
+                }
+                Ok(())
+            };
+            upload().with_context(|| format!("uploading `{}` to {}", strategy.name, r.url("")))?;
+            let seconds = start.elapsed().as_secs_f64();
+            manifest.offline_s += seconds;
+            manifest.offline_writing_s += seconds;
+            let text = serde_json::to_vec_pretty(&manifest)?;
+            r.store
+                .put(&r.key(store::STORE_MANIFEST), text)
+                .with_context(|| format!("uploading the manifest to {}", r.url("")))?;
+            // The staging directory held only this store.
+            let _ = std::fs::remove_dir_all(&self.store_dir);
+        }
+        let device = sampler.device.clone();
+        let samples = (device, sampler.finish());
+        bar.finish_and_clear();
+        Ok(Materialized {
+            dir,
+            manifest,
+            reused: false,
+            samples,
+            remote,
+        })
+    }
+
+    /// Checks, untimed, that `strategy` read from `stored` (raw files when `None`) gives every
+    /// sample exactly as fully-online processing does.
+    pub fn verify(
+        &self,
+        strategy: &Strategy,
+        stored: Option<&Materialized>,
+        threads: usize,
+        seed: u64,
+    ) -> anyhow::Result<Verification> {
+        let input = match stored {
+            None => OnlineInput::Raw,
+            Some(m) => OnlineInput::Store {
+                dir: &m.dir,
+                manifest: &m.manifest,
+                remote: m.remote.as_ref(),
+            },
+        };
+        let job = OnlineJob {
+            workload: &self.workload,
+            split: strategy.split,
+            source: &self.source,
+            input,
+            threads,
+            seed,
+            epoch: 0,
+            hash: true,
+            fill: None,
+            throttle: None,
+            consumer: None,
+            on_error: self.on_error,
+        };
+        verify(&job).with_context(|| format!("verifying `{}`", strategy.name))
+    }
+
+    /// The workload as the manifest records it.
+    pub fn workload_entry(&self) -> WorkloadEntry {
+        WorkloadEntry {
+            name: self.workload.name.clone(),
+            origin: self.workload.origin.clone(),
+            yaml_hash: self.workload.yaml_hash(),
+            yaml: self.workload.yaml.clone(),
+        }
+    }
+
+    /// Records an invocation of this session in `out`'s manifest: when it started, the command
+    /// line, its places and the runs it recorded.
+    pub fn record_invocation(
+        &self,
+        out: &Path,
+        started_utc: String,
+        command_line: Vec<String>,
+        (data_dir, store_dir): (&Path, &Path),
+        run_ids: Vec<String>,
+    ) -> Result<(), results::ResultsError> {
+        let invocation = InvocationEntry {
+            started_utc,
+            command_line,
+            build: crate::results::system::build(),
+            workload: String::new(),
+            data_dir: Place::of(data_dir),
+            dataset: Some(Place::of(&self.source.root)),
+            store_dir: Place::of(store_dir),
+            can_drop_caches: cache::can_drop_caches(),
+            evict_policy: format!("{:?}", self.evict).to_lowercase(),
+            run_ids,
+            shard: None,
+        };
+        Manifest::update(out, |m| {
+            m.record_invocation(self.workload_entry(), invocation)
+        })
+        .map(drop)
+    }
+}

@@ -1,0 +1,151 @@
+//! Functional identity: a strategy's final online output must hash, sample by sample, exactly as
+//! fully-online processing of the raw files does (same seed, same epoch).
+
+use std::collections::HashMap;
+
+use indicatif::ProgressBar;
+
+use crate::measure::execute::{run_online, OnlineInput, OnlineJob};
+use crate::measure::pipeline::RunError;
+
+#[derive(Debug, PartialEq)]
+pub struct Verification {
+    pub checked: usize,
+    /// Sample ids whose output differs (or is missing on one side), sorted.
+    pub mismatched: Vec<u64>,
+}
+
+impl Verification {
+    pub fn passed(&self) -> bool {
+        self.mismatched.is_empty()
+    }
+}
+
+/// Runs `job` (untimed) and the fully-online reference on the raw files, both hashing every
+/// output, and compares them.
+pub fn verify(job: &OnlineJob) -> Result<Verification, RunError> {
+    let hidden = ProgressBar::hidden();
+    let strategy = run_online(&OnlineJob { hash: true, ..*job }, &hidden)?;
+    let reference = run_online(
+        &OnlineJob {
+            hash: true,
+            split: 0,
+            input: OnlineInput::Raw,
+            ..*job
+        },
+        &hidden,
+    )?;
+    let expected: HashMap<u64, u64> = reference.hashes.into_iter().collect();
+    let got: HashMap<u64, u64> = strategy.hashes.into_iter().collect();
+    let mut mismatched: Vec<u64> = expected
+        .iter()
+        .filter(|(id, hash)| got.get(id) != Some(hash))
+        .map(|(id, _)| *id)
+        .chain(got.keys().filter(|id| !expected.contains_key(id)).copied())
+        .collect();
+    mismatched.sort_unstable();
+    Ok(Verification {
+        checked: expected.len(),
+        mismatched,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::materialize::{materialize, MaterializeJob};
+    use crate::store::{ShardReader, ShardWriter, StoreKey};
+    use datasets::GenerateRequest;
+    use workloads::{Codec, Field, Tensor, TensorData};
+
+    #[test]
+    fn a_validly_framed_but_different_sample_is_reported_by_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let request = GenerateRequest {
+            root: dir.path().join("data"),
+            samples: 6,
+            seed: 3,
+            threads: 2,
+            options: Default::default(),
+        };
+        let source = datasets::prepare("imagenet", &request, &|_| ()).unwrap();
+        let workload = workloads::load("cv").unwrap();
+        let strategy = workload.strategy("resized").unwrap();
+        let key = StoreKey {
+            workload: "cv".into(),
+            strategy: strategy.name.clone(),
+            split: strategy.split,
+            codec: Codec::None,
+            shards: 2,
+            samples: 6,
+            source_fingerprint: source.fingerprint(),
+            prefix_fingerprint: workload.prefix_fingerprint(strategy.split),
+        };
+        let store_dir = dir.path().join("store");
+        let job = MaterializeJob {
+            workload: &workload,
+            source: &source,
+            key: &key,
+            dir: &store_dir,
+            threads: 2,
+            on_error: workloads::OnError::Fail,
+        };
+        let manifest = materialize(&job, &ProgressBar::hidden()).unwrap();
+        let online = OnlineJob {
+            workload: &workload,
+            split: strategy.split,
+            source: &source,
+            input: OnlineInput::Store {
+                dir: &store_dir,
+                manifest: &manifest,
+                remote: None,
+            },
+            threads: 2,
+            seed: 1,
+            epoch: 0,
+            hash: false,
+            fill: None,
+            throttle: None,
+            consumer: None,
+            on_error: workloads::OnError::Fail,
+        };
+        assert_eq!(
+            verify(&online).unwrap(),
+            Verification {
+                checked: 6,
+                mismatched: vec![]
+            }
+        );
+
+        // Rewrite shard 1 (samples 1, 3, 5) with sample 3's image brightened by one level.
+        let shard = store_dir.join(&manifest.shards[1].file);
+        let mut reader = ShardReader::open(&shard, Codec::None).unwrap();
+        let mut payloads = Vec::new();
+        let mut buf = Vec::new();
+        while reader.next_into(&mut buf).unwrap() {
+            let mut sample = workloads::encoding::decode(&buf).unwrap();
+            if sample.id == 3 {
+                let (shape, data) = sample.take_tensor("image").unwrap().into_parts();
+                let TensorData::U8(mut px) = data else {
+                    panic!("resized is uint8")
+                };
+                px.iter_mut().for_each(|p| *p = p.saturating_add(1));
+                sample.set(
+                    "image",
+                    Field::Tensor(Tensor::new(shape, TensorData::U8(px)).unwrap()),
+                );
+            }
+            payloads.push(workloads::encoding::encode(&sample));
+        }
+        let mut writer = ShardWriter::create(&store_dir, 1, 2, Codec::None).unwrap();
+        payloads.iter().for_each(|p| writer.write(p).unwrap());
+        writer.finish().unwrap();
+        assert_eq!(
+            verify(&online).unwrap(),
+            Verification {
+                checked: 6,
+                mismatched: vec![3]
+            }
+        );
+    }
+}

@@ -1,0 +1,179 @@
+//! A sweep's matrix: the cells (strategy x codec x threads x cache x storage x trial) a
+//! workload's settings ask for, their stable run ids, and the seeded order they run in.
+
+use std::collections::BTreeMap;
+
+use workloads::rng::SeededRng;
+use workloads::{CacheMode, Codec, OnError, StorageProfile, Strategy, Workload};
+
+use crate::measure::session::resolve_strategies;
+use crate::plan::sweep::SweepOptions;
+use workloads::ConsumerSpec;
+
+/// One online run of the matrix.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cell {
+    pub strategy: Strategy,
+    pub codec: Codec,
+    pub threads: usize,
+    pub cache: CacheMode,
+    pub storage: StorageProfile,
+    pub trial: usize,
+}
+
+/// The matrix after applying defaults.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub samples: usize,
+    pub epochs: u64,
+    pub shards: usize,
+    pub cells: Vec<Cell>,
+    pub consumer: Option<ConsumerSpec>,
+    pub on_error: OnError,
+}
+
+impl Plan {
+    pub fn new(workload: &Workload, opts: &SweepOptions) -> anyhow::Result<Plan> {
+        let sweep = &workload.sweep;
+        let names = opts
+            .strategies
+            .clone()
+            .unwrap_or_else(|| sweep.strategies.clone());
+        let strategies = resolve_strategies(workload, &names)?;
+        let codecs = opts.codecs.clone().unwrap_or_else(|| sweep.codecs.clone());
+        let threads = opts
+            .threads
+            .clone()
+            .unwrap_or_else(|| sweep.threads.clone());
+        let cache = opts.cache.clone().unwrap_or_else(|| sweep.cache.clone());
+        let trials = opts.trials.unwrap_or(sweep.trials);
+        let storage = opts
+            .storage
+            .clone()
+            .unwrap_or_else(|| sweep.storage.clone())
+            .iter()
+            .map(|name| {
+                workload
+                    .storage_profile(name)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", workload.origin))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        anyhow::ensure!(!storage.is_empty(), "--storage needs at least one profile");
+        anyhow::ensure!(
+            !codecs.is_empty() && !threads.is_empty() && !cache.is_empty(),
+            "codecs, threads and cache need at least one value each"
+        );
+        anyhow::ensure!(
+            trials > 0 && threads.iter().all(|&t| t > 0),
+            "trials and thread counts must be at least 1"
+        );
+        let mut cells = Vec::new();
+        for strategy in &strategies {
+            // Raw files have no codec: `unprocessed` runs once per other setting.
+            let strategy_codecs: &[Codec] = if strategy.split == 0 {
+                &[Codec::None]
+            } else {
+                &codecs
+            };
+            for &codec in strategy_codecs {
+                for &t in &threads {
+                    // The application cache keeps stored records; raw files have none.
+                    for &c in cache
+                        .iter()
+                        .filter(|&&c| !(strategy.split == 0 && c == CacheMode::App))
+                    {
+                        for profile in &storage {
+                            for trial in 0..trials {
+                                cells.push(Cell {
+                                    strategy: strategy.clone(),
+                                    codec,
+                                    threads: t,
+                                    cache: c,
+                                    storage: profile.clone(),
+                                    trial,
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Plan {
+            samples: opts.samples.unwrap_or(workload.dataset.samples),
+            epochs: opts.epochs.unwrap_or(sweep.epochs).max(1) as u64,
+            shards: opts.shards.unwrap_or(sweep.shards).max(1),
+            cells,
+            consumer: opts.consumer,
+            on_error: opts.on_error.unwrap_or(workload.on_error),
+        })
+    }
+
+    /// Each (strategy, codec) the plan runs, once, by split then codec.
+    pub fn strategy_codecs(&self) -> Vec<(Strategy, Codec)> {
+        let mut pairs: BTreeMap<(usize, String), (Strategy, Codec)> = BTreeMap::new();
+        for cell in &self.cells {
+            pairs
+                .entry((cell.strategy.split, cell.codec.to_string()))
+                .or_insert((cell.strategy.clone(), cell.codec));
+        }
+        pairs.into_values().collect()
+    }
+
+    /// The stable id of a cell's run: equal settings give equal ids, so a rerun can skip it.
+    /// The storage profile and the consumer enter the key only when set (a profile by its
+    /// figures, so a redefined profile is a new run), so plain runs keep their ids.
+    pub fn run_id(&self, workload: &Workload, seed: u64, cell: &Cell) -> String {
+        let mut key = format!(
+            "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
+            workload.name,
+            workload.yaml_hash(),
+            self.samples,
+            seed,
+            self.epochs,
+            self.shards,
+            cell.strategy.name,
+            cell.codec,
+            cell.threads,
+            cell.cache,
+            cell.trial
+        );
+        if !cell.storage.is_passthrough() {
+            key.push_str(&format!("|storage:{:?}", cell.storage));
+        }
+        if let Some(consumer) = self.consumer {
+            key.push_str(&format!("|consumer:{consumer}"));
+        }
+        if self.on_error == OnError::Skip {
+            key.push_str("|skip");
+        }
+        format!("s{:014x}", xxhash_rust::xxh3::xxh3_64(key.as_bytes()) >> 8)
+    }
+
+    pub fn offline_id(
+        &self,
+        workload: &Workload,
+        strategy: &Strategy,
+        codec: Codec,
+        trial: usize,
+    ) -> String {
+        let key = format!(
+            "offline|{}|{}|{}|{}|{}|{codec}|{trial}",
+            workload.name,
+            workload.yaml_hash(),
+            self.samples,
+            self.shards,
+            strategy.name
+        );
+        format!("o{:014x}", xxhash_rust::xxh3::xxh3_64(key.as_bytes()) >> 8)
+    }
+}
+
+/// Fisher–Yates with the sweep's seed: the same command always runs in the same order.
+pub fn shuffled<T>(mut items: Vec<T>, seed: u64) -> Vec<T> {
+    let mut rng = SeededRng::from_parts(&[seed, 0x0005_33e9]);
+    for i in (1..items.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        items.swap(i, j);
+    }
+    items
+}

@@ -1,0 +1,12 @@
+//! What to run and in which order: `prepbench run` ([`run`]), a workload's sweep matrix
+//! ([`sweep`]), its partition across hosts and the merge of the shards ([`partition`]),
+//! concurrent reading by MPI ranks ([`ranks`], feature `mpi`), and every reference workload at
+//! a named scale ([`reproduce`]).
+
+pub mod matrix;
+pub mod partition;
+#[cfg(feature = "mpi")]
+pub mod ranks;
+pub mod reproduce;
+pub mod run;
+pub mod sweep;

@@ -1,0 +1,420 @@
+//! Sweeps across hosts: `prepbench sweep ... --shard I/N` runs a deterministic share of the
+//! sweep's cells, and `prepbench merge` puts the shards' results folders back together.
+//!
+//! The shard is `--shard I/N`, else the launcher's variables: Open MPI's
+//! `OMPI_COMM_WORLD_RANK`/`OMPI_COMM_WORLD_SIZE`, MPICH and Intel MPI's `PMI_RANK`/`PMI_SIZE`,
+//! a Slurm job array's `SLURM_ARRAY_TASK_ID` (less `SLURM_ARRAY_TASK_MIN`) and
+//! `SLURM_ARRAY_TASK_COUNT`, or a Kubernetes Indexed Job's `JOB_COMPLETION_INDEX` with
+//! `PREPBENCH_SHARD_COUNT` (Kubernetes does not expose the completion count). So
+//! `mpirun -np 4 prepbench sweep cv --out D` and a Slurm array both work unchanged.
+//!
+//! Cells are assigned in groups: all cells reading one store (strategy, codec) go to one shard,
+//! which materializes it once, so shards never write the same store; `unprocessed` cells group
+//! per (threads, cache, storage). Groups are placed longest first on the least loaded shard
+//! (LPT), their cost estimated as epochs x online steps per cell plus the offline steps of their
+//! store. Each shard writes `OUT/shard-I-of-N/`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+
+use crate::plan::sweep::Cell;
+use crate::results::{Calibration, Manifest, MergedFrom, Recorded, Shard, Tables};
+
+/// The shard the launcher started this process as (`None` when there is no launcher, or it
+/// started one process), reading variables through `var`.
+pub fn from_launcher(var: &dyn Fn(&str) -> Option<String>) -> Result<Option<Shard>, String> {
+    let num = |name: &str| -> Result<Option<usize>, String> {
+        match var(name) {
+            None => Ok(None),
+            Some(v) => v
+                .trim()
+                .parse()
+                .map(Some)
+                .map_err(|_| format!("{name}={v} is not a number")),
+        }
+    };
+    let pairs: [(&str, &str); 2] = [
+        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+        ("PMI_RANK", "PMI_SIZE"),
+    ];
+    for (rank, size) in pairs {
+        if let (Some(i), Some(n)) = (num(rank)?, num(size)?) {
+            return one_or_more(i, n, rank);
+        }
+    }
+    if let Some(id) = num("SLURM_ARRAY_TASK_ID")? {
+        let count = num("SLURM_ARRAY_TASK_COUNT")?
+            .ok_or("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not")?;
+        let min = num("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+        if num("SLURM_ARRAY_TASK_STEP")?.is_some_and(|s| s != 1) {
+            return Err(
+                "a Slurm array with a step other than 1 cannot number shards; use --array=0-N-1"
+                    .into(),
+            );
+        }
+        let index = id
+            .checked_sub(min)
+            .ok_or("SLURM_ARRAY_TASK_ID is below SLURM_ARRAY_TASK_MIN")?;
+        return one_or_more(index, count, "SLURM_ARRAY_TASK_ID");
+    }
+    if let Some(i) = num("JOB_COMPLETION_INDEX")? {
+        let n = num("PREPBENCH_SHARD_COUNT")?.ok_or(
+            "JOB_COMPLETION_INDEX is set but not the job's completions: set PREPBENCH_SHARD_COUNT (or give --shard I/N)",
+        )?;
+        return one_or_more(i, n, "JOB_COMPLETION_INDEX");
+    }
+    Ok(None)
+}
+
+fn one_or_more(index: usize, count: usize, source: &str) -> Result<Option<Shard>, String> {
+    if count <= 1 {
+        return Ok(None);
+    }
+    Shard::new(index, count, source).map(Some)
+}
+
+/// The group a cell is assigned with: its store, or for raw files its settings.
+fn group(cell: &Cell) -> String {
+    if cell.strategy.split > 0 {
+        format!("store {} {}", cell.strategy.name, cell.codec)
+    } else {
+        format!(
+            "raw {} {} {} {}",
+            cell.strategy.name, cell.threads, cell.cache, cell.storage.name
+        )
+    }
+}
+
+/// Which shard each cell (by index) belongs to: groups of cells, longest estimated first, on
+/// the least loaded shard; `steps` is the workload's step count.
+pub fn assign(
+    cells: &[Cell],
+    count: usize,
+    steps: usize,
+    epochs: u64,
+    offline_trials: usize,
+) -> Vec<usize> {
+    let mut groups: BTreeMap<String, (f64, Vec<usize>)> = BTreeMap::new();
+    for (i, cell) in cells.iter().enumerate() {
+        let online = (steps.saturating_sub(cell.strategy.split) + 1) as f64 * epochs as f64;
+        let entry = groups.entry(group(cell)).or_insert_with(|| {
+            let offline = (cell.strategy.split * offline_trials.max(1)) as f64;
+            (offline, Vec::new())
+        });
+        entry.0 += online;
+        entry.1.push(i);
+    }
+    let mut ordered: Vec<(String, f64, Vec<usize>)> =
+        groups.into_iter().map(|(k, (c, v))| (k, c, v)).collect();
+    ordered.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut load = vec![0.0f64; count.max(1)];
+    let mut owner = vec![0; cells.len()];
+    for (_, cost, members) in ordered {
+        let shard = (0..load.len())
+            .min_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b)))
+            .expect("at least one shard");
+        load[shard] += cost;
+        for i in members {
+            owner[i] = shard;
+        }
+    }
+    owner
+}
+
+/// A fingerprint of the whole plan (every cell's run id): shards of one sweep share it.
+pub fn plan_fingerprint(run_ids: &[String]) -> String {
+    let mut sorted = run_ids.to_vec();
+    sorted.sort();
+    format!(
+        "{:016x}",
+        xxhash_rust::xxh3::xxh3_64(sorted.join(",").as_bytes())
+    )
+}
+
+// ------------------------------------------------------------------------------ merge
+
+/// The `shard-I-of-N` folders under `dir`, sorted.
+fn shard_subfolders(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_dir()
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("shard-") && n.contains("-of-"))
+        })
+        .collect();
+    found.sort();
+    Ok(found)
+}
+
+/// The shard folders named by `inputs`: each a folder holding `shard-I-of-N` folders, or a
+/// shard's results folder.
+fn shard_folders(inputs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for input in inputs {
+        let found = shard_subfolders(input)?;
+        if !found.is_empty() {
+            out.extend(found);
+        } else if input.join("manifest.json").exists() {
+            out.push(input.clone());
+        } else {
+            bail!(
+                "{} is neither a results folder (no manifest.json) nor holds shard-I-of-N folders",
+                input.display()
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// What `merge` did.
+pub struct Merged {
+    pub out: PathBuf,
+    pub shards: usize,
+    pub rows: usize,
+}
+
+/// Merges the shards named by `inputs` into `out` (default: the one input folder holding the
+/// shards). Refuses shards of different workloads or sweep configurations, a shard given
+/// twice or missing, and an `out` that already holds results.
+pub fn merge(inputs: &[PathBuf], out: Option<&Path>) -> anyhow::Result<Merged> {
+    let folders = shard_folders(inputs)?;
+    let out = match out {
+        Some(o) => o.to_path_buf(),
+        None if inputs.len() == 1 && !shard_subfolders(&inputs[0])?.is_empty() => inputs[0].clone(),
+        None => {
+            bail!("name the merged folder with --out (the shards are not all under one folder)")
+        }
+    };
+    if out.join("runs.csv").exists() {
+        bail!(
+            "{} already holds results (runs.csv); merge into a new folder with --out",
+            out.display()
+        );
+    }
+    let mut manifests: Vec<(PathBuf, Shard, Manifest)> = Vec::new();
+    for dir in &folders {
+        let m = Manifest::read(dir)?
+            .with_context(|| format!("{} has no manifest.json", dir.display()))?;
+        let shard = m.shard.clone().with_context(|| {
+            format!(
+                "{} is not a shard's results (its manifest has no `shard`): only folders written by `sweep --shard` (or under a launcher) merge",
+                dir.display()
+            )
+        })?;
+        manifests.push((dir.clone(), shard, m));
+    }
+    let count = manifests[0].1.count;
+    let mut seen = BTreeSet::new();
+    for (dir, shard, _) in &manifests {
+        if shard.count != count {
+            bail!(
+                "{} is shard {} of {}, but {} is of {count}: these are different sweeps",
+                dir.display(),
+                shard.index,
+                shard.count,
+                manifests[0].0.display()
+            );
+        }
+        if !seen.insert(shard.index) {
+            bail!(
+                "shard {} of {count} is given twice ({})",
+                shard.index,
+                dir.display()
+            );
+        }
+    }
+    let missing: Vec<String> = (0..count)
+        .filter(|i| !seen.contains(i))
+        .map(|i| i.to_string())
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "shards {} of {count} are missing: merge them all (each shard owns cells no other has)",
+            missing.join(", ")
+        );
+    }
+    // Same workloads (by YAML hash) and the same plan for each.
+    let first = &manifests[0];
+    for (dir, _, m) in &manifests[1..] {
+        let (workloads, plans) = (
+            m.workloads.keys().collect::<BTreeSet<_>>(),
+            m.plans.keys().collect::<BTreeSet<_>>(),
+        );
+        for (key, names, first_names) in [
+            ("workloads", &workloads, &first.2.workloads.keys().collect()),
+            ("plans", &plans, &first.2.plans.keys().collect()),
+        ] {
+            if names != first_names {
+                bail!(
+                    "{} and {} ran different {key} ({:?} against {:?}): not shards of one sweep",
+                    dir.display(),
+                    first.0.display(),
+                    names,
+                    first_names
+                );
+            }
+        }
+        if m.plans != first.2.plans {
+            bail!(
+                "{} and {} swept different configurations (their plans differ): not shards of one sweep",
+                dir.display(),
+                first.0.display()
+            );
+        }
+    }
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    // Tables: every shard's rows, in shard order.
+    let mut ordered: Vec<&(PathBuf, Shard, Manifest)> = manifests.iter().collect();
+    ordered.sort_by_key(|(_, s, _)| s.index);
+    let tables = Tables::open(&out)?;
+    let mut rows = 0;
+    for (dir, _, _) in &ordered {
+        let recorded = Recorded::load(dir)?;
+        tables.samples.append(&recorded.samples)?;
+        tables.stages.append(&recorded.stages)?;
+        tables.errors.append(&recorded.errors)?;
+        tables.offline.append(&recorded.offline)?;
+        tables.runs.append(&recorded.runs)?;
+        rows += recorded.runs.len();
+    }
+    // The manifest: the first shard's machine and build, every shard's machine, invocations
+    // and calibrated strategies.
+    let mut merged = first.2.clone();
+    merged.shard = None;
+    merged.invocations.clear();
+    let mut calibration = first.2.calibration.clone().unwrap_or_default();
+    for (dir, shard, m) in ordered {
+        merged
+            .invocations
+            .extend(m.invocations.iter().cloned().map(|mut inv| {
+                inv.shard = Some(shard.index);
+                inv
+            }));
+        if let Some(c) = &m.calibration {
+            calibration.strategies.extend(c.strategies.clone());
+        }
+        merged.merged_from.push(MergedFrom {
+            dir: dir.display().to_string(),
+            shard: shard.clone(),
+            machine: m.machine.clone(),
+        });
+    }
+    if calibration != Calibration::default() {
+        merged.calibration = Some(calibration);
+    }
+    merged.write(&out)?;
+    Ok(Merged {
+        out,
+        shards: count,
+        rows,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::sweep::{Plan, SweepOptions};
+    use workloads::options::{CacheMode, Codec};
+
+    #[test]
+    fn shards_parse_and_refuse_bad_ones() {
+        let s: Shard = "1/4".parse().unwrap();
+        assert_eq!((s.index, s.count), (1, 4));
+        for bad in ["4/4", "1", "a/2", "0/0", "1/x"] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn launcher_variables_give_the_shard() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let get = |pairs: &'static [(&'static str, &'static str)]| from_launcher(&env(pairs));
+        assert_eq!(get(&[]).unwrap(), None);
+        let s = get(&[("OMPI_COMM_WORLD_RANK", "1"), ("OMPI_COMM_WORLD_SIZE", "2")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (s.index, s.count, s.source.as_str()),
+            (1, 2, "OMPI_COMM_WORLD_RANK")
+        );
+        let s = get(&[("PMI_RANK", "3"), ("PMI_SIZE", "4")])
+            .unwrap()
+            .unwrap();
+        assert_eq!((s.index, s.count), (3, 4));
+        // One process under a launcher is no sharding.
+        assert_eq!(get(&[("PMI_RANK", "0"), ("PMI_SIZE", "1")]).unwrap(), None);
+        let s = get(&[
+            ("SLURM_ARRAY_TASK_ID", "12"),
+            ("SLURM_ARRAY_TASK_MIN", "10"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!((s.index, s.count), (2, 4));
+        assert!(get(&[("SLURM_ARRAY_TASK_ID", "1")]).is_err());
+        assert!(get(&[
+            ("SLURM_ARRAY_TASK_ID", "2"),
+            ("SLURM_ARRAY_TASK_COUNT", "2"),
+            ("SLURM_ARRAY_TASK_STEP", "2")
+        ])
+        .is_err());
+        let e = get(&[("JOB_COMPLETION_INDEX", "0")]).unwrap_err();
+        assert!(e.contains("PREPBENCH_SHARD_COUNT"), "{e}");
+        let s = get(&[
+            ("JOB_COMPLETION_INDEX", "2"),
+            ("PREPBENCH_SHARD_COUNT", "3"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!((s.index, s.count), (2, 3));
+        assert!(get(&[("PMI_RANK", "x"), ("PMI_SIZE", "2")]).is_err());
+        assert!(get(&[("PMI_RANK", "2"), ("PMI_SIZE", "2")]).is_err());
+    }
+
+    #[test]
+    fn every_cell_has_exactly_one_shard_and_stores_are_not_split() {
+        let workload = workloads::load("cv").unwrap();
+        let plan = Plan::new(
+            &workload,
+            &SweepOptions {
+                workload: "cv".into(),
+                codecs: Some(vec![Codec::None, Codec::Gzip { level: 6 }]),
+                threads: Some(vec![1, 2, 4]),
+                cache: Some(vec![CacheMode::Cold, CacheMode::Warm]),
+                trials: Some(3),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let steps = workload.steps.len();
+        for n in 1..=6 {
+            let owner = assign(&plan.cells, n, steps, 2, 1);
+            assert_eq!(owner.len(), plan.cells.len());
+            assert!(owner.iter().all(|&s| s < n), "{n} shards");
+            assert_eq!(owner, assign(&plan.cells, n, steps, 2, 1), "deterministic");
+            // The cells of one store are on one shard.
+            let mut store_owner: BTreeMap<String, usize> = BTreeMap::new();
+            for (cell, &s) in plan.cells.iter().zip(&owner) {
+                assert_eq!(*store_owner.entry(group(cell)).or_insert(s), s);
+            }
+            // With at least as many groups as shards, every shard has work.
+            if store_owner.len() >= n {
+                let used: BTreeSet<usize> = owner.iter().copied().collect();
+                assert_eq!(used.len(), n, "{n} shards");
+            }
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! `prepbench run`: every requested strategy of a workload at one setting.
+
+use std::path::PathBuf;
+
+use workloads::{CacheMode, Codec, OnError, StorageProfile, Strategy, Workload};
+
+use crate::measure::cache::{self, EvictPolicy};
+use crate::measure::epochs::RunSpec;
+use crate::measure::places::check_places;
+use crate::measure::session::{app_cache_bytes, dataset_root, resolve_strategies, Session};
+use crate::measure::warnings::Warning;
+use crate::progress::Progress;
+use crate::results::{self, Bound, RunRow, Tables};
+use workloads::ConsumerSpec;
+
+/// A run id unique to this process and moment: `r<unix seconds>-<pid>`.
+pub fn fresh_run_prefix() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    format!("r{secs}-{}", std::process::id())
+}
+
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub workload: String,
+    /// Strategy names; empty means every strategy of the workload.
+    pub strategies: Vec<String>,
+    pub threads: usize,
+    pub samples: Option<usize>,
+    pub codec: Codec,
+    pub shards: Option<usize>,
+    pub cache: CacheMode,
+    /// Limit of the application cache in MB; `None`: half the memory available.
+    pub app_cache_mb: Option<f64>,
+    pub epochs: Option<usize>,
+    pub out: PathBuf,
+    pub data_dir: PathBuf,
+    pub store_dir: PathBuf,
+    pub seed: u64,
+    pub verify: bool,
+    pub evict: EvictPolicy,
+    pub rematerialize: bool,
+    pub progress: Progress,
+    /// The storage profile to emulate; `None`: the workload's first `sweep.storage` (`local`).
+    pub storage: Option<String>,
+    /// A simulated training consumer.
+    pub consumer: Option<ConsumerSpec>,
+    /// `fail` or `skip` bad samples; `None`: the workload's `on_error`.
+    pub on_error: Option<OnError>,
+}
+
+/// What `prepbench run` produced.
+pub struct RunOutcome {
+    pub rows: Vec<RunRow>,
+    /// What bound each row's epoch, aligned with `rows`.
+    pub bounds: Vec<Option<Bound>>,
+    pub warnings: Vec<Warning>,
+    /// Strategies whose output differed from fully-online processing, with the sample ids.
+    pub verify_failures: Vec<(String, Vec<u64>)>,
+}
+
+/// Warnings that depend only on the settings, raised before any work.
+pub fn setting_warnings(
+    cache: &[CacheMode],
+    evict: EvictPolicy,
+    shards: usize,
+    max_threads: usize,
+    any_stored: bool,
+) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    if cache.contains(&CacheMode::Cold) && evict == EvictPolicy::Auto && !cache::can_drop_caches() {
+        warnings.push(Warning::NoDropCaches);
+    }
+    if shards < max_threads && any_stored {
+        warnings.push(Warning::FewShards {
+            shards,
+            threads: max_threads,
+        });
+    }
+    warnings
+}
+
+/// A run's settings with the workload's defaults applied.
+pub struct Resolved {
+    pub workload: Workload,
+    pub strategies: Vec<Strategy>,
+    pub samples: usize,
+    pub shards: usize,
+    pub epochs: u64,
+    pub storage: StorageProfile,
+}
+
+impl Resolved {
+    /// Resolves `opts` against its workload, refusing results or stores inside the dataset
+    /// before anything is written.
+    pub fn new(opts: &RunOptions) -> anyhow::Result<Resolved> {
+        let workload = workloads::load(&opts.workload)?;
+        check_places(
+            &dataset_root(&workload, &opts.data_dir)?,
+            &[
+                ("the results directory", &opts.out),
+                ("the store directory", &opts.store_dir),
+            ],
+        )?;
+        let strategies = resolve_strategies(&workload, &opts.strategies)?;
+        let storage_name = opts
+            .storage
+            .clone()
+            .unwrap_or_else(|| workload.sweep.storage[0].clone());
+        let storage = workload
+            .storage_profile(&storage_name)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", workload.origin))?;
+        Ok(Resolved {
+            samples: opts.samples.unwrap_or(workload.dataset.samples),
+            shards: opts.shards.unwrap_or(workload.sweep.shards).max(1),
+            epochs: opts.epochs.unwrap_or(workload.sweep.epochs).max(1) as u64,
+            strategies,
+            storage,
+            workload,
+        })
+    }
+}
+
+/// `prepbench run`: every requested strategy at one setting, rows appended to `opts.out`.
+pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOutcome> {
+    let started_utc = results::utc_now();
+    let Resolved {
+        workload,
+        strategies,
+        samples,
+        shards,
+        epochs,
+        storage,
+    } = Resolved::new(opts)?;
+    // Open the results first: a conflicting folder fails before any work is done.
+    let tables = Tables::open(&opts.out)?;
+    let mut session = Session::open(
+        workload,
+        &opts.data_dir,
+        samples,
+        opts.threads,
+        &opts.store_dir,
+        opts.evict,
+        opts.progress,
+    )?;
+    if let Some(on_error) = opts.on_error {
+        session.on_error = on_error;
+    }
+    let mut outcome = RunOutcome {
+        rows: Vec::new(),
+        bounds: Vec::new(),
+        warnings: setting_warnings(
+            &[opts.cache],
+            opts.evict,
+            shards,
+            opts.threads,
+            strategies.iter().any(|s| s.split > 0),
+        ),
+        verify_failures: Vec::new(),
+    };
+    let prefix = fresh_run_prefix();
+    for (index, strategy) in strategies.iter().enumerate() {
+        let stored = match strategy.split {
+            0 => None,
+            _ => Some(session.store(
+                strategy,
+                opts.codec,
+                shards,
+                opts.threads,
+                opts.rematerialize,
+                opts.cache == CacheMode::Cold,
+            )?),
+        };
+        let spec = RunSpec {
+            run_id: format!("{prefix}-{index}"),
+            strategy,
+            stored: stored.as_ref(),
+            threads: opts.threads,
+            cache: opts.cache,
+            epochs,
+            seed: opts.seed,
+            trial: 0,
+            verify: opts.verify,
+            app_cache_bytes: app_cache_bytes(opts.app_cache_mb),
+            storage: &storage,
+            consumer: opts.consumer,
+            start_gate: None,
+        };
+        let measured = session.measure(&spec)?;
+        if let Some(m) = stored.as_ref() {
+            let (device, samples) = &m.samples;
+            tables.samples.append(&crate::measure::sysmon::rows(
+                &spec.run_id,
+                None,
+                device,
+                samples,
+            ))?;
+        }
+        measured.append_to(&tables)?;
+        if let Some(v) = measured.verification.filter(|v| !v.passed()) {
+            outcome
+                .verify_failures
+                .push((strategy.name.clone(), v.mismatched));
+        }
+        outcome.warnings.extend(measured.warnings);
+        outcome.rows.extend(measured.rows);
+        outcome.bounds.extend(measured.bounds);
+    }
+    let run_ids = outcome
+        .rows
+        .iter()
+        .map(|r| r.run_id.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    session.record_invocation(
+        &opts.out,
+        started_utc,
+        command_line,
+        (&opts.data_dir, &opts.store_dir),
+        run_ids,
+    )?;
+    Ok(outcome)
+}

@@ -1,0 +1,528 @@
+//! `prepbench sweep`: a workload's matrix of strategies x codecs x threads x cache modes x
+//! trials. Each (strategy, codec) is materialized once (plus `--offline-trials` repeats, recorded
+//! in `offline.csv`) and reused by every online run; online runs execute in a seeded random
+//! order so drift does not line up with one cell. Every run has a stable id derived from its
+//! settings, so re-running the same command skips what is already in `runs.csv`.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+
+use workloads::{CacheMode, Codec, OnError, Workload};
+
+use crate::measure::cache::EvictPolicy;
+use crate::measure::epochs::RunSpec;
+use crate::measure::session::{Materialized, Session};
+use crate::measure::warnings::Warning;
+pub use crate::plan::matrix::{shuffled, Cell, Plan};
+use crate::plan::run::setting_warnings;
+use crate::progress::Progress;
+use crate::results::{self, Calibration, Manifest, OfflineRow, PlanEntry, Tables, Verdict};
+use workloads::ConsumerSpec;
+
+/// Settings of a sweep; `None` takes the workload's `sweep:` default.
+#[derive(Clone, Debug, Default)]
+pub struct SweepOptions {
+    pub workload: String,
+    pub strategies: Option<Vec<String>>,
+    pub codecs: Option<Vec<Codec>>,
+    pub threads: Option<Vec<usize>>,
+    pub cache: Option<Vec<CacheMode>>,
+    pub trials: Option<usize>,
+    pub epochs: Option<usize>,
+    pub samples: Option<usize>,
+    pub shards: Option<usize>,
+    /// Materializations per (strategy, codec); each is timed and recorded in `offline.csv`.
+    pub offline_trials: usize,
+    pub seed: u64,
+    pub verify: bool,
+    pub rematerialize: bool,
+    /// MB per dataset variant (see `sweep.dataset_mb`); `samples` wins when both are set.
+    pub dataset_mb: Option<f64>,
+    /// Limit of the application cache in MB; `None`: half the memory available.
+    pub app_cache_mb: Option<f64>,
+    /// Storage profiles to measure under (a sweep dimension); `None`: the workload's
+    /// `sweep.storage`.
+    pub storage: Option<Vec<String>>,
+    /// A simulated training consumer for every online run.
+    pub consumer: Option<ConsumerSpec>,
+    /// `fail` or `skip` bad samples; `None`: the workload's `on_error`.
+    pub on_error: Option<OnError>,
+    /// Calibrate the prediction model before the online runs (`calibrate.rs`): the machine
+    /// (cached) and each (strategy, codec) not yet calibrated in the results folder.
+    pub calibrate: bool,
+    /// Measure the machine again instead of using its cached calibration.
+    pub recalibrate: bool,
+    /// Only calibrate (`prepbench calibrate`): no runs.
+    pub calibrate_only: bool,
+    /// Run only this shard's cells, into `OUT/shard-I-of-N` (`shard.rs`).
+    pub shard: Option<crate::results::Shard>,
+}
+
+/// Where a sweep reads and writes.
+#[derive(Clone, Debug)]
+pub struct Places {
+    pub out: PathBuf,
+    pub data_dir: PathBuf,
+    pub store_dir: PathBuf,
+    pub evict: EvictPolicy,
+    pub progress: Progress,
+}
+
+/// What a sweep did.
+pub struct SweepOutcome {
+    /// `prepbench calibrate`: the calibration, described.
+    pub calibration: Option<String>,
+    pub ran: usize,
+    pub skipped: usize,
+    pub warnings: Vec<Warning>,
+    pub verify_failures: Vec<(String, Vec<u64>)>,
+}
+
+/// Runs (or resumes) the sweep and appends to `places.out`. A workload with
+/// `sweep.dataset_options` is swept once per dataset variant, each recorded as its own workload
+/// `<name>@<options>`.
+pub fn sweep(
+    opts: &SweepOptions,
+    places: &Places,
+    command_line: Vec<String>,
+) -> anyhow::Result<SweepOutcome> {
+    let sharded;
+    let places = match &opts.shard {
+        Some(shard) => {
+            sharded = Places {
+                out: shard.dir(&places.out),
+                ..places.clone()
+            };
+            &sharded
+        }
+        None => places,
+    };
+    let workload = workloads::load(&opts.workload)?;
+    let variants = workload.dataset_variants();
+    if variants.is_empty() {
+        return sweep_workload(workload, opts, places, command_line);
+    }
+    let mut total = SweepOutcome {
+        calibration: None,
+        ran: 0,
+        skipped: 0,
+        warnings: Vec::new(),
+        verify_failures: Vec::new(),
+    };
+    for options in &variants {
+        let variant = workload.variant(options)?;
+        let mb = opts.dataset_mb.or(workload.sweep.dataset_mb);
+        let samples = match (opts.samples, mb) {
+            (Some(n), _) => n,
+            (None, Some(mb)) => {
+                let per_sample =
+                    datasets::expected_mb(&variant.dataset.kind, &variant.dataset.options)?
+                        .ok_or_else(|| {
+                            anyhow::anyhow!(
+                            "dataset kind `{}` cannot say its MB per sample, so sweep.dataset_mb \
+                             cannot size its variants; give --samples",
+                            variant.dataset.kind
+                        )
+                        })?;
+                ((mb / per_sample).round() as usize).max(1)
+            }
+            (None, None) => variant.dataset.samples,
+        };
+        let outcome = sweep_workload(
+            variant,
+            &SweepOptions {
+                samples: Some(samples),
+                ..opts.clone()
+            },
+            places,
+            command_line.clone(),
+        )?;
+        if let Some(c) = outcome.calibration {
+            total.calibration = Some(total.calibration.unwrap_or_default() + &c);
+        }
+        total.ran += outcome.ran;
+        total.skipped += outcome.skipped;
+        total.warnings.extend(outcome.warnings);
+        total.verify_failures.extend(outcome.verify_failures);
+    }
+    Ok(total)
+}
+
+/// Sweeps one (already loaded) workload.
+fn sweep_workload(
+    workload: Workload,
+    opts: &SweepOptions,
+    places: &Places,
+    command_line: Vec<String>,
+) -> anyhow::Result<SweepOutcome> {
+    let started_utc = results::utc_now();
+    let mut plan = Plan::new(&workload, opts)?;
+    let all_ids: Vec<String> = plan
+        .cells
+        .iter()
+        .map(|c| plan.run_id(&workload, opts.seed, c))
+        .collect();
+    let fingerprint = crate::plan::partition::plan_fingerprint(&all_ids);
+    let total_cells = plan.cells.len();
+    if let Some(shard) = &opts.shard {
+        let owner = crate::plan::partition::assign(
+            &plan.cells,
+            shard.count,
+            workload.steps.len(),
+            plan.epochs,
+            opts.offline_trials,
+        );
+        plan.cells = plan
+            .cells
+            .iter()
+            .zip(owner)
+            .filter(|(_, o)| *o == shard.index)
+            .map(|(c, _)| c.clone())
+            .collect();
+        places.progress.note(&format!(
+            "{}: shard {} of {} (from {}): {} of {} cells, results in {}",
+            workload.name,
+            shard.index,
+            shard.count,
+            shard.source,
+            plan.cells.len(),
+            total_cells,
+            places.out.display()
+        ));
+    }
+    crate::measure::places::check_places(
+        &crate::measure::session::dataset_root(&workload, &places.data_dir)?,
+        &[
+            ("the results directory", &places.out),
+            ("the store directory", &places.store_dir),
+        ],
+    )?;
+    Manifest::update(&places.out, |m| {
+        m.plans.insert(
+            workload.name.clone(),
+            PlanEntry {
+                fingerprint: fingerprint.clone(),
+                cells: total_cells,
+            },
+        );
+        if let Some(shard) = &opts.shard {
+            m.shard = Some(shard.clone());
+        }
+    })?;
+    let tables = Tables::open(&places.out)?;
+    let done = tables.run_ids()?;
+    let done_offline: HashSet<String> = tables
+        .offline
+        .read()?
+        .into_iter()
+        .map(|r| r.run_id)
+        .collect();
+    let pending: Vec<Cell> = plan
+        .cells
+        .iter()
+        .filter(|c| !done.contains(&plan.run_id(&workload, opts.seed, c)))
+        .cloned()
+        .collect();
+    let skipped = plan.cells.len() - pending.len();
+    let max_threads = plan.cells.iter().map(|c| c.threads).max().unwrap_or(1);
+    let caches: Vec<CacheMode> = plan.cells.iter().map(|c| c.cache).collect();
+    let mut warnings = setting_warnings(
+        &caches,
+        places.evict,
+        plan.shards,
+        max_threads,
+        plan.cells.iter().any(|c| c.strategy.split > 0),
+    );
+    let mut outcome = SweepOutcome {
+        calibration: None,
+        ran: 0,
+        skipped,
+        warnings: Vec::new(),
+        verify_failures: Vec::new(),
+    };
+    if pending.is_empty() && skipped > 0 {
+        places.progress.note(&format!(
+            "{}: all {} runs already recorded in {}",
+            workload.name,
+            skipped,
+            tables.runs.path().display()
+        ));
+    }
+    let mut session = Session::open(
+        workload,
+        &places.data_dir,
+        plan.samples,
+        max_threads,
+        &places.store_dir,
+        places.evict,
+        places.progress,
+    )?;
+    session.on_error = plan.on_error;
+    // The invocation, recorded once the sweep (or its calibration) is done.
+    let record = |session: &Session, run_ids: Vec<String>| {
+        session.record_invocation(
+            &places.out,
+            started_utc.clone(),
+            command_line.clone(),
+            (&places.data_dir, &places.store_dir),
+            run_ids,
+        )
+    };
+    let cold = caches.contains(&CacheMode::Cold);
+    if opts.calibrate_only {
+        let calibration = calibrate_cells(
+            &session,
+            &plan,
+            &mut HashMap::new(),
+            places,
+            opts,
+            max_threads,
+            cold,
+        )?;
+        outcome.calibration = Some(crate::results::calibration::describe(&calibration));
+        // The workload and command are recorded too, so the folder says what was calibrated.
+        record(&session, Vec::new())?;
+        return Ok(outcome);
+    }
+    let workload = &session.workload;
+
+    // Offline phase: each (strategy, codec) that a pending run or a missing offline trial needs.
+    let mut stores: HashMap<(String, Codec), Materialized> = HashMap::new();
+    let mut verdicts: HashMap<(String, Codec), Verdict> = HashMap::new();
+    for (strategy, codec) in plan.strategy_codecs().iter().filter(|(s, _)| s.split > 0) {
+        let needed_online = pending
+            .iter()
+            .any(|c| c.strategy == *strategy && c.codec == *codec);
+        let mut current: Option<Materialized> = None;
+        for trial in 0..opts.offline_trials.max(1) {
+            let id = plan.offline_id(workload, strategy, *codec, trial);
+            if done_offline.contains(&id) {
+                continue;
+            }
+            let fresh = trial > 0 || opts.rematerialize;
+            let m = session.store(strategy, *codec, plan.shards, max_threads, fresh, cold)?;
+            let info = &m.manifest;
+            let row = OfflineRow {
+                run_id: id,
+                workload: workload.name.clone(),
+                strategy: strategy.name.clone(),
+                split: strategy.split,
+                codec: *codec,
+                shards: plan.shards,
+                samples: plan.samples as u64,
+                offline_trial: trial,
+                offline_s: info.offline_s,
+                offline_reused: m.reused,
+                storage_bytes: info.storage_bytes(),
+                cpu_user_s: info.offline_cpu_user_s,
+                cpu_sys_s: info.offline_cpu_sys_s,
+                processing_s: info.offline_processing_s,
+                writing_s: info.offline_writing_s,
+                cpu_s_per_sample: (info.offline_cpu_user_s + info.offline_cpu_sys_s)
+                    / plan.samples.max(1) as f64,
+            };
+            let (device, samples) = &m.samples;
+            tables.samples.append(&crate::measure::sysmon::rows(
+                &row.run_id,
+                None,
+                device,
+                samples,
+            ))?;
+            tables.offline.append(&[row])?;
+            current = Some(m);
+        }
+        if needed_online {
+            let m = match current {
+                Some(m) => m,
+                None => session.store(strategy, *codec, plan.shards, max_threads, false, cold)?,
+            };
+            if opts.verify {
+                let v = session.verify(strategy, Some(&m), max_threads, opts.seed)?;
+                if !v.passed() {
+                    outcome
+                        .verify_failures
+                        .push((format!("{} ({codec})", strategy.name), v.mismatched.clone()));
+                }
+                verdicts.insert(
+                    (strategy.name.clone(), *codec),
+                    if v.passed() {
+                        Verdict::Pass
+                    } else {
+                        Verdict::Fail
+                    },
+                );
+            }
+            stores.insert((strategy.name.clone(), *codec), m);
+        }
+    }
+
+    if opts.calibrate && !pending.is_empty() {
+        calibrate_cells(
+            &session,
+            &plan,
+            &mut stores,
+            places,
+            opts,
+            max_threads,
+            cold,
+        )?;
+    }
+
+    // Online phase: pending runs in a seeded random order, one progress bar over the matrix.
+    let order = shuffled(pending, opts.seed);
+    let bar = places
+        .progress
+        .bar(order.len() as u64, &format!("sweep {}", workload.name));
+    session.progress = Progress { quiet: true };
+    let mut run_ids = Vec::new();
+    for cell in &order {
+        let run_id = plan.run_id(&session.workload, opts.seed, cell);
+        bar.set_message(format!(
+            "{} {} t{} {} {}",
+            cell.strategy.name, cell.codec, cell.threads, cell.cache, cell.storage.name
+        ));
+        let stored = stores.get(&(cell.strategy.name.clone(), cell.codec));
+        let spec = RunSpec {
+            run_id: run_id.clone(),
+            strategy: &cell.strategy,
+            stored,
+            threads: cell.threads,
+            cache: cell.cache,
+            epochs: plan.epochs,
+            seed: opts.seed,
+            trial: cell.trial,
+            verify: false,
+            app_cache_bytes: crate::measure::session::app_cache_bytes(opts.app_cache_mb),
+            storage: &cell.storage,
+            consumer: plan.consumer,
+            start_gate: None,
+        };
+        let mut measured = session.measure(&spec)?;
+        if let Some(verdict) = verdicts.get(&(cell.strategy.name.clone(), cell.codec)) {
+            measured
+                .rows
+                .iter_mut()
+                .for_each(|r| r.verified = Some(*verdict));
+        }
+        measured.append_to(&tables)?;
+        warnings.extend(measured.warnings);
+        run_ids.push(run_id);
+        outcome.ran += 1;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    warnings.dedup();
+    outcome.warnings = warnings;
+    record(&session, run_ids)?;
+    Ok(outcome)
+}
+
+/// Calibrates the machine (cached per machine) and every (strategy, codec) of the plan that
+/// the results folder's manifest does not hold yet; stores are reused (or made) as the
+/// online runs would use them.
+fn calibrate_cells(
+    session: &Session,
+    plan: &Plan,
+    stores: &mut HashMap<(String, Codec), Materialized>,
+    places: &Places,
+    opts: &SweepOptions,
+    max_threads: usize,
+    cold: bool,
+) -> anyhow::Result<Calibration> {
+    let recorded = Manifest::read(&places.out)?
+        .and_then(|m| m.calibration)
+        .unwrap_or_default();
+    let mut calibration = Calibration {
+        // The disk the stores are on; for stores in object storage, the data directory's, and
+        // with both there, the temporary directory's (the model's storage figures are of a
+        // local disk: docs/cluster.md).
+        machine: Some(crate::measure::calibrate::machine(
+            [&places.store_dir, &places.data_dir]
+                .into_iter()
+                .find(|d| !datasets::files::is_remote(d))
+                .map_or_else(std::env::temp_dir, |d| d.to_path_buf())
+                .as_path(),
+            opts.recalibrate,
+            256,
+        )?),
+        ..Default::default()
+    };
+    let workload = &session.workload;
+    for (strategy, codec) in plan.strategy_codecs() {
+        let key = results::calibration::key(&workload.name, &strategy.name, codec);
+        if recorded.strategies.contains_key(&key) && !opts.recalibrate {
+            continue;
+        }
+        places
+            .progress
+            .note(&format!("calibrating {} ({codec})", strategy.name));
+        let stored = if strategy.split > 0 {
+            let entry = (strategy.name.clone(), codec);
+            if !stores.contains_key(&entry) {
+                let m = session.store(&strategy, codec, plan.shards, max_threads, false, cold)?;
+                stores.insert(entry.clone(), m);
+            }
+            stores.get(&entry)
+        } else {
+            None
+        };
+        let c = crate::measure::calibrate::strategy(session, &strategy, stored, codec, opts.seed)?;
+        calibration.strategies.insert(key, c);
+    }
+    // Recorded now, so that a sweep stopped during its runs keeps it.
+    Manifest::update(&places.out, |m| m.record_calibration(calibration.clone()))?;
+    let mut all = recorded;
+    all.merge(calibration);
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cv() -> Workload {
+        workloads::load("cv").unwrap()
+    }
+
+    #[test]
+    fn plan_crosses_settings_and_gives_unprocessed_one_codec() {
+        let opts = SweepOptions {
+            workload: "cv".into(),
+            strategies: Some(vec!["unprocessed".into(), "resized".into()]),
+            codecs: Some(vec![Codec::None, Codec::Gzip { level: 6 }]),
+            threads: Some(vec![1, 2]),
+            cache: Some(vec![CacheMode::Cold]),
+            trials: Some(3),
+            ..Default::default()
+        };
+        let plan = Plan::new(&cv(), &opts).unwrap();
+        // unprocessed: 1 codec x 2 threads x 3 trials; resized: 2 codecs x 2 x 3.
+        assert_eq!(plan.cells.len(), 6 + 12);
+        let ids: HashSet<String> = plan
+            .cells
+            .iter()
+            .map(|c| plan.run_id(&cv(), 0, c))
+            .collect();
+        assert_eq!(ids.len(), plan.cells.len(), "run ids are unique");
+        assert_eq!(
+            plan.run_id(&cv(), 0, &plan.cells[0]),
+            plan.run_id(&cv(), 0, &plan.cells[0])
+        );
+        assert_ne!(
+            plan.run_id(&cv(), 1, &plan.cells[0]),
+            plan.run_id(&cv(), 0, &plan.cells[0])
+        );
+    }
+
+    #[test]
+    fn shuffling_is_seeded_and_interleaves() {
+        let items: Vec<u32> = (0..50).collect();
+        let a = shuffled(items.clone(), 7);
+        assert_eq!(a, shuffled(items.clone(), 7));
+        assert_ne!(a, shuffled(items.clone(), 8));
+        assert_ne!(a, items);
+        let mut sorted = a.clone();
+        sorted.sort();
+        assert_eq!(sorted, items);
+    }
+}

@@ -1,0 +1,181 @@
+//! One shard file: written record by record through a codec and TFRecord framing, and read
+//! back from any reader with the time spent in its read calls measured.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use workloads::Codec;
+
+use super::codec::{self, CodecWriter};
+use super::framing::{FramingError, RecordReader, RecordWriter};
+use super::{io_error, shard_file_name, ShardInfo, StoreError};
+
+/// Writes one shard under a temporary name; [`ShardWriter::finish`] syncs and renames it.
+pub struct ShardWriter {
+    final_path: PathBuf,
+    tmp_path: PathBuf,
+    records: RecordWriter<CodecWriter>,
+}
+
+impl ShardWriter {
+    pub fn create(
+        dir: &Path,
+        index: usize,
+        count: usize,
+        codec: Codec,
+    ) -> Result<ShardWriter, StoreError> {
+        let name = shard_file_name(index, count, codec);
+        let final_path = dir.join(&name);
+        let tmp_path = dir.join(format!(".{name}.tmp"));
+        let file = File::create(&tmp_path).map_err(io_error(&tmp_path))?;
+        let writer = CodecWriter::new(codec, file).map_err(io_error(&tmp_path))?;
+        Ok(ShardWriter {
+            final_path,
+            tmp_path,
+            records: RecordWriter::new(writer),
+        })
+    }
+
+    pub fn write(&mut self, payload: &[u8]) -> Result<(), StoreError> {
+        self.records
+            .write_record(payload)
+            .map_err(io_error(&self.tmp_path))
+    }
+
+    pub fn finish(self) -> Result<ShardInfo, StoreError> {
+        let records = self.records.records();
+        let file = self
+            .records
+            .into_inner()
+            .finish()
+            .map_err(io_error(&self.tmp_path))?;
+        file.sync_all().map_err(io_error(&self.tmp_path))?;
+        let bytes = file.metadata().map_err(io_error(&self.tmp_path))?.len();
+        std::fs::rename(&self.tmp_path, &self.final_path).map_err(io_error(&self.final_path))?;
+        let file = self
+            .final_path
+            .file_name()
+            .expect("shard has a name")
+            .to_string_lossy()
+            .into_owned();
+        Ok(ShardInfo {
+            file,
+            bytes,
+            records,
+        })
+    }
+}
+
+/// A file whose `read` calls are timed: the storage part of reading a shard, apart from
+/// decompression and framing.
+struct TimedFile {
+    file: Box<dyn Read + Send>,
+    nanos: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Read for TimedFile {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let start = std::time::Instant::now();
+        let n = self.file.read(buf);
+        self.nanos.fetch_add(
+            start.elapsed().as_nanos() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        n
+    }
+}
+
+/// Reads the payloads of one shard in order, checking every frame.
+pub struct ShardReader {
+    path: PathBuf,
+    compressed: bool,
+    records: RecordReader<Box<dyn Read + Send>>,
+    read_nanos: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Time inside `next_into`, file reads included.
+    record_seconds: f64,
+}
+
+impl ShardReader {
+    pub fn open(path: &Path, codec: Codec) -> Result<ShardReader, StoreError> {
+        let file = File::open(path).map_err(io_error(path))?;
+        ShardReader::from_read(path, codec, Box::new(file))
+    }
+
+    /// Reads a shard from any reader (a file, emulated storage, object storage); `label`
+    /// names it in errors.
+    pub fn from_read(
+        label: &Path,
+        codec: Codec,
+        file: Box<dyn Read + Send>,
+    ) -> Result<ShardReader, StoreError> {
+        let read_nanos = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let timed = TimedFile {
+            file,
+            nanos: read_nanos.clone(),
+        };
+        let inner = codec::reader(codec, timed).map_err(io_error(label))?;
+        Ok(ShardReader {
+            path: label.to_path_buf(),
+            compressed: codec != Codec::None,
+            records: RecordReader::new(inner),
+            read_nanos,
+            record_seconds: 0.0,
+        })
+    }
+
+    /// Seconds spent so far in the file's `read` calls (storage or page cache, not decoding).
+    pub fn read_seconds(&self) -> f64 {
+        self.read_nanos.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e9
+    }
+
+    /// Seconds spent so far reading records beyond the file's `read` calls: decompression, CRC
+    /// checks and framing.
+    pub fn unframe_seconds(&self) -> f64 {
+        (self.record_seconds - self.read_seconds()).max(0.0)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Index of the record the next call reads.
+    pub fn record_index(&self) -> u64 {
+        self.records.record_index()
+    }
+
+    /// Whether reading may go on after an error (only past a record whose payload failed its
+    /// checksum).
+    pub fn can_continue(&self) -> bool {
+        self.records.can_continue()
+    }
+
+    /// Reads the next payload into `payload`; `Ok(false)` at the end of the shard.
+    pub fn next_into(&mut self, payload: &mut Vec<u8>) -> Result<bool, StoreError> {
+        let start = std::time::Instant::now();
+        let result = self.records.next_into(payload);
+        self.record_seconds += start.elapsed().as_secs_f64();
+        result.map_err(|e| {
+            let shard = self.path.display().to_string();
+            let (record, offset, what) = match e {
+                FramingError::Corrupt {
+                    record,
+                    offset,
+                    what,
+                } => (record, offset, what),
+                FramingError::Io {
+                    record,
+                    offset,
+                    source,
+                } => (record, offset, source.to_string()),
+            };
+            StoreError::Corrupt {
+                shard,
+                record,
+                offset,
+                compressed: self.compressed,
+                what,
+            }
+        })
+    }
+}
