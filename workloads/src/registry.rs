@@ -17,6 +17,41 @@ pub struct ParamDoc {
     pub doc: &'static str,
 }
 
+/// A step's parameter table, derived from its `Params` struct with `#[derive(ParamDocs)]`: each
+/// field's name, its type's [`ParamKind`], its default and its doc comment.
+pub trait ParamDocs {
+    const DOCS: &'static [ParamDoc];
+}
+
+pub use workloads_derive::ParamDocs;
+
+/// How `list steps` names the kind of value a parameter takes.
+pub trait ParamKind {
+    const KIND: &'static str;
+}
+
+macro_rules! param_kinds {
+    ($($kind:literal: $($ty:ty),+;)+) => {
+        $($(impl ParamKind for $ty {
+            const KIND: &'static str = $kind;
+        })+)+
+    };
+}
+
+param_kinds! {
+    "float": f32, f64;
+    "integer": u16, u32, u64, usize, i32, i64;
+    "integer 0-255": u8;
+    "bool": bool;
+    "string": String, crate::sample::FieldName;
+    "list of floats": Vec<f32>, Vec<f64>;
+}
+
+/// An optional parameter takes the kind of its value.
+impl<T: ParamKind> ParamKind for Option<T> {
+    const KIND: &'static str = T::KIND;
+}
+
 /// Builds a step from its YAML parameters.
 pub type BuildFn =
     fn(&mut dyn erased_serde::Deserializer<'_>) -> Result<Box<dyn Step>, erased_serde::Error>;
@@ -126,5 +161,35 @@ mod tests {
         assert!(find_step("read_file").unwrap().facts.reads_files);
         assert!(find_step("window").unwrap().facts.fan_out);
         assert!(find_step("nope").is_none());
+    }
+
+    #[test]
+    fn parameter_docs_come_from_the_params_structs() {
+        let brightness = find_step("brightness").unwrap().params;
+        let names: Vec<&str> = brightness.iter().map(|p| p.name).collect();
+        assert_eq!(names, ["field", "factor"]);
+        assert_eq!(
+            (brightness[0].kind, brightness[0].default),
+            ("string", Some("image"))
+        );
+        assert_eq!((brightness[1].kind, brightness[1].default), ("float", None));
+        assert!(brightness[1].doc.starts_with("What every value"));
+        // Implied defaults and the kinds of options and enums.
+        let crop = find_step("random_crop").unwrap().params;
+        let boxes = crop.iter().find(|p| p.name == "boxes").unwrap();
+        assert_eq!((boxes.kind, boxes.default), ("string", Some("none")));
+        let stft = find_step("stft").unwrap().params;
+        let window = stft.iter().find(|p| p.name == "window").unwrap();
+        assert!(window.kind.contains("hann"), "{}", window.kind);
+        for spec in REGISTRY {
+            for p in spec.params {
+                assert!(
+                    !p.doc.is_empty() && !p.kind.is_empty(),
+                    "{}.{}",
+                    spec.op,
+                    p.name
+                );
+            }
+        }
     }
 }

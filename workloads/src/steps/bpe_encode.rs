@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -13,12 +13,16 @@ pub const END_OF_TEXT: i32 = 50_256;
 /// Size of GPT-2's vocabulary (ids 0..50257).
 pub const VOCABULARY: usize = 50_257;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// text field to encode; removed
     #[serde(default = "super::default_text_field")]
+    #[param(default = "text")]
     pub from: FieldName,
+    /// int32 tensor [n] to write
     #[serde(default = "super::default_tokens_field")]
+    #[param(default = "tokens")]
     pub to: FieldName,
     /// Append `<|endoftext|>` (50256), as GPT-2's training data separates documents.
     #[serde(default)]
@@ -29,26 +33,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "bpe_encode",
     summary: "GPT-2 BPE (r50k_base, tiktoken-identical ids) of a text field to int32 tokens [n]",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "from",
-            kind: "string",
-            default: Some("text"),
-            doc: "text field to encode; removed",
-        },
-        ParamDoc {
-            name: "to",
-            kind: "string",
-            default: Some("tokens"),
-            doc: "int32 tensor [n] to write",
-        },
-        ParamDoc {
-            name: "append_eot",
-            kind: "bool",
-            default: Some("false"),
-            doc: "append <|endoftext|> (50256)",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, BpeEncode::new),
 };
 

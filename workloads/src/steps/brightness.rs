@@ -3,16 +3,17 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 /// The parameters, read strictly from the workload YAML (an unknown key is an error).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// The image to change, uint8 or float32, any shape.
     #[serde(default = "super::default_image_field")]
+    #[param(default = "image")]
     pub field: FieldName,
     /// What every value is multiplied by.
     pub factor: f32,
@@ -23,20 +24,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "brightness",
     summary: "multiply an image by a factor (uint8 saturates at 0 and 255)",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "field",
-            kind: "string",
-            default: Some("image"),
-            doc: "uint8 or float32 image",
-        },
-        ParamDoc {
-            name: "factor",
-            kind: "float",
-            default: None,
-            doc: "multiplier, zero or more",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, Brightness::new),
 };
 

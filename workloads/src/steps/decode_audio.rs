@@ -19,7 +19,7 @@ use symphonia::core::meta::MetadataOptions;
 
 use super::pcm::f32_to_i16;
 use super::resample::Resampler;
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -28,6 +28,10 @@ use crate::step::{Step, StepContext, StepError};
 pub enum PcmType {
     Int16,
     Float32,
+}
+
+impl crate::registry::ParamKind for PcmType {
+    const KIND: &'static str = "int16 | float32";
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -40,26 +44,40 @@ pub enum Container {
     Ogg,
 }
 
-#[derive(Debug, Deserialize)]
+impl crate::registry::ParamKind for Container {
+    const KIND: &'static str = "auto | mp3 | flac | wav | ogg";
+}
+
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// bytes field holding the file
     #[serde(default = "super::default_data_field")]
+    #[param(default = "data")]
     pub from: FieldName,
+    /// PCM tensor to write: [samples] mono, else [samples, channels]
     #[serde(default = "super::default_audio_field")]
+    #[param(default = "audio")]
     pub to: FieldName,
+    /// int16 is x * 32768 rounded and clipped
     #[serde(default = "default_dtype")]
+    #[param(default = "int16")]
     pub dtype: PcmType,
     /// Mix all channels down to one (their mean).
     #[serde(default = "default_true")]
+    #[param(default = "true")]
     pub mono: bool,
     /// Resample to this rate (band-limited); `None` keeps the file's rate.
     #[serde(default)]
+    #[param(default = "the file's")]
     pub sample_rate: Option<u32>,
     /// Container hint; `auto` probes the bytes.
     #[serde(default = "default_container")]
+    #[param(default = "auto")]
     pub format: Container,
     /// Refuse longer audio (decoding stops there).
     #[serde(default = "default_max_seconds")]
+    #[param(default = "10800")]
     pub max_seconds: f64,
 }
 
@@ -83,50 +101,7 @@ pub static SPEC: StepSpec = StepSpec {
         audio: true,
         ..StepFacts::PURE
     },
-    params: &[
-        ParamDoc {
-            name: "from",
-            kind: "string",
-            default: Some("data"),
-            doc: "bytes field holding the file",
-        },
-        ParamDoc {
-            name: "to",
-            kind: "string",
-            default: Some("audio"),
-            doc: "PCM tensor to write: [samples] mono, else [samples, channels]",
-        },
-        ParamDoc {
-            name: "dtype",
-            kind: "int16 | float32",
-            default: Some("int16"),
-            doc: "int16 is x * 32768 rounded and clipped",
-        },
-        ParamDoc {
-            name: "mono",
-            kind: "bool",
-            default: Some("true"),
-            doc: "mix channels down to their mean",
-        },
-        ParamDoc {
-            name: "sample_rate",
-            kind: "integer",
-            default: Some("the file's"),
-            doc: "resample to this rate (band-limited)",
-        },
-        ParamDoc {
-            name: "format",
-            kind: "auto | mp3 | flac | wav | ogg",
-            default: Some("auto"),
-            doc: "container hint",
-        },
-        ParamDoc {
-            name: "max_seconds",
-            kind: "float",
-            default: Some("10800"),
-            doc: "refuse longer audio",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, DecodeAudio::new),
 };
 

@@ -4,20 +4,26 @@
 use image::ImageFormat;
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 use super::MAX_IMAGE_PIXELS as DEFAULT_MAX_PIXELS;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// bytes field holding the JPEG
     #[serde(default = "super::default_data_field")]
+    #[param(default = "data")]
     pub from: FieldName,
+    /// image field to write
     #[serde(default = "super::default_image_field")]
+    #[param(default = "image")]
     pub to: FieldName,
+    /// refuse larger images before decoding
     #[serde(default = "default_max_pixels")]
+    #[param(default = "178956970")]
     pub max_pixels: u64,
 }
 
@@ -29,26 +35,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "decode_jpeg",
     summary: "decode JPEG bytes to an RGB uint8 image [height, width, 3]",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "from",
-            kind: "string",
-            default: Some("data"),
-            doc: "bytes field holding the JPEG",
-        },
-        ParamDoc {
-            name: "to",
-            kind: "string",
-            default: Some("image"),
-            doc: "image field to write",
-        },
-        ParamDoc {
-            name: "max_pixels",
-            kind: "integer",
-            default: Some("178956970"),
-            doc: "refuse larger images before decoding",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, DecodeJpeg::new),
 };
 

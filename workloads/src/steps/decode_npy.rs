@@ -3,16 +3,20 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{DType, Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// bytes field holding the .npy file
     #[serde(default = "super::default_data_field")]
+    #[param(default = "data")]
     pub from: FieldName,
+    /// tensor to write
     #[serde(default = "default_to")]
+    #[param(default = "array")]
     pub to: FieldName,
 }
 
@@ -24,20 +28,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "decode_npy",
     summary: "parse a NumPy .npy file (C order, little-endian) into a tensor of its shape",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "from",
-            kind: "string",
-            default: Some("data"),
-            doc: "bytes field holding the .npy file",
-        },
-        ParamDoc {
-            name: "to",
-            kind: "string",
-            default: Some("array"),
-            doc: "tensor to write",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, DecodeNpy::new),
 };
 

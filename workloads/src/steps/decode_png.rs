@@ -5,21 +5,28 @@ use image::{DynamicImage, ImageFormat};
 use serde::Deserialize;
 
 use super::MAX_IMAGE_PIXELS;
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// bytes field holding the PNG
     #[serde(default = "super::default_data_field")]
+    #[param(default = "data")]
     pub from: FieldName,
+    /// image field to write
     #[serde(default = "super::default_image_field")]
+    #[param(default = "image")]
     pub to: FieldName,
     /// Convert 16-bit images to uint8 (v * 255 / 65535, rounded), as the paper's pipelines do.
     #[serde(default = "default_true")]
+    #[param(default = "true")]
     pub to_uint8: bool,
+    /// refuse larger images before decoding
     #[serde(default = "default_max_pixels")]
+    #[param(default = "178956970")]
     pub max_pixels: u64,
 }
 
@@ -34,32 +41,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "decode_png",
     summary: "decode PNG bytes (8- or 16-bit) to an RGB image [height, width, 3], uint8 or uint16",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "from",
-            kind: "string",
-            default: Some("data"),
-            doc: "bytes field holding the PNG",
-        },
-        ParamDoc {
-            name: "to",
-            kind: "string",
-            default: Some("image"),
-            doc: "image field to write",
-        },
-        ParamDoc {
-            name: "to_uint8",
-            kind: "bool",
-            default: Some("true"),
-            doc: "down-convert 16-bit images to uint8",
-        },
-        ParamDoc {
-            name: "max_pixels",
-            kind: "integer",
-            default: Some("178956970"),
-            doc: "refuse larger images before decoding",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, DecodePng::new),
 };
 

@@ -8,24 +8,33 @@ use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::rng::SeededRng;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// int32 ids [n]; removed
     #[serde(default = "super::default_tokens_field")]
+    #[param(default = "tokens")]
     pub from: FieldName,
+    /// float32 [n, dim] to write
     #[serde(default = "default_to")]
+    #[param(default = "embedded")]
     pub to: FieldName,
+    /// rows of the table; larger ids are an error
     #[serde(default = "default_vocabulary")]
+    #[param(default = "50257")]
     pub vocabulary: usize,
+    /// width of the table
     #[serde(default = "default_dim")]
+    #[param(default = "768")]
     pub dim: usize,
     /// Seed of the table.
     #[serde(default)]
+    #[param(default = "0")]
     pub seed: u64,
 }
 
@@ -43,38 +52,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "embed",
     summary: "embedding lookup of int32 token ids into a seeded random table -> float32 [n, dim]",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "from",
-            kind: "string",
-            default: Some("tokens"),
-            doc: "int32 ids [n]; removed",
-        },
-        ParamDoc {
-            name: "to",
-            kind: "string",
-            default: Some("embedded"),
-            doc: "float32 [n, dim] to write",
-        },
-        ParamDoc {
-            name: "vocabulary",
-            kind: "integer",
-            default: Some("50257"),
-            doc: "rows of the table; larger ids are an error",
-        },
-        ParamDoc {
-            name: "dim",
-            kind: "integer",
-            default: Some("768"),
-            doc: "width of the table",
-        },
-        ParamDoc {
-            name: "seed",
-            kind: "integer",
-            default: Some("0"),
-            doc: "seed of the table's values",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, Embed::new),
 };
 

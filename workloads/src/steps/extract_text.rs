@@ -12,7 +12,7 @@
 use scraper::{ElementRef, Html, Node};
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample};
 use crate::step::{Step, StepContext, StepError};
 
@@ -25,14 +25,24 @@ pub enum InvalidUtf8 {
     Replace,
 }
 
-#[derive(Debug, Deserialize)]
+impl crate::registry::ParamKind for InvalidUtf8 {
+    const KIND: &'static str = "error | replace";
+}
+
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// bytes field holding the page (UTF-8)
     #[serde(default = "super::default_data_field")]
+    #[param(default = "data")]
     pub from: FieldName,
+    /// text field to write; paragraphs separated by a blank line
     #[serde(default = "super::default_text_field")]
+    #[param(default = "text")]
     pub to: FieldName,
+    /// what to do with bytes that are not UTF-8
     #[serde(default = "default_invalid")]
+    #[param(default = "error")]
     pub invalid_utf8: InvalidUtf8,
 }
 
@@ -44,26 +54,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "extract_text",
     summary: "main article text of an HTML page (html5ever parse; drops scripts, styles, navigation, boilerplate)",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "from",
-            kind: "string",
-            default: Some("data"),
-            doc: "bytes field holding the page (UTF-8)",
-        },
-        ParamDoc {
-            name: "to",
-            kind: "string",
-            default: Some("text"),
-            doc: "text field to write; paragraphs separated by a blank line",
-        },
-        ParamDoc {
-            name: "invalid_utf8",
-            kind: "error | replace",
-            default: Some("error"),
-            doc: "what to do with bytes that are not UTF-8",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, ExtractText::new),
 };
 

@@ -4,14 +4,16 @@
 use serde::Deserialize;
 
 use super::image_dims;
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// uint8 or float32 image [h, w, 3]
     #[serde(default = "super::default_image_field")]
+    #[param(default = "image")]
     pub field: FieldName,
 }
 
@@ -19,7 +21,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "grayscale",
     summary: "RGB [h, w, 3] to luma [h, w, 1] with ITU-R 601-2 weights (uint8 as Pillow's convert('L'), or float32)",
     facts: StepFacts::PURE,
-    params: &[ParamDoc { name: "field", kind: "string", default: Some("image"), doc: "uint8 or float32 image [h, w, 3]" }],
+    params: Params::DOCS,
     build: |de| build_step(de, Grayscale::new),
 };
 

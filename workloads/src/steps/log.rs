@@ -3,16 +3,20 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// float32 tensor, replaced
     #[serde(default = "super::default_spectrogram_field")]
+    #[param(default = "spectrogram")]
     pub field: FieldName,
+    /// added before the log
     #[serde(default = "default_offset")]
+    #[param(default = "1e-8")]
     pub offset: f32,
 }
 
@@ -24,20 +28,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "log",
     summary: "ln(x + offset) of a float32 tensor",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "field",
-            kind: "string",
-            default: Some("spectrogram"),
-            doc: "float32 tensor, replaced",
-        },
-        ParamDoc {
-            name: "offset",
-            kind: "float",
-            default: Some("1e-8"),
-            doc: "added before the log",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, Log::new),
 };
 

@@ -3,16 +3,20 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// complex tensor [..., 2] (real, imaginary), replaced
     #[serde(default = "super::default_spectrogram_field")]
+    #[param(default = "spectrogram")]
     pub field: FieldName,
+    /// exponent of the magnitude
     #[serde(default = "default_power")]
+    #[param(default = "1.0")]
     pub power: f32,
 }
 
@@ -24,20 +28,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "magnitude",
     summary: "|z|^power of a complex [..., 2] float32 tensor (1: magnitude, 2: power)",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "field",
-            kind: "string",
-            default: Some("spectrogram"),
-            doc: "complex tensor [..., 2] (real, imaginary), replaced",
-        },
-        ParamDoc {
-            name: "power",
-            kind: "float",
-            default: Some("1.0"),
-            doc: "exponent of the magnitude",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, Magnitude::new),
 };
 

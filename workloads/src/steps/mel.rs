@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -27,19 +27,34 @@ pub enum Filterbank {
     Slaney,
 }
 
-#[derive(Debug, Deserialize)]
+impl crate::registry::ParamKind for Filterbank {
+    const KIND: &'static str = "tf | slaney";
+}
+
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// float32 spectrogram [frames, fft_size / 2 + 1], replaced by [frames, bins]
     #[serde(default = "super::default_spectrogram_field")]
+    #[param(default = "spectrogram")]
     pub field: FieldName,
+    /// number of mel bands
     #[serde(default = "default_bins")]
+    #[param(default = "80")]
     pub bins: usize,
+    /// rate of the audio (checked against the sample's `sample_rate`)
     pub sample_rate: u32,
+    /// lower edge of the lowest band
     #[serde(default)]
+    #[param(default = "125 (tf), 0 (slaney)")]
     pub lower_hz: Option<f64>,
+    /// upper edge of the highest band
     #[serde(default)]
+    #[param(default = "3800 (tf), Nyquist (slaney)")]
     pub upper_hz: Option<f64>,
+    /// tf.signal.linear_to_mel_weight_matrix or librosa.filters.mel
     #[serde(default = "default_filterbank")]
+    #[param(default = "tf")]
     pub filterbank: Filterbank,
 }
 
@@ -54,44 +69,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "mel",
     summary: "mel filterbank over a [frames, bins] spectrogram (tf.signal's, or librosa's Slaney)",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "field",
-            kind: "string",
-            default: Some("spectrogram"),
-            doc: "float32 spectrogram [frames, fft_size / 2 + 1], replaced by [frames, bins]",
-        },
-        ParamDoc {
-            name: "bins",
-            kind: "integer",
-            default: Some("80"),
-            doc: "number of mel bands",
-        },
-        ParamDoc {
-            name: "sample_rate",
-            kind: "integer",
-            default: None,
-            doc: "rate of the audio (checked against the sample's `sample_rate`)",
-        },
-        ParamDoc {
-            name: "lower_hz",
-            kind: "float",
-            default: Some("125 (tf), 0 (slaney)"),
-            doc: "lower edge of the lowest band",
-        },
-        ParamDoc {
-            name: "upper_hz",
-            kind: "float",
-            default: Some("3800 (tf), Nyquist (slaney)"),
-            doc: "upper edge of the highest band",
-        },
-        ParamDoc {
-            name: "filterbank",
-            kind: "tf | slaney",
-            default: Some("tf"),
-            doc: "tf.signal.linear_to_mel_weight_matrix or librosa.filters.mel",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, Mel::new),
 };
 

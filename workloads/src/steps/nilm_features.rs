@@ -5,20 +5,28 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// float64 [2, samples]: voltage, current; removed
     #[serde(default = "super::default_signal_field")]
+    #[param(default = "signal")]
     pub from: FieldName,
+    /// float64 [3, periods] to write
     #[serde(default = "default_to")]
+    #[param(default = "features")]
     pub to: FieldName,
+    /// samples per period (one mains cycle)
     #[serde(default = "default_period")]
+    #[param(default = "128")]
     pub period: usize,
+    /// periods per window, from its start
     #[serde(default = "default_periods")]
+    #[param(default = "500")]
     pub periods: usize,
 }
 
@@ -36,32 +44,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "nilm_features",
     summary: "per-period active power, RMS current and its centred cumulative sum: [2, n] -> [3, periods] float64",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "from",
-            kind: "string",
-            default: Some("signal"),
-            doc: "float64 [2, samples]: voltage, current; removed",
-        },
-        ParamDoc {
-            name: "to",
-            kind: "string",
-            default: Some("features"),
-            doc: "float64 [3, periods] to write",
-        },
-        ParamDoc {
-            name: "period",
-            kind: "integer",
-            default: Some("128"),
-            doc: "samples per period (one mains cycle)",
-        },
-        ParamDoc {
-            name: "periods",
-            kind: "integer",
-            default: Some("500"),
-            doc: "periods per window, from its start",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, NilmFeatures::new),
 };
 

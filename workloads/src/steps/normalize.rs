@@ -3,20 +3,28 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// uint8 or float32 image [h, w, c]
     #[serde(default = "super::default_image_field")]
+    #[param(default = "image")]
     pub field: FieldName,
+    /// per-channel mean, after scaling
     #[serde(default = "default_mean")]
+    #[param(default = "[0.485, 0.456, 0.406]")]
     pub mean: Vec<f32>,
+    /// per-channel standard deviation
     #[serde(default = "default_std")]
+    #[param(default = "[0.229, 0.224, 0.225]")]
     pub std: Vec<f32>,
+    /// multiplies x first
     #[serde(default = "default_scale")]
+    #[param(default = "1/255")]
     pub scale: f32,
 }
 
@@ -34,32 +42,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "normalize",
     summary: "image to float32, per channel (x * scale - mean[c]) / std[c]",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "field",
-            kind: "string",
-            default: Some("image"),
-            doc: "uint8 or float32 image [h, w, c]",
-        },
-        ParamDoc {
-            name: "mean",
-            kind: "list of floats",
-            default: Some("[0.485, 0.456, 0.406]"),
-            doc: "per-channel mean, after scaling",
-        },
-        ParamDoc {
-            name: "std",
-            kind: "list of floats",
-            default: Some("[0.229, 0.224, 0.225]"),
-            doc: "per-channel standard deviation",
-        },
-        ParamDoc {
-            name: "scale",
-            kind: "float",
-            default: Some("1/255"),
-            doc: "multiplies x first",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, Normalize::new),
 };
 

@@ -5,17 +5,22 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// tensor to fix, replaced
     #[serde(default = "super::default_tokens_field")]
+    #[param(default = "tokens")]
     pub field: FieldName,
+    /// rows after the step
     pub length: usize,
+    /// padding value (cast to the tensor's dtype)
     #[serde(default = "default_pad")]
+    #[param(default = "50256")]
     pub pad: f64,
     /// Write the length before padding or truncation to this int32 field.
     #[serde(default)]
@@ -30,32 +35,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "pad_truncate",
     summary: "truncate or pad a tensor's first dimension to a fixed length",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "field",
-            kind: "string",
-            default: Some("tokens"),
-            doc: "tensor to fix, replaced",
-        },
-        ParamDoc {
-            name: "length",
-            kind: "integer",
-            default: None,
-            doc: "rows after the step",
-        },
-        ParamDoc {
-            name: "pad",
-            kind: "number",
-            default: Some("50256"),
-            doc: "padding value (cast to the tensor's dtype)",
-        },
-        ParamDoc {
-            name: "length_field",
-            kind: "string",
-            default: Some("none"),
-            doc: "int32 field to record the original length in",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, PadTruncate::new),
 };
 

@@ -3,18 +3,24 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// uint8 tensor to convert
     #[serde(default = "super::default_image_field")]
+    #[param(default = "image")]
     pub field: FieldName,
+    /// divisor
     #[serde(default = "default_scale")]
+    #[param(default = "127.5")]
     pub scale: f32,
+    /// added after dividing
     #[serde(default = "default_offset")]
+    #[param(default = "-1.0")]
     pub offset: f32,
 }
 
@@ -30,26 +36,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "pixel_center",
     summary: "uint8 to float32 as x / scale + offset (default: [0, 255] -> [-1, 1])",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "field",
-            kind: "string",
-            default: Some("image"),
-            doc: "uint8 tensor to convert",
-        },
-        ParamDoc {
-            name: "scale",
-            kind: "float",
-            default: Some("127.5"),
-            doc: "divisor",
-        },
-        ParamDoc {
-            name: "offset",
-            kind: "float",
-            default: Some("-1.0"),
-            doc: "added after dividing",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, PixelCenter::new),
 };
 

@@ -4,16 +4,20 @@
 use serde::Deserialize;
 
 use super::image_dims;
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// image tensor [h, w, c], any dtype
     #[serde(default = "super::default_image_field")]
+    #[param(default = "image")]
     pub field: FieldName,
+    /// crop height
     pub height: usize,
+    /// crop width
     pub width: usize,
     /// A boxes field [k, 4] moved with the crop and clipped to it (boxes left outside keep
     /// zero width or height, so they stay aligned with their categories).
@@ -29,32 +33,7 @@ pub static SPEC: StepSpec = StepSpec {
         random: true,
         ..StepFacts::PURE
     },
-    params: &[
-        ParamDoc {
-            name: "field",
-            kind: "string",
-            default: Some("image"),
-            doc: "image tensor [h, w, c], any dtype",
-        },
-        ParamDoc {
-            name: "height",
-            kind: "integer",
-            default: None,
-            doc: "crop height",
-        },
-        ParamDoc {
-            name: "width",
-            kind: "integer",
-            default: None,
-            doc: "crop width",
-        },
-        ParamDoc {
-            name: "boxes",
-            kind: "string",
-            default: Some("none"),
-            doc: "optional boxes field [k, 4] moved and clipped with the crop",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, RandomCrop::new),
 };
 

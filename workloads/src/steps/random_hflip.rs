@@ -4,18 +4,23 @@
 use serde::Deserialize;
 
 use super::image_dims;
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// image tensor [h, w, c], any dtype
     #[serde(default = "super::default_image_field")]
+    #[param(default = "image")]
     pub field: FieldName,
+    /// optional boxes field [k, 4] mirrored with the image
     #[serde(default)]
     pub boxes: Option<FieldName>,
+    /// probability of mirroring
     #[serde(default = "default_p")]
+    #[param(default = "0.5")]
     pub p: f64,
 }
 
@@ -30,11 +35,7 @@ pub static SPEC: StepSpec = StepSpec {
         random: true,
         ..StepFacts::PURE
     },
-    params: &[
-        ParamDoc { name: "field", kind: "string", default: Some("image"), doc: "image tensor [h, w, c], any dtype" },
-        ParamDoc { name: "boxes", kind: "string", default: Some("none"), doc: "optional boxes field [k, 4] mirrored with the image" },
-        ParamDoc { name: "p", kind: "float", default: Some("0.5"), doc: "probability of mirroring" },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, RandomHflip::new),
 };
 

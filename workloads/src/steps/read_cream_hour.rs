@@ -7,16 +7,20 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// bytes field holding the HDF5 file
     #[serde(default = "super::default_data_field")]
+    #[param(default = "data")]
     pub from: FieldName,
+    /// float64 [2, samples] to write: volts, amperes
     #[serde(default = "super::default_signal_field")]
+    #[param(default = "signal")]
     pub to: FieldName,
 }
 
@@ -25,20 +29,7 @@ pub static SPEC: StepSpec = StepSpec {
     summary:
         "parse a CREAM HDF5 hour (int16 voltage + current) into calibrated float64 [2, samples]",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "from",
-            kind: "string",
-            default: Some("data"),
-            doc: "bytes field holding the HDF5 file",
-        },
-        ParamDoc {
-            name: "to",
-            kind: "string",
-            default: Some("signal"),
-            doc: "float64 [2, samples] to write: volts, amperes",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, ReadCreamHour::new),
 };
 

@@ -3,16 +3,20 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample};
 use crate::step::{Step, StepContext, StepError};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// text field holding the file path
     #[serde(default = "default_from")]
+    #[param(default = "path")]
     pub from: FieldName,
+    /// bytes field to write
     #[serde(default = "super::default_data_field")]
+    #[param(default = "data")]
     pub to: FieldName,
     /// Keep the path field after reading (off: stored records then hold only the bytes).
     #[serde(default)]
@@ -30,26 +34,7 @@ pub static SPEC: StepSpec = StepSpec {
         reads_files: true,
         ..StepFacts::PURE
     },
-    params: &[
-        ParamDoc {
-            name: "from",
-            kind: "string",
-            default: Some("path"),
-            doc: "text field holding the file path",
-        },
-        ParamDoc {
-            name: "to",
-            kind: "string",
-            default: Some("data"),
-            doc: "bytes field to write",
-        },
-        ParamDoc {
-            name: "keep_path",
-            kind: "bool",
-            default: Some("false"),
-            doc: "keep the path field",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, ReadFile::new),
 };
 

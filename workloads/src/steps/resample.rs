@@ -9,7 +9,7 @@
 use serde::Deserialize;
 
 use super::pcm::{f32_to_i16, pcm_into_f32, sample_rate_of};
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -163,16 +163,22 @@ impl Resampler {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// mono PCM tensor [samples], int16 or float32 (kept)
     #[serde(default = "super::default_audio_field")]
+    #[param(default = "audio")]
     pub field: FieldName,
     /// Rate of the input when the sample has no `sample_rate` field.
     #[serde(default)]
+    #[param(default = "the sample's `sample_rate`")]
     pub from_rate: Option<u32>,
+    /// output rate in Hz; written to `sample_rate`
     pub to_rate: u32,
+    /// pass band edge as a fraction of the lower Nyquist frequency
     #[serde(default = "default_rolloff")]
+    #[param(default = "0.945")]
     pub rolloff: f64,
 }
 
@@ -184,32 +190,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "resample",
     summary: "band-limited resampling of mono PCM (polyphase windowed sinc, ~90 dB stop band)",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "field",
-            kind: "string",
-            default: Some("audio"),
-            doc: "mono PCM tensor [samples], int16 or float32 (kept)",
-        },
-        ParamDoc {
-            name: "from_rate",
-            kind: "integer",
-            default: Some("the sample's `sample_rate`"),
-            doc: "input rate in Hz",
-        },
-        ParamDoc {
-            name: "to_rate",
-            kind: "integer",
-            default: None,
-            doc: "output rate in Hz; written to `sample_rate`",
-        },
-        ParamDoc {
-            name: "rolloff",
-            kind: "float",
-            default: Some("0.945"),
-            doc: "pass band edge as a fraction of the lower Nyquist frequency",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, Resample::new),
 };
 

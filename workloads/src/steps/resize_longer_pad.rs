@@ -7,24 +7,33 @@ use serde::Deserialize;
 
 use super::image_dims;
 use super::resize_shorter::{resize_image, Filter};
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// uint8 image [h, w, c]
     #[serde(default = "super::default_image_field")]
+    #[param(default = "image")]
     pub field: FieldName,
+    /// side of the square output
     pub size: usize,
     /// Value of the padding (114, mid grey, is the YOLO convention).
     #[serde(default = "default_fill")]
+    #[param(default = "114")]
     pub fill: u8,
+    /// optional boxes field [k, 4] moved with the image
     #[serde(default)]
     pub boxes: Option<FieldName>,
+    /// float32 [3] field: scale, pad_top, pad_left
     #[serde(default = "default_record")]
+    #[param(default = "letterbox")]
     pub record: FieldName,
+    /// convolution filter
     #[serde(default = "default_filter")]
+    #[param(default = "bilinear")]
     pub filter: Filter,
 }
 
@@ -42,44 +51,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "resize_longer_pad",
     summary: "letterbox: longer side to `size`, centred on a size x size canvas, boxes moved along",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "field",
-            kind: "string",
-            default: Some("image"),
-            doc: "uint8 image [h, w, c]",
-        },
-        ParamDoc {
-            name: "size",
-            kind: "integer",
-            default: None,
-            doc: "side of the square output",
-        },
-        ParamDoc {
-            name: "fill",
-            kind: "integer 0-255",
-            default: Some("114"),
-            doc: "padding value",
-        },
-        ParamDoc {
-            name: "boxes",
-            kind: "string",
-            default: Some("none"),
-            doc: "optional boxes field [k, 4] moved with the image",
-        },
-        ParamDoc {
-            name: "record",
-            kind: "string",
-            default: Some("letterbox"),
-            doc: "float32 [3] field: scale, pad_top, pad_left",
-        },
-        ParamDoc {
-            name: "filter",
-            kind: "box|bilinear|hamming|bicubic|lanczos3",
-            default: Some("bilinear"),
-            doc: "convolution filter",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, ResizeLongerPad::new),
 };
 

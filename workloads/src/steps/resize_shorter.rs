@@ -9,7 +9,7 @@ use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer
 use serde::Deserialize;
 
 use super::{image_dims, MAX_IMAGE_PIXELS};
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -21,6 +21,10 @@ pub enum Filter {
     Hamming,
     Bicubic,
     Lanczos3,
+}
+
+impl crate::registry::ParamKind for Filter {
+    const KIND: &'static str = "box | bilinear | hamming | bicubic | lanczos3";
 }
 
 impl Filter {
@@ -35,13 +39,18 @@ impl Filter {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// uint8 image [h, w, c], c in 1..=4
     #[serde(default = "super::default_image_field")]
+    #[param(default = "image")]
     pub field: FieldName,
+    /// length of the shorter side after resizing
     pub size: usize,
+    /// convolution filter
     #[serde(default = "default_filter")]
+    #[param(default = "bilinear")]
     pub filter: Filter,
     /// A boxes field [k, 4] (COCO x, y, w, h) to scale with the image.
     #[serde(default)]
@@ -56,32 +65,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "resize_shorter",
     summary: "resize a uint8 image so its shorter side is `size`, aspect kept, antialiased",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "field",
-            kind: "string",
-            default: Some("image"),
-            doc: "uint8 image [h, w, c], c in 1..=4",
-        },
-        ParamDoc {
-            name: "size",
-            kind: "integer",
-            default: None,
-            doc: "length of the shorter side after resizing",
-        },
-        ParamDoc {
-            name: "filter",
-            kind: "box|bilinear|hamming|bicubic|lanczos3",
-            default: Some("bilinear"),
-            doc: "convolution filter",
-        },
-        ParamDoc {
-            name: "boxes",
-            kind: "string",
-            default: Some("none"),
-            doc: "optional boxes field [k, 4] scaled with the image",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, ResizeShorter::new),
 };
 

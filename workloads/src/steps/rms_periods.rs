@@ -4,16 +4,20 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// uint8 or float32 [rows, cols], replaced
     #[serde(default = "default_field")]
+    #[param(default = "array")]
     pub field: FieldName,
+    /// rows per period
     #[serde(default = "default_period")]
+    #[param(default = "500")]
     pub period: usize,
 }
 
@@ -28,20 +32,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "rms_periods",
     summary: "RMS over periods of rows: [rows, cols] -> float32 [rows / period, cols]",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "field",
-            kind: "string",
-            default: Some("array"),
-            doc: "uint8 or float32 [rows, cols], replaced",
-        },
-        ParamDoc {
-            name: "period",
-            kind: "integer",
-            default: Some("500"),
-            doc: "rows per period",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, RmsPeriods::new),
 };
 

@@ -13,7 +13,7 @@ use realfft::RealFftPlanner;
 use serde::Deserialize;
 
 use super::pcm::pcm_into_f32;
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -27,6 +27,10 @@ pub enum Window {
     Rectangular,
 }
 
+impl crate::registry::ParamKind for Window {
+    const KIND: &'static str = "hann | hann-symmetric | rectangular";
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Center {
@@ -38,21 +42,36 @@ pub enum Center {
     Reflect,
 }
 
-#[derive(Debug, Deserialize)]
+impl crate::registry::ParamKind for Center {
+    const KIND: &'static str = "none | zeros | reflect";
+}
+
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// mono PCM [samples], int16 (read as x / 32768) or float32; removed
     #[serde(default = "super::default_audio_field")]
+    #[param(default = "audio")]
     pub from: FieldName,
+    /// complex spectrogram to write, [frames, fft_size / 2 + 1, 2]
     #[serde(default = "super::default_spectrogram_field")]
+    #[param(default = "spectrogram")]
     pub to: FieldName,
+    /// window length in samples
     pub frame_length: usize,
+    /// samples between frame starts
     pub hop: usize,
     /// Defaults to the smallest power of two >= frame_length, as in tf.signal.stft.
     #[serde(default)]
+    #[param(default = "next power of two >= frame_length")]
     pub fft_size: Option<usize>,
+    /// hann is periodic, as tf.signal and librosa use
     #[serde(default = "default_window")]
+    #[param(default = "hann")]
     pub window: Window,
+    /// pad frame_length / 2 on both sides first (librosa's centring)
     #[serde(default = "default_center")]
+    #[param(default = "none")]
     pub center: Center,
 }
 
@@ -67,50 +86,7 @@ pub static SPEC: StepSpec = StepSpec {
     op: "stft",
     summary: "short-time Fourier transform of mono PCM (tf.signal.stft framing) to [frames, bins, 2] float32",
     facts: StepFacts::PURE,
-    params: &[
-        ParamDoc {
-            name: "from",
-            kind: "string",
-            default: Some("audio"),
-            doc: "mono PCM [samples], int16 (read as x / 32768) or float32; removed",
-        },
-        ParamDoc {
-            name: "to",
-            kind: "string",
-            default: Some("spectrogram"),
-            doc: "complex spectrogram to write, [frames, fft_size / 2 + 1, 2]",
-        },
-        ParamDoc {
-            name: "frame_length",
-            kind: "integer",
-            default: None,
-            doc: "window length in samples",
-        },
-        ParamDoc {
-            name: "hop",
-            kind: "integer",
-            default: None,
-            doc: "samples between frame starts",
-        },
-        ParamDoc {
-            name: "fft_size",
-            kind: "integer",
-            default: Some("next power of two >= frame_length"),
-            doc: "FFT length; frames are zero-padded at the end",
-        },
-        ParamDoc {
-            name: "window",
-            kind: "hann | hann-symmetric | rectangular",
-            default: Some("hann"),
-            doc: "hann is periodic, as tf.signal and librosa use",
-        },
-        ParamDoc {
-            name: "center",
-            kind: "none | zeros | reflect",
-            default: Some("none"),
-            doc: "pad frame_length / 2 on both sides first (librosa's centring)",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, Stft::new),
 };
 

@@ -5,18 +5,22 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDoc, StepFacts, StepSpec};
+use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
+    /// tensor [channels, samples] (any dtype)
     #[serde(default = "super::default_signal_field")]
+    #[param(default = "signal")]
     pub field: FieldName,
+    /// window length in samples
     pub length: usize,
     /// Samples between window starts (default: `length`, no overlap).
     #[serde(default)]
+    #[param(default = "length")]
     pub hop: Option<usize>,
 }
 
@@ -27,26 +31,7 @@ pub static SPEC: StepSpec = StepSpec {
         fan_out: true,
         ..StepFacts::PURE
     },
-    params: &[
-        ParamDoc {
-            name: "field",
-            kind: "string",
-            default: Some("signal"),
-            doc: "tensor [channels, samples] (any dtype)",
-        },
-        ParamDoc {
-            name: "length",
-            kind: "integer",
-            default: None,
-            doc: "window length in samples",
-        },
-        ParamDoc {
-            name: "hop",
-            kind: "integer",
-            default: Some("length"),
-            doc: "samples between window starts",
-        },
-    ],
+    params: Params::DOCS,
     build: |de| build_step(de, Window::new),
 };
 

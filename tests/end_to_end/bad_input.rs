@@ -1,0 +1,382 @@
+//! Bad input and faults: corrupt shards and media, strict workload files, skipped samples, a
+//! full disk. Each names the file and what is wrong, and nothing already written is lost.
+
+use super::*;
+
+#[test]
+fn a_flipped_byte_in_a_shard_fails_with_shard_and_offset() {
+    let (out, work) = run_cv(&[
+        "--strategy",
+        "resized",
+        "--epochs",
+        "1",
+        "--evict",
+        "fadvise",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shard = find_files(&work.path().join("store"), "shard-00001-of-00004.tfrecord")
+        .pop()
+        .unwrap();
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let len = bytes.len();
+    bytes[len / 2] ^= 0x04;
+    std::fs::write(&shard, bytes).unwrap();
+    let out2 = run_cv_in(
+        work.path(),
+        &[
+            "--strategy",
+            "resized",
+            "--epochs",
+            "1",
+            "--evict",
+            "fadvise",
+        ],
+    );
+    assert!(!out2.status.success());
+    let err = stderr(&out2);
+    assert!(
+        err.contains("shard-00001-of-00004.tfrecord")
+            && err.contains("at byte")
+            && err.contains("checksum"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    // Rows of the first, complete run are still there.
+    assert_eq!(Csv::read(&work.path().join("out/runs.csv")).rows.len(), 1);
+
+    // With `--on-error skip` a record whose payload fails its checksum is stepped over; a
+    // broken length loses the rest of its shard. Every sample is delivered or counted skipped.
+    let skip_run = || {
+        let run = run_cv_in(
+            work.path(),
+            &[
+                "--strategy",
+                "resized",
+                "--epochs",
+                "1",
+                "--evict",
+                "fadvise",
+                "--on-error",
+                "skip",
+            ],
+        );
+        assert!(run.status.success(), "{}", stderr(&run));
+        let csv = Csv::read(&work.path().join("out/runs.csv"));
+        let row = csv.rows.last().unwrap().clone();
+        (
+            csv.num(&row, "samples"),
+            csv.num(&row, "skipped_samples"),
+            csv.col(&row, "offline_reused"),
+        )
+    };
+    let total: f64 = SAMPLES.parse().unwrap();
+    let (delivered, skipped, _) = skip_run();
+    assert!(
+        skipped == 1.0 && delivered + skipped == total,
+        "{delivered} + {skipped}"
+    );
+    let mut bytes = std::fs::read(&shard).unwrap();
+    bytes[2] ^= 0x10;
+    std::fs::write(&shard, &bytes).unwrap();
+    let (delivered, skipped, _) = skip_run();
+    assert!(
+        skipped >= 2.0 && delivered + skipped == total,
+        "{delivered} + {skipped}"
+    );
+    // A shard of another size than its manifest says is an incomplete store: made again, not
+    // read.
+    std::fs::write(&shard, &bytes[..bytes.len() / 3]).unwrap();
+    let (delivered, skipped, reused) = skip_run();
+    assert_eq!((delivered, skipped, reused.as_str()), (total, 0.0, "false"));
+}
+
+#[test]
+fn a_corrupt_jpeg_is_an_error_naming_the_file_and_step() {
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().join("imagenet-seed0");
+    let out = prepbench(&[
+        "generate",
+        "imagenet",
+        "--samples",
+        "4",
+        "--out",
+        &root.display().to_string(),
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let victim = find_files(&root, "n01001009_0.JPEG")
+        .pop()
+        .expect("sample 1 exists");
+    let bytes = std::fs::read(&victim).unwrap();
+    std::fs::write(&victim, &bytes[..bytes.len() / 3]).unwrap();
+    let out = run_with_policy(work.path(), "cv", "4", "unprocessed", "fail");
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("n01001009_0.JPEG")
+            && err.contains("step `decoded`")
+            && err.contains("sample 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn strict_workload_errors_name_file_key_and_line() {
+    let work = tempfile::tempdir().unwrap();
+    let cv = include_str!("../../workloads/defs/cv.yaml");
+    let good = work.path().join("good.yaml");
+    std::fs::write(&good, cv).unwrap();
+    let out = prepbench(&["validate", &good.display().to_string()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let line = cv.lines().position(|l| l.starts_with("sweep:")).unwrap() + 1;
+    let bad = work.path().join("bad.yaml");
+    std::fs::write(&bad, cv.replace("sweep:", "sweeps:")).unwrap();
+    let out = prepbench(&["validate", &bad.display().to_string()]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("bad.yaml:{line}")) && err.contains("unknown field `sweeps`"),
+        "{err}"
+    );
+    let crop = work.path().join("crop.yaml");
+    std::fs::write(
+        &crop,
+        cv.replace("strategies: [unprocessed,", "strategies: [cropped,"),
+    )
+    .unwrap();
+    let err = stderr(&prepbench(&["validate", &crop.display().to_string()]));
+    assert!(
+        err.contains("random step `cropped`") && err.contains("allowed strategies"),
+        "{err}"
+    );
+    let out = prepbench(&["run", "cv", "--strategy", "cropped", "--quiet"]);
+    assert!(
+        !out.status.success() && stderr(&out).contains("must run online"),
+        "{}",
+        stderr(&out)
+    );
+    let out = prepbench(&["validate", "/no/such/file.yaml"]);
+    assert!(!out.status.success() && stderr(&out).contains("/no/such/file.yaml"));
+}
+
+#[test]
+fn truncated_and_garbage_audio_are_errors_naming_the_file() {
+    let work = tempfile::tempdir().unwrap();
+    for (workload, kind, extension) in [
+        ("mp3", "commonvoice", "mp3"),
+        ("flac", "librispeech", "flac"),
+    ] {
+        let root = work.path().join(format!("{kind}-seed0"));
+        let out = prepbench(&[
+            "generate",
+            kind,
+            "--samples",
+            "3",
+            "--out",
+            &root.display().to_string(),
+            "--quiet",
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let mut files: Vec<_> = walk(&root)
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == extension))
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), 3);
+        let (victim, bytes) = (&files[1], std::fs::read(&files[1]).unwrap());
+        for (damage, content) in [
+            ("truncated", bytes[..bytes.len() / 2].to_vec()),
+            ("garbage", b"\x00\x01garbage".repeat(300)),
+        ] {
+            std::fs::write(victim, &content).unwrap();
+            let out = run_with_policy(work.path(), workload, "3", "unprocessed", "fail");
+            assert!(!out.status.success(), "{workload} {damage}");
+            let err = stderr(&out);
+            let name = victim.file_name().unwrap().to_string_lossy();
+            assert!(
+                err.contains(&*name) && err.contains("step `decoded`") && !err.contains("panic"),
+                "{workload} {damage}: {err}"
+            );
+        }
+    }
+}
+
+/// `prepbench run WORKLOAD` on the dataset under `work` with a bad-input policy.
+fn run_with_policy(
+    work: &Path,
+    workload: &str,
+    samples: &str,
+    strategies: &str,
+    policy: &str,
+) -> Output {
+    prepbench(&[
+        "run",
+        workload,
+        "--strategy",
+        strategies,
+        "--samples",
+        samples,
+        "--threads",
+        "2",
+        "--shards",
+        "2",
+        "--epochs",
+        "1",
+        "--on-error",
+        policy,
+        "--verify",
+        "--data-dir",
+        &work.display().to_string(),
+        "--store-dir",
+        &work.join(format!("store-{policy}")).display().to_string(),
+        "--out",
+        &work.join(format!("out-{policy}")).display().to_string(),
+        "--quiet",
+        "--evict",
+        "fadvise",
+    ])
+}
+
+#[test]
+fn one_bad_file_of_each_format_fails_naming_it_or_is_skipped_and_counted() {
+    type Damage = fn(&[u8]) -> Vec<u8>;
+    let truncated: Damage = |b| b[..b.len() / 2].to_vec();
+    let garbage: Damage = |_| b"\x00\x01garbage".repeat(300);
+    let empty: Damage = |_| Vec::new();
+    let bad_utf8: Damage = |b| [b"\xff\xfe\xc3".as_slice(), b].concat();
+    // (workload, file extension, samples, a stored strategy, damage, what)
+    let cases: [(&str, &str, &str, &str, Damage, &str); 7] = [
+        ("cv", "JPEG", "6", "decoded", truncated, "truncated JPEG"),
+        ("cv", "JPEG", "6", "concatenated", empty, "zero-byte JPEG"),
+        ("cv2-png", "png", "3", "decoded", garbage, "garbage PNG"),
+        ("mp3", "mp3", "4", "decoded", truncated, "truncated MP3"),
+        ("flac", "flac", "4", "decoded", garbage, "garbage FLAC"),
+        (
+            "nilm",
+            "hdf5",
+            "720",
+            "decoded",
+            truncated,
+            "truncated HDF5",
+        ),
+        ("nlp", "txt", "4", "decoded", bad_utf8, "invalid UTF-8"),
+    ];
+    for (workload, extension, samples, stored, damage, what) in cases {
+        let work = tempfile::tempdir().unwrap();
+        // Generate through a run (the workload's own dataset options), then damage one file.
+        let out = run_with_policy(work.path(), workload, samples, "unprocessed", "fail");
+        assert!(out.status.success(), "{what}: {}", stderr(&out));
+        let mut files: Vec<_> = walk(work.path())
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == extension))
+            .filter(|p| !p.starts_with(work.path().join("store-fail")))
+            .collect();
+        files.sort();
+        assert!(files.len() >= 2, "{what}: {files:?}");
+        let victim = &files[1];
+        let name = victim.file_name().unwrap().to_string_lossy().to_string();
+        std::fs::write(victim, damage(&std::fs::read(victim).unwrap())).unwrap();
+        let strategies = format!("unprocessed,{stored}");
+
+        let out = run_with_policy(work.path(), workload, samples, &strategies, "fail");
+        assert!(!out.status.success(), "{what}: fail should stop");
+        let err = stderr(&out);
+        assert!(
+            err.contains(&name) && !err.contains("panic"),
+            "{what}: {err}"
+        );
+
+        let out = run_with_policy(work.path(), workload, samples, &strategies, "skip");
+        assert!(out.status.success(), "{what}: {}", stderr(&out));
+        let dir = work.path().join("out-skip");
+        let runs = Csv::read(&dir.join("runs.csv"));
+        assert_eq!(runs.rows.len(), 2, "{what}");
+        for row in &runs.rows {
+            assert_eq!(runs.num(row, "skipped_samples"), 1.0, "{what}: {row:?}");
+            assert_eq!(runs.col(row, "verified"), "pass", "{what}: {row:?}");
+        }
+        let errors = Csv::read(&dir.join("errors.csv"));
+        assert_eq!(errors.rows.len(), 2, "{what}: one per run");
+        for row in &errors.rows {
+            assert!(errors.col(row, "file").ends_with(&name), "{what}: {row:?}");
+            assert_eq!(errors.col(row, "count"), "1");
+        }
+        let phases: Vec<String> = errors.rows.iter().map(|r| errors.col(r, "phase")).collect();
+        // A stored strategy that decodes meets the bad file offline; `concatenated` stores
+        // its bytes and meets it online, as `unprocessed` does.
+        let expected = if stored == "concatenated" {
+            ["online", "online"]
+        } else {
+            ["online", "offline"]
+        };
+        assert_eq!(phases, expected, "{what}");
+    }
+}
+
+/// Unmounts a test's tmpfs when dropped.
+struct Mounted(std::path::PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_fails_naming_the_directory_and_leaves_nothing_half_written() {
+    let work = tempfile::tempdir().unwrap();
+    let small = work.path().join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&small)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !mounted {
+        eprintln!("skipping: cannot mount a 1 MB tmpfs here (needs root and mount(8))");
+        return;
+    }
+    let _unmount = Mounted(small.clone());
+    // Earlier results, which a failed run must leave as they are.
+    let out = run_cv_in(work.path(), &["--strategy", "resized", "--epochs", "1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = work.path().join("out/runs.csv");
+    let before = std::fs::read_to_string(&runs).unwrap();
+    let store = small.join("store").display().to_string();
+    for (codec, expect) in [
+        ("none", "refused before writing"),
+        ("gzip", "the disk filled up while writing"),
+    ] {
+        let out = prepbench(&[
+            "run",
+            "cv",
+            "--strategy",
+            "decoded",
+            "--codec",
+            codec,
+            "--samples",
+            SAMPLES,
+            "--threads",
+            "2",
+            "--data-dir",
+            &data_dir().display().to_string(),
+            "--store-dir",
+            &store,
+            "--out",
+            &work.path().join("out").display().to_string(),
+            "--quiet",
+        ]);
+        assert!(!out.status.success(), "{codec}");
+        let err = stderr(&out);
+        assert!(
+            err.contains("not enough space for the store in")
+                && err.contains(&store)
+                && err.contains(expect)
+                && err.contains("MB free"),
+            "{codec}: {err}"
+        );
+        let left: Vec<_> = walk(&small).into_iter().collect();
+        assert!(left.is_empty(), "{codec}: left behind {left:?}");
+        assert_eq!(std::fs::read_to_string(&runs).unwrap(), before);
+    }
+}

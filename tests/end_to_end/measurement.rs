@@ -1,0 +1,198 @@
+//! What a run measures beyond throughput: where the time went (stages), what the system did
+//! (samples.csv), and emulated storage.
+
+use super::*;
+
+#[test]
+fn stages_account_for_the_workers_time_and_the_report_names_the_bound() {
+    let (out, work) = run_cv(&["--strategy", "unprocessed,decoded", "--epochs", "1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = work.path().join("out");
+    let stages = Csv::read(&dir.join("stages.csv"));
+    let runs = Csv::read(&dir.join("runs.csv"));
+    assert_eq!(runs.rows.len(), 2);
+    for run in &runs.rows {
+        let id = runs.col(run, "run_id");
+        let mine: Vec<&Vec<String>> = stages
+            .rows
+            .iter()
+            .filter(|r| stages.col(r, "run_id") == id)
+            .collect();
+        let names: Vec<String> = mine.iter().map(|r| stages.col(r, "stage")).collect();
+        let expected: &[&str] = if runs.col(run, "strategy") == "decoded" {
+            &["read", "decompress", "deserialize", "step:resized"]
+        } else {
+            &["step:concatenated", "step:decoded"]
+        };
+        for e in expected {
+            assert!(names.iter().any(|n| n == e), "{names:?}");
+        }
+        let worker_share: f64 = mine
+            .iter()
+            .filter(|r| stages.col(r, "kind") != "consumer")
+            .map(|r| stages.num(r, "share_pct"))
+            .sum();
+        assert!((worker_share - 100.0).abs() < 0.1, "{worker_share}");
+        // Two workers cannot have been busy for more than twice the wall time.
+        let worker_s: f64 = mine
+            .iter()
+            .filter(|r| stages.col(r, "kind") != "consumer")
+            .map(|r| stages.num(r, "seconds"))
+            .sum();
+        assert!(
+            worker_s <= 2.0 * runs.num(run, "online_s") * 1.05,
+            "{worker_s}"
+        );
+    }
+    let report = prepbench(&["report", &dir.display().to_string(), "--quiet"]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let section = md.split("### Where the time goes").nth(1).expect("section");
+    assert!(
+        section.contains("| decoded | io-bound |") || section.contains("| decoded | cpu-bound |"),
+        "{section}"
+    );
+}
+
+#[test]
+fn system_samples_cover_every_phase_and_see_cold_reads() {
+    let (out, work) = run_cv(&["--strategy", "decoded", "--epochs", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = work.path().join("out");
+    let samples = Csv::read(&dir.join("samples.csv"));
+    let runs = Csv::read(&dir.join("runs.csv"));
+    let id = runs.col(&runs.rows[0], "run_id");
+    let online = |epoch: &str| -> Vec<&Vec<String>> {
+        samples
+            .rows
+            .iter()
+            .filter(|r| {
+                samples.col(r, "run_id") == id
+                    && samples.col(r, "phase") == "online"
+                    && samples.col(r, "epoch") == epoch
+            })
+            .collect()
+    };
+    for epoch in ["0", "1"] {
+        let rows = online(epoch);
+        assert!(!rows.is_empty(), "epoch {epoch}");
+        // One row per started second of the phase.
+        let wall = runs
+            .rows
+            .iter()
+            .find(|r| runs.col(r, "epoch") == epoch)
+            .map(|r| runs.num(r, "online_s"))
+            .unwrap();
+        assert!(
+            rows.len() as f64 <= wall.ceil() + 1.0,
+            "{} rows for {wall} s",
+            rows.len()
+        );
+        let covered: f64 = rows.iter().map(|r| samples.num(r, "interval_s")).sum();
+        assert!(
+            (covered - wall).abs() < 0.25 + 0.1 * wall,
+            "{covered} vs {wall}"
+        );
+    }
+    let device = samples.col(online("0")[0], "device");
+    let read = |epoch: &str| -> f64 {
+        online(epoch)
+            .iter()
+            .map(|r| samples.num(r, "read_mb_s") * samples.num(r, "interval_s"))
+            .sum()
+    };
+    if device.contains("no block device") {
+        eprintln!("skipping the read checks: the data directory is on {device}");
+    } else if runs.col(&runs.rows[0], "evict_method") == "drop_caches" {
+        // A cold epoch of 40 decoded images (~25 MB) reads from the device. (The warm epoch is
+        // not checked: tests running in parallel drop the page cache too.)
+        assert!(read("0") > 5.0, "cold epoch read {} MB", read("0"));
+    }
+    assert!(samples
+        .rows
+        .iter()
+        .any(|r| samples.col(r, "phase") == "offline"));
+}
+
+#[test]
+fn emulated_ceph_slows_small_raw_files_and_the_report_names_the_profile() {
+    // A private dataset: other tests reading the shared one would warm its pages mid-epoch.
+    let work = tempfile::tempdir().unwrap();
+    let path = |name: &str| work.path().join(name).display().to_string();
+    let (data, store, out_dir) = (path("data"), path("store"), path("out"));
+    let out = prepbench(&[
+        "run",
+        "cv",
+        "--samples",
+        SAMPLES,
+        "--threads",
+        "2",
+        "--strategy",
+        "unprocessed,concatenated",
+        "--storage",
+        "paper-ceph-hdd",
+        "--evict",
+        "fadvise",
+        "--data-dir",
+        &data,
+        "--store-dir",
+        &store,
+        "--out",
+        &out_dir,
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = work.path().join("out");
+    let runs = Csv::read(&dir.join("runs.csv"));
+    assert!(runs
+        .rows
+        .iter()
+        .all(|r| runs.col(r, "storage") == "paper-ceph-hdd"));
+    let raw = runs
+        .rows
+        .iter()
+        .find(|r| runs.col(r, "strategy") == "unprocessed")
+        .unwrap();
+    if runs.num(raw, "residency_after_pct") > 5.0 {
+        eprintln!("skipping the delay checks: the raw files stayed cached (tmpfs?)");
+    } else {
+        // Each reader takes 0.614 ms per 4 KiB of a small file: two readers cannot exceed
+        // 2 x 6.67 MB/s, whatever the machine (the delay only slows).
+        let bytes_per_sample = runs.num(raw, "storage_bytes") / runs.num(raw, "samples");
+        let ceiling = 2.0 * 4096.0 * 1629.0 / bytes_per_sample;
+        let sps = runs.num(raw, "throughput_sps");
+        assert!(
+            sps <= ceiling * 1.05,
+            "{sps} samples/s over the ceiling {ceiling}"
+        );
+        // Reading the raw files (step:concatenated) is most of the workers' time.
+        let stages = Csv::read(&dir.join("stages.csv"));
+        let id = runs.col(raw, "run_id");
+        let read = stages
+            .rows
+            .iter()
+            .find(|r| {
+                stages.col(r, "run_id") == id && stages.col(r, "stage") == "step:concatenated"
+            })
+            .unwrap();
+        assert_eq!(stages.col(read, "kind"), "io");
+        assert!(stages.num(read, "share_pct") > 50.0, "{read:?}");
+    }
+    let report = prepbench(&["report", &dir.display().to_string(), "--quiet"]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("## cv [storage paper-ceph-hdd]"), "{md}");
+    assert!(
+        md.contains("emulated storage profile `paper-ceph-hdd`"),
+        "{md}"
+    );
+    assert!(md.contains("Storage profiles: `paper-ceph-hdd`"), "{md}");
+
+    let (out, _work) = run_cv(&["--strategy", "unprocessed", "--storage", "nfs"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("no storage profile `nfs`; known: local, paper-ceph-hdd"),
+        "{}",
+        stderr(&out)
+    );
+}

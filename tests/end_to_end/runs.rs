@@ -1,0 +1,298 @@
+//! `prepbench run` end to end: every strategy of a workload, stores reused across codecs, the
+//! lists, the application cache, the simulated consumer, and results that round-trip.
+
+use super::*;
+
+#[test]
+fn every_cv_strategy_runs_verifies_and_records_honest_metrics() {
+    let (out, work) = run_cv(&["--verify", "--epochs", "2", "--evict", "fadvise"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let csv = Csv::read(&work.path().join("out/runs.csv"));
+    let strategies: Vec<String> = csv
+        .rows
+        .iter()
+        .filter(|r| csv.col(r, "epoch") == "0")
+        .map(|r| csv.col(r, "strategy"))
+        .collect();
+    assert_eq!(
+        strategies,
+        [
+            "unprocessed",
+            "concatenated",
+            "decoded",
+            "resized",
+            "pixel-centered"
+        ]
+    );
+    assert_eq!(csv.rows.len(), 10, "two epochs per strategy");
+    let per_sample = |name: &str| {
+        let row = csv
+            .rows
+            .iter()
+            .find(|r| csv.col(r, "strategy") == name)
+            .unwrap();
+        csv.num(row, "storage_bytes") / csv.num(row, "samples")
+    };
+    for row in &csv.rows {
+        assert_eq!(csv.col(row, "verified"), "pass");
+        assert_eq!(csv.num(row, "samples"), 40.0);
+        assert!(csv.num(row, "throughput_sps") > 0.0);
+        assert!(csv.num(row, "online_s") > 0.0);
+        if csv.col(row, "epoch") == "0" {
+            assert_eq!(csv.col(row, "cache"), "cold");
+            if !on_tmpfs(work.path()) {
+                assert!(csv.num(row, "residency_after_pct") < 5.0, "{row:?}");
+                assert_eq!(csv.col(row, "valid"), "true");
+            }
+        } else {
+            assert_eq!(csv.col(row, "cache"), "warm");
+            assert_eq!(csv.col(row, "evict_method"), "none");
+        }
+    }
+    // The paper's storage shape: decoded ~6x the JPEGs, float32 4x uint8.
+    assert!(per_sample("decoded") / per_sample("concatenated") > 3.0);
+    assert!((per_sample("pixel-centered") / per_sample("resized") - 4.0).abs() < 0.05);
+    assert!(
+        (per_sample("unprocessed") - per_sample("concatenated")).abs() / per_sample("unprocessed")
+            < 0.01
+    );
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(work.path().join("out/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(manifest["machine"]["logical_cores"].as_u64().unwrap() >= 1);
+    assert_eq!(
+        manifest["invocations"][0]["run_ids"]
+            .as_array()
+            .unwrap()
+            .len(),
+        5,
+        "one run per strategy, each with two epoch rows"
+    );
+    assert!(manifest["workloads"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .starts_with("cv@"));
+}
+
+#[test]
+fn stores_are_reused_and_every_codec_preserves_the_output() {
+    for codec in ["gzip", "zstd:3", "lz4"] {
+        let (out, work) = run_cv(&[
+            "--strategy",
+            "decoded,pixel-centered",
+            "--codec",
+            codec,
+            "--verify",
+            "--epochs",
+            "1",
+            "--evict",
+            "fadvise",
+            "--json",
+        ]);
+        assert!(out.status.success(), "{codec}: {}", stderr(&out));
+        let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(rows.len(), 2);
+        assert!(rows.iter().all(|r| r["verified"] == "pass"
+            && r["codec"]
+                .as_str()
+                .unwrap()
+                .starts_with(codec.split(':').next().unwrap())));
+        let again = run_cv_in(
+            work.path(),
+            &[
+                "--strategy",
+                "decoded",
+                "--codec",
+                codec,
+                "--json",
+                "--epochs",
+                "1",
+                "--evict",
+                "fadvise",
+            ],
+        );
+        assert!(again.status.success(), "{}", stderr(&again));
+        let row: serde_json::Value = serde_json::from_str(
+            String::from_utf8_lossy(&again.stdout)
+                .lines()
+                .next()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(row["offline_reused"], true);
+        assert_eq!(row["storage_bytes"], rows[0]["storage_bytes"]);
+    }
+}
+
+#[test]
+fn lists_show_steps_with_parameters_workloads_and_strategies() {
+    let steps = String::from_utf8(prepbench(&["list", "steps"]).stdout).unwrap();
+    for op in [
+        "read_file",
+        "decode_jpeg",
+        "resize_shorter",
+        "pixel_center",
+        "random_crop",
+    ] {
+        assert!(steps.contains(op), "{op} missing from:\n{steps}");
+    }
+    assert!(
+        steps.contains("size") && steps.contains("required") && steps.contains("always online")
+    );
+    let workloads = String::from_utf8(prepbench(&["list", "workloads"]).stdout).unwrap();
+    assert!(workloads.starts_with("cv "), "{workloads}");
+    let strategies = String::from_utf8(prepbench(&["list", "strategies", "cv"]).stdout).unwrap();
+    assert_eq!(strategies.lines().count(), 5, "{strategies}");
+    assert!(
+        strategies.contains("pixel-centered   split 4  online: cropped"),
+        "{strategies}"
+    );
+}
+
+#[test]
+fn the_application_cache_serves_later_epochs_or_says_it_does_not_fit() {
+    let (out, work) = run_cv(&[
+        "--strategy",
+        "resized",
+        "--cache",
+        "app",
+        "--epochs",
+        "3",
+        "--verify",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = Csv::read(&work.path().join("out").join("runs.csv"));
+    let caches: Vec<String> = runs.rows.iter().map(|r| runs.col(r, "cache")).collect();
+    assert_eq!(caches, ["app-fill", "app", "app"]);
+    assert!(runs.rows.iter().all(|r| runs.col(r, "verified") == "pass"));
+    for row in &runs.rows[1..] {
+        assert_eq!(runs.num(row, "samples"), SAMPLES.parse::<f64>().unwrap());
+    }
+
+    let (out, work) = run_cv(&[
+        "--strategy",
+        "resized",
+        "--cache",
+        "app",
+        "--epochs",
+        "2",
+        "--app-cache-mb",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("do not fit the application cache's 1 MB"),
+        "{}",
+        stderr(&out)
+    );
+    let runs = Csv::read(&work.path().join("out").join("runs.csv"));
+    let caches: Vec<String> = runs.rows.iter().map(|r| runs.col(r, "cache")).collect();
+    assert_eq!(caches, ["app-fill", "app-miss"]);
+
+    let (out, _work) = run_cv(&["--strategy", "unprocessed", "--cache", "app"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("stores none"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_simulated_consumer_reports_utilisation_beside_its_null_io_control() {
+    let (out, work) = run_cv(&[
+        "--strategy",
+        "resized",
+        "--consumer",
+        "batch=32,compute=100ms",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = work.path().join("out");
+    let runs = Csv::read(&dir.join("runs.csv"));
+    let caches: Vec<String> = runs.rows.iter().map(|r| runs.col(r, "cache")).collect();
+    assert_eq!(caches, ["cold", "warm", "null-io"]);
+    for row in &runs.rows {
+        assert_eq!(runs.col(row, "consumer"), "32x100ms-sleep-p2");
+        let (au, stall) = (runs.num(row, "au_pct"), runs.num(row, "stall_pct"));
+        assert!(au > 0.0 && au + stall <= 100.5, "{row:?}");
+        assert!(runs.num(row, "batch_wait_p99_ms") >= runs.num(row, "batch_wait_p50_ms"));
+        // 40 samples: a batch of 32 and a partial one of 8, 100 ms each.
+        assert!(runs.num(row, "online_s") >= 0.2, "{row:?}");
+    }
+    // The consumer alone, fed from memory, computes nearly all the time.
+    assert!(
+        runs.num(&runs.rows[2], "au_pct") > 95.0,
+        "{:?}",
+        runs.rows[2]
+    );
+    let report = prepbench(&["report", &dir.display().to_string(), "--quiet"]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let section = md.split("### Simulated training").nth(1).expect("section");
+    assert!(section.contains("| resized | cold | 0 |"), "{section}");
+
+    let (out, _work) = run_cv(&["--strategy", "resized", "--consumer", "batch=32"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("compute=TIME"), "{}", stderr(&out));
+}
+
+/// A workload named with a comma, a quote and a newline: runs.csv quotes it, and `report`,
+/// `recommend` and the typed reader read it back whole.
+#[test]
+fn a_workload_name_with_a_comma_a_quote_and_a_newline_is_written_and_read_back() {
+    let work = tempfile::tempdir().unwrap();
+    let yaml = workloads::BUILTIN
+        .iter()
+        .find(|(name, _)| *name == "cv")
+        .unwrap()
+        .1;
+    let odd = "my, \"odd\"\nworkload";
+    let renamed: String = yaml
+        .lines()
+        .map(|l| {
+            if l.starts_with("name:") {
+                "name: \"my, \\\"odd\\\"\\nworkload\"".to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let file = work.path().join("odd.yaml");
+    std::fs::write(&file, renamed).unwrap();
+    let out = work.path().join("out");
+    let run = prepbench(&[
+        "run",
+        &file.display().to_string(),
+        "--strategy",
+        "unprocessed,resized",
+        "--epochs",
+        "2",
+        "--samples",
+        SAMPLES,
+        "--evict",
+        "fadvise",
+        "--data-dir",
+        &data_dir().display().to_string(),
+        "--store-dir",
+        &work.path().join("store").display().to_string(),
+        "--out",
+        &out.display().to_string(),
+        "--quiet",
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let runs = Csv::read(&out.join("runs.csv"));
+    assert_eq!(runs.rows.len(), 4);
+    assert!(runs.rows.iter().all(|r| runs.col(r, "workload") == odd));
+    let report = prepbench(&["report", &out.display().to_string()]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert_eq!(summary.matches("\"my, \"\"odd\"\"\nworkload\"").count(), 4);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("my, \"odd\""), "{md}");
+    let recommend = prepbench(&["recommend", &out.display().to_string()]);
+    assert!(recommend.status.success(), "{}", stderr(&recommend));
+}
