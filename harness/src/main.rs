@@ -1,32 +1,23 @@
 //! The `prepbench` binary: parse options, run the command, print its results.
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
 use harness::analysis::recommend::RecommendOptions;
 use harness::cli::{commands, terminal as summary};
 use harness::cli::{
-    default_threads, CalibrateArgs, Cli, Command, PlaceArgs, RunArgs, SweepArgs, WhatifArgs,
+    default_out, CalibrateArgs, Cli, Command, PlaceArgs, RunArgs, SweepArgs, WhatifArgs,
 };
 use harness::plan::reproduce::{self, ScaleName};
 use harness::plan::run::{run, RunOptions};
-use harness::plan::sweep::{sweep, SweepOptions};
+use harness::plan::sweep::sweep;
+use harness::plan::Places;
 use harness::progress::Progress;
 
-/// `results/local/<workload><suffix>`.
-fn default_out(workload: &str, suffix: &str) -> PathBuf {
-    let name = workloads::load(workload)
-        .map(|w| w.name)
-        .unwrap_or_else(|_| "workload".into());
-    Path::new("results/local").join(format!("{name}{suffix}"))
-}
-
-fn report_verify_failures(failures: &[(String, Vec<u64>)]) -> ExitCode {
-    for (strategy, ids) in failures {
-        let shown: Vec<String> = ids.iter().take(20).map(u64::to_string).collect();
-        let more = if ids.len() > 20 { ", ..." } else { "" };
-        eprintln!("error: strategy `{strategy}` differs from fully-online processing for {} samples (ids {}{more})", ids.len(), shown.join(", "));
+/// Prints the strategies whose output differed from fully-online processing; failure if any.
+fn verify_status(failures: &[(String, Vec<u64>)]) -> ExitCode {
+    for line in summary::verify_failures(failures) {
+        eprintln!("error: {line}");
     }
     if failures.is_empty() {
         ExitCode::SUCCESS
@@ -36,36 +27,14 @@ fn report_verify_failures(failures: &[(String, Vec<u64>)]) -> ExitCode {
 }
 
 fn run_command(args: RunArgs, progress: Progress) -> anyhow::Result<ExitCode> {
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| default_out(&args.workload, ""));
-    let options = RunOptions {
-        workload: args.workload,
-        strategies: args.strategy,
-        threads: args.threads.unwrap_or_else(default_threads),
-        samples: args.samples,
-        codec: args.codec,
-        shards: args.shards,
-        cache: args.cache,
-        app_cache_mb: args.app_cache_mb,
-        epochs: args.epochs,
-        out: out.clone(),
-        data_dir: args.places.data_dir,
-        store_dir: args.places.store_dir,
-        seed: args.seed,
-        verify: args.verify,
-        evict: args.places.evict,
-        rematerialize: args.rematerialize,
-        progress,
-        storage: args.storage,
-        consumer: args.consumer,
-        on_error: args.on_error,
-    };
+    let options = args.options();
+    let places = args
+        .places
+        .places(default_out(&args.workload, ""), progress);
     if args.ranks {
-        return ranks_command(&options);
+        return ranks_command(&options, &places);
     }
-    let outcome = run(&options, std::env::args().collect())?;
+    let outcome = run(&options, &places, std::env::args().collect())?;
     for warning in &outcome.warnings {
         eprintln!("warning: {warning}");
     }
@@ -75,26 +44,27 @@ fn run_command(args: RunArgs, progress: Progress) -> anyhow::Result<ExitCode> {
         print!("{}", summary::table(&outcome.rows, &outcome.bounds));
         progress.note(&format!(
             "rows appended to {}",
-            out.join("runs.csv").display()
+            places.out.join(harness::results::RUNS).display()
         ));
     }
-    Ok(report_verify_failures(&outcome.verify_failures))
+    Ok(verify_status(&outcome.verify_failures))
 }
 
 #[cfg(feature = "mpi")]
-fn ranks_command(options: &RunOptions) -> anyhow::Result<ExitCode> {
-    if let Some(text) = harness::plan::ranks::run_ranks(options, std::env::args().collect())? {
+fn ranks_command(options: &RunOptions, places: &Places) -> anyhow::Result<ExitCode> {
+    let ranks = harness::plan::ranks::run_ranks(options, places, std::env::args().collect())?;
+    if let Some(text) = ranks {
         print!("{text}");
-        options.progress.note(&format!(
+        places.progress.note(&format!(
             "per-rank and aggregate rows in {}",
-            harness::plan::ranks::table_path(&options.out).display()
+            harness::plan::ranks::table_path(&places.out).display()
         ));
     }
     Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(not(feature = "mpi"))]
-fn ranks_command(_options: &RunOptions) -> anyhow::Result<ExitCode> {
+fn ranks_command(_options: &RunOptions, _places: &Places) -> anyhow::Result<ExitCode> {
     anyhow::bail!(
         "--ranks needs a prepbench built with MPI: install an MPI library and libclang (Debian: \
          apt-get install libopenmpi-dev libclang-dev), then `cargo build --release --features \
@@ -103,79 +73,39 @@ fn ranks_command(_options: &RunOptions) -> anyhow::Result<ExitCode> {
 }
 
 fn sweep_command(args: SweepArgs, progress: Progress) -> anyhow::Result<ExitCode> {
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| default_out(&args.workload, "-sweep"));
-    let options = SweepOptions {
-        workload: args.workload,
-        strategies: args.strategies,
-        codecs: args.codecs,
-        threads: args.threads,
-        cache: args.cache,
-        app_cache_mb: args.app_cache_mb,
-        trials: args.trials,
-        epochs: args.epochs,
-        samples: args.samples,
-        shards: args.shards,
-        offline_trials: args.offline_trials,
-        seed: args.seed,
-        verify: args.verify,
-        rematerialize: args.rematerialize,
-        dataset_mb: args.dataset_mb,
-        storage: args.storage,
-        consumer: args.consumer,
-        on_error: args.on_error,
-        calibrate: !args.no_calibrate,
-        recalibrate: args.recalibrate,
-        calibrate_only: false,
-        shard: match args.shard {
-            Some(shard) => Some(shard),
-            None => harness::plan::partition::from_launcher(&|name| std::env::var(name).ok())
-                .map_err(|e| anyhow::anyhow!("sharding the sweep: {e}"))?,
-        },
-    };
-    let places = args.places.into_places(out.clone(), progress);
+    let options = args.options(&|name| std::env::var(name).ok())?;
+    let places = args
+        .places
+        .places(default_out(&args.workload, "-sweep"), progress);
     let outcome = sweep(&options, &places, std::env::args().collect())?;
     for warning in &outcome.warnings {
         eprintln!("warning: {warning}");
     }
+    let written = match &options.shard {
+        Some(shard) => shard.dir(&places.out),
+        None => places.out.clone(),
+    };
     progress.note(&format!(
         "{} runs done, {} already recorded; results in {}",
         outcome.ran,
         outcome.skipped,
-        options
-            .shard
-            .as_ref()
-            .map_or(out.clone(), |s| s.dir(&out))
-            .display()
+        written.display()
     ));
-    Ok(report_verify_failures(&outcome.verify_failures))
+    Ok(verify_status(&outcome.verify_failures))
 }
 
 fn calibrate_command(args: CalibrateArgs, progress: Progress) -> anyhow::Result<ExitCode> {
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| default_out(&args.workload, "-sweep"));
-    let options = SweepOptions {
-        workload: args.workload,
-        strategies: args.strategies,
-        codecs: args.codecs,
-        samples: args.samples,
-        shards: args.shards,
-        offline_trials: 1,
-        calibrate: true,
-        recalibrate: args.recalibrate,
-        calibrate_only: true,
-        ..Default::default()
-    };
-    let places = args.places.into_places(out.clone(), progress);
-    let described = sweep(&options, &places, std::env::args().collect())?;
+    let places = args
+        .places
+        .places(default_out(&args.workload, "-sweep"), progress);
+    let described = sweep(&args.options(), &places, std::env::args().collect())?;
     print!("{}", described.calibration.unwrap_or_default());
     progress.note(&format!(
         "calibration recorded in {}",
-        out.join("manifest.json").display()
+        places
+            .out
+            .join(harness::results::manifest::MANIFEST)
+            .display()
     ));
     Ok(ExitCode::SUCCESS)
 }
@@ -198,13 +128,11 @@ fn whatif_command(args: WhatifArgs) -> anyhow::Result<ExitCode> {
 
 fn reproduce_command(
     scale: ScaleName,
-    out: Option<PathBuf>,
     seed: u64,
     places: PlaceArgs,
     progress: Progress,
 ) -> anyhow::Result<ExitCode> {
-    let out = out.unwrap_or_else(|| reproduce::default_out(scale));
-    let places = places.into_places(out.clone(), progress);
+    let places = places.places(reproduce::default_out(scale), progress);
     let done = reproduce::reproduce(scale, &places, seed, std::env::args().collect())?;
     let mut failures = Vec::new();
     for (workload, outcome) in &done.sweeps {
@@ -218,7 +146,7 @@ fn reproduce_command(
         "report written: {} (and summary.csv, report.json, plots/)",
         done.report.report_md.display()
     ));
-    Ok(report_verify_failures(&failures))
+    Ok(verify_status(&failures))
 }
 
 fn main() -> ExitCode {
@@ -273,10 +201,9 @@ fn main() -> ExitCode {
         }),
         Command::Reproduce {
             scale,
-            out,
             seed,
             places,
-        } => reproduce_command(scale, out, seed, places, progress),
+        } => reproduce_command(scale, seed, places, progress),
         Command::Validate { files } => Ok(if commands::validate(&files) == 0 {
             ExitCode::SUCCESS
         } else {

@@ -4,12 +4,16 @@ pub mod commands;
 pub mod show;
 pub mod terminal;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 use workloads::{CacheMode, Codec};
 
 use crate::measure::cache::EvictPolicy;
+use crate::plan::run::RunOptions;
+use crate::plan::sweep::SweepOptions;
+use crate::plan::{Places, Settings};
+use crate::progress::Progress;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -59,9 +63,6 @@ pub enum Command {
     Reproduce {
         #[arg(long, value_enum, default_value = "quick")]
         scale: crate::plan::reproduce::ScaleName,
-        /// Results folder; default results/local/reproduce-<scale>.
-        #[arg(long)]
-        out: Option<PathBuf>,
         #[arg(long, default_value_t = 0)]
         seed: u64,
         #[command(flatten)]
@@ -122,11 +123,29 @@ pub struct CalibrateArgs {
     /// again.
     #[arg(long)]
     pub recalibrate: bool,
-    /// Results folder; default results/local/<workload>-sweep.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
     #[command(flatten)]
     pub places: PlaceArgs,
+}
+
+impl CalibrateArgs {
+    /// A sweep that only calibrates.
+    pub fn options(&self) -> SweepOptions {
+        SweepOptions {
+            workload: self.workload.clone(),
+            strategies: self.strategies.clone(),
+            codecs: self.codecs.clone(),
+            offline_trials: 1,
+            settings: Settings {
+                samples: self.samples,
+                shards: self.shards,
+                ..Settings::default()
+            },
+            calibrate: true,
+            recalibrate: self.recalibrate,
+            calibrate_only: true,
+            ..SweepOptions::default()
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -218,45 +237,74 @@ pub struct RunArgs {
     /// Worker threads for the offline and online phases (default: available cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Samples to use: the first N of the dataset (default: the workload's).
-    #[arg(long)]
-    pub samples: Option<usize>,
     /// Codec of materialized shards: none, gzip[:L], zlib[:L], zstd[:L], lz4.
     #[arg(long, default_value = "none")]
     pub codec: Codec,
-    /// Shards per materialized strategy (default: the workload's sweep.shards).
-    #[arg(long)]
-    pub shards: Option<usize>,
     /// Cache mode: cold (evicted), warm (prefetched) or app (epoch 0 cold, filling an
     /// in-process cache that later epochs are served from).
     #[arg(long, default_value = "cold")]
     pub cache: CacheMode,
+    /// Storage profile the online reads are delayed to: local (none), paper-ceph-hdd, or one
+    /// defined under the workload's storage_profiles (default: its first sweep.storage).
+    #[arg(long)]
+    pub storage: Option<String>,
+    /// Print the rows as JSON lines on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Read concurrently from every MPI rank: under `mpirun -np N`, each rank reads its
+    /// partition of each strategy after a synchronised start; rank 0 writes ranks.csv
+    /// (aggregate and per-rank throughput, straggler spread). Needs a build with
+    /// `--features mpi`.
+    #[arg(long)]
+    pub ranks: bool,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    #[command(flatten)]
+    pub places: PlaceArgs,
+}
+
+impl RunArgs {
+    /// The run this asks for.
+    pub fn options(&self) -> RunOptions {
+        RunOptions {
+            workload: self.workload.clone(),
+            strategies: self.strategy.clone(),
+            threads: self.threads.unwrap_or_else(default_threads),
+            codec: self.codec,
+            cache: self.cache,
+            storage: self.storage.clone(),
+            settings: self.measure.settings(),
+        }
+    }
+}
+
+/// How each run is measured: the options `run` and `sweep` share.
+#[derive(Debug, Args, Clone)]
+pub struct MeasureArgs {
+    /// Samples per run: the first N of the dataset (default: the workload's).
+    #[arg(long)]
+    pub samples: Option<usize>,
+    /// Shards per materialized strategy (default: the workload's sweep.shards).
+    #[arg(long)]
+    pub shards: Option<usize>,
+    /// Epochs per run; epochs after the first start from the cache the previous one left
+    /// (default: the workload's sweep.epochs).
+    #[arg(long)]
+    pub epochs: Option<usize>,
     /// Memory the application cache (`--cache app`) may hold, in MB (default: half the
     /// memory available when the run starts).
     #[arg(long)]
     pub app_cache_mb: Option<f64>,
-    /// Epochs to run; epochs after the first start from the cache the previous one left.
-    #[arg(long)]
-    pub epochs: Option<usize>,
-    /// Results folder (runs.csv, manifest.json); default results/local/<workload>.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Seed of random online steps.
+    /// Seed of random online steps (and of a sweep's run order).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Check that every strategy's output equals fully-online processing, sample by sample.
+    /// Check that each strategy's output equals fully-online processing, sample by sample (a
+    /// sweep checks each strategy and codec once).
     #[arg(long)]
     pub verify: bool,
     /// Materialize again even when a complete matching store exists.
     #[arg(long)]
     pub rematerialize: bool,
-    /// Print the rows as JSON lines on stdout instead of the table.
-    #[arg(long)]
-    pub json: bool,
-    /// Storage profile the online reads are delayed to: local (none), paper-ceph-hdd, or one
-    /// defined under the workload's storage_profiles (default: its first sweep.storage).
-    #[arg(long)]
-    pub storage: Option<String>,
     /// Simulated training: batch=N,compute=TIME[,mode=sleep|spin][,prefetch=K]; TIME is 100ms,
     /// normal:MEAN:SD or uniform:LO:HI. Adds AU, stall share and batch waits, and a null-I/O
     /// control row.
@@ -267,19 +315,31 @@ pub struct RunArgs {
     /// on_error, else fail.
     #[arg(long)]
     pub on_error: Option<workloads::OnError>,
-    /// Read concurrently from every MPI rank: under `mpirun -np N`, each rank reads its
-    /// partition of each strategy after a synchronised start; rank 0 writes ranks.csv
-    /// (aggregate and per-rank throughput, straggler spread). Needs a build with
-    /// `--features mpi`.
-    #[arg(long)]
-    pub ranks: bool,
-    #[command(flatten)]
-    pub places: PlaceArgs,
+}
+
+impl MeasureArgs {
+    pub fn settings(&self) -> Settings {
+        Settings {
+            samples: self.samples,
+            shards: self.shards,
+            epochs: self.epochs,
+            app_cache_mb: self.app_cache_mb,
+            seed: self.seed,
+            verify: self.verify,
+            rematerialize: self.rematerialize,
+            consumer: self.consumer,
+            on_error: self.on_error,
+        }
+    }
 }
 
 /// Where results, datasets and stores live, and how caches are evicted.
 #[derive(Debug, Args, Clone)]
 pub struct PlaceArgs {
+    /// Results folder (runs.csv, manifest.json); default: under results/local/, named after
+    /// the workload (`-sweep` for a sweep) or the scale.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Where datasets live: a folder (datasets generated there when missing), or with
     /// `--features s3` an `s3://bucket/prefix` (read there, never generated there).
     #[arg(long, default_value = "data")]
@@ -293,20 +353,24 @@ pub struct PlaceArgs {
 }
 
 impl PlaceArgs {
-    /// Where a sweep reads and writes, with results in `out`.
-    pub fn into_places(
-        self,
-        out: PathBuf,
-        progress: crate::progress::Progress,
-    ) -> crate::plan::sweep::Places {
-        crate::plan::sweep::Places {
-            out,
-            data_dir: self.data_dir,
-            store_dir: self.store_dir,
+    /// Where to read and write: results in `--out`, else in `default_out`.
+    pub fn places(&self, default_out: PathBuf, progress: Progress) -> Places {
+        Places {
+            out: self.out.clone().unwrap_or(default_out),
+            data_dir: self.data_dir.clone(),
+            store_dir: self.store_dir.clone(),
             evict: self.evict,
             progress,
         }
     }
+}
+
+/// `results/local/<workload><suffix>`, the workload named as its file names it.
+pub fn default_out(workload: &str, suffix: &str) -> PathBuf {
+    let name = workloads::load(workload)
+        .map(|w| w.name)
+        .unwrap_or_else(|_| "workload".into());
+    Path::new("results/local").join(format!("{name}{suffix}"))
 }
 
 #[derive(Debug, Args)]
@@ -328,19 +392,10 @@ pub struct SweepArgs {
     /// Cache modes, comma-separated: cold, warm, app (an in-process cache filled in epoch 0).
     #[arg(long, value_delimiter = ',')]
     pub cache: Option<Vec<CacheMode>>,
-    /// Memory the application cache (`--cache app`) may hold, in MB (default: half the
-    /// memory available when the run starts).
-    #[arg(long)]
-    pub app_cache_mb: Option<f64>,
-    /// Samples per run: the first N of the dataset.
-    #[arg(long)]
-    pub samples: Option<usize>,
-    /// Epochs per run.
-    #[arg(long)]
-    pub epochs: Option<usize>,
-    /// Shards per materialized strategy.
-    #[arg(long)]
-    pub shards: Option<usize>,
+    /// Storage profiles, comma-separated: local, paper-ceph-hdd, or the workload's own
+    /// (default: the workload's sweep.storage).
+    #[arg(long, value_delimiter = ',')]
+    pub storage: Option<Vec<String>>,
     /// MB of data per dataset variant, for workloads that sweep dataset options (synthetic
     /// sample sizes): each variant gets this many MB of samples.
     #[arg(long)]
@@ -348,30 +403,6 @@ pub struct SweepArgs {
     /// Materializations per (strategy, codec), each timed into offline.csv.
     #[arg(long, default_value_t = 1)]
     pub offline_trials: usize,
-    /// Seed of the run order and of random online steps.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    /// Verify each (strategy, codec) once against fully-online processing.
-    #[arg(long)]
-    pub verify: bool,
-    /// Materialize again even when complete matching stores exist.
-    #[arg(long)]
-    pub rematerialize: bool,
-    /// Results folder; default results/local/<workload>-sweep.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Storage profiles, comma-separated: local, paper-ceph-hdd, or the workload's own
-    /// (default: the workload's sweep.storage).
-    #[arg(long, value_delimiter = ',')]
-    pub storage: Option<Vec<String>>,
-    /// Simulated training for every run (see `run --consumer`).
-    #[arg(long)]
-    pub consumer: Option<workloads::ConsumerSpec>,
-    /// A sample that cannot be read or processed: fail (stop, naming the file) or skip (count
-    /// it in runs.csv skipped_samples, name it in errors.csv, go on). Default: the workload's
-    /// on_error, else fail.
-    #[arg(long)]
-    pub on_error: Option<workloads::OnError>,
     /// Run one shard of the sweep, I/N (0 <= I < N), into OUT/shard-I-of-N; merge the shards
     /// with `prepbench merge OUT`. Default: from the launcher (Open MPI, MPICH/Intel MPI, a
     /// Slurm job array, a Kubernetes Indexed Job with PREPBENCH_SHARD_COUNT), else the whole
@@ -386,7 +417,37 @@ pub struct SweepArgs {
     #[arg(long)]
     pub recalibrate: bool,
     #[command(flatten)]
+    pub measure: MeasureArgs,
+    #[command(flatten)]
     pub places: PlaceArgs,
+}
+
+impl SweepArgs {
+    /// The sweep this asks for; the shard is `--shard`, else the launcher's (read through
+    /// `var`).
+    pub fn options(&self, var: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<SweepOptions> {
+        let shard = match &self.shard {
+            Some(shard) => Some(shard.clone()),
+            None => crate::plan::partition::from_launcher(var)
+                .map_err(|e| anyhow::anyhow!("sharding the sweep: {e}"))?,
+        };
+        Ok(SweepOptions {
+            workload: self.workload.clone(),
+            strategies: self.strategies.clone(),
+            codecs: self.codecs.clone(),
+            threads: self.threads.clone(),
+            cache: self.cache.clone(),
+            trials: self.trials,
+            offline_trials: self.offline_trials,
+            dataset_mb: self.dataset_mb,
+            storage: self.storage.clone(),
+            settings: self.measure.settings(),
+            calibrate: !self.no_calibrate,
+            recalibrate: self.recalibrate,
+            calibrate_only: false,
+            shard,
+        })
+    }
 }
 
 #[derive(Debug, Args)]

@@ -83,6 +83,23 @@ pub fn table(rows: &[RunRow], bounds: &[Option<Bound>]) -> String {
     out
 }
 
+/// A line per strategy whose output differed from fully-online processing, with the first
+/// sample ids.
+pub fn verify_failures(failures: &[(String, Vec<u64>)]) -> Vec<String> {
+    failures
+        .iter()
+        .map(|(strategy, ids)| {
+            let shown: Vec<String> = ids.iter().take(20).map(u64::to_string).collect();
+            let more = if ids.len() > 20 { ", ..." } else { "" };
+            format!(
+                "strategy `{strategy}` differs from fully-online processing for {} samples (ids {}{more})",
+                ids.len(),
+                shown.join(", ")
+            )
+        })
+        .collect()
+}
+
 /// One JSON object per row, one per line.
 pub fn json_lines(rows: &[RunRow]) -> String {
     rows.iter()

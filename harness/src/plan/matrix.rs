@@ -99,12 +99,12 @@ impl Plan {
             }
         }
         Ok(Plan {
-            samples: opts.samples.unwrap_or(workload.dataset.samples),
-            epochs: opts.epochs.unwrap_or(sweep.epochs).max(1) as u64,
-            shards: opts.shards.unwrap_or(sweep.shards).max(1),
+            samples: opts.settings.samples.unwrap_or(workload.dataset.samples),
+            epochs: opts.settings.epochs.unwrap_or(sweep.epochs).max(1) as u64,
+            shards: opts.settings.shards.unwrap_or(sweep.shards).max(1),
             cells,
-            consumer: opts.consumer,
-            on_error: opts.on_error.unwrap_or(workload.on_error),
+            consumer: opts.settings.consumer,
+            on_error: opts.settings.on_error.unwrap_or(workload.on_error),
         })
     }
 

@@ -9,4 +9,7 @@ pub mod partition;
 pub mod ranks;
 pub mod reproduce;
 pub mod run;
+pub mod settings;
 pub mod sweep;
+
+pub use settings::{Places, Settings};

@@ -20,6 +20,7 @@ use workloads::Strategy;
 use crate::measure::epochs::RunSpec;
 use crate::measure::session::{Materialized, Session};
 use crate::plan::run::{Resolved, RunOptions};
+use crate::plan::settings::Places;
 use crate::results::{self, RankRow, Table};
 
 /// A rank's figures for one epoch, as sent to rank 0.
@@ -27,13 +28,17 @@ const FIGURES: usize = 3;
 const HOST_BYTES: usize = 64;
 
 /// Runs `opts` as one rank of an MPI job; rank 0 returns the table it printed.
-pub fn run_ranks(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<Option<String>> {
+pub fn run_ranks(
+    opts: &RunOptions,
+    places: &Places,
+    command_line: Vec<String>,
+) -> anyhow::Result<Option<String>> {
     let universe = mpi::initialize().context(
         "MPI did not initialize (was it initialized already?); run `mpirun -np N prepbench run ... --ranks`",
     )?;
     let world = universe.world();
     let (rank, size) = (world.rank() as usize, world.size() as usize);
-    match ranked(opts, command_line, &world, rank, size) {
+    match ranked(opts, places, command_line, &world, rank, size) {
         Ok(table) => Ok(table),
         Err(e) => {
             // The other ranks wait at a barrier: stop them all, naming the failing rank.
@@ -45,6 +50,7 @@ pub fn run_ranks(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result
 
 fn ranked(
     opts: &RunOptions,
+    places: &Places,
     command_line: Vec<String>,
     world: &mpi::topology::SimpleCommunicator,
     rank: usize,
@@ -58,12 +64,12 @@ fn ranked(
         epochs,
         storage,
         ..
-    } = Resolved::new(opts)?;
+    } = Resolved::new(opts, places)?;
     if strategies.iter().any(|s| s.split > 0) && shards < size {
         bail!("{shards} shards cannot give each of {size} ranks a partition: use --shards {size} or more");
     }
     let table = if rank == 0 {
-        Some(Table::<RankRow>::open(table_path(&opts.out))?)
+        Some(Table::<RankRow>::open(table_path(&places.out))?)
     } else {
         None
     };
@@ -71,11 +77,11 @@ fn ranked(
     let open = || {
         Session::open(
             workloads::load(&opts.workload)?,
-            &opts.data_dir,
+            &places.data_dir,
             samples,
             opts.threads,
-            &opts.store_dir,
-            opts.evict,
+            &places.store_dir,
+            places.evict,
             crate::progress::Progress { quiet: true },
         )
     };
@@ -85,7 +91,7 @@ fn ranked(
         Some(s) => s,
         None => open()?,
     };
-    if let Some(on_error) = opts.on_error {
+    if let Some(on_error) = opts.settings.on_error {
         session.on_error = on_error;
     }
     let cold = opts.cache == workloads::options::CacheMode::Cold;
@@ -101,7 +107,7 @@ fn ranked(
                     opts.codec,
                     shards,
                     opts.threads,
-                    opts.rematerialize,
+                    opts.settings.rematerialize,
                     cold,
                 )?)
             } else {
@@ -131,10 +137,10 @@ fn ranked(
             threads: opts.threads,
             cache: opts.cache,
             epochs,
-            seed: opts.seed,
+            seed: opts.settings.seed,
             trial: 0,
             verify: false,
-            app_cache_bytes: crate::measure::session::app_cache_bytes(opts.app_cache_mb),
+            app_cache_bytes: crate::measure::session::app_cache_bytes(opts.settings.app_cache_mb),
             storage: &storage,
             consumer: None,
             start_gate: Some(&gate),
@@ -183,10 +189,10 @@ fn ranked(
         return Ok(None);
     }
     session.record_invocation(
-        &opts.out,
+        &places.out,
         started_utc,
         command_line,
-        (&opts.data_dir, &opts.store_dir),
+        (&places.data_dir, &places.store_dir),
         run_ids,
     )?;
     Ok(Some(printed))

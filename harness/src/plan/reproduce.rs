@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use workloads::{CacheMode, Codec};
 
 use crate::analysis::report::{write_report, ReportFiles};
+use crate::plan::settings::Settings;
 use crate::plan::sweep::{sweep, Places, SweepOptions, SweepOutcome};
 
 /// How much of the paper's protocol a reproduction runs.
@@ -104,13 +105,16 @@ pub fn sweep_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
         threads: Some(s.threads.to_vec()),
         cache: Some(s.cache.to_vec()),
         trials: Some(s.trials),
-        epochs: Some(s.epochs),
         // Dataset variants are sized in MB so every variant reads the same bytes.
-        samples: (!variants).then(|| s.samples_for(&kind)),
         dataset_mb: variants.then_some(s.dataset_mb),
         offline_trials: s.offline_trials,
-        seed,
-        verify: true,
+        settings: Settings {
+            epochs: Some(s.epochs),
+            samples: (!variants).then(|| s.samples_for(&kind)),
+            seed,
+            verify: true,
+            ..Settings::default()
+        },
         calibrate: true,
         ..Default::default()
     }

@@ -1,17 +1,14 @@
 //! `prepbench run`: every requested strategy of a workload at one setting.
 
-use std::path::PathBuf;
-
-use workloads::{CacheMode, Codec, OnError, StorageProfile, Strategy, Workload};
+use workloads::{CacheMode, Codec, StorageProfile, Strategy, Workload};
 
 use crate::measure::cache::{self, EvictPolicy};
 use crate::measure::epochs::RunSpec;
 use crate::measure::places::check_places;
 use crate::measure::session::{app_cache_bytes, dataset_root, resolve_strategies, Session};
 use crate::measure::warnings::Warning;
-use crate::progress::Progress;
+use crate::plan::settings::{Places, Settings};
 use crate::results::{self, Bound, RunRow, Tables};
-use workloads::ConsumerSpec;
 
 /// A run id unique to this process and moment: `r<unix seconds>-<pid>`.
 pub fn fresh_run_prefix() -> String {
@@ -22,33 +19,18 @@ pub fn fresh_run_prefix() -> String {
     format!("r{secs}-{}", std::process::id())
 }
 
+/// What `prepbench run` runs: strategies of a workload at one setting.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
     pub workload: String,
     /// Strategy names; empty means every strategy of the workload.
     pub strategies: Vec<String>,
     pub threads: usize,
-    pub samples: Option<usize>,
     pub codec: Codec,
-    pub shards: Option<usize>,
     pub cache: CacheMode,
-    /// Limit of the application cache in MB; `None`: half the memory available.
-    pub app_cache_mb: Option<f64>,
-    pub epochs: Option<usize>,
-    pub out: PathBuf,
-    pub data_dir: PathBuf,
-    pub store_dir: PathBuf,
-    pub seed: u64,
-    pub verify: bool,
-    pub evict: EvictPolicy,
-    pub rematerialize: bool,
-    pub progress: Progress,
     /// The storage profile to emulate; `None`: the workload's first `sweep.storage` (`local`).
     pub storage: Option<String>,
-    /// A simulated training consumer.
-    pub consumer: Option<ConsumerSpec>,
-    /// `fail` or `skip` bad samples; `None`: the workload's `on_error`.
-    pub on_error: Option<OnError>,
+    pub settings: Settings,
 }
 
 /// What `prepbench run` produced.
@@ -95,13 +77,13 @@ pub struct Resolved {
 impl Resolved {
     /// Resolves `opts` against its workload, refusing results or stores inside the dataset
     /// before anything is written.
-    pub fn new(opts: &RunOptions) -> anyhow::Result<Resolved> {
+    pub fn new(opts: &RunOptions, places: &Places) -> anyhow::Result<Resolved> {
         let workload = workloads::load(&opts.workload)?;
         check_places(
-            &dataset_root(&workload, &opts.data_dir)?,
+            &dataset_root(&workload, &places.data_dir)?,
             &[
-                ("the results directory", &opts.out),
-                ("the store directory", &opts.store_dir),
+                ("the results directory", &places.out),
+                ("the store directory", &places.store_dir),
             ],
         )?;
         let strategies = resolve_strategies(&workload, &opts.strategies)?;
@@ -113,9 +95,9 @@ impl Resolved {
             .storage_profile(&storage_name)
             .map_err(|e| anyhow::anyhow!("{}: {e}", workload.origin))?;
         Ok(Resolved {
-            samples: opts.samples.unwrap_or(workload.dataset.samples),
-            shards: opts.shards.unwrap_or(workload.sweep.shards).max(1),
-            epochs: opts.epochs.unwrap_or(workload.sweep.epochs).max(1) as u64,
+            samples: opts.settings.samples.unwrap_or(workload.dataset.samples),
+            shards: opts.settings.shards.unwrap_or(workload.sweep.shards).max(1),
+            epochs: opts.settings.epochs.unwrap_or(workload.sweep.epochs).max(1) as u64,
             strategies,
             storage,
             workload,
@@ -123,8 +105,12 @@ impl Resolved {
     }
 }
 
-/// `prepbench run`: every requested strategy at one setting, rows appended to `opts.out`.
-pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOutcome> {
+/// `prepbench run`: every requested strategy at one setting, rows appended to `places.out`.
+pub fn run(
+    opts: &RunOptions,
+    places: &Places,
+    command_line: Vec<String>,
+) -> anyhow::Result<RunOutcome> {
     let started_utc = results::utc_now();
     let Resolved {
         workload,
@@ -133,19 +119,19 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
         shards,
         epochs,
         storage,
-    } = Resolved::new(opts)?;
+    } = Resolved::new(opts, places)?;
     // Open the results first: a conflicting folder fails before any work is done.
-    let tables = Tables::open(&opts.out)?;
+    let tables = Tables::open(&places.out)?;
     let mut session = Session::open(
         workload,
-        &opts.data_dir,
+        &places.data_dir,
         samples,
         opts.threads,
-        &opts.store_dir,
-        opts.evict,
-        opts.progress,
+        &places.store_dir,
+        places.evict,
+        places.progress,
     )?;
-    if let Some(on_error) = opts.on_error {
+    if let Some(on_error) = opts.settings.on_error {
         session.on_error = on_error;
     }
     let mut outcome = RunOutcome {
@@ -153,7 +139,7 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
         bounds: Vec::new(),
         warnings: setting_warnings(
             &[opts.cache],
-            opts.evict,
+            places.evict,
             shards,
             opts.threads,
             strategies.iter().any(|s| s.split > 0),
@@ -169,7 +155,7 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
                 opts.codec,
                 shards,
                 opts.threads,
-                opts.rematerialize,
+                opts.settings.rematerialize,
                 opts.cache == CacheMode::Cold,
             )?),
         };
@@ -180,12 +166,12 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
             threads: opts.threads,
             cache: opts.cache,
             epochs,
-            seed: opts.seed,
+            seed: opts.settings.seed,
             trial: 0,
-            verify: opts.verify,
-            app_cache_bytes: app_cache_bytes(opts.app_cache_mb),
+            verify: opts.settings.verify,
+            app_cache_bytes: app_cache_bytes(opts.settings.app_cache_mb),
             storage: &storage,
-            consumer: opts.consumer,
+            consumer: opts.settings.consumer,
             start_gate: None,
         };
         let measured = session.measure(&spec)?;
@@ -216,10 +202,10 @@ pub fn run(opts: &RunOptions, command_line: Vec<String>) -> anyhow::Result<RunOu
         .into_iter()
         .collect();
     session.record_invocation(
-        &opts.out,
+        &places.out,
         started_utc,
         command_line,
-        (&opts.data_dir, &opts.store_dir),
+        (&places.data_dir, &places.store_dir),
         run_ids,
     )?;
     Ok(outcome)

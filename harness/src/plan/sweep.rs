@@ -5,19 +5,17 @@
 //! settings, so re-running the same command skips what is already in `runs.csv`.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 
-use workloads::{CacheMode, Codec, OnError, Workload};
+use workloads::{CacheMode, Codec, Workload};
 
-use crate::measure::cache::EvictPolicy;
 use crate::measure::epochs::RunSpec;
 use crate::measure::session::{Materialized, Session};
 use crate::measure::warnings::Warning;
 pub use crate::plan::matrix::{shuffled, Cell, Plan};
 use crate::plan::run::setting_warnings;
+pub use crate::plan::settings::{Places, Settings};
 use crate::progress::Progress;
 use crate::results::{self, Calibration, Manifest, OfflineRow, PlanEntry, Tables, Verdict};
-use workloads::ConsumerSpec;
 
 /// Settings of a sweep; `None` takes the workload's `sweep:` default.
 #[derive(Clone, Debug, Default)]
@@ -28,25 +26,15 @@ pub struct SweepOptions {
     pub threads: Option<Vec<usize>>,
     pub cache: Option<Vec<CacheMode>>,
     pub trials: Option<usize>,
-    pub epochs: Option<usize>,
-    pub samples: Option<usize>,
-    pub shards: Option<usize>,
     /// Materializations per (strategy, codec); each is timed and recorded in `offline.csv`.
     pub offline_trials: usize,
-    pub seed: u64,
-    pub verify: bool,
-    pub rematerialize: bool,
     /// MB per dataset variant (see `sweep.dataset_mb`); `samples` wins when both are set.
     pub dataset_mb: Option<f64>,
-    /// Limit of the application cache in MB; `None`: half the memory available.
-    pub app_cache_mb: Option<f64>,
     /// Storage profiles to measure under (a sweep dimension); `None`: the workload's
     /// `sweep.storage`.
     pub storage: Option<Vec<String>>,
-    /// A simulated training consumer for every online run.
-    pub consumer: Option<ConsumerSpec>,
-    /// `fail` or `skip` bad samples; `None`: the workload's `on_error`.
-    pub on_error: Option<OnError>,
+    /// How each run is measured.
+    pub settings: Settings,
     /// Calibrate the prediction model before the online runs (`calibrate.rs`): the machine
     /// (cached) and each (strategy, codec) not yet calibrated in the results folder.
     pub calibrate: bool,
@@ -56,16 +44,6 @@ pub struct SweepOptions {
     pub calibrate_only: bool,
     /// Run only this shard's cells, into `OUT/shard-I-of-N` (`shard.rs`).
     pub shard: Option<crate::results::Shard>,
-}
-
-/// Where a sweep reads and writes.
-#[derive(Clone, Debug)]
-pub struct Places {
-    pub out: PathBuf,
-    pub data_dir: PathBuf,
-    pub store_dir: PathBuf,
-    pub evict: EvictPolicy,
-    pub progress: Progress,
 }
 
 /// What a sweep did.
@@ -112,7 +90,7 @@ pub fn sweep(
     for options in &variants {
         let variant = workload.variant(options)?;
         let mb = opts.dataset_mb.or(workload.sweep.dataset_mb);
-        let samples = match (opts.samples, mb) {
+        let samples = match (opts.settings.samples, mb) {
             (Some(n), _) => n,
             (None, Some(mb)) => {
                 let per_sample =
@@ -131,7 +109,10 @@ pub fn sweep(
         let outcome = sweep_workload(
             variant,
             &SweepOptions {
-                samples: Some(samples),
+                settings: Settings {
+                    samples: Some(samples),
+                    ..opts.settings.clone()
+                },
                 ..opts.clone()
             },
             places,
@@ -160,7 +141,7 @@ fn sweep_workload(
     let all_ids: Vec<String> = plan
         .cells
         .iter()
-        .map(|c| plan.run_id(&workload, opts.seed, c))
+        .map(|c| plan.run_id(&workload, opts.settings.seed, c))
         .collect();
     let fingerprint = crate::plan::partition::plan_fingerprint(&all_ids);
     let total_cells = plan.cells.len();
@@ -220,7 +201,7 @@ fn sweep_workload(
     let pending: Vec<Cell> = plan
         .cells
         .iter()
-        .filter(|c| !done.contains(&plan.run_id(&workload, opts.seed, c)))
+        .filter(|c| !done.contains(&plan.run_id(&workload, opts.settings.seed, c)))
         .cloned()
         .collect();
     let skipped = plan.cells.len() - pending.len();
@@ -299,7 +280,7 @@ fn sweep_workload(
             if done_offline.contains(&id) {
                 continue;
             }
-            let fresh = trial > 0 || opts.rematerialize;
+            let fresh = trial > 0 || opts.settings.rematerialize;
             let m = session.store(strategy, *codec, plan.shards, max_threads, fresh, cold)?;
             let info = &m.manifest;
             let row = OfflineRow {
@@ -336,8 +317,8 @@ fn sweep_workload(
                 Some(m) => m,
                 None => session.store(strategy, *codec, plan.shards, max_threads, false, cold)?,
             };
-            if opts.verify {
-                let v = session.verify(strategy, Some(&m), max_threads, opts.seed)?;
+            if opts.settings.verify {
+                let v = session.verify(strategy, Some(&m), max_threads, opts.settings.seed)?;
                 if !v.passed() {
                     outcome
                         .verify_failures
@@ -369,14 +350,14 @@ fn sweep_workload(
     }
 
     // Online phase: pending runs in a seeded random order, one progress bar over the matrix.
-    let order = shuffled(pending, opts.seed);
+    let order = shuffled(pending, opts.settings.seed);
     let bar = places
         .progress
         .bar(order.len() as u64, &format!("sweep {}", workload.name));
     session.progress = Progress { quiet: true };
     let mut run_ids = Vec::new();
     for cell in &order {
-        let run_id = plan.run_id(&session.workload, opts.seed, cell);
+        let run_id = plan.run_id(&session.workload, opts.settings.seed, cell);
         bar.set_message(format!(
             "{} {} t{} {} {}",
             cell.strategy.name, cell.codec, cell.threads, cell.cache, cell.storage.name
@@ -389,10 +370,10 @@ fn sweep_workload(
             threads: cell.threads,
             cache: cell.cache,
             epochs: plan.epochs,
-            seed: opts.seed,
+            seed: opts.settings.seed,
             trial: cell.trial,
             verify: false,
-            app_cache_bytes: crate::measure::session::app_cache_bytes(opts.app_cache_mb),
+            app_cache_bytes: crate::measure::session::app_cache_bytes(opts.settings.app_cache_mb),
             storage: &cell.storage,
             consumer: plan.consumer,
             start_gate: None,
@@ -466,7 +447,13 @@ fn calibrate_cells(
         } else {
             None
         };
-        let c = crate::measure::calibrate::strategy(session, &strategy, stored, codec, opts.seed)?;
+        let c = crate::measure::calibrate::strategy(
+            session,
+            &strategy,
+            stored,
+            codec,
+            opts.settings.seed,
+        )?;
         calibration.strategies.insert(key, c);
     }
     // Recorded now, so that a sweep stopped during its runs keeps it.

@@ -1,0 +1,43 @@
+//! What `run` and `sweep` share: the measurement settings (resolved from the command line once,
+//! `None` taking the workload's defaults) and the places results, datasets and stores live.
+
+use std::path::PathBuf;
+
+use workloads::{ConsumerSpec, OnError};
+
+use crate::measure::cache::EvictPolicy;
+use crate::progress::Progress;
+
+/// How each run is measured, whatever the matrix around it.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// Samples per run: the first N of the dataset; `None`: the workload's.
+    pub samples: Option<usize>,
+    /// Shards per materialized strategy; `None`: the workload's `sweep.shards`.
+    pub shards: Option<usize>,
+    /// Epochs per run; `None`: the workload's `sweep.epochs`.
+    pub epochs: Option<usize>,
+    /// Limit of the application cache in MB; `None`: half the memory available.
+    pub app_cache_mb: Option<f64>,
+    /// Seed of random online steps (and of a sweep's run order).
+    pub seed: u64,
+    /// Check each strategy's output against fully-online processing.
+    pub verify: bool,
+    /// Materialize again even when a complete matching store exists.
+    pub rematerialize: bool,
+    /// A simulated training consumer for every online run.
+    pub consumer: Option<ConsumerSpec>,
+    /// `fail` or `skip` bad samples; `None`: the workload's `on_error`.
+    pub on_error: Option<OnError>,
+}
+
+/// Where a run or sweep reads and writes.
+#[derive(Clone, Debug)]
+pub struct Places {
+    /// The results folder.
+    pub out: PathBuf,
+    pub data_dir: PathBuf,
+    pub store_dir: PathBuf,
+    pub evict: EvictPolicy,
+    pub progress: Progress,
+}
