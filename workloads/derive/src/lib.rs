@@ -2,8 +2,9 @@
 //! parameter's name, kind, default and meaning), read from the struct itself so it cannot drift
 //! from it. The name is the field's; the kind comes from its type (`ParamKind`); the meaning is
 //! its doc comment; the default is `#[param(default = "...")]`, implied as `none` for an
-//! `Option` and `false` for a `bool` with `#[serde(default)]`, and required for any other field
-//! with a serde default.
+//! `Option` and `false` for a `bool` with `#[serde(default)]` and as `NAME` for a field-name
+//! helper `default_NAME_field` (whose value the steps' tests check), and required for any
+//! other field with a serde default.
 
 use proc_macro::TokenStream;
 use quote::quote;
@@ -38,21 +39,34 @@ fn doc_text(attrs: &[syn::Attribute]) -> String {
     lines.join(" ")
 }
 
-/// Whether the field has a serde default (`#[serde(default)]` or `#[serde(default = "...")]`).
-fn has_serde_default(attrs: &[syn::Attribute]) -> syn::Result<bool> {
-    let mut found = false;
+/// The field's serde default: `None` without one, `Some(None)` for `#[serde(default)]`,
+/// `Some(Some(path))` for `#[serde(default = "path")]`.
+fn serde_default(attrs: &[syn::Attribute]) -> syn::Result<Option<Option<String>>> {
+    let mut found = None;
     for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
         attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("default") {
-                found = true;
-            }
+            let is_default = meta.path.is_ident("default");
             if meta.input.peek(syn::Token![=]) {
-                let _: Expr = meta.value()?.parse()?;
+                let value: Expr = meta.value()?.parse()?;
+                if let (true, Expr::Lit(l)) = (is_default, &value) {
+                    if let Lit::Str(s) = &l.lit {
+                        found = Some(Some(s.value()));
+                    }
+                }
+            } else if is_default {
+                found = Some(None);
             }
             Ok(())
         })?;
     }
     Ok(found)
+}
+
+/// The default a field-name helper implies: `image` for `super::default_image_field`.
+fn field_helper_default(path: &str) -> Option<String> {
+    let name = path.rsplit("::").next()?;
+    let field = name.strip_prefix("default_")?.strip_suffix("_field")?;
+    Some(field.to_string())
 }
 
 /// `#[param(default = "...")]`.
@@ -107,29 +121,31 @@ fn param_docs(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
                 "document the parameter: its doc comment is what `list steps` prints",
             ));
         }
-        let default = match (
-            param_default(&field.attrs)?,
-            has_serde_default(&field.attrs)?,
-        ) {
-            (Some(text), true) => quote!(Some(#text)),
-            (Some(_), false) => {
-                return Err(syn::Error::new_spanned(
-                    ident,
-                    "#[param(default)] on a required field: give it #[serde(default ...)] too",
-                ))
-            }
-            (None, true) => match type_name(&field.ty).as_str() {
-                "Option" => quote!(Some("none")),
-                "bool" => quote!(Some("false")),
-                _ => {
+        let default =
+            match (param_default(&field.attrs)?, serde_default(&field.attrs)?) {
+                (Some(text), Some(_)) => quote!(Some(#text)),
+                (Some(_), None) => {
                     return Err(syn::Error::new_spanned(
                         ident,
-                        "say the default as `list steps` shows it: #[param(default = \"...\")]",
+                        "#[param(default)] on a required field: give it #[serde(default ...)] too",
                     ))
                 }
-            },
-            (None, false) => quote!(None),
-        };
+                (None, Some(path)) => {
+                    let implied = match type_name(&field.ty).as_str() {
+                        "Option" => Some("none".to_string()),
+                        "bool" => Some("false".to_string()),
+                        _ => path.as_deref().and_then(field_helper_default),
+                    };
+                    match implied {
+                        Some(text) => quote!(Some(#text)),
+                        None => return Err(syn::Error::new_spanned(
+                            ident,
+                            "say the default as `list steps` shows it: #[param(default = \"...\")]",
+                        )),
+                    }
+                }
+                (None, None) => quote!(None),
+            };
         let ty = &field.ty;
         docs.push(quote! {
             crate::registry::ParamDoc {

@@ -18,11 +18,9 @@ pub const VOCABULARY: usize = 50_257;
 pub struct Params {
     /// text field to encode; removed
     #[serde(default = "super::default_text_field")]
-    #[param(default = "text")]
     pub from: FieldName,
     /// int32 tensor [n] to write
     #[serde(default = "super::default_tokens_field")]
-    #[param(default = "tokens")]
     pub to: FieldName,
     /// Append `<|endoftext|>` (50256), as GPT-2's training data separates documents.
     #[serde(default)]

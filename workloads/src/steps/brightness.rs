@@ -13,7 +13,6 @@ use crate::step::{Step, StepContext, StepError};
 pub struct Params {
     /// The image to change, uint8 or float32, any shape.
     #[serde(default = "super::default_image_field")]
-    #[param(default = "image")]
     pub field: FieldName,
     /// What every value is multiplied by.
     pub factor: f32,

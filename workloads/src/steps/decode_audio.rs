@@ -53,11 +53,9 @@ impl crate::registry::ParamKind for Container {
 pub struct Params {
     /// bytes field holding the file
     #[serde(default = "super::default_data_field")]
-    #[param(default = "data")]
     pub from: FieldName,
     /// PCM tensor to write: [samples] mono, else [samples, channels]
     #[serde(default = "super::default_audio_field")]
-    #[param(default = "audio")]
     pub to: FieldName,
     /// int16 is x * 32768 rounded and clipped
     #[serde(default = "default_dtype")]

@@ -15,11 +15,9 @@ use super::MAX_IMAGE_PIXELS as DEFAULT_MAX_PIXELS;
 pub struct Params {
     /// bytes field holding the JPEG
     #[serde(default = "super::default_data_field")]
-    #[param(default = "data")]
     pub from: FieldName,
     /// image field to write
     #[serde(default = "super::default_image_field")]
-    #[param(default = "image")]
     pub to: FieldName,
     /// refuse larger images before decoding
     #[serde(default = "default_max_pixels")]

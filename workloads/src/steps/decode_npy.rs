@@ -12,7 +12,6 @@ use crate::step::{Step, StepContext, StepError};
 pub struct Params {
     /// bytes field holding the .npy file
     #[serde(default = "super::default_data_field")]
-    #[param(default = "data")]
     pub from: FieldName,
     /// tensor to write
     #[serde(default = "default_to")]

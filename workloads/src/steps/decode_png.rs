@@ -14,11 +14,9 @@ use crate::step::{Step, StepContext, StepError};
 pub struct Params {
     /// bytes field holding the PNG
     #[serde(default = "super::default_data_field")]
-    #[param(default = "data")]
     pub from: FieldName,
     /// image field to write
     #[serde(default = "super::default_image_field")]
-    #[param(default = "image")]
     pub to: FieldName,
     /// Convert 16-bit images to uint8 (v * 255 / 65535, rounded), as the paper's pipelines do.
     #[serde(default = "default_true")]

@@ -18,7 +18,6 @@ use crate::step::{Step, StepContext, StepError};
 pub struct Params {
     /// int32 ids [n]; removed
     #[serde(default = "super::default_tokens_field")]
-    #[param(default = "tokens")]
     pub from: FieldName,
     /// float32 [n, dim] to write
     #[serde(default = "default_to")]

@@ -34,11 +34,9 @@ impl crate::registry::ParamKind for InvalidUtf8 {
 pub struct Params {
     /// bytes field holding the page (UTF-8)
     #[serde(default = "super::default_data_field")]
-    #[param(default = "data")]
     pub from: FieldName,
     /// text field to write; paragraphs separated by a blank line
     #[serde(default = "super::default_text_field")]
-    #[param(default = "text")]
     pub to: FieldName,
     /// what to do with bytes that are not UTF-8
     #[serde(default = "default_invalid")]

@@ -13,7 +13,6 @@ use crate::step::{Step, StepContext, StepError};
 pub struct Params {
     /// uint8 or float32 image [h, w, 3]
     #[serde(default = "super::default_image_field")]
-    #[param(default = "image")]
     pub field: FieldName,
 }
 

@@ -12,7 +12,6 @@ use crate::step::{Step, StepContext, StepError};
 pub struct Params {
     /// float32 tensor, replaced
     #[serde(default = "super::default_spectrogram_field")]
-    #[param(default = "spectrogram")]
     pub field: FieldName,
     /// added before the log
     #[serde(default = "default_offset")]

@@ -12,7 +12,6 @@ use crate::step::{Step, StepContext, StepError};
 pub struct Params {
     /// complex tensor [..., 2] (real, imaginary), replaced
     #[serde(default = "super::default_spectrogram_field")]
-    #[param(default = "spectrogram")]
     pub field: FieldName,
     /// exponent of the magnitude
     #[serde(default = "default_power")]

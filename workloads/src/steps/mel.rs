@@ -36,7 +36,6 @@ impl crate::registry::ParamKind for Filterbank {
 pub struct Params {
     /// float32 spectrogram [frames, fft_size / 2 + 1], replaced by [frames, bins]
     #[serde(default = "super::default_spectrogram_field")]
-    #[param(default = "spectrogram")]
     pub field: FieldName,
     /// number of mel bands
     #[serde(default = "default_bins")]

@@ -120,32 +120,33 @@ pub(crate) fn image_dims(tensor: &Tensor, field: &str) -> Result<(usize, usize, 
     }
 }
 
-fn default_image_field() -> FieldName {
-    "image".into()
+/// The field names steps read and write by default. Each helper `default_NAME_field` returns
+/// `NAME`: the `ParamDocs` derive shows that as the parameter's default.
+macro_rules! field_defaults {
+    ($($helper:ident: $name:literal),+ $(,)?) => {
+        $(fn $helper() -> FieldName {
+            $name.into()
+        })+
+
+        #[cfg(test)]
+        #[test]
+        fn field_default_helpers_return_their_names() {
+            $(assert_eq!(
+                stringify!($helper),
+                format!("default_{}_field", $helper())
+            );)+
+        }
+    };
 }
 
-fn default_data_field() -> FieldName {
-    "data".into()
-}
-
-fn default_text_field() -> FieldName {
-    "text".into()
-}
-
-fn default_tokens_field() -> FieldName {
-    "tokens".into()
-}
-
-fn default_audio_field() -> FieldName {
-    "audio".into()
-}
-
-fn default_signal_field() -> FieldName {
-    "signal".into()
-}
-
-fn default_spectrogram_field() -> FieldName {
-    "spectrogram".into()
+field_defaults! {
+    default_image_field: "image",
+    default_data_field: "data",
+    default_text_field: "text",
+    default_tokens_field: "tokens",
+    default_audio_field: "audio",
+    default_signal_field: "signal",
+    default_spectrogram_field: "spectrogram",
 }
 
 /// The int32 scalar field in which audio steps record the PCM's sample rate.

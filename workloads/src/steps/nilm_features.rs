@@ -14,7 +14,6 @@ use crate::step::{Step, StepContext, StepError};
 pub struct Params {
     /// float64 [2, samples]: voltage, current; removed
     #[serde(default = "super::default_signal_field")]
-    #[param(default = "signal")]
     pub from: FieldName,
     /// float64 [3, periods] to write
     #[serde(default = "default_to")]

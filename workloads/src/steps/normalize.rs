@@ -12,7 +12,6 @@ use crate::step::{Step, StepContext, StepError};
 pub struct Params {
     /// uint8 or float32 image [h, w, c]
     #[serde(default = "super::default_image_field")]
-    #[param(default = "image")]
     pub field: FieldName,
     /// per-channel mean, after scaling
     #[serde(default = "default_mean")]

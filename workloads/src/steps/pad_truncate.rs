@@ -14,7 +14,6 @@ use crate::step::{Step, StepContext, StepError};
 pub struct Params {
     /// tensor to fix, replaced
     #[serde(default = "super::default_tokens_field")]
-    #[param(default = "tokens")]
     pub field: FieldName,
     /// rows after the step
     pub length: usize,

@@ -12,7 +12,6 @@ use crate::step::{Step, StepContext, StepError};
 pub struct Params {
     /// uint8 tensor to convert
     #[serde(default = "super::default_image_field")]
-    #[param(default = "image")]
     pub field: FieldName,
     /// divisor
     #[serde(default = "default_scale")]

@@ -13,7 +13,6 @@ use crate::step::{Step, StepContext, StepError};
 pub struct Params {
     /// image tensor [h, w, c], any dtype
     #[serde(default = "super::default_image_field")]
-    #[param(default = "image")]
     pub field: FieldName,
     /// crop height
     pub height: usize,

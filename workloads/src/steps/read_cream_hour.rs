@@ -16,11 +16,9 @@ use crate::step::{Step, StepContext, StepError};
 pub struct Params {
     /// bytes field holding the HDF5 file
     #[serde(default = "super::default_data_field")]
-    #[param(default = "data")]
     pub from: FieldName,
     /// float64 [2, samples] to write: volts, amperes
     #[serde(default = "super::default_signal_field")]
-    #[param(default = "signal")]
     pub to: FieldName,
 }
 

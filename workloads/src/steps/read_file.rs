@@ -16,7 +16,6 @@ pub struct Params {
     pub from: FieldName,
     /// bytes field to write
     #[serde(default = "super::default_data_field")]
-    #[param(default = "data")]
     pub to: FieldName,
     /// Keep the path field after reading (off: stored records then hold only the bytes).
     #[serde(default)]

@@ -168,7 +168,6 @@ impl Resampler {
 pub struct Params {
     /// mono PCM tensor [samples], int16 or float32 (kept)
     #[serde(default = "super::default_audio_field")]
-    #[param(default = "audio")]
     pub field: FieldName,
     /// Rate of the input when the sample has no `sample_rate` field.
     #[serde(default)]

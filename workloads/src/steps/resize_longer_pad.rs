@@ -16,7 +16,6 @@ use crate::step::{Step, StepContext, StepError};
 pub struct Params {
     /// uint8 image [h, w, c]
     #[serde(default = "super::default_image_field")]
-    #[param(default = "image")]
     pub field: FieldName,
     /// side of the square output
     pub size: usize,

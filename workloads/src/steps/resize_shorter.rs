@@ -44,7 +44,6 @@ impl Filter {
 pub struct Params {
     /// uint8 image [h, w, c], c in 1..=4
     #[serde(default = "super::default_image_field")]
-    #[param(default = "image")]
     pub field: FieldName,
     /// length of the shorter side after resizing
     pub size: usize,

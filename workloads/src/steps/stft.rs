@@ -51,11 +51,9 @@ impl crate::registry::ParamKind for Center {
 pub struct Params {
     /// mono PCM [samples], int16 (read as x / 32768) or float32; removed
     #[serde(default = "super::default_audio_field")]
-    #[param(default = "audio")]
     pub from: FieldName,
     /// complex spectrogram to write, [frames, fft_size / 2 + 1, 2]
     #[serde(default = "super::default_spectrogram_field")]
-    #[param(default = "spectrogram")]
     pub to: FieldName,
     /// window length in samples
     pub frame_length: usize,

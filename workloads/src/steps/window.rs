@@ -14,7 +14,6 @@ use crate::step::{Step, StepContext, StepError};
 pub struct Params {
     /// tensor [channels, samples] (any dtype)
     #[serde(default = "super::default_signal_field")]
-    #[param(default = "signal")]
     pub field: FieldName,
     /// window length in samples
     pub length: usize,
