@@ -199,12 +199,15 @@ impl Drop for Moto {
 }
 
 impl Moto {
-    /// Installs moto in a virtual environment (once) and starts its server on a free port.
-    fn start() -> Result<Moto, String> {
-        let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("venv-moto");
-        let python = venv.join("bin").join("python");
-        let server = venv.join("bin").join("moto_server");
-        if !server.exists() {
+    /// The virtual environment with moto, made once per test process (tests starting at once
+    /// would otherwise make it over each other, and all but one skip).
+    fn venv() -> Result<&'static PathBuf, String> {
+        static VENV: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+        VENV.get_or_init(|| {
+            let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("venv-moto");
+            if venv.join("bin").join("moto_server").exists() {
+                return Ok(venv);
+            }
             let made = Command::new("python3")
                 .args(["-m", "venv"])
                 .arg(&venv)
@@ -220,7 +223,17 @@ impl Moto {
             if !pip.status.success() {
                 return Err(format!("pip install moto[server] failed: {}", stderr(&pip)));
             }
-        }
+            Ok(venv)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+    }
+
+    /// Starts moto's server (installed once) on a free port.
+    fn start() -> Result<Moto, String> {
+        let venv = Moto::venv()?;
+        let python = venv.join("bin").join("python");
+        let server = venv.join("bin").join("moto_server");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map_err(|e| e.to_string())?

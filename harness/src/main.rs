@@ -158,7 +158,7 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => calibrate_command(args, progress),
         Command::Whatif(args) => whatif_command(args),
         Command::Merge { dirs, out } => {
-            harness::plan::partition::merge(&dirs, out.as_deref()).map(|m| {
+            harness::plan::merge::merge(&dirs, out.as_deref()).map(|m| {
                 progress.note(&format!(
                     "merged {} shards ({} rows) into {}; `prepbench report {}` writes its report",
                     m.shards,

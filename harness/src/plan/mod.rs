@@ -1,9 +1,10 @@
 //! What to run and in which order: `prepbench run` ([`run`]), a workload's sweep matrix
-//! ([`sweep`]), its partition across hosts and the merge of the shards ([`partition`]),
+//! ([`sweep`]), its partition across hosts ([`partition`]) and the merge of the shards ([`merge`]),
 //! concurrent reading by MPI ranks ([`ranks`], feature `mpi`), and every reference workload at
 //! a named scale ([`reproduce`]).
 
 pub mod matrix;
+pub mod merge;
 pub mod partition;
 #[cfg(feature = "mpi")]
 pub mod ranks;
