@@ -4,11 +4,11 @@ use workloads::{CacheMode, Codec, StorageProfile, Strategy, Workload};
 
 use crate::measure::cache::{self, EvictPolicy};
 use crate::measure::epochs::RunSpec;
-use crate::measure::places::check_places;
-use crate::measure::session::{app_cache_bytes, dataset_root, resolve_strategies, Session};
+use crate::measure::session::{app_cache_bytes, resolve_strategies};
 use crate::measure::warnings::Warning;
+use crate::plan::executor::Executor;
 use crate::plan::settings::{Places, Settings};
-use crate::results::{self, Bound, RunRow, Tables};
+use crate::results::{Bound, RunRow};
 
 /// A run id unique to this process and moment: `r<unix seconds>-<pid>`.
 pub fn fresh_run_prefix() -> String {
@@ -79,13 +79,7 @@ impl Resolved {
     /// before anything is written.
     pub fn new(opts: &RunOptions, places: &Places) -> anyhow::Result<Resolved> {
         let workload = workloads::load(&opts.workload)?;
-        check_places(
-            &dataset_root(&workload, &places.data_dir)?,
-            &[
-                ("the results directory", &places.out),
-                ("the store directory", &places.store_dir),
-            ],
-        )?;
+        places.check_outside_dataset(&workload)?;
         let strategies = resolve_strategies(&workload, &opts.strategies)?;
         let storage_name = opts
             .storage
@@ -111,7 +105,6 @@ pub fn run(
     places: &Places,
     command_line: Vec<String>,
 ) -> anyhow::Result<RunOutcome> {
-    let started_utc = results::utc_now();
     let Resolved {
         workload,
         strategies,
@@ -120,20 +113,14 @@ pub fn run(
         epochs,
         storage,
     } = Resolved::new(opts, places)?;
-    // Open the results first: a conflicting folder fails before any work is done.
-    let tables = Tables::open(&places.out)?;
-    let mut session = Session::open(
+    let executor = Executor::open(
         workload,
-        &places.data_dir,
+        places,
         samples,
         opts.threads,
-        &places.store_dir,
-        places.evict,
-        places.progress,
+        opts.settings.on_error,
+        command_line,
     )?;
-    if let Some(on_error) = opts.settings.on_error {
-        session.on_error = on_error;
-    }
     let mut outcome = RunOutcome {
         rows: Vec::new(),
         bounds: Vec::new(),
@@ -148,9 +135,10 @@ pub fn run(
     };
     let prefix = fresh_run_prefix();
     for (index, strategy) in strategies.iter().enumerate() {
+        let run_id = format!("{prefix}-{index}");
         let stored = match strategy.split {
             0 => None,
-            _ => Some(session.store(
+            _ => Some(executor.session.store(
                 strategy,
                 opts.codec,
                 shards,
@@ -159,8 +147,11 @@ pub fn run(
                 opts.cache == CacheMode::Cold,
             )?),
         };
+        if let Some(m) = &stored {
+            executor.record_store(&run_id, m, None)?;
+        }
         let spec = RunSpec {
-            run_id: format!("{prefix}-{index}"),
+            run_id,
             strategy,
             stored: stored.as_ref(),
             threads: opts.threads,
@@ -174,17 +165,7 @@ pub fn run(
             consumer: opts.settings.consumer,
             start_gate: None,
         };
-        let measured = session.measure(&spec)?;
-        if let Some(m) = stored.as_ref() {
-            let (device, samples) = &m.samples;
-            tables.samples.append(&crate::measure::sysmon::rows(
-                &spec.run_id,
-                None,
-                device,
-                samples,
-            ))?;
-        }
-        measured.append_to(&tables)?;
+        let measured = executor.measure(&spec, |_| {})?;
         if let Some(v) = measured.verification.filter(|v| !v.passed()) {
             outcome
                 .verify_failures
@@ -201,12 +182,6 @@ pub fn run(
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    session.record_invocation(
-        &places.out,
-        started_utc,
-        command_line,
-        (&places.data_dir, &places.store_dir),
-        run_ids,
-    )?;
+    executor.finish(run_ids)?;
     Ok(outcome)
 }

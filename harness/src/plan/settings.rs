@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use workloads::{ConsumerSpec, OnError};
 
 use crate::measure::cache::EvictPolicy;
+use crate::measure::places::check_places;
+use crate::measure::session::dataset_root;
 use crate::progress::Progress;
 
 /// How each run is measured, whatever the matrix around it.
@@ -40,4 +42,18 @@ pub struct Places {
     pub store_dir: PathBuf,
     pub evict: EvictPolicy,
     pub progress: Progress,
+}
+
+impl Places {
+    /// Refuses a results or store directory inside `workload`'s dataset, before anything is
+    /// written: prepbench never writes into a dataset.
+    pub fn check_outside_dataset(&self, workload: &workloads::Workload) -> anyhow::Result<()> {
+        check_places(
+            &dataset_root(workload, &self.data_dir)?,
+            &[
+                ("the results directory", &self.out),
+                ("the store directory", &self.store_dir),
+            ],
+        )
+    }
 }

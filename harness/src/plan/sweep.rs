@@ -11,11 +11,12 @@ use workloads::{CacheMode, Codec, Workload};
 use crate::measure::epochs::RunSpec;
 use crate::measure::session::{Materialized, Session};
 use crate::measure::warnings::Warning;
+use crate::plan::executor::Executor;
 pub use crate::plan::matrix::{shuffled, Cell, Plan};
 use crate::plan::run::setting_warnings;
 pub use crate::plan::settings::{Places, Settings};
 use crate::progress::Progress;
-use crate::results::{self, Calibration, Manifest, OfflineRow, PlanEntry, Tables, Verdict};
+use crate::results::{self, Calibration, Manifest, OfflineRow, PlanEntry, Verdict};
 
 /// Settings of a sweep; `None` takes the workload's `sweep:` default.
 #[derive(Clone, Debug, Default)]
@@ -136,7 +137,6 @@ fn sweep_workload(
     places: &Places,
     command_line: Vec<String>,
 ) -> anyhow::Result<SweepOutcome> {
-    let started_utc = results::utc_now();
     let mut plan = Plan::new(&workload, opts)?;
     let all_ids: Vec<String> = plan
         .cells
@@ -171,13 +171,7 @@ fn sweep_workload(
             places.out.display()
         ));
     }
-    crate::measure::places::check_places(
-        &crate::measure::session::dataset_root(&workload, &places.data_dir)?,
-        &[
-            ("the results directory", &places.out),
-            ("the store directory", &places.store_dir),
-        ],
-    )?;
+    places.check_outside_dataset(&workload)?;
     Manifest::update(&places.out, |m| {
         m.plans.insert(
             workload.name.clone(),
@@ -190,7 +184,16 @@ fn sweep_workload(
             m.shard = Some(shard.clone());
         }
     })?;
-    let tables = Tables::open(&places.out)?;
+    let max_threads = plan.cells.iter().map(|c| c.threads).max().unwrap_or(1);
+    let mut executor = Executor::open(
+        workload,
+        places,
+        plan.samples,
+        max_threads,
+        Some(plan.on_error),
+        command_line,
+    )?;
+    let tables = &executor.tables;
     let done = tables.run_ids()?;
     let done_offline: HashSet<String> = tables
         .offline
@@ -201,11 +204,10 @@ fn sweep_workload(
     let pending: Vec<Cell> = plan
         .cells
         .iter()
-        .filter(|c| !done.contains(&plan.run_id(&workload, opts.settings.seed, c)))
+        .filter(|c| !done.contains(&plan.run_id(&executor.session.workload, opts.settings.seed, c)))
         .cloned()
         .collect();
     let skipped = plan.cells.len() - pending.len();
-    let max_threads = plan.cells.iter().map(|c| c.threads).max().unwrap_or(1);
     let caches: Vec<CacheMode> = plan.cells.iter().map(|c| c.cache).collect();
     let mut warnings = setting_warnings(
         &caches,
@@ -224,35 +226,15 @@ fn sweep_workload(
     if pending.is_empty() && skipped > 0 {
         places.progress.note(&format!(
             "{}: all {} runs already recorded in {}",
-            workload.name,
+            executor.session.workload.name,
             skipped,
             tables.runs.path().display()
         ));
     }
-    let mut session = Session::open(
-        workload,
-        &places.data_dir,
-        plan.samples,
-        max_threads,
-        &places.store_dir,
-        places.evict,
-        places.progress,
-    )?;
-    session.on_error = plan.on_error;
-    // The invocation, recorded once the sweep (or its calibration) is done.
-    let record = |session: &Session, run_ids: Vec<String>| {
-        session.record_invocation(
-            &places.out,
-            started_utc.clone(),
-            command_line.clone(),
-            (&places.data_dir, &places.store_dir),
-            run_ids,
-        )
-    };
     let cold = caches.contains(&CacheMode::Cold);
     if opts.calibrate_only {
         let calibration = calibrate_cells(
-            &session,
+            &executor.session,
             &plan,
             &mut HashMap::new(),
             places,
@@ -262,9 +244,10 @@ fn sweep_workload(
         )?;
         outcome.calibration = Some(crate::results::calibration::describe(&calibration));
         // The workload and command are recorded too, so the folder says what was calibrated.
-        record(&session, Vec::new())?;
+        executor.finish(Vec::new())?;
         return Ok(outcome);
     }
+    let session = &executor.session;
     let workload = &session.workload;
 
     // Offline phase: each (strategy, codec) that a pending run or a missing offline trial needs.
@@ -302,14 +285,7 @@ fn sweep_workload(
                 cpu_s_per_sample: (info.offline_cpu_user_s + info.offline_cpu_sys_s)
                     / plan.samples.max(1) as f64,
             };
-            let (device, samples) = &m.samples;
-            tables.samples.append(&crate::measure::sysmon::rows(
-                &row.run_id,
-                None,
-                device,
-                samples,
-            ))?;
-            tables.offline.append(&[row])?;
+            executor.record_store(&row.run_id.clone(), &m, Some(row))?;
             current = Some(m);
         }
         if needed_online {
@@ -338,23 +314,17 @@ fn sweep_workload(
     }
 
     if opts.calibrate && !pending.is_empty() {
-        calibrate_cells(
-            &session,
-            &plan,
-            &mut stores,
-            places,
-            opts,
-            max_threads,
-            cold,
-        )?;
+        calibrate_cells(session, &plan, &mut stores, places, opts, max_threads, cold)?;
     }
 
     // Online phase: pending runs in a seeded random order, one progress bar over the matrix.
     let order = shuffled(pending, opts.settings.seed);
-    let bar = places
-        .progress
-        .bar(order.len() as u64, &format!("sweep {}", workload.name));
-    session.progress = Progress { quiet: true };
+    executor.session.progress = Progress { quiet: true };
+    let session = &executor.session;
+    let bar = places.progress.bar(
+        order.len() as u64,
+        &format!("sweep {}", session.workload.name),
+    );
     let mut run_ids = Vec::new();
     for cell in &order {
         let run_id = plan.run_id(&session.workload, opts.settings.seed, cell);
@@ -378,14 +348,12 @@ fn sweep_workload(
             consumer: plan.consumer,
             start_gate: None,
         };
-        let mut measured = session.measure(&spec)?;
-        if let Some(verdict) = verdicts.get(&(cell.strategy.name.clone(), cell.codec)) {
-            measured
-                .rows
-                .iter_mut()
-                .for_each(|r| r.verified = Some(*verdict));
-        }
-        measured.append_to(&tables)?;
+        let verdict = verdicts.get(&(cell.strategy.name.clone(), cell.codec));
+        let measured = executor.measure(&spec, |m| {
+            if let Some(verdict) = verdict {
+                m.rows.iter_mut().for_each(|r| r.verified = Some(*verdict));
+            }
+        })?;
         warnings.extend(measured.warnings);
         run_ids.push(run_id);
         outcome.ran += 1;
@@ -394,7 +362,7 @@ fn sweep_workload(
     bar.finish_and_clear();
     warnings.dedup();
     outcome.warnings = warnings;
-    record(&session, run_ids)?;
+    executor.finish(run_ids)?;
     Ok(outcome)
 }
 

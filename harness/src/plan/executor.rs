@@ -1,0 +1,95 @@
+//! Where a plan's runs are measured and recorded. `run` and `sweep` (and the calibration a
+//! sweep starts with) all go through an [`Executor`]: it opens the results tables before any
+//! work (so a conflicting folder fails first), opens the session over the workload's dataset,
+//! records each store's and each run's rows, and at the end the invocation with the runs it
+//! recorded. (Callers refuse places inside the dataset first: `Places::check_outside_dataset`.)
+
+use workloads::{OnError, Workload};
+
+use crate::measure::epochs::{Measured, RunSpec};
+use crate::measure::session::{Materialized, Session};
+use crate::plan::settings::Places;
+use crate::results::{self, OfflineRow, Tables};
+
+/// A workload's session and the results folder its runs go to.
+pub struct Executor<'p> {
+    pub tables: Tables,
+    pub session: Session,
+    places: &'p Places,
+    started_utc: String,
+    command_line: Vec<String>,
+}
+
+impl<'p> Executor<'p> {
+    /// Opens the results in `places.out` and a session over the first `samples` samples of
+    /// `workload`'s dataset (generated when missing, on `threads` threads). `on_error`
+    /// overrides the workload's.
+    pub fn open(
+        workload: Workload,
+        places: &'p Places,
+        samples: usize,
+        threads: usize,
+        on_error: Option<OnError>,
+        command_line: Vec<String>,
+    ) -> anyhow::Result<Executor<'p>> {
+        let started_utc = results::utc_now();
+        let tables = Tables::open(&places.out)?;
+        let mut session = Session::open(
+            workload,
+            &places.data_dir,
+            samples,
+            threads,
+            &places.store_dir,
+            places.evict,
+            places.progress,
+        )?;
+        if let Some(on_error) = on_error {
+            session.on_error = on_error;
+        }
+        Ok(Executor {
+            tables,
+            session,
+            places,
+            started_utc,
+            command_line,
+        })
+    }
+
+    /// Records the system samples taken while `stored` was materialized (none when it was
+    /// reused), under `id`, and its offline.csv row when a sweep times it.
+    pub fn record_store(
+        &self,
+        id: &str,
+        stored: &Materialized,
+        offline: Option<OfflineRow>,
+    ) -> Result<(), results::ResultsError> {
+        let (device, samples) = &stored.samples;
+        self.tables
+            .samples
+            .append(&crate::measure::sysmon::rows(id, None, device, samples))?;
+        self.tables.offline.append(offline.as_slice())
+    }
+
+    /// Measures one run and records it.
+    pub fn measure(
+        &self,
+        spec: &RunSpec,
+        adjust: impl FnOnce(&mut Measured),
+    ) -> anyhow::Result<Measured> {
+        let mut measured = self.session.measure(spec)?;
+        adjust(&mut measured);
+        measured.append_to(&self.tables)?;
+        Ok(measured)
+    }
+
+    /// Records the invocation in the manifest, with the runs it recorded.
+    pub fn finish(&self, run_ids: Vec<String>) -> Result<(), results::ResultsError> {
+        self.session.record_invocation(
+            &self.places.out,
+            self.started_utc.clone(),
+            self.command_line.clone(),
+            (&self.places.data_dir, &self.places.store_dir),
+            run_ids,
+        )
+    }
+}
