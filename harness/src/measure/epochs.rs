@@ -135,7 +135,7 @@ impl Session {
     /// Whether a run reading `stored` (the raw files when `None`) reads from object storage.
     pub fn input_is_remote(&self, stored: Option<&Materialized>) -> bool {
         match stored {
-            Some(m) => m.remote.is_some(),
+            Some(m) => !m.backend.is_local(),
             None => !self.source.is_local(),
         }
     }
@@ -152,17 +152,9 @@ impl Session {
                 0,
             ),
             Some(m) => (
-                m.manifest
-                    .shards
-                    .iter()
-                    .map(|s| m.dir.join(&s.file))
-                    .collect::<Vec<_>>(),
+                m.local_paths(),
                 m.manifest.storage_bytes(),
-                OnlineInput::Store {
-                    dir: &m.dir,
-                    manifest: &m.manifest,
-                    remote: m.remote.as_ref(),
-                },
+                m.input(),
                 m.manifest.codec,
                 m.manifest.shards.len(),
             ),
@@ -277,7 +269,9 @@ impl Session {
             let valid =
                 !(prep.state == CacheState::Cold && prep.after_pct > MAX_COLD_RESIDENCY_PCT);
             if !valid {
-                let fs_type = crate::results::system::filesystem_of(&files[0])
+                let fs_type = files
+                    .first()
+                    .and_then(|f| crate::results::system::filesystem_of(f))
                     .map(|f| f.fs_type)
                     .unwrap_or_else(|| "unknown".into());
                 measured.warnings.push(Warning::StillResident {

@@ -2,7 +2,6 @@
 //! `unprocessed`), read, decompress, decode and apply steps `[split, n)`, handing samples to a
 //! consumer over a bounded queue; the consumer touches every page of every sample.
 
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 
@@ -15,7 +14,7 @@ use crate::measure::emulate::Throttle;
 use crate::measure::metrics::{Delta, Snapshot};
 use crate::measure::pipeline::{apply_steps, panic_message, RunError};
 use crate::results::Skipped;
-use crate::store::{ShardInfo, ShardReader, StoreManifest};
+use crate::store::{ShardInfo, ShardReader, StoreBackend, StoreManifest};
 use workloads::ConsumerSpec;
 
 /// Where the online phase reads from.
@@ -23,11 +22,10 @@ use workloads::ConsumerSpec;
 pub enum OnlineInput<'a> {
     /// The raw dataset files (split 0).
     Raw,
-    /// A materialized store, local or (with `remote`) in object storage.
+    /// A materialized store, here or in object storage.
     Store {
-        dir: &'a Path,
+        backend: &'a dyn StoreBackend,
         manifest: &'a StoreManifest,
-        remote: Option<&'a crate::store::remote::RemoteShards>,
     },
     /// The samples an earlier epoch kept in the application cache.
     Memory(&'a AppCache),
@@ -284,46 +282,22 @@ fn store_worker(
     tx: &mpsc::SyncSender<Message>,
     times: &mut StageTimes,
 ) -> Result<(), RunError> {
-    let OnlineInput::Store {
-        dir,
-        manifest,
-        remote,
-    } = job.input
-    else {
+    let OnlineInput::Store { backend, manifest } = job.input else {
         unreachable!("store_worker reads stores only");
     };
     let mut payload = Vec::new();
     let mut outcome = Ok(());
     let mut kept = Vec::new();
     for shard in shards {
-        let mut reader = match remote {
-            Some(r) => {
-                let label = PathBuf::from(r.url(&shard.file));
-                let file = r
-                    .store
-                    .open(&r.key(&shard.file), shard.bytes)
-                    .map_err(|e| {
-                        RunError::Store(crate::store::StoreError::Invalid {
-                            path: label.display().to_string(),
-                            message: e.to_string(),
-                        })
-                    })?;
-                ShardReader::from_read(&label, manifest.codec, file)?
+        // Reads of a local store through emulated storage count as read time.
+        let (label, file) = match (job.throttle, backend.local_path(&shard.file)) {
+            (Some(t), Some(path)) => {
+                let file = t.open(&path).map_err(crate::store::io_error(&path))?;
+                (path, Box::new(file) as Box<dyn std::io::Read + Send>)
             }
-            None => {
-                // Reads through emulated storage (when a profile is emulated) count as read time.
-                let path = dir.join(&shard.file);
-                let opened = match job.throttle {
-                    Some(t) => t
-                        .open(&path)
-                        .map(|f| Box::new(f) as Box<dyn std::io::Read + Send>),
-                    None => std::fs::File::open(&path)
-                        .map(|f| Box::new(f) as Box<dyn std::io::Read + Send>),
-                };
-                let file = opened.map_err(crate::store::io_error(&path))?;
-                ShardReader::from_read(&path, manifest.codec, file)?
-            }
+            _ => backend.open(&shard.file, shard.bytes)?,
         };
+        let mut reader = ShardReader::from_read(&label, manifest.codec, file)?;
         let result = read_shard(
             job,
             &mut reader,

@@ -15,7 +15,7 @@ use crate::measure::materialize::{materialize, MaterializeJob};
 use crate::measure::verify::{verify, Verification};
 use crate::progress::Progress;
 use crate::results::{self, InvocationEntry, Manifest, Place, WorkloadEntry};
-use crate::store::{self, remote, StoreKey, StoreManifest};
+use crate::store::{remote, LocalStore, StoreBackend, StoreKey, StoreManifest};
 
 /// A cold epoch whose files are more resident than this after eviction is invalid.
 pub const MAX_COLD_RESIDENCY_PCT: f64 = 5.0;
@@ -91,13 +91,32 @@ pub fn resolve_strategies(workload: &Workload, names: &[String]) -> anyhow::Resu
 
 /// A materialized strategy ready to be read online.
 pub struct Materialized {
-    pub dir: PathBuf,
+    /// Where its shards are: a folder here, or object storage.
+    pub backend: std::sync::Arc<dyn StoreBackend>,
     pub manifest: StoreManifest,
     pub reused: bool,
     /// System samples taken while it was materialized (empty when reused): device, samples.
     pub samples: (String, Vec<crate::measure::sysmon::SystemSample>),
-    /// Where the shards are when the store is in object storage (`dir` is then only a name).
-    pub remote: Option<remote::RemoteShards>,
+}
+
+impl Materialized {
+    /// The shard files' paths, when they are on this machine (for page-cache control); empty
+    /// in object storage.
+    pub fn local_paths(&self) -> Vec<PathBuf> {
+        self.manifest
+            .shards
+            .iter()
+            .filter_map(|s| self.backend.local_path(&s.file))
+            .collect()
+    }
+
+    /// What the online phase reads.
+    pub fn input(&self) -> OnlineInput<'_> {
+        OnlineInput::Store {
+            backend: self.backend.as_ref(),
+            manifest: &self.manifest,
+        }
+    }
 }
 
 /// The application cache's default limit: half the memory available now.
@@ -204,23 +223,22 @@ impl Session {
             source_fingerprint: self.source_fingerprint.clone(),
             prefix_fingerprint: self.workload.prefix_fingerprint(strategy.split),
         };
+        // Made here (in the staging folder when it goes to object storage).
         let dir = key.dir(&self.store_dir);
-        let remote = self.remote.as_ref().map(|store| remote::RemoteShards {
-            store: store.clone(),
-            prefix: remote::prefix(&key),
-        });
+        let backend: std::sync::Arc<dyn StoreBackend> = match &self.remote {
+            Some(store) => std::sync::Arc::new(remote::RemoteShards {
+                store: store.clone(),
+                prefix: remote::prefix(&key),
+            }),
+            None => std::sync::Arc::new(LocalStore { dir: dir.clone() }),
+        };
         if !rematerialize {
-            let found = match &remote {
-                Some(r) => remote::find_complete(r, &key)?,
-                None => store::find_complete(&dir, &key)?,
-            };
-            if let Some(manifest) = found {
+            if let Some(manifest) = backend.find_complete(&key)? {
                 return Ok(Materialized {
-                    dir,
+                    backend,
                     manifest,
                     reused: true,
                     samples: Default::default(),
-                    remote,
                 });
             }
         }
@@ -247,38 +265,17 @@ impl Session {
         );
         let mut manifest = materialize(&job, &bar)
             .with_context(|| format!("materializing `{}` into {}", strategy.name, dir.display()))?;
-        if let Some(r) = &remote {
-            // Made in the staging directory; uploaded now, the manifest last (with the upload
-            // counted as offline writing time), then the staging copy removed.
-            let start = std::time::Instant::now();
-            let upload = || -> std::io::Result<()> {
-                r.store.remove(&r.prefix)?;
-                for shard in &manifest.shards {
-                    r.store
-                        .put_file(&dir.join(&shard.file), &r.key(&shard.file))?;
-                }
-                Ok(())
-            };
-            upload().with_context(|| format!("uploading `{}` to {}", strategy.name, r.url("")))?;
-            let seconds = start.elapsed().as_secs_f64();
-            manifest.offline_s += seconds;
-            manifest.offline_writing_s += seconds;
-            let text = serde_json::to_vec_pretty(&manifest)?;
-            r.store
-                .put(&r.key(store::STORE_MANIFEST), text)
-                .with_context(|| format!("uploading the manifest to {}", r.url("")))?;
-            // The staging directory held only this store.
-            let _ = std::fs::remove_dir_all(&self.store_dir);
-        }
+        backend
+            .publish(&dir, &mut manifest)
+            .with_context(|| format!("putting `{}` in {}", strategy.name, backend.location()))?;
         let device = sampler.device.clone();
         let samples = (device, sampler.finish());
         bar.finish_and_clear();
         Ok(Materialized {
-            dir,
+            backend,
             manifest,
             reused: false,
             samples,
-            remote,
         })
     }
 
@@ -291,14 +288,7 @@ impl Session {
         threads: usize,
         seed: u64,
     ) -> anyhow::Result<Verification> {
-        let input = match stored {
-            None => OnlineInput::Raw,
-            Some(m) => OnlineInput::Store {
-                dir: &m.dir,
-                manifest: &m.manifest,
-                remote: m.remote.as_ref(),
-            },
-        };
+        let input = stored.map_or(OnlineInput::Raw, Materialized::input);
         let job = OnlineJob {
             workload: &self.workload,
             split: strategy.split,

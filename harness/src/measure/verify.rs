@@ -96,9 +96,10 @@ mod tests {
             split: strategy.split,
             source: &source,
             input: OnlineInput::Store {
-                dir: &store_dir,
+                backend: &crate::store::LocalStore {
+                    dir: store_dir.clone(),
+                },
                 manifest: &manifest,
-                remote: None,
             },
             threads: 2,
             seed: 1,

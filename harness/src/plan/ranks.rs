@@ -209,11 +209,10 @@ fn partition_store(m: &Materialized, rank: usize, size: usize) -> Materialized {
         .map(|(_, s)| s)
         .collect();
     Materialized {
-        dir: m.dir.clone(),
+        backend: m.backend.clone(),
         manifest,
         reused: true,
         samples: (String::new(), Vec::new()),
-        remote: m.remote.clone(),
     }
 }
 

@@ -2,6 +2,7 @@
 //! under a temporary name, synced, renamed) plus `store.json`, written last, which makes the
 //! directory complete. An incomplete directory is never read: it is cleared and redone.
 
+pub mod backend;
 pub mod codec;
 pub mod framing;
 
@@ -10,6 +11,7 @@ pub mod remote;
 pub mod s3;
 mod shard;
 
+pub use backend::{LocalStore, StoreBackend};
 pub use shard::{ShardReader, ShardWriter};
 
 use std::fs::File;

@@ -50,6 +50,57 @@ impl RemoteShards {
     }
 }
 
+impl super::backend::StoreBackend for RemoteShards {
+    fn location(&self) -> String {
+        self.url("")
+    }
+
+    fn find_complete(&self, key: &StoreKey) -> Result<Option<StoreManifest>, StoreError> {
+        find_complete(self, key)
+    }
+
+    /// Uploads the shards, then the manifest (with the upload counted as offline writing
+    /// time), so its presence still means complete; then removes the local copy.
+    fn publish(&self, made: &Path, manifest: &mut StoreManifest) -> Result<(), StoreError> {
+        let start = std::time::Instant::now();
+        self.store
+            .remove(&self.prefix)
+            .map_err(remote_error(self.url("")))?;
+        for shard in &manifest.shards {
+            self.store
+                .put_file(&made.join(&shard.file), &self.key(&shard.file))
+                .map_err(remote_error(self.url(&shard.file)))?;
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        manifest.offline_s += seconds;
+        manifest.offline_writing_s += seconds;
+        let text = serde_json::to_vec_pretty(manifest).expect("a store manifest serializes");
+        self.store
+            .put(&self.key(STORE_MANIFEST), text)
+            .map_err(remote_error(self.url(STORE_MANIFEST)))?;
+        // The staging copy is not needed any more.
+        let _ = std::fs::remove_dir_all(made);
+        Ok(())
+    }
+
+    fn local_path(&self, _file: &str) -> Option<std::path::PathBuf> {
+        None
+    }
+
+    fn open(
+        &self,
+        file: &str,
+        bytes: u64,
+    ) -> Result<(std::path::PathBuf, Box<dyn Read + Send>), StoreError> {
+        let label = self.url(file);
+        let reader = self
+            .store
+            .open(&self.key(file), bytes)
+            .map_err(remote_error(label.clone()))?;
+        Ok((label.into(), reader))
+    }
+}
+
 /// The key prefix of `key`'s store: its directory under an empty root, with `/`.
 pub fn prefix(key: &StoreKey) -> String {
     key.dir(Path::new(""))

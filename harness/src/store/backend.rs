@@ -1,0 +1,62 @@
+//! Where a store lives, behind one trait: a folder on this machine ([`LocalStore`]) or a prefix
+//! in object storage (`remote::RemoteShards`). A store is always made in a local folder; the
+//! backend finds a complete one, publishes one just made, and opens its shards, so the session
+//! and the online phase never ask which it is, except where a page cache is concerned
+//! ([`StoreBackend::local_path`]).
+
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::{io_error, StoreError, StoreKey, StoreManifest};
+
+pub trait StoreBackend: Send + Sync + fmt::Debug {
+    /// The store's location for messages: its folder, or its `s3://` URL.
+    fn location(&self) -> String;
+    /// The manifest of a complete store here matching `key` (every shard present at its
+    /// size); `None` when there is none.
+    fn find_complete(&self, key: &StoreKey) -> Result<Option<StoreManifest>, StoreError>;
+    /// Puts the store just made (complete) in the local folder `made` here. Time spent moving
+    /// it counts as offline writing time in `manifest`.
+    fn publish(&self, made: &Path, manifest: &mut StoreManifest) -> Result<(), StoreError>;
+    /// A shard file's path when the store is on this machine, behind its page cache (eviction,
+    /// residency and storage emulation apply to it); `None` in object storage.
+    fn local_path(&self, file: &str) -> Option<PathBuf>;
+    /// Whether the store is on this machine, behind its page cache.
+    fn is_local(&self) -> bool {
+        self.local_path("").is_some()
+    }
+    /// Opens the shard file `file`, `bytes` long, with the name its errors give.
+    fn open(&self, file: &str, bytes: u64) -> Result<(PathBuf, Box<dyn Read + Send>), StoreError>;
+}
+
+/// A store in a folder on this machine, made in place.
+#[derive(Clone, Debug)]
+pub struct LocalStore {
+    pub dir: PathBuf,
+}
+
+impl StoreBackend for LocalStore {
+    fn location(&self) -> String {
+        self.dir.display().to_string()
+    }
+
+    fn find_complete(&self, key: &StoreKey) -> Result<Option<StoreManifest>, StoreError> {
+        super::find_complete(&self.dir, key)
+    }
+
+    fn publish(&self, made: &Path, _manifest: &mut StoreManifest) -> Result<(), StoreError> {
+        debug_assert_eq!(made, self.dir, "a local store is made where it stays");
+        Ok(())
+    }
+
+    fn local_path(&self, file: &str) -> Option<PathBuf> {
+        Some(self.dir.join(file))
+    }
+
+    fn open(&self, file: &str, _bytes: u64) -> Result<(PathBuf, Box<dyn Read + Send>), StoreError> {
+        let path = self.dir.join(file);
+        let opened = std::fs::File::open(&path).map_err(io_error(&path))?;
+        Ok((path, Box::new(opened)))
+    }
+}
