@@ -32,10 +32,19 @@ pub fn prepbench(args: &[&str]) -> Output {
         .expect("prepbench runs")
 }
 
+/// A folder for the whole test process under the tests' own scratch folder (target/tmp), not
+/// /tmp: a static is never dropped, so it is left behind, where `cargo clean` removes it.
+fn process_dir(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+}
+
 /// Where the tests' machine calibration is cached (one per test process, not the user's).
 pub fn calibration_cache() -> &'static Path {
     static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    CACHE.get_or_init(|| tempfile::tempdir().unwrap()).path()
+    CACHE.get_or_init(|| process_dir("calibration-")).path()
 }
 
 pub fn stderr(out: &Output) -> String {
@@ -46,7 +55,7 @@ pub fn stderr(out: &Output) -> String {
 pub fn data_dir() -> &'static Path {
     static DATA: OnceLock<tempfile::TempDir> = OnceLock::new();
     DATA.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = process_dir("data-");
         let out = prepbench(&[
             "generate",
             "imagenet",
