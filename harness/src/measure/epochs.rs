@@ -41,6 +41,19 @@ pub struct RunSpec<'a> {
     pub start_gate: Option<&'a dyn Fn()>,
 }
 
+/// Refuses the application cache for a strategy that stores nothing: the cache keeps stored
+/// records, and raw files have none.
+pub fn check_cache_mode(strategy: &Strategy, cache: CacheMode) -> anyhow::Result<()> {
+    if cache == CacheMode::App && strategy.split == 0 {
+        bail!(
+            "the application cache keeps stored records, and `{}` stores none: use --cache \
+             cold or warm for it",
+            strategy.name
+        );
+    }
+    Ok(())
+}
+
 /// What one run produced.
 pub struct Measured {
     pub rows: Vec<RunRow>,
@@ -188,13 +201,7 @@ impl Session {
             );
         }
         let store_skipped_count: u64 = store_skipped.iter().map(|s| s.count).sum();
-        if spec.cache == CacheMode::App && strategy.split == 0 {
-            bail!(
-                "the application cache keeps stored records, and `{}` stores none: use \
-                 --cache cold or warm for it",
-                strategy.name
-            );
-        }
+        check_cache_mode(strategy, spec.cache)?;
         let app_cache = crate::measure::execute::AppCache::new(spec.app_cache_bytes);
         let mut measured = Measured {
             rows: Vec::new(),

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use workloads::rng::SeededRng;
 use workloads::{CacheMode, Codec, OnError, StorageProfile, Strategy, Workload};
 
-use crate::measure::session::resolve_strategies;
+use crate::measure::epochs::RunSpec;
+use crate::measure::session::{app_cache_bytes, resolve_strategies, Materialized};
+use crate::plan::settings::Settings;
 use crate::plan::sweep::SweepOptions;
 use workloads::ConsumerSpec;
 
@@ -147,6 +149,32 @@ impl Plan {
             key.push_str("|skip");
         }
         format!("s{:014x}", xxhash_rust::xxh3::xxh3_64(key.as_bytes()) >> 8)
+    }
+
+    /// The run of `cell` with id `run_id`, reading `stored` (the raw files when `None`); not
+    /// verified, and with no start gate.
+    pub fn spec<'c>(
+        &self,
+        cell: &'c Cell,
+        run_id: String,
+        stored: Option<&'c Materialized>,
+        settings: &Settings,
+    ) -> RunSpec<'c> {
+        RunSpec {
+            run_id,
+            strategy: &cell.strategy,
+            stored,
+            threads: cell.threads,
+            cache: cell.cache,
+            epochs: self.epochs,
+            seed: settings.seed,
+            trial: cell.trial,
+            verify: false,
+            app_cache_bytes: app_cache_bytes(settings.app_cache_mb),
+            storage: &cell.storage,
+            consumer: self.consumer,
+            start_gate: None,
+        }
     }
 
     pub fn offline_id(

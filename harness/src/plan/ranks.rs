@@ -57,15 +57,9 @@ fn ranked(
     size: usize,
 ) -> anyhow::Result<Option<String>> {
     let started_utc = results::utc_now();
-    let Resolved {
-        strategies,
-        samples,
-        shards,
-        epochs,
-        storage,
-        ..
-    } = Resolved::new(opts, places)?;
-    if strategies.iter().any(|s| s.split > 0) && shards < size {
+    let Resolved { plan, .. } = Resolved::new(opts, places)?;
+    let shards = plan.shards;
+    if plan.cells.iter().any(|c| c.strategy.split > 0) && shards < size {
         bail!("{shards} shards cannot give each of {size} ranks a partition: use --shards {size} or more");
     }
     let table = if rank == 0 {
@@ -78,7 +72,7 @@ fn ranked(
         Session::open(
             workloads::load(&opts.workload)?,
             &places.data_dir,
-            samples,
+            plan.samples,
             opts.threads,
             &places.store_dir,
             places.evict,
@@ -99,7 +93,8 @@ fn ranked(
     let run_prefix = crate::plan::run::fresh_run_prefix();
     let mut printed = String::new();
     let mut run_ids = Vec::new();
-    for (i, strategy) in strategies.iter().enumerate() {
+    for (i, cell) in plan.cells.iter().enumerate() {
+        let strategy = &cell.strategy;
         let stored = if strategy.split > 0 {
             let made = if rank == 0 {
                 Some(session.store(
@@ -131,19 +126,10 @@ fn ranked(
         let run_id = format!("{run_prefix}-ranks-{i}");
         let gate = || world.barrier();
         let spec = RunSpec {
-            run_id: run_id.clone(),
-            strategy,
-            stored: stored.as_ref(),
-            threads: opts.threads,
-            cache: opts.cache,
-            epochs,
-            seed: opts.settings.seed,
-            trial: 0,
-            verify: false,
-            app_cache_bytes: crate::measure::session::app_cache_bytes(opts.settings.app_cache_mb),
-            storage: &storage,
+            // Ranks measure reading alone: no simulated consumer.
             consumer: None,
             start_gate: Some(&gate),
+            ..plan.spec(cell, run_id.clone(), stored.as_ref(), &opts.settings)
         };
         let measured = session.measure(&spec);
         if let Some(full) = full {

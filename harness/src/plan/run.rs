@@ -1,13 +1,16 @@
 //! `prepbench run`: every requested strategy of a workload at one setting.
 
-use workloads::{CacheMode, Codec, StorageProfile, Strategy, Workload};
+use workloads::{CacheMode, Codec, Workload};
 
 use crate::measure::cache::{self, EvictPolicy};
+use crate::measure::epochs::check_cache_mode;
 use crate::measure::epochs::RunSpec;
-use crate::measure::session::{app_cache_bytes, resolve_strategies};
+use crate::measure::session::resolve_strategies;
 use crate::measure::warnings::Warning;
 use crate::plan::executor::Executor;
+use crate::plan::matrix::Plan;
 use crate::plan::settings::{Places, Settings};
+use crate::plan::sweep::SweepOptions;
 use crate::results::{Bound, RunRow};
 
 /// A run id unique to this process and moment: `r<unix seconds>-<pid>`.
@@ -64,61 +67,59 @@ pub fn setting_warnings(
     warnings
 }
 
-/// A run's settings with the workload's defaults applied.
+/// A run resolved against its workload: a plan of one cell per strategy (one codec, thread
+/// count, cache mode and storage profile, one trial), with the workload's defaults applied.
 pub struct Resolved {
     pub workload: Workload,
-    pub strategies: Vec<Strategy>,
-    pub samples: usize,
-    pub shards: usize,
-    pub epochs: u64,
-    pub storage: StorageProfile,
+    pub plan: Plan,
 }
 
 impl Resolved {
-    /// Resolves `opts` against its workload, refusing results or stores inside the dataset
-    /// before anything is written.
+    /// Resolves `opts` against its workload, refusing results or stores inside the dataset,
+    /// and the application cache for a strategy that stores nothing, before anything is
+    /// written.
     pub fn new(opts: &RunOptions, places: &Places) -> anyhow::Result<Resolved> {
         let workload = workloads::load(&opts.workload)?;
         places.check_outside_dataset(&workload)?;
-        let strategies = resolve_strategies(&workload, &opts.strategies)?;
-        let storage_name = opts
+        for strategy in resolve_strategies(&workload, &opts.strategies)? {
+            check_cache_mode(&strategy, opts.cache)?;
+        }
+        let storage = opts
             .storage
             .clone()
             .unwrap_or_else(|| workload.sweep.storage[0].clone());
-        let storage = workload
-            .storage_profile(&storage_name)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", workload.origin))?;
-        Ok(Resolved {
-            samples: opts.settings.samples.unwrap_or(workload.dataset.samples),
-            shards: opts.settings.shards.unwrap_or(workload.sweep.shards).max(1),
-            epochs: opts.settings.epochs.unwrap_or(workload.sweep.epochs).max(1) as u64,
-            strategies,
-            storage,
-            workload,
-        })
+        let plan = Plan::new(
+            &workload,
+            &SweepOptions {
+                workload: opts.workload.clone(),
+                strategies: Some(opts.strategies.clone()),
+                codecs: Some(vec![opts.codec]),
+                threads: Some(vec![opts.threads]),
+                cache: Some(vec![opts.cache]),
+                trials: Some(1),
+                storage: Some(vec![storage]),
+                settings: opts.settings.clone(),
+                ..SweepOptions::default()
+            },
+        )?;
+        Ok(Resolved { workload, plan })
     }
 }
 
-/// `prepbench run`: every requested strategy at one setting, rows appended to `places.out`.
+/// `prepbench run`: every requested strategy at one setting, a plan of one cell per strategy
+/// measured by the executor sweeps use, rows appended to `places.out`.
 pub fn run(
     opts: &RunOptions,
     places: &Places,
     command_line: Vec<String>,
 ) -> anyhow::Result<RunOutcome> {
-    let Resolved {
-        workload,
-        strategies,
-        samples,
-        shards,
-        epochs,
-        storage,
-    } = Resolved::new(opts, places)?;
+    let Resolved { workload, plan } = Resolved::new(opts, places)?;
     let executor = Executor::open(
         workload,
         places,
-        samples,
+        plan.samples,
         opts.threads,
-        opts.settings.on_error,
+        Some(plan.on_error),
         command_line,
     )?;
     let mut outcome = RunOutcome {
@@ -127,49 +128,39 @@ pub fn run(
         warnings: setting_warnings(
             &[opts.cache],
             places.evict,
-            shards,
+            plan.shards,
             opts.threads,
-            strategies.iter().any(|s| s.split > 0),
+            plan.cells.iter().any(|c| c.strategy.split > 0),
         ),
         verify_failures: Vec::new(),
     };
+    // The plan's cells in order, each a fresh run: `run` always records new rows.
     let prefix = fresh_run_prefix();
-    for (index, strategy) in strategies.iter().enumerate() {
+    for (index, cell) in plan.cells.iter().enumerate() {
         let run_id = format!("{prefix}-{index}");
-        let stored = match strategy.split {
+        let stored = match cell.strategy.split {
             0 => None,
             _ => Some(executor.session.store(
-                strategy,
-                opts.codec,
-                shards,
-                opts.threads,
+                &cell.strategy,
+                cell.codec,
+                plan.shards,
+                cell.threads,
                 opts.settings.rematerialize,
-                opts.cache == CacheMode::Cold,
+                cell.cache == CacheMode::Cold,
             )?),
         };
         if let Some(m) = &stored {
             executor.record_store(&run_id, m, None)?;
         }
         let spec = RunSpec {
-            run_id,
-            strategy,
-            stored: stored.as_ref(),
-            threads: opts.threads,
-            cache: opts.cache,
-            epochs,
-            seed: opts.settings.seed,
-            trial: 0,
             verify: opts.settings.verify,
-            app_cache_bytes: app_cache_bytes(opts.settings.app_cache_mb),
-            storage: &storage,
-            consumer: opts.settings.consumer,
-            start_gate: None,
+            ..plan.spec(cell, run_id, stored.as_ref(), &opts.settings)
         };
         let measured = executor.measure(&spec, |_| {})?;
         if let Some(v) = measured.verification.filter(|v| !v.passed()) {
             outcome
                 .verify_failures
-                .push((strategy.name.clone(), v.mismatched));
+                .push((cell.strategy.name.clone(), v.mismatched));
         }
         outcome.warnings.extend(measured.warnings);
         outcome.rows.extend(measured.rows);

@@ -8,7 +8,6 @@ use std::collections::{HashMap, HashSet};
 
 use workloads::{CacheMode, Codec, Workload};
 
-use crate::measure::epochs::RunSpec;
 use crate::measure::session::{Materialized, Session};
 use crate::measure::warnings::Warning;
 use crate::plan::executor::Executor;
@@ -333,21 +332,7 @@ fn sweep_workload(
             cell.strategy.name, cell.codec, cell.threads, cell.cache, cell.storage.name
         ));
         let stored = stores.get(&(cell.strategy.name.clone(), cell.codec));
-        let spec = RunSpec {
-            run_id: run_id.clone(),
-            strategy: &cell.strategy,
-            stored,
-            threads: cell.threads,
-            cache: cell.cache,
-            epochs: plan.epochs,
-            seed: opts.settings.seed,
-            trial: cell.trial,
-            verify: false,
-            app_cache_bytes: crate::measure::session::app_cache_bytes(opts.settings.app_cache_mb),
-            storage: &cell.storage,
-            consumer: plan.consumer,
-            start_gate: None,
-        };
+        let spec = plan.spec(cell, run_id.clone(), stored, &opts.settings);
         let verdict = verdicts.get(&(cell.strategy.name.clone(), cell.codec));
         let measured = executor.measure(&spec, |m| {
             if let Some(verdict) = verdict {
