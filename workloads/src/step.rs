@@ -27,7 +27,7 @@ impl StepError {
 /// What a step may depend on besides its input: the run's seed, the current epoch, and how to
 /// read files. Random steps draw from [`StepContext::rng`], so their output is a pure function of
 /// (seed, sample id, epoch, step index) and identical whichever strategy ran them.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct StepContext<'a> {
     pub seed: u64,
     pub epoch: u64,

@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -27,13 +27,7 @@ pub struct Params {
     pub append_eot: bool,
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "bpe_encode",
-    summary: "GPT-2 BPE (r50k_base, tiktoken-identical ids) of a text field to int32 tokens [n]",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, BpeEncode::new),
-};
+step_spec! { BpeEncode, "bpe_encode", "GPT-2 BPE (r50k_base, tiktoken-identical ids) of a text field to int32 tokens [n]" }
 
 #[derive(Debug)]
 pub struct BpeEncode {

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -18,14 +18,7 @@ pub struct Params {
     pub factor: f32,
 }
 
-/// What `prepbench list steps` shows, and how the step is built from YAML.
-pub static SPEC: StepSpec = StepSpec {
-    op: "brightness",
-    summary: "multiply an image by a factor (uint8 saturates at 0 and 255)",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, Brightness::new),
-};
+step_spec! { Brightness, "brightness", "multiply an image by a factor (uint8 saturates at 0 and 255)" }
 
 #[derive(Debug)]
 pub struct Brightness {
@@ -78,12 +71,7 @@ mod tests {
     use super::*;
 
     fn ctx() -> StepContext<'static> {
-        StepContext {
-            seed: 0,
-            epoch: 0,
-            step_index: 0,
-            files: None,
-        }
+        StepContext::default()
     }
 
     fn image(data: TensorData) -> Sample {

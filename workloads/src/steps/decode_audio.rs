@@ -19,7 +19,7 @@ use symphonia::core::meta::MetadataOptions;
 
 use super::pcm::f32_to_i16;
 use super::resample::Resampler;
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::{ParamDocs, StepFacts};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -92,16 +92,7 @@ fn default_max_seconds() -> f64 {
     3.0 * 3600.0
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "decode_audio",
-    summary: "decode MP3 / FLAC / WAV / Ogg Vorbis bytes to PCM, int16 or float32, optionally mono and resampled",
-    facts: StepFacts {
-        audio: true,
-        ..StepFacts::PURE
-    },
-    params: Params::DOCS,
-    build: |de| build_step(de, DecodeAudio::new),
-};
+step_spec! { DecodeAudio, "decode_audio", "decode MP3 / FLAC / WAV / Ogg Vorbis bytes to PCM, int16 or float32, optionally mono and resampled", StepFacts { audio: true, ..StepFacts::PURE } }
 
 #[derive(Debug)]
 pub struct DecodeAudio {

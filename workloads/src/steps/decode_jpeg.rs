@@ -4,7 +4,7 @@
 use image::ImageFormat;
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -29,13 +29,7 @@ fn default_max_pixels() -> u64 {
     DEFAULT_MAX_PIXELS
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "decode_jpeg",
-    summary: "decode JPEG bytes to an RGB uint8 image [height, width, 3]",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, DecodeJpeg::new),
-};
+step_spec! { DecodeJpeg, "decode_jpeg", "decode JPEG bytes to an RGB uint8 image [height, width, 3]" }
 
 #[derive(Debug)]
 pub struct DecodeJpeg {

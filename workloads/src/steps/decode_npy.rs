@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{DType, Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -23,13 +23,7 @@ fn default_to() -> FieldName {
     "array".into()
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "decode_npy",
-    summary: "parse a NumPy .npy file (C order, little-endian) into a tensor of its shape",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, DecodeNpy::new),
-};
+step_spec! { DecodeNpy, "decode_npy", "parse a NumPy .npy file (C order, little-endian) into a tensor of its shape" }
 
 #[derive(Debug)]
 pub struct DecodeNpy {
@@ -143,12 +137,7 @@ mod tests {
             to: "array".into(),
         })
         .unwrap();
-        let ctx = StepContext {
-            seed: 0,
-            epoch: 0,
-            step_index: 0,
-            files: None,
-        };
+        let ctx = StepContext::default();
         let floats: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]
             .iter()
             .flat_map(|v| v.to_le_bytes())

@@ -5,7 +5,7 @@ use image::{DynamicImage, ImageFormat};
 use serde::Deserialize;
 
 use super::MAX_IMAGE_PIXELS;
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -35,13 +35,7 @@ fn default_max_pixels() -> u64 {
     MAX_IMAGE_PIXELS
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "decode_png",
-    summary: "decode PNG bytes (8- or 16-bit) to an RGB image [height, width, 3], uint8 or uint16",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, DecodePng::new),
-};
+step_spec! { DecodePng, "decode_png", "decode PNG bytes (8- or 16-bit) to an RGB image [height, width, 3], uint8 or uint16" }
 
 #[derive(Debug)]
 pub struct DecodePng {

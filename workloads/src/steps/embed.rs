@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::rng::SeededRng;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
@@ -47,13 +47,7 @@ fn default_dim() -> usize {
     768
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "embed",
-    summary: "embedding lookup of int32 token ids into a seeded random table -> float32 [n, dim]",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, Embed::new),
-};
+step_spec! { Embed, "embed", "embedding lookup of int32 token ids into a seeded random table -> float32 [n, dim]" }
 
 /// A row-major [vocabulary, dim] table.
 #[derive(Debug)]
@@ -162,12 +156,7 @@ mod tests {
             "tokens",
             Field::Tensor(Tensor::new(vec![2], TensorData::I32(vec![7, 2])).unwrap()),
         );
-        let ctx = StepContext {
-            seed: 0,
-            epoch: 0,
-            step_index: 0,
-            files: None,
-        };
+        let ctx = StepContext::default();
         let out = step.apply(sample, &ctx).unwrap();
         let t = table(3, 10, 4);
         assert!(Arc::ptr_eq(&t, &table(3, 10, 4)));

@@ -12,7 +12,7 @@
 use scraper::{ElementRef, Html, Node};
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample};
 use crate::step::{Step, StepContext, StepError};
 
@@ -48,13 +48,7 @@ fn default_invalid() -> InvalidUtf8 {
     InvalidUtf8::Error
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "extract_text",
-    summary: "main article text of an HTML page (html5ever parse; drops scripts, styles, navigation, boilerplate)",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, ExtractText::new),
-};
+step_spec! { ExtractText, "extract_text", "main article text of an HTML page (html5ever parse; drops scripts, styles, navigation, boilerplate)" }
 
 /// Elements whose whole subtree is never article text.
 const SKIPPED: &[&str] = &[
@@ -321,12 +315,7 @@ mod tests {
 
     #[test]
     fn invalid_utf8_is_an_error_or_replaced() {
-        let ctx = StepContext {
-            seed: 0,
-            epoch: 0,
-            step_index: 0,
-            files: None,
-        };
+        let ctx = StepContext::default();
         let input = || Sample::new(0).with("data", Field::Bytes(b"<p>caf\xe9</p>".to_vec()));
         let strict = ExtractText::new(Params {
             from: "data".into(),

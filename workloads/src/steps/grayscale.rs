@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::image_dims;
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -16,13 +16,7 @@ pub struct Params {
     pub field: FieldName,
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "grayscale",
-    summary: "RGB [h, w, 3] to luma [h, w, 1] with ITU-R 601-2 weights (uint8 as Pillow's convert('L'), or float32)",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, Grayscale::new),
-};
+step_spec! { Grayscale, "grayscale", "RGB [h, w, 3] to luma [h, w, 1] with ITU-R 601-2 weights (uint8 as Pillow's convert('L'), or float32)" }
 
 #[derive(Debug)]
 pub struct Grayscale {
@@ -101,15 +95,7 @@ mod tests {
             field: "image".into(),
         })
         .unwrap()
-        .apply(
-            s,
-            &StepContext {
-                seed: 0,
-                epoch: 0,
-                step_index: 0,
-                files: None,
-            },
-        )
+        .apply(s, &StepContext::default())
         .unwrap();
         let TensorData::F32(v) = out.tensor("image").unwrap().data() else {
             panic!()

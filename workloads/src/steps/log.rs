@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -23,13 +23,7 @@ fn default_offset() -> f32 {
     1e-8
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "log",
-    summary: "ln(x + offset) of a float32 tensor",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, Log::new),
-};
+step_spec! { Log, "log", "ln(x + offset) of a float32 tensor" }
 
 #[derive(Debug)]
 pub struct Log {
@@ -83,12 +77,7 @@ mod tests {
             "x",
             Field::Tensor(Tensor::new(vec![2], TensorData::F32(vec![0.0, 1.0])).unwrap()),
         );
-        let ctx = StepContext {
-            seed: 0,
-            epoch: 0,
-            step_index: 0,
-            files: None,
-        };
+        let ctx = StepContext::default();
         let out = step.apply(sample, &ctx).unwrap();
         let TensorData::F32(v) = out.tensor("x").unwrap().data() else {
             panic!()

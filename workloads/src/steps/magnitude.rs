@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -23,13 +23,7 @@ fn default_power() -> f32 {
     1.0
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "magnitude",
-    summary: "|z|^power of a complex [..., 2] float32 tensor (1: magnitude, 2: power)",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, Magnitude::new),
-};
+step_spec! { Magnitude, "magnitude", "|z|^power of a complex [..., 2] float32 tensor (1: magnitude, 2: power)" }
 
 #[derive(Debug)]
 pub struct Magnitude {
@@ -86,12 +80,7 @@ mod tests {
 
     #[test]
     fn magnitude_and_power() {
-        let ctx = StepContext {
-            seed: 0,
-            epoch: 0,
-            step_index: 0,
-            files: None,
-        };
+        let ctx = StepContext::default();
         let input = || {
             Sample::new(0).with(
                 "spectrogram",

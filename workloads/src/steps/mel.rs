@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -64,13 +64,7 @@ fn default_filterbank() -> Filterbank {
     Filterbank::Tf
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "mel",
-    summary: "mel filterbank over a [frames, bins] spectrogram (tf.signal's, or librosa's Slaney)",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, Mel::new),
-};
+step_spec! { Mel, "mel", "mel filterbank over a [frames, bins] spectrogram (tf.signal's, or librosa's Slaney)" }
 
 /// HTK mel scale, as tf.signal uses it.
 fn hz_to_mel_htk(hz: f64) -> f64 {
@@ -362,12 +356,7 @@ mod tests {
                 Field::Tensor(Tensor::new(vec![1, 5], TensorData::F32(vec![1.0; 5])).unwrap()),
             )
             .with("sample_rate", Field::Tensor(Tensor::scalar_i32(48_000)));
-        let ctx = StepContext {
-            seed: 0,
-            epoch: 0,
-            step_index: 0,
-            files: None,
-        };
+        let ctx = StepContext::default();
         assert!(mel
             .apply(sample, &ctx)
             .unwrap_err()

@@ -1,6 +1,29 @@
 //! The reference steps, one module per op. Each module exposes `SPEC`, registered in
 //! [`crate::registry::REGISTRY`].
 
+/// Registers a step as `SPEC`: what `prepbench list steps` shows and how the step is built from
+/// YAML. `step_spec! { Type, "op", "summary" }`, or with the facts the harness needs when they
+/// are not `StepFacts::PURE` as a fourth argument. The parameters are those `Params` documents
+/// (`#[derive(ParamDocs)]`), checked by `Type::new`.
+macro_rules! step_spec {
+    ($ty:ident, $op:literal, $summary:literal $(, $facts:expr)? $(,)?) => {
+        /// What `prepbench list steps` shows, and how the step is built from YAML.
+        pub static SPEC: $crate::registry::StepSpec = $crate::registry::StepSpec {
+            op: $op,
+            summary: $summary,
+            facts: step_spec!(@facts $($facts)?),
+            params: <Params as $crate::registry::ParamDocs>::DOCS,
+            build: |de| $crate::registry::build_step(de, $ty::new),
+        };
+    };
+    (@facts) => {
+        $crate::registry::StepFacts::PURE
+    };
+    (@facts $facts:expr) => {
+        $facts
+    };
+}
+
 pub mod boxes;
 pub mod bpe_encode;
 pub mod brightness;

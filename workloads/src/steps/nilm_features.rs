@@ -5,7 +5,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -39,13 +39,7 @@ fn default_periods() -> usize {
     500
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "nilm_features",
-    summary: "per-period active power, RMS current and its centred cumulative sum: [2, n] -> [3, periods] float64",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, NilmFeatures::new),
-};
+step_spec! { NilmFeatures, "nilm_features", "per-period active power, RMS current and its centred cumulative sum: [2, n] -> [3, periods] float64" }
 
 #[derive(Debug)]
 pub struct NilmFeatures {

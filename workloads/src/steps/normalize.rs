@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -37,13 +37,7 @@ fn default_scale() -> f32 {
     1.0 / 255.0
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "normalize",
-    summary: "image to float32, per channel (x * scale - mean[c]) / std[c]",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, Normalize::new),
-};
+step_spec! { Normalize, "normalize", "image to float32, per channel (x * scale - mean[c]) / std[c]" }
 
 #[derive(Debug)]
 pub struct Normalize {
@@ -136,15 +130,7 @@ mod tests {
         );
         let out = Normalize::new(p)
             .unwrap()
-            .apply(
-                s,
-                &StepContext {
-                    seed: 0,
-                    epoch: 0,
-                    step_index: 0,
-                    files: None,
-                },
-            )
+            .apply(s, &StepContext::default())
             .unwrap();
         // (2*0.5-0.5)/0.25 = 2, (4*0.5-0)/2 = 1, (0-0.5)/0.25 = -2, (8*0.5)/2 = 2.
         assert_eq!(

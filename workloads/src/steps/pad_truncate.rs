@@ -5,7 +5,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -30,13 +30,7 @@ fn default_pad() -> f64 {
     super::bpe_encode::END_OF_TEXT as f64
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "pad_truncate",
-    summary: "truncate or pad a tensor's first dimension to a fixed length",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, PadTruncate::new),
-};
+step_spec! { PadTruncate, "pad_truncate", "truncate or pad a tensor's first dimension to a fixed length" }
 
 #[derive(Debug)]
 pub struct PadTruncate {
@@ -96,12 +90,7 @@ mod tests {
             length_field: Some("n".into()),
         })
         .unwrap();
-        let ctx = StepContext {
-            seed: 0,
-            epoch: 0,
-            step_index: 0,
-            files: None,
-        };
+        let ctx = StepContext::default();
         let tokens = |v: Vec<i32>| {
             Sample::new(0).with(
                 "tokens",

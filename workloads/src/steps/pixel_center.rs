@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -31,13 +31,7 @@ fn default_offset() -> f32 {
     -1.0
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "pixel_center",
-    summary: "uint8 to float32 as x / scale + offset (default: [0, 255] -> [-1, 1])",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, PixelCenter::new),
-};
+step_spec! { PixelCenter, "pixel_center", "uint8 to float32 as x / scale + offset (default: [0, 255] -> [-1, 1])" }
 
 #[derive(Debug)]
 pub struct PixelCenter {

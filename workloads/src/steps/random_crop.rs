@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::image_dims;
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::{ParamDocs, StepFacts};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -24,17 +24,7 @@ pub struct Params {
     pub boxes: Option<FieldName>,
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "random_crop",
-    summary:
-        "crop a random height x width window of an image [h, w, c] (seeded by sample id and epoch)",
-    facts: StepFacts {
-        random: true,
-        ..StepFacts::PURE
-    },
-    params: Params::DOCS,
-    build: |de| build_step(de, RandomCrop::new),
-};
+step_spec! { RandomCrop, "random_crop", "crop a random height x width window of an image [h, w, c] (seeded by sample id and epoch)", StepFacts { random: true, ..StepFacts::PURE } }
 
 #[derive(Debug)]
 pub struct RandomCrop {

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::image_dims;
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::{ParamDocs, StepFacts};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -27,16 +27,7 @@ fn default_p() -> f64 {
     0.5
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "random_hflip",
-    summary: "mirror an image [h, w, c] left to right with probability p, boxes along (seeded by sample id and epoch)",
-    facts: StepFacts {
-        random: true,
-        ..StepFacts::PURE
-    },
-    params: Params::DOCS,
-    build: |de| build_step(de, RandomHflip::new),
-};
+step_spec! { RandomHflip, "random_hflip", "mirror an image [h, w, c] left to right with probability p, boxes along (seeded by sample id and epoch)", StepFacts { random: true, ..StepFacts::PURE } }
 
 #[derive(Debug)]
 pub struct RandomHflip {

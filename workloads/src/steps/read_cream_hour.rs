@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -22,14 +22,7 @@ pub struct Params {
     pub to: FieldName,
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "read_cream_hour",
-    summary:
-        "parse a CREAM HDF5 hour (int16 voltage + current) into calibrated float64 [2, samples]",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, ReadCreamHour::new),
-};
+step_spec! { ReadCreamHour, "read_cream_hour", "parse a CREAM HDF5 hour (int16 voltage + current) into calibrated float64 [2, samples]" }
 
 /// One recording: its sampling rate and calibrated channels.
 #[derive(Debug)]

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::{ParamDocs, StepFacts};
 use crate::sample::{Field, FieldName, Sample};
 use crate::step::{Step, StepContext, StepError};
 
@@ -26,16 +26,7 @@ fn default_from() -> FieldName {
     "path".into()
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "read_file",
-    summary: "read the file named by a text field into a bytes field",
-    facts: StepFacts {
-        reads_files: true,
-        ..StepFacts::PURE
-    },
-    params: Params::DOCS,
-    build: |de| build_step(de, ReadFile::new),
-};
+step_spec! { ReadFile, "read_file", "read the file named by a text field into a bytes field", StepFacts { reads_files: true, ..StepFacts::PURE } }
 
 #[derive(Debug)]
 pub struct ReadFile {
@@ -78,12 +69,7 @@ mod tests {
             keep_path: false,
         })
         .unwrap();
-        let ctx = StepContext {
-            seed: 0,
-            epoch: 0,
-            step_index: 0,
-            files: None,
-        };
+        let ctx = StepContext::default();
         let s = Sample::new(3).with("path", Field::Text(file.display().to_string()));
         let out = step.apply(s, &ctx).unwrap();
         assert_eq!(out.bytes("data").unwrap(), b"hello");

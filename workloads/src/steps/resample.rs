@@ -9,7 +9,7 @@
 use serde::Deserialize;
 
 use super::pcm::{f32_to_i16, pcm_into_f32, sample_rate_of};
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -185,13 +185,7 @@ fn default_rolloff() -> f64 {
     DEFAULT_ROLLOFF
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "resample",
-    summary: "band-limited resampling of mono PCM (polyphase windowed sinc, ~90 dB stop band)",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, Resample::new),
-};
+step_spec! { Resample, "resample", "band-limited resampling of mono PCM (polyphase windowed sinc, ~90 dB stop band)" }
 
 #[derive(Debug)]
 pub struct Resample {

@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::image_dims;
 use super::resize_shorter::{resize_image, Filter};
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -46,13 +46,7 @@ fn default_filter() -> Filter {
     Filter::Bilinear
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "resize_longer_pad",
-    summary: "letterbox: longer side to `size`, centred on a size x size canvas, boxes moved along",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, ResizeLongerPad::new),
-};
+step_spec! { ResizeLongerPad, "resize_longer_pad", "letterbox: longer side to `size`, centred on a size x size canvas, boxes moved along" }
 
 #[derive(Debug)]
 pub struct ResizeLongerPad {
@@ -144,17 +138,7 @@ mod tests {
             filter: Filter::Bilinear,
         })
         .unwrap();
-        let out = step
-            .apply(
-                s,
-                &StepContext {
-                    seed: 0,
-                    epoch: 0,
-                    step_index: 0,
-                    files: None,
-                },
-            )
-            .unwrap();
+        let out = step.apply(s, &StepContext::default()).unwrap();
         let TensorData::U8(px) = out.tensor("image").unwrap().data() else {
             panic!()
         };

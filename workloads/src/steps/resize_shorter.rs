@@ -9,7 +9,7 @@ use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer
 use serde::Deserialize;
 
 use super::{image_dims, MAX_IMAGE_PIXELS};
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -60,13 +60,7 @@ fn default_filter() -> Filter {
     Filter::Bilinear
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "resize_shorter",
-    summary: "resize a uint8 image so its shorter side is `size`, aspect kept, antialiased",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, ResizeShorter::new),
-};
+step_spec! { ResizeShorter, "resize_shorter", "resize a uint8 image so its shorter side is `size`, aspect kept, antialiased" }
 
 #[derive(Debug)]
 pub struct ResizeShorter {

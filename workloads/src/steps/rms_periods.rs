@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -28,13 +28,7 @@ fn default_period() -> usize {
     500
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "rms_periods",
-    summary: "RMS over periods of rows: [rows, cols] -> float32 [rows / period, cols]",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, RmsPeriods::new),
-};
+step_spec! { RmsPeriods, "rms_periods", "RMS over periods of rows: [rows, cols] -> float32 [rows / period, cols]" }
 
 #[derive(Debug)]
 pub struct RmsPeriods {

@@ -13,7 +13,7 @@ use realfft::RealFftPlanner;
 use serde::Deserialize;
 
 use super::pcm::pcm_into_f32;
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -80,13 +80,7 @@ fn default_center() -> Center {
     Center::None
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "stft",
-    summary: "short-time Fourier transform of mono PCM (tf.signal.stft framing) to [frames, bins, 2] float32",
-    facts: StepFacts::PURE,
-    params: Params::DOCS,
-    build: |de| build_step(de, Stft::new),
-};
+step_spec! { Stft, "stft", "short-time Fourier transform of mono PCM (tf.signal.stft framing) to [frames, bins, 2] float32" }
 
 #[derive(Debug)]
 pub struct Stft {

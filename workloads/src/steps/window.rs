@@ -5,7 +5,7 @@
 
 use serde::Deserialize;
 
-use crate::registry::{build_step, ParamDocs, StepFacts, StepSpec};
+use crate::registry::{ParamDocs, StepFacts};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
@@ -23,16 +23,7 @@ pub struct Params {
     pub hop: Option<usize>,
 }
 
-pub static SPEC: StepSpec = StepSpec {
-    op: "window",
-    summary: "cut a [channels, samples] signal into windows [channels, length]: one output sample per window",
-    facts: StepFacts {
-        fan_out: true,
-        ..StepFacts::PURE
-    },
-    params: Params::DOCS,
-    build: |de| build_step(de, Window::new),
-};
+step_spec! { Window, "window", "cut a [channels, samples] signal into windows [channels, length]: one output sample per window", StepFacts { fan_out: true, ..StepFacts::PURE } }
 
 #[derive(Debug)]
 pub struct Window {
@@ -137,12 +128,7 @@ mod tests {
                 Field::Tensor(Tensor::new(vec![2, 7], TensorData::F64(signal)).unwrap()),
             )
             .with("note", Field::Text("kept".into()));
-        let ctx = StepContext {
-            seed: 0,
-            epoch: 0,
-            step_index: 0,
-            files: None,
-        };
+        let ctx = StepContext::default();
         let mut out = Vec::new();
         w.apply_many(sample, &ctx, &mut out).unwrap();
         assert_eq!(out.len(), 2, "the partial third window is dropped");
