@@ -209,11 +209,8 @@ impl Manifest {
 
     /// Replaces `dir/manifest.json` with this one atomically.
     pub fn write(&self, dir: &Path) -> Result<(), ResultsError> {
-        std::fs::create_dir_all(dir).map_err(ResultsError::io(dir))?;
         let text = serde_json::to_vec_pretty(self).expect("a manifest serializes");
-        let (tmp, path) = (dir.join(".manifest.json.tmp"), dir.join(MANIFEST));
-        std::fs::write(&tmp, text).map_err(ResultsError::io(&tmp))?;
-        std::fs::rename(&tmp, &path).map_err(ResultsError::io(&path))
+        Ok(datasets::write_atomically(&dir.join(MANIFEST), &text)?)
     }
 
     /// Reads `dir`'s manifest (or starts one), lets `change` edit it, and writes it back.

@@ -38,6 +38,9 @@ pub enum ResultsError {
     Invalid { path: String, message: String },
     #[error("{path}: {message}")]
     Conflict { path: String, message: String },
+    /// Writing a whole file (the manifest) through a temporary name failed.
+    #[error(transparent)]
+    Write(#[from] datasets::DatasetError),
 }
 
 impl ResultsError {

@@ -28,18 +28,31 @@ fn fixed_or_empty<const DIGITS: usize, S: Serializer>(
     }
 }
 
-/// An optional value whose absence older folders wrote as `-`: `-` and an empty cell are `None`.
+/// An optional value whose absence older folders wrote as `-`: `-` and an empty cell are
+/// `None`; anything else is read by `parse`.
+fn blank_or<'de, D, T, E>(
+    d: D,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    E: std::fmt::Display,
+{
+    let text = Option::<std::borrow::Cow<str>>::deserialize(d)?.unwrap_or_default();
+    match text.trim() {
+        "" | "-" => Ok(None),
+        t => parse(t).map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
+/// [`blank_or`] through the value's `FromStr`.
 fn dash_or_empty<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
 where
     D: Deserializer<'de>,
     T: std::str::FromStr,
     T::Err: std::fmt::Display,
 {
-    let text = Option::<std::borrow::Cow<str>>::deserialize(d)?.unwrap_or_default();
-    match text.trim() {
-        "" | "-" => Ok(None),
-        t => t.parse().map(Some).map_err(serde::de::Error::custom),
-    }
+    blank_or(d, str::parse)
 }
 
 /// The storage profile; empty (folders from before the column) or `-` is the local disk.
@@ -60,13 +73,9 @@ fn consumer_label<S: Serializer>(value: &Option<ConsumerSpec>, s: S) -> Result<S
 }
 
 fn consumer_from_label<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ConsumerSpec>, D::Error> {
-    let text = Option::<std::borrow::Cow<str>>::deserialize(d)?.unwrap_or_default();
-    match text.trim() {
-        "" | "-" => Ok(None),
-        t => ConsumerSpec::from_label(t)
-            .map(Some)
-            .ok_or_else(|| serde::de::Error::custom(format!("`{t}` is not a consumer label"))),
-    }
+    blank_or(d, |t| {
+        ConsumerSpec::from_label(t).ok_or_else(|| format!("`{t}` is not a consumer label"))
+    })
 }
 
 /// One measured epoch of one run (runs.csv). Units are in the column names.

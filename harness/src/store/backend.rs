@@ -23,9 +23,7 @@ pub trait StoreBackend: Send + Sync + fmt::Debug {
     /// residency and storage emulation apply to it); `None` in object storage.
     fn local_path(&self, file: &str) -> Option<PathBuf>;
     /// Whether the store is on this machine, behind its page cache.
-    fn is_local(&self) -> bool {
-        self.local_path("").is_some()
-    }
+    fn is_local(&self) -> bool;
     /// Opens the shard file `file`, `bytes` long, with the name its errors give.
     fn open(&self, file: &str, bytes: u64) -> Result<(PathBuf, Box<dyn Read + Send>), StoreError>;
 }
@@ -52,6 +50,10 @@ impl StoreBackend for LocalStore {
 
     fn local_path(&self, file: &str) -> Option<PathBuf> {
         Some(self.dir.join(file))
+    }
+
+    fn is_local(&self) -> bool {
+        true
     }
 
     fn open(&self, file: &str, _bytes: u64) -> Result<(PathBuf, Box<dyn Read + Send>), StoreError> {

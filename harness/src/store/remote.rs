@@ -87,6 +87,10 @@ impl super::backend::StoreBackend for RemoteShards {
         None
     }
 
+    fn is_local(&self) -> bool {
+        false
+    }
+
     fn open(
         &self,
         file: &str,

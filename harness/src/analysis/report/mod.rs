@@ -319,7 +319,7 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
     };
     write(dir.join("summary.csv"), &summary_csv(&cells), &mut files)?;
 
-    let calibration = results.manifest.calibration.clone();
+    let calibration = results.manifest.calibration.as_ref();
     // Every cell's prediction, made once for the roofline tables, plots and validation.
     let checked = calibration
         .as_ref()
