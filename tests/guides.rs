@@ -2,11 +2,12 @@
 //! Markdown by marker, validated, swept or run; the example step shown in the guide must be the
 //! file in the tree. And `prepbench show`, which the guides use to look at samples.
 
+#[macro_use]
 mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{data_dir, prepbench, run_json, stderr};
+use common::{data_dir, prepbench, prepbench_ok, run_json, stderr};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -45,8 +46,7 @@ fn the_workload_guide_example_validates_sweeps_and_reports() {
         "my-gray-cv.yaml",
         &block("adding-a-workload.md", "example-workload"),
     );
-    let out = prepbench(&["validate", &yaml]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = prepbench_ok(&["validate", &yaml]);
     // The guide quotes this line.
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -57,28 +57,18 @@ fn the_workload_guide_example_validates_sweeps_and_reports() {
     );
     let results = work.path().join("results");
     let dir = |name: &str| work.path().join(name).display().to_string();
-    let out = prepbench(&[
+    prepbench_ok(&argv![
         "sweep",
         &yaml,
-        "--samples",
-        "12",
-        "--trials",
-        "1",
-        "--codecs",
-        "none",
-        "--data-dir",
+        "--samples 12 --trials 1 --codecs none --data-dir",
         &dir("data"),
         "--store-dir",
         &dir("store"),
         "--out",
         &results.display().to_string(),
-        "--evict",
-        "fadvise",
-        "--quiet",
+        "--evict fadvise --quiet"
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let out = prepbench(&["report", &results.display().to_string(), "--quiet"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    prepbench_ok(&["report", &results.display().to_string(), "--quiet"]);
     let md = std::fs::read_to_string(results.join("report.md")).unwrap();
     assert!(
         md.contains("## my-gray-cv") && md.contains("| greyscaled |"),
@@ -116,14 +106,8 @@ fn the_step_guide_shows_the_step_as_it_is_in_the_tree_and_its_workload_runs() {
         .map(|r| r["strategy"].as_str().unwrap())
         .collect();
     assert_eq!(
-        strategies,
-        [
-            "unprocessed",
-            "concatenated",
-            "decoded",
-            "brightened",
-            "resized"
-        ]
+        strategies.join(" "),
+        "unprocessed concatenated decoded brightened resized"
     );
     assert!(rows.iter().all(|r| r["verified"] == "pass"), "{rows:?}");
     let list = prepbench(&["list", "steps"]);
@@ -223,34 +207,19 @@ fn show_writes_npy_and_pictures_and_lists_every_step() {
     // Boxes are drawn on a letterboxed detection sample: red pixels appear.
     let det = work.path().join("det");
     let boxes = work.path().join("y.png");
-    let out = prepbench(&[
-        "show",
-        "detection",
-        "--sample",
-        "0",
-        "--after",
-        "letterbox",
-        "--out",
+    prepbench_ok(&argv![
+        "show detection --sample 0 --after letterbox --out",
         &boxes.display().to_string(),
         "--data-dir",
-        &det.display().to_string(),
+        &det.display().to_string()
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let img = image::open(&boxes).unwrap().to_rgb8();
     assert_eq!((img.width(), img.height()), (640, 640));
     let red = img.pixels().filter(|p| p.0 == [255, 0, 0]).count();
     assert!(red > 100, "{red} box pixels");
 
     // Bad requests say what is wrong.
-    let out = prepbench(&[
-        "show",
-        "cv",
-        "--after",
-        "blur",
-        "--list",
-        "--data-dir",
-        &data,
-    ]);
+    let out = prepbench(&argv!["show cv --after blur --list --data-dir", &data]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("no step `blur`"), "{}", stderr(&out));
 }

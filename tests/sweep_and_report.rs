@@ -9,38 +9,20 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{data_dir, prepbench, stderr, SAMPLES};
+use common::{data_dir, prepbench, prepbench_ok, stderr, Csv, SAMPLES};
 
 fn sweep_args(out: &Path, store: &Path) -> Vec<String> {
-    let data = data_dir().display().to_string();
-    [
-        "sweep",
-        "cv",
-        "--samples",
+    argv![
+        "sweep cv --samples",
         SAMPLES,
-        "--trials",
-        "2",
-        "--threads",
-        "1,2",
-        "--codecs",
-        "none,gzip",
-        "--epochs",
-        "2",
-        "--shards",
-        "2",
-        "--data-dir",
-        &data,
+        "--trials 2 --threads 1,2 --codecs none,gzip --epochs 2 --shards 2 --evict fadvise",
+        "--quiet --data-dir",
+        data_dir().to_str().unwrap(),
         "--store-dir",
-        &store.display().to_string(),
+        store.to_str().unwrap(),
         "--out",
-        &out.display().to_string(),
-        "--evict",
-        "fadvise",
-        "--quiet",
+        out.to_str().unwrap()
     ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
 }
 
 /// (run_id, epoch) of every row, and whether every line is whole.
@@ -73,13 +55,7 @@ fn a_sweep_killed_midway_resumes_to_the_same_rows_without_duplicates() {
     let work = tempfile::tempdir().unwrap();
     // The uninterrupted reference.
     let (full, store) = (work.path().join("full"), work.path().join("store"));
-    let out = prepbench(
-        &sweep_args(&full, &store)
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
+    prepbench_ok(&sweep_args(&full, &store));
     let (expected, whole) = rows(&full);
     // unprocessed: 2 threads x 2 trials; 4 stored strategies x 2 codecs x 2 threads x 2 trials;
     // 2 epochs each.
@@ -134,13 +110,7 @@ fn a_sweep_killed_midway_resumes_to_the_same_rows_without_duplicates() {
         );
     }
     eprintln!("killed after {delays:?}");
-    let out = prepbench(
-        &sweep_args(&killed, &store)
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
+    prepbench_ok(&sweep_args(&killed, &store));
     let (resumed, whole) = rows(&killed);
     assert!(whole, "only whole lines");
     for table in ["samples.csv", "stages.csv", "offline.csv"] {
@@ -156,35 +126,25 @@ fn a_sweep_killed_midway_resumes_to_the_same_rows_without_duplicates() {
         "the same runs as the uninterrupted sweep"
     );
     // A third call has nothing left to do.
-    let out = prepbench(
-        &sweep_args(&killed, &store)
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
-    assert!(out.status.success());
+    prepbench_ok(&sweep_args(&killed, &store));
     assert_eq!(rows(&killed).0.len(), expected.len());
 
     // Offline time split into processing and writing, CPU per sample, for every store.
-    let offline = std::fs::read_to_string(full.join("offline.csv")).unwrap();
-    let header: Vec<&str> = offline.lines().next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    for line in offline.lines().skip(1) {
-        let f: Vec<&str> = line.split(',').collect();
-        let num = |name: &str| f[col(name)].parse::<f64>().unwrap();
-        if f[col("offline_reused")] == "false" {
+    let offline = Csv::read(&full.join("offline.csv"));
+    for row in &offline.rows {
+        if offline.col(row, "offline_reused") == "false" {
+            let num = |name: &str| offline.num(row, name);
             assert!(
                 num("processing_s") > 0.0 && num("writing_s") > 0.0,
-                "{line}"
+                "{row:?}"
             );
-            assert!(num("cpu_s_per_sample") > 0.0, "{line}");
+            assert!(num("cpu_s_per_sample") > 0.0, "{row:?}");
         }
     }
 
     // The report of a complete sweep: tables, paper figures, findings, Kendall tau, plots.
     let dir = full.display().to_string();
-    let out = prepbench(&["report", &dir, "--quiet"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    prepbench_ok(&["report", &dir, "--quiet"]);
     let md = std::fs::read_to_string(full.join("report.md")).unwrap();
     for needle in [
         "### Strategies",
@@ -231,15 +191,13 @@ fn a_sweep_killed_midway_resumes_to_the_same_rows_without_duplicates() {
     }
 
     // Recommendation and comparison read the same folders.
-    let out = prepbench(&["recommend", &dir, "--epochs", "3", "--weights", "1,0,1"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = prepbench_ok(&argv!["recommend", &dir, "--epochs 3 --weights 1,0,1"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("**Recommendation: `") && text.contains("Pareto"),
         "{text}"
     );
-    let out = prepbench(&["compare", &dir, &killed.display().to_string()]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = prepbench_ok(&["compare", &dir, &killed.display().to_string()]);
     let text = String::from_utf8_lossy(&out.stdout);
     let every = text
         .split("## Every common cell")
@@ -273,34 +231,7 @@ fn a_sweep_calibrates_reports_its_roofline_and_whatif_predicts_from_it() {
     let (out, store) = (work.path().join("out"), work.path().join("store"));
     let (out_s, store_s) = (out.display().to_string(), store.display().to_string());
     let data = data_dir().display().to_string();
-    let sweep = prepbench(&[
-        "sweep",
-        "cv",
-        "--samples",
-        SAMPLES,
-        "--strategies",
-        "unprocessed,resized,pixel-centered",
-        "--trials",
-        "1",
-        "--threads",
-        "1,2",
-        "--epochs",
-        "1",
-        "--cache",
-        "cold,warm",
-        "--shards",
-        "2",
-        "--data-dir",
-        &data,
-        "--store-dir",
-        &store_s,
-        "--out",
-        &out_s,
-        "--evict",
-        "fadvise",
-        "--quiet",
-    ]);
-    assert!(sweep.status.success(), "{}", stderr(&sweep));
+    prepbench_ok(&argv!["sweep cv --samples", SAMPLES, "--strategies unprocessed,resized,pixel-centered --trials 1 --threads 1,2 --epochs 1 --cache cold,warm --shards 2 --data-dir", &data, "--store-dir", &store_s, "--out", &out_s, "--evict fadvise --quiet"]);
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
     let cal = &manifest["calibration"];
@@ -333,8 +264,7 @@ fn a_sweep_calibrates_reports_its_roofline_and_whatif_predicts_from_it() {
     };
     assert!(steps_of("cv/unprocessed/none") > steps_of("cv/pixel-centered/none"));
 
-    let report = prepbench(&["report", &out_s, "--quiet"]);
-    assert!(report.status.success(), "{}", stderr(&report));
+    prepbench_ok(&["report", &out_s, "--quiet"]);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("### Roofline"), "{md}");
     assert!(md.contains("## Prediction model"), "{md}");
@@ -348,44 +278,28 @@ fn a_sweep_calibrates_reports_its_roofline_and_whatif_predicts_from_it() {
     assert_eq!(v["configurations"].as_u64(), Some(9), "{v}");
     assert!(v["median_error_pct"].as_f64().unwrap().is_finite());
 
-    let paper = prepbench(&["whatif", &out_s, "--profile", "paper"]);
-    assert!(paper.status.success(), "{}", stderr(&paper));
+    let paper = prepbench_ok(&["whatif", &out_s, "--profile", "paper"]);
     let text = String::from_utf8_lossy(&paper.stdout);
     assert!(text.contains("Recommended: **"), "{text}");
     assert!(text.contains("Paper's measured ranking"), "{text}");
     assert!(text.contains("| read MB/s \\ cores |"), "{text}");
     // Much slower storage and more cores: the storage bound binds somewhere.
-    let slow = prepbench(&["whatif", &out_s, "--cores", "16", "--read-mbps", "5"]);
-    assert!(slow.status.success(), "{}", stderr(&slow));
+    let slow = prepbench_ok(&argv!["whatif", &out_s, "--cores 16 --read-mbps 5"]);
     assert!(String::from_utf8_lossy(&slow.stdout).contains("| storage |"));
 
     // A folder swept without calibration says what to run.
     let bare = work.path().join("bare");
-    let sweep = prepbench(&[
-        "sweep",
-        "cv",
-        "--samples",
+    prepbench_ok(&argv![
+        "sweep cv --samples",
         SAMPLES,
-        "--strategies",
-        "resized",
-        "--trials",
-        "1",
-        "--threads",
-        "1",
-        "--epochs",
-        "1",
-        "--shards",
-        "2",
-        "--data-dir",
+        "--strategies resized --trials 1 --threads 1 --epochs 1 --shards 2 --data-dir",
         &data,
         "--store-dir",
         &store_s,
         "--out",
         &bare.display().to_string(),
-        "--no-calibrate",
-        "--quiet",
+        "--no-calibrate --quiet"
     ]);
-    assert!(sweep.status.success(), "{}", stderr(&sweep));
     let missing = prepbench(&["whatif", &bare.display().to_string()]);
     assert!(!missing.status.success());
     assert!(
@@ -394,59 +308,32 @@ fn a_sweep_calibrates_reports_its_roofline_and_whatif_predicts_from_it() {
         stderr(&missing)
     );
     // ... which `prepbench calibrate` then adds.
-    let calibrate = prepbench(&[
-        "calibrate",
-        "cv",
-        "--samples",
+    let calibrate = prepbench_ok(&argv![
+        "calibrate cv --samples",
         SAMPLES,
-        "--strategies",
-        "resized",
-        "--shards",
-        "2",
-        "--data-dir",
+        "--strategies resized --shards 2 --data-dir",
         &data,
         "--store-dir",
         &store_s,
         "--out",
-        &bare.display().to_string(),
+        &bare.display().to_string()
     ]);
-    assert!(calibrate.status.success(), "{}", stderr(&calibrate));
     assert!(String::from_utf8_lossy(&calibrate.stdout).contains("cv/resized/none"));
-    let now = prepbench(&["whatif", &bare.display().to_string()]);
-    assert!(now.status.success(), "{}", stderr(&now));
+    prepbench_ok(&["whatif", &bare.display().to_string()]);
 }
 
 fn small_sweep(out: &Path, store: &Path, extra: &[&str]) -> Vec<String> {
-    let data = data_dir().display().to_string();
-    let mut args: Vec<String> = [
-        "sweep",
-        "cv",
-        "--samples",
+    let mut args = argv![
+        "sweep cv --samples",
         SAMPLES,
-        "--strategies",
-        "unprocessed,resized,pixel-centered",
-        "--codecs",
-        "none,gzip",
-        "--trials",
-        "1",
-        "--threads",
-        "1,2",
-        "--epochs",
-        "1",
-        "--shards",
-        "2",
-        "--no-calibrate",
-        "--data-dir",
-        &data,
+        "--strategies unprocessed,resized,pixel-centered --codecs none,gzip --trials 1",
+        "--threads 1,2 --epochs 1 --shards 2 --no-calibrate --quiet --data-dir",
+        data_dir().to_str().unwrap(),
         "--store-dir",
-        &store.display().to_string(),
+        store.to_str().unwrap(),
         "--out",
-        &out.display().to_string(),
-        "--quiet",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+        out.to_str().unwrap()
+    ];
     args.extend(extra.iter().map(|s| s.to_string()));
     args
 }
@@ -521,8 +408,7 @@ fn sharded_sweeps_merge_into_the_cells_of_one_unsharded_sweep() {
         "not shards of one sweep",
     );
 
-    let merged = prepbench(&["merge", &sharded.display().to_string(), "--quiet"]);
-    assert!(merged.status.success(), "{}", stderr(&merged));
+    prepbench_ok(&["merge", &sharded.display().to_string(), "--quiet"]);
     assert_eq!(
         run_ids(&sharded),
         expected,
@@ -533,8 +419,7 @@ fn sharded_sweeps_merge_into_the_cells_of_one_unsharded_sweep() {
             .unwrap();
     assert_eq!(manifest["merged_from"].as_array().unwrap().len(), 2);
     assert!(manifest.get("shard").is_none());
-    let report = prepbench(&["report", &sharded.display().to_string(), "--quiet"]);
-    assert!(report.status.success(), "{}", stderr(&report));
+    prepbench_ok(&["report", &sharded.display().to_string(), "--quiet"]);
     // Merging again into a folder with results is refused.
     let again = prepbench(&["merge", &sharded.display().to_string()]);
     assert!(!again.status.success());
@@ -569,7 +454,6 @@ fn mpirun_with_two_ranks_then_merge_gives_the_unsharded_cells() {
         .unwrap();
     assert!(ranks.status.success(), "{}", stderr(&ranks));
     assert!(d.join("shard-0-of-2").exists() && d.join("shard-1-of-2").exists());
-    let merged = prepbench(&["merge", &d.display().to_string(), "--quiet"]);
-    assert!(merged.status.success(), "{}", stderr(&merged));
+    prepbench_ok(&["merge", &d.display().to_string(), "--quiet"]);
     assert_eq!(run_ids(&d), run_ids(&whole));
 }

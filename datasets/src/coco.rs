@@ -36,10 +36,7 @@ pub const KIND: DatasetKind = DatasetKind {
     real: "COCO train2017",
     layout: "train2017/<012d>.jpg + annotations/instances_train2017.json (COCO format)",
     samples_per_file: 1,
-    calibration: Some(Calibration {
-        mb_per_sample: 0.16,
-        tolerance: 0.20,
-    }),
+    calibration: Calibration::of(0.16, 0.20),
     options: &[],
     open,
     generate_one,
@@ -253,12 +250,7 @@ pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError>
             fields,
         )?);
     }
-    Ok(Source {
-        kind: "coco",
-        root: root.to_path_buf(),
-        items,
-        files: files.clone(),
-    })
+    Ok(Source::new("coco", files, root, items))
 }
 
 #[cfg(test)]

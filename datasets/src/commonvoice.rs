@@ -33,10 +33,7 @@ pub const KIND: DatasetKind = DatasetKind {
     real: "Common Voice 5.1 single-word en",
     layout: "clips/<id>.mp3 (48 kHz mono MP3) + train.tsv",
     samples_per_file: 1,
-    calibration: Some(Calibration {
-        mb_per_sample: 0.0197,
-        tolerance: 0.20,
-    }),
+    calibration: Calibration::of(0.0197, 0.20),
     options: &[],
     open,
     generate_one,
@@ -132,10 +129,5 @@ pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError>
             vec![("sentence".into(), Field::Text(sentence.to_string()))],
         )?);
     }
-    Ok(Source {
-        kind: "commonvoice",
-        root: root.to_path_buf(),
-        items,
-        files: files.clone(),
-    })
+    Ok(Source::new("commonvoice", files, root, items))
 }

@@ -33,7 +33,7 @@ pub const KIND: DatasetKind = DatasetKind {
     real: "CREAM X8",
     layout: "<YYYY-MM-DD>/X8_<date>T<HH>-00-00.hdf5 (HDF5: int16 voltage and current at 6.4 kHz, calibration attributes); a sample is a 10 s window, 360 per file",
     samples_per_file: WINDOWS_PER_FILE,
-    calibration: Some(Calibration { mb_per_sample: 0.1477, tolerance: 0.20 }),
+    calibration: Calibration::of(0.1477, 0.20),
     options: &[],
     open,
     generate_one,
@@ -251,12 +251,7 @@ pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError>
     if items.is_empty() {
         return Err(layout(format!("no .hdf5 files: {expected}")));
     }
-    Ok(Source {
-        kind: "cream",
-        root: root.to_path_buf(),
-        items,
-        files: files.clone(),
-    })
+    Ok(Source::new("cream", files, root, items))
 }
 
 #[cfg(test)]

@@ -33,10 +33,7 @@ pub const PNG_KIND: DatasetKind = DatasetKind {
     real: "Cube++ PNG",
     layout: "PNG/<n>.png (16-bit RGB PNG, 2601x1733); generated with JPG/",
     samples_per_file: 1,
-    calibration: Some(Calibration {
-        mb_per_sample: 17.4176,
-        tolerance: 0.20,
-    }),
+    calibration: Calibration::of(17.4176, 0.20),
     options: &[],
     open: open_png,
     generate_one,
@@ -50,10 +47,7 @@ pub const JPG_KIND: DatasetKind = DatasetKind {
     real: "Cube++ JPG",
     layout: "JPG/<n>.jpg (RGB JPEG, 2601x1733); generated with PNG/",
     samples_per_file: 1,
-    calibration: Some(Calibration {
-        mb_per_sample: 0.5203,
-        tolerance: 0.20,
-    }),
+    calibration: Calibration::of(0.5203, 0.20),
     options: &[],
     open: open_jpg,
     generate_one,

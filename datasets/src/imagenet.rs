@@ -63,10 +63,7 @@ pub const KIND: DatasetKind = DatasetKind {
     real: "ImageNet ILSVRC2012 train",
     layout: "train/<wnid>/<wnid>_<n>.JPEG (RGB JPEG)",
     samples_per_file: 1,
-    calibration: Some(Calibration {
-        mb_per_sample: 0.1147,
-        tolerance: 0.15,
-    }),
+    calibration: Calibration::of(0.1147, 0.15),
     options: &[],
     open,
     generate_one,
@@ -126,10 +123,5 @@ pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError>
             }
         }
     }
-    Ok(Source {
-        kind: "imagenet",
-        root: root.to_path_buf(),
-        items,
-        files: files.clone(),
-    })
+    Ok(Source::new("imagenet", files, root, items))
 }

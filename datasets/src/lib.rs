@@ -70,6 +70,16 @@ pub struct Calibration {
     pub tolerance: f64,
 }
 
+impl Calibration {
+    /// A kind's calibration: `mb_per_sample` on the real dataset, within `tolerance`.
+    pub const fn of(mb_per_sample: f64, tolerance: f64) -> Option<Calibration> {
+        Some(Calibration {
+            mb_per_sample,
+            tolerance,
+        })
+    }
+}
+
 /// Writes what describes all generated files (annotations, transcripts).
 pub type FinishFn = fn(&GenerateRequest) -> Result<(), DatasetError>;
 /// The mean MB per sample a request's options call for.

@@ -28,7 +28,7 @@ pub const KIND: DatasetKind = DatasetKind {
     real: "LibriSpeech train-clean-100",
     layout: "<speaker>/<chapter>/<speaker>-<chapter>-<nnnn>.flac (16 kHz mono FLAC) + <speaker>-<chapter>.trans.txt",
     samples_per_file: 1,
-    calibration: Some(Calibration { mb_per_sample: 0.2319, tolerance: 0.20 }),
+    calibration: Calibration::of(0.2319, 0.20),
     options: &[],
     open,
     generate_one,
@@ -168,10 +168,5 @@ pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError>
                 .into(),
         });
     }
-    Ok(Source {
-        kind: "librispeech",
-        root: root.to_path_buf(),
-        items,
-        files: files.clone(),
-    })
+    Ok(Source::new("librispeech", files, root, items))
 }

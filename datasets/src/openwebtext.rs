@@ -20,10 +20,7 @@ pub const KIND: DatasetKind = DatasetKind {
     real: "OpenWebText subset",
     layout: "<n>.txt (HTML pages whose main text is the article)",
     samples_per_file: 1,
-    calibration: Some(Calibration {
-        mb_per_sample: 0.0427,
-        tolerance: 0.15,
-    }),
+    calibration: Calibration::of(0.0427, 0.15),
     options: &[],
     open,
     generate_one,

@@ -52,6 +52,21 @@ pub struct Source {
 }
 
 impl Source {
+    /// The dataset of `kind` at `root`, its `items` read through `files`.
+    pub fn new(
+        kind: &'static str,
+        files: &Arc<dyn Files>,
+        root: &Path,
+        items: Vec<SourceItem>,
+    ) -> Source {
+        Source {
+            kind,
+            root: root.to_path_buf(),
+            items,
+            files: files.clone(),
+        }
+    }
+
     /// The sample a pipeline starts from: the file path and the item's fields.
     pub fn sample(&self, id: usize) -> Sample {
         let item = &self.items[id];
@@ -188,12 +203,7 @@ pub(crate) fn flat_source(
         .iter()
         .map(|e| SourceItem::new(folder.join(&e.name), e, Vec::new()))
         .collect();
-    Ok(Source {
-        kind,
-        root: root.to_path_buf(),
-        items,
-        files: files.clone(),
-    })
+    Ok(Source::new(kind, files, root, items))
 }
 
 #[cfg(test)]

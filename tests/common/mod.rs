@@ -18,18 +18,45 @@ macro_rules! or_skip {
     };
 }
 
+/// Command-line arguments: each string literal is split into words at white space (so a
+/// command line reads as one line), any other expression is one argument as it is.
+#[allow(unused_macros)]
+macro_rules! argv {
+    (@push $args:ident;) => {};
+    (@push $args:ident; $words:literal $(, $($rest:tt)*)?) => {
+        $args.extend($words.split_whitespace().map(String::from));
+        argv!(@push $args; $($($rest)*)?);
+    };
+    (@push $args:ident; $arg:expr $(, $($rest:tt)*)?) => {
+        $args.push(String::from($arg));
+        argv!(@push $args; $($($rest)*)?);
+    };
+    ($($all:tt)*) => {{
+        let mut args: Vec<String> = Vec::new();
+        argv!(@push args; $($all)*);
+        args
+    }};
+}
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 pub const SAMPLES: &str = "40";
 
-pub fn prepbench(args: &[&str]) -> Output {
+pub fn prepbench<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_prepbench"))
         .args(args)
         .env("PREPBENCH_CACHE_DIR", calibration_cache())
         .output()
         .expect("prepbench runs")
+}
+
+/// `prepbench ARGS`, which must succeed (the failure shows its stderr).
+pub fn prepbench_ok<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    let out = prepbench(args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
 }
 
 /// A folder for the whole test process under the tests' own scratch folder (target/tmp), not
@@ -56,7 +83,7 @@ pub fn data_dir() -> &'static Path {
     static DATA: OnceLock<tempfile::TempDir> = OnceLock::new();
     DATA.get_or_init(|| {
         let dir = process_dir("data-");
-        let out = prepbench(&[
+        prepbench_ok(&[
             "generate",
             "imagenet",
             "--samples",
@@ -65,7 +92,6 @@ pub fn data_dir() -> &'static Path {
             &dir.path().join("imagenet-seed0").display().to_string(),
             "--quiet",
         ]);
-        assert!(out.status.success(), "{}", stderr(&out));
         dir
     })
     .path()
@@ -148,38 +174,27 @@ pub fn find_files(dir: &Path, name: &str) -> Vec<PathBuf> {
 
 /// `prepbench run WORKLOAD --json` with small settings (2 threads, 2 shards, one epoch,
 /// verified) on the data under `data`, its store and results in `work`; returns the JSON rows.
-pub fn run_json(
+pub fn run_json<S: AsRef<str>>(
     work: &Path,
     data: &Path,
     workload: &str,
-    extra: &[&str],
+    extra: &[S],
 ) -> Vec<serde_json::Value> {
-    let mut args = vec![
-        "run",
-        workload,
-        "--threads",
-        "2",
-        "--shards",
-        "2",
-        "--epochs",
-        "1",
-        "--verify",
-        "--json",
-        "--evict",
-        "fadvise",
-        "--quiet",
-    ];
     let name = Path::new(workload).file_stem().map_or_else(
         || workload.to_string(),
         |s| s.to_string_lossy().into_owned(),
     );
-    let (data, store, out) = (
-        data.display().to_string(),
-        work.join("store").display().to_string(),
-        work.join(name).display().to_string(),
-    );
-    args.extend_from_slice(&["--data-dir", &data, "--store-dir", &store, "--out", &out]);
-    args.extend_from_slice(extra);
+    let mut args = argv![
+        "run",
+        workload,
+        "--threads 2 --shards 2 --epochs 1 --verify --json --evict fadvise --quiet --data-dir",
+        data.to_str().unwrap(),
+        "--store-dir",
+        work.join("store").to_str().unwrap(),
+        "--out",
+        work.join(name).to_str().unwrap()
+    ];
+    args.extend(extra.iter().map(|a| a.as_ref().to_string()));
     let run = prepbench(&args);
     assert!(run.status.success(), "{workload}: {}", stderr(&run));
     String::from_utf8_lossy(&run.stdout)

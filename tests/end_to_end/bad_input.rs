@@ -5,14 +5,7 @@ use super::*;
 
 #[test]
 fn a_flipped_byte_in_a_shard_fails_with_shard_and_offset() {
-    let (out, work) = run_cv(&[
-        "--strategy",
-        "resized",
-        "--epochs",
-        "1",
-        "--evict",
-        "fadvise",
-    ]);
+    let (out, work) = run_cv(&argv!["--strategy resized --epochs 1 --evict fadvise"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let shard = find_files(&work.path().join("store"), "shard-00001-of-00004.tfrecord")
         .pop()
@@ -23,14 +16,7 @@ fn a_flipped_byte_in_a_shard_fails_with_shard_and_offset() {
     std::fs::write(&shard, bytes).unwrap();
     let out2 = run_cv_in(
         work.path(),
-        &[
-            "--strategy",
-            "resized",
-            "--epochs",
-            "1",
-            "--evict",
-            "fadvise",
-        ],
+        &argv!["--strategy resized --epochs 1 --evict fadvise"],
     );
     assert!(!out2.status.success());
     let err = stderr(&out2);
@@ -49,16 +35,7 @@ fn a_flipped_byte_in_a_shard_fails_with_shard_and_offset() {
     let skip_run = || {
         let run = run_cv_in(
             work.path(),
-            &[
-                "--strategy",
-                "resized",
-                "--epochs",
-                "1",
-                "--evict",
-                "fadvise",
-                "--on-error",
-                "skip",
-            ],
+            &argv!["--strategy resized --epochs 1 --evict fadvise --on-error skip"],
         );
         assert!(run.status.success(), "{}", stderr(&run));
         let csv = Csv::read(&work.path().join("out/runs.csv"));
@@ -94,16 +71,11 @@ fn a_flipped_byte_in_a_shard_fails_with_shard_and_offset() {
 fn a_corrupt_jpeg_is_an_error_naming_the_file_and_step() {
     let work = tempfile::tempdir().unwrap();
     let root = work.path().join("imagenet-seed0");
-    let out = prepbench(&[
-        "generate",
-        "imagenet",
-        "--samples",
-        "4",
-        "--out",
+    prepbench_ok(&argv![
+        "generate imagenet --samples 4 --out",
         &root.display().to_string(),
-        "--quiet",
+        "--quiet"
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let victim = find_files(&root, "n01001009_0.JPEG")
         .pop()
         .expect("sample 1 exists");
@@ -126,8 +98,7 @@ fn strict_workload_errors_name_file_key_and_line() {
     let cv = include_str!("../../workloads/defs/cv.yaml");
     let good = work.path().join("good.yaml");
     std::fs::write(&good, cv).unwrap();
-    let out = prepbench(&["validate", &good.display().to_string()]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    prepbench_ok(&["validate", &good.display().to_string()]);
     let line = cv.lines().position(|l| l.starts_with("sweep:")).unwrap() + 1;
     let bad = work.path().join("bad.yaml");
     std::fs::write(&bad, cv.replace("sweep:", "sweeps:")).unwrap();
@@ -149,7 +120,7 @@ fn strict_workload_errors_name_file_key_and_line() {
         err.contains("random step `cropped`") && err.contains("allowed strategies"),
         "{err}"
     );
-    let out = prepbench(&["run", "cv", "--strategy", "cropped", "--quiet"]);
+    let out = prepbench(&argv!["run cv --strategy cropped --quiet"]);
     assert!(
         !out.status.success() && stderr(&out).contains("must run online"),
         "{}",
@@ -167,16 +138,13 @@ fn truncated_and_garbage_audio_are_errors_naming_the_file() {
         ("flac", "librispeech", "flac"),
     ] {
         let root = work.path().join(format!("{kind}-seed0"));
-        let out = prepbench(&[
+        prepbench_ok(&argv![
             "generate",
             kind,
-            "--samples",
-            "3",
-            "--out",
+            "--samples 3 --out",
             &root.display().to_string(),
-            "--quiet",
+            "--quiet"
         ]);
-        assert!(out.status.success(), "{}", stderr(&out));
         let mut files: Vec<_> = walk(&root)
             .into_iter()
             .filter(|p| p.extension().is_some_and(|e| e == extension))
@@ -209,31 +177,22 @@ fn run_with_policy(
     strategies: &str,
     policy: &str,
 ) -> Output {
-    prepbench(&[
+    prepbench(&argv![
         "run",
         workload,
         "--strategy",
         strategies,
         "--samples",
         samples,
-        "--threads",
-        "2",
-        "--shards",
-        "2",
-        "--epochs",
-        "1",
-        "--on-error",
+        "--threads 2 --shards 2 --epochs 1 --on-error",
         policy,
-        "--verify",
-        "--data-dir",
+        "--verify --data-dir",
         &work.display().to_string(),
         "--store-dir",
         &work.join(format!("store-{policy}")).display().to_string(),
         "--out",
         &work.join(format!("out-{policy}")).display().to_string(),
-        "--quiet",
-        "--evict",
-        "fadvise",
+        "--quiet --evict fadvise"
     ])
 }
 
@@ -338,7 +297,7 @@ fn a_full_disk_fails_naming_the_directory_and_leaves_nothing_half_written() {
     }
     let _unmount = Mounted(small.clone());
     // Earlier results, which a failed run must leave as they are.
-    let out = run_cv_in(work.path(), &["--strategy", "resized", "--epochs", "1"]);
+    let out = run_cv_in(work.path(), &argv!["--strategy resized --epochs 1"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let runs = work.path().join("out/runs.csv");
     let before = std::fs::read_to_string(&runs).unwrap();
@@ -347,24 +306,18 @@ fn a_full_disk_fails_naming_the_directory_and_leaves_nothing_half_written() {
         ("none", "refused before writing"),
         ("gzip", "the disk filled up while writing"),
     ] {
-        let out = prepbench(&[
-            "run",
-            "cv",
-            "--strategy",
-            "decoded",
-            "--codec",
+        let out = prepbench(&argv![
+            "run cv --strategy decoded --codec",
             codec,
             "--samples",
             SAMPLES,
-            "--threads",
-            "2",
-            "--data-dir",
+            "--threads 2 --data-dir",
             &data_dir().display().to_string(),
             "--store-dir",
             &store,
             "--out",
             &work.path().join("out").display().to_string(),
-            "--quiet",
+            "--quiet"
         ]);
         assert!(!out.status.success(), "{codec}");
         let err = stderr(&out);

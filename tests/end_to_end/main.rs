@@ -13,38 +13,26 @@ mod runs;
 pub use std::path::Path;
 pub use std::process::{Command, Output};
 
-pub use common::{data_dir, find_files, prepbench, run_json, stderr, Csv, SAMPLES};
+pub use common::{data_dir, find_files, prepbench, prepbench_ok, run_json, stderr, Csv, SAMPLES};
 
 /// `prepbench run cv` on the shared dataset with its store and results in `work`.
-fn run_cv_in(work: &Path, extra: &[&str]) -> Output {
-    let data = data_dir().display().to_string();
-    let (out, store) = (
-        work.join("out").display().to_string(),
-        work.join("store").display().to_string(),
-    );
-    let mut args = vec![
-        "run",
-        "cv",
-        "--samples",
+fn run_cv_in<S: AsRef<str>>(work: &Path, extra: &[S]) -> Output {
+    let mut args = argv![
+        "run cv --samples",
         SAMPLES,
-        "--threads",
-        "2",
-        "--shards",
-        "4",
-        "--data-dir",
-        &data,
+        "--threads 2 --shards 4 --quiet --data-dir",
+        data_dir().to_str().unwrap(),
         "--store-dir",
-        &store,
+        work.join("store").to_str().unwrap(),
         "--out",
-        &out,
-        "--quiet",
+        work.join("out").to_str().unwrap()
     ];
-    args.extend_from_slice(extra);
+    args.extend(extra.iter().map(|a| a.as_ref().to_string()));
     prepbench(&args)
 }
 
 /// `prepbench run cv` in a fresh working directory.
-fn run_cv(extra: &[&str]) -> (Output, tempfile::TempDir) {
+fn run_cv<S: AsRef<str>>(extra: &[S]) -> (Output, tempfile::TempDir) {
     let work = tempfile::tempdir().unwrap();
     (run_cv_in(work.path(), extra), work)
 }

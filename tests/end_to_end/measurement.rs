@@ -5,7 +5,7 @@ use super::*;
 
 #[test]
 fn stages_account_for_the_workers_time_and_the_report_names_the_bound() {
-    let (out, work) = run_cv(&["--strategy", "unprocessed,decoded", "--epochs", "1"]);
+    let (out, work) = run_cv(&argv!["--strategy unprocessed,decoded --epochs 1"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let dir = work.path().join("out");
     let stages = Csv::read(&dir.join("stages.csv"));
@@ -44,8 +44,7 @@ fn stages_account_for_the_workers_time_and_the_report_names_the_bound() {
             "{worker_s}"
         );
     }
-    let report = prepbench(&["report", &dir.display().to_string(), "--quiet"]);
-    assert!(report.status.success(), "{}", stderr(&report));
+    prepbench_ok(&["report", &dir.display().to_string(), "--quiet"]);
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     let section = md.split("### Where the time goes").nth(1).expect("section");
     assert!(
@@ -56,7 +55,7 @@ fn stages_account_for_the_workers_time_and_the_report_names_the_bound() {
 
 #[test]
 fn system_samples_cover_every_phase_and_see_cold_reads() {
-    let (out, work) = run_cv(&["--strategy", "decoded", "--epochs", "2"]);
+    let (out, work) = run_cv(&argv!["--strategy decoded --epochs 2"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let dir = work.path().join("out");
     let samples = Csv::read(&dir.join("samples.csv"));
@@ -120,28 +119,7 @@ fn emulated_ceph_slows_small_raw_files_and_the_report_names_the_profile() {
     let work = tempfile::tempdir().unwrap();
     let path = |name: &str| work.path().join(name).display().to_string();
     let (data, store, out_dir) = (path("data"), path("store"), path("out"));
-    let out = prepbench(&[
-        "run",
-        "cv",
-        "--samples",
-        SAMPLES,
-        "--threads",
-        "2",
-        "--strategy",
-        "unprocessed,concatenated",
-        "--storage",
-        "paper-ceph-hdd",
-        "--evict",
-        "fadvise",
-        "--data-dir",
-        &data,
-        "--store-dir",
-        &store,
-        "--out",
-        &out_dir,
-        "--quiet",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    prepbench_ok(&argv!["run cv --samples", SAMPLES, "--threads 2 --strategy unprocessed,concatenated --storage paper-ceph-hdd --evict fadvise --data-dir", &data, "--store-dir", &store, "--out", &out_dir, "--quiet"]);
     let dir = work.path().join("out");
     let runs = Csv::read(&dir.join("runs.csv"));
     assert!(runs
@@ -178,8 +156,7 @@ fn emulated_ceph_slows_small_raw_files_and_the_report_names_the_profile() {
         assert_eq!(stages.col(read, "kind"), "io");
         assert!(stages.num(read, "share_pct") > 50.0, "{read:?}");
     }
-    let report = prepbench(&["report", &dir.display().to_string(), "--quiet"]);
-    assert!(report.status.success(), "{}", stderr(&report));
+    prepbench_ok(&["report", &dir.display().to_string(), "--quiet"]);
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("## cv [storage paper-ceph-hdd]"), "{md}");
     assert!(
@@ -188,7 +165,7 @@ fn emulated_ceph_slows_small_raw_files_and_the_report_names_the_profile() {
     );
     assert!(md.contains("Storage profiles: `paper-ceph-hdd`"), "{md}");
 
-    let (out, _work) = run_cv(&["--strategy", "unprocessed", "--storage", "nfs"]);
+    let (out, _work) = run_cv(&argv!["--strategy unprocessed --storage nfs"]);
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("no storage profile `nfs`; known: local, paper-ceph-hdd"),

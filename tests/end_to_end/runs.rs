@@ -5,7 +5,7 @@ use super::*;
 
 #[test]
 fn every_cv_strategy_runs_verifies_and_records_honest_metrics() {
-    let (out, work) = run_cv(&["--verify", "--epochs", "2", "--evict", "fadvise"]);
+    let (out, work) = run_cv(&argv!["--verify --epochs 2 --evict fadvise"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let csv = Csv::read(&work.path().join("out/runs.csv"));
     let strategies: Vec<String> = csv
@@ -15,14 +15,8 @@ fn every_cv_strategy_runs_verifies_and_records_honest_metrics() {
         .map(|r| csv.col(r, "strategy"))
         .collect();
     assert_eq!(
-        strategies,
-        [
-            "unprocessed",
-            "concatenated",
-            "decoded",
-            "resized",
-            "pixel-centered"
-        ]
+        strategies.join(" "),
+        "unprocessed concatenated decoded resized pixel-centered"
     );
     assert_eq!(csv.rows.len(), 10, "two epochs per strategy");
     let per_sample = |name: &str| {
@@ -81,17 +75,10 @@ fn every_cv_strategy_runs_verifies_and_records_honest_metrics() {
 #[test]
 fn stores_are_reused_and_every_codec_preserves_the_output() {
     for codec in ["gzip", "zstd:3", "lz4"] {
-        let (out, work) = run_cv(&[
-            "--strategy",
-            "decoded,pixel-centered",
-            "--codec",
+        let (out, work) = run_cv(&argv![
+            "--strategy decoded,pixel-centered --codec",
             codec,
-            "--verify",
-            "--epochs",
-            "1",
-            "--evict",
-            "fadvise",
-            "--json",
+            "--verify --epochs 1 --evict fadvise --json"
         ]);
         assert!(out.status.success(), "{codec}: {}", stderr(&out));
         let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
@@ -106,16 +93,10 @@ fn stores_are_reused_and_every_codec_preserves_the_output() {
                 .starts_with(codec.split(':').next().unwrap())));
         let again = run_cv_in(
             work.path(),
-            &[
-                "--strategy",
-                "decoded",
-                "--codec",
+            &argv![
+                "--strategy decoded --codec",
                 codec,
-                "--json",
-                "--epochs",
-                "1",
-                "--evict",
-                "fadvise",
+                "--json --epochs 1 --evict fadvise"
             ],
         );
         assert!(again.status.success(), "{}", stderr(&again));
@@ -158,15 +139,7 @@ fn lists_show_steps_with_parameters_workloads_and_strategies() {
 
 #[test]
 fn the_application_cache_serves_later_epochs_or_says_it_does_not_fit() {
-    let (out, work) = run_cv(&[
-        "--strategy",
-        "resized",
-        "--cache",
-        "app",
-        "--epochs",
-        "3",
-        "--verify",
-    ]);
+    let (out, work) = run_cv(&argv!["--strategy resized --cache app --epochs 3 --verify"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let runs = Csv::read(&work.path().join("out").join("runs.csv"));
     let caches: Vec<String> = runs.rows.iter().map(|r| runs.col(r, "cache")).collect();
@@ -176,15 +149,8 @@ fn the_application_cache_serves_later_epochs_or_says_it_does_not_fit() {
         assert_eq!(runs.num(row, "samples"), SAMPLES.parse::<f64>().unwrap());
     }
 
-    let (out, work) = run_cv(&[
-        "--strategy",
-        "resized",
-        "--cache",
-        "app",
-        "--epochs",
-        "2",
-        "--app-cache-mb",
-        "1",
+    let (out, work) = run_cv(&argv![
+        "--strategy resized --cache app --epochs 2 --app-cache-mb 1"
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
@@ -196,18 +162,15 @@ fn the_application_cache_serves_later_epochs_or_says_it_does_not_fit() {
     let caches: Vec<String> = runs.rows.iter().map(|r| runs.col(r, "cache")).collect();
     assert_eq!(caches, ["app-fill", "app-miss"]);
 
-    let (out, _work) = run_cv(&["--strategy", "unprocessed", "--cache", "app"]);
+    let (out, _work) = run_cv(&argv!["--strategy unprocessed --cache app"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("stores none"), "{}", stderr(&out));
 }
 
 #[test]
 fn a_simulated_consumer_reports_utilisation_beside_its_null_io_control() {
-    let (out, work) = run_cv(&[
-        "--strategy",
-        "resized",
-        "--consumer",
-        "batch=32,compute=100ms",
+    let (out, work) = run_cv(&argv![
+        "--strategy resized --consumer batch=32,compute=100ms"
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let dir = work.path().join("out");
@@ -228,13 +191,12 @@ fn a_simulated_consumer_reports_utilisation_beside_its_null_io_control() {
         "{:?}",
         runs.rows[2]
     );
-    let report = prepbench(&["report", &dir.display().to_string(), "--quiet"]);
-    assert!(report.status.success(), "{}", stderr(&report));
+    prepbench_ok(&["report", &dir.display().to_string(), "--quiet"]);
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     let section = md.split("### Simulated training").nth(1).expect("section");
     assert!(section.contains("| resized | cold | 0 |"), "{section}");
 
-    let (out, _work) = run_cv(&["--strategy", "resized", "--consumer", "batch=32"]);
+    let (out, _work) = run_cv(&argv!["--strategy resized --consumer batch=32"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("compute=TIME"), "{}", stderr(&out));
 }
@@ -264,35 +226,26 @@ fn a_workload_name_with_a_comma_a_quote_and_a_newline_is_written_and_read_back()
     let file = work.path().join("odd.yaml");
     std::fs::write(&file, renamed).unwrap();
     let out = work.path().join("out");
-    let run = prepbench(&[
+    prepbench_ok(&argv![
         "run",
         &file.display().to_string(),
-        "--strategy",
-        "unprocessed,resized",
-        "--epochs",
-        "2",
-        "--samples",
+        "--strategy unprocessed,resized --epochs 2 --samples",
         SAMPLES,
-        "--evict",
-        "fadvise",
-        "--data-dir",
+        "--evict fadvise --data-dir",
         &data_dir().display().to_string(),
         "--store-dir",
         &work.path().join("store").display().to_string(),
         "--out",
         &out.display().to_string(),
-        "--quiet",
+        "--quiet"
     ]);
-    assert!(run.status.success(), "{}", stderr(&run));
     let runs = Csv::read(&out.join("runs.csv"));
     assert_eq!(runs.rows.len(), 4);
     assert!(runs.rows.iter().all(|r| runs.col(r, "workload") == odd));
-    let report = prepbench(&["report", &out.display().to_string()]);
-    assert!(report.status.success(), "{}", stderr(&report));
+    prepbench_ok(&["report", &out.display().to_string()]);
     let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
     assert_eq!(summary.matches("\"my, \"\"odd\"\"\nworkload\"").count(), 4);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("my, \"odd\""), "{md}");
-    let recommend = prepbench(&["recommend", &out.display().to_string()]);
-    assert!(recommend.status.success(), "{}", stderr(&recommend));
+    prepbench_ok(&["recommend", &out.display().to_string()]);
 }

@@ -359,10 +359,7 @@ mod tests {
 
     #[test]
     fn known_layout_of_a_small_sample() {
-        let s = Sample::new(7).with(
-            "x",
-            Field::Tensor(Tensor::new(vec![2], TensorData::I16(vec![1, -1])).unwrap()),
-        );
+        let s = Sample::new(7).with_tensor("x", vec![2], TensorData::I16(vec![1, -1]));
         let b = encode(&s);
         assert_eq!(&b[0..4], b"PBS1");
         assert_eq!(u32::from_le_bytes(b[4..8].try_into().unwrap()), 1);

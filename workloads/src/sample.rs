@@ -237,6 +237,26 @@ impl Sample {
     }
 
     /// Builder form of [`Sample::set`].
+    /// Sets field `name` to a tensor of `shape` holding `data`, refused when they disagree.
+    pub fn set_tensor(
+        &mut self,
+        name: &str,
+        shape: Vec<usize>,
+        data: TensorData,
+    ) -> Result<(), StepError> {
+        self.set(name, Field::Tensor(Tensor::new(shape, data)?));
+        Ok(())
+    }
+
+    /// The sample with field `name` a tensor of `shape` holding `data` (which must agree).
+    pub fn with_tensor(mut self, name: &str, shape: Vec<usize>, data: TensorData) -> Sample {
+        self.set(
+            name,
+            Field::Tensor(Tensor::new(shape, data).expect("shape and data agree")),
+        );
+        self
+    }
+
     pub fn with(mut self, name: &str, field: Field) -> Sample {
         self.set(name, field);
         self

@@ -38,6 +38,17 @@ pub struct StepContext<'a> {
     pub files: Option<&'a dyn ReadFiles>,
 }
 
+impl StepContext<'static> {
+    /// Seed 0, epoch 0, the first step, files from the local file system: a context for a
+    /// one-off call and for tests.
+    pub const FIRST: StepContext<'static> = StepContext {
+        seed: 0,
+        epoch: 0,
+        step_index: 0,
+        files: None,
+    };
+}
+
 impl StepContext<'_> {
     pub fn rng(&self, sample_id: u64) -> SeededRng {
         SeededRng::from_parts(&[self.seed, sample_id, self.epoch, self.step_index as u64])

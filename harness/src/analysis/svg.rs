@@ -22,6 +22,29 @@ pub struct Series {
     pub dashed: bool,
 }
 
+impl Series {
+    /// Points drawn as dots, each with its label beside it.
+    pub fn labelled_dots(name: &str, points: Vec<(f64, f64)>, labels: Vec<String>) -> Series {
+        Series {
+            name: name.into(),
+            points,
+            labels,
+            ..Series::default()
+        }
+    }
+
+    /// Points joined by a dashed line, without labels (a front, a diagonal).
+    pub fn dashed_line(name: &str, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            name: name.into(),
+            points,
+            line: true,
+            dashed: true,
+            ..Series::default()
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Chart {
     pub title: String,

@@ -231,11 +231,7 @@ pub fn rows(
         .map(|s| SampleRow {
             run_id: run_id.to_string(),
             epoch,
-            phase: if epoch.is_some() {
-                Phase::Online
-            } else {
-                Phase::Offline
-            },
+            phase: Phase::of(epoch),
             t_start_s: s.t_start_s,
             interval_s: s.interval_s,
             device: device.to_string(),

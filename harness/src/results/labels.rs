@@ -131,6 +131,16 @@ label_enum! {
     }
 }
 
+impl Phase {
+    /// The phase of what happened in online epoch `epoch`, or offline when there is none.
+    pub fn of(epoch: Option<u64>) -> Phase {
+        match epoch {
+            Some(_) => Phase::Online,
+            None => Phase::Offline,
+        }
+    }
+}
+
 /// Where an online epoch's time went, one name per stage.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum StageName {

@@ -322,11 +322,7 @@ impl Skipped {
         ErrorRow {
             run_id: run_id.to_string(),
             epoch,
-            phase: if epoch.is_some() {
-                Phase::Online
-            } else {
-                Phase::Offline
-            },
+            phase: Phase::of(epoch),
             sample: self.sample.clone(),
             file: self.file.clone(),
             stage: self.stage.clone(),

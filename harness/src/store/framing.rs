@@ -222,12 +222,7 @@ mod tests {
 
     fn read_all(bytes: &[u8]) -> Result<Vec<Vec<u8>>, FramingError> {
         let mut r = RecordReader::new(bytes);
-        let mut out = Vec::new();
-        let mut buf = Vec::new();
-        while r.next_into(&mut buf)? {
-            out.push(buf.clone());
-        }
-        Ok(out)
+        crate::store::drain(|buf| r.next_into(buf))
     }
 
     #[test]

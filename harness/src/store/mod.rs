@@ -319,6 +319,18 @@ fn sync_dir(dir: &Path) -> Result<(), StoreError> {
         .map_err(io_error(dir))
 }
 
+/// Every record `next` yields (it fills its buffer and says whether it did), for tests.
+#[cfg(test)]
+pub(crate) fn drain<E>(
+    mut next: impl FnMut(&mut Vec<u8>) -> Result<bool, E>,
+) -> Result<Vec<Vec<u8>>, E> {
+    let (mut out, mut buf) = (Vec::new(), Vec::new());
+    while next(&mut buf)? {
+        out.push(buf.clone());
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,12 +365,7 @@ mod tests {
 
     fn read_shard(path: &Path, codec: Codec) -> Result<Vec<Vec<u8>>, StoreError> {
         let mut r = ShardReader::open(path, codec)?;
-        let mut out = Vec::new();
-        let mut buf = Vec::new();
-        while r.next_into(&mut buf)? {
-            out.push(buf.clone());
-        }
-        Ok(out)
+        drain(|buf| r.next_into(buf))
     }
 
     #[test]

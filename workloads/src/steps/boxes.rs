@@ -1,7 +1,7 @@
 //! Bounding boxes that travel with an image: a float32 [k, 4] field of COCO boxes (x, y, width,
 //! height in pixels, from the top-left corner), transformed with every geometric step.
 
-use crate::sample::{Field, Sample, Tensor, TensorData};
+use crate::sample::{Sample, TensorData};
 use crate::step::StepError;
 
 /// One COCO box.
@@ -87,16 +87,14 @@ pub fn transform(
         });
         b.copy_from_slice(&[out.x, out.y, out.w, out.h]);
     }
-    sample.set(
-        name,
-        Field::Tensor(Tensor::new(shape, TensorData::F32(values))?),
-    );
+    sample.set_tensor(name, shape, TensorData::F32(values))?;
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::{Field, Tensor};
 
     #[test]
     fn transforms_by_hand() {
@@ -160,10 +158,7 @@ mod tests {
             s.tensor("boxes").unwrap().data(),
             &TensorData::F32(vec![60.0, 20.0, 30.0, 40.0])
         );
-        let mut bad = Sample::new(0).with(
-            "boxes",
-            Field::Tensor(Tensor::new(vec![4], TensorData::F32(vec![0.0; 4])).unwrap()),
-        );
+        let mut bad = Sample::new(0).with_tensor("boxes", vec![4], TensorData::F32(vec![0.0; 4]));
         assert!(transform(&mut bad, "boxes", |b| b)
             .unwrap_err()
             .message

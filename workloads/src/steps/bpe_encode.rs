@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 use crate::registry::ParamDocs;
-use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::sample::{FieldName, Sample, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 /// GPT-2's end-of-text token id.
@@ -63,10 +63,7 @@ impl Step for BpeEncode {
             tokens.push(END_OF_TEXT);
         }
         let n = tokens.len();
-        sample.set(
-            &self.params.to,
-            Field::Tensor(Tensor::new(vec![n], TensorData::I32(tokens))?),
-        );
+        sample.set_tensor(&self.params.to, vec![n], TensorData::I32(tokens))?;
         Ok(sample)
     }
 }

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use crate::registry::ParamDocs;
-use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::sample::{FieldName, Sample, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 /// The parameters, read strictly from the workload YAML (an unknown key is an error).
@@ -61,7 +61,7 @@ impl Step for Brightness {
                 )))
             }
         };
-        sample.set(field, Field::Tensor(Tensor::new(shape, data)?));
+        sample.set_tensor(field, shape, data)?;
         Ok(sample)
     }
 }
@@ -75,10 +75,7 @@ mod tests {
     }
 
     fn image(data: TensorData) -> Sample {
-        Sample::new(0).with(
-            "image",
-            Field::Tensor(Tensor::new(vec![1, 3, 1], data).unwrap()),
-        )
+        Sample::new(0).with_tensor("image", vec![1, 3, 1], data)
     }
 
     #[test]

@@ -283,7 +283,7 @@ impl Step for DecodeAudio {
             PcmType::Int16 => TensorData::I16(f32_to_i16(&samples)),
             PcmType::Float32 => TensorData::F32(samples),
         };
-        sample.set(&self.params.to, Field::Tensor(Tensor::new(shape, data)?));
+        sample.set_tensor(&self.params.to, shape, data)?;
         sample.set(
             super::SAMPLE_RATE_FIELD,
             Field::Tensor(Tensor::scalar_i32(rate as i32)),
@@ -318,12 +318,7 @@ mod tests {
         out
     }
 
-    const CTX: StepContext = StepContext {
-        seed: 0,
-        epoch: 0,
-        step_index: 1,
-        files: None,
-    };
+    const CTX: StepContext = StepContext::FIRST;
 
     fn step(yaml: &str) -> Box<dyn Step> {
         let params: Params = serde_yaml_ng::from_str(yaml).unwrap();

@@ -8,8 +8,6 @@ use crate::registry::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
-use super::MAX_IMAGE_PIXELS as DEFAULT_MAX_PIXELS;
-
 #[derive(Debug, Deserialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
@@ -20,13 +18,9 @@ pub struct Params {
     #[serde(default = "super::default_image_field")]
     pub to: FieldName,
     /// refuse larger images before decoding
-    #[serde(default = "default_max_pixels")]
+    #[serde(default = "super::default_max_pixels")]
     #[param(default = "178956970")]
     pub max_pixels: u64,
-}
-
-fn default_max_pixels() -> u64 {
-    DEFAULT_MAX_PIXELS
 }
 
 step_spec! { DecodeJpeg, "decode_jpeg", "decode JPEG bytes to an RGB uint8 image [height, width, 3]" }
@@ -38,9 +32,7 @@ pub struct DecodeJpeg {
 
 impl DecodeJpeg {
     pub fn new(params: Params) -> Result<DecodeJpeg, String> {
-        if params.max_pixels == 0 {
-            return Err("max_pixels must be positive".to_string());
-        }
+        super::check_max_pixels(params.max_pixels)?;
         Ok(DecodeJpeg { params })
     }
 }
@@ -132,17 +124,12 @@ mod tests {
         .unwrap()
     }
 
-    const CTX: StepContext = StepContext {
-        seed: 0,
-        epoch: 0,
-        step_index: 1,
-        files: None,
-    };
+    const CTX: StepContext = StepContext::FIRST;
 
     #[test]
     fn decodes_to_height_width_3_close_to_the_source() {
         let s = Sample::new(0).with("data", Field::Bytes(jpeg(40, 30)));
-        let out = step(DEFAULT_MAX_PIXELS).apply(s, &CTX).unwrap();
+        let out = step(crate::steps::MAX_IMAGE_PIXELS).apply(s, &CTX).unwrap();
         let t = out.tensor("image").unwrap();
         assert_eq!(t.shape(), &[30, 40, 3]);
         let TensorData::U8(px) = t.data() else {
@@ -166,7 +153,9 @@ mod tests {
             jpeg(64, 64)[..200].to_vec(),
         ] {
             let s = Sample::new(1).with("data", Field::Bytes(bad));
-            let err = step(DEFAULT_MAX_PIXELS).apply(s, &CTX).unwrap_err();
+            let err = step(crate::steps::MAX_IMAGE_PIXELS)
+                .apply(s, &CTX)
+                .unwrap_err();
             assert!(err.message.contains("JPEG"), "{err}");
         }
         let s = Sample::new(2).with("data", Field::Bytes(jpeg(64, 64)));

@@ -4,9 +4,8 @@
 use image::{DynamicImage, ImageFormat};
 use serde::Deserialize;
 
-use super::MAX_IMAGE_PIXELS;
 use crate::registry::ParamDocs;
-use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::sample::{FieldName, Sample, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 #[derive(Debug, Deserialize, ParamDocs)]
@@ -23,16 +22,13 @@ pub struct Params {
     #[param(default = "true")]
     pub to_uint8: bool,
     /// refuse larger images before decoding
-    #[serde(default = "default_max_pixels")]
+    #[serde(default = "super::default_max_pixels")]
     #[param(default = "178956970")]
     pub max_pixels: u64,
 }
 
 fn default_true() -> bool {
     true
-}
-fn default_max_pixels() -> u64 {
-    MAX_IMAGE_PIXELS
 }
 
 step_spec! { DecodePng, "decode_png", "decode PNG bytes (8- or 16-bit) to an RGB image [height, width, 3], uint8 or uint16" }
@@ -44,9 +40,7 @@ pub struct DecodePng {
 
 impl DecodePng {
     pub fn new(params: Params) -> Result<DecodePng, String> {
-        if params.max_pixels == 0 {
-            return Err("max_pixels must be positive".to_string());
-        }
+        super::check_max_pixels(params.max_pixels)?;
         Ok(DecodePng { params })
     }
 }
@@ -72,10 +66,7 @@ impl Step for DecodePng {
         } else {
             TensorData::U8(image.into_rgb8().into_raw())
         };
-        sample.set(
-            &self.params.to,
-            Field::Tensor(Tensor::new(vec![h, w, 3], data)?),
-        );
+        sample.set_tensor(&self.params.to, vec![h, w, 3], data)?;
         Ok(sample)
     }
 }
@@ -83,6 +74,7 @@ impl Step for DecodePng {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::Field;
     use image::codecs::png::PngEncoder;
     use image::{ExtendedColorType, ImageEncoder};
 
@@ -95,19 +87,14 @@ mod tests {
         out
     }
 
-    const CTX: StepContext = StepContext {
-        seed: 0,
-        epoch: 0,
-        step_index: 1,
-        files: None,
-    };
+    const CTX: StepContext = StepContext::FIRST;
 
     fn step(to_uint8: bool) -> DecodePng {
         DecodePng::new(Params {
             from: crate::steps::default_data_field(),
             to: "image".into(),
             to_uint8,
-            max_pixels: MAX_IMAGE_PIXELS,
+            max_pixels: crate::steps::MAX_IMAGE_PIXELS,
         })
         .unwrap()
     }

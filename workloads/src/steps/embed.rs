@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use crate::registry::ParamDocs;
 use crate::rng::SeededRng;
-use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::sample::{FieldName, Sample, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 #[derive(Debug, Deserialize, ParamDocs)]
@@ -130,10 +130,7 @@ impl Step for Embed {
         }
         let mut shape = shape;
         shape.push(dim);
-        sample.set(
-            &self.params.to,
-            Field::Tensor(Tensor::new(shape, TensorData::F32(out))?),
-        );
+        sample.set_tensor(&self.params.to, shape, TensorData::F32(out))?;
         Ok(sample)
     }
 }
@@ -152,10 +149,7 @@ mod tests {
             seed: 3,
         })
         .unwrap();
-        let sample = Sample::new(0).with(
-            "tokens",
-            Field::Tensor(Tensor::new(vec![2], TensorData::I32(vec![7, 2])).unwrap()),
-        );
+        let sample = Sample::new(0).with_tensor("tokens", vec![2], TensorData::I32(vec![7, 2]));
         let ctx = StepContext::default();
         let out = step.apply(sample, &ctx).unwrap();
         let t = table(3, 10, 4);
@@ -166,10 +160,7 @@ mod tests {
         expected.extend_from_slice(&t.values[8..12]);
         assert_eq!(e.data(), &TensorData::F32(expected));
         assert!(t.values.iter().all(|v| (-0.05..0.05).contains(v)));
-        let bad = Sample::new(0).with(
-            "tokens",
-            Field::Tensor(Tensor::new(vec![1], TensorData::I32(vec![10])).unwrap()),
-        );
+        let bad = Sample::new(0).with_tensor("tokens", vec![1], TensorData::I32(vec![10]));
         assert!(step
             .apply(bad, &ctx)
             .unwrap_err()

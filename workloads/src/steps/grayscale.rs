@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use super::image_dims;
 use crate::registry::ParamDocs;
-use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::sample::{FieldName, Sample, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 #[derive(Debug, Deserialize, ParamDocs)]
@@ -63,7 +63,7 @@ impl Step for Grayscale {
                 )))
             }
         };
-        sample.set(field, Field::Tensor(Tensor::new(vec![h, w, 1], data)?));
+        sample.set_tensor(field, vec![h, w, 1], data)?;
         Ok(sample)
     }
 }
@@ -71,6 +71,7 @@ impl Step for Grayscale {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::{Field, Tensor};
 
     #[test]
     fn luma_by_hand() {

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use crate::registry::ParamDocs;
-use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::sample::{FieldName, Sample, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 #[derive(Debug, Deserialize, ParamDocs)]
@@ -54,10 +54,7 @@ impl Step for Log {
         };
         let offset = self.params.offset;
         values.iter_mut().for_each(|v| *v = (*v + offset).ln());
-        sample.set(
-            field,
-            Field::Tensor(Tensor::new(shape, TensorData::F32(values))?),
-        );
+        sample.set_tensor(field, shape, TensorData::F32(values))?;
         Ok(sample)
     }
 }
@@ -73,10 +70,7 @@ mod tests {
             offset: 1e-6,
         })
         .unwrap();
-        let sample = Sample::new(0).with(
-            "x",
-            Field::Tensor(Tensor::new(vec![2], TensorData::F32(vec![0.0, 1.0])).unwrap()),
-        );
+        let sample = Sample::new(0).with_tensor("x", vec![2], TensorData::F32(vec![0.0, 1.0]));
         let ctx = StepContext::default();
         let out = step.apply(sample, &ctx).unwrap();
         let TensorData::F32(v) = out.tensor("x").unwrap().data() else {

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use crate::registry::ParamDocs;
-use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::sample::{FieldName, Sample, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 #[derive(Debug, Deserialize, ParamDocs)]
@@ -66,10 +66,7 @@ impl Step for Magnitude {
                 .map(|c| (c[0] * c[0] + c[1] * c[1]).sqrt().powf(power))
                 .collect()
         };
-        sample.set(
-            field,
-            Field::Tensor(Tensor::new(shape, TensorData::F32(out))?),
-        );
+        sample.set_tensor(field, shape, TensorData::F32(out))?;
         Ok(sample)
     }
 }
@@ -77,6 +74,7 @@ impl Step for Magnitude {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::{Field, Tensor};
 
     #[test]
     fn magnitude_and_power() {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::registry::ParamDocs;
-use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::sample::{FieldName, Sample, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -293,10 +293,7 @@ impl Step for Mel {
                     .sum();
             }
         }
-        sample.set(
-            field,
-            Field::Tensor(Tensor::new(vec![frames, mels], TensorData::F32(out))?),
-        );
+        sample.set_tensor(field, vec![frames, mels], TensorData::F32(out))?;
         Ok(sample)
     }
 }
@@ -304,6 +301,7 @@ impl Step for Mel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::{Field, Tensor};
 
     #[test]
     fn scales_round_trip_and_match_known_points() {
@@ -351,10 +349,7 @@ mod tests {
         })
         .unwrap();
         let sample = Sample::new(0)
-            .with(
-                "spectrogram",
-                Field::Tensor(Tensor::new(vec![1, 5], TensorData::F32(vec![1.0; 5])).unwrap()),
-            )
+            .with_tensor("spectrogram", vec![1, 5], TensorData::F32(vec![1.0; 5]))
             .with("sample_rate", Field::Tensor(Tensor::scalar_i32(48_000)));
         let ctx = StepContext::default();
         assert!(mel

@@ -133,6 +133,19 @@ pub(crate) fn decode_guarded(
 /// threshold, 2 x `Image.MAX_IMAGE_PIXELS`.
 pub const MAX_IMAGE_PIXELS: u64 = 178_956_970;
 
+/// The default of a decoding step's `max_pixels`.
+fn default_max_pixels() -> u64 {
+    MAX_IMAGE_PIXELS
+}
+
+/// A decoding step's `max_pixels`, refused when zero.
+fn check_max_pixels(max_pixels: u64) -> Result<(), String> {
+    match max_pixels {
+        0 => Err("max_pixels must be positive".to_string()),
+        _ => Ok(()),
+    }
+}
+
 /// The (height, width, channels) of an image tensor laid out HxWxC.
 pub(crate) fn image_dims(tensor: &Tensor, field: &str) -> Result<(usize, usize, usize), StepError> {
     match *tensor.shape() {

@@ -6,7 +6,7 @@
 use serde::Deserialize;
 
 use crate::registry::ParamDocs;
-use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::sample::{FieldName, Sample, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 #[derive(Debug, Deserialize, ParamDocs)]
@@ -92,10 +92,7 @@ impl Step for NilmFeatures {
             )));
         }
         let out = features(&signal[..n], &signal[n..], period, periods);
-        sample.set(
-            &self.params.to,
-            Field::Tensor(Tensor::new(vec![3, periods], TensorData::F64(out))?),
-        );
+        sample.set_tensor(&self.params.to, vec![3, periods], TensorData::F64(out))?;
         Ok(sample)
     }
 }

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use crate::registry::ParamDocs;
-use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::sample::{FieldName, Sample, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 #[derive(Debug, Deserialize, ParamDocs)]
@@ -104,10 +104,7 @@ impl Step for Normalize {
                 )))
             }
         }
-        sample.set(
-            field,
-            Field::Tensor(Tensor::new(shape, TensorData::F32(out))?),
-        );
+        sample.set_tensor(field, shape, TensorData::F32(out))?;
         Ok(sample)
     }
 }
@@ -124,10 +121,8 @@ mod tests {
             std: vec![0.25, 2.0],
             scale: 0.5,
         };
-        let s = Sample::new(0).with(
-            "image",
-            Field::Tensor(Tensor::new(vec![1, 2, 2], TensorData::U8(vec![2, 4, 0, 8])).unwrap()),
-        );
+        let s =
+            Sample::new(0).with_tensor("image", vec![1, 2, 2], TensorData::U8(vec![2, 4, 0, 8]));
         let out = Normalize::new(p)
             .unwrap()
             .apply(s, &StepContext::default())

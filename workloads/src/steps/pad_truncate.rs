@@ -69,7 +69,7 @@ impl Step for PadTruncate {
             TensorData::F64(v) => TensorData::F64(fit(v, n, pad)),
         };
         shape[0] = self.params.length;
-        sample.set(field, Field::Tensor(Tensor::new(shape, out)?));
+        sample.set_tensor(field, shape, out)?;
         if let Some(name) = &self.params.length_field {
             sample.set(name, Field::Tensor(Tensor::scalar_i32(rows as i32)));
         }
@@ -91,12 +91,8 @@ mod tests {
         })
         .unwrap();
         let ctx = StepContext::default();
-        let tokens = |v: Vec<i32>| {
-            Sample::new(0).with(
-                "tokens",
-                Field::Tensor(Tensor::new(vec![v.len()], TensorData::I32(v)).unwrap()),
-            )
-        };
+        let tokens =
+            |v: Vec<i32>| Sample::new(0).with_tensor("tokens", vec![v.len()], TensorData::I32(v));
         let short = step.apply(tokens(vec![1, 2]), &ctx).unwrap();
         assert_eq!(
             short.tensor("tokens").unwrap().data(),

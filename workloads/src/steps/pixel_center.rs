@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use crate::registry::ParamDocs;
-use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::sample::{FieldName, Sample, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 #[derive(Debug, Deserialize, ParamDocs)]
@@ -65,10 +65,7 @@ impl Step for PixelCenter {
             )));
         };
         let centred: Vec<f32> = pixels.iter().map(|&p| self.table[p as usize]).collect();
-        sample.set(
-            field,
-            Field::Tensor(Tensor::new(shape, TensorData::F32(centred))?),
-        );
+        sample.set_tensor(field, shape, TensorData::F32(centred))?;
         Ok(sample)
     }
 }
@@ -86,10 +83,7 @@ mod tests {
         })
         .unwrap();
         let px: Vec<u8> = (0..=255).collect();
-        let s = Sample::new(0).with(
-            "image",
-            Field::Tensor(Tensor::new(vec![16, 16, 1], TensorData::U8(px)).unwrap()),
-        );
+        let s = Sample::new(0).with_tensor("image", vec![16, 16, 1], TensorData::U8(px));
         let out = step
             .apply(
                 s,

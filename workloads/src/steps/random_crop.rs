@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use super::image_dims;
 use crate::registry::{ParamDocs, StepFacts};
-use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::sample::{FieldName, Sample, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 #[derive(Debug, Deserialize, ParamDocs)]
@@ -85,7 +85,7 @@ impl Step for RandomCrop {
                     .clipped(cw as f32, ch as f32)
             })?;
         }
-        sample.set(field, Field::Tensor(Tensor::new(vec![ch, cw, c], data)?));
+        sample.set_tensor(field, vec![ch, cw, c], data)?;
         Ok(sample)
     }
 }
@@ -93,16 +93,14 @@ impl Step for RandomCrop {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::{Field, Tensor};
 
     fn ramp(id: u64, h: usize, w: usize) -> Sample {
         // Each pixel encodes its own (row, column) so the crop offset can be read back.
         let px: Vec<i32> = (0..h * w)
             .flat_map(|i| [(i / w) as i32, (i % w) as i32])
             .collect();
-        Sample::new(id).with(
-            "image",
-            Field::Tensor(Tensor::new(vec![h, w, 2], TensorData::I32(px)).unwrap()),
-        )
+        Sample::new(id).with_tensor("image", vec![h, w, 2], TensorData::I32(px))
     }
 
     fn crop() -> RandomCrop {

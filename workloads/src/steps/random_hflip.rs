@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use super::image_dims;
 use crate::registry::{ParamDocs, StepFacts};
-use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::sample::{FieldName, Sample, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 #[derive(Debug, Deserialize, ParamDocs)]
@@ -75,7 +75,7 @@ impl Step for RandomHflip {
         if let Some(boxes) = &self.params.boxes {
             super::boxes::transform(&mut sample, boxes, |b| b.mirrored(w as f32))?;
         }
-        sample.set(field, Field::Tensor(Tensor::new(vec![h, w, c], data)?));
+        sample.set_tensor(field, vec![h, w, c], data)?;
         Ok(sample)
     }
 }
@@ -83,6 +83,7 @@ impl Step for RandomHflip {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::{Field, Tensor};
 
     #[test]
     fn mirrors_pixels_and_boxes_about_half_the_time() {

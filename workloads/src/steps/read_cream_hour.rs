@@ -102,10 +102,7 @@ impl Step for ReadCreamHour {
         let n = voltage.len();
         voltage.extend_from_slice(&current);
         drop(current);
-        sample.set(
-            &self.params.to,
-            Field::Tensor(Tensor::new(vec![2, n], TensorData::F64(voltage))?),
-        );
+        sample.set_tensor(&self.params.to, vec![2, n], TensorData::F64(voltage))?;
         if sample_rate_hz.fract() == 0.0 && sample_rate_hz <= i32::MAX as f64 {
             sample.set(
                 super::SAMPLE_RATE_FIELD,

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::image_dims;
 use super::resize_shorter::{resize_image, Filter};
 use crate::registry::ParamDocs;
-use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::sample::{FieldName, Sample, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 #[derive(Debug, Deserialize, ParamDocs)]
@@ -99,17 +99,12 @@ impl Step for ResizeLongerPad {
                 b.scaled(sx, sy).shifted(left as f32, top as f32)
             })?;
         }
-        sample.set(
-            field,
-            Field::Tensor(Tensor::new(vec![size, size, c], TensorData::U8(canvas))?),
-        );
-        sample.set(
+        sample.set_tensor(field, vec![size, size, c], TensorData::U8(canvas))?;
+        sample.set_tensor(
             &self.params.record,
-            Field::Tensor(Tensor::new(
-                vec![3],
-                TensorData::F32(vec![scale, top as f32, left as f32]),
-            )?),
-        );
+            vec![3],
+            TensorData::F32(vec![scale, top as f32, left as f32]),
+        )?;
         Ok(sample)
     }
 }
@@ -117,6 +112,7 @@ impl Step for ResizeLongerPad {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::{Field, Tensor};
 
     #[test]
     fn letterbox_geometry_and_boxes_by_hand() {

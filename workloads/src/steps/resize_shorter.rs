@@ -169,12 +169,7 @@ impl Step for ResizeShorter {
 mod tests {
     use super::*;
 
-    const CTX: StepContext = StepContext {
-        seed: 0,
-        epoch: 0,
-        step_index: 2,
-        files: None,
-    };
+    const CTX: StepContext = StepContext::FIRST;
 
     fn image(h: usize, w: usize, f: impl Fn(usize, usize) -> u8) -> Sample {
         let mut px = Vec::with_capacity(h * w * 3);
@@ -183,10 +178,7 @@ mod tests {
                 px.extend_from_slice(&[f(y, x); 3]);
             }
         }
-        Sample::new(0).with(
-            "image",
-            Field::Tensor(Tensor::new(vec![h, w, 3], TensorData::U8(px)).unwrap()),
-        )
+        Sample::new(0).with_tensor("image", vec![h, w, 3], TensorData::U8(px))
     }
 
     fn resize(size: usize) -> ResizeShorter {
@@ -240,19 +232,13 @@ mod tests {
 
     #[test]
     fn wrong_dtype_or_rank_is_an_error() {
-        let s = Sample::new(0).with(
-            "image",
-            Field::Tensor(Tensor::new(vec![4], TensorData::U8(vec![0; 4])).unwrap()),
-        );
+        let s = Sample::new(0).with_tensor("image", vec![4], TensorData::U8(vec![0; 4]));
         assert!(resize(2)
             .apply(s, &CTX)
             .unwrap_err()
             .message
             .contains("expected an image"));
-        let s = Sample::new(0).with(
-            "image",
-            Field::Tensor(Tensor::new(vec![2, 2, 1], TensorData::F32(vec![0.0; 4])).unwrap()),
-        );
+        let s = Sample::new(0).with_tensor("image", vec![2, 2, 1], TensorData::F32(vec![0.0; 4]));
         assert!(resize(2)
             .apply(s, &CTX)
             .unwrap_err()

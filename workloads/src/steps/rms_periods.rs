@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 use crate::registry::ParamDocs;
-use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::sample::{FieldName, Sample, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 #[derive(Debug, Deserialize, ParamDocs)]
@@ -81,10 +81,7 @@ impl Step for RmsPeriods {
                 )))
             }
         };
-        sample.set(
-            field,
-            Field::Tensor(Tensor::new(vec![periods, cols], TensorData::F32(out))?),
-        );
+        sample.set_tensor(field, vec![periods, cols], TensorData::F32(out))?;
         Ok(sample)
     }
 }

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::pcm::pcm_into_f32;
 use crate::registry::ParamDocs;
-use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
+use crate::sample::{FieldName, Sample, TensorData};
 use crate::step::{Step, StepContext, StepError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -237,13 +237,11 @@ impl Step for Stft {
         let tensor = sample.take_tensor(&self.params.from)?;
         let signal = pcm_into_f32(tensor, &self.params.from)?;
         let (frames, out) = self.transform(signal)?;
-        sample.set(
+        sample.set_tensor(
             &self.params.to,
-            Field::Tensor(Tensor::new(
-                vec![frames, self.bins(), 2],
-                TensorData::F32(out),
-            )?),
-        );
+            vec![frames, self.bins(), 2],
+            TensorData::F32(out),
+        )?;
         Ok(sample)
     }
 }

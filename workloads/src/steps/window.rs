@@ -123,10 +123,7 @@ mod tests {
         .unwrap();
         let signal: Vec<f64> = (0..14).map(|v| v as f64).collect(); // 2 x 7
         let sample = Sample::new(5)
-            .with(
-                "signal",
-                Field::Tensor(Tensor::new(vec![2, 7], TensorData::F64(signal)).unwrap()),
-            )
+            .with_tensor("signal", vec![2, 7], TensorData::F64(signal))
             .with("note", Field::Text("kept".into()));
         let ctx = StepContext::default();
         let mut out = Vec::new();
