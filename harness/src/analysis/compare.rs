@@ -4,7 +4,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use crate::analysis::report::cells::{Cell, CellKey, Results};
+use crate::analysis::cells::{Cell, CellKey, Results};
 use crate::analysis::stats::{ratio_ci, welch};
 
 /// Significance level of the verdicts.

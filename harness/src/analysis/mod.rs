@@ -1,11 +1,16 @@
-//! What a results folder says: statistics over trials ([`stats`]), the paper's figures
-//! ([`paper`]), the prediction model and `whatif` ([`model`]), the report ([`report`]),
-//! `recommend` and `compare`. It reads the typed results only; it never measures.
+//! What a results folder says: the folder loaded into cells summarised over trials ([`cells`])
+//! and viewed per workload ([`view`]), statistics ([`stats`]), the paper's figures ([`paper`])
+//! and its findings judged on ours ([`findings`]), the prediction model and `whatif`
+//! ([`model`]), the report ([`report`]), `recommend` and `compare`. It reads the typed results
+//! only; it never measures.
 
+pub mod cells;
 pub mod compare;
+pub mod findings;
 pub mod model;
 pub mod paper;
 pub mod recommend;
 pub mod report;
 pub mod stats;
 pub mod svg;
+pub mod view;

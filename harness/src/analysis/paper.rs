@@ -8,6 +8,8 @@ const DATASETS: &str = include_str!("../../../results/paper/datasets.csv");
 const STRATEGIES: &str = include_str!("../../../results/paper/strategies.csv");
 const COMPRESSION: &str = include_str!("../../../results/paper/compression.csv");
 const CACHING: &str = include_str!("../../../results/paper/caching.csv");
+const SCALING: &str = include_str!("../../../results/paper/scaling.csv");
+const SYNTHETIC_READING: &str = include_str!("../../../results/paper/synthetic_reading.csv");
 
 /// One strategy of one pipeline as the paper reports it (8 threads, full dataset).
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -43,6 +45,43 @@ pub struct PaperCaching {
     pub sps_application_cache: f64,
 }
 
+/// A thread speed-up the paper states as a range in its text (finding 6).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct PaperScaling {
+    pub pipeline: String,
+    pub strategy: String,
+    pub threads_from: usize,
+    pub threads_to: usize,
+    pub speedup_low: f64,
+    pub speedup_high: f64,
+}
+
+/// Seconds to read the paper's 15 GB synthetic dataset of one sample size (finding 5).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct PaperSyntheticReading {
+    pub sample_mb: f64,
+    pub online_s_no_cache: f64,
+    pub online_s_system_cache: f64,
+    pub online_s_application_cache: f64,
+}
+
+/// The MB of each of the paper's synthetic datasets.
+pub const SYNTHETIC_DATASET_MB: f64 = 15_000.0;
+
+/// The paper's synthetic reading experiment, smallest samples last (as published).
+pub fn synthetic_reading() -> Vec<PaperSyntheticReading> {
+    crate::results::table::parse_rows(
+        SYNTHETIC_READING.as_bytes(),
+        "synthetic_reading.csv".as_ref(),
+    )
+    .unwrap_or_else(|e| panic!("the embedded paper table is invalid: {e}"))
+}
+
+/// Memory of the paper's machine, GB: what "larger than memory" means for its strategies.
+pub const MEMORY_GB: f64 = 80.0;
+/// Threads of the paper's runs.
+pub const THREADS: usize = 8;
+
 #[derive(Deserialize)]
 struct PaperDataset {
     pipeline: String,
@@ -65,7 +104,13 @@ macro_rules! of_pipeline {
     };
 }
 
-of_pipeline!(PaperStrategy, PaperCompression, PaperCaching, PaperDataset);
+of_pipeline!(
+    PaperStrategy,
+    PaperCompression,
+    PaperCaching,
+    PaperScaling,
+    PaperDataset
+);
 
 /// Everything the paper says about one pipeline.
 #[derive(Clone, Debug, Default)]
@@ -75,6 +120,7 @@ pub struct PaperPipeline {
     pub strategies: Vec<PaperStrategy>,
     pub compression: Vec<PaperCompression>,
     pub caching: Vec<PaperCaching>,
+    pub scaling: Vec<PaperScaling>,
 }
 
 /// The rows of the embedded table `name` that belong to `pipeline`.
@@ -84,6 +130,14 @@ fn rows<R: DeserializeOwned + OfPipeline>(text: &str, name: &str, pipeline: &str
         .into_iter()
         .filter(|r| r.pipeline() == pipeline)
         .collect()
+}
+
+/// The pipelines the paper reports, in its tables' order.
+pub fn pipelines() -> Vec<String> {
+    let all: Vec<PaperDataset> =
+        crate::results::table::parse_rows(DATASETS.as_bytes(), "datasets.csv".as_ref())
+            .unwrap_or_else(|e| panic!("the embedded paper table is invalid: {e}"));
+    all.into_iter().map(|d| d.pipeline).collect()
 }
 
 /// The paper's figures for `pipeline` (`cv`, `cv2-jpg`, `nlp`, ...), if it reports it.
@@ -97,6 +151,7 @@ pub fn pipeline(pipeline: &str) -> Option<PaperPipeline> {
         strategies: rows(STRATEGIES, "strategies.csv", pipeline),
         compression: rows(COMPRESSION, "compression.csv", pipeline),
         caching: rows(CACHING, "caching.csv", pipeline),
+        scaling: rows(SCALING, "scaling.csv", pipeline),
     })
 }
 

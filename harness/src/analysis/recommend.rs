@@ -5,8 +5,8 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use crate::analysis::report::cells::Results;
-use crate::analysis::report::view::WorkloadView;
+use crate::analysis::cells::Results;
+use crate::analysis::view::WorkloadView;
 
 /// Weights of offline time, storage and throughput, written `P,S,T` (PRESTO's default 0,0,1).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -281,6 +281,99 @@ pub fn ratio_ci(a: &Summary, b: &Summary) -> Option<(f64, f64, f64)> {
     Some((ratio, ratio - half, ratio + half))
 }
 
+/// A positive quantity on the log scale, so that ratios of independent estimates keep their
+/// uncertainty and their intervals stay positive: the log of its value, the variance of that log
+/// (by the delta method, sd² / (n · mean²) for a mean over n trials), and the terms of the
+/// Welch–Satterthwaite degrees of freedom. A published figure is exact (variance 0).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LogEstimate {
+    pub log: f64,
+    pub var: f64,
+    /// Σ var_i² / df_i over the independent estimates combined (0: exact or infinite df).
+    df_terms: f64,
+}
+
+impl LogEstimate {
+    /// An exact positive value (a published figure); `None` unless positive and finite.
+    pub fn exact(value: f64) -> Option<LogEstimate> {
+        (value > 0.0 && value.is_finite()).then(|| LogEstimate {
+            log: value.ln(),
+            var: 0.0,
+            df_terms: 0.0,
+        })
+    }
+
+    /// A published range read as a 95 % interval (normal on the log scale).
+    pub fn range(lo: f64, hi: f64) -> Option<LogEstimate> {
+        let (a, b) = (LogEstimate::exact(lo)?, LogEstimate::exact(hi)?);
+        let half = (b.log - a.log).abs() / 2.0 / 1.96;
+        Some(LogEstimate {
+            log: (a.log + b.log) / 2.0,
+            var: half * half,
+            df_terms: 0.0,
+        })
+    }
+
+    /// The mean of a summary of trials; `None` with fewer than two trials (no spread to judge
+    /// by) or a mean that is not positive.
+    pub fn of_mean(s: &Summary) -> Option<LogEstimate> {
+        let sd = s.sd?;
+        if s.mean <= 0.0 {
+            return None;
+        }
+        let var = sd * sd / (s.n as f64 * s.mean * s.mean);
+        Some(LogEstimate {
+            log: s.mean.ln(),
+            var,
+            df_terms: var * var / (s.n - 1) as f64,
+        })
+    }
+
+    /// This divided by `other` (independent).
+    pub fn over(&self, other: &LogEstimate) -> LogEstimate {
+        LogEstimate {
+            log: self.log - other.log,
+            var: self.var + other.var,
+            df_terms: self.df_terms + other.df_terms,
+        }
+    }
+
+    /// This times `other` (independent).
+    pub fn times(&self, other: &LogEstimate) -> LogEstimate {
+        LogEstimate {
+            log: self.log + other.log,
+            ..self.over(other)
+        }
+    }
+
+    /// The value scaled by an exact positive factor.
+    pub fn scaled(&self, factor: f64) -> LogEstimate {
+        LogEstimate {
+            log: self.log + factor.ln(),
+            ..*self
+        }
+    }
+
+    pub fn value(&self) -> f64 {
+        self.log.exp()
+    }
+
+    /// The 95 % interval (Student's t with Welch–Satterthwaite degrees of freedom; normal for
+    /// published ranges; a point for exact figures).
+    pub fn ci95(&self) -> (f64, f64) {
+        if self.var <= 0.0 {
+            return (self.value(), self.value());
+        }
+        let t = if self.df_terms > 0.0 {
+            t_quantile(0.975, (self.var * self.var / self.df_terms).max(1.0))
+        } else {
+            1.96
+        };
+        let half = t * self.var.sqrt();
+        ((self.log - half).exp(), (self.log + half).exp())
+    }
+}
+
 /// Kendall's tau-b rank correlation of paired values (ties handled); `None` with fewer than two
 /// pairs or when one side is constant. Reference: M. G. Kendall, Biometrika 33 (1945).
 pub fn kendall_tau_b(x: &[f64], y: &[f64]) -> Option<f64> {
@@ -311,6 +404,29 @@ mod tests {
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn log_estimates_combine_and_stay_positive() {
+        let a = Summary::of(&[100.0, 110.0, 90.0]).unwrap();
+        let b = Summary::of(&[10.0, 40.0, 25.0]).unwrap();
+        let ratio = LogEstimate::of_mean(&a)
+            .unwrap()
+            .over(&LogEstimate::of_mean(&b).unwrap());
+        let (lo, hi) = ratio.ci95();
+        assert!(close(ratio.value(), 4.0, 1e-9));
+        // A wide, noisy denominator: the interval is wide but never below zero.
+        assert!(lo > 0.0 && lo < 4.0 && hi > 4.0, "[{lo}, {hi}]");
+        // Exact figures give a point; a published range gives itself back.
+        let exact = LogEstimate::exact(962.0)
+            .unwrap()
+            .over(&LogEstimate::exact(107.0).unwrap());
+        assert_eq!(exact.ci95(), (exact.value(), exact.value()));
+        let (lo, hi) = LogEstimate::range(6.0, 7.0).unwrap().ci95();
+        assert!(close(lo, 6.0, 1e-9) && close(hi, 7.0, 1e-9), "[{lo}, {hi}]");
+        // One trial, or a zero mean, is no estimate.
+        assert!(LogEstimate::of_mean(&Summary::of(&[5.0]).unwrap()).is_none());
+        assert!(LogEstimate::exact(0.0).is_none());
     }
 
     #[test]

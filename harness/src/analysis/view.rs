@@ -3,8 +3,8 @@
 
 use workloads::Codec;
 
+use crate::analysis::cells::Cell;
 use crate::analysis::paper::{self, PaperPipeline};
-use crate::analysis::report::cells::Cell;
 use crate::results::{CacheState, Condition};
 
 pub struct WorkloadView<'a> {

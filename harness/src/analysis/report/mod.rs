@@ -1,12 +1,9 @@
 //! `prepbench report DIR`: summary.csv (statistics per cell), report.md (the paper's tables with
 //! its figures beside ours, the findings, warnings), report.json and plots/*.svg.
 
-pub mod cells;
-pub mod findings;
 pub mod plots;
 pub mod roofline;
 pub mod tables;
-pub mod view;
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -14,9 +11,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde_json::json;
 
+use crate::analysis::cells::{Cell, Results};
+use crate::analysis::findings;
+use crate::analysis::view::WorkloadView;
 use crate::results::{Manifest, Verdict};
-use cells::{Cell, Results};
-use view::WorkloadView;
 
 /// Cells whose throughput coefficient of variation exceeds this get a warning.
 pub const MAX_CV: f64 = 0.10;
@@ -325,7 +323,7 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
         .as_ref()
         .map(|cal| roofline::check_all(&results, cal, &cells))
         .unwrap_or_default();
-    let found = findings::findings(&views);
+    let found = findings::rules::judge(&findings::measured::observations(&results, &views));
     let warned = warnings(&cells);
     let mut md = String::new();
     let _ = writeln!(
@@ -420,16 +418,13 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
         prediction = json;
     }
     let _ = writeln!(md, "## Paper comparison\n");
+    let _ = writeln!(
+        md,
+        "Each finding is split into the claims the paper makes; each claim is judged on the 95 % interval of the ratio it is about: reproduced (the interval lies on the claim's side), contradicted (on the opposite side), not reproduced (it straddles), or not testable here (the reason is given). Epochs under {} s and cells of one trial are not judged. Where a check did not reproduce, the measured mechanism follows it.\n",
+        findings::measured::MIN_EPOCH_S
+    );
     for f in &found {
-        let _ = writeln!(
-            md,
-            "{}. **{}**: {}. Ours: {}. Paper: {}.",
-            f.number,
-            f.verdict.text(),
-            f.claim,
-            f.ours,
-            f.paper
-        );
+        let _ = writeln!(md, "{}", f.markdown());
     }
     let _ = writeln!(md, "\n## Warnings\n");
     if warned.is_empty() {

@@ -1,8 +1,8 @@
 //! The report's plots per workload: throughput vs storage with the Pareto front (the paper's
 //! central figure), thread scaling, codec effect and cache effect.
 
-use crate::analysis::report::view::WorkloadView;
 use crate::analysis::svg::{Chart, Scale, Series};
+use crate::analysis::view::WorkloadView;
 use workloads::Codec;
 
 const SPS: &str = "throughput, cold epoch (samples/s)";
@@ -59,20 +59,8 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
             .map(|i| points[i])
             .collect();
         let series = vec![
-            Series {
-                name: "strategies".into(),
-                points,
-                labels,
-                line: false,
-                dashed: false,
-            },
-            Series {
-                name: "Pareto front".into(),
-                points: front,
-                labels: Vec::new(),
-                line: true,
-                dashed: true,
-            },
+            Series::labelled_dots("strategies", points, labels),
+            Series::dashed_line("Pareto front", front),
         ];
         out.push((
             format!("{}-tradeoff.svg", view.file_stem()),

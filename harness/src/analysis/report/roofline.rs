@@ -12,8 +12,8 @@ use crate::analysis::model::{self, Checked, Reading, Setting};
 use crate::analysis::svg::{Chart, Scale, Series};
 use crate::results::{CacheState, Calibration};
 
-use super::cells::{Cell, Results};
-use super::view::WorkloadView;
+use crate::analysis::cells::{Cell, Results};
+use crate::analysis::view::WorkloadView;
 
 /// Every cell's prediction beside its measurement, in the cells' order. Cells without a
 /// calibration for their strategy and codec, null-I/O control rows and cells under an unknown
@@ -182,20 +182,8 @@ pub fn plot(view: &WorkloadView, checked: &[Checked]) -> Option<(String, Chart)>
             x_categories: Vec::new(),
             y_from_zero: false,
             series: vec![
-                Series {
-                    name: "strategies".into(),
-                    points,
-                    labels,
-                    line: false,
-                    dashed: false,
-                },
-                Series {
-                    name: "measured = bound".into(),
-                    points: vec![(lo, lo), (hi, hi)],
-                    labels: Vec::new(),
-                    line: true,
-                    dashed: true,
-                },
+                Series::labelled_dots("strategies", points, labels),
+                Series::dashed_line("measured = bound", vec![(lo, lo), (hi, hi)]),
             ],
         },
     ))
@@ -237,7 +225,7 @@ pub fn section(
         .take(8)
         .map(|c| {
             vec![
-                super::view::titled(&c.workload, &c.condition),
+                crate::analysis::view::titled(&c.workload, &c.condition),
                 c.strategy.clone(),
                 c.codec.to_string(),
                 c.threads.to_string(),

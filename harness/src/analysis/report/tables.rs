@@ -6,11 +6,11 @@ use workloads::Codec;
 use crate::results::CacheState;
 use std::fmt::Write;
 
-use crate::analysis::report::view::WorkloadView;
 use crate::analysis::stats::ratio_ci;
 use crate::analysis::svg::format_number;
+use crate::analysis::view::WorkloadView;
 
-fn sps(cell: Option<&crate::analysis::report::cells::Cell>) -> String {
+fn sps(cell: Option<&crate::analysis::cells::Cell>) -> String {
     match cell {
         None => "-".into(),
         Some(c) => match c.throughput.ci95 {
@@ -289,7 +289,7 @@ pub fn variants(base: &str, group: &[&WorkloadView]) -> String {
 /// online phase and the evidence, from `stages.csv`.
 pub fn bottlenecks(
     view: &WorkloadView,
-    results: &crate::analysis::report::cells::Results,
+    results: &crate::analysis::cells::Results,
 ) -> Option<String> {
     let t = view.max_threads();
     let mut out = String::new();
@@ -346,12 +346,9 @@ pub fn bottlenecks(
 
 /// Per strategy and epoch of a view with a simulated consumer (codec none, most threads): what
 /// the training saw, beside the null-I/O control's utilisation (the consumer's own ceiling).
-pub fn training(
-    view: &WorkloadView,
-    results: &crate::analysis::report::cells::Results,
-) -> Option<String> {
+pub fn training(view: &WorkloadView, results: &crate::analysis::cells::Results) -> Option<String> {
     let t = view.max_threads();
-    let mean = |cell: &crate::analysis::report::cells::Cell,
+    let mean = |cell: &crate::analysis::cells::Cell,
                 f: fn(&crate::results::RunRow) -> Option<f64>| {
         let values: Vec<f64> = results.cell_rows(cell).filter_map(f).collect();
         (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)

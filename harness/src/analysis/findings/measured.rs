@@ -1,0 +1,192 @@
+//! Our measurements as [`Observations`]: per workload that reproduces a paper pipeline and per
+//! storage it ran on, the cold throughput and the cache, codec and thread ratios, each a mean
+//! over trials with its interval. A cell whose epochs last less than [`MIN_EPOCH_S`] gives no
+//! figure (its reason says why), and neither does a cell of one trial.
+
+use workloads::Codec;
+
+use crate::analysis::cells::{Cell, Results};
+use crate::analysis::findings::observed::{
+    Compressed, Figure, Observations, Pipeline, Scaling, SizePoint, SizeSeries, Storage, Strategy,
+};
+use crate::analysis::report::tables;
+use crate::analysis::stats::LogEstimate;
+use crate::analysis::view::WorkloadView;
+use crate::results::stages::classify;
+use crate::results::CacheState;
+
+/// Epochs shorter than this are start-up (threads, shard opens, first reads) as much as
+/// throughput: they are reported, and kept out of verdicts and of the model's validation.
+pub const MIN_EPOCH_S: f64 = 1.0;
+
+/// Whether a cell's epochs are long enough to judge by.
+pub fn long_enough(cell: &Cell) -> bool {
+    cell.online.median >= MIN_EPOCH_S
+}
+
+/// A cell's throughput as an estimate, or why there is none.
+fn throughput(cell: Option<&Cell>) -> Option<Figure> {
+    let cell = cell?;
+    Some(if !long_enough(cell) {
+        Err(format!(
+            "epochs of {:.2} s, under the {MIN_EPOCH_S} s floor",
+            cell.online.median
+        ))
+    } else {
+        LogEstimate::of_mean(&cell.throughput)
+            .ok_or_else(|| format!("{} trial: no interval", cell.throughput.n))
+    })
+}
+
+fn over(a: Option<Figure>, b: Option<Figure>) -> Option<Figure> {
+    let (a, b) = (a?, b?);
+    Some(match (a, b) {
+        (Ok(a), Ok(b)) => Ok(a.over(&b)),
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    })
+}
+
+/// What bound a cell's epochs, from its stages: `cpu-bound (io 10 %, cpu 85 %, ...)`.
+fn mechanism(results: &Results, cell: Option<&Cell>) -> Option<String> {
+    let (stages, _) = results.cell_stages(cell?)?;
+    let (bound, evidence) = classify(&stages);
+    Some(format!("{} ({evidence})", bound?))
+}
+
+fn storage_of(view: &WorkloadView) -> Storage {
+    match &view.condition.storage {
+        Some(profile) => Storage::Emulated(profile.clone()),
+        None => Storage::Local,
+    }
+}
+
+fn strategy(results: &Results, view: &WorkloadView, name: &str) -> Strategy {
+    let t = view.max_threads();
+    let cold_cell = view.cold(name, Codec::None, t);
+    let warm_cell = view.warm(name, Codec::None, t);
+    let app_cell = view.cell(name, Codec::None, t, CacheState::App, 1);
+    let cold = throughput(cold_cell);
+    let codecs = view
+        .codecs
+        .iter()
+        .filter(|c| **c != Codec::None)
+        .filter_map(|codec| {
+            let cell = view.cold(name, *codec, t)?;
+            if cell.key.codec != *codec {
+                // `unprocessed` has no codec: the lookup fell back to none.
+                return None;
+            }
+            let offline = |c: Option<&Cell>| {
+                c.and_then(|c| c.offline.as_ref()).map(|o| {
+                    LogEstimate::of_mean(o)
+                        .ok_or_else(|| format!("{} materialization: no interval", o.n))
+                })
+            };
+            Some(Compressed {
+                codec: codec.to_string(),
+                speedup: over(throughput(Some(cell)), cold.clone())?,
+                stored_fraction: cold_cell
+                    .filter(|c| c.storage_bytes > 0.0)
+                    .map(|c| cell.storage_bytes / c.storage_bytes),
+                offline_growth: over(offline(Some(cell)), offline(cold_cell)),
+                mechanism: mechanism(results, Some(cell)),
+            })
+        })
+        .collect();
+    let scaling = (view.threads.len() >= 2)
+        .then(|| {
+            let from = view.threads[0];
+            Some(Scaling {
+                from,
+                to: t,
+                speedup: over(cold.clone(), throughput(view.cold(name, Codec::None, from)))?,
+            })
+        })
+        .flatten();
+    Strategy {
+        name: name.to_string(),
+        store_gb: cold_cell.map(|c| c.storage_bytes / 1e9),
+        page_cache: over(throughput(warm_cell), cold.clone()),
+        app_cache: over(throughput(app_cell), cold.clone()),
+        app_over_page: over(throughput(app_cell), throughput(warm_cell)),
+        cold,
+        codecs,
+        scaling,
+        mechanism: mechanism(results, cold_cell),
+    }
+}
+
+/// The workload the paper's synthetic reading experiment is (materialized records read back).
+const SYNTHETIC_READING: &str = "synthetic-reading";
+
+/// Sample-size series: per base workload, condition and strategy, the MB/s of each dataset
+/// variant sized by `mb_per_sample`.
+fn size_series(views: &[WorkloadView]) -> Vec<SizeSeries> {
+    let mut out: Vec<SizeSeries> = Vec::new();
+    for view in views.iter().filter(|v| !v.simulated_consumer()) {
+        let Some(mb) = tables::variant_mb(view) else {
+            continue;
+        };
+        let base = view.variant().0;
+        let t = view.max_threads();
+        for (_, strategy) in &view.strategies {
+            let rate = |cell: Option<&Cell>| {
+                let per_sample = cell?.mb_per_sample();
+                throughput(cell).map(|f| f.map(|e| e.scaled(per_sample)))
+            };
+            let Some(cold) = rate(view.cold(strategy, Codec::None, t)) else {
+                continue;
+            };
+            let point = SizePoint {
+                mb_per_sample: mb,
+                cold_mb_s: cold,
+                warm_mb_s: rate(view.warm(strategy, Codec::None, t)),
+            };
+            let label = if view.condition.is_plain() {
+                format!("{base}/{strategy}")
+            } else {
+                format!("{base}/{strategy} [{}]", view.condition)
+            };
+            match out.iter_mut().find(|s| s.label == label) {
+                Some(series) => series.sizes.push(point),
+                None => out.push(SizeSeries {
+                    label,
+                    storage: storage_of(view),
+                    judged: base == SYNTHETIC_READING && strategy != "unprocessed",
+                    sizes: vec![point],
+                }),
+            }
+        }
+    }
+    out
+}
+
+/// Every paper pipeline and sample-size series measured in `results`.
+pub fn observations(results: &Results, views: &[WorkloadView]) -> Observations {
+    let machine = results.manifest.machine.as_ref();
+    let memory_gb = machine.map_or(f64::INFINITY, |m| m.memory_bytes as f64 / 1e9);
+    let cores = machine.map_or(1, |m| m.logical_cores);
+    let pipelines = views
+        .iter()
+        .filter(|v| v.variant().1.is_none() && !v.simulated_consumer())
+        .filter_map(|view| {
+            Some(Pipeline {
+                pipeline: view.paper_name.clone()?,
+                label: view.title(),
+                storage: storage_of(view),
+                memory_gb,
+                cores,
+                threads: view.max_threads(),
+                strategies: view
+                    .strategies
+                    .iter()
+                    .map(|(_, name)| strategy(results, view, name))
+                    .collect(),
+            })
+        })
+        .collect();
+    Observations {
+        pipelines,
+        sizes: size_series(views),
+    }
+}

@@ -1,0 +1,319 @@
+//! The paper's six findings, each split into the sub-claims `PAPER.md` states, judged on the
+//! 95 % confidence interval of the ratio each is about: reproduced (the interval lies where the
+//! claim says), contradicted (it lies where the claim's opposite says), not reproduced (it
+//! straddles), or not testable here (with the reason). The same rules judge the paper's own
+//! figures ([`published`]), which must reproduce every sub-claim, and our measurements
+//! ([`measured`]). Lines measured for contrast are shown and never counted.
+
+pub mod measured;
+pub mod observed;
+pub mod published;
+pub mod rules;
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use workloads::Codec;
+
+use crate::analysis::findings::observed::Figure;
+use crate::analysis::stats::kendall_tau_b;
+use crate::analysis::view::WorkloadView;
+
+/// How a claim fared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Reproduced,
+    NotReproduced,
+    Contradicted,
+    NotTestable,
+}
+
+impl Verdict {
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::Reproduced => "reproduced",
+            Verdict::NotReproduced => "not reproduced",
+            Verdict::Contradicted => "contradicted",
+            Verdict::NotTestable => "not testable here",
+        }
+    }
+
+    /// The verdict of several: the testable ones all reproduced, all contradicted, or mixed
+    /// (not reproduced); not testable when none is testable.
+    pub fn of_all(verdicts: impl IntoIterator<Item = Verdict>) -> Verdict {
+        let testable: Vec<Verdict> = verdicts
+            .into_iter()
+            .filter(|v| *v != Verdict::NotTestable)
+            .collect();
+        if testable.is_empty() {
+            Verdict::NotTestable
+        } else if testable.iter().all(|v| *v == Verdict::Reproduced) {
+            Verdict::Reproduced
+        } else if testable.iter().all(|v| *v == Verdict::Contradicted) {
+            Verdict::Contradicted
+        } else {
+            Verdict::NotReproduced
+        }
+    }
+}
+
+/// Where a ratio must lie for a claim to hold, and where it shows the opposite.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Expect {
+    /// At least `holds`; at most `opposite` contradicts.
+    AtLeast { holds: f64, opposite: f64 },
+    /// At most `holds`; at least `opposite` contradicts.
+    AtMost { holds: f64, opposite: f64 },
+    /// Within [lo, hi]; at most `below` or at least `above` contradicts.
+    Within {
+        lo: f64,
+        hi: f64,
+        below: f64,
+        above: f64,
+    },
+}
+
+impl Expect {
+    /// The verdict for a 95 % interval [lo, hi].
+    pub fn judge(self, (lo, hi): (f64, f64)) -> Verdict {
+        let (holds, opposite) = match self {
+            Expect::AtLeast { holds, opposite } => (lo >= holds, hi <= opposite),
+            Expect::AtMost { holds, opposite } => (hi <= holds, lo >= opposite),
+            Expect::Within {
+                lo: a,
+                hi: b,
+                below,
+                above,
+            } => (lo >= a && hi <= b, hi <= below || lo >= above),
+        };
+        if holds {
+            Verdict::Reproduced
+        } else if opposite {
+            Verdict::Contradicted
+        } else {
+            Verdict::NotReproduced
+        }
+    }
+
+    /// The claim's side in words: `>= 1.50x`.
+    pub fn text(self, unit: &str) -> String {
+        match self {
+            Expect::AtLeast { holds, .. } => format!(">= {holds:.2}{unit}"),
+            Expect::AtMost { holds, .. } => format!("<= {holds:.2}{unit}"),
+            Expect::Within { lo, hi, .. } => format!("{lo:.2}{unit} to {hi:.2}{unit}"),
+        }
+    }
+}
+
+/// One subject (a pipeline, strategy, codec) checked against a sub-claim.
+#[derive(Clone, Debug, Serialize)]
+pub struct Check {
+    pub subject: String,
+    pub verdict: Verdict,
+    /// The measured ratio with its 95 % interval, or why there is none.
+    pub measured: String,
+    /// What the claim needs of it (`>= 1.50x`).
+    pub needs: String,
+    /// The paper's figure for the same subject, where it published one.
+    pub paper: Option<String>,
+    /// What the measurements say caused the result (bound, stage shares, per-record cost).
+    pub mechanism: Option<String>,
+}
+
+impl Check {
+    /// `figure` judged against `expect`; `unit` follows the numbers (`x`, ` MB/s`).
+    pub fn of(subject: String, figure: &Figure, expect: Expect, unit: &str) -> Check {
+        let (verdict, measured) = match figure {
+            Ok(estimate) => {
+                let ci = estimate.ci95();
+                let value = estimate.value();
+                let measured = if ci.0 == ci.1 {
+                    format!("{value:.2}{unit}")
+                } else {
+                    format!("{value:.2}{unit} [{:.2}, {:.2}]", ci.0, ci.1)
+                };
+                (expect.judge(ci), measured)
+            }
+            Err(reason) => (Verdict::NotTestable, reason.clone()),
+        };
+        Check {
+            subject,
+            verdict,
+            measured,
+            needs: expect.text(unit),
+            paper: None,
+            mechanism: None,
+        }
+    }
+
+    pub fn paper(mut self, paper: Option<String>) -> Check {
+        self.paper = paper;
+        self
+    }
+
+    pub fn mechanism(mut self, mechanism: Option<String>) -> Check {
+        self.mechanism = mechanism;
+        self
+    }
+}
+
+/// One claim of a finding, checked on every subject it applies to.
+#[derive(Clone, Debug, Serialize)]
+pub struct SubClaim {
+    pub id: &'static str,
+    pub claim: &'static str,
+    pub verdict: Verdict,
+    pub checks: Vec<Check>,
+    /// Why nothing could be checked, or what limits the checks (cores, memory, storage).
+    pub note: Option<String>,
+    /// Lines measured for contrast (another storage, raw files): shown, never counted.
+    pub contrast: Vec<String>,
+}
+
+impl SubClaim {
+    pub fn new(id: &'static str, claim: &'static str, checks: Vec<Check>) -> SubClaim {
+        SubClaim {
+            id,
+            claim,
+            verdict: Verdict::of_all(checks.iter().map(|c| c.verdict)),
+            checks,
+            note: None,
+            contrast: Vec::new(),
+        }
+    }
+
+    pub fn note(mut self, note: Option<String>) -> SubClaim {
+        self.note = note;
+        self
+    }
+
+    pub fn contrast(mut self, contrast: Vec<String>) -> SubClaim {
+        self.contrast = contrast;
+        self
+    }
+}
+
+/// A finding of the paper and how it fared here.
+#[derive(Clone, Debug, Serialize)]
+pub struct Finding {
+    pub number: usize,
+    pub claim: &'static str,
+    /// The paper's figures, in words.
+    pub paper: &'static str,
+    pub verdict: Verdict,
+    pub sub_claims: Vec<SubClaim>,
+}
+
+impl Finding {
+    pub fn new(
+        number: usize,
+        claim: &'static str,
+        paper: &'static str,
+        sub_claims: Vec<SubClaim>,
+    ) -> Finding {
+        Finding {
+            number,
+            claim,
+            paper,
+            verdict: Verdict::of_all(sub_claims.iter().map(|s| s.verdict)),
+            sub_claims,
+        }
+    }
+
+    /// ` (2 of 4 claims testable here)` when some claims could not be tested.
+    fn testable_part(&self) -> String {
+        let testable = self
+            .sub_claims
+            .iter()
+            .filter(|s| s.verdict != Verdict::NotTestable)
+            .count();
+        if testable == 0 || testable == self.sub_claims.len() {
+            String::new()
+        } else {
+            format!(
+                " ({testable} of {} claims testable here)",
+                self.sub_claims.len()
+            )
+        }
+    }
+
+    /// The finding in Markdown: its verdict, each sub-claim with its checks, and for every check
+    /// that did not reproduce, its measured mechanism.
+    pub fn markdown(&self) -> String {
+        let mut md = String::new();
+        let _ = writeln!(
+            md,
+            "### Finding {}: {}{}\n\n{}. Paper: {}.\n",
+            self.number,
+            self.verdict.text(),
+            self.testable_part(),
+            self.claim,
+            self.paper
+        );
+        for sub in &self.sub_claims {
+            let _ = writeln!(
+                md,
+                "- **{}** {}: **{}**",
+                sub.id,
+                sub.claim,
+                sub.verdict.text()
+            );
+            if let Some(note) = &sub.note {
+                let _ = writeln!(md, "  - {note}");
+            }
+            for c in &sub.checks {
+                let paper = c
+                    .paper
+                    .as_ref()
+                    .map(|p| format!("; paper {p}"))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    md,
+                    "  - {}: {} (needs {}{paper}): {}",
+                    c.subject,
+                    c.measured,
+                    c.needs,
+                    c.verdict.text()
+                );
+                if matches!(c.verdict, Verdict::NotReproduced | Verdict::Contradicted) {
+                    if let Some(m) = &c.mechanism {
+                        let _ = writeln!(md, "    - mechanism: {m}");
+                    }
+                }
+            }
+            for line in &sub.contrast {
+                let _ = writeln!(md, "  - contrast, not counted: {line}");
+            }
+        }
+        md
+    }
+}
+
+/// A figure's value as `1.23x`, or `-` without one.
+pub fn ratio_text(figure: &Figure) -> String {
+    match figure {
+        Ok(e) => format!("{:.2}x", e.value()),
+        Err(_) => "-".into(),
+    }
+}
+
+/// Kendall's tau-b between our cold throughput ranking and the paper's epoch-0 ranking over the
+/// strategies both measured; `None` without the paper's figures or two common strategies.
+pub fn kendall(view: &WorkloadView) -> Option<(f64, usize)> {
+    let paper = view.paper.as_ref()?;
+    let t = view.max_threads();
+    let pairs: Vec<(f64, f64)> = view
+        .strategies
+        .iter()
+        .filter_map(|(_, s)| {
+            Some((
+                view.cold(s, Codec::None, t)?.throughput.mean,
+                paper.strategy(s)?.sps_epoch0,
+            ))
+        })
+        .collect();
+    let (ours, theirs): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+    kendall_tau_b(&ours, &theirs).map(|tau| (tau, pairs.len()))
+}

@@ -1,0 +1,262 @@
+//! The rules on the paper's own figures (every sub-claim reproduced) and on numbers on the
+//! other side of each (every sub-claim contradicted).
+
+use super::*;
+use crate::analysis::findings::observed::Storage;
+use crate::analysis::findings::{published, Verdict};
+
+fn exact(v: f64) -> Figure {
+    Ok(LogEstimate::exact(v).unwrap())
+}
+
+fn verdicts(obs: &Observations) -> Vec<(&'static str, Verdict, String)> {
+    judge(obs)
+        .into_iter()
+        .flat_map(|f| f.sub_claims)
+        .map(|s| {
+            let detail = s
+                .checks
+                .iter()
+                .map(|c| format!("{}: {} ({})", c.subject, c.measured, c.verdict.text()))
+                .chain(s.note.clone())
+                .collect::<Vec<_>>()
+                .join("; ");
+            (s.id, s.verdict, detail)
+        })
+        .collect()
+}
+
+#[test]
+fn the_papers_own_figures_reproduce_every_sub_claim() {
+    let all = verdicts(&published::observations());
+    assert_eq!(all.len(), 17, "{all:#?}");
+    for (id, verdict, detail) in &all {
+        assert_eq!(*verdict, Verdict::Reproduced, "{id}: {detail}");
+    }
+}
+
+fn strategies_mut(obs: &mut Observations) -> impl Iterator<Item = ((), &mut Strategy)> {
+    obs.pipelines
+        .iter_mut()
+        .flat_map(|p| p.strategies.iter_mut())
+        .map(|s| ((), s))
+}
+
+/// The paper's figures changed by `change`, judged: the verdict of sub-claim `id`.
+fn against(id: &str, change: impl Fn(&mut Observations)) -> (Verdict, String) {
+    let mut obs = published::observations();
+    change(&mut obs);
+    let (_, verdict, detail) = verdicts(&obs)
+        .into_iter()
+        .find(|(i, _, _)| *i == id)
+        .unwrap();
+    (verdict, detail)
+}
+
+#[test]
+fn numbers_on_the_other_side_contradict_each_sub_claim() {
+    type Change = Box<dyn Fn(&mut Observations)>;
+    let last_of = |obs: &mut Observations, f: &dyn Fn(&mut Strategy)| {
+        for p in &mut obs.pipelines {
+            if let Some(s) = p.strategies.last_mut() {
+                f(s);
+            }
+        }
+    };
+    let cases: Vec<(&str, Change)> = vec![
+        (
+            "1a",
+            Box::new(move |o| last_of(o, &|s| s.cold = Some(exact(1e6)))),
+        ),
+        (
+            "1b",
+            Box::new(|o| {
+                for (_, s) in strategies_mut(o) {
+                    if s.name == "resized" || s.name == "bpe-encoded" {
+                        s.cold = Some(exact(1.0));
+                    }
+                }
+            }),
+        ),
+        (
+            "2a",
+            Box::new(|o| {
+                for p in &mut o.pipelines {
+                    let raw = p.strategy("unprocessed").and_then(|s| s.cold.clone());
+                    if let (Some(raw), Some(cat)) = (
+                        raw,
+                        p.strategies.iter_mut().find(|s| s.name == "concatenated"),
+                    ) {
+                        cat.cold = Some(raw);
+                    }
+                }
+            }),
+        ),
+        (
+            "2b",
+            Box::new(|o| {
+                for p in o.pipelines.iter_mut().filter(|p| p.pipeline == "cv2-png") {
+                    let raw = p.strategy("unprocessed").unwrap().cold.clone().unwrap();
+                    let cat = p.strategies.iter_mut().find(|s| s.name == "concatenated");
+                    cat.unwrap().cold = Some(Ok(raw.unwrap().scaled(3.0)));
+                }
+            }),
+        ),
+        (
+            "3a",
+            Box::new(|o| {
+                for (_, s) in strategies_mut(o) {
+                    if s.name == "pixel-centered" {
+                        s.codecs.iter_mut().for_each(|c| c.speedup = exact(0.8));
+                    }
+                }
+            }),
+        ),
+        (
+            "3b",
+            Box::new(|o| {
+                for (_, s) in strategies_mut(o) {
+                    s.codecs
+                        .iter_mut()
+                        .for_each(|c| c.stored_fraction = Some(0.9));
+                }
+            }),
+        ),
+        (
+            "3c",
+            Box::new(|o| {
+                for (_, s) in strategies_mut(o) {
+                    s.codecs.iter_mut().for_each(|c| c.speedup = exact(1.5));
+                }
+            }),
+        ),
+        (
+            "3d",
+            Box::new(|o| {
+                for (_, s) in strategies_mut(o) {
+                    s.codecs
+                        .iter_mut()
+                        .for_each(|c| c.offline_growth = Some(exact(0.8)));
+                }
+            }),
+        ),
+        (
+            "4a",
+            Box::new(move |o| last_of(o, &|s| s.page_cache = Some(exact(0.9)))),
+        ),
+        (
+            "4b",
+            Box::new(move |o| last_of(o, &|s| s.app_cache = Some(exact(0.9)))),
+        ),
+        (
+            "4c",
+            Box::new(move |o| last_of(o, &|s| s.app_over_page = Some(exact(0.9)))),
+        ),
+        (
+            "4d",
+            Box::new(move |o| last_of(o, &|s| s.page_cache = Some(exact(2.0)))),
+        ),
+        (
+            "5a",
+            Box::new(|o| {
+                for p in &mut o.sizes[0].sizes {
+                    p.cold_mb_s = exact(100.0);
+                }
+            }),
+        ),
+        (
+            "5b",
+            Box::new(|o| {
+                for p in &mut o.sizes[0].sizes {
+                    p.warm_mb_s = Some(exact(100.0));
+                }
+            }),
+        ),
+        (
+            "6a",
+            Box::new(|o| {
+                for (_, s) in strategies_mut(o) {
+                    if let Some(sc) = &mut s.scaling {
+                        sc.speedup = exact(1.0);
+                    }
+                }
+            }),
+        ),
+        (
+            "6b",
+            Box::new(|o| {
+                for (_, s) in strategies_mut(o) {
+                    if let Some(sc) = &mut s.scaling {
+                        sc.speedup = exact(7.5);
+                    }
+                }
+            }),
+        ),
+        (
+            "6c",
+            Box::new(|o| {
+                for (_, s) in strategies_mut(o) {
+                    if let Some(sc) = &mut s.scaling {
+                        sc.speedup = exact(1.5);
+                    }
+                }
+            }),
+        ),
+    ];
+    assert_eq!(cases.len(), 17, "one case per sub-claim");
+    for (id, change) in &cases {
+        let (verdict, detail) = against(id, change);
+        assert_eq!(verdict, Verdict::Contradicted, "{id}: {detail}");
+    }
+}
+
+#[test]
+fn an_interval_that_straddles_is_not_reproduced_and_no_figure_is_not_testable() {
+    let expect = Expect::AtLeast {
+        holds: 1.5,
+        opposite: 1.1,
+    };
+    assert_eq!(expect.judge((1.6, 2.0)), Verdict::Reproduced);
+    assert_eq!(expect.judge((1.2, 2.0)), Verdict::NotReproduced);
+    assert_eq!(expect.judge((0.9, 1.05)), Verdict::Contradicted);
+    let within = Expect::Within {
+        lo: 1.0,
+        hi: 1.5,
+        below: 0.8,
+        above: 2.0,
+    };
+    assert_eq!(within.judge((1.1, 1.4)), Verdict::Reproduced);
+    assert_eq!(within.judge((0.9, 1.0)), Verdict::NotReproduced);
+    assert_eq!(within.judge((2.1, 3.0)), Verdict::Contradicted);
+    let check = Check::of("x".into(), &Err("epochs of 0.05 s".into()), expect, "x");
+    assert_eq!(check.verdict, Verdict::NotTestable);
+    assert_eq!(
+        Verdict::of_all([Verdict::Reproduced, Verdict::NotTestable]),
+        Verdict::Reproduced
+    );
+    assert_eq!(
+        Verdict::of_all([Verdict::Reproduced, Verdict::Contradicted]),
+        Verdict::NotReproduced
+    );
+    assert_eq!(Verdict::of_all([]), Verdict::NotTestable);
+}
+
+#[test]
+fn local_disk_lines_never_count_for_a_network_claim() {
+    let mut obs = published::observations();
+    // The same figures measured on a local disk only: findings 2 and 3 are not testable,
+    // their lines are contrast.
+    for p in &mut obs.pipelines {
+        p.storage = Storage::Local;
+    }
+    let all = verdicts(&obs);
+    for id in ["2a", "2b", "3a", "3c"] {
+        let (_, verdict, detail) = all.iter().find(|(i, ..)| *i == id).unwrap();
+        assert_eq!(*verdict, Verdict::NotTestable, "{id}: {detail}");
+    }
+    let f2 = &judge(&obs)[1];
+    assert!(f2.sub_claims[0]
+        .contrast
+        .iter()
+        .any(|l| l.contains("(local disk)")));
+}
