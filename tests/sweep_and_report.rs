@@ -164,9 +164,14 @@ fn a_sweep_killed_midway_resumes_to_the_same_rows_without_duplicates() {
             .find(|l| l.starts_with(&format!("### Finding {n}: ")))
             .unwrap_or_else(|| panic!("finding {n} missing"));
         assert!(
-            ["reproduced", "not reproduced", "contradicted", "not testable here"]
-                .iter()
-                .any(|v| line.contains(&format!(": {v}"))),
+            [
+                "reproduced",
+                "not reproduced",
+                "contradicted",
+                "not testable here"
+            ]
+            .iter()
+            .any(|v| line.contains(&format!(": {v}"))),
             "{line}"
         );
     }
@@ -273,14 +278,14 @@ fn a_sweep_calibrates_reports_its_roofline_and_whatif_predicts_from_it() {
     assert!(md.contains("### Roofline"), "{md}");
     assert!(md.contains("## Prediction model"), "{md}");
     // 3 strategies x 2 threads x 2 caches = 12 cells, less the 3 one-thread warm cells run as
-    // the calibration was: 9 configurations validated.
-    assert!(md.contains("Over 9 measured configurations"), "{md}");
+    // the calibration was: 9 configurations, each of epochs far under a second (40 samples),
+    // so all are shown in the roofline table and none is validated against.
+    assert!(
+        md.contains("9 configurations with epochs under 1 s are left out"),
+        "{md}"
+    );
+    assert!(md.contains("| resized |"), "{md}");
     assert!(out.join("plots/cv-roofline.svg").exists());
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    let v = &json["prediction"]["validation"];
-    assert_eq!(v["configurations"].as_u64(), Some(9), "{v}");
-    assert!(v["median_error_pct"].as_f64().unwrap().is_finite());
 
     let paper = prepbench_ok(&["whatif", &out_s, "--profile", "paper"]);
     let text = String::from_utf8_lossy(&paper.stdout);

@@ -14,6 +14,11 @@ use crate::results::{
     Verdict,
 };
 
+/// Epochs shorter than this are start-up (threads, shard opens, first reads) as much as
+/// throughput: they are reported, marked, and kept out of verdicts and of the model's
+/// validation.
+pub const MIN_EPOCH_S: f64 = 1.0;
+
 /// Identifies a cell of a sweep.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct CellKey {
@@ -43,6 +48,14 @@ pub struct Cell {
     pub throughput: Summary,
     #[serde(skip)]
     pub online: Summary,
+    /// Seconds to the first sample, where recorded.
+    #[serde(skip)]
+    pub first_sample: Option<Summary>,
+    /// Steady-state samples/s (10th to 90th percentile of arrivals), where recorded.
+    #[serde(skip)]
+    pub steady: Option<Summary>,
+    /// Mean foreign CPU load during its epochs, % of the machine, where recorded.
+    pub foreign_load_pct: Option<f64>,
     /// Offline time of the strategy and codec (all materializations), absent for `unprocessed`.
     #[serde(skip)]
     pub offline: Option<Summary>,
@@ -55,6 +68,11 @@ pub struct Cell {
 }
 
 impl Cell {
+    /// Whether its epochs last long enough to judge by ([`MIN_EPOCH_S`]).
+    pub fn long_enough(&self) -> bool {
+        self.online.median >= MIN_EPOCH_S
+    }
+
     pub fn mb_per_sample(&self) -> f64 {
         if self.samples == 0 {
             0.0
@@ -229,6 +247,13 @@ impl Results {
                     Summary::of(&rows.iter().map(|r| r.throughput_sps).collect::<Vec<_>>()).ok()?;
                 let online =
                     Summary::of(&rows.iter().map(|r| r.online_s).collect::<Vec<_>>()).ok()?;
+                let optional = |f: fn(&RunRow) -> Option<f64>| {
+                    let values: Vec<f64> = rows.iter().filter_map(|r| f(r)).collect();
+                    Summary::of(&values).ok()
+                };
+                let first_sample = optional(|r| r.first_sample_s);
+                let steady = optional(|r| r.steady_sps);
+                let foreign_load_pct = optional(|r| r.foreign_load_pct).map(|s| s.mean);
                 let offline = self
                     .offline
                     .get(&(key.workload.clone(), key.strategy.clone(), key.codec))
@@ -243,6 +268,9 @@ impl Results {
                         / rows.len() as f64,
                     throughput,
                     online,
+                    first_sample,
+                    steady,
+                    foreign_load_pct,
                     offline,
                     invalid_runs: rows.iter().filter(|r| !r.valid).count(),
                     verified,

@@ -376,6 +376,10 @@ impl Session {
                 device_read_mb_s,
                 cpu_busy_pct,
                 skipped_samples,
+                first_sample_s: result.first_sample_s,
+                steady_sps: result.steady_sps,
+                foreign_load_pct: result.delta.foreign_load_pct(),
+                steal_pct: result.delta.steal_pct(),
             });
         }
         if let (Some(consumer), Some(template), Some(last)) =
@@ -445,6 +449,10 @@ fn null_io_row(last: &RunRow, consumer: ConsumerSpec, template: &Sample, seed: u
         batch_wait_p99_ms: Some(metrics.wait_p99_ms),
         device_read_mb_s: None,
         cpu_busy_pct: None,
+        first_sample_s: None,
+        steady_sps: None,
+        foreign_load_pct: None,
+        steal_pct: None,
         ..last.clone()
     }
 }

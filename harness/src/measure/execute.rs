@@ -123,6 +123,26 @@ pub struct OnlineResult {
     /// The first sample the consumer received, kept with a consumer (the null-I/O control
     /// serves copies of it).
     pub template: Option<Sample>,
+    /// Seconds from the epoch's start to its first sample: thread start, shard opens, first
+    /// reads, the first sample's steps.
+    pub first_sample_s: Option<f64>,
+    /// Samples per second between the 10th and the 90th percentile of arrivals: the rate once
+    /// started and before the workers' tails; `None` under 20 samples.
+    pub steady_sps: Option<f64>,
+}
+
+/// Minimum samples for a steady-state rate.
+const STEADY_MIN_SAMPLES: usize = 20;
+
+/// The steady-state rate from the arrival times (seconds since the start, ascending).
+pub fn steady_rate(arrivals: &[f64]) -> Option<f64> {
+    let n = arrivals.len();
+    if n < STEADY_MIN_SAMPLES {
+        return None;
+    }
+    let (a, b) = (n / 10, n * 9 / 10);
+    let seconds = arrivals[b] - arrivals[a];
+    (seconds > 0.0).then(|| (b - a) as f64 / seconds)
 }
 
 /// Seconds spent per stage of the online phase, summed over the workers (so up to threads x
@@ -457,7 +477,10 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
         stages: StageTimes::new(job.workload.steps.len()),
         consumer: None,
         template: None,
+        first_sample_s: None,
+        steady_sps: None,
     };
+    let mut arrivals: Vec<f64> = Vec::new();
     let mut first_error: Option<RunError> = None;
     let mut checksum = 0u64;
     std::thread::scope(|scope| {
@@ -502,6 +525,7 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
             };
             match message {
                 Ok((sample, hash)) => {
+                    arrivals.push(start.at.elapsed().as_secs_f64());
                     checksum = checksum.wrapping_add(touch(&sample));
                     result.samples += 1;
                     result.output_bytes += sample.size_bytes() as u64;
@@ -534,6 +558,8 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
     std::hint::black_box(checksum);
     result.consumer = trainer.map(Trainer::finish);
     result.delta = Snapshot::now().since(&start);
+    result.first_sample_s = arrivals.first().copied();
+    result.steady_sps = steady_rate(&arrivals);
     match first_error {
         Some(e) => Err(e),
         None => Ok(result),

@@ -1,5 +1,7 @@
-//! Process counters read around a phase: storage bytes read (`/proc/self/io`) and CPU time
-//! (`getrusage`), as deltas between two snapshots.
+//! Process counters read around a phase: storage bytes read (`/proc/self/io`), CPU time
+//! (`getrusage`, this process and its children), and the whole machine's busy and steal time
+//! (`/proc/stat`), as deltas between two snapshots. The machine's busy time less ours is the
+//! foreign load a measurement ran beside.
 
 use std::time::Instant;
 
@@ -13,6 +15,48 @@ pub struct Snapshot {
     pub read_chars: u64,
     pub cpu_user_s: f64,
     pub cpu_sys_s: f64,
+    /// CPU seconds of waited-for child processes (user + system).
+    pub children_cpu_s: f64,
+    /// The machine's busy and stolen CPU seconds since boot, all cores; `None` without
+    /// `/proc/stat`.
+    pub machine: Option<MachineCpu>,
+}
+
+/// The whole machine's CPU time since boot, summed over its cores.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MachineCpu {
+    /// user + nice + system + irq + softirq.
+    pub busy_s: f64,
+    /// Time the hypervisor ran something else while a virtual CPU wanted to run.
+    pub steal_s: f64,
+    /// The cores counted (`cpuN` lines).
+    pub cores: usize,
+}
+
+/// The `cpu` line of `/proc/stat`, in seconds.
+fn machine_cpu() -> Option<MachineCpu> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks.len() < 8 || hz <= 0 {
+        return None;
+    }
+    let at = |i: usize| ticks[i] / hz as f64;
+    let cores = text
+        .lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count();
+    Some(MachineCpu {
+        busy_s: at(0) + at(1) + at(2) + at(5) + at(6),
+        steal_s: at(7),
+        cores: cores.max(1),
+    })
 }
 
 /// Differences between two snapshots.
@@ -23,6 +67,31 @@ pub struct Delta {
     pub read_chars: u64,
     pub cpu_user_s: f64,
     pub cpu_sys_s: f64,
+    /// CPU seconds the rest of the machine used meanwhile (busy time not ours nor our
+    /// children's); `None` without `/proc/stat`.
+    pub foreign_cpu_s: Option<f64>,
+    /// CPU seconds stolen by the hypervisor meanwhile.
+    pub steal_s: Option<f64>,
+    /// The machine's cores, which those seconds are shared by.
+    pub cores: usize,
+}
+
+impl Delta {
+    /// Foreign CPU time as a share of the machine's capacity over the phase, %.
+    pub fn foreign_load_pct(&self) -> Option<f64> {
+        let capacity = self.wall_s * self.cores.max(1) as f64;
+        self.foreign_cpu_s
+            .filter(|_| capacity > 0.0)
+            .map(|s| 100.0 * s / capacity)
+    }
+
+    /// Stolen CPU time as a share of the machine's capacity over the phase, %.
+    pub fn steal_pct(&self) -> Option<f64> {
+        let capacity = self.wall_s * self.cores.max(1) as f64;
+        self.steal_s
+            .filter(|_| capacity > 0.0)
+            .map(|s| 100.0 * s / capacity)
+    }
 }
 
 fn proc_io() -> (u64, u64) {
@@ -36,10 +105,10 @@ fn proc_io() -> (u64, u64) {
     (field("read_bytes:"), field("rchar:"))
 }
 
-fn rusage() -> (f64, f64) {
+fn rusage(who: libc::c_int) -> (f64, f64) {
     // SAFETY: getrusage fills the zeroed struct we pass.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
         return (0.0, 0.0);
     }
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
@@ -49,13 +118,16 @@ fn rusage() -> (f64, f64) {
 impl Snapshot {
     pub fn now() -> Snapshot {
         let (read_bytes, read_chars) = proc_io();
-        let (cpu_user_s, cpu_sys_s) = rusage();
+        let (cpu_user_s, cpu_sys_s) = rusage(libc::RUSAGE_SELF);
+        let (child_user_s, child_sys_s) = rusage(libc::RUSAGE_CHILDREN);
         Snapshot {
             at: Instant::now(),
             read_bytes,
             read_chars,
             cpu_user_s,
             cpu_sys_s,
+            children_cpu_s: child_user_s + child_sys_s,
+            machine: machine_cpu(),
         }
     }
 
@@ -66,6 +138,18 @@ impl Snapshot {
             read_chars: self.read_chars.saturating_sub(earlier.read_chars),
             cpu_user_s: (self.cpu_user_s - earlier.cpu_user_s).max(0.0),
             cpu_sys_s: (self.cpu_sys_s - earlier.cpu_sys_s).max(0.0),
+            foreign_cpu_s: self.machine.zip(earlier.machine).map(|(now, then)| {
+                let ours = (self.cpu_user_s + self.cpu_sys_s + self.children_cpu_s)
+                    - (earlier.cpu_user_s + earlier.cpu_sys_s + earlier.children_cpu_s);
+                // /proc/stat counts in ticks (10 ms): a phase's own time can exceed the
+                // machine's by a tick; foreign time is never negative.
+                (now.busy_s - then.busy_s - ours).max(0.0)
+            }),
+            steal_s: self
+                .machine
+                .zip(earlier.machine)
+                .map(|(now, then)| (now.steal_s - then.steal_s).max(0.0)),
+            cores: self.machine.map_or(1, |m| m.cores),
         }
     }
 }
@@ -93,5 +177,29 @@ mod tests {
         if std::path::Path::new("/proc/self/io").exists() {
             assert!(d.read_chars >= 300_000, "{d:?}");
         }
+    }
+
+    #[test]
+    fn a_busy_neighbour_shows_as_foreign_load() {
+        if machine_cpu().is_none() {
+            eprintln!("skipped: no /proc/stat");
+            return;
+        }
+        // A process spinning that we have not waited for is not ours: its CPU time is foreign.
+        let mut neighbour = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let before = Snapshot::now();
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        let d = Snapshot::now().since(&before);
+        neighbour.kill().unwrap();
+        neighbour.wait().unwrap();
+        let foreign = d.foreign_cpu_s.unwrap();
+        // About 0.4 s of one core (ticks are 10 ms; the scheduler may share the core).
+        assert!(foreign >= 0.2, "{d:?}");
+        assert!(d.foreign_load_pct().unwrap() <= 100.0 + 1.0, "{d:?}");
+        assert!(d.steal_pct().unwrap() >= 0.0);
     }
 }

@@ -16,6 +16,9 @@ pub enum Warning {
     NoDropCaches,
     /// A strategy's samples did not fit the application cache's limit.
     AppCacheTooSmall { strategy: String, limit_mb: f64 },
+    /// Other processes used a large share of the machine during a run, measured again and
+    /// still loaded.
+    ForeignLoad { run_id: String, pct: f64 },
 }
 
 impl fmt::Display for Warning {
@@ -42,6 +45,12 @@ impl fmt::Display for Warning {
                 "{strategy}: its samples do not fit the application cache's {limit_mb:.0} MB; \
                  its later epochs read from storage (rows cache=app-miss). Raise \
                  --app-cache-mb if memory allows"
+            ),
+            Warning::ForeignLoad { run_id, pct } => write!(
+                f,
+                "{run_id}: other processes used {pct:.0} % of the machine's CPU during the run, \
+                 and again when it was measured a second time; its rows are kept (see \
+                 foreign_load_pct in runs.csv). Measure on an idle machine"
             ),
             Warning::NoDropCaches => write!(
                 f,

@@ -8,8 +8,22 @@ use workloads::{OnError, Workload};
 
 use crate::measure::epochs::{Measured, RunSpec};
 use crate::measure::session::{Materialized, Session};
+use crate::measure::warnings::Warning;
 use crate::plan::settings::Places;
 use crate::results::{self, OfflineRow, Tables};
+
+/// Foreign CPU load, % of the machine, above which a run is measured again.
+pub const HEAVY_FOREIGN_LOAD_PCT: f64 = 25.0;
+
+/// The heaviest foreign load of a run's epochs, when above [`HEAVY_FOREIGN_LOAD_PCT`].
+fn foreign_load(measured: &Measured) -> Option<f64> {
+    measured
+        .rows
+        .iter()
+        .filter_map(|r| r.foreign_load_pct)
+        .filter(|pct| *pct > HEAVY_FOREIGN_LOAD_PCT)
+        .max_by(f64::total_cmp)
+}
 
 /// A workload's session and the results folder its runs go to.
 pub struct Executor<'p> {
@@ -70,13 +84,28 @@ impl<'p> Executor<'p> {
         self.tables.offline.append(offline.as_slice())
     }
 
-    /// Measures one run and records it.
+    /// Measures one run and records it. A run measured beside heavy foreign load (over
+    /// [`HEAVY_FOREIGN_LOAD_PCT`] of the machine in any epoch) is measured once more, and only
+    /// the second measurement recorded; still loaded, it carries a warning.
     pub fn measure(
         &self,
         spec: &RunSpec,
         adjust: impl FnOnce(&mut Measured),
     ) -> anyhow::Result<Measured> {
         let mut measured = self.session.measure(spec)?;
+        if foreign_load(&measured).is_some() {
+            self.places.progress.note(&format!(
+                "{}: heavy load from other processes, measuring it again",
+                spec.run_id
+            ));
+            measured = self.session.measure(spec)?;
+            if let Some(pct) = foreign_load(&measured) {
+                measured.warnings.push(Warning::ForeignLoad {
+                    run_id: spec.run_id.clone(),
+                    pct,
+                });
+            }
+        }
         adjust(&mut measured);
         measured.append_to(&self.tables)?;
         Ok(measured)

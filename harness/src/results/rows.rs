@@ -154,6 +154,20 @@ pub struct RunRow {
     /// them.
     #[serde(default)]
     pub skipped_samples: u64,
+    /// Seconds from the epoch's start to its first sample (start-up: threads, opens, first
+    /// reads); `throughput_sps` includes it, `steady_sps` does not.
+    #[serde(default, serialize_with = "fixed_or_empty::<6, _>")]
+    pub first_sample_s: Option<f64>,
+    /// Samples per second between the 10th and 90th percentile of arrivals (steady state).
+    #[serde(default, serialize_with = "fixed_or_empty::<3, _>")]
+    pub steady_sps: Option<f64>,
+    /// CPU time the rest of the machine used during the epoch, % of its capacity (all cores):
+    /// load beside the measurement, not caused by it.
+    #[serde(default, serialize_with = "fixed_or_empty::<2, _>")]
+    pub foreign_load_pct: Option<f64>,
+    /// CPU time the hypervisor stole during the epoch, % of capacity.
+    #[serde(default, serialize_with = "fixed_or_empty::<2, _>")]
+    pub steal_pct: Option<f64>,
 }
 
 impl Default for RunRow {
@@ -197,6 +211,10 @@ impl Default for RunRow {
             device_read_mb_s: None,
             cpu_busy_pct: None,
             skipped_samples: 0,
+            first_sample_s: None,
+            steady_sps: None,
+            foreign_load_pct: None,
+            steal_pct: None,
         }
     }
 }

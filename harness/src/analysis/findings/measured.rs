@@ -3,9 +3,11 @@
 //! over trials with its interval. A cell whose epochs last less than [`MIN_EPOCH_S`] gives no
 //! figure (its reason says why), and neither does a cell of one trial.
 
+pub use crate::analysis::cells::MIN_EPOCH_S as FLOOR_S;
+
 use workloads::Codec;
 
-use crate::analysis::cells::{Cell, Results};
+use crate::analysis::cells::{Cell, Results, MIN_EPOCH_S};
 use crate::analysis::findings::observed::{
     Compressed, Figure, Observations, Pipeline, Scaling, SizePoint, SizeSeries, Storage, Strategy,
 };
@@ -15,19 +17,10 @@ use crate::analysis::view::WorkloadView;
 use crate::results::stages::classify;
 use crate::results::CacheState;
 
-/// Epochs shorter than this are start-up (threads, shard opens, first reads) as much as
-/// throughput: they are reported, and kept out of verdicts and of the model's validation.
-pub const MIN_EPOCH_S: f64 = 1.0;
-
-/// Whether a cell's epochs are long enough to judge by.
-pub fn long_enough(cell: &Cell) -> bool {
-    cell.online.median >= MIN_EPOCH_S
-}
-
 /// A cell's throughput as an estimate, or why there is none.
 fn throughput(cell: Option<&Cell>) -> Option<Figure> {
     let cell = cell?;
-    Some(if !long_enough(cell) {
+    Some(if !cell.long_enough() {
         Err(format!(
             "epochs of {:.2} s, under the {MIN_EPOCH_S} s floor",
             cell.online.median

@@ -404,6 +404,7 @@ mod tests {
             epoch: 0,
             measured,
             prediction: prediction(predicted),
+            short: false,
         };
         let v = validate(&[
             row("a", 100.0, 110.0, 1),

@@ -20,6 +20,9 @@ pub struct Checked {
     pub epoch: u64,
     pub measured: f64,
     pub prediction: Prediction,
+    /// Its epochs are under the floor ([`crate::analysis::cells::MIN_EPOCH_S`]): shown, but
+    /// left out of the validation.
+    pub short: bool,
 }
 
 impl Checked {

@@ -230,6 +230,10 @@ fn summary_csv(cells: &[Cell]) -> String {
         "online_s_mean",
         "invalid_runs",
         "verified",
+        "first_sample_s_median",
+        "steady_sps_mean",
+        "foreign_load_pct_mean",
+        "short_epochs",
     ];
     let mut out = csv::WriterBuilder::new()
         .terminator(csv::Terminator::Any(b'\n'))
@@ -264,6 +268,10 @@ fn summary_csv(cells: &[Cell]) -> String {
             format!("{:.6}", c.online.mean),
             c.invalid_runs.to_string(),
             verdict_or_dash(c.verified).to_string(),
+            opt(c.first_sample.as_ref().map(|s| s.median)),
+            opt(c.steady.as_ref().map(|s| s.mean)),
+            opt(c.foreign_load_pct),
+            (!c.long_enough()).to_string(),
         ];
         let _ = out.write_record(&values);
     }
@@ -421,7 +429,7 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
     let _ = writeln!(
         md,
         "Each finding is split into the claims the paper makes; each claim is judged on the 95 % interval of the ratio it is about: reproduced (the interval lies on the claim's side), contradicted (on the opposite side), not reproduced (it straddles), or not testable here (the reason is given). Epochs under {} s and cells of one trial are not judged. Where a check did not reproduce, the measured mechanism follows it.\n",
-        findings::measured::MIN_EPOCH_S
+        crate::analysis::cells::MIN_EPOCH_S
     );
     for f in &found {
         let _ = writeln!(md, "{}", f.markdown());

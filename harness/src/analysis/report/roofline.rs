@@ -71,6 +71,7 @@ pub fn check_all(results: &Results, cal: &Calibration, cells: &[Cell]) -> Vec<Ch
             epoch: k.epoch,
             measured: cell.throughput.median,
             prediction: model::predict(s, &hw, &setting),
+            short: !cell.long_enough(),
         });
     }
     out
@@ -205,19 +206,28 @@ pub fn section(
             cal.strategies.len(),
         );
     }
-    let checked: Vec<Checked> = checked
+    let (short, checked): (Vec<Checked>, Vec<Checked>) = checked
         .iter()
         .filter(|c| !is_calibration_condition(c))
         .cloned()
-        .collect();
+        .partition(|c| c.short);
+    let left_out = if short.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " {} configurations with epochs under {} s are left out.",
+            short.len(),
+            crate::analysis::cells::MIN_EPOCH_S
+        )
+    };
     let Some(v) = model::validate(&checked) else {
         let _ = writeln!(
             md,
-            "No measured cell has a calibrated strategy to validate against."
+            "No measured cell with epochs long enough has a calibrated strategy to validate against.{left_out}"
         );
         return (md, serde_json::Value::Null);
     };
-    let _ = writeln!(md, "{}\n", model::validation_line(&v));
+    let _ = writeln!(md, "{}{left_out}\n", model::validation_line(&v));
     let mut worst = checked.clone();
     worst.sort_by(|a, b| b.error_pct().total_cmp(&a.error_pct()));
     let rows: Vec<Vec<String>> = worst

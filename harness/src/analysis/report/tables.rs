@@ -10,13 +10,19 @@ use crate::analysis::stats::ratio_ci;
 use crate::analysis::svg::format_number;
 use crate::analysis::view::WorkloadView;
 
+/// A cell's throughput, mean [95 % CI]; marked `(short)` when its epochs are under the floor.
 fn sps(cell: Option<&crate::analysis::cells::Cell>) -> String {
     match cell {
         None => "-".into(),
-        Some(c) => match c.throughput.ci95 {
-            Some((lo, hi)) => format!("{:.0} [{:.0}, {:.0}]", c.throughput.mean, lo, hi),
-            None => format!("{:.0}", c.throughput.mean),
-        },
+        Some(c) => {
+            let short = if c.long_enough() { "" } else { " (short)" };
+            match c.throughput.ci95 {
+                Some((lo, hi)) => {
+                    format!("{:.0} [{:.0}, {:.0}]{short}", c.throughput.mean, lo, hi)
+                }
+                None => format!("{:.0}{short}", c.throughput.mean),
+            }
+        }
     }
 }
 
@@ -35,11 +41,12 @@ pub fn strategies(view: &WorkloadView) -> String {
     let paper_samples = view.paper.as_ref().map(|p| p.samples);
     let _ = writeln!(
         out,
-        "Codec none, {t} threads; throughput in samples/s, mean [95 % CI]; cold = epoch 0 after eviction, warm = epoch 1.{}\n",
+        "Codec none, {t} threads; throughput in samples/s, mean [95 % CI]; cold = epoch 0 after eviction, warm = epoch 1; (short): epochs under {} s, not judged; steady = samples/s between the 10th and 90th percentile of arrivals, first = seconds to the first sample (cold).{}\n",
+        crate::analysis::cells::MIN_EPOCH_S,
         paper_samples.map(|n| format!(" Storage extrapolated to the paper's {n} samples.")).unwrap_or_default()
     );
-    let _ = writeln!(out, "| strategy | MB/sample | storage MB | storage at full size GB | offline s | cold | warm | speedup vs unprocessed | paper GB | paper cold -> warm | paper speedup |");
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "| strategy | MB/sample | storage MB | storage at full size GB | offline s | cold | steady cold | first s | warm | speedup vs unprocessed | paper GB | paper cold -> warm | paper speedup |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let base = view
         .cold("unprocessed", Codec::None, t)
         .map(|c| c.throughput.mean);
@@ -75,10 +82,16 @@ pub fn strategies(view: &WorkloadView) -> String {
         };
         let _ = writeln!(
             out,
-            "| {name} | {:.4} | {:.1} | {full} | {offline} | {} | {} | {} | {paper_gb} | {paper_sps} | {paper_speedup} |",
+            "| {name} | {:.4} | {:.1} | {full} | {offline} | {} | {} | {} | {} | {} | {paper_gb} | {paper_sps} | {paper_speedup} |",
             cold.mb_per_sample(),
             cold.storage_bytes / 1e6,
             sps(Some(cold)),
+            cold.steady
+                .as_ref()
+                .map_or_else(|| "-".into(), |s| format!("{:.0}", s.mean)),
+            cold.first_sample
+                .as_ref()
+                .map_or_else(|| "-".into(), |s| format!("{:.3}", s.median)),
             sps(warm),
             ratio(Some(cold.throughput.mean), base),
         );
