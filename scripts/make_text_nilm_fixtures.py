@@ -8,8 +8,11 @@ Installs tiktoken, h5py and NumPy in scripts/.venv, then:
    tiktoken's published SHA-256 of r50k_base, no network), and writes the token ids
    (`encode_ordinary`) of a generated OpenWebText-style page and of hand-picked edge cases;
 2. writes a 10-second CREAM-style recording with h5py (int16 voltage and current at 6.4 kHz, a
-   50 Hz grid with harmonics, a load switching on and off, noise, ADC offsets) and the NILM
-   features NumPy computes for it: per 128-sample period over 500 periods, active power, RMS
+   50 Hz grid with harmonics, a load switching on and off, noise, ADC offsets drifting over the
+   recording) and the NILM features NumPy computes for it after removing the offsets as the
+   CREAM loader the paper used does (per-period voltage means, zero-padded to whole periods,
+   at evenly spaced integer positions, interpolated linearly per sample; the current's offset
+   is the voltage's / sqrt(2)): per 128-sample period over 500 periods, active power, RMS
    current, and the cumulative sum of the RMS current minus its mean; and a file with no
    `current` dataset, for the error path.
 
@@ -92,9 +95,11 @@ def nilm(out_dir):
     amps = 0.1 * np.sin(grid - 0.9) + on * (7.9 * np.sin(grid - 0.02) + 0.4 * np.sin(3 * grid)) + rng.normal(0, 0.01, n)
     factors = {"voltage": 0.0125, "current": 0.0005}
     offsets = {"voltage": 37.0, "current": -11.0}
+    # The ADC's DC level drifts by a few counts over the recording.
+    drift = 4.0 * np.sin(2 * np.pi * t / seconds)
     counts = {
-        "voltage": np.round(volts / factors["voltage"] + offsets["voltage"]).astype(np.int16),
-        "current": np.round(amps / factors["current"] + offsets["current"]).astype(np.int16),
+        "voltage": np.round(volts / factors["voltage"] + offsets["voltage"] + drift).astype(np.int16),
+        "current": np.round(amps / factors["current"] + offsets["current"] + drift / np.sqrt(2)).astype(np.int16),
     }
     path = os.path.join(out_dir, "window.hdf5")
     with h5py.File(path, "w", libver="latest") as f:
@@ -104,13 +109,19 @@ def nilm(out_dir):
             ds.attrs["calibration_factor"] = factors[name]
             ds.attrs["offset"] = offsets[name]
 
-    # Read back with h5py and compute as the paper's pipeline: remove the offset attribute, then
-    # the remaining mean, scale; then the features per period.
+    # Read back with h5py and remove the offsets as the paper's loader does; then the features
+    # per period.
     with h5py.File(path, "r") as f:
-        def channel(name):
-            x = f[name][:].astype(np.float64) - f[name].attrs["offset"]
-            return (x - x.mean()) * f[name].attrs["calibration_factor"]
-        v, i = channel("voltage"), channel("current")
+        raw_v = f["voltage"][:] * 1.0
+        raw_i = f["current"][:] * 1.0
+        length = len(raw_v)
+        period = round(f.attrs["frequency"] / 50)
+        padded = np.pad(raw_v, (0, period - length % period), "constant", constant_values=0)
+        means = padded.reshape(-1, period).mean(axis=1)
+        at = np.floor(np.linspace(1, length, len(means)))
+        offset = np.interp(np.arange(1, length + 1), at, means)
+        v = (raw_v - offset) * f["voltage"].attrs["calibration_factor"]
+        i = (raw_i - offset / np.sqrt(2)) * f["current"].attrs["calibration_factor"]
     v, i = v[: 128 * 500].reshape(500, 128), i[: 128 * 500].reshape(500, 128)
     power = (v * i).mean(axis=1)
     rms = np.sqrt((i * i).mean(axis=1))

@@ -222,12 +222,12 @@ pub fn read_recording(path: &Path) -> Result<Recording, DatasetError> {
         path: path.display().to_string(),
         source: e,
     })?;
-    workloads::steps::read_cream_hour::parse_recording(bytes).map_err(|message| {
-        DatasetError::Layout {
+    workloads::steps::read_cream_hour::parse_recording(bytes, Default::default()).map_err(
+        |message| DatasetError::Layout {
             path: path.display().to_string(),
             message,
-        }
-    })
+        },
+    )
 }
 
 /// Lists the hourly files, day folders in order, hours in order.

@@ -84,6 +84,7 @@ fn bilinear_resizing_matches_pillow_within_one_level() {
         field: "image".into(),
         size: 64,
         filter: Filter::Bilinear,
+        antialias: true,
         boxes: None,
     })
     .unwrap();

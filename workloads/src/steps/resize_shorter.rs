@@ -1,6 +1,12 @@
-//! `resize_shorter`: resizes a uint8 image so its shorter side has a given length, aspect kept,
-//! with an antialiased convolution filter (bilinear by default, as Pillow's `resize(BILINEAR)`
-//! computes it: the filter support grows with the reduction factor).
+//! `resize_shorter`: resizes a uint8 image so its shorter side has a given length, aspect kept.
+//! Two ways, both bilinear by default:
+//! - `antialias: true` (the default): a convolution filter whose support grows with the
+//!   reduction factor, as Pillow's `resize(BILINEAR)` and torchvision compute it;
+//! - `antialias: false`: plain bilinear interpolation of the four nearest pixels at half-pixel
+//!   centres, in float32, truncated back to uint8, as `tf.image.resize` (TensorFlow 2's
+//!   default) followed by `tf.cast(uint8)` computes it, the paper's pipelines' resize. It
+//!   reads 4 input pixels per output pixel whatever the reduction, so it is cheaper and aliases
+//!   on large reductions.
 
 use std::cell::RefCell;
 
@@ -51,6 +57,10 @@ pub struct Params {
     #[serde(default = "default_filter")]
     #[param(default = "bilinear")]
     pub filter: Filter,
+    /// widen the filter with the reduction (Pillow); false: tf.image.resize's plain bilinear
+    #[serde(default = "default_antialias")]
+    #[param(default = "true")]
+    pub antialias: bool,
     /// A boxes field [k, 4] (COCO x, y, w, h) to scale with the image.
     #[serde(default)]
     pub boxes: Option<FieldName>,
@@ -58,6 +68,10 @@ pub struct Params {
 
 fn default_filter() -> Filter {
     Filter::Bilinear
+}
+
+fn default_antialias() -> bool {
+    true
 }
 
 step_spec! { ResizeShorter, "resize_shorter", "resize a uint8 image so its shorter side is `size`, aspect kept, antialiased" }
@@ -75,6 +89,12 @@ impl ResizeShorter {
                 "size must be in 1..={}, got {}",
                 u32::MAX,
                 params.size
+            ));
+        }
+        if !params.antialias && params.filter != Filter::Bilinear {
+            return Err(format!(
+                "antialias: false interpolates bilinearly (tf.image.resize); filter {:?} needs antialias: true",
+                params.filter
             ));
         }
         let options =
@@ -143,6 +163,47 @@ pub(crate) fn resize_image(
     Tensor::new(vec![nh, nw, c], TensorData::U8(dst.into_vec()))
 }
 
+/// Where output index `i` reads from along an axis of `input` pixels scaled to `output`: the
+/// lower and upper input index and the weight of the upper (TensorFlow's half-pixel scaler).
+fn bilinear_taps(output: usize, input: usize) -> Vec<(usize, usize, f32)> {
+    let scale = input as f32 / output as f32;
+    (0..output)
+        .map(|i| {
+            let at = (i as f32 + 0.5) * scale - 0.5;
+            let floor = at.floor();
+            let lower = (floor.max(0.0) as usize).min(input - 1);
+            let upper = (at.ceil().max(0.0) as usize).min(input - 1);
+            (lower, upper, at - floor)
+        })
+        .collect()
+}
+
+/// Plain bilinear resizing of a uint8 image [h, w, c] to [nh, nw, c], as `tf.image.resize`
+/// (half-pixel centres, no antialiasing) computes it in float32, truncated to uint8.
+pub fn resize_bilinear_plain(
+    pixels: &[u8],
+    (h, w, c): (usize, usize, usize),
+    (nh, nw): (usize, usize),
+) -> Vec<u8> {
+    let (rows, cols) = (bilinear_taps(nh, h), bilinear_taps(nw, w));
+    let mut out = Vec::with_capacity(nh * nw * c);
+    let at = |y: usize, x: usize, ch: usize| pixels[(y * w + x) * c + ch] as f32;
+    for &(y0, y1, dy) in &rows {
+        for &(x0, x1, dx) in &cols {
+            for ch in 0..c {
+                let (tl, tr) = (at(y0, x0, ch), at(y0, x1, ch));
+                let (bl, br) = (at(y1, x0, ch), at(y1, x1, ch));
+                let top = tl + (tr - tl) * dx;
+                let bottom = bl + (br - bl) * dx;
+                let value = top + (bottom - top) * dy;
+                // tf.cast(float32 -> uint8) truncates; the value is within [0, 255].
+                out.push(value.clamp(0.0, 255.0) as u8);
+            }
+        }
+    }
+    out
+}
+
 impl Step for ResizeShorter {
     fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
         let field = &self.params.field;
@@ -154,7 +215,26 @@ impl Step for ResizeShorter {
             )));
         }
         let (nh, nw) = target_dims(h, w, self.params.size);
-        let out = resize_image(tensor, field, (nh, nw), &self.options)?;
+        let out = if self.params.antialias {
+            resize_image(tensor, field, (nh, nw), &self.options)?
+        } else {
+            let (_, _, c) = image_dims(tensor, field)?;
+            let TensorData::U8(pixels) = tensor.data() else {
+                return Err(StepError::new(format!(
+                    "field `{field}` is {}, expected uint8",
+                    tensor.dtype()
+                )));
+            };
+            if (nh as u64).saturating_mul(nw as u64) > MAX_IMAGE_PIXELS {
+                return Err(StepError::new(format!(
+                    "resizing {h}x{w} to {nh}x{nw} goes above {MAX_IMAGE_PIXELS} pixels"
+                )));
+            }
+            Tensor::new(
+                vec![nh, nw, c],
+                TensorData::U8(resize_bilinear_plain(pixels, (h, w, c), (nh, nw))),
+            )?
+        };
         if let Some(boxes) = &self.params.boxes {
             super::boxes::transform(&mut sample, boxes, |b| {
                 b.scaled(nw as f32 / w as f32, nh as f32 / h as f32)
@@ -186,9 +266,34 @@ mod tests {
             field: "image".into(),
             size,
             filter: Filter::Bilinear,
+            antialias: true,
             boxes: None,
         })
         .unwrap()
+    }
+
+    #[test]
+    fn plain_bilinear_follows_half_pixel_centres() {
+        // 1x4 -> 1x2: output x reads input at (x + 0.5) * 2 - 0.5 = 0.5 and 2.5: the means of
+        // pixels 0,1 and 2,3 (truncated).
+        let px = [10u8, 21, 100, 201];
+        assert_eq!(resize_bilinear_plain(&px, (1, 4, 1), (1, 2)), vec![15, 150]);
+        // Upscaling 1x2 -> 1x4 reads at -0.25, 0.25, 0.75, 1.25: clamped at the edges.
+        let px = [0u8, 200];
+        assert_eq!(
+            resize_bilinear_plain(&px, (1, 2, 1), (1, 4)),
+            vec![0, 50, 150, 200]
+        );
+        // Only bilinear has a plain form.
+        let err = ResizeShorter::new(Params {
+            field: "image".into(),
+            size: 2,
+            filter: Filter::Lanczos3,
+            antialias: false,
+            boxes: None,
+        })
+        .unwrap_err();
+        assert!(err.contains("antialias"), "{err}");
     }
 
     #[test]

@@ -49,6 +49,7 @@ pub fn npy(path: &Path) -> (Vec<usize>, Vec<f64>) {
             .chunks_exact(8)
             .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
             .collect(),
+        "|u1" => data.iter().map(|&b| b as f64).collect(),
         "<i2" => data
             .chunks_exact(2)
             .map(|c| i16::from_le_bytes(c.try_into().unwrap()) as f64)
