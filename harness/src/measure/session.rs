@@ -333,6 +333,10 @@ impl Session {
             workload: String::new(),
             data_dir: Place::of(data_dir),
             dataset: Some(Place::of(&self.source.root)),
+            dataset_generated: self
+                .source
+                .is_local()
+                .then(|| self.source.root.join(datasets::MARKER).exists()),
             store_dir: Place::of(store_dir),
             can_drop_caches: cache::can_drop_caches(),
             evict_policy: format!("{:?}", self.evict).to_lowercase(),

@@ -10,10 +10,8 @@ use crate::measure::epochs::{Measured, RunSpec};
 use crate::measure::session::{Materialized, Session};
 use crate::measure::warnings::Warning;
 use crate::plan::settings::Places;
+use crate::results::rows::HEAVY_FOREIGN_LOAD_PCT;
 use crate::results::{self, OfflineRow, Tables};
-
-/// Foreign CPU load, % of the machine, above which a run is measured again.
-pub const HEAVY_FOREIGN_LOAD_PCT: f64 = 25.0;
 
 /// The heaviest foreign load of a run's epochs, when above [`HEAVY_FOREIGN_LOAD_PCT`].
 fn foreign_load(measured: &Measured) -> Option<f64> {

@@ -219,6 +219,9 @@ impl Default for RunRow {
     }
 }
 
+/// Foreign CPU load, % of the machine, above which a run is measured again.
+pub const HEAVY_FOREIGN_LOAD_PCT: f64 = 25.0;
+
 /// `evict_method` of an epoch read from object storage: nothing here to evict.
 pub const EVICT_REMOTE: &str = "remote";
 

@@ -4,6 +4,7 @@
 pub mod plots;
 pub mod roofline;
 pub mod tables;
+pub mod threats;
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -434,6 +435,11 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
     for f in &found {
         let _ = writeln!(md, "{}", f.markdown());
     }
+    let _ = writeln!(
+        md,
+        "## Threats to validity\n\n{}",
+        threats::section(&results, &cells, &found)
+    );
     let _ = writeln!(md, "\n## Warnings\n");
     if warned.is_empty() {
         let _ = writeln!(md, "None.");

@@ -1,0 +1,217 @@
+//! "Threats to validity", computed from the run: what about this machine, these epochs, these
+//! trials, this storage and this data limits what the report can say against the paper.
+
+use std::fmt::Write as _;
+
+use crate::analysis::cells::{Cell, Results, MIN_EPOCH_S};
+use crate::analysis::findings::{Finding, Verdict};
+use crate::analysis::paper;
+use crate::analysis::stats::median;
+use crate::results::CacheState;
+
+/// A CI half-width above this share of the mean makes a cell too noisy to rank finely.
+const WIDE_CI: f64 = 0.05;
+
+fn pct(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+/// The section's Markdown.
+pub fn section(results: &Results, cells: &[Cell], found: &[Finding]) -> String {
+    let mut md = String::new();
+    let mut line = |text: String| {
+        let _ = writeln!(md, "- {text}");
+    };
+
+    // Cores and threads.
+    let cores = results.manifest.machine.as_ref().map(|m| m.logical_cores);
+    let threads = cells.iter().map(|c| c.key.threads).max().unwrap_or(0);
+    line(match cores {
+        Some(cores) if cores < paper::THREADS || threads < paper::THREADS => format!(
+            "**Parallelism.** {cores} cores, runs up to {threads} threads; the paper ran {} threads on 8 vCPUs. Claims about 8 threads are not testable here, and a thread count above the cores measures time-sharing, not parallelism.",
+            paper::THREADS
+        ),
+        Some(cores) => format!(
+            "**Parallelism.** {cores} cores, runs up to {threads} threads, as many as the paper's {} or more.",
+            paper::THREADS
+        ),
+        None => "**Parallelism.** The machine's cores were not recorded.".into(),
+    });
+
+    // Epoch lengths, over the rows that feed the tables (cold and warm epochs).
+    let timed: Vec<&crate::results::RunRow> = results
+        .rows
+        .iter()
+        .filter(|r| matches!(r.cache, CacheState::Cold | CacheState::Warm))
+        .collect();
+    if !timed.is_empty() {
+        let seconds: Vec<f64> = timed.iter().map(|r| r.online_s).collect();
+        let short = seconds.iter().filter(|s| **s < MIN_EPOCH_S).count();
+        line(format!(
+            "**Epoch length.** Median epoch {:.2} s; {short} of {} epochs ({:.0} %) last under {MIN_EPOCH_S} s. Those cells are marked (short) and not judged: at that length thread start, file opens and first reads weigh on the figure.",
+            median(&seconds),
+            seconds.len(),
+            pct(short, seconds.len())
+        ));
+        let first: Vec<f64> = timed.iter().filter_map(|r| r.first_sample_s).collect();
+        if !first.is_empty() {
+            line(format!(
+                "**Start-up.** Median time to the first sample {:.3} s; the strategies table gives steady-state throughput beside whole-epoch throughput.",
+                median(&first)
+            ));
+        }
+    }
+
+    // Trials and CI widths.
+    let judged: Vec<&Cell> = cells
+        .iter()
+        .filter(|c| matches!(c.key.cache, CacheState::Cold | CacheState::Warm))
+        .collect();
+    if !judged.is_empty() {
+        let trials: Vec<f64> = judged.iter().map(|c| c.throughput.n as f64).collect();
+        let widths: Vec<f64> = judged
+            .iter()
+            .filter_map(|c| {
+                let (lo, hi) = c.throughput.ci95?;
+                (c.throughput.mean > 0.0).then(|| (hi - lo) / 2.0 / c.throughput.mean)
+            })
+            .collect();
+        let wide = widths.iter().filter(|w| **w > WIDE_CI).count();
+        line(format!(
+            "**Trials.** Median {:.0} trials per cell; {} cells have a 95 % CI; its median half-width is {:.1} % of the mean, and {wide} cells ({:.0} %) are wider than {:.0} %. Ratios between such cells are judged on their intervals, not their means.",
+            median(&trials),
+            widths.len(),
+            100.0 * if widths.is_empty() { 0.0 } else { median(&widths) },
+            pct(wide, widths.len()),
+            100.0 * WIDE_CI
+        ));
+    }
+
+    // Foreign load.
+    let load: Vec<f64> = results
+        .rows
+        .iter()
+        .filter_map(|r| r.foreign_load_pct)
+        .collect();
+    let steal: Vec<f64> = results.rows.iter().filter_map(|r| r.steal_pct).collect();
+    if !load.is_empty() {
+        line(format!(
+            "**Other load.** Other processes used a median {:.1} % (max {:.1} %) of the machine during the epochs; the hypervisor stole a median {:.1} % (max {:.1} %). Runs above {:.0} % were measured again.",
+            median(&load),
+            load.iter().copied().fold(0.0, f64::max),
+            if steal.is_empty() { 0.0 } else { median(&steal) },
+            steal.iter().copied().fold(0.0, f64::max),
+            crate::results::rows::HEAVY_FOREIGN_LOAD_PCT
+        ));
+    } else {
+        line("**Other load.** Not recorded (runs from before prepbench measured it, or no /proc/stat).".into());
+    }
+
+    // Storage.
+    let mut emulated: Vec<String> = Vec::new();
+    for c in cells {
+        if let Some(profile) = &c.key.condition.storage {
+            let name = format!("{} ({profile})", c.key.workload);
+            if !emulated.contains(&name) {
+                emulated.push(name);
+            }
+        }
+    }
+    let places: Vec<String> = results
+        .manifest
+        .invocations
+        .iter()
+        .filter_map(|i| i.store_dir.filesystem.as_ref())
+        .map(|f| format!("{} on {}", f.fs_type, f.device))
+        .fold(Vec::new(), |mut all, p| {
+            if !all.contains(&p) {
+                all.push(p);
+            }
+            all
+        });
+    line(format!(
+        "**Storage.** The paper read from HDD-backed Ceph over a 10 Gb/s network. Here stores were on {}{}.",
+        if places.is_empty() {
+            "an unrecorded file system".to_string()
+        } else {
+            places.join(", ")
+        },
+        if emulated.is_empty() {
+            "; nothing ran under an emulated network storage profile, so the network-storage claims are not testable".to_string()
+        } else {
+            format!(
+                "; under an emulated network profile (bandwidth, latency and small-file limits applied in user space, not the kernel's I/O path): {}",
+                emulated.join(", ")
+            )
+        }
+    ));
+
+    // Data.
+    let generated = results
+        .manifest
+        .invocations
+        .iter()
+        .filter_map(|i| i.dataset_generated)
+        .collect::<Vec<bool>>();
+    line(if generated.is_empty() {
+        "**Data.** Whether the datasets were generated was not recorded.".into()
+    } else if generated.iter().all(|g| *g) {
+        "**Data.** Every dataset was generated by prepbench to the real datasets' sizes per sample, not the real ImageNet, Cube++, OpenWebText, CREAM, Common Voice or LibriSpeech: costs that depend on content (JPEG entropy, text length, audio) are approximated.".into()
+    } else if generated.iter().any(|g| *g) {
+        "**Data.** Some datasets were generated by prepbench, others are the user's own.".into()
+    } else {
+        "**Data.** Every dataset is the user's own (none generated).".into()
+    });
+    let scale: Vec<String> = results
+        .manifest
+        .workloads
+        .values()
+        .filter_map(|w| {
+            let p = paper::pipeline(&super::paper_name(results, &w.name)?)?;
+            let samples = results
+                .rows
+                .iter()
+                .filter(|r| r.workload == w.name)
+                .map(|r| r.samples)
+                .max()?;
+            Some(format!("{} {samples} of {}", w.name, p.samples))
+        })
+        .collect();
+    if !scale.is_empty() {
+        line(format!(
+            "**Scale.** Samples per epoch against the paper's full datasets: {}. Storage beyond memory and full-dataset offline times are extrapolated, not measured.",
+            scale.join(", ")
+        ));
+    }
+
+    // What was not testable.
+    let untestable: Vec<String> = found
+        .iter()
+        .flat_map(|f| &f.sub_claims)
+        .filter(|s| s.verdict == Verdict::NotTestable)
+        .map(|s| {
+            // The checks' own reasons (epochs, trials), else the claim's note (storage, cores).
+            let why = s
+                .checks
+                .first()
+                .map(|c| c.measured.clone())
+                .or_else(|| s.note.clone())
+                .unwrap_or_else(|| "nothing measured".into());
+            format!("{} ({why})", s.id)
+        })
+        .collect();
+    line(if untestable.is_empty() {
+        "**Not testable.** Every claim of the paper was testable here.".into()
+    } else {
+        format!(
+            "**Not testable here:** {} of 17 claims: {}.",
+            untestable.len(),
+            untestable.join("; ")
+        )
+    });
+    md
+}
