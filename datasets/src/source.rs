@@ -78,6 +78,14 @@ impl Source {
         sample
     }
 
+    /// Item `id` of the source read in a cycle: the sample of item `id mod len`, numbered `id`
+    /// (so a store larger than its source holds distinct records with repeated content).
+    pub fn cycled_sample(&self, id: usize) -> Sample {
+        let mut sample = self.sample(id % self.items.len().max(1));
+        sample.id = id as u64;
+        sample
+    }
+
     pub fn len(&self) -> usize {
         self.items.len()
     }

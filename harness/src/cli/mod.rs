@@ -329,6 +329,7 @@ impl MeasureArgs {
             rematerialize: self.rematerialize,
             consumer: self.consumer,
             on_error: self.on_error,
+            min_epoch_s: None,
         }
     }
 }
@@ -380,6 +381,10 @@ pub struct SweepArgs {
     /// Trials per cell (default: the workload's sweep.trials).
     #[arg(long)]
     pub trials: Option<usize>,
+    /// Then add trials, one round at a time, to every setting whose 95 % CI half-width is over
+    /// 5 % of its mean, up to this many.
+    #[arg(long)]
+    pub max_trials: Option<usize>,
     /// Thread counts, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub threads: Option<Vec<usize>>,
@@ -400,6 +405,10 @@ pub struct SweepArgs {
     /// sample sizes): each variant gets this many MB of samples.
     #[arg(long)]
     pub dataset_mb: Option<f64>,
+    /// Sweep at most this many of the dataset variants (evenly spread, the smallest and
+    /// largest kept).
+    #[arg(long)]
+    pub variants: Option<usize>,
     /// Materializations per (strategy, codec), each timed into offline.csv.
     #[arg(long, default_value_t = 1)]
     pub offline_trials: usize,
@@ -416,10 +425,22 @@ pub struct SweepArgs {
     /// Measure the machine again instead of using its cached calibration.
     #[arg(long)]
     pub recalibrate: bool,
+    /// Size each store (and the dataset, for raw files) from the calibration so that every
+    /// epoch lasts at least this many seconds; stores larger than the dataset cycle over it.
+    #[arg(long, value_parser = positive_seconds)]
+    pub min_epoch_s: Option<f64>,
     #[command(flatten)]
     pub measure: MeasureArgs,
     #[command(flatten)]
     pub places: PlaceArgs,
+}
+
+/// A positive, finite number of seconds.
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Ok(s),
+        _ => Err(format!("`{text}` is not a number of seconds in (0, 3600]")),
+    }
 }
 
 impl SweepArgs {
@@ -438,11 +459,16 @@ impl SweepArgs {
             threads: self.threads.clone(),
             cache: self.cache.clone(),
             trials: self.trials,
+            max_trials: self.max_trials,
             offline_trials: self.offline_trials,
             dataset_mb: self.dataset_mb,
+            variants: self.variants,
             storage: self.storage.clone(),
-            settings: self.measure.settings(),
-            calibrate: !self.no_calibrate,
+            settings: Settings {
+                min_epoch_s: self.min_epoch_s,
+                ..self.measure.settings()
+            },
+            calibrate: !self.no_calibrate || self.min_epoch_s.is_some(),
             recalibrate: self.recalibrate,
             calibrate_only: false,
             shard,

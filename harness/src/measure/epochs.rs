@@ -176,6 +176,7 @@ impl Session {
             workload: &self.workload,
             split: strategy.split,
             source: &self.source,
+            items: self.source.len(),
             input,
             threads: spec.threads,
             seed: spec.seed,

@@ -91,6 +91,9 @@ pub struct OnlineJob<'a> {
     pub workload: &'a Workload,
     pub split: usize,
     pub source: &'a Source,
+    /// Source items a raw epoch reads, cycling over the source beyond its length (the
+    /// fully-online reference of a store larger than its source); `source.len()` otherwise.
+    pub items: usize,
     pub input: OnlineInput<'a>,
     pub threads: usize,
     pub seed: u64,
@@ -287,8 +290,8 @@ fn raw_worker(
     tx: &mpsc::SyncSender<Message>,
     times: &mut StageTimes,
 ) -> Result<(), RunError> {
-    for id in (worker..job.source.len()).step_by(job.threads) {
-        if stop.load(Ordering::Relaxed) || !process(job, job.source.sample(id), tx, times)? {
+    for id in (worker..job.items).step_by(job.threads) {
+        if stop.load(Ordering::Relaxed) || !process(job, job.source.cycled_sample(id), tx, times)? {
             break;
         }
     }
@@ -435,14 +438,22 @@ fn read_shard(
                 continue;
             }
         };
-        if job.workload.item_of(sample.id, job.split) as usize >= job.source.len() {
+        // A store may hold more items than the source (it cycles over it): ids run up to its
+        // own item count.
+        let items = match job.input {
+            OnlineInput::Store { manifest, .. } => {
+                (manifest.samples as usize).max(job.source.len())
+            }
+            _ => job.source.len(),
+        };
+        if job.workload.item_of(sample.id, job.split) as usize >= items {
             skip_or_fail(
                 job,
                 RunError::UnknownSample {
                     shard: shard(),
                     record,
                     id: sample.id,
-                    samples: job.source.len(),
+                    samples: items,
                 },
                 times,
             )?;

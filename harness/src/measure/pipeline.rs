@@ -129,9 +129,10 @@ pub fn apply_steps(
             };
             RunError::Step {
                 sample: label,
+                // A store larger than its source cycles over it: item i is source item i mod len.
                 file: source
                     .items
-                    .get(item as usize)
+                    .get(item as usize % source.items.len().max(1))
                     .map(|i| i.path.display().to_string())
                     .unwrap_or_else(|| "?".into()),
                 step: def.name.clone(),

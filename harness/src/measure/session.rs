@@ -213,13 +213,30 @@ impl Session {
         rematerialize: bool,
         cold: bool,
     ) -> anyhow::Result<Materialized> {
+        let layout = (shards, self.source.len());
+        self.store_sized(strategy, codec, layout, threads, rematerialize, cold)
+    }
+
+    /// [`Session::store`] of `items` source items into `shards` shards: beyond the source's
+    /// length the items cycle over it (distinct records, repeated content; the store manifest
+    /// says how many source items it holds).
+    pub fn store_sized(
+        &self,
+        strategy: &Strategy,
+        codec: Codec,
+        (shards, items): (usize, usize),
+        threads: usize,
+        rematerialize: bool,
+        cold: bool,
+    ) -> anyhow::Result<Materialized> {
+        let items = items.max(self.source.len());
         let key = StoreKey {
             workload: self.workload.name.clone(),
             strategy: strategy.name.clone(),
             split: strategy.split,
             codec,
             shards,
-            samples: self.source.len() as u64,
+            samples: items as u64,
             source_fingerprint: self.source_fingerprint.clone(),
             prefix_fingerprint: self.workload.prefix_fingerprint(strategy.split),
         };
@@ -248,7 +265,7 @@ impl Session {
             cache::evict(&self.source.paths(), self.evict)?;
         }
         let bar = self.progress.bar(
-            self.source.len() as u64,
+            items as u64,
             &format!("materialize {} {codec}", strategy.name),
         );
         let job = MaterializeJob {
@@ -293,6 +310,9 @@ impl Session {
             workload: &self.workload,
             split: strategy.split,
             source: &self.source,
+            // The reference reads the source once; a store that cycles over it is checked on
+            // its first cycle (later cycles are the same offline steps on the same items).
+            items: self.source.len(),
             input,
             threads,
             seed,

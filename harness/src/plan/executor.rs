@@ -67,6 +67,22 @@ impl<'p> Executor<'p> {
         })
     }
 
+    /// The same executor over the first `samples` samples of the workload's dataset instead
+    /// (generated up to them when needed); its `on_error` is kept.
+    pub fn reopen(self, samples: usize, threads: usize) -> anyhow::Result<Executor<'p>> {
+        let on_error = self.session.on_error;
+        let mut reopened = Executor::open(
+            self.session.workload,
+            self.places,
+            samples,
+            threads,
+            Some(on_error),
+            self.command_line,
+        )?;
+        reopened.started_utc = self.started_utc;
+        Ok(reopened)
+    }
+
     /// Records the system samples taken while `stored` was materialized (none when it was
     /// reused), under `id`, and its offline.csv row when a sweep times it.
     pub fn record_store(

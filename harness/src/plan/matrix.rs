@@ -32,6 +32,8 @@ pub struct Plan {
     pub cells: Vec<Cell>,
     pub consumer: Option<ConsumerSpec>,
     pub on_error: OnError,
+    /// Epochs sized to last this long (stores sized from the calibration); `None`: `samples`.
+    pub min_epoch_s: Option<f64>,
 }
 
 impl Plan {
@@ -107,6 +109,7 @@ impl Plan {
             cells,
             consumer: opts.settings.consumer,
             on_error: opts.settings.on_error.unwrap_or(workload.on_error),
+            min_epoch_s: opts.settings.min_epoch_s,
         })
     }
 
@@ -148,6 +151,9 @@ impl Plan {
         if self.on_error == OnError::Skip {
             key.push_str("|skip");
         }
+        if let Some(floor) = self.min_epoch_s {
+            key.push_str(&format!("|min_epoch_s:{floor}"));
+        }
         format!("s{:014x}", xxhash_rust::xxh3::xxh3_64(key.as_bytes()) >> 8)
     }
 
@@ -184,7 +190,7 @@ impl Plan {
         codec: Codec,
         trial: usize,
     ) -> String {
-        let key = format!(
+        let mut key = format!(
             "offline|{}|{}|{}|{}|{}|{codec}|{trial}",
             workload.name,
             workload.yaml_hash(),
@@ -192,6 +198,9 @@ impl Plan {
             self.shards,
             strategy.name
         );
+        if let Some(floor) = self.min_epoch_s {
+            key.push_str(&format!("|min_epoch_s:{floor}"));
+        }
         format!("o{:014x}", xxhash_rust::xxh3::xxh3_64(key.as_bytes()) >> 8)
     }
 }

@@ -12,6 +12,8 @@ pub mod ranks;
 pub mod reproduce;
 pub mod run;
 pub mod settings;
+pub mod sizing;
 pub mod sweep;
+pub mod trials;
 
 pub use settings::{Places, Settings};

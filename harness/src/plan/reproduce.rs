@@ -12,12 +12,17 @@ use crate::plan::sweep::{sweep, Places, SweepOptions, SweepOutcome};
 /// How much of the paper's protocol a reproduction runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ScaleName {
-    /// Minutes on a laptop: small subsets, 1-2 threads, no and gzip compression, 3 trials.
+    /// About 15 minutes on 2 cores: epochs of at least 1 s, 3 trials (4 where noisy); on the
+    /// local disk CV, NLP, MP3, FLAC, NILM (thread scaling for the last three, finding 6) and
+    /// the synthetic reading experiment at 4 sizes; CV, CV2-JPG, CV2-PNG and NLP under the
+    /// emulated paper storage with GZIP (findings 1-3).
     Quick,
-    /// An hour or so: larger subsets, 1-8 threads, every DEFLATE codec and zstd, 5 trials.
+    /// An hour or more: every reference workload (the greyscale and detection variants and the
+    /// synthetic processing too), epochs of at least 3 s, 1-8 threads, every DEFLATE codec and
+    /// zstd, 5 trials.
     Medium,
-    /// The paper's protocol: 8000-sample subsets, 1-8 threads, GZIP and ZLIB, 5 trials, 5
-    /// materializations.
+    /// The paper's protocol: 8000-sample subsets (whole epochs, whatever their length), 1-8
+    /// threads, GZIP and ZLIB, 5 trials, 5 materializations.
     Paper,
 }
 
@@ -25,18 +30,46 @@ pub enum ScaleName {
 #[derive(Clone, Debug)]
 pub struct Scale {
     pub samples: usize,
+    /// Trials are added to settings whose 95 % CI half-width is over 5 % of the mean, up to
+    /// this many (`None`: `trials` only).
+    pub max_trials: Option<usize>,
     /// Sample counts for dataset kinds whose samples are much larger (Cube++: 17 MB frames).
     pub samples_by_kind: &'static [(&'static str, usize)],
     pub trials: usize,
     pub threads: &'static [usize],
+    /// Workloads swept at every thread count of `threads`; the others at the most only
+    /// (`None`: all at every count).
+    pub thread_sweeps: Option<&'static [&'static str]>,
+    /// Codecs of the plain (local disk) sweeps.
     pub codecs: &'static [&'static str],
+    /// Codecs of the sweeps under the emulated paper storage (finding 3 is about them).
+    pub emulated_codecs: &'static [&'static str],
     pub cache: &'static [CacheMode],
     pub epochs: usize,
     pub offline_trials: usize,
     /// MB per dataset variant of workloads that sweep dataset options (the synthetic sizes;
     /// the paper's datasets were about 15 GB each).
     pub dataset_mb: f64,
+    /// At most this many dataset variants (evenly spread, smallest and largest kept).
+    pub variants: Option<usize>,
+    /// Every epoch lasts at least this long (stores sized from the calibration); `None`: the
+    /// sample counts as they are.
+    pub min_epoch_s: Option<f64>,
+    /// The workloads it sweeps on the local disk (`None`: every reference workload).
+    pub workloads: Option<&'static [&'static str]>,
+    /// The workloads it sweeps again under the emulated paper storage.
+    pub emulated: &'static [&'static str],
 }
+
+/// What the quick scale sweeps on the local disk: the pipelines whose findings are judged there
+/// (page cache, threads, sample sizes); CV2-JPG and CV2-PNG, whose findings are about network
+/// storage, run under the emulated storage only.
+const QUICK_LOCAL: &[&str] = &["cv", "nlp", "mp3", "flac", "nilm", "synthetic-reading"];
+
+/// The pipelines findings 1 to 3 are about, swept again under the paper's storage, emulated
+/// (`paper-ceph-hdd`): every strategy, with the codecs finding 3 needs, cold epochs only (the
+/// emulation models reading from the device, not the page cache).
+pub const EMULATED: &[&str] = &["cv", "cv2-jpg", "cv2-png", "nlp"];
 
 pub fn scale(name: ScaleName) -> Scale {
     match name {
@@ -44,34 +77,55 @@ pub fn scale(name: ScaleName) -> Scale {
             samples: 300,
             samples_by_kind: &[("cubepp-png", 24), ("cubepp-jpg", 24), ("cream", 720)],
             trials: 3,
+            max_trials: Some(4),
             threads: &[1, 2],
-            codecs: &["none", "gzip"],
+            thread_sweeps: Some(&["mp3", "flac", "nilm"]),
+            codecs: &["none"],
+            emulated_codecs: &["none", "gzip"],
             cache: &[CacheMode::Cold],
             epochs: 2,
             offline_trials: 1,
             dataset_mb: 48.0,
+            variants: Some(4),
+            min_epoch_s: Some(1.0),
+            workloads: Some(QUICK_LOCAL),
+            emulated: EMULATED,
         },
         ScaleName::Medium => Scale {
             samples: 2000,
+            max_trials: Some(10),
             samples_by_kind: &[("cubepp-png", 200), ("cubepp-jpg", 200)],
             trials: 5,
             threads: &[1, 2, 4, 8],
+            thread_sweeps: None,
             codecs: &["none", "gzip", "zlib", "zstd"],
+            emulated_codecs: &["none", "gzip", "zlib"],
             cache: &[CacheMode::Cold],
             epochs: 2,
-            offline_trials: 1,
+            offline_trials: 2,
             dataset_mb: 1000.0,
+            variants: None,
+            min_epoch_s: Some(3.0),
+            workloads: None,
+            emulated: EMULATED,
         },
         ScaleName::Paper => Scale {
             samples: 8000,
+            max_trials: None,
             samples_by_kind: &[("cubepp-png", 4890), ("cubepp-jpg", 4890)],
             trials: 5,
             threads: &[1, 2, 4, 8],
+            thread_sweeps: None,
             codecs: &["none", "gzip", "zlib"],
+            emulated_codecs: &["none", "gzip", "zlib"],
             cache: &[CacheMode::Cold],
             epochs: 2,
             offline_trials: 5,
             dataset_mb: 15000.0,
+            variants: None,
+            min_epoch_s: None,
+            workloads: None,
+            emulated: EMULATED,
         },
     }
 }
@@ -84,6 +138,32 @@ impl Scale {
             .find(|(k, _)| *k == kind)
             .map_or(self.samples, |(_, n)| *n)
     }
+
+    /// The thread counts `workload` is swept at.
+    pub fn threads_for(&self, workload: &str) -> Vec<usize> {
+        match self.thread_sweeps {
+            Some(swept) if !swept.contains(&workload) => {
+                vec![self.threads.iter().copied().max().unwrap_or(1)]
+            }
+            _ => self.threads.to_vec(),
+        }
+    }
+
+    /// The workloads this scale sweeps, in the reference order.
+    pub fn workloads(&self) -> Vec<&'static str> {
+        workloads::BUILTIN
+            .iter()
+            .map(|(name, _)| *name)
+            .filter(|name| self.workloads.is_none_or(|w| w.contains(name)))
+            .collect()
+    }
+}
+
+fn codecs(names: &[&str]) -> Vec<Codec> {
+    names
+        .iter()
+        .map(|c| c.parse::<Codec>().expect("scale codecs are valid"))
+        .collect()
 }
 
 /// The sweep options of `workload` at `scale` (the workload's own strategies and shards).
@@ -96,23 +176,21 @@ pub fn sweep_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
     let variants = loaded.is_some_and(|w| !w.dataset_variants().is_empty());
     SweepOptions {
         workload: workload.to_string(),
-        codecs: Some(
-            s.codecs
-                .iter()
-                .map(|c| c.parse::<Codec>().expect("scale codecs are valid"))
-                .collect(),
-        ),
-        threads: Some(s.threads.to_vec()),
+        codecs: Some(codecs(s.codecs)),
+        threads: Some(s.threads_for(workload)),
         cache: Some(s.cache.to_vec()),
         trials: Some(s.trials),
+        max_trials: s.max_trials,
         // Dataset variants are sized in MB so every variant reads the same bytes.
         dataset_mb: variants.then_some(s.dataset_mb),
+        variants: s.variants,
         offline_trials: s.offline_trials,
         settings: Settings {
             epochs: Some(s.epochs),
             samples: (!variants).then(|| s.samples_for(&kind)),
             seed,
             verify: true,
+            min_epoch_s: s.min_epoch_s,
             ..Settings::default()
         },
         calibrate: true,
@@ -120,19 +198,18 @@ pub fn sweep_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
     }
 }
 
-/// Workloads also swept under the paper's storage, emulated (`paper-ceph-hdd`), for finding 2:
-/// reading many small raw files against the same bytes in record files. Only the two strategies
-/// that finding compares, codec none, at the scale's most threads.
-pub const EMULATED: [&str; 2] = ["cv", "cv2-png"];
-
 /// The sweep options of `workload` under the emulated paper storage at `scale`.
 pub fn emulated_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
+    let plain = sweep_options(workload, s, seed);
     SweepOptions {
-        strategies: Some(vec!["unprocessed".into(), "concatenated".into()]),
-        codecs: Some(vec![Codec::None]),
+        codecs: Some(codecs(s.emulated_codecs)),
         threads: Some(vec![s.threads.iter().copied().max().unwrap_or(1)]),
         storage: Some(vec!["paper-ceph-hdd".into()]),
-        ..sweep_options(workload, s, seed)
+        settings: Settings {
+            epochs: Some(1),
+            ..plain.settings.clone()
+        },
+        ..plain
     }
 }
 
@@ -150,7 +227,7 @@ pub fn reproduce(
 ) -> anyhow::Result<Reproduction> {
     let s = scale(name);
     let mut sweeps = Vec::new();
-    for (workload, _) in workloads::BUILTIN {
+    for workload in s.workloads() {
         places
             .progress
             .note(&format!("reproduce: sweeping `{workload}`"));
@@ -161,7 +238,7 @@ pub fn reproduce(
         )?;
         sweeps.push((workload.to_string(), outcome));
     }
-    for workload in EMULATED {
+    for &workload in s.emulated {
         places.progress.note(&format!(
             "reproduce: sweeping `{workload}` under the emulated paper-ceph-hdd storage"
         ));
@@ -181,4 +258,31 @@ pub fn default_out(name: ScaleName) -> PathBuf {
         "results/local/reproduce-{}",
         format!("{name:?}").to_lowercase()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quick_cuts_dimensions_not_epoch_length() {
+        let quick = scale(ScaleName::Quick);
+        assert_eq!(quick.min_epoch_s, Some(1.0));
+        assert_eq!(quick.workloads().len(), 6, "{:?}", quick.workloads());
+        assert!(!quick.workloads().contains(&"detection"));
+        assert_eq!(quick.emulated.len(), 4);
+        // Thread scaling only where finding 6 asks for it.
+        assert_eq!(quick.threads_for("mp3"), vec![1, 2]);
+        assert_eq!(quick.threads_for("cv"), vec![2]);
+        // Findings 1-3's pipelines run again under the paper's storage, with GZIP, cold only.
+        let emulated = emulated_options("cv", &quick, 0);
+        assert_eq!(emulated.storage, Some(vec!["paper-ceph-hdd".to_string()]));
+        assert_eq!(emulated.codecs.as_ref().map(Vec::len), Some(2));
+        assert_eq!(emulated.settings.epochs, Some(1));
+        assert!(emulated.strategies.is_none(), "every strategy");
+        let medium = scale(ScaleName::Medium);
+        assert_eq!(medium.min_epoch_s, Some(3.0));
+        assert_eq!(medium.workloads().len(), workloads::BUILTIN.len());
+        assert_eq!(scale(ScaleName::Paper).min_epoch_s, None);
+    }
 }

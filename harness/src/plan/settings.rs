@@ -31,6 +31,9 @@ pub struct Settings {
     pub consumer: Option<ConsumerSpec>,
     /// `fail` or `skip` bad samples; `None`: the workload's `on_error`.
     pub on_error: Option<OnError>,
+    /// Size stores (and the dataset, for raw files) from the calibration so every epoch lasts
+    /// at least this many seconds; `None`: the samples asked for, whatever the epoch length.
+    pub min_epoch_s: Option<f64>,
 }
 
 /// Where a run or sweep reads and writes.

@@ -14,6 +14,8 @@ use crate::plan::executor::Executor;
 pub use crate::plan::matrix::{shuffled, Cell, Plan};
 use crate::plan::run::setting_warnings;
 pub use crate::plan::settings::{Places, Settings};
+use crate::plan::sizing::{self, Sizes};
+use crate::plan::trials::more_trials;
 use crate::progress::Progress;
 use crate::results::{self, Calibration, Manifest, OfflineRow, PlanEntry, Verdict};
 
@@ -28,8 +30,14 @@ pub struct SweepOptions {
     pub trials: Option<usize>,
     /// Materializations per (strategy, codec); each is timed and recorded in `offline.csv`.
     pub offline_trials: usize,
+    /// Add trials, one at a time, to settings whose 95 % CI half-width is over 5 % of the mean,
+    /// up to this many; `None`: `trials` only.
+    pub max_trials: Option<usize>,
     /// MB per dataset variant (see `sweep.dataset_mb`); `samples` wins when both are set.
     pub dataset_mb: Option<f64>,
+    /// At most this many dataset variants, evenly spread with the first and last kept;
+    /// `None`: all.
+    pub variants: Option<usize>,
     /// Storage profiles to measure under (a sweep dimension); `None`: the workload's
     /// `sweep.storage`.
     pub storage: Option<Vec<String>>,
@@ -76,7 +84,7 @@ pub fn sweep(
         None => places,
     };
     let workload = workloads::load(&opts.workload)?;
-    let variants = workload.dataset_variants();
+    let variants = spread(workload.dataset_variants(), opts.variants);
     if variants.is_empty() {
         return sweep_workload(workload, opts, places, command_line);
     }
@@ -127,6 +135,23 @@ pub fn sweep(
         total.verify_failures.extend(outcome.verify_failures);
     }
     Ok(total)
+}
+
+/// At most `keep` of `all`, evenly spread, the first and the last kept.
+fn spread<T>(all: Vec<T>, keep: Option<usize>) -> Vec<T> {
+    let n = all.len();
+    match keep {
+        Some(k) if k >= 2 && k < n => {
+            let picks: Vec<usize> = (0..k).map(|i| i * (n - 1) / (k - 1)).collect();
+            all.into_iter()
+                .enumerate()
+                .filter(|(i, _)| picks.contains(i))
+                .map(|(_, v)| v)
+                .collect()
+        }
+        Some(1) => all.into_iter().take(1).collect(),
+        _ => all,
+    }
 }
 
 /// Sweeps one (already loaded) workload.
@@ -184,6 +209,7 @@ fn sweep_workload(
         }
     })?;
     let max_threads = plan.cells.iter().map(|c| c.threads).max().unwrap_or(1);
+    let name = workload.name.clone();
     let mut executor = Executor::open(
         workload,
         places,
@@ -192,6 +218,44 @@ fn sweep_workload(
         Some(plan.on_error),
         command_line,
     )?;
+    let cold = plan.cells.iter().any(|c| c.cache == CacheMode::Cold);
+    // Epochs sized by time: calibrate first, then give each store (and the dataset, for raw
+    // files) enough items that its fastest epoch lasts the floor.
+    let mut sizes = Sizes {
+        source_items: executor.session.source.len(),
+        ..Sizes::default()
+    };
+    if let (Some(floor), false) = (opts.settings.min_epoch_s, opts.calibrate_only) {
+        let calibration = calibrate_cells(
+            &executor.session,
+            &plan,
+            &mut HashMap::new(),
+            places,
+            opts,
+            max_threads,
+            cold,
+        )?;
+        let items = executor.session.source.len();
+        let per_item = plan.samples as f64 / items.max(1) as f64;
+        sizes = sizing::sizes(&plan, &name, &calibration, floor, items, per_item);
+        if sizes.source_items > items {
+            let samples = (sizes.source_items as f64 * per_item).round() as usize;
+            places.progress.note(&format!(
+                "{name}: {samples} samples so that raw epochs last {floor} s"
+            ));
+            executor = executor.reopen(samples, max_threads)?;
+            sizes.source_items = executor.session.source.len();
+        }
+        for line in &sizes.capped {
+            places
+                .progress
+                .note(&format!("{name}: epochs may stay short: {line}"));
+        }
+        let recorded = sizes.to_entry(floor);
+        Manifest::update(&places.out, |m| {
+            m.sizing.insert(name.clone(), recorded);
+        })?;
+    }
     let tables = &executor.tables;
     let done = tables.run_ids()?;
     let done_offline: HashSet<String> = tables
@@ -230,7 +294,6 @@ fn sweep_workload(
             tables.runs.path().display()
         ));
     }
-    let cold = caches.contains(&CacheMode::Cold);
     if opts.calibrate_only {
         let calibration = calibrate_cells(
             &executor.session,
@@ -262,8 +325,11 @@ fn sweep_workload(
             if done_offline.contains(&id) {
                 continue;
             }
+            // Offline time is measured on a store of the dataset itself, once over each item
+            // (a store sized beyond it for the epochs' length cycles, and repeats no work).
             let fresh = trial > 0 || opts.settings.rematerialize;
-            let m = session.store(strategy, *codec, plan.shards, max_threads, fresh, cold)?;
+            let layout = (plan.shards, session.source.len());
+            let m = session.store_sized(strategy, *codec, layout, max_threads, fresh, cold)?;
             let info = &m.manifest;
             let row = OfflineRow {
                 run_id: id,
@@ -272,7 +338,7 @@ fn sweep_workload(
                 split: strategy.split,
                 codec: *codec,
                 shards: plan.shards,
-                samples: plan.samples as u64,
+                samples: info.samples,
                 offline_trial: trial,
                 offline_s: info.offline_s,
                 offline_reused: m.reused,
@@ -282,15 +348,19 @@ fn sweep_workload(
                 processing_s: info.offline_processing_s,
                 writing_s: info.offline_writing_s,
                 cpu_s_per_sample: (info.offline_cpu_user_s + info.offline_cpu_sys_s)
-                    / plan.samples.max(1) as f64,
+                    / info.samples.max(1) as f64,
             };
             executor.record_store(&row.run_id.clone(), &m, Some(row))?;
             current = Some(m);
         }
         if needed_online {
+            let items = sizes.store_items(&strategy.name, *codec);
             let m = match current {
-                Some(m) => m,
-                None => session.store(strategy, *codec, plan.shards, max_threads, false, cold)?,
+                Some(m) if m.manifest.samples as usize == items => m,
+                _ => {
+                    let layout = (plan.shards, items);
+                    session.store_sized(strategy, *codec, layout, max_threads, false, cold)?
+                }
             };
             if opts.settings.verify {
                 let v = session.verify(strategy, Some(&m), max_threads, opts.settings.seed)?;
@@ -317,7 +387,7 @@ fn sweep_workload(
     }
 
     // Online phase: pending runs in a seeded random order, one progress bar over the matrix.
-    let order = shuffled(pending, opts.settings.seed);
+    let mut order = shuffled(pending, opts.settings.seed);
     executor.session.progress = Progress { quiet: true };
     let session = &executor.session;
     let bar = places.progress.bar(
@@ -325,24 +395,47 @@ fn sweep_workload(
         &format!("sweep {}", session.workload.name),
     );
     let mut run_ids = Vec::new();
-    for cell in &order {
-        let run_id = plan.run_id(&session.workload, opts.settings.seed, cell);
-        bar.set_message(format!(
-            "{} {} t{} {} {}",
-            cell.strategy.name, cell.codec, cell.threads, cell.cache, cell.storage.name
+    let mut round = 0u64;
+    loop {
+        for cell in &order {
+            let run_id = plan.run_id(&session.workload, opts.settings.seed, cell);
+            bar.set_message(format!(
+                "{} {} t{} {} {}",
+                cell.strategy.name, cell.codec, cell.threads, cell.cache, cell.storage.name
+            ));
+            let stored = stores.get(&(cell.strategy.name.clone(), cell.codec));
+            let spec = plan.spec(cell, run_id.clone(), stored, &opts.settings);
+            let verdict = verdicts.get(&(cell.strategy.name.clone(), cell.codec));
+            let measured = executor.measure(&spec, |m| {
+                if let Some(verdict) = verdict {
+                    m.rows.iter_mut().for_each(|r| r.verified = Some(*verdict));
+                }
+            })?;
+            warnings.extend(measured.warnings);
+            run_ids.push(run_id);
+            outcome.ran += 1;
+            bar.inc(1);
+        }
+        // Noise handled as benchmark tools do: one more trial of every setting whose 95 % CI
+        // is still wider than the target, up to the maximum.
+        let Some(max) = opts.max_trials else {
+            break;
+        };
+        let rows = executor.tables.runs.read()?;
+        let extra = more_trials(&plan, &session.workload, opts.settings.seed, &rows, max);
+        if extra.is_empty() {
+            break;
+        }
+        round += 1;
+        places.progress.note(&format!(
+            "{}: {} settings still noisy, trial {}",
+            session.workload.name,
+            extra.len(),
+            extra.iter().map(|c| c.trial + 1).max().unwrap_or(0)
         ));
-        let stored = stores.get(&(cell.strategy.name.clone(), cell.codec));
-        let spec = plan.spec(cell, run_id.clone(), stored, &opts.settings);
-        let verdict = verdicts.get(&(cell.strategy.name.clone(), cell.codec));
-        let measured = executor.measure(&spec, |m| {
-            if let Some(verdict) = verdict {
-                m.rows.iter_mut().for_each(|r| r.verified = Some(*verdict));
-            }
-        })?;
-        warnings.extend(measured.warnings);
-        run_ids.push(run_id);
-        outcome.ran += 1;
-        bar.inc(1);
+        bar.inc_length(extra.len() as u64);
+        plan.cells.extend(extra.iter().cloned());
+        order = shuffled(extra, opts.settings.seed ^ round);
     }
     bar.finish_and_clear();
     warnings.dedup();
@@ -452,6 +545,15 @@ mod tests {
             plan.run_id(&cv(), 1, &plan.cells[0]),
             plan.run_id(&cv(), 0, &plan.cells[0])
         );
+    }
+
+    #[test]
+    fn variants_are_spread_with_the_ends_kept() {
+        let sizes: Vec<u32> = (0..12).collect();
+        assert_eq!(spread(sizes.clone(), Some(4)), vec![0, 3, 7, 11]);
+        assert_eq!(spread(sizes.clone(), None), sizes);
+        assert_eq!(spread(sizes.clone(), Some(20)), sizes);
+        assert_eq!(spread(sizes, Some(1)), vec![0]);
     }
 
     #[test]

@@ -94,6 +94,19 @@ pub struct InvocationEntry {
     pub shard: Option<usize>,
 }
 
+/// How a workload's epochs were sized by time (`--min-epoch-s`): the dataset's items and each
+/// store's, which cycle over the dataset when larger (distinct records, repeated content).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct SizingEntry {
+    pub min_epoch_s: f64,
+    pub source_items: usize,
+    /// `strategy/codec` -> items in its store.
+    pub stores: BTreeMap<String, usize>,
+    /// Where the caps kept epochs from reaching the floor.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capped: Vec<String>,
+}
+
 /// A workload's whole sweep plan: its fingerprint and cell count.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct PlanEntry {
@@ -181,6 +194,9 @@ pub struct Manifest {
     /// The shards a merged folder was made from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<MergedFrom>,
+    /// Per workload, how its epochs were sized by time.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sizing: BTreeMap<String, SizingEntry>,
 }
 
 /// The manifest's file name in a results folder.

@@ -21,7 +21,8 @@ use thiserror::Error;
 pub use calibration::{Calibration, MachineCalibration, StrategyCalibration};
 pub use labels::{Bound, CacheState, Condition, Phase, StageKind, StageName, Verdict};
 pub use manifest::{
-    utc_now, InvocationEntry, Manifest, MergedFrom, Place, PlanEntry, Shard, WorkloadEntry,
+    utc_now, InvocationEntry, Manifest, MergedFrom, Place, PlanEntry, Shard, SizingEntry,
+    WorkloadEntry,
 };
 pub use rows::{ErrorRow, OfflineRow, RankRow, RunRow, SampleRow, Skipped, StageRow};
 pub use stages::{classify, share_pct, Stage};

@@ -121,7 +121,13 @@ pub struct StoreManifest {
     pub strategy: String,
     pub split: usize,
     pub codec: Codec,
+    /// Source items materialized (a fan-out step makes several records of one).
     pub samples: u64,
+    /// Items of the source it was made from: fewer than `samples` when the store cycles over
+    /// its source to hold more records than the data has (distinct records, repeated content);
+    /// 0 in stores from before it was recorded.
+    #[serde(default)]
+    pub source_items: u64,
     pub source_fingerprint: String,
     pub prefix_fingerprint: String,
     pub offline_s: f64,
@@ -142,6 +148,15 @@ pub struct StoreManifest {
 impl StoreManifest {
     pub fn storage_bytes(&self) -> u64 {
         self.shards.iter().map(|s| s.bytes).sum()
+    }
+
+    /// How many times the store repeats its source (1 when it does not cycle).
+    pub fn cycles(&self) -> f64 {
+        if self.source_items == 0 {
+            1.0
+        } else {
+            self.samples as f64 / self.source_items as f64
+        }
     }
 }
 
@@ -209,6 +224,7 @@ impl StoreKey {
             split: self.split,
             codec: self.codec,
             samples: self.samples,
+            source_items: self.samples,
             source_fingerprint: self.source_fingerprint.clone(),
             prefix_fingerprint: self.prefix_fingerprint.clone(),
             offline_s,

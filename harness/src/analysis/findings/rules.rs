@@ -675,7 +675,7 @@ impl Rules<'_> {
                     self.paper
                         .sizes
                         .first()
-                        .and_then(|ps| rate(ps))
+                        .and_then(&rate)
                         .map(|r| ratio_text(&r.1)),
                 )
                 .mechanism(mechanism);
