@@ -5,7 +5,9 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::analysis::cells::{Cell, CellKey, Results};
+use crate::analysis::findings::{self, Verdict};
 use crate::analysis::stats::{ratio_ci, welch};
+use crate::analysis::view::WorkloadView;
 
 /// Significance level of the verdicts.
 pub const ALPHA: f64 = 0.05;
@@ -99,10 +101,98 @@ pub fn compare(a_dir: &Path, b_dir: &Path) -> anyhow::Result<String> {
         }
         let _ = writeln!(out);
     }
+    let _ = writeln!(out, "{}", conclusions(a_dir, b_dir)?);
     let _ = writeln!(out, "## Every common cell\n\n{header}");
     for c in &list {
         let _ = writeln!(out, "{}", row(c));
     }
+    Ok(out)
+}
+
+/// What a results folder concludes: every sub-claim's verdict, and per workload and condition
+/// the fastest strategy cold (codec none, at the most threads, epochs long enough).
+struct Conclusions {
+    verdicts: Vec<(String, Verdict)>,
+    best: Vec<(String, String)>,
+}
+
+fn conclusions_of(dir: &Path) -> anyhow::Result<Conclusions> {
+    let results = Results::load(dir)?;
+    let cells = results.cells();
+    let views: Vec<WorkloadView> = results
+        .conditions()
+        .iter()
+        .map(|(n, condition)| {
+            WorkloadView::new(
+                n,
+                condition,
+                &cells,
+                crate::analysis::report::paper_name(&results, n),
+            )
+        })
+        .collect();
+    let found = findings::rules::judge(&findings::measured::observations(&results, &views));
+    let verdicts = found
+        .iter()
+        .flat_map(|f| &f.sub_claims)
+        .map(|s| (s.id.to_string(), s.verdict))
+        .collect();
+    let best = views
+        .iter()
+        .filter_map(|v| {
+            let t = v.max_threads();
+            let fastest = v
+                .strategies
+                .iter()
+                .filter_map(|(_, s)| v.cold(s, workloads::Codec::None, t))
+                .filter(|c| c.long_enough())
+                .max_by(|x, y| x.throughput.mean.total_cmp(&y.throughput.mean))?;
+            Some((v.title(), fastest.key.strategy.clone()))
+        })
+        .collect();
+    Ok(Conclusions { verdicts, best })
+}
+
+/// Whether the two folders conclude the same: the findings' verdicts and each workload's best
+/// strategy, side by side, with how many agree.
+fn conclusions(a_dir: &Path, b_dir: &Path) -> anyhow::Result<String> {
+    let (a, b) = (conclusions_of(a_dir)?, conclusions_of(b_dir)?);
+    let mut out = String::new();
+    let agree = |x: &str, y: &str| if x == y { "yes" } else { "**no**" };
+    let _ = writeln!(
+        out,
+        "## The paper's findings\n\n| claim | A | B | same |\n|---|---|---|---|"
+    );
+    let mut same = 0;
+    for (id, va) in &a.verdicts {
+        let vb = b
+            .verdicts
+            .iter()
+            .find(|(i, _)| i == id)
+            .map_or("-", |(_, v)| v.text());
+        same += usize::from(va.text() == vb);
+        let _ = writeln!(
+            out,
+            "| {id} | {} | {vb} | {} |",
+            va.text(),
+            agree(va.text(), vb)
+        );
+    }
+    let _ = writeln!(out, "\n{same} of {} verdicts agree.\n", a.verdicts.len());
+    let _ = writeln!(
+        out,
+        "## Best strategy (cold, codec none, most threads, epochs of 1 s or more)\n\n| workload | A | B | same |\n|---|---|---|---|"
+    );
+    let (mut common, mut same) = (0, 0);
+    for (name, sa) in &a.best {
+        let Some((_, sb)) = b.best.iter().find(|(n, _)| n == name) else {
+            continue;
+        };
+        common += 1;
+        same += usize::from(sa == sb);
+        let _ = writeln!(out, "| {name} | {sa} | {sb} | {} |", agree(sa, sb));
+    }
+    let _ = writeln!(out, "\n{same} of {common} best strategies agree.\n");
     Ok(out)
 }
 

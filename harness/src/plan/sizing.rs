@@ -75,8 +75,12 @@ pub fn sizes(
     let Some(machine) = calibration.machine.as_ref() else {
         return out;
     };
-    // The fastest predicted epoch of each (strategy, codec) over its cells.
+    // The fastest predicted epoch of each (strategy, codec) over its cells, and the items that
+    // keep its shard files at least as large as a storage profile's small-file cutoff (a
+    // profile reads smaller files as random requests: a tiny compressed store would measure
+    // the profile's small-file rate, not a record store's).
     let mut fastest: BTreeMap<(usize, String, Codec), (f64, f64)> = BTreeMap::new();
+    let mut least: BTreeMap<(String, Codec), usize> = BTreeMap::new();
     for cell in &plan.cells {
         let Some(cal) = calibration.strategy(workload, &cell.strategy.name, cell.codec) else {
             continue;
@@ -105,6 +109,15 @@ pub fn sizes(
                 .predicted
             })
             .fold(0.0, f64::max);
+        if !cell.storage.is_passthrough() && cell.strategy.split > 0 {
+            let shard_bytes = cell.storage.small_file_kb * 1024.0;
+            let per_item_bytes = (cal.bytes_per_sample * samples_per_item).max(1.0);
+            let items = (plan.shards as f64 * shard_bytes / per_item_bytes).ceil() as usize;
+            let entry = least
+                .entry((cell.strategy.name.clone(), cell.codec))
+                .or_default();
+            *entry = (*entry).max(items);
+        }
         let entry = fastest
             .entry((cell.strategy.split, cell.strategy.name.clone(), cell.codec))
             .or_insert((0.0, cal.bytes_per_sample));
@@ -129,7 +142,7 @@ pub fn sizes(
         if split == 0 {
             continue;
         }
-        let want = needed(sps);
+        let want = needed(sps).max(least.get(&(name.clone(), codec)).copied().unwrap_or(0));
         let by_bytes = (MAX_STORE_BYTES / (bytes_per_sample * per_item).max(1.0)) as usize;
         let cap = (out.source_items * MAX_CYCLES)
             .min(by_bytes)

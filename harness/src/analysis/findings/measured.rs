@@ -103,6 +103,7 @@ fn strategy(results: &Results, view: &WorkloadView, name: &str) -> Strategy {
         app_cache: over(throughput(app_cell), cold.clone()),
         app_over_page: over(throughput(app_cell), throughput(warm_cell)),
         cold,
+        cold_mean: cold_cell.map(|c| c.throughput.mean),
         codecs,
         scaling,
         mechanism: mechanism(results, cold_cell),

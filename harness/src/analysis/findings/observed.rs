@@ -70,6 +70,10 @@ pub struct Strategy {
     pub store_gb: Option<f64>,
     /// Cold samples per second at the pipeline's thread count; `None` when not measured.
     pub cold: Option<Figure>,
+    /// The mean of the cold samples per second, whether or not it can be judged: which
+    /// strategy is fastest is chosen by it, so a strategy that cannot be judged is never
+    /// passed over for a slower one.
+    pub cold_mean: Option<f64>,
     /// Page cache warm over cold.
     pub page_cache: Option<Figure>,
     /// Application-level (in-process) cache over cold.

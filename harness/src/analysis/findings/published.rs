@@ -63,6 +63,7 @@ fn strategy(p: &PaperPipeline, s: &paper::PaperStrategy, last: bool) -> Strategy
         name: s.strategy.clone(),
         store_gb: Some(s.storage_gb),
         cold: Some(exact(s.sps_epoch0)),
+        cold_mean: Some(s.sps_epoch0),
         page_cache,
         app_cache: caching.map(|c| ratio(c.sps_application_cache, c.sps_no_cache)),
         app_over_page: caching.map(|c| ratio(c.sps_application_cache, c.sps_system_cache)),

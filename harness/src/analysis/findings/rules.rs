@@ -108,12 +108,13 @@ fn over(a: &Figure, b: &Figure) -> Figure {
 }
 
 /// The fastest of `strategies` cold (those with a figure).
-fn fastest<'s>(
-    strategies: impl Iterator<Item = &'s Strategy>,
-) -> Option<(&'s Strategy, LogEstimate)> {
+/// The fastest of `strategies` cold by mean (whether or not its figure can be judged: the
+/// check then says why not, rather than comparing with the next fastest).
+fn fastest<'s>(strategies: impl Iterator<Item = &'s Strategy>) -> Option<&'s Strategy> {
     strategies
-        .filter_map(|s| Some((s, cold(s).ok()?)))
-        .max_by(|a, b| a.1.log.total_cmp(&b.1.log))
+        .filter_map(|s| Some((s, s.cold_mean?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(s, _)| s)
 }
 
 /// The mechanisms of some strategies, as one line.
@@ -152,8 +153,7 @@ impl Rules<'_> {
         let ratio = |p: &Pipeline| -> Option<(String, Figure, Vec<Strategy>)> {
             let (rest, last) = p.strategies.split_at(p.strategies.len().checked_sub(1)?);
             let last = &last[0];
-            // The fastest with a figure; without any, the first, whose reason the check gives.
-            let best = fastest(rest.iter()).map(|b| b.0).or(rest.first())?;
+            let best = fastest(rest.iter()).or(rest.first())?;
             Some((
                 format!("{} / {}", best.name, last.name),
                 over(&cold(best), &cold(last)),
@@ -184,7 +184,7 @@ impl Rules<'_> {
         let ratio = |p: &Pipeline, middle: &str| -> Option<(String, Figure, Vec<Strategy>)> {
             let m = p.strategy(middle)?;
             let others = || p.strategies.iter().filter(|s| s.name != middle);
-            let second = fastest(others()).map(|b| b.0).or(others().next())?;
+            let second = fastest(others()).or(others().next())?;
             Some((
                 format!("{middle} / {}", second.name),
                 over(&cold(m), &cold(second)),
@@ -193,7 +193,7 @@ impl Rules<'_> {
         };
         let (checks, note) = self.network_or_local(&MIDDLE_WINS, |p| {
             let paper = self.paper.of(&p.pipeline).next()?;
-            let (middle, _) = fastest(paper.strategies.iter())?;
+            let middle = fastest(paper.strategies.iter())?;
             let (subject, figure, involved) = ratio(p, &middle.name)?;
             Some(
                 Check::of(
