@@ -32,6 +32,18 @@ fn block(guide: &str, name: &str) -> String {
     after[body_start..body_start + body_len].to_string()
 }
 
+/// The guide's block `(guide, marker)` written to `dir/name` and validated (which must pass):
+/// its path and `validate`'s output.
+fn validated(
+    dir: &Path,
+    name: &str,
+    (guide, marker): (&str, &str),
+) -> (String, std::process::Output) {
+    let yaml = write(dir, name, &block(guide, marker));
+    let out = prepbench_ok(&["validate", &yaml]);
+    (yaml, out)
+}
+
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
@@ -41,12 +53,11 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 #[test]
 fn the_workload_guide_example_validates_sweeps_and_reports() {
     let work = tempfile::tempdir().unwrap();
-    let yaml = write(
+    let (yaml, out) = validated(
         work.path(),
         "my-gray-cv.yaml",
-        &block("adding-a-workload.md", "example-workload"),
+        ("adding-a-workload.md", "example-workload"),
     );
-    let out = prepbench_ok(&["validate", &yaml]);
     // The guide quotes this line.
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -85,14 +96,13 @@ fn the_step_guide_shows_the_step_as_it_is_in_the_tree_and_its_workload_runs() {
         "docs/adding-a-step.md shows brightness.rs as it is"
     );
     let work = tempfile::tempdir().unwrap();
-    let yaml = write(
+    // Without the registry line this fails with the guide's documented error: unknown op
+    // `brightness`.
+    let (yaml, _) = validated(
         work.path(),
         "my-bright.yaml",
-        &block("adding-a-step.md", "example-step-workload"),
+        ("adding-a-step.md", "example-step-workload"),
     );
-    let out = prepbench(&["validate", &yaml]);
-    // Without the registry line this is the guide's documented error: unknown op `brightness`.
-    assert!(out.status.success(), "{}", stderr(&out));
     let line = block("adding-a-step.md", "registry-line");
     let registry = std::fs::read_to_string(repo().join("workloads/src/registry.rs")).unwrap();
     assert!(
@@ -148,15 +158,18 @@ fn show_writes_npy_and_pictures_and_lists_every_step() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let png = work.path().join("x.png");
-    show(&[
-        "cv",
-        "--sample",
-        "0",
-        "--after",
-        "resized",
-        "--out",
-        &png.display().to_string(),
-    ]);
+    let resized_to = |path: &Path| {
+        show(&[
+            "cv",
+            "--sample",
+            "0",
+            "--after",
+            "resized",
+            "--out",
+            path.to_str().unwrap(),
+        ])
+    };
+    resized_to(&png);
     let img = image::open(&png).unwrap().to_rgb8();
     assert_eq!(
         img.width().min(img.height()),
@@ -168,15 +181,7 @@ fn show_writes_npy_and_pictures_and_lists_every_step() {
     assert!(colours.len() > 1000, "{} colours", colours.len());
 
     let npy_path = work.path().join("x.npy");
-    show(&[
-        "cv",
-        "--sample",
-        "0",
-        "--after",
-        "resized",
-        "--out",
-        &npy_path.display().to_string(),
-    ]);
+    resized_to(&npy_path);
     let (descr, shape, data_len) = npy(&npy_path);
     assert_eq!(descr, "|u1");
     assert_eq!((shape.len(), shape[2]), (3, 3));

@@ -33,12 +33,7 @@ fn speech(rate: u32, words: usize, lead: f32, tail: f32) -> Vec<i16> {
 }
 
 fn step<'w>(w: &'w Workload, name: &str) -> &'w dyn Step {
-    w.steps
-        .iter()
-        .find(|d| d.name == name)
-        .unwrap()
-        .step
-        .as_ref()
+    w.step_named(name).unwrap()
 }
 
 fn bench(c: &mut Criterion, id: &str, steps: &[&dyn Step], input: &Sample) {

@@ -74,6 +74,17 @@ pub fn calibration_cache() -> &'static Path {
     CACHE.get_or_init(|| process_dir("calibration-")).path()
 }
 
+/// The stderr of a run that must fail, naming every one of `needles`, without a panic.
+pub fn fails_naming(out: &Output, needles: &[&str]) -> String {
+    let err = stderr(out);
+    assert!(!out.status.success(), "it should have failed: {err}");
+    for needle in needles {
+        assert!(err.contains(needle), "no {needle:?} in: {err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }

@@ -5,8 +5,7 @@ use super::*;
 
 #[test]
 fn a_flipped_byte_in_a_shard_fails_with_shard_and_offset() {
-    let (out, work) = run_cv(&argv!["--strategy resized --epochs 1 --evict fadvise"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let work = run_cv_ok(&argv!["--strategy resized --epochs 1 --evict fadvise"]);
     let shard = find_files(&work.path().join("store"), "shard-00001-of-00004.tfrecord")
         .pop()
         .unwrap();
@@ -18,15 +17,10 @@ fn a_flipped_byte_in_a_shard_fails_with_shard_and_offset() {
         work.path(),
         &argv!["--strategy resized --epochs 1 --evict fadvise"],
     );
-    assert!(!out2.status.success());
-    let err = stderr(&out2);
-    assert!(
-        err.contains("shard-00001-of-00004.tfrecord")
-            && err.contains("at byte")
-            && err.contains("checksum"),
-        "{err}"
+    fails_naming(
+        &out2,
+        &["shard-00001-of-00004.tfrecord", "at byte", "checksum"],
     );
-    assert!(!err.contains("panicked"), "{err}");
     // Rows of the first, complete run are still there.
     assert_eq!(Csv::read(&work.path().join("out/runs.csv")).rows.len(), 1);
 
@@ -82,14 +76,7 @@ fn a_corrupt_jpeg_is_an_error_naming_the_file_and_step() {
     let bytes = std::fs::read(&victim).unwrap();
     std::fs::write(&victim, &bytes[..bytes.len() / 3]).unwrap();
     let out = run_with_policy(work.path(), "cv", "4", "unprocessed", "fail");
-    assert!(!out.status.success());
-    let err = stderr(&out);
-    assert!(
-        err.contains("n01001009_0.JPEG")
-            && err.contains("step `decoded`")
-            && err.contains("sample 1"),
-        "{err}"
-    );
+    fails_naming(&out, &["n01001009_0.JPEG", "step `decoded`", "sample 1"]);
 }
 
 #[test]
@@ -103,11 +90,9 @@ fn strict_workload_errors_name_file_key_and_line() {
     let bad = work.path().join("bad.yaml");
     std::fs::write(&bad, cv.replace("sweep:", "sweeps:")).unwrap();
     let out = prepbench(&["validate", &bad.display().to_string()]);
-    assert!(!out.status.success());
-    let err = stderr(&out);
-    assert!(
-        err.contains(&format!("bad.yaml:{line}")) && err.contains("unknown field `sweeps`"),
-        "{err}"
+    fails_naming(
+        &out,
+        &[&format!("bad.yaml:{line}"), "unknown field `sweeps`"],
     );
     let crop = work.path().join("crop.yaml");
     std::fs::write(

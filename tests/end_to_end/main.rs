@@ -13,7 +13,9 @@ mod runs;
 pub use std::path::Path;
 pub use std::process::{Command, Output};
 
-pub use common::{data_dir, find_files, prepbench, prepbench_ok, run_json, stderr, Csv, SAMPLES};
+pub use common::{
+    data_dir, fails_naming, find_files, prepbench, prepbench_ok, run_json, stderr, Csv, SAMPLES,
+};
 
 /// `prepbench run cv` on the shared dataset with its store and results in `work`.
 fn run_cv_in<S: AsRef<str>>(work: &Path, extra: &[S]) -> Output {
@@ -29,6 +31,13 @@ fn run_cv_in<S: AsRef<str>>(work: &Path, extra: &[S]) -> Output {
     ];
     args.extend(extra.iter().map(|a| a.as_ref().to_string()));
     prepbench(&args)
+}
+
+/// `prepbench run cv` in a fresh working directory, which must succeed.
+fn run_cv_ok<S: AsRef<str>>(extra: &[S]) -> tempfile::TempDir {
+    let (out, work) = run_cv(extra);
+    assert!(out.status.success(), "{}", stderr(&out));
+    work
 }
 
 /// `prepbench run cv` in a fresh working directory.

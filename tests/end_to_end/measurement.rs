@@ -5,8 +5,7 @@ use super::*;
 
 #[test]
 fn stages_account_for_the_workers_time_and_the_report_names_the_bound() {
-    let (out, work) = run_cv(&argv!["--strategy unprocessed,decoded --epochs 1"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let work = run_cv_ok(&argv!["--strategy unprocessed,decoded --epochs 1"]);
     let dir = work.path().join("out");
     let stages = Csv::read(&dir.join("stages.csv"));
     let runs = Csv::read(&dir.join("runs.csv"));
@@ -55,8 +54,7 @@ fn stages_account_for_the_workers_time_and_the_report_names_the_bound() {
 
 #[test]
 fn system_samples_cover_every_phase_and_see_cold_reads() {
-    let (out, work) = run_cv(&argv!["--strategy decoded --epochs 2"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let work = run_cv_ok(&argv!["--strategy decoded --epochs 2"]);
     let dir = work.path().join("out");
     let samples = Csv::read(&dir.join("samples.csv"));
     let runs = Csv::read(&dir.join("runs.csv"));
@@ -166,10 +164,8 @@ fn emulated_ceph_slows_small_raw_files_and_the_report_names_the_profile() {
     assert!(md.contains("Storage profiles: `paper-ceph-hdd`"), "{md}");
 
     let (out, _work) = run_cv(&argv!["--strategy unprocessed --storage nfs"]);
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("no storage profile `nfs`; known: local, paper-ceph-hdd"),
-        "{}",
-        stderr(&out)
+    fails_naming(
+        &out,
+        &["no storage profile `nfs`; known: local, paper-ceph-hdd"],
     );
 }

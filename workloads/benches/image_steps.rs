@@ -70,12 +70,7 @@ fn steps(workload: &str) -> Workload {
 }
 
 fn step<'w>(w: &'w Workload, name: &str) -> &'w dyn Step {
-    w.steps
-        .iter()
-        .find(|d| d.name == name)
-        .unwrap()
-        .step
-        .as_ref()
+    w.step_named(name).unwrap()
 }
 
 /// Benchmarks `step` on clones of `input`.

@@ -471,6 +471,14 @@ impl Workload {
     }
 
     /// Index of the step that emits several samples per input, if any.
+    /// The step named `name`, if the workload has one.
+    pub fn step_named(&self, name: &str) -> Option<&dyn crate::step::Step> {
+        self.steps
+            .iter()
+            .find(|d| d.name == name)
+            .map(|d| d.step.as_ref())
+    }
+
     pub fn fan_out_step(&self) -> Option<usize> {
         self.steps.iter().position(|d| d.spec.facts.fan_out)
     }

@@ -213,14 +213,11 @@ impl Results {
 
     /// Every (workload, condition) measured, in the order first seen.
     pub fn conditions(&self) -> Vec<(String, Condition)> {
-        let mut out: Vec<(String, Condition)> = Vec::new();
-        for row in &self.rows {
-            let pair = (row.workload.clone(), row.condition());
-            if !out.contains(&pair) {
-                out.push(pair);
-            }
-        }
-        out
+        crate::analysis::first_seen(
+            self.rows
+                .iter()
+                .map(|row| (row.workload.clone(), row.condition())),
+        )
     }
 
     /// Every cell, ordered by workload, split, codec, threads, cache, epoch.

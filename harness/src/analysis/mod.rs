@@ -14,3 +14,14 @@ pub mod report;
 pub mod stats;
 pub mod svg;
 pub mod view;
+
+/// Each distinct item of `items` once, in the order first seen.
+pub fn first_seen<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}

@@ -173,19 +173,8 @@ impl Session {
             ),
         };
         let job = OnlineJob {
-            workload: &self.workload,
-            split: strategy.split,
-            source: &self.source,
-            items: self.source.len(),
-            input,
-            threads: spec.threads,
-            seed: spec.seed,
-            epoch: 0,
-            hash: false,
-            fill: None,
-            throttle: None,
             consumer: spec.consumer,
-            on_error: self.on_error,
+            ..self.online_job(strategy, input, spec.threads, spec.seed)
         };
         let store_skipped: &[results::Skipped] = spec.stored.map_or(&[], |m| &m.manifest.skipped);
         if let (OnError::Fail, Some(first)) = (self.on_error, store_skipped.first()) {

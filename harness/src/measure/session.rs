@@ -306,24 +306,39 @@ impl Session {
         seed: u64,
     ) -> anyhow::Result<Verification> {
         let input = stored.map_or(OnlineInput::Raw, Materialized::input);
+        // The reference reads the source once; a store that cycles over it is checked on its
+        // first cycle (later cycles are the same offline steps on the same items).
         let job = OnlineJob {
+            hash: true,
+            ..self.online_job(strategy, input, threads, seed)
+        };
+        verify(&job).with_context(|| format!("verifying `{}`", strategy.name))
+    }
+
+    /// Epoch 0 of `strategy` reading `input` on `threads` threads: the source read once, not
+    /// hashed, no cache filled, local storage, no consumer, the session's `on_error`.
+    pub fn online_job<'s>(
+        &'s self,
+        strategy: &Strategy,
+        input: OnlineInput<'s>,
+        threads: usize,
+        seed: u64,
+    ) -> OnlineJob<'s> {
+        OnlineJob {
             workload: &self.workload,
             split: strategy.split,
             source: &self.source,
-            // The reference reads the source once; a store that cycles over it is checked on
-            // its first cycle (later cycles are the same offline steps on the same items).
             items: self.source.len(),
             input,
             threads,
             seed,
             epoch: 0,
-            hash: true,
+            hash: false,
             fill: None,
             throttle: None,
             consumer: None,
             on_error: self.on_error,
-        };
-        verify(&job).with_context(|| format!("verifying `{}`", strategy.name))
+        }
     }
 
     /// The workload as the manifest records it.

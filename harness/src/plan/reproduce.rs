@@ -109,23 +109,17 @@ pub fn scale(name: ScaleName) -> Scale {
             workloads: None,
             emulated: EMULATED,
         },
+        // The paper's protocol: the medium scale's dimensions at the paper's sizes, whole
+        // subsets per epoch, a fixed 5 trials.
         ScaleName::Paper => Scale {
             samples: 8000,
             max_trials: None,
             samples_by_kind: &[("cubepp-png", 4890), ("cubepp-jpg", 4890)],
-            trials: 5,
-            threads: &[1, 2, 4, 8],
-            thread_sweeps: None,
             codecs: &["none", "gzip", "zlib"],
-            emulated_codecs: &["none", "gzip", "zlib"],
-            cache: &[CacheMode::Cold],
-            epochs: 2,
             offline_trials: 5,
             dataset_mb: 15000.0,
-            variants: None,
             min_epoch_s: None,
-            workloads: None,
-            emulated: EMULATED,
+            ..scale(ScaleName::Medium)
         },
     }
 }

@@ -225,16 +225,13 @@ fn sweep_workload(
         source_items: executor.session.source.len(),
         ..Sizes::default()
     };
+    // The calibration of the plan's (strategy, codec)s not calibrated yet in the folder.
+    let calibrate = |session: &Session| {
+        let no_stores = &mut HashMap::new();
+        calibrate_cells(session, &plan, no_stores, places, opts, max_threads, cold)
+    };
     if let (Some(floor), false) = (opts.settings.min_epoch_s, opts.calibrate_only) {
-        let calibration = calibrate_cells(
-            &executor.session,
-            &plan,
-            &mut HashMap::new(),
-            places,
-            opts,
-            max_threads,
-            cold,
-        )?;
+        let calibration = calibrate(&executor.session)?;
         let items = executor.session.source.len();
         let per_item = plan.samples as f64 / items.max(1) as f64;
         sizes = sizing::sizes(&plan, &name, &calibration, floor, items, per_item);
@@ -295,15 +292,7 @@ fn sweep_workload(
         ));
     }
     if opts.calibrate_only {
-        let calibration = calibrate_cells(
-            &executor.session,
-            &plan,
-            &mut HashMap::new(),
-            places,
-            opts,
-            max_threads,
-            cold,
-        )?;
+        let calibration = calibrate(&executor.session)?;
         outcome.calibration = Some(crate::results::calibration::describe(&calibration));
         // The workload and command are recorded too, so the folder says what was calibrated.
         executor.finish(Vec::new())?;

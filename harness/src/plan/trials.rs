@@ -85,26 +85,20 @@ pub fn more_trials(
 mod tests {
     use super::*;
     use crate::plan::sweep::SweepOptions;
-    use workloads::{CacheMode, Codec};
-
-    fn cv() -> Workload {
-        workloads::load("cv").unwrap()
-    }
 
     #[test]
     fn noisy_settings_get_one_more_trial_up_to_the_maximum() {
+        let cv = workloads::load("cv").unwrap();
+        // cv's own codecs (none) and cache modes (cold); two strategies, one thread count.
         let opts = SweepOptions {
-            workload: "cv".into(),
             strategies: Some(vec!["resized".into(), "decoded".into()]),
-            codecs: Some(vec![Codec::None]),
             threads: Some(vec![2]),
-            cache: Some(vec![CacheMode::Cold]),
             trials: Some(3),
             ..Default::default()
         };
-        let mut plan = Plan::new(&cv(), &opts).unwrap();
+        let mut plan = Plan::new(&cv, &opts).unwrap();
         let row = |plan: &Plan, cell: &Cell, epoch: u64, sps: f64| results::RunRow {
-            run_id: plan.run_id(&cv(), 0, cell),
+            run_id: plan.run_id(&cv, 0, cell),
             epoch,
             throughput_sps: sps,
             ..Default::default()
@@ -121,22 +115,22 @@ mod tests {
             rows.push(row(&plan, cell, 0, e0));
             rows.push(row(&plan, cell, 1, e1));
         }
-        let extra = more_trials(&plan, &cv(), 0, &rows, 5);
+        let extra = more_trials(&plan, &cv, 0, &rows, 5);
         assert_eq!(extra.len(), 1, "{extra:?}");
         assert_eq!(
             (extra[0].strategy.name.as_str(), extra[0].trial),
             ("decoded", 3)
         );
         // At the maximum, no more.
-        assert!(more_trials(&plan, &cv(), 0, &rows, 3).is_empty());
+        assert!(more_trials(&plan, &cv, 0, &rows, 3).is_empty());
         // Its fourth trial lands near the others: still wide, so a fifth, then the cap.
         plan.cells.extend(extra.iter().cloned());
         rows.push(row(&plan, &extra[0], 0, 503.0));
         rows.push(row(&plan, &extra[0], 1, 460.0));
-        let fifth = more_trials(&plan, &cv(), 0, &rows, 5);
+        let fifth = more_trials(&plan, &cv, 0, &rows, 5);
         assert_eq!(fifth.len(), 1);
         assert_eq!(fifth[0].trial, 4);
         plan.cells.extend(fifth.iter().cloned());
-        assert!(more_trials(&plan, &cv(), 0, &rows, 5).is_empty());
+        assert!(more_trials(&plan, &cv, 0, &rows, 5).is_empty());
     }
 }

@@ -112,31 +112,10 @@ fn is_boilerplate(el: &ElementRef) -> bool {
     e.classes().any(marked) || e.id().is_some_and(marked)
 }
 
-/// Elements that separate words even without whitespace around them.
+/// Elements besides the paragraph-level [`BLOCKS`] that separate words even without
+/// whitespace around them.
 const BREAKING: &[&str] = &[
-    "br",
-    "div",
-    "p",
-    "section",
-    "li",
-    "ul",
-    "ol",
-    "tr",
-    "td",
-    "th",
-    "table",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "blockquote",
-    "pre",
-    "dt",
-    "dd",
-    "figcaption",
-    "hr",
+    "br", "div", "section", "ul", "ol", "tr", "td", "th", "table", "hr",
 ];
 
 fn space(out: &mut String) {
@@ -170,7 +149,8 @@ fn visible_text(el: ElementRef, out: &mut String) {
                 if is_boilerplate(&child) {
                     continue;
                 }
-                let breaking = BREAKING.contains(&child.value().name());
+                let name = child.value().name();
+                let breaking = BREAKING.contains(&name) || BLOCKS.contains(&name);
                 if breaking {
                     space(out);
                 }
@@ -317,21 +297,17 @@ mod tests {
     fn invalid_utf8_is_an_error_or_replaced() {
         let ctx = StepContext::default();
         let input = || Sample::new(0).with("data", Field::Bytes(b"<p>caf\xe9</p>".to_vec()));
-        let strict = ExtractText::new(Params {
-            from: "data".into(),
-            to: "text".into(),
-            invalid_utf8: InvalidUtf8::Error,
-        })
-        .unwrap();
-        let err = strict.apply(input(), &ctx).unwrap_err();
+        let step = |invalid_utf8| {
+            ExtractText::new(Params {
+                from: "data".into(),
+                to: "text".into(),
+                invalid_utf8,
+            })
+            .unwrap()
+        };
+        let err = step(InvalidUtf8::Error).apply(input(), &ctx).unwrap_err();
         assert!(err.message.contains("offset 6"), "{}", err.message);
-        let lenient = ExtractText::new(Params {
-            from: "data".into(),
-            to: "text".into(),
-            invalid_utf8: InvalidUtf8::Replace,
-        })
-        .unwrap();
-        let out = lenient.apply(input(), &ctx).unwrap();
+        let out = step(InvalidUtf8::Replace).apply(input(), &ctx).unwrap();
         assert_eq!(out.text("text").unwrap(), "caf\u{fffd}");
     }
 }

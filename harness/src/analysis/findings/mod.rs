@@ -188,11 +188,6 @@ impl SubClaim {
         self.note = note;
         self
     }
-
-    pub fn contrast(mut self, contrast: Vec<String>) -> SubClaim {
-        self.contrast = contrast;
-        self
-    }
 }
 
 /// A finding of the paper and how it fared here.

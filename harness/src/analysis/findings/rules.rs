@@ -34,6 +34,41 @@ const TINY_SAMPLES: [(&str, &str); 1] = [("nilm", "aggregated")];
 /// The thread count of the paper's claim 6c.
 const PAPER_THREADS: usize = 8;
 
+/// The seventeen claims, by id: what `PAPER.md` states each finding to be made of.
+const CLAIMS: [(&str, &str); 17] = [
+    ("1a", "the last strategy is not the fastest"),
+    ("1b", "the paper's middle split is the fastest"),
+    ("2a", "small files (CV, CV2-JPG) read faster concatenated into records, on network storage"),
+    ("2b", "large files (CV2-PNG) gain little from concatenation, on network storage"),
+    ("3a", "compression speeds up the large float strategies (pixel-centered), on network storage"),
+    ("3b", "compressed, the float strategies store at most half their bytes"),
+    ("3c", "where compression saves less than half the bytes, it does not speed up reading, on network storage"),
+    ("3d", "compressing makes the offline phase slower"),
+    ("4a", "the page cache speeds up the last strategy (when it fits in memory)"),
+    ("4b", "an application-level cache speeds up the last strategy"),
+    ("4c", "an application-level cache is faster than the page cache"),
+    ("4d", "a last strategy larger than memory gains nothing from the page cache"),
+    ("5a", "per byte, tiny samples read far slower than big ones, cold"),
+    ("5b", "per byte, tiny samples read far slower than big ones with the page cache warm"),
+    ("6a", "strategies with CPU-bound online steps (audio `decoded`: the spectrogram) scale with threads"),
+    ("6b", "tiny-sample strategies (NILM `aggregated`) gain little from more threads"),
+    ("6c", "at 8 threads, CPU-bound online steps run 4.8x (60 % of ideal) or more faster than on one"),
+];
+
+/// Claim `id`'s text.
+fn claim(id: &str) -> &'static str {
+    CLAIMS
+        .iter()
+        .find(|(i, _)| *i == id)
+        .map(|(_, text)| *text)
+        .unwrap_or_else(|| panic!("no claim {id}"))
+}
+
+/// Claim `id` with its checks.
+fn sub_claim(id: &'static str, checks: Vec<Check>) -> SubClaim {
+    SubClaim::new(id, claim(id), checks)
+}
+
 /// All six findings judged on `obs`.
 pub fn judge(obs: &Observations) -> Vec<Finding> {
     let paper = published::observations();
@@ -117,6 +152,27 @@ fn fastest<'s>(strategies: impl Iterator<Item = &'s Strategy>) -> Option<&'s Str
         .map(|(s, _)| s)
 }
 
+/// Finding 1's check: one strategy is faster than another (a ratio at least 1.05x), with the
+/// paper's ratio and both strategies' mechanisms.
+fn faster_check(
+    p: &Pipeline,
+    (subject, figure, involved): (String, Figure, Vec<Strategy>),
+    paper: Option<String>,
+) -> Check {
+    let expect = Expect::AtLeast {
+        holds: 1.05,
+        opposite: 0.95,
+    };
+    Check::of(format!("{}: {subject}", p.label), &figure, expect, "x")
+        .paper(paper)
+        .mechanism(mechanisms(&involved.iter().collect::<Vec<_>>()))
+}
+
+/// A strategy's page cache ratio (warm over cold).
+fn page_cache(s: &Strategy) -> Option<Figure> {
+    s.page_cache.clone()
+}
+
 /// The mechanisms of some strategies, as one line.
 fn mechanisms(strategies: &[&Strategy]) -> Option<String> {
     let lines: Vec<String> = strategies
@@ -161,22 +217,10 @@ impl Rules<'_> {
             ))
         };
         let (checks, note) = self.network_or_local(&MIDDLE_WINS, |p| {
-            let (subject, figure, involved) = ratio(p)?;
-            Some(
-                Check::of(
-                    format!("{}: {subject}", p.label),
-                    &figure,
-                    Expect::AtLeast {
-                        holds: 1.05,
-                        opposite: 0.95,
-                    },
-                    "x",
-                )
-                .paper(self.paper_of(&p.pipeline, |pp| ratio(pp).map(|r| r.1)))
-                .mechanism(mechanisms(&involved.iter().collect::<Vec<_>>())),
-            )
+            let paper = self.paper_of(&p.pipeline, |pp| ratio(pp).map(|r| r.1));
+            Some(faster_check(p, ratio(p)?, paper))
         });
-        SubClaim::new("1a", "the last strategy is not the fastest", checks).note(note)
+        sub_claim("1a", checks).note(note)
     }
 
     /// 1b. The paper's fastest (middle) strategy over the fastest of the others.
@@ -194,22 +238,10 @@ impl Rules<'_> {
         let (checks, note) = self.network_or_local(&MIDDLE_WINS, |p| {
             let paper = self.paper.of(&p.pipeline).next()?;
             let middle = fastest(paper.strategies.iter())?;
-            let (subject, figure, involved) = ratio(p, &middle.name)?;
-            Some(
-                Check::of(
-                    format!("{}: {subject}", p.label),
-                    &figure,
-                    Expect::AtLeast {
-                        holds: 1.05,
-                        opposite: 0.95,
-                    },
-                    "x",
-                )
-                .paper(ratio(paper, &middle.name).map(|r| ratio_text(&r.1)))
-                .mechanism(mechanisms(&involved.iter().collect::<Vec<_>>())),
-            )
+            let paper_ratio = ratio(paper, &middle.name).map(|r| ratio_text(&r.1));
+            Some(faster_check(p, ratio(p, &middle.name)?, paper_ratio))
         });
-        SubClaim::new("1b", "the paper's middle split is the fastest", checks).note(note)
+        sub_claim("1b", checks).note(note)
     }
 
     /// Checks over `pipelines` on network storage, or where a pipeline has none, on its local
@@ -257,6 +289,21 @@ impl Rules<'_> {
                 .iter()
                 .all(|s| p.strategy(&s.name).is_some())
         })
+    }
+
+    /// A claim about network storage: checked on `pipelines`' network runs, their local runs as
+    /// contrast.
+    fn network_claim(
+        &self,
+        id: &'static str,
+        pipelines: &[&str],
+        check: impl Fn(&Pipeline) -> Vec<Check>,
+    ) -> SubClaim {
+        let (checks, note, contrast) = self.network_only(pipelines, check);
+        SubClaim {
+            contrast,
+            ..sub_claim(id, checks).note(note)
+        }
     }
 
     /// Checks over `pipelines` on network storage only; local runs become contrast lines.
@@ -310,15 +357,7 @@ impl Rules<'_> {
             holds: 1.5,
             opposite: 1.1,
         };
-        let (checks, note, contrast) =
-            self.network_only(&SMALL_FILES, |p| self.concatenation_checks(p, expect));
-        SubClaim::new(
-            "2a",
-            "small files (CV, CV2-JPG) read faster concatenated into records, on network storage",
-            checks,
-        )
-        .note(note)
-        .contrast(contrast)
+        self.network_claim("2a", &SMALL_FILES, |p| self.concatenation_checks(p, expect))
     }
 
     /// 2b. Large raw files: concatenation changes little (1.0x to 1.5x; the paper 1.4x).
@@ -329,15 +368,7 @@ impl Rules<'_> {
             below: 0.8,
             above: 2.0,
         };
-        let (checks, note, contrast) =
-            self.network_only(&LARGE_FILES, |p| self.concatenation_checks(p, expect));
-        SubClaim::new(
-            "2b",
-            "large files (CV2-PNG) gain little from concatenation, on network storage",
-            checks,
-        )
-        .note(note)
-        .contrast(contrast)
+        self.network_claim("2b", &LARGE_FILES, |p| self.concatenation_checks(p, expect))
     }
 
     /// The codecs of a strategy, with `f` picking the figure of each.
@@ -383,21 +414,14 @@ impl Rules<'_> {
             opposite: 1.0,
         };
         let pipelines: Vec<&str> = FLOAT_IMAGES.iter().map(|(p, _)| *p).collect();
-        let (checks, note, contrast) = self.network_only(&pipelines, |p| {
+        self.network_claim("3a", &pipelines, |p| {
             FLOAT_IMAGES
                 .iter()
                 .filter(|(name, _)| *name == p.pipeline)
                 .filter_map(|(_, s)| p.strategy(s))
                 .flat_map(|s| self.codec_checks(p, s, expect, "x", |c| Some(c.speedup.clone())))
                 .collect()
-        });
-        SubClaim::new(
-            "3a",
-            "compression speeds up the large float strategies (pixel-centered), on network storage",
-            checks,
-        )
-        .note(note)
-        .contrast(contrast)
+        })
     }
 
     /// 3b. ... because it shrinks them by half or more (the paper: 73-93 %).
@@ -406,30 +430,14 @@ impl Rules<'_> {
             holds: 0.5,
             opposite: 0.75,
         };
-        let checks = self
-            .obs
-            .pipelines
-            .iter()
-            .flat_map(|p| {
-                FLOAT_IMAGES
-                    .iter()
-                    .filter(|(name, _)| *name == p.pipeline)
-                    .filter_map(|(_, s)| p.strategy(s))
-                    .flat_map(|s| {
-                        self.codec_checks(p, s, expect, "", |c| {
-                            c.stored_fraction.map(|f| {
-                                LogEstimate::exact(f).ok_or_else(|| "no stored bytes".to_string())
-                            })
-                        })
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        SubClaim::new(
-            "3b",
-            "compressed, the float strategies store at most half their bytes",
-            checks,
-        )
+        let float = |p: &Pipeline, s: &Strategy| {
+            FLOAT_IMAGES.contains(&(p.pipeline.as_str(), s.name.as_str()))
+        };
+        let checks = self.codec_checks_anywhere(float, expect, "", |c| {
+            c.stored_fraction
+                .map(|f| LogEstimate::exact(f).ok_or_else(|| "no stored bytes".to_string()))
+        });
+        sub_claim("3b", checks)
     }
 
     /// 3c. Strategies that compression shrinks by less than half get no faster (at most 1.1x).
@@ -438,13 +446,9 @@ impl Rules<'_> {
             holds: 1.1,
             opposite: 1.25,
         };
-        let mut names: Vec<&str> = Vec::new();
-        for p in &self.obs.pipelines {
-            if !names.contains(&p.pipeline.as_str()) {
-                names.push(&p.pipeline);
-            }
-        }
-        let (checks, note, contrast) = self.network_only(&names, |p| {
+        let names =
+            crate::analysis::first_seen(self.obs.pipelines.iter().map(|p| p.pipeline.as_str()));
+        self.network_claim("3c", &names, |p| {
             p.strategies
                 .iter()
                 .filter(|s| s.name != "unprocessed")
@@ -456,14 +460,7 @@ impl Rules<'_> {
                     })
                 })
                 .collect()
-        });
-        SubClaim::new(
-            "3c",
-            "where compression saves less than half the bytes, it does not speed up reading, on network storage",
-            checks,
-        )
-        .note(note)
-        .contrast(contrast)
+        })
     }
 
     /// 3d. Offline time grows with compression (any storage: it is the cost of compressing).
@@ -472,20 +469,31 @@ impl Rules<'_> {
             holds: 1.05,
             opposite: 0.95,
         };
-        let checks = self
-            .obs
+        let checks =
+            self.codec_checks_anywhere(|_, _| true, expect, "x", |c| c.offline_growth.clone());
+        sub_claim("3d", checks)
+    }
+
+    /// [`Rules::codec_checks`] of the strategies `pick` chooses, on every pipeline and storage
+    /// (claims about what compression does to the data, not to reading it).
+    fn codec_checks_anywhere(
+        &self,
+        pick: impl Fn(&Pipeline, &Strategy) -> bool,
+        expect: Expect,
+        unit: &str,
+        f: impl Fn(&Compressed) -> Option<Figure> + Copy,
+    ) -> Vec<Check> {
+        self.obs
             .pipelines
             .iter()
             .flat_map(|p| {
                 p.strategies
                     .iter()
-                    .flat_map(|s| {
-                        self.codec_checks(p, s, expect, "x", |c| c.offline_growth.clone())
-                    })
+                    .filter(|s| pick(p, s))
+                    .flat_map(|s| self.codec_checks(p, s, expect, unit, f))
                     .collect::<Vec<_>>()
             })
-            .collect();
-        SubClaim::new("3d", "compressing makes the offline phase slower", checks)
+            .collect()
     }
 
     /// The last strategy of each machine-claim pipeline, and whether it fits in memory.
@@ -521,73 +529,52 @@ impl Rules<'_> {
 
     /// 4a. The page cache speeds up re-reading the last strategy when it fits in memory.
     fn page_cache_helps(&self) -> SubClaim {
-        let checks = self.cache_checks(
-            true,
-            Expect::AtLeast {
-                holds: 1.05,
-                opposite: 1.0,
-            },
-            |s| s.page_cache.clone(),
-        );
-        SubClaim::new(
-            "4a",
-            "the page cache speeds up the last strategy (when it fits in memory)",
-            checks,
-        )
+        let expect = Expect::AtLeast {
+            holds: 1.05,
+            opposite: 1.0,
+        };
+        sub_claim("4a", self.cache_checks(true, expect, page_cache))
     }
 
     /// 4b. An application-level cache speeds it up by 1.3x or more.
     fn app_cache_helps(&self) -> SubClaim {
-        let checks = self.cache_checks(
-            true,
-            Expect::AtLeast {
-                holds: 1.3,
-                opposite: 1.0,
-            },
-            |s| s.app_cache.clone(),
-        );
-        let note = checks
-            .is_empty()
-            .then(|| "no application-cache runs (`--cache app`) of a last strategy".to_string());
-        SubClaim::new(
-            "4b",
-            "an application-level cache speeds up the last strategy",
-            checks,
-        )
-        .note(note)
+        let expect = Expect::AtLeast {
+            holds: 1.3,
+            opposite: 1.0,
+        };
+        self.app_cache_claim("4b", expect, |s| s.app_cache.clone())
     }
 
     /// 4c. An application-level cache beats the page cache.
     fn app_cache_beats_page_cache(&self) -> SubClaim {
-        let checks = self.cache_checks(
-            true,
-            Expect::AtLeast {
-                holds: 1.05,
-                opposite: 0.95,
-            },
-            |s| s.app_over_page.clone(),
-        );
+        let expect = Expect::AtLeast {
+            holds: 1.05,
+            opposite: 0.95,
+        };
+        self.app_cache_claim("4c", expect, |s| s.app_over_page.clone())
+    }
+
+    /// A claim about the application-level cache of last strategies that fit in memory.
+    fn app_cache_claim(
+        &self,
+        id: &'static str,
+        expect: Expect,
+        f: impl Fn(&Strategy) -> Option<Figure>,
+    ) -> SubClaim {
+        let checks = self.cache_checks(true, expect, f);
         let note = checks
             .is_empty()
             .then(|| "no application-cache runs (`--cache app`) of a last strategy".to_string());
-        SubClaim::new(
-            "4c",
-            "an application-level cache is faster than the page cache",
-            checks,
-        )
-        .note(note)
+        sub_claim(id, checks).note(note)
     }
 
     /// 4d. A last strategy larger than memory gains nothing from the page cache.
     fn larger_than_memory_gains_nothing(&self) -> SubClaim {
-        let checks = self.cache_checks(
-            false,
-            Expect::AtMost {
-                holds: 1.1,
-                opposite: 1.3,
-            },
-            |s| s.page_cache.clone(),
-        );
+        let expect = Expect::AtMost {
+            holds: 1.1,
+            opposite: 1.3,
+        };
+        let checks = self.cache_checks(false, expect, page_cache);
         let note = checks.is_empty().then(|| {
             let largest = self
                 .last_strategies()
@@ -601,12 +588,7 @@ impl Rules<'_> {
                 None => "no last strategy with a known size".to_string(),
             }
         });
-        SubClaim::new(
-            "4d",
-            "a last strategy larger than memory gains nothing from the page cache",
-            checks,
-        )
-        .note(note)
+        sub_claim("4d", checks).note(note)
     }
 
     /// 5a/5b. MB/s of the largest samples over the smallest, cold or page cache warm.
@@ -689,20 +671,11 @@ impl Rules<'_> {
             "no synthetic reading runs over sample sizes (`prepbench sweep synthetic-reading`)"
                 .to_string()
         });
-        let (id, claim) = if warm {
-            (
-                "5b",
-                "per byte, tiny samples read far slower than big ones with the page cache warm",
-            )
-        } else {
-            (
-                "5a",
-                "per byte, tiny samples read far slower than big ones, cold",
-            )
-        };
-        SubClaim::new(id, claim, checks)
-            .note(note)
-            .contrast(contrast)
+        let id = if warm { "5b" } else { "5a" };
+        SubClaim {
+            contrast,
+            ..sub_claim(id, checks).note(note)
+        }
     }
 
     /// Thread checks of the named strategies on machine-claim pipelines: `expect` from the
@@ -769,12 +742,7 @@ impl Rules<'_> {
             holds: 0.6 * ideal,
             opposite: 1.05,
         });
-        SubClaim::new(
-            "6a",
-            "strategies with CPU-bound online steps (audio `decoded`: the spectrogram) scale with threads",
-            checks,
-        )
-        .note(note)
+        sub_claim("6a", checks).note(note)
     }
 
     /// 6b. Tiny-sample strategies gain at most 1.3x from more threads.
@@ -783,12 +751,7 @@ impl Rules<'_> {
             holds: 1.3,
             opposite: (0.6 * ideal).max(1.5),
         });
-        SubClaim::new(
-            "6b",
-            "tiny-sample strategies (NILM `aggregated`) gain little from more threads",
-            checks,
-        )
-        .note(note)
+        sub_claim("6b", checks).note(note)
     }
 
     /// 6c. At 8 threads on 8 or more cores, CPU-bound online steps reach 4.8x (60 % of ideal;
@@ -827,22 +790,15 @@ impl Rules<'_> {
                 );
             }
         }
-        let note = checks.is_empty().then(|| {
-            if seen.is_empty() {
-                "no thread sweep of audio `decoded`".to_string()
-            } else {
-                format!(
-                    "the claim is at 8 threads on 8 or more cores; measured {}",
-                    seen.join(", ")
-                )
-            }
-        });
-        SubClaim::new(
-            "6c",
-            "at 8 threads, CPU-bound online steps run 4.8x (60 % of ideal) or more faster than on one",
-            checks,
-        )
-        .note(note)
+        let note = match (checks.is_empty(), seen.is_empty()) {
+            (false, _) => None,
+            (true, true) => Some("no thread sweep of audio `decoded`".to_string()),
+            (true, false) => Some(format!(
+                "the claim is at 8 threads on 8 or more cores; measured {}",
+                seen.join(", ")
+            )),
+        };
+        sub_claim("6c", checks).note(note)
     }
 }
 

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use crate::analysis::cells::{Cell, Results, MIN_EPOCH_S};
 use crate::analysis::findings::{Finding, Verdict};
+use crate::analysis::first_seen;
 use crate::analysis::paper;
 use crate::analysis::stats::median;
 use crate::results::CacheState;
@@ -112,27 +113,18 @@ pub fn section(results: &Results, cells: &[Cell], found: &[Finding]) -> String {
     }
 
     // Storage.
-    let mut emulated: Vec<String> = Vec::new();
-    for c in cells {
-        if let Some(profile) = &c.key.condition.storage {
-            let name = format!("{} ({profile})", c.key.workload);
-            if !emulated.contains(&name) {
-                emulated.push(name);
-            }
-        }
-    }
-    let places: Vec<String> = results
-        .manifest
-        .invocations
-        .iter()
-        .filter_map(|i| i.store_dir.filesystem.as_ref())
-        .map(|f| format!("{} on {}", f.fs_type, f.device))
-        .fold(Vec::new(), |mut all, p| {
-            if !all.contains(&p) {
-                all.push(p);
-            }
-            all
-        });
+    let emulated = first_seen(cells.iter().filter_map(|c| {
+        let profile = c.key.condition.storage.as_ref()?;
+        Some(format!("{} ({profile})", c.key.workload))
+    }));
+    let places = first_seen(
+        results
+            .manifest
+            .invocations
+            .iter()
+            .filter_map(|i| i.store_dir.filesystem.as_ref())
+            .map(|f| format!("{} on {}", f.fs_type, f.device)),
+    );
     line(format!(
         "**Storage.** The paper read from HDD-backed Ceph over a 10 Gb/s network. Here stores were on {}{}.",
         if places.is_empty() {

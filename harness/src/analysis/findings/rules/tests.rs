@@ -42,6 +42,25 @@ fn strategies_mut(obs: &mut Observations) -> impl Iterator<Item = ((), &mut Stra
         .map(|s| ((), s))
 }
 
+/// Every codec of every strategy changed by `f`.
+fn each_codec(
+    obs: &mut Observations,
+    f: &dyn Fn(&mut crate::analysis::findings::observed::Compressed),
+) {
+    for (_, s) in strategies_mut(obs) {
+        s.codecs.iter_mut().for_each(f);
+    }
+}
+
+/// Every thread scaling set to `speedup`.
+fn each_scaling(obs: &mut Observations, speedup: f64) {
+    for (_, s) in strategies_mut(obs) {
+        if let Some(sc) = &mut s.scaling {
+            sc.speedup = exact(speedup);
+        }
+    }
+}
+
 /// The paper's figures changed by `change`, judged: the verdict of sub-claim `id`.
 fn against(id: &str, change: impl Fn(&mut Observations)) -> (Verdict, String) {
     let mut obs = published::observations();
@@ -114,31 +133,15 @@ fn numbers_on_the_other_side_contradict_each_sub_claim() {
         ),
         (
             "3b",
-            Box::new(|o| {
-                for (_, s) in strategies_mut(o) {
-                    s.codecs
-                        .iter_mut()
-                        .for_each(|c| c.stored_fraction = Some(0.9));
-                }
-            }),
+            Box::new(|o| each_codec(o, &|c| c.stored_fraction = Some(0.9))),
         ),
         (
             "3c",
-            Box::new(|o| {
-                for (_, s) in strategies_mut(o) {
-                    s.codecs.iter_mut().for_each(|c| c.speedup = exact(1.5));
-                }
-            }),
+            Box::new(|o| each_codec(o, &|c| c.speedup = exact(1.5))),
         ),
         (
             "3d",
-            Box::new(|o| {
-                for (_, s) in strategies_mut(o) {
-                    s.codecs
-                        .iter_mut()
-                        .for_each(|c| c.offline_growth = Some(exact(0.8)));
-                }
-            }),
+            Box::new(|o| each_codec(o, &|c| c.offline_growth = Some(exact(0.8)))),
         ),
         (
             "4a",
@@ -172,36 +175,9 @@ fn numbers_on_the_other_side_contradict_each_sub_claim() {
                 }
             }),
         ),
-        (
-            "6a",
-            Box::new(|o| {
-                for (_, s) in strategies_mut(o) {
-                    if let Some(sc) = &mut s.scaling {
-                        sc.speedup = exact(1.0);
-                    }
-                }
-            }),
-        ),
-        (
-            "6b",
-            Box::new(|o| {
-                for (_, s) in strategies_mut(o) {
-                    if let Some(sc) = &mut s.scaling {
-                        sc.speedup = exact(7.5);
-                    }
-                }
-            }),
-        ),
-        (
-            "6c",
-            Box::new(|o| {
-                for (_, s) in strategies_mut(o) {
-                    if let Some(sc) = &mut s.scaling {
-                        sc.speedup = exact(1.5);
-                    }
-                }
-            }),
-        ),
+        ("6a", Box::new(|o| each_scaling(o, 1.0))),
+        ("6b", Box::new(|o| each_scaling(o, 7.5))),
+        ("6c", Box::new(|o| each_scaling(o, 1.5))),
     ];
     assert_eq!(cases.len(), 17, "one case per sub-claim");
     for (id, change) in &cases {
