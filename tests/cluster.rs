@@ -117,6 +117,7 @@ fn two_ranks_read_their_partitions_at_once() {
     let out = work.path().join("out");
     let ranks = Command::new(mpirun)
         .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
+        .env("PREPBENCH_HEAVY_LOAD_PCT", "1000")
         .arg(&binary)
         .args([
             "run",
@@ -318,6 +319,7 @@ fn a_store_in_s3_is_written_read_back_verified_and_reused() {
     let out = work.path().join("out");
     let run = |extra: &[&str]| {
         Command::new(&binary)
+            .env("PREPBENCH_HEAVY_LOAD_PCT", "1000")
             .args([
                 "run",
                 "cv",
@@ -385,6 +387,7 @@ fn a_dataset_in_s3_is_uploaded_listed_read_and_verified() {
     let work = tempfile::tempdir().unwrap();
     let s3 = |args: &[&str]| {
         Command::new(&binary)
+            .env("PREPBENCH_HEAVY_LOAD_PCT", "1000")
             .args(args)
             .envs(moto.env())
             .env("PREPBENCH_CACHE_DIR", common::calibration_cache())

@@ -71,6 +71,7 @@ fn a_sweep_killed_midway_resumes_to_the_same_rows_without_duplicates() {
         Command::new(env!("CARGO_BIN_EXE_prepbench"))
             .args(sweep_args(&killed, &store))
             .env("PREPBENCH_CACHE_DIR", common::calibration_cache())
+            .env("PREPBENCH_HEAVY_LOAD_PCT", "1000")
             .spawn()
             .unwrap()
     };
@@ -359,7 +360,8 @@ fn sharded_sweeps_merge_into_the_cells_of_one_unsharded_sweep() {
     let run = |args: Vec<String>, env: &[(&str, &str)]| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_prepbench"));
         c.args(&args)
-            .env("PREPBENCH_CACHE_DIR", common::calibration_cache());
+            .env("PREPBENCH_CACHE_DIR", common::calibration_cache())
+            .env("PREPBENCH_HEAVY_LOAD_PCT", "1000");
         for (k, v) in env {
             c.env(k, v);
         }
@@ -459,6 +461,7 @@ fn mpirun_with_two_ranks_then_merge_gives_the_unsharded_cells() {
         .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
         .arg(env!("CARGO_BIN_EXE_prepbench"))
         .args(small_sweep(&d, &store, &[]))
+        .env("PREPBENCH_HEAVY_LOAD_PCT", "1000")
         .output()
         .unwrap();
     assert!(ranks.status.success(), "{}", stderr(&ranks));

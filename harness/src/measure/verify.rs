@@ -41,7 +41,11 @@ pub fn verify(job: &OnlineJob) -> Result<Verification, RunError> {
     let got: HashMap<u64, u64> = strategy
         .hashes
         .into_iter()
-        .filter(|(id, _)| (job.workload.item_of(*id, job.split) as usize) < job.items)
+        .filter(|(id, _)| {
+            // Outputs come after every step (a fan-out step numbers them by their item).
+            let item = job.workload.item_of(*id, job.workload.steps.len());
+            (item as usize) < job.items
+        })
         .collect();
     let mut mismatched: Vec<u64> = expected
         .iter()
