@@ -34,8 +34,8 @@ def case(name, workload, strategy, samples, knob, value, **profile):
     return (name, workload, strategy, samples, knob, value, profile)
 
 
-BANDWIDTH_40 = dict(stream_mb_s=40, aggregate_mb_s=40, latency_ms=0, small_file_kb=0)
-BANDWIDTH_10 = dict(stream_mb_s=10, aggregate_mb_s=10, latency_ms=0, small_file_kb=0)
+BANDWIDTH_40 = dict(stream_mb_s=40, aggregate_mb_s=40, latency_ms=0, small_file_kb=0.001)
+BANDWIDTH_10 = dict(stream_mb_s=10, aggregate_mb_s=10, latency_ms=0, small_file_kb=0.001)
 CASES = [
     case("bandwidth 40 MB/s: cv2-png records (17 MB)", "cv2-png", "concatenated", 24,
          "read_bps_device", 40_000_000, **BANDWIDTH_40),
@@ -108,7 +108,7 @@ def main():
                 f.write(yaml)
             common = [
                 "--strategy", strategy, "--samples", str(samples), "--threads", "2",
-                "--epochs", "1", "--evict", "dropcaches", "--json", "--quiet",
+                "--epochs", "1", "--evict", "drop-caches", "--json", "--quiet",
                 "--data-dir", data, "--store-dir", store,
             ]
             # Generate the data and make the store first, unthrottled and untimed.
@@ -171,7 +171,7 @@ def write(rows, args):
         k, e = mean("kernel"), mean("emulated")
         diff = e / k - 1
         ok &= abs(diff) <= TOLERANCE
-        lines.append(f"| {name} | {k:.1} | {e:.1} | {100 * diff:+.1f} % |")
+        lines.append(f"| {name} | {k:.2f} | {e:.2f} | {100 * diff:+.1f} % |")
     with open(os.path.join(OUT, "README.md"), "w") as f:
         f.write("\n".join([
             "# prepbench's storage emulation against the kernel's block-I/O throttling",
