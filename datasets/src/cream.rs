@@ -280,13 +280,20 @@ mod tests {
         // The paper's per-period offsets leave the mean near zero (the last, zero-padded period
         // pulls its end); removing the channel's mean leaves it exactly zero.
         let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
-        assert!(mean(&r.voltage).abs() < 1.0, "offset removed: {}", mean(&r.voltage));
+        assert!(
+            mean(&r.voltage).abs() < 1.0,
+            "offset removed: {}",
+            mean(&r.voltage)
+        );
         let bytes = std::fs::read(&path).unwrap();
         let by_mean = workloads::steps::read_cream_hour::parse_recording(
             bytes,
             workloads::steps::read_cream_hour::Offsets::Mean,
         )
         .unwrap();
-        assert!(mean(&by_mean.voltage).abs() < 1e-9, "offset removed exactly");
+        assert!(
+            mean(&by_mean.voltage).abs() < 1e-9,
+            "offset removed exactly"
+        );
     }
 }

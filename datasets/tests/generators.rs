@@ -301,9 +301,11 @@ fn cream_reader_reads_an_h5py_file() {
     // 37-count offset is removed, a crest (i = 32) is 325 V.
     assert!((r.voltage[32] - 325.0).abs() < 0.02, "{}", r.voltage[32]);
     assert!((r.voltage[96] + 325.0).abs() < 0.02, "{}", r.voltage[96]);
-    // current lags by 0.5 rad with a 4000-count amplitude at 0.5 mA per count: 2 A peak.
+    // current lags by 0.5 rad with a 4000-count amplitude at 0.5 mA per count: 2 A peak. The
+    // paper's loader removes the voltage's offset / sqrt(2) from the current, not the current's
+    // own, so the peak is off by that difference (at most 37 counts x 0.5 mA, under 0.02 A).
     let peak = r.current.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    assert!((peak - 2.0).abs() < 0.01, "{peak}");
+    assert!((peak - 2.0).abs() < 0.025, "{peak}");
 }
 
 /// A generated hourly file opened by h5py, the library CREAM's users read it with. Needs
