@@ -8,7 +8,7 @@ prepbench (`--storage` with a profile of the same limits, outside any throttled 
 read from a cold page cache. The throughputs must agree within 15 %.
 
 Needs root, cgroup v1 blkio (or v2 io.max), losetup and mkfs.ext4; where any is missing it says
-which and exits 0 without a result. Writes `results/reference/emulator-vs-kernel/` (a CSV of
+which and exits 0 without a result. Writes `results/emulator-vs-kernel/` (a CSV of
 every run and a README with the verdict, the machine and the command).
 
     sudo python3 scripts/emulator_vs_kernel.py [--prepbench target/release/prepbench]
@@ -25,7 +25,7 @@ import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-OUT = os.path.join(ROOT, "results", "reference", "emulator-vs-kernel")
+OUT = os.path.join(ROOT, "results", "emulator-vs-kernel")
 TOLERANCE = 0.15
 
 # (name, workload, strategy, samples, kernel knob, kernel value, profile): the same limit for
