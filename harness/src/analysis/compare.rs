@@ -7,7 +7,6 @@ use std::path::Path;
 use crate::analysis::cells::{Cell, CellKey, Results};
 use crate::analysis::findings::{self, Verdict};
 use crate::analysis::stats::{ratio_ci, welch};
-use crate::analysis::view::WorkloadView;
 
 /// Significance level of the verdicts.
 pub const ALPHA: f64 = 0.05;
@@ -119,18 +118,7 @@ struct Conclusions {
 fn conclusions_of(dir: &Path) -> anyhow::Result<Conclusions> {
     let results = Results::load(dir)?;
     let cells = results.cells();
-    let views: Vec<WorkloadView> = results
-        .conditions()
-        .iter()
-        .map(|(n, condition)| {
-            WorkloadView::new(
-                n,
-                condition,
-                &cells,
-                crate::analysis::report::paper_name(&results, n),
-            )
-        })
-        .collect();
+    let views = crate::analysis::report::views(&results, &cells);
     let found = findings::rules::judge(&findings::measured::observations(&results, &views));
     let verdicts = found
         .iter()

@@ -397,6 +397,12 @@ fn read_shard(
     times: &mut StageTimes,
     kept: &mut Vec<Sample>,
 ) -> Result<bool, RunError> {
+    // A store may hold more items than the source (it cycles over it): ids run up to its own
+    // item count. Known once per shard, not per record.
+    let items = match job.input {
+        OnlineInput::Store { manifest, .. } => (manifest.samples as usize).max(job.source.len()),
+        _ => job.source.len(),
+    };
     loop {
         if stop.load(Ordering::Relaxed) {
             return Ok(false);
@@ -437,14 +443,6 @@ fn read_shard(
                 skip_or_fail(job, e, times)?;
                 continue;
             }
-        };
-        // A store may hold more items than the source (it cycles over it): ids run up to its
-        // own item count.
-        let items = match job.input {
-            OnlineInput::Store { manifest, .. } => {
-                (manifest.samples as usize).max(job.source.len())
-            }
-            _ => job.source.len(),
         };
         if job.workload.item_of(sample.id, job.split) as usize >= items {
             skip_or_fail(

@@ -3,8 +3,6 @@
 //! over trials with its interval. A cell whose epochs last less than [`MIN_EPOCH_S`] gives no
 //! figure (its reason says why), and neither does a cell of one trial.
 
-pub use crate::analysis::cells::MIN_EPOCH_S as FLOOR_S;
-
 use workloads::Codec;
 
 use crate::analysis::cells::{Cell, Results, MIN_EPOCH_S};

@@ -306,15 +306,20 @@ pub struct ReportFiles {
     pub files: Vec<PathBuf>,
 }
 
+/// Every (workload, condition) of `results` viewed over `cells`, with its paper pipeline.
+pub fn views<'c>(results: &Results, cells: &'c [Cell]) -> Vec<WorkloadView<'c>> {
+    results
+        .conditions()
+        .iter()
+        .map(|(n, condition)| WorkloadView::new(n, condition, cells, paper_name(results, n)))
+        .collect()
+}
+
 /// Reads `dir` and writes the report files into it.
 pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
     let results = Results::load(dir)?;
     let cells = results.cells();
-    let views: Vec<WorkloadView> = results
-        .conditions()
-        .iter()
-        .map(|(n, condition)| WorkloadView::new(n, condition, &cells, paper_name(&results, n)))
-        .collect();
+    let views = views(&results, &cells);
     let plots_dir = dir.join("plots");
     std::fs::create_dir_all(&plots_dir)
         .with_context(|| format!("creating {}", plots_dir.display()))?;
