@@ -811,4 +811,21 @@ sweep:
         assert_eq!(a.prefix_fingerprint(2), b.prefix_fingerprint(2));
         assert_ne!(a.prefix_fingerprint(3), b.prefix_fingerprint(3));
     }
+
+    /// A step's description is its parameters: tables and filterbanks built on use are no part
+    /// of it, or a store made before they were built would not match one made after (and the
+    /// NLP embedding table once went, all 150 MB of it, into every store's manifest).
+    #[test]
+    fn prefix_fingerprints_are_parameters_only_before_and_after_set_up() {
+        for (name, _) in crate::BUILTIN {
+            let w = crate::load(name).unwrap();
+            let before = w.prefix_fingerprint(w.steps.len());
+            for step in &w.steps {
+                step.step.prepare().unwrap();
+            }
+            let after = w.prefix_fingerprint(w.steps.len());
+            assert_eq!(before, after, "{name}");
+            assert!(after.len() < 16 * 1024, "{name}: {} bytes", after.len());
+        }
+    }
 }

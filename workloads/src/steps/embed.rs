@@ -72,10 +72,18 @@ pub fn table(seed: u64, vocabulary: usize, dim: usize) -> Arc<Table> {
     built.expect("generating a table has no failure path")
 }
 
-#[derive(Debug)]
 pub struct Embed {
     params: Params,
     table: OnceLock<Arc<Table>>,
+}
+
+/// The parameters only: the table is built from them on first use (see `Memo`'s `Debug`).
+impl std::fmt::Debug for Embed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embed")
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Embed {

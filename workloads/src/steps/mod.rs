@@ -61,9 +61,17 @@ use crate::step::StepError;
 /// Values a step builds once per key and shares between threads (resamplers per rate pair, mel
 /// banks per spectrogram size): a short list behind a read-write lock, read-locked on the hot
 /// path.
-#[derive(Debug)]
 pub(crate) struct Memo<K, V> {
     entries: RwLock<Vec<(K, Arc<V>)>>,
+}
+
+/// What a memo holds is derived from the step's parameters and built on use, so it is no part
+/// of the step's description (`Workload::prefix_fingerprint` is made of those descriptions: a
+/// filled memo must not change it, nor write a 150 MB table into a store's manifest).
+impl<K, V> std::fmt::Debug for Memo<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Memo")
+    }
 }
 
 impl<K: PartialEq + Copy, V> Default for Memo<K, V> {
