@@ -469,3 +469,46 @@ fn mpirun_with_two_ranks_then_merge_gives_the_unsharded_cells() {
     prepbench_ok(&["merge", &d.display().to_string(), "--quiet"]);
     assert_eq!(run_ids(&d), run_ids(&whole));
 }
+
+/// Epochs sized by time: a cold epoch by its store's size, an epoch served from a cache (the
+/// page cache, or the application cache) by repeating its passes over the store until it lasts
+/// the floor; `samples` counts every pass.
+#[test]
+fn cached_epochs_repeat_their_passes_until_they_last_the_floor() {
+    let work = tempfile::tempdir().unwrap();
+    let (out, store) = (work.path().join("out"), work.path().join("store"));
+    prepbench_ok(&argv![
+        "sweep cv --samples",
+        SAMPLES,
+        "--strategies resized --trials 1 --threads 1 --epochs 2 --shards 2 --cache cold,app",
+        "--evict fadvise --min-epoch-s 0.5 --quiet --data-dir",
+        data_dir().to_str().unwrap(),
+        "--store-dir",
+        store.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap()
+    ]);
+    let runs = Csv::read(&out.join("runs.csv"));
+    assert_eq!(runs.rows.len(), 4, "{:?}", runs.rows);
+    for run in &runs.rows {
+        let (cache, passes) = (runs.col(run, "cache"), runs.num(run, "passes"));
+        if cache == "cold" || cache == "app-fill" {
+            assert_eq!(passes, 1.0, "{run:?}");
+            continue;
+        }
+        assert!(passes >= 1.0, "{run:?}");
+        assert!(runs.num(run, "online_s") >= 0.5, "{run:?}");
+        let first = runs
+            .rows
+            .iter()
+            .find(|r| {
+                runs.col(r, "run_id") == runs.col(run, "run_id") && runs.col(r, "epoch") == "0"
+            })
+            .unwrap();
+        assert_eq!(
+            runs.num(run, "samples"),
+            passes * runs.num(first, "samples"),
+            "{run:?}"
+        );
+    }
+}

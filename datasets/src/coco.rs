@@ -42,6 +42,7 @@ pub const KIND: DatasetKind = DatasetKind {
     generate_one,
     finish: Some(write_annotations),
     expected_mb: None,
+    cheap_to_generate: false,
 };
 
 #[derive(Debug, Serialize, Deserialize)]

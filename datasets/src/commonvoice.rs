@@ -39,6 +39,7 @@ pub const KIND: DatasetKind = DatasetKind {
     generate_one,
     finish: Some(write_tsv),
     expected_mb: None,
+    cheap_to_generate: false,
 };
 
 fn clip_name(n: usize) -> String {

@@ -39,6 +39,7 @@ pub const KIND: DatasetKind = DatasetKind {
     generate_one,
     finish: None,
     expected_mb: None,
+    cheap_to_generate: false,
 };
 
 /// The date `days` after 2018-08-23 (CREAM's first day), as YYYY-MM-DD.

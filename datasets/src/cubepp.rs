@@ -39,6 +39,7 @@ pub const PNG_KIND: DatasetKind = DatasetKind {
     generate_one,
     finish: None,
     expected_mb: None,
+    cheap_to_generate: false,
 };
 
 pub const JPG_KIND: DatasetKind = DatasetKind {
@@ -53,6 +54,7 @@ pub const JPG_KIND: DatasetKind = DatasetKind {
     generate_one,
     finish: None,
     expected_mb: None,
+    cheap_to_generate: false,
 };
 
 fn encode_error(n: usize, what: &str, e: image::ImageError) -> DatasetError {

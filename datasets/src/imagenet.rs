@@ -69,6 +69,7 @@ pub const KIND: DatasetKind = DatasetKind {
     generate_one,
     finish: None,
     expected_mb: None,
+    cheap_to_generate: false,
 };
 
 /// Writes sample `n` of the generated dataset (deterministic in seed and n alone).

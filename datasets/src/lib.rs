@@ -105,6 +105,9 @@ pub struct DatasetKind {
     pub finish: Option<FinishFn>,
     /// The expected mean MB per sample given the options (for kinds whose size is an option).
     pub expected_mb: Option<ExpectedMbFn>,
+    /// Generated at about the disk's write speed (random tensors, no encoder): epochs sized by
+    /// time may grow it up to the byte cap of a store, not only a few times its size.
+    pub cheap_to_generate: bool,
 }
 
 impl DatasetKind {

@@ -34,6 +34,7 @@ pub const KIND: DatasetKind = DatasetKind {
     generate_one,
     finish: Some(write_transcripts),
     expected_mb: None,
+    cheap_to_generate: false,
 };
 
 /// (speaker, chapter, index) of utterance n; ids grow with n so source order is n.

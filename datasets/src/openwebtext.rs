@@ -26,6 +26,7 @@ pub const KIND: DatasetKind = DatasetKind {
     generate_one,
     finish: None,
     expected_mb: None,
+    cheap_to_generate: false,
 };
 
 fn identifier(rng: &mut SeededRng) -> String {

@@ -116,8 +116,14 @@ impl Source {
     /// Identifies the exact input: xxh3 over each file's relative path, size, mtime (as listed)
     /// and fields.
     pub fn fingerprint(&self) -> String {
+        self.fingerprint_first(self.items.len())
+    }
+
+    /// [`Source::fingerprint`] of the first `n` items alone (what a store of them depends on):
+    /// equal to the fingerprint of a source that holds just those items.
+    pub fn fingerprint_first(&self, n: usize) -> String {
         let mut text = String::new();
-        for item in &self.items {
+        for item in self.items.iter().take(n) {
             let mtime = item.modified_ns;
             let rel = item.path.strip_prefix(&self.root).unwrap_or(&item.path);
             let fields = item

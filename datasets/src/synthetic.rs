@@ -34,6 +34,7 @@ pub const KIND: DatasetKind = DatasetKind {
     generate_one,
     finish: None,
     expected_mb: Some(expected_mb),
+    cheap_to_generate: true,
 };
 
 /// The array's element type and column count from the request's options.

@@ -42,6 +42,7 @@ fn as_text<S: serde::Serializer>(condition: &Condition, s: S) -> Result<S::Ok, S
 #[derive(Clone, Debug, Serialize)]
 pub struct Cell {
     pub key: CellKey,
+    /// Samples one pass over the input reads (an epoch may repeat passes: `passes`).
     pub samples: u64,
     pub storage_bytes: f64,
     #[serde(skip)]
@@ -260,7 +261,8 @@ impl Results {
                     .find(|v| *v == Verdict::Fail)
                     .or_else(|| verdicts().find(|v| *v == Verdict::Pass));
                 Some(Cell {
-                    samples: rows[0].samples,
+                    // Per pass: an epoch served from a cache may repeat its passes.
+                    samples: rows[0].samples / rows[0].passes.max(1),
                     storage_bytes: rows.iter().map(|r| r.storage_bytes as f64).sum::<f64>()
                         / rows.len() as f64,
                     throughput,
@@ -276,5 +278,42 @@ impl Results {
                 })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cached epoch that repeated its passes counts every pass in `samples`; a cell's
+    /// samples (and so its MB per sample) are per pass, the same as its cold epoch's.
+    #[test]
+    fn cells_count_samples_per_pass() {
+        let row = |epoch: u64, cache: CacheState, passes: u64| RunRow {
+            workload: "w".into(),
+            strategy: "s".into(),
+            split: 1,
+            epoch,
+            cache,
+            samples: 100 * passes,
+            passes,
+            storage_bytes: 1_000_000,
+            online_s: 1.0,
+            throughput_sps: 100.0 * passes as f64,
+            ..RunRow::default()
+        };
+        let results = Results {
+            rows: vec![row(0, CacheState::Cold, 1), row(1, CacheState::Warm, 3)],
+            offline: Default::default(),
+            manifest: Default::default(),
+            stages: Default::default(),
+            system: Default::default(),
+        };
+        let cells = results.cells();
+        assert_eq!(cells.len(), 2);
+        for cell in &cells {
+            assert_eq!(cell.samples, 100, "{:?}", cell.key);
+            assert!((cell.mb_per_sample() - 0.01).abs() < 1e-12);
+        }
     }
 }

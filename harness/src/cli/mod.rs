@@ -388,6 +388,10 @@ pub struct SweepArgs {
     /// Thread counts, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub threads: Option<Vec<usize>>,
+    /// Run the thread counts below the most only for these strategies, comma-separated (a
+    /// thread-scaling check without the whole matrix at every count; default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub scaling_strategies: Option<Vec<String>>,
     /// Codecs, comma-separated: none, gzip[:L], zlib[:L], zstd[:L], lz4.
     #[arg(long, value_delimiter = ',')]
     pub codecs: Option<Vec<Codec>>,
@@ -457,6 +461,7 @@ impl SweepArgs {
             strategies: self.strategies.clone(),
             codecs: self.codecs.clone(),
             threads: self.threads.clone(),
+            scaling_strategies: self.scaling_strategies.clone(),
             cache: self.cache.clone(),
             trials: self.trials,
             max_trials: self.max_trials,

@@ -288,6 +288,8 @@ pub fn strategy(
         app_cache_bytes: 0,
         storage: &local,
         consumer: None,
+        // One pass: the calibration times a pass, not a floor.
+        min_epoch_s: None,
         start_gate: None,
     };
     let measured = session

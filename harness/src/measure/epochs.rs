@@ -36,6 +36,9 @@ pub struct RunSpec<'a> {
     pub storage: &'a StorageProfile,
     /// A simulated training consumer, measured with its null-I/O control after the epochs.
     pub consumer: Option<ConsumerSpec>,
+    /// Epochs served from a cache repeat their passes until they last this long
+    /// (`OnlineJob::min_s`); cold epochs are sized by their store instead.
+    pub min_epoch_s: Option<f64>,
     /// Called after each epoch's cache is prepared, right before its timing starts (`--ranks`
     /// passes an MPI barrier here, so every rank starts together).
     pub start_gate: Option<&'a dyn Fn()>,
@@ -263,6 +266,9 @@ impl Session {
                     });
                 }
             }
+            if matches!(prep.state, CacheState::Warm | CacheState::App) {
+                epoch_job.min_s = spec.min_epoch_s;
+            }
             let valid =
                 !(prep.state == CacheState::Cold && prep.after_pct > MAX_COLD_RESIDENCY_PCT);
             if !valid {
@@ -370,6 +376,7 @@ impl Session {
                 steady_sps: result.steady_sps,
                 foreign_load_pct: result.delta.foreign_load_pct(),
                 steal_pct: result.delta.steal_pct(),
+                passes: result.passes,
             });
         }
         if let (Some(consumer), Some(template), Some(last)) =
@@ -443,6 +450,7 @@ fn null_io_row(last: &RunRow, consumer: ConsumerSpec, template: &Sample, seed: u
         steady_sps: None,
         foreign_load_pct: None,
         steal_pct: None,
+        passes: 1,
         ..last.clone()
     }
 }

@@ -11,7 +11,8 @@ use workloads::{encoding, Field, OnError, ReadFiles, Sample, StepContext, Worklo
 
 use crate::measure::consumer::{ConsumerMetrics, Trainer};
 use crate::measure::emulate::Throttle;
-use crate::measure::metrics::{Delta, Snapshot};
+use crate::measure::metrics::{steady_rate, Delta, Snapshot};
+use crate::measure::passes::Passes;
 use crate::measure::pipeline::{apply_steps, panic_message, RunError};
 use crate::results::Skipped;
 use crate::store::{ShardInfo, ShardReader, StoreBackend, StoreManifest};
@@ -50,6 +51,11 @@ impl AppCache {
             overflow: AtomicBool::new(false),
             parts: Default::default(),
         }
+    }
+
+    /// Parts the filling epoch's workers stored.
+    fn part_count(&self) -> usize {
+        self.parts.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// Whether everything the filling epoch read was kept.
@@ -109,6 +115,11 @@ pub struct OnlineJob<'a> {
     pub consumer: Option<ConsumerSpec>,
     /// Whether a sample that cannot be read or processed stops the run or is skipped.
     pub on_error: OnError,
+    /// An epoch served from a cache (the page cache warm, or the application cache) reads its
+    /// input again, every worker its whole part, until it has lasted this long: a cached epoch
+    /// lasts the floor without a store sized for the cache's speed. `None`: one pass (cold
+    /// epochs, whose second pass would not be cold).
+    pub min_s: Option<f64>,
 }
 
 #[derive(Debug)]
@@ -132,20 +143,8 @@ pub struct OnlineResult {
     /// Samples per second between the 10th and the 90th percentile of arrivals: the rate once
     /// started and before the workers' tails; `None` under 20 samples.
     pub steady_sps: Option<f64>,
-}
-
-/// Minimum samples for a steady-state rate.
-const STEADY_MIN_SAMPLES: usize = 20;
-
-/// The steady-state rate from the arrival times (seconds since the start, ascending).
-pub fn steady_rate(arrivals: &[f64]) -> Option<f64> {
-    let n = arrivals.len();
-    if n < STEADY_MIN_SAMPLES {
-        return None;
-    }
-    let (a, b) = (n / 10, n * 9 / 10);
-    let seconds = arrivals[b] - arrivals[a];
-    (seconds > 0.0).then(|| (b - a) as f64 / seconds)
+    /// Passes over the input (`OnlineJob::min_s`); `samples` counts every pass.
+    pub passes: u64,
 }
 
 /// Seconds spent per stage of the online phase, summed over the workers (so up to threads x
@@ -488,7 +487,9 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
         template: None,
         first_sample_s: None,
         steady_sps: None,
+        passes: 1,
     };
+    let passes = Passes::new(job.min_s);
     let mut arrivals: Vec<f64> = Vec::new();
     let mut first_error: Option<RunError> = None;
     let mut checksum = 0u64;
@@ -497,17 +498,31 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
         for w in 0..threads {
             let tx = tx.clone();
             let stop = &stop;
+            let passes = &passes;
             workers.push(scope.spawn(move || {
                 let mut times = StageTimes::new(job.workload.steps.len());
-                let outcome = match job.input {
-                    OnlineInput::Raw => raw_worker(job, w, stop, &tx, &mut times),
-                    OnlineInput::Memory(cache) => {
-                        memory_worker(job, cache, w, stop, &tx, &mut times)
-                    }
-                    OnlineInput::Store { manifest, .. } => {
-                        let mine: Vec<&ShardInfo> =
-                            manifest.shards.iter().skip(w).step_by(threads).collect();
-                        store_worker(job, &mine, stop, &tx, &mut times)
+                // A worker with nothing to read makes no passes (and so decides none).
+                let idle = match job.input {
+                    OnlineInput::Raw => w >= job.items,
+                    OnlineInput::Memory(cache) => cache.part_count() <= w,
+                    OnlineInput::Store { manifest, .. } => manifest.shards.len() <= w,
+                };
+                let mut done = 0;
+                let outcome = loop {
+                    let pass = match job.input {
+                        OnlineInput::Raw => raw_worker(job, w, stop, &tx, &mut times),
+                        OnlineInput::Memory(cache) => {
+                            memory_worker(job, cache, w, stop, &tx, &mut times)
+                        }
+                        OnlineInput::Store { manifest, .. } => {
+                            let mine: Vec<&ShardInfo> =
+                                manifest.shards.iter().skip(w).step_by(threads).collect();
+                            store_worker(job, &mine, stop, &tx, &mut times)
+                        }
+                    };
+                    done += 1;
+                    if pass.is_err() || idle || !passes.another(done, stop) {
+                        break pass;
                     }
                 };
                 if let Err(e) = outcome {
@@ -569,6 +584,7 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
     result.delta = Snapshot::now().since(&start);
     result.first_sample_s = arrivals.first().copied();
     result.steady_sps = steady_rate(&arrivals);
+    result.passes = passes.made();
     match first_error {
         Some(e) => Err(e),
         None => Ok(result),

@@ -268,7 +268,8 @@ fn write_store(job: &MaterializeJob, progress: &ProgressBar) -> Result<StoreMani
         delta.cpu_user_s,
         delta.cpu_sys_s,
     );
-    manifest.source_items = job.source.len() as u64;
+    // A store may hold fewer items than the source (its first ones), or cycle over it.
+    manifest.source_items = (job.source.len() as u64).min(job.key.samples);
     manifest.offline_processing_s = split.processing_s;
     manifest.offline_writing_s = split.writing_s;
     manifest.skipped = split.skipped;

@@ -154,6 +154,20 @@ impl Snapshot {
     }
 }
 
+/// Minimum samples for a steady-state rate.
+const STEADY_MIN_SAMPLES: usize = 20;
+
+/// The steady-state rate from the arrival times (seconds since the start, ascending).
+pub fn steady_rate(arrivals: &[f64]) -> Option<f64> {
+    let n = arrivals.len();
+    if n < STEADY_MIN_SAMPLES {
+        return None;
+    }
+    let (a, b) = (n / 10, n * 9 / 10);
+    let seconds = arrivals[b] - arrivals[a];
+    (seconds > 0.0).then(|| (b - a) as f64 / seconds)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,7 @@ pub mod epochs;
 pub mod execute;
 pub mod materialize;
 pub mod metrics;
+pub mod passes;
 pub mod pipeline;
 pub mod places;
 pub mod session;

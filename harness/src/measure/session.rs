@@ -12,7 +12,7 @@ use workloads::{Codec, OnError, Strategy, Workload};
 use crate::measure::cache::{self, EvictPolicy};
 use crate::measure::execute::{OnlineInput, OnlineJob};
 use crate::measure::materialize::{materialize, MaterializeJob};
-use crate::measure::verify::{verify, Verification};
+use crate::measure::verify::{reference, verify_against, Verification};
 use crate::progress::Progress;
 use crate::results::{self, InvocationEntry, Manifest, Place, WorkloadEntry};
 use crate::store::{remote, LocalStore, StoreBackend, StoreKey, StoreManifest};
@@ -154,7 +154,17 @@ pub struct Session {
     pub remote: Option<std::sync::Arc<dyn remote::RemoteStore>>,
     /// Removes that staging directory when the session ends, however it ends.
     _staging: Option<crate::scratch::ScratchDir>,
+    /// Fully-online reference hashes by (source fingerprint, items, seed): every store of a
+    /// source is verified against one reference run, not one each.
+    references: References,
 }
+
+type References = std::sync::Mutex<
+    std::collections::HashMap<
+        (String, usize, u64),
+        std::sync::Arc<std::collections::HashMap<u64, u64>>,
+    >,
+>;
 
 impl Session {
     /// Loads the workload and opens (generating when needed) the first `samples` samples.
@@ -199,6 +209,7 @@ impl Session {
             progress,
             remote,
             _staging: staging,
+            references: Default::default(),
         })
     }
 
@@ -218,8 +229,9 @@ impl Session {
     }
 
     /// [`Session::store`] of `items` source items into `shards` shards: beyond the source's
-    /// length the items cycle over it (distinct records, repeated content; the store manifest
-    /// says how many source items it holds).
+    /// length the items cycle over it (distinct records, repeated content), below it the store
+    /// holds the source's first `items`; the store manifest says how many source items it
+    /// holds.
     pub fn store_sized(
         &self,
         strategy: &Strategy,
@@ -229,7 +241,7 @@ impl Session {
         rematerialize: bool,
         cold: bool,
     ) -> anyhow::Result<Materialized> {
-        let items = items.max(self.source.len());
+        let items = items.max(1);
         let key = StoreKey {
             workload: self.workload.name.clone(),
             strategy: strategy.name.clone(),
@@ -237,7 +249,13 @@ impl Session {
             codec,
             shards,
             samples: items as u64,
-            source_fingerprint: self.source_fingerprint.clone(),
+            // A store of the source's first items depends on those alone: the same store of a
+            // dataset that later grew (for the raw files' epochs) is found again.
+            source_fingerprint: if items < self.source.len() {
+                self.source.fingerprint_first(items)
+            } else {
+                self.source_fingerprint.clone()
+            },
             prefix_fingerprint: self.workload.prefix_fingerprint(strategy.split),
         };
         // Made here (in the staging folder when it goes to object storage).
@@ -307,12 +325,39 @@ impl Session {
     ) -> anyhow::Result<Verification> {
         let input = stored.map_or(OnlineInput::Raw, Materialized::input);
         // The reference reads the source once; a store that cycles over it is checked on its
-        // first cycle (later cycles are the same offline steps on the same items).
+        // first cycle (later cycles are the same offline steps on the same items), one that
+        // holds the source's first items on those.
+        let items = match stored.map(|m| m.manifest.source_items as usize) {
+            // (0: a store from before the manifest said.)
+            Some(held) if held > 0 => held.min(self.source.len()),
+            _ => self.source.len(),
+        };
         let job = OnlineJob {
             hash: true,
+            items,
             ..self.online_job(strategy, input, threads, seed)
         };
-        verify(&job).with_context(|| format!("verifying `{}`", strategy.name))
+        let key = (self.source.fingerprint(), items, seed);
+        let known = self
+            .references
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned();
+        let expected = match known {
+            Some(expected) => expected,
+            None => {
+                let made = std::sync::Arc::new(
+                    reference(&job).with_context(|| format!("verifying `{}`", strategy.name))?,
+                );
+                self.references
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(key, made.clone());
+                made
+            }
+        };
+        verify_against(&job, &expected).with_context(|| format!("verifying `{}`", strategy.name))
     }
 
     /// Epoch 0 of `strategy` reading `input` on `threads` threads: the source read once, not
@@ -338,6 +383,7 @@ impl Session {
             throttle: None,
             consumer: None,
             on_error: self.on_error,
+            min_s: None,
         }
     }
 
@@ -382,5 +428,62 @@ impl Session {
             m.record_invocation(self.workload_entry(), invocation)
         })
         .map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stores sized by time hold more items than the dataset (cycling over it) or fewer (its
+    /// first items); either way they verify against fully-online processing of the items they
+    /// hold, and an epoch reads every record they hold.
+    #[test]
+    fn stores_smaller_and_larger_than_their_source_verify_and_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let workload = workloads::load("cv").unwrap();
+        let session = Session::open(
+            workload,
+            &dir.path().join("data"),
+            6,
+            2,
+            &dir.path().join("store"),
+            EvictPolicy::Fadvise,
+            Progress { quiet: true },
+        )
+        .unwrap();
+        let strategy = session.workload.strategy("resized").unwrap();
+        for items in [2, 6, 15] {
+            let m = session
+                .store_sized(&strategy, Codec::None, (4, items), 2, false, false)
+                .unwrap();
+            assert_eq!(m.manifest.samples, items as u64);
+            assert_eq!(m.manifest.source_items, items.min(6) as u64);
+            let v = session.verify(&strategy, Some(&m), 2, 0).unwrap();
+            assert!(v.passed(), "{items} items: {v:?}");
+            assert_eq!(v.checked, items.min(6), "{items} items");
+            let read = crate::measure::execute::run_online(
+                &session.online_job(&strategy, m.input(), 2, 0),
+                &indicatif::ProgressBar::hidden(),
+            )
+            .unwrap();
+            assert_eq!(read.samples, items as u64);
+        }
+        // The store of the first 2 items is the store of a dataset of those 2 items: found
+        // again, not made again, whichever was opened first (a dataset grows for raw epochs).
+        let small = Session::open(
+            workloads::load("cv").unwrap(),
+            &dir.path().join("data"),
+            2,
+            2,
+            &dir.path().join("store"),
+            EvictPolicy::Fadvise,
+            Progress { quiet: true },
+        )
+        .unwrap();
+        let again = small
+            .store_sized(&strategy, Codec::None, (4, 2), 2, false, false)
+            .unwrap();
+        assert!(again.reused);
     }
 }

@@ -25,8 +25,13 @@ impl Verification {
 /// both hashing every output, and compares them; a store holding more items than that (cycling
 /// over its source) is compared on its first `job.items` items.
 pub fn verify(job: &OnlineJob) -> Result<Verification, RunError> {
-    let hidden = ProgressBar::hidden();
-    let strategy = run_online(&OnlineJob { hash: true, ..*job }, &hidden)?;
+    verify_against(job, &reference(job)?)
+}
+
+/// The fully-online reference of `job`: the hash of every output of its first `job.items` raw
+/// files, by sample id. It depends on the items, the seed and the epoch, not on the strategy,
+/// so one serves every store of a source (`Session::verify` keeps it).
+pub fn reference(job: &OnlineJob) -> Result<HashMap<u64, u64>, RunError> {
     let reference = run_online(
         &OnlineJob {
             hash: true,
@@ -34,9 +39,17 @@ pub fn verify(job: &OnlineJob) -> Result<Verification, RunError> {
             input: OnlineInput::Raw,
             ..*job
         },
-        &hidden,
+        &ProgressBar::hidden(),
     )?;
-    let expected: HashMap<u64, u64> = reference.hashes.into_iter().collect();
+    Ok(reference.hashes.into_iter().collect())
+}
+
+/// [`verify`] against a reference already computed.
+pub fn verify_against(
+    job: &OnlineJob,
+    expected: &HashMap<u64, u64>,
+) -> Result<Verification, RunError> {
+    let strategy = run_online(&OnlineJob { hash: true, ..*job }, &ProgressBar::hidden())?;
     // A store that cycles over its source holds items beyond the reference's first cycle.
     let got: HashMap<u64, u64> = strategy
         .hashes
@@ -118,6 +131,7 @@ mod tests {
             hash: false,
             fill: None,
             throttle: None,
+            min_s: None,
             consumer: None,
             on_error: workloads::OnError::Fail,
         };

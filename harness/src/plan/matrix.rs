@@ -71,6 +71,20 @@ impl Plan {
             trials > 0 && threads.iter().all(|&t| t > 0),
             "trials and thread counts must be at least 1"
         );
+        for name in opts.scaling_strategies.iter().flatten() {
+            anyhow::ensure!(
+                strategies.iter().any(|s| &s.name == name),
+                "thread scaling asked of `{name}`, which this sweep does not run"
+            );
+        }
+        let most = threads.iter().copied().max().unwrap_or(1);
+        let scales = |strategy: &Strategy, t: usize| {
+            t == most
+                || opts
+                    .scaling_strategies
+                    .as_ref()
+                    .is_none_or(|names| names.contains(&strategy.name))
+        };
         let mut cells = Vec::new();
         for strategy in &strategies {
             // Raw files have no codec: `unprocessed` runs once per other setting.
@@ -80,7 +94,7 @@ impl Plan {
                 &codecs
             };
             for &codec in strategy_codecs {
-                for &t in &threads {
+                for &t in threads.iter().filter(|&&t| scales(strategy, t)) {
                     // The application cache keeps stored records; raw files have none.
                     for &c in cache
                         .iter()
@@ -180,6 +194,7 @@ impl Plan {
             storage: &cell.storage,
             consumer: self.consumer,
             start_gate: None,
+            min_epoch_s: settings.min_epoch_s,
         }
     }
 

@@ -129,6 +129,8 @@ fn ranked(
             // Ranks measure reading alone: no simulated consumer.
             consumer: None,
             start_gate: Some(&gate),
+            // One pass per epoch on every rank, so the ranks' epochs line up.
+            min_epoch_s: None,
             ..plan.spec(cell, run_id.clone(), stored.as_ref(), &opts.settings)
         };
         let measured = session.measure(&spec);

@@ -12,10 +12,11 @@ use crate::plan::sweep::{sweep, Places, SweepOptions, SweepOutcome};
 /// How much of the paper's protocol a reproduction runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ScaleName {
-    /// About 15 minutes on 2 cores: epochs of at least 1 s, 3 trials (4 where noisy); on the
-    /// local disk CV, NLP, MP3, FLAC, NILM (thread scaling for the last three, finding 6) and
-    /// the synthetic reading experiment at 4 sizes; CV, CV2-JPG, CV2-PNG and NLP under the
-    /// emulated paper storage with GZIP (findings 1-3).
+    /// Under 15 minutes on 2 cores: epochs of at least 1 s, 3 trials (4 where noisy); on the
+    /// local disk CV, MP3, FLAC, NILM (thread scaling of MP3 `decoded` and NILM `aggregated`,
+    /// finding 6) and the synthetic reading experiment at its smallest and largest sizes
+    /// (finding 5); CV, CV2-JPG, CV2-PNG and NLP under the emulated paper storage, CV and
+    /// CV2-PNG with GZIP too (findings 1-3).
     Quick,
     /// An hour or more: every reference workload (the greyscale and detection variants and the
     /// synthetic processing too), epochs of at least 3 s, 1-8 threads, every DEFLATE codec and
@@ -37,13 +38,17 @@ pub struct Scale {
     pub samples_by_kind: &'static [(&'static str, usize)],
     pub trials: usize,
     pub threads: &'static [usize],
-    /// Workloads swept at every thread count of `threads`; the others at the most only
-    /// (`None`: all at every count).
-    pub thread_sweeps: Option<&'static [&'static str]>,
+    /// Workloads swept at every thread count of `threads`, with the strategies that run below
+    /// the most (empty: all); the other workloads at the most only (`None`: all workloads and
+    /// strategies at every count).
+    pub thread_sweeps: Option<&'static [(&'static str, &'static [&'static str])]>,
     /// Codecs of the plain (local disk) sweeps.
     pub codecs: &'static [&'static str],
     /// Codecs of the sweeps under the emulated paper storage (finding 3 is about them).
     pub emulated_codecs: &'static [&'static str],
+    /// The emulated workloads swept with `emulated_codecs`; the others uncompressed only
+    /// (`None`: all with them).
+    pub compressed: Option<&'static [&'static str]>,
     pub cache: &'static [CacheMode],
     pub epochs: usize,
     pub offline_trials: usize,
@@ -62,9 +67,9 @@ pub struct Scale {
 }
 
 /// What the quick scale sweeps on the local disk: the pipelines whose findings are judged there
-/// (page cache, threads, sample sizes); CV2-JPG and CV2-PNG, whose findings are about network
-/// storage, run under the emulated storage only.
-const QUICK_LOCAL: &[&str] = &["cv", "nlp", "mp3", "flac", "nilm", "synthetic-reading"];
+/// (page cache, threads, sample sizes); CV2-JPG, CV2-PNG and NLP, whose findings are about
+/// network storage, run under the emulated storage only.
+const QUICK_LOCAL: &[&str] = &["cv", "mp3", "flac", "nilm", "synthetic-reading"];
 
 /// The pipelines findings 1 to 3 are about, swept again under the paper's storage, emulated
 /// (`paper-ceph-hdd`): every strategy, with the codecs finding 3 needs, cold epochs only (the
@@ -79,14 +84,19 @@ pub fn scale(name: ScaleName) -> Scale {
             trials: 3,
             max_trials: Some(4),
             threads: &[1, 2],
-            thread_sweeps: Some(&["mp3", "flac", "nilm"]),
+            // Finding 6's two sides: a CPU-bound audio strategy and NILM's tiny samples.
+            thread_sweeps: Some(&[("mp3", &["decoded"]), ("nilm", &["aggregated"])]),
             codecs: &["none"],
             emulated_codecs: &["none", "gzip"],
+            // Finding 3's two sides: CV's pixel-centered floats compress well, CV2-PNG's
+            // frames do too, and both have strategies that barely compress.
+            compressed: Some(&["cv", "cv2-png"]),
             cache: &[CacheMode::Cold],
             epochs: 2,
             offline_trials: 1,
             dataset_mb: 48.0,
-            variants: Some(4),
+            // Finding 5 compares the smallest and the largest samples.
+            variants: Some(2),
             min_epoch_s: Some(1.0),
             workloads: Some(QUICK_LOCAL),
             emulated: EMULATED,
@@ -100,6 +110,7 @@ pub fn scale(name: ScaleName) -> Scale {
             thread_sweeps: None,
             codecs: &["none", "gzip", "zlib", "zstd"],
             emulated_codecs: &["none", "gzip", "zlib"],
+            compressed: None,
             cache: &[CacheMode::Cold],
             epochs: 2,
             offline_trials: 2,
@@ -136,11 +147,17 @@ impl Scale {
     /// The thread counts `workload` is swept at.
     pub fn threads_for(&self, workload: &str) -> Vec<usize> {
         match self.thread_sweeps {
-            Some(swept) if !swept.contains(&workload) => {
+            Some(swept) if !swept.iter().any(|(w, _)| *w == workload) => {
                 vec![self.threads.iter().copied().max().unwrap_or(1)]
             }
             _ => self.threads.to_vec(),
         }
+    }
+
+    /// The strategies of `workload` that run below the most threads (`None`: all).
+    pub fn scaling_strategies_for(&self, workload: &str) -> Option<Vec<String>> {
+        let (_, strategies) = self.thread_sweeps?.iter().find(|(w, _)| *w == workload)?;
+        (!strategies.is_empty()).then(|| strategies.iter().map(|s| s.to_string()).collect())
     }
 
     /// The workloads this scale sweeps, in the reference order.
@@ -172,6 +189,7 @@ pub fn sweep_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
         workload: workload.to_string(),
         codecs: Some(codecs(s.codecs)),
         threads: Some(s.threads_for(workload)),
+        scaling_strategies: s.scaling_strategies_for(workload),
         cache: Some(s.cache.to_vec()),
         trials: Some(s.trials),
         max_trials: s.max_trials,
@@ -196,7 +214,13 @@ pub fn sweep_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
 pub fn emulated_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
     let plain = sweep_options(workload, s, seed);
     SweepOptions {
-        codecs: Some(codecs(s.emulated_codecs)),
+        codecs: Some(codecs(
+            if s.compressed.is_none_or(|c| c.contains(&workload)) {
+                s.emulated_codecs
+            } else {
+                &["none"]
+            },
+        )),
         threads: Some(vec![s.threads.iter().copied().max().unwrap_or(1)]),
         storage: Some(vec!["paper-ceph-hdd".into()]),
         settings: Settings {
@@ -262,17 +286,25 @@ mod tests {
     fn quick_cuts_dimensions_not_epoch_length() {
         let quick = scale(ScaleName::Quick);
         assert_eq!(quick.min_epoch_s, Some(1.0));
-        assert_eq!(quick.workloads().len(), 6, "{:?}", quick.workloads());
+        assert_eq!(quick.workloads().len(), 5, "{:?}", quick.workloads());
         assert!(!quick.workloads().contains(&"detection"));
         assert_eq!(quick.emulated.len(), 4);
         // Thread scaling only where finding 6 asks for it.
         assert_eq!(quick.threads_for("mp3"), vec![1, 2]);
+        assert_eq!(quick.threads_for("flac"), vec![2]);
+        assert_eq!(
+            quick.scaling_strategies_for("mp3"),
+            Some(vec!["decoded".to_string()])
+        );
+        assert_eq!(scale(ScaleName::Medium).scaling_strategies_for("mp3"), None);
         assert_eq!(quick.threads_for("cv"), vec![2]);
         // Findings 1-3's pipelines run again under the paper's storage, with GZIP, cold only.
         let emulated = emulated_options("cv", &quick, 0);
         assert_eq!(emulated.storage, Some(vec!["paper-ceph-hdd".to_string()]));
         assert_eq!(emulated.codecs.as_ref().map(Vec::len), Some(2));
         assert_eq!(emulated.settings.epochs, Some(1));
+        let plain = emulated_options("nlp", &quick, 0);
+        assert_eq!(plain.codecs, Some(vec![Codec::None]));
         assert!(emulated.strategies.is_none(), "every strategy");
         let medium = scale(ScaleName::Medium);
         assert_eq!(medium.min_epoch_s, Some(3.0));

@@ -26,6 +26,9 @@ pub struct SweepOptions {
     pub strategies: Option<Vec<String>>,
     pub codecs: Option<Vec<Codec>>,
     pub threads: Option<Vec<usize>>,
+    /// Thread counts below the most run only these strategies (`None`: every strategy at
+    /// every count): a thread-scaling check without the whole matrix at every count.
+    pub scaling_strategies: Option<Vec<String>>,
     pub cache: Option<Vec<CacheMode>>,
     pub trials: Option<usize>,
     /// Materializations per (strategy, codec); each is timed and recorded in `offline.csv`.
@@ -221,8 +224,11 @@ fn sweep_workload(
     let cold = plan.cells.iter().any(|c| c.cache == CacheMode::Cold);
     // Epochs sized by time: calibrate first, then give each store (and the dataset, for raw
     // files) enough items that its fastest epoch lasts the floor.
+    // The dataset as asked for: offline times are measured on stores of it, whatever the
+    // raw files' epochs grow it to.
+    let base_items = executor.session.source.len();
     let mut sizes = Sizes {
-        source_items: executor.session.source.len(),
+        source_items: base_items,
         ..Sizes::default()
     };
     // The calibration of the plan's (strategy, codec)s not calibrated yet in the folder.
@@ -234,7 +240,10 @@ fn sweep_workload(
         let calibration = calibrate(&executor.session)?;
         let items = executor.session.source.len();
         let per_item = plan.samples as f64 / items.max(1) as f64;
-        sizes = sizing::sizes(&plan, &name, &calibration, floor, items, per_item);
+        let cheap = datasets::find_kind(&executor.session.workload.dataset.kind)
+            .is_ok_and(|k| k.cheap_to_generate);
+        let growth = sizing::growth_cap(cheap, executor.session.source.total_bytes());
+        sizes = sizing::sizes(&plan, &name, &calibration, floor, (items, per_item), growth);
         if sizes.source_items > items {
             let samples = (sizes.source_items as f64 * per_item).round() as usize;
             places.progress.note(&format!(
@@ -314,10 +323,10 @@ fn sweep_workload(
             if done_offline.contains(&id) {
                 continue;
             }
-            // Offline time is measured on a store of the dataset itself, once over each item
-            // (a store sized beyond it for the epochs' length cycles, and repeats no work).
+            // Offline time is measured on a store of the dataset as asked for, once over each
+            // item (a store sized for the epochs' length cycles, or holds fewer items).
             let fresh = trial > 0 || opts.settings.rematerialize;
-            let layout = (plan.shards, session.source.len());
+            let layout = (plan.shards, base_items);
             let m = session.store_sized(strategy, *codec, layout, max_threads, fresh, cold)?;
             let info = &m.manifest;
             let row = OfflineRow {
@@ -534,6 +543,33 @@ mod tests {
             plan.run_id(&cv(), 1, &plan.cells[0]),
             plan.run_id(&cv(), 0, &plan.cells[0])
         );
+    }
+
+    #[test]
+    fn thread_scaling_can_be_limited_to_some_strategies() {
+        let mut opts = SweepOptions {
+            workload: "cv".into(),
+            strategies: Some(vec!["unprocessed".into(), "resized".into()]),
+            codecs: Some(vec![Codec::None]),
+            threads: Some(vec![1, 2]),
+            cache: Some(vec![CacheMode::Cold]),
+            trials: Some(2),
+            scaling_strategies: Some(vec!["resized".into()]),
+            ..Default::default()
+        };
+        let plan = Plan::new(&cv(), &opts).unwrap();
+        let cells: Vec<(&str, usize)> = plan
+            .cells
+            .iter()
+            .map(|c| (c.strategy.name.as_str(), c.threads))
+            .collect();
+        // resized at 1 and 2 threads, unprocessed at 2 only; 2 trials each.
+        assert_eq!(cells.len(), 6, "{cells:?}");
+        assert!(!cells.contains(&("unprocessed", 1)), "{cells:?}");
+        assert!(cells.contains(&("resized", 1)), "{cells:?}");
+        opts.scaling_strategies = Some(vec!["decodedd".into()]);
+        let err = Plan::new(&cv(), &opts).err().unwrap().to_string();
+        assert!(err.contains("decodedd"), "{err}");
     }
 
     #[test]

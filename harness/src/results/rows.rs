@@ -168,6 +168,14 @@ pub struct RunRow {
     /// CPU time the hypervisor stole during the epoch, % of capacity.
     #[serde(default, serialize_with = "fixed_or_empty::<2, _>")]
     pub steal_pct: Option<f64>,
+    /// Passes over the input: 1, or more for an epoch served from a cache that repeated its
+    /// passes to last the floor (`--min-epoch-s`); `samples` counts every pass.
+    #[serde(default = "one_pass")]
+    pub passes: u64,
+}
+
+fn one_pass() -> u64 {
+    1
 }
 
 impl Default for RunRow {
@@ -215,6 +223,7 @@ impl Default for RunRow {
             steady_sps: None,
             foreign_load_pct: None,
             steal_pct: None,
+            passes: 1,
         }
     }
 }

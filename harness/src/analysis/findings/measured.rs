@@ -76,9 +76,10 @@ fn strategy(results: &Results, view: &WorkloadView, name: &str) -> Strategy {
             Some(Compressed {
                 codec: codec.to_string(),
                 speedup: over(throughput(Some(cell)), cold.clone())?,
+                // Per sample: stores sized by time hold different numbers of items.
                 stored_fraction: cold_cell
-                    .filter(|c| c.storage_bytes > 0.0)
-                    .map(|c| cell.storage_bytes / c.storage_bytes),
+                    .filter(|c| c.mb_per_sample() > 0.0)
+                    .map(|c| cell.mb_per_sample() / c.mb_per_sample()),
                 offline_growth: over(offline(Some(cell)), offline(cold_cell)),
                 mechanism: mechanism(results, Some(cell)),
             })

@@ -123,7 +123,8 @@ pub fn compression(view: &WorkloadView) -> Option<String> {
             let Some(cell) = view.cold(name, **codec, t) else {
                 continue;
             };
-            let saved = 100.0 * (1.0 - cell.storage_bytes / none.storage_bytes.max(1.0));
+            // Per sample: stores sized by time hold different numbers of items.
+            let saved = 100.0 * (1.0 - cell.mb_per_sample() / none.mb_per_sample().max(1e-12));
             let through = match ratio_ci(&none.throughput, &cell.throughput) {
                 Some((r, lo, hi)) => format!("{r:.2} [{lo:.2}, {hi:.2}]"),
                 None => ratio(Some(cell.throughput.mean), Some(none.throughput.mean)),

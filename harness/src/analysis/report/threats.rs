@@ -168,7 +168,7 @@ pub fn section(results: &Results, cells: &[Cell], found: &[Finding]) -> String {
                 .rows
                 .iter()
                 .filter(|r| r.workload == w.name)
-                .map(|r| r.samples)
+                .map(|r| r.samples / r.passes.max(1))
                 .max()?;
             Some(format!("{} {samples} of {}", w.name, p.samples))
         })
