@@ -202,7 +202,7 @@ def write(rows, args):
             "the storage's real request size (fio's `bs`), and a smaller one (the paper profile's 4 KiB)",
             "makes small files cost more requests than a kernel limit of the same IOPS would. The",
             "bandwidth cases carry no request size. The emulation adds its delay after the local disk's",
-            "own read time, so it is slightly slower than the kernel throughout.",
+            "own read time, so where the local read is slow it can be slower than the kernel's limit.",
             "",
         ]))
     print(open(os.path.join(OUT, "README.md")).read())

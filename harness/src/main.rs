@@ -169,14 +169,16 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             })
         }
-        Command::Report { dir } => harness::analysis::report::write_report(&dir).map(|written| {
-            progress.note(&format!(
-                "wrote {} files; start with {}",
-                written.files.len(),
-                written.report_md.display()
-            ));
-            ExitCode::SUCCESS
-        }),
+        Command::Report { dir, peers } => {
+            harness::analysis::report::write_report_with(&dir, peers.as_deref()).map(|written| {
+                progress.note(&format!(
+                    "wrote {} files; start with {}",
+                    written.files.len(),
+                    written.report_md.display()
+                ));
+                ExitCode::SUCCESS
+            })
+        }
         Command::Recommend {
             dir,
             weights,

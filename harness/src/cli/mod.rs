@@ -39,6 +39,10 @@ pub enum Command {
     Report {
         /// A results folder (holding runs.csv).
         dir: PathBuf,
+        /// A folder of peer measurements to fold in (`python3 scripts/peers/run_peers.py
+        /// --records --out PEERS`: finding 5's cost per record beside tf.data's TFRecordDataset).
+        #[arg(long)]
+        peers: Option<PathBuf>,
     },
     /// Rank strategies: PRESTO's weighted score (fixed), the Pareto set, total time over E epochs.
     Recommend {

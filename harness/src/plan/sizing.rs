@@ -17,6 +17,9 @@ use crate::results::{Calibration, SizingEntry, StrategyCalibration};
 /// Sizing aims this much above the floor: the model errs by a few to tens of percent (at 1.3,
 /// the quick reference's cold epochs had a median of 1.67 s and 2 % under 1.15 s).
 const MARGIN: f64 = 1.2;
+/// Shards of a store read under a storage profile hold, on average, this many times the
+/// profile's small-file cutoff.
+const SHARD_MARGIN: f64 = 1.5;
 /// A store repeats its source at most this many times.
 pub const MAX_CYCLES: usize = 1024;
 /// A sized store holds at most this many bytes (uncompressed estimate from the calibration).
@@ -105,7 +108,9 @@ pub fn sizes(
         };
         let hw = model::this_machine(machine, Some(&cell.storage));
         if !cell.storage.is_passthrough() && cell.strategy.split > 0 {
-            let shard_bytes = cell.storage.small_file_kb * 1024.0;
+            // On average half again the cutoff, so that shards smaller than the mean (items
+            // differ in size) still stream: one shard under it reads as hundreds of requests.
+            let shard_bytes = cell.storage.small_file_kb * 1024.0 * SHARD_MARGIN;
             let per_item_bytes = (cal.bytes_per_sample * samples_per_item).max(1.0);
             let items = (plan.shards as f64 * shard_bytes / per_item_bytes).ceil() as usize;
             let entry = least
@@ -368,5 +373,13 @@ mod tests {
         // calibrated layout (4 KiB requests: ~45/s) would ask for the 56 of the shard cutoff.
         assert!((900..1300).contains(&items), "{s:?}");
         assert!(s.capped.is_empty(), "{s:?}");
+        // However slow the work, the shards stay streamed: 16 shards of 1.5 MiB of 0.3 MB
+        // samples on average, 84 items.
+        let mut slow = calibration.clone();
+        for c in slow.strategies.values_mut() {
+            c.steps = vec![("work".into(), 1.0)];
+        }
+        let s = sizes(&plan, "cv", &slow, 1.0, (24, 1.0), MAX_SOURCE_GROWTH);
+        assert_eq!(s.store_items("resized", Codec::None), 84, "{s:?}");
     }
 }

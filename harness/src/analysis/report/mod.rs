@@ -1,6 +1,7 @@
 //! `prepbench report DIR`: summary.csv (statistics per cell), report.md (the paper's tables with
 //! its figures beside ours, the findings, warnings), report.json and plots/*.svg.
 
+pub mod peers;
 pub mod plots;
 pub mod roofline;
 pub mod tables;
@@ -317,6 +318,14 @@ pub fn views<'c>(results: &Results, cells: &'c [Cell]) -> Vec<WorkloadView<'c>> 
 
 /// Reads `dir` and writes the report files into it.
 pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
+    write_report_with(dir, None)
+}
+
+/// [`write_report`], with the peer measurements in `peers` (`run_peers.py --records --out
+/// PEERS`) folded in after the paper comparison.
+pub fn write_report_with(dir: &Path, peers: Option<&Path>) -> anyhow::Result<ReportFiles> {
+    // Read first: a bad peers folder stops the report before anything is written.
+    let peers_section = peers.map(peers::section).transpose()?;
     let results = Results::load(dir)?;
     let cells = results.cells();
     let views = views(&results, &cells);
@@ -439,6 +448,9 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
     );
     for f in &found {
         let _ = writeln!(md, "{}", f.markdown());
+    }
+    if let Some(section) = &peers_section {
+        let _ = writeln!(md, "{section}");
     }
     let _ = writeln!(
         md,
