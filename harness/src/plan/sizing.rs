@@ -225,24 +225,29 @@ mod tests {
         }
     }
 
-    #[test]
-    fn fast_stores_cycle_slow_raw_files_grow_the_dataset_and_caps_hold() {
-        let mut calibration = Calibration {
+    /// A calibration of a 2-core machine reading (sequential, parallel) MB/s cold.
+    fn calibrated((seq_read_mb_s, parallel_read_mb_s): (f64, f64)) -> Calibration {
+        Calibration {
             machine: Some(MachineCalibration {
                 hostname: "h".into(),
                 cores: 2,
                 dir: "/".into(),
                 measured_utc: String::new(),
                 memcpy_gb_s: 10.0,
-                seq_read_mb_s: 20000.0,
-                parallel_read_mb_s: 40000.0,
+                seq_read_mb_s,
+                parallel_read_mb_s,
                 streams: 2,
                 small_file_ms: 0.05,
                 request_ms: 0.05,
                 resident_after_evict_pct: 0.0,
             }),
             ..Default::default()
-        };
+        }
+    }
+
+    #[test]
+    fn fast_stores_cycle_slow_raw_files_grow_the_dataset_and_caps_hold() {
+        let mut calibration = calibrated((20000.0, 40000.0));
         // unprocessed: 2 ms a sample (1000/s on 2 threads); resized: 0.1 ms (20000/s); a huge
         // pixel-centered: 0.1 ms, but 100 MB a sample.
         for c in [
@@ -333,22 +338,7 @@ mod tests {
     /// was calibrated on, or the store stays at a fraction of the floor.
     #[test]
     fn stores_are_predicted_at_the_size_they_will_have() {
-        let mut calibration = Calibration {
-            machine: Some(MachineCalibration {
-                hostname: "h".into(),
-                cores: 2,
-                dir: "/".into(),
-                measured_utc: String::new(),
-                memcpy_gb_s: 10.0,
-                seq_read_mb_s: 2000.0,
-                parallel_read_mb_s: 4000.0,
-                streams: 2,
-                small_file_ms: 0.05,
-                request_ms: 0.05,
-                resident_after_evict_pct: 0.0,
-            }),
-            ..Default::default()
-        };
+        let mut calibration = calibrated((2000.0, 4000.0));
         // 0.3 MB samples, 1 ms of work each; calibrated on 24 items in 16 shards (0.45 MB
         // files, under the profile's 1 MiB small-file cutoff: random 4 KiB requests).
         let mut resized = cost("resized", 3, 1e-3, 3e5);
