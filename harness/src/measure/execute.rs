@@ -501,11 +501,17 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
             let passes = &passes;
             workers.push(scope.spawn(move || {
                 let mut times = StageTimes::new(job.workload.steps.len());
+                let mine: Vec<&ShardInfo> = match job.input {
+                    OnlineInput::Store { manifest, .. } => {
+                        manifest.shards.iter().skip(w).step_by(threads).collect()
+                    }
+                    _ => Vec::new(),
+                };
                 // A worker with nothing to read makes no passes (and so decides none).
                 let idle = match job.input {
                     OnlineInput::Raw => w >= job.items,
                     OnlineInput::Memory(cache) => cache.part_count() <= w,
-                    OnlineInput::Store { manifest, .. } => manifest.shards.len() <= w,
+                    OnlineInput::Store { .. } => mine.is_empty(),
                 };
                 let mut done = 0;
                 let outcome = loop {
@@ -514,9 +520,7 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
                         OnlineInput::Memory(cache) => {
                             memory_worker(job, cache, w, stop, &tx, &mut times)
                         }
-                        OnlineInput::Store { manifest, .. } => {
-                            let mine: Vec<&ShardInfo> =
-                                manifest.shards.iter().skip(w).step_by(threads).collect();
+                        OnlineInput::Store { .. } => {
                             store_worker(job, &mine, stop, &tx, &mut times)
                         }
                     };

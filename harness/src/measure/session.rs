@@ -3,6 +3,7 @@
 //! complete store) and [`Session::measure`] runs E epochs of the online phase, each after
 //! preparing the page cache, returning a row per epoch.
 
+use std::collections::hash_map::Entry;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
@@ -154,17 +155,13 @@ pub struct Session {
     pub remote: Option<std::sync::Arc<dyn remote::RemoteStore>>,
     /// Removes that staging directory when the session ends, however it ends.
     _staging: Option<crate::scratch::ScratchDir>,
-    /// Fully-online reference hashes by (source fingerprint, items, seed): every store of a
-    /// source is verified against one reference run, not one each.
-    references: References,
+    /// Fully-online reference hashes of `source` by (items, seed): every store of the source is
+    /// verified against one reference run, not one each (`--ranks`, which swaps the source for
+    /// a rank's part, never verifies).
+    references: std::sync::Mutex<References>,
 }
 
-type References = std::sync::Mutex<
-    std::collections::HashMap<
-        (String, usize, u64),
-        std::sync::Arc<std::collections::HashMap<u64, u64>>,
-    >,
->;
+type References = std::collections::HashMap<(usize, u64), std::collections::HashMap<u64, u64>>;
 
 impl Session {
     /// Loads the workload and opens (generating when needed) the first `samples` samples.
@@ -337,27 +334,14 @@ impl Session {
             items,
             ..self.online_job(strategy, input, threads, seed)
         };
-        let key = (self.source.fingerprint(), items, seed);
-        let known = self
-            .references
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-            .cloned();
-        let expected = match known {
-            Some(expected) => expected,
-            None => {
-                let made = std::sync::Arc::new(
-                    reference(&job).with_context(|| format!("verifying `{}`", strategy.name))?,
-                );
-                self.references
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(key, made.clone());
-                made
+        let mut references = self.references.lock().unwrap_or_else(|e| e.into_inner());
+        let outcome = match references.entry((items, seed)) {
+            Entry::Occupied(known) => verify_against(&job, known.get()),
+            Entry::Vacant(slot) => {
+                reference(&job).and_then(|made| verify_against(&job, slot.insert(made)))
             }
         };
-        verify_against(&job, &expected).with_context(|| format!("verifying `{}`", strategy.name))
+        outcome.with_context(|| format!("verifying `{}`", strategy.name))
     }
 
     /// Epoch 0 of `strategy` reading `input` on `threads` threads: the source read once, not
