@@ -132,8 +132,6 @@ pub fn sizes(
             .push((cal, hw, setting));
     }
     let per_item = samples_per_item.max(1e-9);
-    // Stores hold at least the dataset as asked for, even where the raw files grow it.
-    let least_items = source_items;
     let needed = |sps: f64| (floor_s * sps * MARGIN / per_item).ceil() as usize;
     // The fastest cold epoch of a (strategy, codec) over its cells, as a store of `items`
     // items (raw files: as they are).
@@ -142,10 +140,7 @@ pub fn sizes(
             .iter()
             .map(|(cal, hw, setting)| match items {
                 Some(items) => {
-                    let sized = StrategyCalibration {
-                        files_per_sample: plan.shards as f64 / (items as f64 * per_item).max(1e-9),
-                        ..(*cal).clone()
-                    };
+                    let sized = model::laid_out(cal, plan.shards, items as f64 * per_item);
                     model::predict(&sized, hw, setting).predicted
                 }
                 None => model::predict(cal, hw, setting).predicted,
@@ -170,11 +165,12 @@ pub fn sizes(
             continue;
         }
         let bytes_per_sample = predicts[0].0.bytes_per_sample;
+        // Stores hold at least the dataset as asked for, even where the raw files grow it.
         let floor_items = least
             .get(&(name.clone(), codec))
             .copied()
             .unwrap_or(0)
-            .max(least_items);
+            .max(source_items);
         // A larger store has larger shard files, which the model reads no slower: grow the
         // store until the epoch it predicts for that size lasts the floor.
         let mut want = floor_items;
@@ -188,14 +184,14 @@ pub fn sizes(
         let by_bytes = (MAX_STORE_BYTES / (bytes_per_sample * per_item).max(1.0)) as usize;
         let cap = (out.source_items * MAX_CYCLES)
             .min(by_bytes)
-            .max(least_items);
+            .max(source_items);
         if want > cap {
             out.capped.push(format!(
                 "{name} ({codec}): {want} items for {floor_s} s epochs, capped at {cap}"
             ));
         }
-        out.store_items
-            .insert((name, codec), want.min(cap).max(least_items));
+        // Both `want` and `cap` are at least the dataset as asked for.
+        out.store_items.insert((name, codec), want.min(cap));
     }
     out
 }

@@ -146,6 +146,18 @@ pub struct Prediction {
     pub predicted: f64,
 }
 
+/// `cal` as a store of `samples` samples in `shards` shard files reads: its files grow with
+/// the store (a storage profile reads files under its small-file cutoff as random requests,
+/// larger ones streamed), where the calibration measured a small store. Raw files
+/// (`shards == 0`) read as calibrated.
+pub fn laid_out(cal: &StrategyCalibration, shards: usize, samples: f64) -> StrategyCalibration {
+    let mut sized = cal.clone();
+    if shards > 0 && samples > 0.0 {
+        sized.files_per_sample = shards as f64 / samples;
+    }
+    sized
+}
+
 pub fn predict(cal: &StrategyCalibration, hw: &Hardware, setting: &Setting) -> Prediction {
     let speed = hw.cpu_speed.max(1e-9);
     let p = match setting.reading {
@@ -382,6 +394,14 @@ mod tests {
         );
         // The label reads back to the spec that wrote it.
         assert_eq!(n.to_string(), "16xnormal:50ms:5ms-spin-p1");
+        // The same samples laid out as a store of 1000 in 10 shards: 4 MB files, streamed at
+        // 100 MB/s per reader, not requested 4 KiB at a time.
+        let store = laid_out(&c, 10, 1000.0);
+        assert!((store.files_per_sample - 0.01).abs() < 1e-12);
+        let p = predict(&store, &hw, &cold(2));
+        assert!(p.storage_bound > 1000.0, "{p:?}");
+        // Raw files read as calibrated.
+        assert_eq!(laid_out(&c, 0, 1000.0).files_per_sample, c.files_per_sample);
     }
 
     #[test]

@@ -321,12 +321,16 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
     write_report_with(dir, None)
 }
 
-/// [`write_report`], with the peer measurements in `peers` (`run_peers.py --records --out
-/// PEERS`) folded in after the paper comparison.
+/// [`write_report`], after keeping the peer measurements in `peers` (`run_peers.py --records
+/// --out PEERS`) in the results folder; the report folds in whatever peer measurements the
+/// folder keeps.
 pub fn write_report_with(dir: &Path, peers: Option<&Path>) -> anyhow::Result<ReportFiles> {
-    // Read first: a bad peers folder stops the report before anything is written.
-    let peers_section = peers.map(peers::section).transpose()?;
     let results = Results::load(dir)?;
+    // Kept only once the folder has loaded as a results folder.
+    if let Some(peers) = peers {
+        peers::adopt(dir, peers)?;
+    }
+    let peers_section = peers::section(dir)?;
     let cells = results.cells();
     let views = views(&results, &cells);
     let plots_dir = dir.join("plots");
@@ -487,4 +491,43 @@ pub fn write_report_with(dir: &Path, peers: Option<&Path>) -> anyhow::Result<Rep
         report_md: dir.join("report.md"),
         files,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn copy_tree(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap().flatten() {
+            let (path, target) = (entry.path(), to.join(entry.file_name()));
+            if path.is_dir() {
+                copy_tree(&path, &target);
+            } else {
+                std::fs::copy(&path, &target).unwrap();
+            }
+        }
+    }
+
+    /// `prepbench report` of a committed reference writes its committed report again, byte for
+    /// byte (the peer measurements it keeps included): a reference that no longer matches what
+    /// the code makes of its runs is stale, or the code changed its results.
+    #[test]
+    fn committed_references_report_as_committed() {
+        let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/reference");
+        for dir in std::fs::read_dir(reference).unwrap().flatten() {
+            let copy = tempfile::tempdir().unwrap();
+            copy_tree(&dir.path(), copy.path());
+            write_report(copy.path()).unwrap();
+            for file in ["report.md", "summary.csv", "report.json"] {
+                let committed = std::fs::read(dir.path().join(file)).unwrap();
+                let written = std::fs::read(copy.path().join(file)).unwrap();
+                assert!(
+                    committed == written,
+                    "{}: {file} differs from what `prepbench report` writes",
+                    dir.path().display()
+                );
+            }
+        }
+    }
 }

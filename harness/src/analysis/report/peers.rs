@@ -1,7 +1,9 @@
-//! `prepbench report DIR --peers PEERS`: measurements of other loaders folded into the report.
-//! Today, finding 5's reading cost per record: `python3 scripts/peers/run_peers.py --records
-//! --out PEERS` reads the same TFRecord shards (the synthetic arrays at the paper's twelve sample
-//! sizes) with prepbench and with tf.data's `TFRecordDataset` and writes `records.csv`.
+//! Measurements of other loaders folded into the report. Today, finding 5's reading cost per
+//! record: `python3 scripts/peers/run_peers.py --records --out PEERS` reads the same TFRecord
+//! shards (the synthetic arrays at the paper's twelve sample sizes) with prepbench and with
+//! tf.data's `TFRecordDataset` and writes `records.csv`; `prepbench report DIR --peers PEERS`
+//! checks it and copies it into the results folder (`DIR/peers/records.csv`), so that every
+//! later `prepbench report DIR` writes the same report.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -75,9 +77,24 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     })
 }
 
-/// The report's section on the peers in `dir`.
-pub fn section(dir: &Path) -> anyhow::Result<String> {
-    let rows = load(&dir.join("records.csv"))?;
+/// Where a results folder keeps the peer measurements it was given.
+const KEPT: &str = "peers/records.csv";
+
+/// Checks `peers/records.csv` and keeps a copy of it in the results folder `results`.
+pub fn adopt(results: &Path, peers: &Path) -> anyhow::Result<()> {
+    let from = peers.join("records.csv");
+    load(&from)?;
+    let bytes = std::fs::read(&from).with_context(|| format!("reading {}", from.display()))?;
+    Ok(datasets::write_atomically(&results.join(KEPT), &bytes)?)
+}
+
+/// The report's section on the peer measurements the results folder `results` keeps, if any.
+pub fn section(results: &Path) -> anyhow::Result<Option<String>> {
+    let path = results.join(KEPT);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let rows = load(&path)?;
     let mut sizes: Vec<f64> = rows.iter().map(|r| r.mb_per_sample).collect();
     sizes.sort_by(f64::total_cmp);
     sizes.dedup();
@@ -94,12 +111,12 @@ pub fn section(dir: &Path) -> anyhow::Result<String> {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "## Peers: reading cost per record (finding 5)\n\nFrom `{}`: the same TFRecord shards \
+        "## Peers: reading cost per record (finding 5)\n\nFrom `{KEPT}` (`run_peers.py \
+         --records`, kept by `report --peers`): the same TFRecord shards \
          (the synthetic arrays, one size at a time) read by prepbench (read, CRC-32C, decode \
          into a tensor) and by tf.data's `TFRecordDataset` (read, unframe, yield the bytes, \
          iterated from Python one element at a time as a training loop does, which is part of \
-         its cost per record); medians over the repeats.\n",
-        dir.display()
+         its cost per record); medians over the repeats.\n"
     );
     let _ = writeln!(out, "| MB per sample | cache | prepbench MB/s | tf.data MB/s | prepbench us/record | tf.data us/record | prepbench / tf.data |");
     let _ = writeln!(out, "|---|---|---|---|---|---|---|");
@@ -143,7 +160,7 @@ pub fn section(dir: &Path) -> anyhow::Result<String> {
             }
         }
     }
-    Ok(out)
+    Ok(Some(out))
 }
 
 #[cfg(test)]
@@ -154,8 +171,9 @@ mod tests {
         "mb_per_sample,reader,cache,repeat,records,bytes,seconds,mb_s,us_per_record\n";
 
     #[test]
-    fn records_become_a_table_with_the_claims_figure() {
-        let dir = tempfile::tempdir().unwrap();
+    fn records_are_kept_and_become_a_table_with_the_claims_figure() {
+        let (peers, results) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        assert!(section(results.path()).unwrap().is_none());
         let mut csv = HEADER.to_string();
         for (size, ours, theirs) in [(0.01, 500.0, 50.0), (20.48, 2000.0, 1500.0)] {
             for cache in ["cold", "warm"] {
@@ -168,34 +186,39 @@ mod tests {
                 }
             }
         }
-        std::fs::write(dir.path().join("records.csv"), csv).unwrap();
-        let text = section(dir.path()).unwrap();
+        std::fs::write(peers.path().join("records.csv"), csv).unwrap();
+        adopt(results.path(), peers.path()).unwrap();
+        drop(peers);
+        let text = section(results.path()).unwrap().unwrap();
         assert!(text.contains("| 0.01 | cold | 500 | 50 |"), "{text}");
         assert!(text.contains("| 10.00 |"), "{text}");
         assert!(text.contains("prepbench 4.0x, tf.data 30.0x"), "{text}");
     }
 
+    /// `adopt` of a folder whose records.csv holds `body` fails naming each of `needles`,
+    /// and keeps nothing.
+    fn refused(body: Option<&str>, needles: &[&str]) {
+        let (peers, results) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        if let Some(body) = body {
+            std::fs::write(peers.path().join("records.csv"), format!("{HEADER}{body}")).unwrap();
+        }
+        let err = format!("{:#}", adopt(results.path(), peers.path()).unwrap_err());
+        for needle in needles {
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+        assert!(!results.path().join(KEPT).exists());
+    }
+
     #[test]
-    fn a_missing_or_bad_file_is_named() {
-        let dir = tempfile::tempdir().unwrap();
-        let err = format!("{:#}", section(dir.path()).unwrap_err());
-        assert!(
-            err.contains("records.csv") && err.contains("--records"),
-            "{err}"
+    fn a_missing_or_bad_file_is_named_and_not_kept() {
+        refused(None, &["records.csv", "--records"]);
+        refused(
+            Some("0.01,prepbench,cold,0,10,100,1.0,NaN,1.0\n"),
+            &["records.csv: row 1"],
         );
-        std::fs::write(
-            dir.path().join("records.csv"),
-            format!("{HEADER}0.01,prepbench,cold,0,10,100,1.0,NaN,1.0\n"),
-        )
-        .unwrap();
-        let err = format!("{:#}", section(dir.path()).unwrap_err());
-        assert!(err.contains("records.csv: row 1"), "{err}");
-        std::fs::write(
-            dir.path().join("records.csv"),
-            format!("{HEADER}0.01,pytorch,cold,0,10,100,1.0,5.0,1.0\n"),
-        )
-        .unwrap();
-        let err = format!("{:#}", section(dir.path()).unwrap_err());
-        assert!(err.contains("pytorch"), "{err}");
+        refused(
+            Some("0.01,pytorch,cold,0,10,100,1.0,5.0,1.0\n"),
+            &["pytorch"],
+        );
     }
 }

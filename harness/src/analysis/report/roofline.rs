@@ -70,7 +70,12 @@ pub fn check_all(results: &Results, cal: &Calibration, cells: &[Cell]) -> Vec<Ch
             cache: k.cache,
             epoch: k.epoch,
             measured: cell.throughput.median,
-            prediction: model::predict(s, &hw, &setting),
+            // As the measured store was laid out, not the calibration's smaller one.
+            prediction: model::predict(
+                &model::laid_out(s, row.shards, cell.samples as f64),
+                &hw,
+                &setting,
+            ),
             short: !cell.long_enough(),
         });
     }
