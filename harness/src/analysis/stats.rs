@@ -358,6 +358,21 @@ impl LogEstimate {
         self.log.exp()
     }
 
+    /// The 95 % half-width on the log scale that the same estimate would have with `f` times
+    /// the trials behind each of its parts: variance over `f`, and degrees of freedom at least
+    /// `f` times as many (each part's n - 1 grows to f·n - 1 >= f·(n - 1)).
+    pub fn half_width_with_trials(&self, f: f64) -> f64 {
+        if self.var <= 0.0 || f <= 0.0 {
+            return 0.0;
+        }
+        let t = if self.df_terms > 0.0 {
+            t_quantile(0.975, (f * self.var * self.var / self.df_terms).max(1.0))
+        } else {
+            1.96
+        };
+        t * (self.var / f).sqrt()
+    }
+
     /// The 95 % interval (Student's t with Welch–Satterthwaite degrees of freedom; normal for
     /// published ranges; a point for exact figures).
     pub fn ci95(&self) -> (f64, f64) {

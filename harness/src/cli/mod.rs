@@ -481,6 +481,7 @@ impl SweepArgs {
             recalibrate: self.recalibrate,
             calibrate_only: false,
             shard,
+            trials_at_least: Vec::new(),
         })
     }
 }

@@ -1,13 +1,17 @@
 //! `prepbench reproduce`: every reference workload swept at a named scale, then the report.
 //! The scales are defined here and nowhere else.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use workloads::{CacheMode, Codec};
 
-use crate::analysis::report::{write_report, ReportFiles};
+use crate::analysis::cells::{CellKey, Results};
+use crate::analysis::findings::{measured, rules};
+use crate::analysis::report::{views, write_report, ReportFiles};
 use crate::plan::settings::Settings;
 use crate::plan::sweep::{sweep, Places, SweepOptions, SweepOutcome};
+use crate::plan::trials::TrialTarget;
 
 /// How much of the paper's protocol a reproduction runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -34,6 +38,11 @@ pub struct Scale {
     /// Trials are added to settings whose 95 % CI half-width is over 5 % of the mean, up to
     /// this many (`None`: `trials` only).
     pub max_trials: Option<usize>,
+    /// After the sweeps, a finding's check whose interval straddles its threshold while its
+    /// estimate lies clear of it gets trials of the settings behind it, as many as the
+    /// interval needs to clear the threshold, when at most this many per setting will do
+    /// (`None`: never).
+    pub settle_trials: Option<usize>,
     /// Sample counts for dataset kinds whose samples are much larger (Cube++: 17 MB frames).
     pub samples_by_kind: &'static [(&'static str, usize)],
     pub trials: usize,
@@ -83,6 +92,7 @@ pub fn scale(name: ScaleName) -> Scale {
             samples_by_kind: &[("cubepp-png", 24), ("cubepp-jpg", 24), ("cream", 720)],
             trials: 3,
             max_trials: Some(4),
+            settle_trials: Some(10),
             threads: &[1, 2],
             // Finding 6's two sides: a CPU-bound audio strategy and NILM's tiny samples.
             thread_sweeps: Some(&[("mp3", &["decoded"]), ("nilm", &["aggregated"])]),
@@ -104,6 +114,7 @@ pub fn scale(name: ScaleName) -> Scale {
         ScaleName::Medium => Scale {
             samples: 2000,
             max_trials: Some(10),
+            settle_trials: Some(20),
             samples_by_kind: &[("cubepp-png", 200), ("cubepp-jpg", 200)],
             trials: 5,
             threads: &[1, 2, 4, 8],
@@ -125,6 +136,7 @@ pub fn scale(name: ScaleName) -> Scale {
         ScaleName::Paper => Scale {
             samples: 8000,
             max_trials: None,
+            settle_trials: None,
             samples_by_kind: &[("cubepp-png", 4890), ("cubepp-jpg", 4890)],
             codecs: &["none", "gzip", "zlib"],
             offline_trials: 5,
@@ -244,31 +256,147 @@ pub fn reproduce(
     command_line: Vec<String>,
 ) -> anyhow::Result<Reproduction> {
     let s = scale(name);
+    let mut planned: Vec<(String, SweepOptions)> = s
+        .workloads()
+        .into_iter()
+        .map(|w| (w.to_string(), sweep_options(w, &s, seed)))
+        .collect();
+    planned.extend(s.emulated.iter().map(|w| {
+        (
+            format!("{w} [storage paper-ceph-hdd]"),
+            emulated_options(w, &s, seed),
+        )
+    }));
     let mut sweeps = Vec::new();
-    for workload in s.workloads() {
+    for (label, opts) in &planned {
+        let under = match &opts.storage {
+            Some(profiles) => format!(" under the emulated {} storage", profiles.join(", ")),
+            None => String::new(),
+        };
         places
             .progress
-            .note(&format!("reproduce: sweeping `{workload}`"));
-        let outcome = sweep(
-            &sweep_options(workload, &s, seed),
-            places,
-            command_line.clone(),
-        )?;
-        sweeps.push((workload.to_string(), outcome));
+            .note(&format!("reproduce: sweeping `{}`{under}", opts.workload));
+        let outcome = sweep(opts, places, command_line.clone())?;
+        sweeps.push((label.clone(), outcome));
     }
-    for &workload in s.emulated {
-        places.progress.note(&format!(
-            "reproduce: sweeping `{workload}` under the emulated paper-ceph-hdd storage"
-        ));
-        let outcome = sweep(
-            &emulated_options(workload, &s, seed),
-            places,
-            command_line.clone(),
-        )?;
-        sweeps.push((format!("{workload} [storage paper-ceph-hdd]"), outcome));
+    if let Some(cap) = s.settle_trials {
+        settle(&planned, &mut sweeps, cap, places, &command_line)?;
     }
     let report = write_report(&places.out)?;
     Ok(Reproduction { sweeps, report })
+}
+
+/// Rounds of settling trials at most.
+const SETTLE_ROUNDS: usize = 3;
+
+/// A check of a finding that more trials can settle, and the trials the settings behind it
+/// need.
+#[derive(Clone, Debug)]
+pub struct Unsettled {
+    pub claim: &'static str,
+    pub subject: String,
+    pub targets: Vec<TrialTarget>,
+}
+
+/// The checks of the findings in `dir` whose 95 % interval straddles the threshold their
+/// estimate lies clear of, each with the trials that should narrow it enough (every cell's
+/// trials times the check's [`crate::analysis::findings::Check::trials_factor`], at least one
+/// more); checks that would need more than `cap` trials of a setting are left as they are.
+pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
+    let results = Results::load(dir)?;
+    let cells = results.cells();
+    let trials: HashMap<&CellKey, usize> = cells.iter().map(|c| (&c.key, c.throughput.n)).collect();
+    let views = views(&results, &cells);
+    let found = rules::judge(&measured::observations(&results, &views));
+    let mut out = Vec::new();
+    for sub in found.iter().flat_map(|f| &f.sub_claims) {
+        for check in &sub.checks {
+            let Some(factor) = check.trials_factor() else {
+                continue;
+            };
+            let targets: Vec<TrialTarget> = check
+                .cells
+                .iter()
+                .filter_map(|key| {
+                    let n = *trials.get(key)?;
+                    Some(TrialTarget {
+                        key: key.clone(),
+                        trials: ((n as f64 * factor).ceil() as usize).max(n + 1),
+                    })
+                })
+                .collect();
+            if targets.is_empty() || targets.iter().any(|t| t.trials > cap) {
+                continue;
+            }
+            out.push(Unsettled {
+                claim: sub.id,
+                subject: check.subject.clone(),
+                targets,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Whether a cell was recorded by the sweep `opts` asks for: its workload (or a dataset
+/// variant of it) under the same storage.
+fn swept_by(opts: &SweepOptions, key: &CellKey) -> bool {
+    let base = key.workload.split('@').next().unwrap_or_default();
+    let storage = opts.storage.as_ref().and_then(|p| p.first());
+    base == opts.workload && key.condition.storage.as_ref() == storage
+}
+
+/// Rounds of trials for the checks [`unsettled`] finds, each sweep asked again for the trials
+/// of its own cells, until none is left, a round runs nothing, or [`SETTLE_ROUNDS`].
+fn settle(
+    planned: &[(String, SweepOptions)],
+    sweeps: &mut [(String, SweepOutcome)],
+    cap: usize,
+    places: &Places,
+    command_line: &[String],
+) -> anyhow::Result<()> {
+    for round in 1..=SETTLE_ROUNDS {
+        let open = unsettled(&places.out, cap)?;
+        if open.is_empty() {
+            break;
+        }
+        places.progress.note(&format!(
+            "reproduce: settling {} checks with more trials (round {round}): {}",
+            open.len(),
+            open.iter()
+                .map(|u| format!("{} {}", u.claim, u.subject))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+        let targets: Vec<TrialTarget> = open.into_iter().flat_map(|u| u.targets).collect();
+        let mut ran = 0;
+        for ((_, opts), (_, outcome)) in planned.iter().zip(sweeps.iter_mut()) {
+            let mine: Vec<TrialTarget> = targets
+                .iter()
+                .filter(|t| swept_by(opts, &t.key))
+                .cloned()
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let more = sweep(
+                &SweepOptions {
+                    trials_at_least: mine,
+                    ..opts.clone()
+                },
+                places,
+                command_line.to_vec(),
+            )?;
+            ran += more.ran;
+            outcome.ran += more.ran;
+            outcome.warnings.extend(more.warnings);
+            outcome.verify_failures.extend(more.verify_failures);
+        }
+        if ran == 0 {
+            break;
+        }
+    }
+    Ok(())
 }
 
 pub fn default_out(name: ScaleName) -> PathBuf {
@@ -310,5 +438,38 @@ mod tests {
         assert_eq!(medium.min_epoch_s, Some(3.0));
         assert_eq!(medium.workloads().len(), workloads::BUILTIN.len());
         assert_eq!(scale(ScaleName::Paper).min_epoch_s, None);
+    }
+
+    #[test]
+    fn settling_trials_go_to_the_sweep_that_recorded_the_cell() {
+        use crate::results::{CacheState, Condition};
+        let quick = scale(ScaleName::Quick);
+        let plain = sweep_options("synthetic-reading", &quick, 0);
+        let emulated = emulated_options("cv", &quick, 0);
+        let key = |workload: &str, storage: Option<&str>| CellKey {
+            workload: workload.into(),
+            condition: Condition {
+                storage: storage.map(str::to_string),
+                consumer: None,
+            },
+            split: 2,
+            strategy: "decoded".into(),
+            codec: Codec::None,
+            threads: 2,
+            cache: CacheState::Cold,
+            epoch: 0,
+        };
+        let variant = "synthetic-reading@mb_per_sample=0.01";
+        assert!(swept_by(&plain, &key(variant, None)));
+        assert!(!swept_by(&plain, &key(variant, Some("paper-ceph-hdd"))));
+        assert!(swept_by(&emulated, &key("cv", Some("paper-ceph-hdd"))));
+        assert!(!swept_by(&emulated, &key("cv", None)));
+        assert!(!swept_by(
+            &emulated,
+            &key("cv2-jpg", Some("paper-ceph-hdd"))
+        ));
+        // The paper's protocol keeps its fixed trials.
+        assert_eq!(quick.settle_trials, Some(10));
+        assert_eq!(scale(ScaleName::Paper).settle_trials, None);
     }
 }

@@ -15,7 +15,7 @@ pub use crate::plan::matrix::{shuffled, Cell, Plan};
 use crate::plan::run::setting_warnings;
 pub use crate::plan::settings::{Places, Settings};
 use crate::plan::sizing::{self, Sizes};
-use crate::plan::trials::more_trials;
+use crate::plan::trials::{more_trials, targeted, TrialTarget};
 use crate::progress::Progress;
 use crate::results::{self, Calibration, Manifest, OfflineRow, PlanEntry, Verdict};
 
@@ -55,6 +55,9 @@ pub struct SweepOptions {
     pub calibrate_only: bool,
     /// Run only this shard's cells, into `OUT/shard-I-of-N` (`shard.rs`).
     pub shard: Option<crate::results::Shard>,
+    /// At least so many trials of the settings behind some cells (`reproduce` settling a
+    /// finding's check); when set, dataset variants that no target names are left alone.
+    pub trials_at_least: Vec<TrialTarget>,
 }
 
 /// What a sweep did.
@@ -100,6 +103,14 @@ pub fn sweep(
     };
     for options in &variants {
         let variant = workload.variant(options)?;
+        if !opts.trials_at_least.is_empty()
+            && !opts
+                .trials_at_least
+                .iter()
+                .any(|t| t.key.workload == variant.name)
+        {
+            continue;
+        }
         let mb = opts.dataset_mb.or(workload.sweep.dataset_mb);
         let samples = match (opts.settings.samples, mb) {
             (Some(n), _) => n,
@@ -172,6 +183,9 @@ fn sweep_workload(
         .collect();
     let fingerprint = crate::plan::partition::plan_fingerprint(&all_ids);
     let total_cells = plan.cells.len();
+    // Trials asked for beyond the plan: not part of its fingerprint, like the noise rule's.
+    let asked = targeted(&plan, &workload.name, &opts.trials_at_least);
+    plan.cells.extend(asked);
     if let Some(shard) = &opts.shard {
         let owner = crate::plan::partition::assign(
             &plan.cells,
@@ -264,6 +278,26 @@ fn sweep_workload(
     }
     let tables = &executor.tables;
     let done = tables.run_ids()?;
+    // Verdicts already recorded, by (strategy, codec): a store this sweep reuses unchanged
+    // keeps its verdict instead of being verified again.
+    // A failure anywhere wins; only passes are reused.
+    let mut recorded_verdicts: HashMap<(String, Codec), Verdict> = HashMap::new();
+    if opts.settings.verify {
+        let profiles: HashSet<&str> = plan.cells.iter().map(|c| c.storage.name.as_str()).collect();
+        for row in tables.runs.read()? {
+            if let (true, Some(v)) = (
+                row.workload == name && profiles.contains(row.storage.as_str()),
+                row.verified,
+            ) {
+                let known = recorded_verdicts
+                    .entry((row.strategy, row.codec))
+                    .or_insert(v);
+                if v == Verdict::Fail {
+                    *known = v;
+                }
+            }
+        }
+    }
     let done_offline: HashSet<String> = tables
         .offline
         .read()?
@@ -360,7 +394,12 @@ fn sweep_workload(
                     session.store_sized(strategy, *codec, layout, max_threads, false, cold)?
                 }
             };
-            if opts.settings.verify {
+            let known = recorded_verdicts
+                .get(&(strategy.name.clone(), *codec))
+                .filter(|v| m.reused && **v == Verdict::Pass);
+            if let (true, Some(verdict)) = (opts.settings.verify, known) {
+                verdicts.insert((strategy.name.clone(), *codec), *verdict);
+            } else if opts.settings.verify {
                 let v = session.verify(strategy, Some(&m), max_threads, opts.settings.seed)?;
                 if !v.passed() {
                     outcome
@@ -570,6 +609,65 @@ mod tests {
         opts.scaling_strategies = Some(vec!["decodedd".into()]);
         let err = Plan::new(&cv(), &opts).err().unwrap().to_string();
         assert!(err.contains("decodedd"), "{err}");
+    }
+
+    #[test]
+    fn trials_asked_for_run_once_and_reuse_the_stores_verdict() {
+        use crate::analysis::cells::CellKey;
+        use crate::measure::cache::EvictPolicy;
+        use crate::results::{CacheState, Condition, Tables};
+        let tmp = tempfile::tempdir().unwrap();
+        let places = Places {
+            out: tmp.path().join("out"),
+            data_dir: tmp.path().join("data"),
+            store_dir: tmp.path().join("store"),
+            evict: EvictPolicy::Fadvise,
+            progress: Progress { quiet: true },
+        };
+        let opts = SweepOptions {
+            workload: "cv".into(),
+            strategies: Some(vec!["resized".into()]),
+            codecs: Some(vec![Codec::None]),
+            threads: Some(vec![1]),
+            cache: Some(vec![CacheMode::Cold]),
+            trials: Some(2),
+            offline_trials: 1,
+            settings: Settings {
+                samples: Some(6),
+                shards: Some(1),
+                epochs: Some(1),
+                verify: true,
+                ..Settings::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(sweep(&opts, &places, Vec::new()).unwrap().ran, 2);
+        let target = TrialTarget {
+            key: CellKey {
+                workload: "cv".into(),
+                condition: Condition::default(),
+                split: 2,
+                strategy: "resized".into(),
+                codec: Codec::None,
+                threads: 1,
+                cache: CacheState::Cold,
+                epoch: 0,
+            },
+            trials: 4,
+        };
+        let asked = SweepOptions {
+            trials_at_least: vec![target],
+            ..opts.clone()
+        };
+        assert_eq!(sweep(&asked, &places, Vec::new()).unwrap().ran, 2);
+        // Asked again, or the plain sweep resumed: nothing more.
+        assert_eq!(sweep(&asked, &places, Vec::new()).unwrap().ran, 0);
+        assert_eq!(sweep(&opts, &places, Vec::new()).unwrap().ran, 0);
+        let rows = Tables::open(&places.out).unwrap().runs.read().unwrap();
+        let ids: HashSet<&str> = rows.iter().map(|r| r.run_id.as_str()).collect();
+        assert_eq!((rows.len(), ids.len()), (4, 4));
+        // The added trials carry the verdict of the store they read, verified once.
+        assert!(rows.iter().all(|r| r.verified == Some(Verdict::Pass)));
     }
 
     #[test]

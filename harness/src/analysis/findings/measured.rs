@@ -106,6 +106,12 @@ fn strategy(results: &Results, view: &WorkloadView, name: &str) -> Strategy {
         codecs,
         scaling,
         mechanism: mechanism(results, cold_cell),
+        cells: view
+            .cells
+            .iter()
+            .filter(|c| c.key.strategy == name)
+            .map(|c| c.key.clone())
+            .collect(),
     }
 }
 
@@ -127,13 +133,22 @@ fn size_series(views: &[WorkloadView]) -> Vec<SizeSeries> {
                 let per_sample = cell?.mb_per_sample();
                 throughput(cell).map(|f| f.map(|e| e.scaled(per_sample)))
             };
-            let Some(cold) = rate(view.cold(strategy, Codec::None, t)) else {
+            let (cold_cell, warm_cell) = (
+                view.cold(strategy, Codec::None, t),
+                view.warm(strategy, Codec::None, t),
+            );
+            let Some(cold) = rate(cold_cell) else {
                 continue;
             };
             let point = SizePoint {
                 mb_per_sample: mb,
                 cold_mb_s: cold,
-                warm_mb_s: rate(view.warm(strategy, Codec::None, t)),
+                warm_mb_s: rate(warm_cell),
+                cells: [cold_cell, warm_cell]
+                    .into_iter()
+                    .flatten()
+                    .map(|c| c.key.clone())
+                    .collect(),
             };
             let label = if view.condition.is_plain() {
                 format!("{base}/{strategy}")

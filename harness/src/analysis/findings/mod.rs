@@ -16,8 +16,9 @@ use serde::Serialize;
 
 use workloads::Codec;
 
+use crate::analysis::cells::CellKey;
 use crate::analysis::findings::observed::Figure;
-use crate::analysis::stats::kendall_tau_b;
+use crate::analysis::stats::{kendall_tau_b, LogEstimate};
 use crate::analysis::view::WorkloadView;
 
 /// How a claim fared.
@@ -97,6 +98,34 @@ impl Expect {
         }
     }
 
+    /// How far `value` lies, on the log scale, beyond the threshold of the side it is on: where
+    /// the claim holds or where it is contradicted. `None` between the two, where no number of
+    /// trials can settle the claim.
+    pub fn margin(self, value: f64) -> Option<f64> {
+        let ln = f64::ln;
+        let beyond = |a: f64, b: f64| (a >= b).then(|| ln(a) - ln(b));
+        match self {
+            Expect::AtLeast { holds, opposite } => {
+                beyond(value, holds).or_else(|| beyond(opposite, value))
+            }
+            Expect::AtMost { holds, opposite } => {
+                beyond(holds, value).or_else(|| beyond(value, opposite))
+            }
+            Expect::Within {
+                lo,
+                hi,
+                below,
+                above,
+            } => {
+                if (lo..=hi).contains(&value) {
+                    Some((ln(value) - ln(lo)).min(ln(hi) - ln(value)))
+                } else {
+                    beyond(below, value).or_else(|| beyond(value, above))
+                }
+            }
+        }
+    }
+
     /// The claim's side in words: `>= 1.50x`.
     pub fn text(self, unit: &str) -> String {
         match self {
@@ -106,6 +135,9 @@ impl Expect {
         }
     }
 }
+
+/// More trials than this factor of those already run are never asked to settle a check.
+pub const MAX_TRIALS_FACTOR: f64 = 16.0;
 
 /// One subject (a pipeline, strategy, codec) checked against a sub-claim.
 #[derive(Clone, Debug, Serialize)]
@@ -120,11 +152,18 @@ pub struct Check {
     pub paper: Option<String>,
     /// What the measurements say caused the result (bound, stage shares, per-record cost).
     pub mechanism: Option<String>,
+    /// The cells its figure comes from (ours only): more trials of them narrow its interval.
+    #[serde(skip)]
+    pub cells: Vec<CellKey>,
+    /// The estimate and what it was judged against, where it had an interval.
+    #[serde(skip)]
+    judged: Option<(LogEstimate, Expect)>,
 }
 
 impl Check {
     /// `figure` judged against `expect`; `unit` follows the numbers (`x`, ` MB/s`).
     pub fn of(subject: String, figure: &Figure, expect: Expect, unit: &str) -> Check {
+        let judged = figure.as_ref().ok().map(|e| (*e, expect));
         let (verdict, measured) = match figure {
             Ok(estimate) => {
                 let ci = estimate.ci95();
@@ -145,7 +184,44 @@ impl Check {
             needs: expect.text(unit),
             paper: None,
             mechanism: None,
+            cells: Vec::new(),
+            judged,
         }
+    }
+
+    /// The cells the figure comes from.
+    pub fn cells(mut self, cells: Vec<CellKey>) -> Check {
+        self.cells = cells;
+        self
+    }
+
+    /// By how much the trials of every cell behind this check must grow for its 95 % interval
+    /// to clear the threshold its estimate lies beyond (with a 10 % margin), when more trials
+    /// can settle it: the check is not reproduced only because its interval straddles, its
+    /// estimate lies where the claim holds or where it is contradicted, and at most
+    /// [`MAX_TRIALS_FACTOR`] times the trials would do. `None` otherwise (decided, no
+    /// interval, no cells of ours, or an estimate between the thresholds).
+    pub fn trials_factor(&self) -> Option<f64> {
+        if self.verdict != Verdict::NotReproduced || self.cells.is_empty() {
+            return None;
+        }
+        let (estimate, expect) = self.judged?;
+        let margin = expect.margin(estimate.value())?;
+        let settles = |f: f64| estimate.half_width_with_trials(f) * 1.1 <= margin;
+        if margin <= 0.0 || !settles(MAX_TRIALS_FACTOR) {
+            return None;
+        }
+        // The half-width falls as the trials grow: bisect for the least factor that settles.
+        let (mut lo, mut hi) = (1.0, MAX_TRIALS_FACTOR);
+        while hi - lo > 0.01 {
+            let mid = (lo + hi) / 2.0;
+            if settles(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        Some(hi)
     }
 
     pub fn paper(mut self, paper: Option<String>) -> Check {

@@ -4,6 +4,7 @@
 //! reason there is none. [`super::published`] fills it from `results/paper/*.csv`,
 //! [`super::measured`] from a results folder; [`super::rules`] judges it.
 
+use crate::analysis::cells::CellKey;
 use crate::analysis::stats::LogEstimate;
 
 /// An estimate (a mean over trials, a ratio of means, or an exact published figure), or why it
@@ -86,6 +87,8 @@ pub struct Strategy {
     pub scaling: Option<Scaling>,
     /// What bound its cold epochs, measured (stage attribution); ours only.
     pub mechanism: Option<String>,
+    /// The cells its figures come from (every codec, thread count and cache state); ours only.
+    pub cells: Vec<CellKey>,
 }
 
 /// A strategy stored with a compression codec, against the same strategy uncompressed.
@@ -118,6 +121,8 @@ pub struct SizePoint {
     pub cold_mb_s: Figure,
     /// MB per second with the page cache warm.
     pub warm_mb_s: Option<Figure>,
+    /// The cells its figures come from; ours only.
+    pub cells: Vec<CellKey>,
 }
 
 /// A synthetic reading experiment: one strategy over datasets of several sample sizes.

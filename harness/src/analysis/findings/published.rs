@@ -70,6 +70,7 @@ fn strategy(p: &PaperPipeline, s: &paper::PaperStrategy, last: bool) -> Strategy
         codecs,
         scaling,
         mechanism: None,
+        cells: Vec::new(),
     }
 }
 
@@ -107,6 +108,7 @@ pub fn observations() -> Observations {
                 mb_per_sample: r.sample_mb,
                 cold_mb_s: mb_s(r.online_s_no_cache),
                 warm_mb_s: Some(mb_s(r.online_s_system_cache)),
+                cells: Vec::new(),
             })
             .collect(),
     }];

@@ -7,8 +7,11 @@
 //! interval ([`Expect`]). The thresholds are chosen so that the paper's own figures reproduce
 //! every sub-claim (the tests check it), and numbers on the other side contradict it.
 
+use workloads::Codec;
+
+use crate::analysis::cells::CellKey;
 use crate::analysis::findings::observed::{
-    Compressed, Figure, Observations, Pipeline, SizePoint, SizeSeries, Strategy,
+    Compressed, Figure, Observations, Pipeline, Scaling, SizePoint, SizeSeries, Strategy,
 };
 use crate::analysis::findings::{published, ratio_text, Check, Expect, Finding, SubClaim};
 use crate::analysis::stats::LogEstimate;
@@ -163,14 +166,40 @@ fn faster_check(
         holds: 1.05,
         opposite: 0.95,
     };
+    let involved: Vec<&Strategy> = involved.iter().collect();
     Check::of(format!("{}: {subject}", p.label), &figure, expect, "x")
         .paper(paper)
-        .mechanism(mechanisms(&involved.iter().collect::<Vec<_>>()))
+        .mechanism(mechanisms(&involved))
+        .cells(plain_cells(&involved, p.threads))
+}
+
+/// The cells of `strategies` that `keep` picks: where a check's figure comes from.
+fn cells_of(strategies: &[&Strategy], keep: impl Fn(&CellKey) -> bool) -> Vec<CellKey> {
+    strategies
+        .iter()
+        .flat_map(|s| &s.cells)
+        .filter(|k| keep(k))
+        .cloned()
+        .collect()
+}
+
+/// The uncompressed cells of `strategies` at `threads`.
+fn plain_cells(strategies: &[&Strategy], threads: usize) -> Vec<CellKey> {
+    cells_of(strategies, |k| {
+        k.codec == Codec::None && k.threads == threads
+    })
 }
 
 /// A strategy's page cache ratio (warm over cold).
 fn page_cache(s: &Strategy) -> Option<Figure> {
     s.page_cache.clone()
+}
+
+/// The uncompressed cells of a thread-scaling figure: both thread counts.
+fn scaling_cells(s: &Strategy, scaling: &Scaling) -> Vec<CellKey> {
+    cells_of(&[s], |k| {
+        k.codec == Codec::None && (k.threads == scaling.from || k.threads == scaling.to)
+    })
 }
 
 /// The mechanisms of some strategies, as one line.
@@ -346,6 +375,13 @@ impl Rules<'_> {
                 )
                 .paper(self.paper_of(&p.pipeline, |pp| Rules::concatenation(pp).map(|r| r.0)))
                 .mechanism(mechanism)
+                .cells(plain_cells(
+                    &["unprocessed", "concatenated"]
+                        .iter()
+                        .filter_map(|name| p.strategy(name))
+                        .collect::<Vec<_>>(),
+                    p.threads,
+                ))
             })
             .into_iter()
             .collect()
@@ -401,7 +437,11 @@ impl Rules<'_> {
                         c.mechanism
                             .as_ref()
                             .map(|m| format!("{} with {}: {m}", s.name, c.codec)),
-                    ),
+                    )
+                    .cells(cells_of(&[s], |k| {
+                        k.threads == p.threads
+                            && (k.codec == Codec::None || k.codec.to_string() == c.codec)
+                    })),
                 )
             })
             .collect()
@@ -521,7 +561,8 @@ impl Rules<'_> {
                 Some(
                     Check::of(format!("{}: {}", p.label, s.name), &figure, expect, "x")
                         .paper(self.paper_of(&p.pipeline, |pp| f(pp.last()?)))
-                        .mechanism(mechanisms(&[s])),
+                        .mechanism(mechanisms(&[s]))
+                        .cells(plain_cells(&[s], p.threads)),
                 )
             })
             .collect()
@@ -597,7 +638,8 @@ impl Rules<'_> {
             holds: 2.0,
             opposite: 1.2,
         };
-        let rate = |series: &SizeSeries| -> Option<(String, Figure, Option<String>)> {
+        type Rate = (String, Figure, Option<String>, Vec<CellKey>);
+        let rate = |series: &SizeSeries| -> Option<Rate> {
             let small = series
                 .sizes
                 .iter()
@@ -639,6 +681,7 @@ impl Rules<'_> {
                 ),
                 over(&l, &s),
                 mechanism,
+                [small.cells.as_slice(), large.cells.as_slice()].concat(),
             ))
         };
         let mut checks = Vec::new();
@@ -649,7 +692,7 @@ impl Rules<'_> {
             .iter()
             .filter(|s| s.storage.judges_machine_claims())
         {
-            let Some((subject, figure, mechanism)) = rate(series) else {
+            let Some((subject, figure, mechanism, cells)) = rate(series) else {
                 continue;
             };
             let check = Check::of(subject, &figure, expect, "x")
@@ -660,7 +703,8 @@ impl Rules<'_> {
                         .and_then(&rate)
                         .map(|r| ratio_text(&r.1)),
                 )
-                .mechanism(mechanism);
+                .mechanism(mechanism)
+                .cells(cells);
             if series.judged {
                 checks.push(check);
             } else {
@@ -719,7 +763,8 @@ impl Rules<'_> {
                     .paper(self.paper_of(&p.pipeline, |pp| {
                         Some(pp.strategy(s)?.scaling.as_ref()?.speedup.clone())
                     }))
-                    .mechanism(mechanisms(&[strategy])),
+                    .mechanism(mechanisms(&[strategy]))
+                    .cells(scaling_cells(strategy, scaling)),
                 );
             }
         }
@@ -764,7 +809,10 @@ impl Rules<'_> {
                 .iter()
                 .filter(|(name, _)| *name == p.pipeline)
             {
-                let Some(scaling) = p.strategy(s).and_then(|st| st.scaling.as_ref()) else {
+                let Some(strategy) = p.strategy(s) else {
+                    continue;
+                };
+                let Some(scaling) = &strategy.scaling else {
                     continue;
                 };
                 if scaling.to < PAPER_THREADS || p.cores < PAPER_THREADS {
@@ -786,7 +834,8 @@ impl Rules<'_> {
                     )
                     .paper(self.paper_of(&p.pipeline, |pp| {
                         Some(pp.strategy(s)?.scaling.as_ref()?.speedup.clone())
-                    })),
+                    }))
+                    .cells(scaling_cells(strategy, scaling)),
                 );
             }
         }

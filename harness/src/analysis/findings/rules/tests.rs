@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::analysis::findings::observed::Storage;
-use crate::analysis::findings::{published, Verdict};
+use crate::analysis::findings::{published, Verdict, MAX_TRIALS_FACTOR};
 
 fn exact(v: f64) -> Figure {
     Ok(LogEstimate::exact(v).unwrap())
@@ -258,4 +258,118 @@ fn the_fastest_strategy_is_chosen_by_its_mean_even_when_it_cannot_be_judged() {
         "{check:?}"
     );
     assert_eq!(check.verdict, Verdict::NotTestable, "{check:?}");
+}
+
+/// A mean over trials with a relative spread: `n` values around `mean`.
+fn noisy(mean: f64, spread: f64, n: usize) -> LogEstimate {
+    let values: Vec<f64> = (0..n)
+        .map(|i| mean * (1.0 + spread * if i % 2 == 0 { 1.0 } else { -1.0 }))
+        .collect();
+    LogEstimate::of_mean(&crate::analysis::stats::Summary::of(&values).unwrap()).unwrap()
+}
+
+fn key(strategy: &str, codec: Codec, threads: usize, cache: crate::results::CacheState) -> CellKey {
+    CellKey {
+        workload: "nilm".into(),
+        condition: Default::default(),
+        split: 4,
+        strategy: strategy.into(),
+        codec,
+        threads,
+        cache,
+        epoch: u64::from(cache == crate::results::CacheState::Warm),
+    }
+}
+
+#[test]
+fn a_straddling_check_names_its_cells_and_the_trials_that_settle_it() {
+    use crate::results::CacheState::{Cold, Warm};
+    // NILM's last strategy: warm over cold about 2x, but four noisy trials straddle 1.05x.
+    let warm = noisy(200.0, 0.1, 4);
+    let cold = noisy(100.0, 0.45, 4);
+    let mut obs = published::observations();
+    let mine = vec![
+        key("aggregated", Codec::None, 8, Cold),
+        key("aggregated", Codec::None, 8, Warm),
+        key("aggregated", Codec::None, 1, Cold),
+        key("aggregated", Codec::Gzip { level: 6 }, 8, Cold),
+    ];
+    for p in obs.pipelines.iter_mut().filter(|p| p.pipeline == "nilm") {
+        let last = p.strategies.last_mut().unwrap();
+        last.page_cache = Some(Ok(warm.over(&cold)));
+        last.cells = mine.clone();
+    }
+    let found = judge(&obs);
+    let check = found[3].sub_claims[0]
+        .checks
+        .iter()
+        .find(|c| c.subject.contains("nilm"))
+        .unwrap()
+        .clone();
+    assert_eq!(check.verdict, Verdict::NotReproduced, "{check:?}");
+    // Only the cells its ratio comes from: codec none at the pipeline's threads.
+    assert_eq!(check.cells, mine[..2].to_vec());
+    let factor = check.trials_factor().expect("more trials settle it");
+    assert!(factor > 1.0 && factor < MAX_TRIALS_FACTOR, "{factor}");
+    // With that many times the trials (the same spread), the interval clears 1.05x.
+    let (warm_n, cold_n) = (
+        noisy(200.0, 0.1, (4.0 * factor).ceil() as usize),
+        noisy(100.0, 0.45, (4.0 * factor).ceil() as usize),
+    );
+    let (lo, _) = warm_n.over(&cold_n).ci95();
+    assert!(lo > 1.05, "{lo}");
+
+    // Checks that more trials cannot settle give no factor: an estimate between the
+    // thresholds, one a hair past its threshold, a decided one, and the paper's own.
+    let expect = Expect::AtLeast {
+        holds: 1.05,
+        opposite: 1.0,
+    };
+    let at = |value: f64| {
+        Check::of("x".into(), &Ok(noisy(value, 0.5, 4)), expect, "x").cells(mine.clone())
+    };
+    assert!(at(2.0).trials_factor().is_some());
+    assert_eq!(at(1.02).trials_factor(), None, "between the thresholds");
+    assert_eq!(
+        at(1.051).trials_factor(),
+        None,
+        "beyond any number of trials"
+    );
+    // Clearly below `opposite`, a contradiction can be settled too.
+    assert!(at(0.5).trials_factor().is_some());
+    let decided = Check::of("x".into(), &Ok(noisy(3.0, 0.01, 4)), expect, "x").cells(mine);
+    assert_eq!(decided.verdict, Verdict::Reproduced);
+    assert_eq!(decided.trials_factor(), None);
+    assert!(verdicts(&published::observations()).len() == 17);
+    for f in judge(&published::observations()) {
+        for sub in f.sub_claims {
+            assert!(sub.checks.iter().all(|c| c.trials_factor().is_none()));
+        }
+    }
+}
+
+#[test]
+fn margins_are_measured_from_the_side_the_estimate_is_on() {
+    let at_least = Expect::AtLeast {
+        holds: 2.0,
+        opposite: 1.0,
+    };
+    assert!((at_least.margin(4.0).unwrap() - 2f64.ln()).abs() < 1e-12);
+    assert!((at_least.margin(0.5).unwrap() - 2f64.ln()).abs() < 1e-12);
+    assert_eq!(at_least.margin(1.5), None);
+    let at_most = Expect::AtMost {
+        holds: 1.1,
+        opposite: 1.25,
+    };
+    assert!(at_most.margin(1.0).is_some() && at_most.margin(2.0).is_some());
+    assert_eq!(at_most.margin(1.2), None);
+    let within = Expect::Within {
+        lo: 1.0,
+        hi: 1.5,
+        below: 0.8,
+        above: 2.0,
+    };
+    assert!((within.margin(1.2).unwrap() - (1.2f64).ln()).abs() < 1e-12);
+    assert!(within.margin(0.5).is_some() && within.margin(3.0).is_some());
+    assert_eq!(within.margin(0.9), None);
 }
