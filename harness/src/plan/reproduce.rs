@@ -16,7 +16,8 @@ use crate::plan::trials::TrialTarget;
 /// How much of the paper's protocol a reproduction runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ScaleName {
-    /// Under 15 minutes on 2 cores: epochs of at least 1 s, 3 trials (4 where noisy); on the
+    /// Under 15 minutes on 2 cores: epochs of at least 1 s, 3 trials (4 where noisy, up to 10
+    /// where a finding's check needs them to settle its verdict); on the
     /// local disk CV, MP3, FLAC, NILM (thread scaling of MP3 `decoded` and NILM `aggregated`,
     /// finding 6) and the synthetic reading experiment at its smallest and largest sizes
     /// (finding 5); CV, CV2-JPG, CV2-PNG and NLP under the emulated paper storage, CV and
@@ -24,7 +25,7 @@ pub enum ScaleName {
     Quick,
     /// An hour or more: every reference workload (the greyscale and detection variants and the
     /// synthetic processing too), epochs of at least 3 s, 1-8 threads, every DEFLATE codec and
-    /// zstd, 5 trials.
+    /// zstd, 5 trials (up to 10 where noisy, 20 to settle a finding's check).
     Medium,
     /// The paper's protocol: 8000-sample subsets (whole epochs, whatever their length), 1-8
     /// threads, GZIP and ZLIB, 5 trials, 5 materializations.
