@@ -318,3 +318,136 @@ fn a_full_disk_fails_naming_the_directory_and_leaves_nothing_half_written() {
         assert_eq!(std::fs::read_to_string(&runs).unwrap(), before);
     }
 }
+
+#[test]
+fn a_results_folder_in_use_is_refused_naming_its_holder_and_nothing_is_written() {
+    use std::io::Write as _;
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    // Another process writing the folder, as a running sweep holds its lock.
+    let lock = out.join(".prepbench.lock");
+    let mut held = std::fs::File::create(&lock).unwrap();
+    held.lock().unwrap();
+    write!(
+        held,
+        "pid 4242, `prepbench sweep cv`, since 2026-11-24T18:00:00Z"
+    )
+    .unwrap();
+    let refused = run_cv_in(work.path(), &["--strategy", "resized", "--epochs", "1"]);
+    fails_naming(
+        &refused,
+        &["in use by another prepbench", "pid 4242", "out"],
+    );
+    let written: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(written, vec![".prepbench.lock".to_string()], "{written:?}");
+    // Let go, the same command runs, and removes the lock file it took.
+    drop(held);
+    std::fs::remove_file(&lock).unwrap();
+    let ok = run_cv_in(work.path(), &["--strategy", "resized", "--epochs", "1"]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert!(!lock.exists());
+}
+
+#[test]
+fn two_processes_materializing_one_store_both_succeed_and_one_reuses_it() {
+    let work = tempfile::tempdir().unwrap();
+    let spawn = |out: &str| {
+        Command::new(env!("CARGO_BIN_EXE_prepbench"))
+            .args(argv![
+                "run cv --samples",
+                SAMPLES,
+                "--strategy pixel-centered --epochs 1 --threads 2 --shards 4 --quiet --data-dir",
+                data_dir().to_str().unwrap(),
+                "--store-dir",
+                work.path().join("store").to_str().unwrap(),
+                "--out",
+                work.path().join(out).to_str().unwrap()
+            ])
+            .env("PREPBENCH_HEAVY_LOAD_PCT", "1000")
+            .env("PREPBENCH_CACHE_DIR", common::calibration_cache())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn("a"), spawn("b"));
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert!(a.status.success(), "{}", stderr(&a));
+    assert!(b.status.success(), "{}", stderr(&b));
+    // Exactly one of them made the store; the other found it whole.
+    let reused: Vec<String> = ["a", "b"]
+        .iter()
+        .map(|o| {
+            let csv = Csv::read(&work.path().join(o).join("runs.csv"));
+            csv.col(&csv.rows[0], "offline_reused")
+        })
+        .collect();
+    let mut sorted = reused.clone();
+    sorted.sort();
+    assert_eq!(sorted, vec!["false", "true"], "{reused:?}");
+}
+
+#[test]
+fn names_that_would_be_paths_are_refused_naming_the_file_and_line() {
+    let work = tempfile::tempdir().unwrap();
+    let cv = include_str!("../../workloads/defs/cv.yaml");
+    let name_line = |needle: &str| cv.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    let cases = [
+        (
+            "name: cv\n",
+            "name: ../outside\n",
+            "name: cv",
+            "\"../outside\"",
+        ),
+        ("name: cv\n", "name: /tmp/abs\n", "name: cv", "\"/tmp/abs\""),
+        (
+            "name: cv\n",
+            "name: .hidden\n",
+            "name: cv",
+            "starts with `.`",
+        ),
+        (
+            "name: resized",
+            "name: re/sized",
+            "name: resized",
+            "\"re/sized\"",
+        ),
+        ("name: resized", "name: \"..\"", "name: resized", "\"..\""),
+    ];
+    for (i, (from, to, at, what)) in cases.iter().enumerate() {
+        assert!(cv.contains(from), "{from}");
+        let path = work.path().join(format!("bad{i}.yaml"));
+        std::fs::write(&path, cv.replacen(from, to, 1)).unwrap();
+        let out = prepbench(&["validate", &path.display().to_string()]);
+        fails_naming(
+            &out,
+            &[
+                &format!("bad{i}.yaml:{}", name_line(at)),
+                what,
+                "folder name",
+            ],
+        );
+    }
+    // Nothing was written beside the workload files.
+    assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), cases.len());
+}
+
+#[test]
+fn counts_out_of_range_are_refused_with_the_allowed_range() {
+    for (args, flag) in [
+        ("run cv --epochs 0", "--epochs"),
+        ("run cv --shards 0", "--shards"),
+        ("run cv --threads 0", "--threads"),
+        ("run cv --samples=-3", "--samples"),
+        ("sweep cv --trials 100000000", "--trials"),
+        ("sweep cv --threads 1,0", "--threads"),
+        ("sweep cv --max-trials 0", "--max-trials"),
+        ("generate imagenet --samples 0 --out x", "--samples"),
+    ] {
+        let out = prepbench(&args.split_whitespace().collect::<Vec<_>>());
+        fails_naming(&out, &[flag, "is not a whole number from 1 to"]);
+    }
+}

@@ -17,7 +17,7 @@ pub use options::{CacheMode, Codec, OnError};
 pub use sample::{DType, Field, Sample, Tensor, TensorData};
 pub use step::{child_id, parent_of, Step, StepContext, StepError, CHILD_ID_BITS};
 pub use storage::{ReadFiles, StorageProfile};
-pub use workload::{Strategy, Workload, WorkloadError};
+pub use workload::{check_name, path_component, Strategy, Workload, WorkloadError};
 
 /// The reference workloads shipped in `workloads/defs/`, by name.
 pub static BUILTIN: &[(&str, &str)] = &[

@@ -235,6 +235,62 @@ struct WorkloadFile {
     on_error: OnError,
 }
 
+/// Longest workload or step name.
+pub const MAX_NAME_CHARS: usize = 100;
+
+/// Refuses a workload or step name that is not a plain name: it becomes a folder name (stores,
+/// plots, data), so it must be 1 to [`MAX_NAME_CHARS`] letters, digits, `-`, `_` or `.`, not
+/// starting with `.` (no `/`, no `..`, no absolute path).
+pub fn check_name(what: &str, name: &str) -> Result<(), String> {
+    let chars = name.chars().count();
+    let bad = name
+        .chars()
+        .find(|c| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.')));
+    let problem = if chars == 0 {
+        Some("is empty".to_string())
+    } else if chars > MAX_NAME_CHARS {
+        Some(format!(
+            "has {chars} characters, more than {MAX_NAME_CHARS}"
+        ))
+    } else if let Some(c) = bad {
+        Some(format!("holds {c:?}"))
+    } else if name.starts_with('.') {
+        Some("starts with `.`".to_string())
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => Err(format!(
+            "{what} name {name:?} {p}: a {what} name becomes a folder name, so it may hold only \
+             letters, digits, `-`, `_` and `.` (not first), at most {MAX_NAME_CHARS} characters"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `name` as one safe path component: characters other than letters, digits and `-_.@=,+`
+/// become `_`, and so does a leading `.`; never empty. For names made of user values (a dataset
+/// variant's options) that become folder names.
+pub fn path_component(name: &str) -> String {
+    let mut out: String = name
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || "-_.@=,+".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if out.starts_with('.') || out.is_empty() {
+        out.replace_range(..out.chars().next().map_or(0, char::len_utf8), "_");
+        if out.is_empty() {
+            out.push('_');
+        }
+    }
+    out
+}
+
 impl Workload {
     pub fn from_path(path: &Path) -> Result<Workload, WorkloadError> {
         let text = std::fs::read_to_string(path).map_err(|source| WorkloadError::Io {
@@ -287,6 +343,10 @@ impl Workload {
     }
 
     fn validate(&self) -> Result<(), WorkloadError> {
+        check_name("workload", &self.name).map_err(|m| self.invalid(Some("name"), m))?;
+        for def in &self.steps {
+            check_name("step", &def.name).map_err(|m| self.invalid(Some(&def.name), m))?;
+        }
         if self.steps.is_empty() {
             return Err(self.invalid(Some("steps"), "a workload needs at least one step".into()));
         }

@@ -118,10 +118,10 @@ pub struct CalibrateArgs {
     #[arg(long, value_delimiter = ',')]
     pub codecs: Option<Vec<Codec>>,
     /// Samples: the first N of the dataset.
-    #[arg(long)]
+    #[arg(long, value_parser = count_in::<1, 100_000_000>)]
     pub samples: Option<usize>,
     /// Shards per materialized strategy.
-    #[arg(long)]
+    #[arg(long, value_parser = count_in::<1, 65_536>)]
     pub shards: Option<usize>,
     /// Measure the machine again instead of using its cached figures, and every strategy
     /// again.
@@ -239,7 +239,7 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',', default_value = "all")]
     pub strategy: Vec<String>,
     /// Worker threads for the offline and online phases (default: available cores).
-    #[arg(long)]
+    #[arg(long, value_parser = count_in::<1, 4_096>)]
     pub threads: Option<usize>,
     /// Codec of materialized shards: none, gzip[:L], zlib[:L], zstd[:L], lz4.
     #[arg(long, default_value = "none")]
@@ -286,14 +286,14 @@ impl RunArgs {
 #[derive(Debug, Args, Clone)]
 pub struct MeasureArgs {
     /// Samples per run: the first N of the dataset (default: the workload's).
-    #[arg(long)]
+    #[arg(long, value_parser = count_in::<1, 100_000_000>)]
     pub samples: Option<usize>,
     /// Shards per materialized strategy (default: the workload's sweep.shards).
-    #[arg(long)]
+    #[arg(long, value_parser = count_in::<1, 65_536>)]
     pub shards: Option<usize>,
     /// Epochs per run; epochs after the first start from the cache the previous one left
     /// (default: the workload's sweep.epochs).
-    #[arg(long)]
+    #[arg(long, value_parser = count_in::<1, 10_000>)]
     pub epochs: Option<usize>,
     /// Memory the application cache (`--cache app`) may hold, in MB (default: half the
     /// memory available when the run starts).
@@ -383,14 +383,14 @@ pub struct SweepArgs {
     /// A reference workload name (`cv`) or a workload YAML path.
     pub workload: String,
     /// Trials per cell (default: the workload's sweep.trials).
-    #[arg(long)]
+    #[arg(long, value_parser = count_in::<1, 10_000>)]
     pub trials: Option<usize>,
     /// Then add trials, one round at a time, to every setting whose 95 % CI half-width is over
     /// 5 % of its mean, up to this many.
-    #[arg(long)]
+    #[arg(long, value_parser = count_in::<1, 10_000>)]
     pub max_trials: Option<usize>,
     /// Thread counts, comma-separated.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_parser = count_in::<1, 4_096>, value_delimiter = ',')]
     pub threads: Option<Vec<usize>>,
     /// Run the thread counts below the most only for these strategies, comma-separated (a
     /// thread-scaling check without the whole matrix at every count; default: all).
@@ -415,10 +415,10 @@ pub struct SweepArgs {
     pub dataset_mb: Option<f64>,
     /// Sweep at most this many of the dataset variants (evenly spread, the smallest and
     /// largest kept).
-    #[arg(long)]
+    #[arg(long, value_parser = count_in::<1, 10_000>)]
     pub variants: Option<usize>,
     /// Materializations per (strategy, codec), each timed into offline.csv.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, value_parser = count_in::<1, 1_000>, default_value_t = 1)]
     pub offline_trials: usize,
     /// Run one shard of the sweep, I/N (0 <= I < N), into OUT/shard-I-of-N; merge the shards
     /// with `prepbench merge OUT`. Default: from the launcher (Open MPI, MPICH/Intel MPI, a
@@ -444,6 +444,14 @@ pub struct SweepArgs {
 }
 
 /// A positive, finite number of seconds.
+/// A whole number in `LO..=HI`; the error says the allowed range.
+fn count_in<const LO: usize, const HI: usize>(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (LO..=HI).contains(&n) => Ok(n),
+        _ => Err(format!("`{text}` is not a whole number from {LO} to {HI}")),
+    }
+}
+
 fn positive_seconds(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Ok(s),
@@ -490,7 +498,7 @@ impl SweepArgs {
 pub struct GenerateArgs {
     /// Dataset kind (see `prepbench list datasets`).
     pub kind: String,
-    #[arg(long)]
+    #[arg(long, value_parser = count_in::<1, 100_000_000>)]
     pub samples: usize,
     /// The dataset's folder; with `--features s3`, an `s3://bucket/prefix` to upload it to
     /// (generated in a local staging folder first).
@@ -499,7 +507,7 @@ pub struct GenerateArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Generator threads (default: available cores).
-    #[arg(long)]
+    #[arg(long, value_parser = count_in::<1, 4_096>)]
     pub threads: Option<usize>,
     /// A generator option KEY=VALUE (see `prepbench list datasets`); repeatable.
     #[arg(long, value_parser = parse_option)]

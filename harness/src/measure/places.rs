@@ -5,34 +5,29 @@ use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 
-/// `path` made absolute and `.`/`..` resolved lexically (it need not exist yet).
-fn lexical_absolute(path: &Path) -> PathBuf {
+/// `path` made absolute and resolved as the file system will: component by component, each
+/// existing prefix with its symbolic links followed before a `..` after it is applied (so
+/// `link/..` is the link target's parent, not the link's); the part that does not exist yet is
+/// taken as written.
+fn physical_absolute(path: &Path) -> PathBuf {
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let mut out = PathBuf::new();
     for part in absolute.components() {
         match part {
             std::path::Component::CurDir => {}
+            // `out` is canonical as far as it exists: its parent is the physical one.
             std::path::Component::ParentDir => {
                 out.pop();
             }
-            other => out.push(other),
-        }
-    }
-    // Resolve symlinks in the longest existing prefix, so a link into the dataset is caught.
-    let mut existing = out.clone();
-    let mut rest = Vec::new();
-    while !existing.exists() {
-        match existing.file_name() {
-            Some(name) => {
-                rest.push(name.to_os_string());
-                existing.pop();
+            other => {
+                out.push(other);
+                if let Ok(real) = std::fs::canonicalize(&out) {
+                    out = real;
+                }
             }
-            None => break,
         }
     }
-    let mut resolved = std::fs::canonicalize(&existing).unwrap_or(existing);
-    resolved.extend(rest.iter().rev());
-    resolved
+    out
 }
 
 /// Refuses a results or store directory inside the dataset directory: prepbench writes and
@@ -58,12 +53,12 @@ pub fn check_places(dataset: &Path, places: &[(&str, &Path)]) -> anyhow::Result<
         }
         return Ok(());
     }
-    let dataset_abs = lexical_absolute(dataset);
+    let dataset_abs = physical_absolute(dataset);
     for (what, path) in places {
         if datasets::files::is_remote(path) {
             continue;
         }
-        if lexical_absolute(path).starts_with(&dataset_abs) {
+        if physical_absolute(path).starts_with(&dataset_abs) {
             bail!(
                 "{what} {} is inside the dataset directory {}: prepbench never writes into a \
                  dataset; choose a directory outside it",
@@ -108,6 +103,21 @@ mod tests {
         let link = root.path().join("link");
         std::os::unix::fs::symlink(&data, &link).unwrap();
         assert!(check_places(&data, &[("out", &link.join("out"))]).is_err());
+        // `..` after a link is the parent of its target: a link to a folder inside the
+        // dataset, then `..`, is still inside.
+        std::fs::create_dir_all(data.join("train")).unwrap();
+        let deep = root.path().join("link-to-train");
+        std::os::unix::fs::symlink(data.join("train"), &deep).unwrap();
+        for sneaky in [
+            "link-to-train/../res",
+            "link-to-train/../../imagenet-seed0/x",
+        ] {
+            let path = root.path().join(sneaky);
+            assert!(
+                check_places(&data, &[("out", &path)]).is_err(),
+                "{sneaky} passed"
+            );
+        }
         // Beside it is fine, even with a name that starts the same.
         for ok in [
             "out",

@@ -257,6 +257,11 @@ impl Session {
         };
         // Made here (in the staging folder when it goes to object storage).
         let dir = key.dir(&self.store_dir);
+        // One process makes a store at a time; another waits, then finds it complete.
+        let _lock = match &self.remote {
+            Some(_) => None,
+            None => Some(store_lock(&dir, &|line| self.progress.note(line))?),
+        };
         let backend: std::sync::Arc<dyn StoreBackend> = match &self.remote {
             Some(store) => std::sync::Arc::new(remote::RemoteShards {
                 store: store.clone(),
@@ -413,6 +418,23 @@ impl Session {
         })
         .map(drop)
     }
+}
+
+/// The lock of the local store `dir`: a hidden file beside it, waited for while another
+/// process holds it.
+fn store_lock(dir: &Path, waiting: &dyn Fn(&str)) -> anyhow::Result<crate::results::lock::Lock> {
+    use crate::results::lock::{take, Busy};
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+        anyhow::bail!("{}: not a store directory", dir.display());
+    };
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let path = parent.join(format!(".{}.lock", name.to_string_lossy()));
+    Ok(take(
+        &path,
+        &format!("the store {}", dir.display()),
+        Busy::Wait,
+        waiting,
+    )?)
 }
 
 #[cfg(test)]

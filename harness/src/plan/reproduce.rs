@@ -16,7 +16,7 @@ use crate::plan::trials::TrialTarget;
 /// How much of the paper's protocol a reproduction runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ScaleName {
-    /// Under 15 minutes on 2 cores: epochs of at least 1 s, 3 trials (4 where noisy, up to 10
+    /// Under 15 minutes on 2 cores: epochs of at least 1 s, 3 trials (4 where noisy, up to 16
     /// where a finding's check needs them to settle its verdict); on the
     /// local disk CV, MP3, FLAC, NILM (thread scaling of MP3 `decoded` and NILM `aggregated`,
     /// finding 6) and the synthetic reading experiment at its smallest and largest sizes
@@ -25,7 +25,7 @@ pub enum ScaleName {
     Quick,
     /// An hour or more: every reference workload (the greyscale and detection variants and the
     /// synthetic processing too), epochs of at least 3 s, 1-8 threads, every DEFLATE codec and
-    /// zstd, 5 trials (up to 10 where noisy, 20 to settle a finding's check).
+    /// zstd, 5 trials (up to 10 where noisy, 24 to settle a finding's check).
     Medium,
     /// The paper's protocol: 8000-sample subsets (whole epochs, whatever their length), 1-8
     /// threads, GZIP and ZLIB, 5 trials, 5 materializations.
@@ -93,7 +93,7 @@ pub fn scale(name: ScaleName) -> Scale {
             samples_by_kind: &[("cubepp-png", 24), ("cubepp-jpg", 24), ("cream", 720)],
             trials: 3,
             max_trials: Some(4),
-            settle_trials: Some(10),
+            settle_trials: Some(16),
             threads: &[1, 2],
             // Finding 6's two sides: a CPU-bound audio strategy and NILM's tiny samples.
             thread_sweeps: Some(&[("mp3", &["decoded"]), ("nilm", &["aggregated"])]),
@@ -115,7 +115,7 @@ pub fn scale(name: ScaleName) -> Scale {
         ScaleName::Medium => Scale {
             samples: 2000,
             max_trials: Some(10),
-            settle_trials: Some(20),
+            settle_trials: Some(24),
             samples_by_kind: &[("cubepp-png", 200), ("cubepp-jpg", 200)],
             trials: 5,
             threads: &[1, 2, 4, 8],
@@ -257,6 +257,10 @@ pub fn reproduce(
     command_line: Vec<String>,
 ) -> anyhow::Result<Reproduction> {
     let s = scale(name);
+    for workload in s.workloads().iter().chain(s.emulated) {
+        places.check_outside_dataset(&workloads::load(workload)?)?;
+    }
+    let _lock = crate::results::lock::folder(&places.out)?;
     let mut planned: Vec<(String, SweepOptions)> = s
         .workloads()
         .into_iter()
@@ -470,7 +474,7 @@ mod tests {
             &key("cv2-jpg", Some("paper-ceph-hdd"))
         ));
         // The paper's protocol keeps its fixed trials.
-        assert_eq!(quick.settle_trials, Some(10));
+        assert_eq!(quick.settle_trials, Some(16));
         assert_eq!(scale(ScaleName::Paper).settle_trials, None);
     }
 }

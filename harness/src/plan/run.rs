@@ -114,6 +114,7 @@ pub fn run(
     command_line: Vec<String>,
 ) -> anyhow::Result<RunOutcome> {
     let Resolved { workload, plan } = Resolved::new(opts, places)?;
+    let _lock = crate::results::lock::folder(&places.out)?;
     let executor = Executor::open(
         workload,
         places,

@@ -8,6 +8,7 @@
 
 pub mod calibration;
 pub mod labels;
+pub mod lock;
 pub mod manifest;
 pub mod rows;
 pub mod stages;
@@ -78,12 +79,17 @@ pub struct Tables {
     pub stages: Table<StageRow>,
     pub samples: Table<SampleRow>,
     pub errors: Table<ErrorRow>,
+    /// The folder's lock, held while the tables are open: one writer at a time.
+    _lock: lock::Lock,
 }
 
 impl Tables {
-    /// Opens (creating them when new) the tables of `dir`.
+    /// Opens (creating them when new) the tables of `dir`, after taking its lock (refused
+    /// while another process writes the folder).
     pub fn open(dir: &Path) -> Result<Tables, ResultsError> {
+        let lock = lock::folder(dir)?;
         Ok(Tables {
+            _lock: lock,
             runs: Table::open(dir.join(RUNS))?,
             offline: Table::open(dir.join(OFFLINE))?,
             stages: Table::open(dir.join(STAGES))?,

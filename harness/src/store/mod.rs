@@ -191,12 +191,15 @@ impl StoreKey {
     pub fn dir(&self, root: &Path) -> PathBuf {
         let codec = self.codec.to_string().replace(':', "");
         let hash = self.hash();
-        root.join(&self.workload).join(&self.strategy).join(format!(
-            "{codec}-{}sh-{}n-{}",
-            self.shards,
-            self.samples,
-            &hash[..10]
-        ))
+        // Names become folders here: a variant's name holds its options' values.
+        root.join(workloads::path_component(&self.workload))
+            .join(workloads::path_component(&self.strategy))
+            .join(format!(
+                "{codec}-{}sh-{}n-{}",
+                self.shards,
+                self.samples,
+                &hash[..10]
+            ))
     }
 
     pub(crate) fn matches(&self, m: &StoreManifest) -> bool {

@@ -1,0 +1,143 @@
+//! The sweep's matrix, order and resumption, on small real sweeps where it needs one.
+use super::*;
+
+fn cv() -> Workload {
+    workloads::load("cv").unwrap()
+}
+
+#[test]
+fn plan_crosses_settings_and_gives_unprocessed_one_codec() {
+    let opts = SweepOptions {
+        workload: "cv".into(),
+        strategies: Some(vec!["unprocessed".into(), "resized".into()]),
+        codecs: Some(vec![Codec::None, Codec::Gzip { level: 6 }]),
+        threads: Some(vec![1, 2]),
+        cache: Some(vec![CacheMode::Cold]),
+        trials: Some(3),
+        ..Default::default()
+    };
+    let plan = Plan::new(&cv(), &opts).unwrap();
+    // unprocessed: 1 codec x 2 threads x 3 trials; resized: 2 codecs x 2 x 3.
+    assert_eq!(plan.cells.len(), 6 + 12);
+    let ids: HashSet<String> = plan
+        .cells
+        .iter()
+        .map(|c| plan.run_id(&cv(), 0, c))
+        .collect();
+    assert_eq!(ids.len(), plan.cells.len(), "run ids are unique");
+    assert_eq!(
+        plan.run_id(&cv(), 0, &plan.cells[0]),
+        plan.run_id(&cv(), 0, &plan.cells[0])
+    );
+    assert_ne!(
+        plan.run_id(&cv(), 1, &plan.cells[0]),
+        plan.run_id(&cv(), 0, &plan.cells[0])
+    );
+}
+
+#[test]
+fn thread_scaling_can_be_limited_to_some_strategies() {
+    let mut opts = SweepOptions {
+        workload: "cv".into(),
+        strategies: Some(vec!["unprocessed".into(), "resized".into()]),
+        codecs: Some(vec![Codec::None]),
+        threads: Some(vec![1, 2]),
+        cache: Some(vec![CacheMode::Cold]),
+        trials: Some(2),
+        scaling_strategies: Some(vec!["resized".into()]),
+        ..Default::default()
+    };
+    let plan = Plan::new(&cv(), &opts).unwrap();
+    let cells: Vec<(&str, usize)> = plan
+        .cells
+        .iter()
+        .map(|c| (c.strategy.name.as_str(), c.threads))
+        .collect();
+    // resized at 1 and 2 threads, unprocessed at 2 only; 2 trials each.
+    assert_eq!(cells.len(), 6, "{cells:?}");
+    assert!(!cells.contains(&("unprocessed", 1)), "{cells:?}");
+    assert!(cells.contains(&("resized", 1)), "{cells:?}");
+    opts.scaling_strategies = Some(vec!["decodedd".into()]);
+    let err = Plan::new(&cv(), &opts).err().unwrap().to_string();
+    assert!(err.contains("decodedd"), "{err}");
+}
+
+#[test]
+fn trials_asked_for_run_once_and_reuse_the_stores_verdict() {
+    use crate::analysis::cells::CellKey;
+    use crate::measure::cache::EvictPolicy;
+    use crate::results::{CacheState, Condition, Tables};
+    let tmp = tempfile::tempdir().unwrap();
+    let places = Places {
+        out: tmp.path().join("out"),
+        data_dir: tmp.path().join("data"),
+        store_dir: tmp.path().join("store"),
+        evict: EvictPolicy::Fadvise,
+        progress: Progress { quiet: true },
+    };
+    let opts = SweepOptions {
+        workload: "cv".into(),
+        strategies: Some(vec!["resized".into()]),
+        codecs: Some(vec![Codec::None]),
+        threads: Some(vec![1]),
+        cache: Some(vec![CacheMode::Cold]),
+        trials: Some(2),
+        offline_trials: 1,
+        settings: Settings {
+            samples: Some(6),
+            shards: Some(1),
+            epochs: Some(1),
+            verify: true,
+            ..Settings::default()
+        },
+        ..Default::default()
+    };
+    assert_eq!(sweep(&opts, &places, Vec::new()).unwrap().ran, 2);
+    let target = TrialTarget {
+        key: CellKey {
+            workload: "cv".into(),
+            condition: Condition::default(),
+            split: 2,
+            strategy: "resized".into(),
+            codec: Codec::None,
+            threads: 1,
+            cache: CacheState::Cold,
+            epoch: 0,
+        },
+        trials: 4,
+    };
+    let asked = SweepOptions {
+        trials_at_least: vec![target],
+        ..opts.clone()
+    };
+    assert_eq!(sweep(&asked, &places, Vec::new()).unwrap().ran, 2);
+    // Asked again, or the plain sweep resumed: nothing more.
+    assert_eq!(sweep(&asked, &places, Vec::new()).unwrap().ran, 0);
+    assert_eq!(sweep(&opts, &places, Vec::new()).unwrap().ran, 0);
+    let rows = Tables::open(&places.out).unwrap().runs.read().unwrap();
+    let ids: HashSet<&str> = rows.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!((rows.len(), ids.len()), (4, 4));
+    // The added trials carry the verdict of the store they read, verified once.
+    assert!(rows.iter().all(|r| r.verified == Some(Verdict::Pass)));
+}
+
+#[test]
+fn variants_are_spread_with_the_ends_kept() {
+    let sizes: Vec<u32> = (0..12).collect();
+    assert_eq!(spread(sizes.clone(), Some(4)), vec![0, 3, 7, 11]);
+    assert_eq!(spread(sizes.clone(), None), sizes);
+    assert_eq!(spread(sizes.clone(), Some(20)), sizes);
+    assert_eq!(spread(sizes, Some(1)), vec![0]);
+}
+
+#[test]
+fn shuffling_is_seeded_and_interleaves() {
+    let items: Vec<u32> = (0..50).collect();
+    let a = shuffled(items.clone(), 7);
+    assert_eq!(a, shuffled(items.clone(), 7));
+    assert_ne!(a, shuffled(items.clone(), 8));
+    assert_ne!(a, items);
+    let mut sorted = a.clone();
+    sorted.sort();
+    assert_eq!(sorted, items);
+}
