@@ -238,14 +238,14 @@ struct WorkloadFile {
 /// Longest workload or step name.
 pub const MAX_NAME_CHARS: usize = 100;
 
-/// Refuses a workload or step name that is not a plain name: it becomes a folder name (stores,
-/// plots, data), so it must be 1 to [`MAX_NAME_CHARS`] letters, digits, `-`, `_` or `.`, not
-/// starting with `.` (no `/`, no `..`, no absolute path).
+/// Refuses a workload or step name that could act as a path: names become parts of folder
+/// names (stores, plots, default results folders), so a name may not be empty, be longer than
+/// [`MAX_NAME_CHARS`], hold `/`, `\\` or NUL, or start with `.` (`.`, `..`, hidden folders).
+/// Other characters (commas, quotes, spaces, other scripts) are allowed: every folder made
+/// from a name goes through [`path_component`].
 pub fn check_name(what: &str, name: &str) -> Result<(), String> {
     let chars = name.chars().count();
-    let bad = name
-        .chars()
-        .find(|c| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.')));
+    let bad = name.chars().find(|c| matches!(c, '/' | '\\' | '\0'));
     let problem = if chars == 0 {
         Some("is empty".to_string())
     } else if chars > MAX_NAME_CHARS {
@@ -261,8 +261,8 @@ pub fn check_name(what: &str, name: &str) -> Result<(), String> {
     };
     match problem {
         Some(p) => Err(format!(
-            "{what} name {name:?} {p}: a {what} name becomes a folder name, so it may hold only \
-             letters, digits, `-`, `_` and `.` (not first), at most {MAX_NAME_CHARS} characters"
+            "{what} name {name:?} {p}: a {what} name becomes part of folder names, so it may not \
+             hold `/`, `\\` or NUL, start with `.`, or be longer than {MAX_NAME_CHARS} characters"
         )),
         None => Ok(()),
     }
@@ -695,6 +695,36 @@ impl<'de> Visitor<'de> for StepVisitor {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn names_that_could_be_paths_are_refused_and_folder_names_are_safe() {
+        for bad in ["", "../x", "/abs", "a/b", "a\\b", ".hidden", "..", "nul\0"] {
+            assert!(check_name("step", bad).is_err(), "{bad:?} passed");
+        }
+        for good in [
+            "cv",
+            "pixel-centered",
+            "my, \"odd\"\nworkload",
+            "café",
+            "v1.2",
+        ] {
+            check_name("workload", good).unwrap();
+        }
+        assert!(check_name("step", &"x".repeat(101)).is_err());
+        for (name, folder) in [
+            ("../../etc", "_._.._etc"),
+            ("/abs", "_abs"),
+            ("", "_"),
+            (
+                "synthetic-reading@mb_per_sample=0.01",
+                "synthetic-reading@mb_per_sample=0.01",
+            ),
+            ("a b\n", "a_b_"),
+        ] {
+            assert_eq!(path_component(name), folder, "{name:?}");
+        }
+    }
+
     use super::*;
 
     const GOOD: &str = "\

@@ -375,7 +375,7 @@ pub fn default_out(workload: &str, suffix: &str) -> PathBuf {
     let name = workloads::load(workload)
         .map(|w| w.name)
         .unwrap_or_else(|_| "workload".into());
-    Path::new("results/local").join(format!("{name}{suffix}"))
+    Path::new("results/local").join(workloads::path_component(&format!("{name}{suffix}")))
 }
 
 #[derive(Debug, Args)]
