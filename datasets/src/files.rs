@@ -79,8 +79,38 @@ fn entry(name: String, meta: &std::fs::Metadata) -> Entry {
 }
 
 impl ReadFiles for LocalFiles {
+    /// Reads a regular file (links followed). Anything else, such as a FIFO (whose read would
+    /// wait for a writer forever) or a device (`/dev/zero` never ends), is refused before it is
+    /// opened.
     fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let meta = std::fs::metadata(path)?;
+        if !meta.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "not a regular file ({}): prepbench reads samples only from regular files",
+                    kind_of(&meta)
+                ),
+            ));
+        }
         std::fs::read(path)
+    }
+}
+
+/// What a file that is not a regular file is, in words.
+fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
     }
 }
 
@@ -89,9 +119,13 @@ impl Files for LocalFiles {
         let mut entries = Vec::new();
         for e in std::fs::read_dir(dir)? {
             let e = e?;
-            // Follows links, as reading the file will; a dangling link is left out.
+            // Follows links, as reading the file will; a dangling link is left out, and so is
+            // anything but a folder or a regular file (a FIFO or a link to a device is never a
+            // sample: reading it would wait or never end).
             if let Ok(meta) = std::fs::metadata(e.path()) {
-                entries.push(entry(e.file_name().to_string_lossy().into_owned(), &meta));
+                if meta.is_dir() || meta.is_file() {
+                    entries.push(entry(e.file_name().to_string_lossy().into_owned(), &meta));
+                }
             }
         }
         Ok(entries)
@@ -140,6 +174,34 @@ pub(crate) fn folders(files: &dyn Files, dir: &Path) -> io::Result<Vec<String>> 
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_folders_and_regular_files_are_listed_or_read() {
+        use super::*;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("a.JPEG"), b"x").unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        let fifo = root.join("b.JPEG");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        std::os::unix::fs::symlink("/dev/zero", root.join("c.JPEG")).unwrap();
+        let mut names: Vec<String> = LocalFiles
+            .list(root)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        names.sort();
+        assert_eq!(names, vec!["a.JPEG", "sub"]);
+        let err = LocalFiles.read_file(&root.join("c.JPEG")).unwrap_err();
+        assert!(err.to_string().contains("a device"), "{err}");
+        if made.is_ok_and(|s| s.success()) {
+            // Refused at once, not read (which would wait for a writer).
+            let err = LocalFiles.read_file(&fifo).unwrap_err();
+            assert!(err.to_string().contains("a FIFO"), "{err}");
+        }
+        assert_eq!(LocalFiles.read_file(&root.join("a.JPEG")).unwrap(), b"x");
+    }
+
     use super::*;
 
     #[test]
