@@ -219,6 +219,17 @@ pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError>
     }
     let mut images: Vec<&CocoImage> = file.images.iter().collect();
     images.sort_by_key(|i| i.id);
+    // Two images with one id would share its boxes, one getting them all and the other none.
+    if let Some(pair) = images.windows(2).find(|w| w[0].id == w[1].id) {
+        return Err(DatasetError::Layout {
+            path: path.display().to_string(),
+            message: format!(
+                "images `{}` and `{}` both have id {}: annotations name their image by id, so \
+                 ids must be unique",
+                pair[0].file_name, pair[1].file_name, pair[0].id
+            ),
+        });
+    }
     let folder = root.join("train2017");
     let listing = files_by_name(&**files, &folder).map_err(|e| DatasetError::Layout {
         path: folder.display().to_string(),
@@ -257,6 +268,31 @@ pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_images_with_one_id_are_refused_naming_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("train2017")).unwrap();
+        std::fs::create_dir_all(root.join("annotations")).unwrap();
+        for name in ["000000000001.jpg", "000000000002.jpg"] {
+            std::fs::write(root.join("train2017").join(name), b"not read here").unwrap();
+        }
+        let json = r#"{"images": [
+            {"id": 7, "file_name": "000000000001.jpg", "width": 4, "height": 4},
+            {"id": 7, "file_name": "000000000002.jpg", "width": 4, "height": 4}],
+          "annotations": [{"id": 1, "image_id": 7, "category_id": 1,
+            "bbox": [0, 0, 2, 2], "area": 4}],
+          "categories": [{"id": 1, "name": "thing", "supercategory": "x"}]}"#;
+        std::fs::write(root.join(ANNOTATIONS), json).unwrap();
+        let err = match open(&crate::files::local(), root) {
+            Ok(_) => panic!("two images with one id were accepted"),
+            Err(e) => e.to_string(),
+        };
+        for needle in ["000000000001.jpg", "000000000002.jpg", "id 7", ANNOTATIONS] {
+            assert!(err.contains(needle), "no {needle:?} in {err}");
+        }
+    }
 
     #[test]
     fn polygon_area_and_box_by_hand() {

@@ -38,6 +38,7 @@ fn run_command(args: RunArgs, progress: Progress) -> anyhow::Result<ExitCode> {
     for warning in &outcome.warnings {
         eprintln!("warning: {warning}");
     }
+    let failed = outcome.warnings.iter().any(|w| w.fails_the_command());
     if args.json {
         print!("{}", summary::json_lines(&outcome.rows));
     } else {
@@ -47,7 +48,16 @@ fn run_command(args: RunArgs, progress: Progress) -> anyhow::Result<ExitCode> {
             places.out.join(harness::results::RUNS).display()
         ));
     }
-    Ok(verify_status(&outcome.verify_failures))
+    Ok(failed_if(failed, verify_status(&outcome.verify_failures)))
+}
+
+/// `status`, or a failure when a warning says the command must fail.
+fn failed_if(failed: bool, status: ExitCode) -> ExitCode {
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        status
+    }
 }
 
 #[cfg(feature = "mpi")]
@@ -91,7 +101,8 @@ fn sweep_command(args: SweepArgs, progress: Progress) -> anyhow::Result<ExitCode
         outcome.skipped,
         written.display()
     ));
-    Ok(verify_status(&outcome.verify_failures))
+    let failed = outcome.warnings.iter().any(|w| w.fails_the_command());
+    Ok(failed_if(failed, verify_status(&outcome.verify_failures)))
 }
 
 fn calibrate_command(args: CalibrateArgs, progress: Progress) -> anyhow::Result<ExitCode> {
@@ -135,7 +146,9 @@ fn reproduce_command(
     let places = places.places(reproduce::default_out(scale), progress);
     let done = reproduce::reproduce(scale, &places, seed, std::env::args().collect())?;
     let mut failures = Vec::new();
+    let mut failed = false;
     for (workload, outcome) in &done.sweeps {
+        failed |= outcome.warnings.iter().any(|w| w.fails_the_command());
         for warning in &outcome.warnings {
             eprintln!("warning: {workload}: {warning}");
         }
@@ -146,7 +159,7 @@ fn reproduce_command(
         "report written: {} (and summary.csv, report.json, plots/)",
         done.report.report_md.display()
     ));
-    Ok(verify_status(&failures))
+    Ok(failed_if(failed, verify_status(&failures)))
 }
 
 fn main() -> ExitCode {

@@ -451,3 +451,35 @@ fn counts_out_of_range_are_refused_with_the_allowed_range() {
         fails_naming(&out, &[flag, "is not a whole number from 1 to"]);
     }
 }
+
+#[test]
+fn a_run_that_skipped_every_sample_fails_and_its_row_is_invalid() {
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().join("imagenet-seed0");
+    prepbench_ok(&argv![
+        "generate imagenet --samples 3 --out",
+        &root.display().to_string(),
+        "--quiet"
+    ]);
+    // Every image of the dataset garbled.
+    let mut victims = 0;
+    for class in std::fs::read_dir(root.join("train")).unwrap().flatten() {
+        for file in std::fs::read_dir(class.path()).unwrap().flatten() {
+            std::fs::write(file.path(), b"not a jpeg").unwrap();
+            victims += 1;
+        }
+    }
+    assert_eq!(victims, 3);
+    let out = run_with_policy(work.path(), "cv", "3", "unprocessed", "skip");
+    fails_naming(
+        &out,
+        &["no sample was delivered", "3 skipped", "valid=false"],
+    );
+    // The row is kept, and says what happened.
+    let runs = Csv::read(&work.path().join("out-skip/runs.csv"));
+    assert_eq!(runs.rows.len(), 1);
+    let row = &runs.rows[0];
+    assert_eq!(runs.col(row, "valid"), "false");
+    assert_eq!(runs.col(row, "samples"), "0");
+    assert_eq!(runs.col(row, "skipped_samples"), "3");
+}

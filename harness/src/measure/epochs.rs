@@ -329,6 +329,15 @@ impl Session {
             );
             let skipped_samples =
                 store_skipped_count + result.stages.skipped.iter().map(|s| s.count).sum::<u64>();
+            // An epoch of no samples has no throughput to speak of, whatever its time.
+            let delivered = result.samples > 0;
+            if !delivered {
+                measured.warnings.push(Warning::NothingDelivered {
+                    strategy: strategy.name.clone(),
+                    epoch,
+                    skipped: skipped_samples,
+                });
+            }
             measured.rows.push(RunRow {
                 run_id: spec.run_id.clone(),
                 started_utc: results::utc_now(),
@@ -360,7 +369,7 @@ impl Session {
                 evict_method: prep.method,
                 residency_before_pct: prep.before_pct,
                 residency_after_pct: prep.after_pct,
-                valid,
+                valid: valid && delivered,
                 verified: None,
                 storage: spec.storage.name.clone(),
                 consumer: spec.consumer,

@@ -19,6 +19,19 @@ pub enum Warning {
     /// Other processes used a large share of the machine during a run, measured again and
     /// still loaded.
     ForeignLoad { run_id: String, pct: f64 },
+    /// An epoch delivered no sample (every one skipped, or none to read): nothing was measured.
+    NothingDelivered {
+        strategy: String,
+        epoch: u64,
+        skipped: u64,
+    },
+}
+
+impl Warning {
+    /// Whether the command that met it must fail: its rows measured nothing.
+    pub fn fails_the_command(&self) -> bool {
+        matches!(self, Warning::NothingDelivered { .. })
+    }
 }
 
 impl fmt::Display for Warning {
@@ -51,6 +64,16 @@ impl fmt::Display for Warning {
                 "{run_id}: other processes used {pct:.0} % of the machine's CPU during the run, \
                  and again when it was measured a second time; its rows are kept (see \
                  foreign_load_pct in runs.csv). Measure on an idle machine"
+            ),
+            Warning::NothingDelivered {
+                strategy,
+                epoch,
+                skipped,
+            } => write!(
+                f,
+                "{strategy}, epoch {epoch}: no sample was delivered ({skipped} skipped; \
+                 errors.csv names them), so nothing was measured; its row is marked \
+                 valid=false and the command fails"
             ),
             Warning::NoDropCaches => write!(
                 f,
