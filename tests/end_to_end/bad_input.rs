@@ -483,3 +483,34 @@ fn a_run_that_skipped_every_sample_fails_and_its_row_is_invalid() {
     assert_eq!(runs.col(row, "samples"), "0");
     assert_eq!(runs.col(row, "skipped_samples"), "3");
 }
+
+#[test]
+fn a_row_with_a_nan_rate_is_left_out_and_named_not_its_cell() {
+    let work = run_cv_ok(&["--strategy", "resized", "--epochs", "2"]);
+    let out = work.path().join("out");
+    let runs = out.join("runs.csv");
+    let text = std::fs::read_to_string(&runs).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let column = lines[0]
+        .split(',')
+        .position(|c| c == "throughput_sps")
+        .unwrap();
+    let last = lines.len() - 1;
+    let mut fields: Vec<String> = lines[last].split(',').map(str::to_string).collect();
+    fields[column] = "NaN".into();
+    lines[last] = fields.join(",");
+    std::fs::write(&runs, lines.join("\n") + "\n").unwrap();
+    prepbench_ok(&["report", &out.display().to_string(), "--quiet"]);
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains("**1 rows of runs.csv left out**") && report.contains("throughput_sps NaN"),
+        "{report}"
+    );
+    // The epoch-0 cell is still reported.
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    let cells: Vec<&str> = summary.lines().skip(1).collect();
+    assert!(
+        cells.len() == 1 && cells[0].contains("resized") && cells[0].contains(",cold,0,"),
+        "{summary}"
+    );
+}

@@ -94,6 +94,33 @@ pub struct Results {
     /// (run id, epoch) of online phases -> (MB read by the device, seconds sampled, CPU busy
     /// percent x seconds), from `samples.csv`.
     pub system: SystemTotals,
+    /// Rows of runs.csv left out of every cell, each in words with why: a time or rate that
+    /// is not a finite, non-negative number (an edited or damaged file). Reports list them.
+    pub left_out: Vec<String>,
+}
+
+/// Why a row cannot be aggregated, if it cannot: its time or rate is not a finite,
+/// non-negative number.
+fn unusable(row: &RunRow) -> Option<String> {
+    let bad = |v: f64| !(v.is_finite() && v >= 0.0);
+    let fields: Vec<String> = [
+        ("throughput_sps", row.throughput_sps),
+        ("online_s", row.online_s),
+    ]
+    .into_iter()
+    .filter(|(_, v)| bad(*v))
+    .map(|(name, v)| format!("{name} {v}"))
+    .collect();
+    (!fields.is_empty()).then(|| {
+        format!(
+            "run {} epoch {} ({} {}): {}",
+            row.run_id,
+            row.epoch,
+            row.workload,
+            row.strategy,
+            fields.join(", ")
+        )
+    })
 }
 
 /// Offline seconds of each materialization per (workload, strategy, codec).
@@ -166,12 +193,25 @@ impl Results {
 
     /// The cells' view of a loaded folder.
     pub fn of(recorded: Recorded) -> Results {
+        let mut left_out = Vec::new();
+        let rows: Vec<RunRow> = recorded
+            .runs
+            .into_iter()
+            .filter(|row| match unusable(row) {
+                Some(why) => {
+                    left_out.push(why);
+                    false
+                }
+                None => true,
+            })
+            .collect();
         Results {
-            offline: load_offline(&recorded.offline, &recorded.runs),
+            offline: load_offline(&recorded.offline, &rows),
             stages: load_stages(&recorded.stages),
             system: load_system(&recorded.samples),
-            rows: recorded.runs,
+            rows,
             manifest: recorded.manifest,
+            left_out,
         }
     }
 
@@ -308,6 +348,7 @@ mod tests {
             manifest: Default::default(),
             stages: Default::default(),
             system: Default::default(),
+            left_out: Vec::new(),
         };
         let cells = results.cells();
         assert_eq!(cells.len(), 2);
@@ -315,5 +356,35 @@ mod tests {
             assert_eq!(cell.samples, 100, "{:?}", cell.key);
             assert!((cell.mb_per_sample() - 0.01).abs() < 1e-12);
         }
+    }
+
+    /// A row whose rate or time is not a number is left out and named; the rest of its cell
+    /// stays (it used to make the whole cell vanish).
+    #[test]
+    fn rows_with_non_finite_figures_are_left_out_and_named_not_their_cells() {
+        let row = |run: &str, sps: f64| RunRow {
+            run_id: run.into(),
+            workload: "w".into(),
+            strategy: "s".into(),
+            samples: 100,
+            online_s: 1.0,
+            throughput_sps: sps,
+            ..RunRow::default()
+        };
+        let results = Results::of(Recorded {
+            runs: vec![
+                row("a", 100.0),
+                row("b", f64::NAN),
+                row("c", 110.0),
+                row("d", f64::INFINITY),
+            ],
+            ..Recorded::default()
+        });
+        let cells = results.cells();
+        assert_eq!(cells.len(), 1);
+        assert_eq!(cells[0].throughput.n, 2);
+        assert_eq!(results.left_out.len(), 2, "{:?}", results.left_out);
+        assert!(results.left_out[0].contains("run b") && results.left_out[0].contains("NaN"));
+        assert!(results.left_out[1].contains("run d") && results.left_out[1].contains("inf"));
     }
 }

@@ -367,6 +367,22 @@ pub fn write_report_with(dir: &Path, peers: Option<&Path>) -> anyhow::Result<Rep
         results.rows.len(),
         cells.len()
     );
+    if !results.left_out.is_empty() {
+        const SHOWN: usize = 10;
+        let _ = writeln!(
+            md,
+            "**{} rows of runs.csv left out** of every table and verdict: a rate or time that is \
+             not a finite, non-negative number (the file was edited or damaged):\n",
+            results.left_out.len()
+        );
+        for line in results.left_out.iter().take(SHOWN) {
+            let _ = writeln!(md, "- {line}");
+        }
+        if results.left_out.len() > SHOWN {
+            let _ = writeln!(md, "- and {} more", results.left_out.len() - SHOWN);
+        }
+        let _ = writeln!(md);
+    }
     let mut kendall = serde_json::Map::new();
     // Dataset variants (`name@k=v`) get one table per workload instead of a section each.
     let mut variant_groups: Vec<(String, Vec<&WorkloadView>)> = Vec::new();
