@@ -446,9 +446,22 @@ fn counts_out_of_range_are_refused_with_the_allowed_range() {
         ("sweep cv --threads 1,0", "--threads"),
         ("sweep cv --max-trials 0", "--max-trials"),
         ("generate imagenet --samples 0 --out x", "--samples"),
+        ("whatif out --cores 0", "--cores"),
     ] {
         let out = prepbench(&args.split_whitespace().collect::<Vec<_>>());
         fails_naming(&out, &[flag, "is not a whole number from 1 to"]);
+    }
+    // Sizes, rates and factors: no NaN, infinity, negative or absurd value.
+    for (args, flag) in [
+        ("whatif out --read-mbps inf", "--read-mbps"),
+        ("whatif out --read-mbps=-5", "--read-mbps"),
+        ("whatif out --latency-ms NaN", "--latency-ms"),
+        ("whatif out --cpu-speed 0", "--cpu-speed"),
+        ("sweep synthetic-reading --dataset-mb NaN", "--dataset-mb"),
+        ("run cv --app-cache-mb 1e300", "--app-cache-mb"),
+    ] {
+        let out = prepbench(&args.split_whitespace().collect::<Vec<_>>());
+        fails_naming(&out, &[flag, "is not a number of"]);
     }
 }
 

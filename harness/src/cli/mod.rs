@@ -161,16 +161,16 @@ pub struct WhatifArgs {
     #[arg(long)]
     pub profile: Option<String>,
     /// Cores (and worker threads); default: the profile's, else this machine's.
-    #[arg(long)]
+    #[arg(long, value_parser = count_in::<1, 4_096>)]
     pub cores: Option<usize>,
     /// Read bandwidth in MB/s, per reader and in all.
-    #[arg(long)]
+    #[arg(long, value_parser = mb_per_s)]
     pub read_mbps: Option<f64>,
     /// Latency per 4 KiB request of files under 1 MiB (and once per larger file), in ms.
-    #[arg(long)]
+    #[arg(long, value_parser = milliseconds)]
     pub latency_ms: Option<f64>,
     /// CPU speed relative to the calibrated machine (2 = steps take half the time).
-    #[arg(long)]
+    #[arg(long, value_parser = speed_factor)]
     pub cpu_speed: Option<f64>,
     /// Codec of the stored strategies to predict (a level may be left out: `zstd` is
     /// `zstd:3`).
@@ -297,7 +297,7 @@ pub struct MeasureArgs {
     pub epochs: Option<usize>,
     /// Memory the application cache (`--cache app`) may hold, in MB (default: half the
     /// memory available when the run starts).
-    #[arg(long)]
+    #[arg(long, value_parser = megabytes)]
     pub app_cache_mb: Option<f64>,
     /// Seed of random online steps (and of a sweep's run order).
     #[arg(long, default_value_t = 0)]
@@ -411,7 +411,7 @@ pub struct SweepArgs {
     pub storage: Option<Vec<String>>,
     /// MB of data per dataset variant, for workloads that sweep dataset options (synthetic
     /// sample sizes): each variant gets this many MB of samples.
-    #[arg(long)]
+    #[arg(long, value_parser = megabytes)]
     pub dataset_mb: Option<f64>,
     /// Sweep at most this many of the dataset variants (evenly spread, the smallest and
     /// largest kept).
@@ -444,6 +444,38 @@ pub struct SweepArgs {
 }
 
 /// A positive, finite number of seconds.
+/// A number in `(0, max]` (or `[0, max]` with `zero`); the error says the allowed range and
+/// what the number is (NaN, infinities and negatives are refused).
+fn number_in(text: &str, zero: bool, max: f64, unit: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v <= max && (v > 0.0 || (zero && v == 0.0)) => Ok(v),
+        _ => Err(format!(
+            "`{text}` is not a number of {unit} {} {max}",
+            if zero {
+                "from 0 to"
+            } else {
+                "above 0 and at most"
+            }
+        )),
+    }
+}
+
+fn mb_per_s(text: &str) -> Result<f64, String> {
+    number_in(text, false, 1e7, "MB/s")
+}
+
+fn milliseconds(text: &str) -> Result<f64, String> {
+    number_in(text, true, 1e5, "milliseconds")
+}
+
+fn speed_factor(text: &str) -> Result<f64, String> {
+    number_in(text, false, 1e3, "times the calibrated speed")
+}
+
+fn megabytes(text: &str) -> Result<f64, String> {
+    number_in(text, false, 1e9, "MB")
+}
+
 /// A whole number in `LO..=HI`; the error says the allowed range.
 fn count_in<const LO: usize, const HI: usize>(text: &str) -> Result<usize, String> {
     match text.trim().parse::<usize>() {
