@@ -235,6 +235,69 @@ struct WorkloadFile {
     on_error: OnError,
 }
 
+/// Largest YAML file (workload, hardware profile) prepbench parses.
+pub const MAX_YAML_BYTES: usize = 1 << 20;
+/// Deepest nesting of `[` and `{` in such a file: the parser's time grows with the square of
+/// it (200,000 levels took 88 s), and no workload needs more than a few.
+pub const MAX_YAML_NESTING: usize = 64;
+
+/// Refuses YAML text too large or nested too deeply to be a workload or profile, before the
+/// parser sees it: the line and what is wrong.
+pub fn check_yaml_shape(text: &str) -> Result<(), (Option<usize>, String)> {
+    if text.len() > MAX_YAML_BYTES {
+        return Err((
+            None,
+            format!(
+                "{} bytes, more than the {MAX_YAML_BYTES} a workload or profile file may have",
+                text.len()
+            ),
+        ));
+    }
+    let mut depth = 0usize;
+    for (n, line) in text.lines().enumerate() {
+        let mut quote: Option<char> = None;
+        let mut previous = ' ';
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match (quote, c) {
+                (Some('"'), '\\') => {
+                    chars.next();
+                }
+                (Some(q), c) if c == q => {
+                    // `''` inside single quotes is a quote, not the end.
+                    if q == '\'' && chars.peek() == Some(&'\'') {
+                        chars.next();
+                    } else {
+                        quote = None;
+                    }
+                }
+                (Some(_), _) => {}
+                (None, '#') if previous.is_whitespace() => break,
+                // A quote opens a scalar only where one starts (`the paper's` is plain text).
+                (None, '"' | '\'') if previous.is_whitespace() || "[{,:".contains(previous) => {
+                    quote = Some(c)
+                }
+                (None, '[' | '{') => {
+                    depth += 1;
+                    if depth > MAX_YAML_NESTING {
+                        return Err((
+                            Some(n + 1),
+                            format!(
+                                "nested more than {MAX_YAML_NESTING} levels deep in `[` and `{{`; \
+                                 a workload or profile needs a few"
+                            ),
+                        ));
+                    }
+                }
+                (None, ']' | '}') => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            previous = c;
+        }
+    }
+    Ok(())
+}
+
 /// Longest workload or step name.
 pub const MAX_NAME_CHARS: usize = 100;
 
@@ -302,6 +365,11 @@ impl Workload {
 
     /// Parses and validates `yaml`; `origin` names the file in error messages.
     pub fn from_yaml(yaml: &str, origin: &str) -> Result<Workload, WorkloadError> {
+        check_yaml_shape(yaml).map_err(|(line, message)| WorkloadError::Invalid {
+            file: origin.to_string(),
+            line,
+            message,
+        })?;
         let file: WorkloadFile = serde_yaml_ng::from_str(yaml).map_err(|e| {
             let line = e.location().map(|l| l.line());
             let message = strip_location(&e.to_string());
@@ -695,6 +763,38 @@ impl<'de> Visitor<'de> for StepVisitor {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn yaml_too_deep_or_too_large_is_refused_at_once_with_its_line() {
+        let deep = format!(
+            "name: x\nsteps: {}{}\n",
+            "[".repeat(200_000),
+            "]".repeat(200_000)
+        );
+        let err = Workload::from_yaml(&deep, "deep.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("deep.yaml:2") && err.contains("nested more than"),
+            "{err}"
+        );
+        let big = format!("name: x\ndescription: \"{}\"\n", "a".repeat(MAX_YAML_BYTES));
+        let err = Workload::from_yaml(&big, "big.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("more than the"), "{err}");
+        // Brackets in quotes and comments, and apostrophes in plain text, do not count.
+        let text = format!(
+            "a: \"{}\"\nb: '{}' # {}\nc: the paper's [[x]]\n",
+            "[".repeat(100),
+            "{".repeat(100),
+            "[".repeat(100)
+        );
+        check_yaml_shape(&text).unwrap();
+        for builtin in crate::BUILTIN {
+            check_yaml_shape(builtin.1).unwrap();
+        }
+    }
 
     #[test]
     fn names_that_could_be_paths_are_refused_and_folder_names_are_safe() {

@@ -36,6 +36,10 @@ fn one() -> f64 {
 pub fn hardware_file(path: &std::path::Path) -> anyhow::Result<Hardware> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+    workloads::workload::check_yaml_shape(&text).map_err(|(line, e)| {
+        let at = line.map(|l| format!(":{l}")).unwrap_or_default();
+        anyhow::anyhow!("{}{at}: {e}", path.display())
+    })?;
     let mut h: HardwareFile = serde_yaml_ng::from_str(&text)
         .map_err(|e| anyhow::anyhow!("{}: not a hardware profile: {e}", path.display()))?;
     h.storage.name = format!("{} storage", h.name);
