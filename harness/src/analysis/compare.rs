@@ -119,7 +119,7 @@ fn conclusions_of(dir: &Path) -> anyhow::Result<Conclusions> {
     let results = Results::load(dir)?;
     let cells = results.cells();
     let views = crate::analysis::report::views(&results, &cells);
-    let found = findings::rules::judge(&findings::measured::observations(&results, &views));
+    let found = findings::measured::judge(&results, &views);
     let verdicts = found
         .iter()
         .flat_map(|f| &f.sub_claims)

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use workloads::{CacheMode, Codec};
 
 use crate::analysis::cells::{CellKey, Results};
-use crate::analysis::findings::{measured, rules};
+use crate::analysis::findings::measured;
 use crate::analysis::report::{views, write_report, ReportFiles};
 use crate::plan::settings::Settings;
 use crate::plan::sweep::{sweep, Places, SweepOptions, SweepOutcome};
@@ -311,8 +311,7 @@ pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
     let results = Results::load(dir)?;
     let cells = results.cells();
     let trials: HashMap<&CellKey, usize> = cells.iter().map(|c| (&c.key, c.throughput.n)).collect();
-    let views = views(&results, &cells);
-    let found = rules::judge(&measured::observations(&results, &views));
+    let found = measured::judge(&results, &views(&results, &cells));
     let mut out = Vec::new();
     for sub in found.iter().flat_map(|f| &f.sub_claims) {
         for check in &sub.checks {
@@ -346,7 +345,7 @@ pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
 /// Whether a cell was recorded by the sweep `opts` asks for: its workload (or a dataset
 /// variant of it) under the same storage.
 fn swept_by(opts: &SweepOptions, key: &CellKey) -> bool {
-    let base = key.workload.split('@').next().unwrap_or_default();
+    let (base, _) = workloads::Workload::split_variant(&key.workload);
     let storage = opts.storage.as_ref().and_then(|p| p.first());
     base == opts.workload && key.condition.storage.as_ref() == storage
 }

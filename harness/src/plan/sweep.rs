@@ -281,27 +281,20 @@ fn sweep_workload(
         })?;
     }
     let tables = &executor.tables;
-    let done = tables.run_ids()?;
-    // Verdicts already recorded, by (strategy, codec): a store this sweep reuses unchanged
-    // keeps its verdict instead of being verified again.
-    // A failure anywhere wins; only passes are reused.
-    let mut recorded_verdicts: HashMap<(String, Codec), Verdict> = HashMap::new();
-    if opts.settings.verify {
-        let profiles: HashSet<&str> = plan.cells.iter().map(|c| c.storage.name.as_str()).collect();
-        for row in tables.runs.read()? {
-            if let (true, Some(v)) = (
-                row.workload == name && profiles.contains(row.storage.as_str()),
-                row.verified,
-            ) {
-                let known = recorded_verdicts
-                    .entry((row.strategy, row.codec))
-                    .or_insert(v);
-                if v == Verdict::Fail {
-                    *known = v;
-                }
-            }
-        }
-    }
+    let recorded = tables.runs.read()?;
+    let done: HashSet<&str> = recorded.iter().map(|r| r.run_id.as_str()).collect();
+    // Stores whose recorded runs passed verification and never failed it: reused unchanged,
+    // they keep that verdict instead of being verified again.
+    let profiles: HashSet<&str> = plan.cells.iter().map(|c| c.storage.name.as_str()).collect();
+    let verified = |want: Verdict| -> HashSet<(&str, Codec)> {
+        recorded
+            .iter()
+            .filter(|r| r.workload == name && profiles.contains(r.storage.as_str()))
+            .filter(|r| r.verified == Some(want))
+            .map(|r| (r.strategy.as_str(), r.codec))
+            .collect()
+    };
+    let passed = &verified(Verdict::Pass) - &verified(Verdict::Fail);
     let done_offline: HashSet<String> = tables
         .offline
         .read()?
@@ -311,7 +304,10 @@ fn sweep_workload(
     let pending: Vec<Cell> = plan
         .cells
         .iter()
-        .filter(|c| !done.contains(&plan.run_id(&executor.session.workload, opts.settings.seed, c)))
+        .filter(|c| {
+            let id = plan.run_id(&executor.session.workload, opts.settings.seed, c);
+            !done.contains(id.as_str())
+        })
         .cloned()
         .collect();
     let skipped = plan.cells.len() - pending.len();
@@ -398,26 +394,21 @@ fn sweep_workload(
                     session.store_sized(strategy, *codec, layout, max_threads, false, cold)?
                 }
             };
-            let known = recorded_verdicts
-                .get(&(strategy.name.clone(), *codec))
-                .filter(|v| m.reused && **v == Verdict::Pass);
-            if let (true, Some(verdict)) = (opts.settings.verify, known) {
-                verdicts.insert((strategy.name.clone(), *codec), *verdict);
-            } else if opts.settings.verify {
-                let v = session.verify(strategy, Some(&m), max_threads, opts.settings.seed)?;
-                if !v.passed() {
-                    outcome
-                        .verify_failures
-                        .push((format!("{} ({codec})", strategy.name), v.mismatched.clone()));
-                }
-                verdicts.insert(
-                    (strategy.name.clone(), *codec),
+            if opts.settings.verify {
+                let verdict = if m.reused && passed.contains(&(strategy.name.as_str(), *codec)) {
+                    Verdict::Pass
+                } else {
+                    let v = session.verify(strategy, Some(&m), max_threads, opts.settings.seed)?;
                     if v.passed() {
                         Verdict::Pass
                     } else {
+                        outcome
+                            .verify_failures
+                            .push((format!("{} ({codec})", strategy.name), v.mismatched));
                         Verdict::Fail
-                    },
-                );
+                    }
+                };
+                verdicts.insert((strategy.name.clone(), *codec), verdict);
             }
             stores.insert((strategy.name.clone(), *codec), m);
         }

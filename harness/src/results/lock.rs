@@ -78,7 +78,7 @@ pub fn take(
         }
     }
     let mut told = false;
-    let file = loop {
+    let mut file = loop {
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -122,7 +122,6 @@ pub fn take(
             break file;
         }
     };
-    let mut file = file;
     let line = format!(
         "pid {}, `{}`, since {}",
         std::process::id(),

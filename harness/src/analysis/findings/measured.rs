@@ -169,6 +169,11 @@ fn size_series(views: &[WorkloadView]) -> Vec<SizeSeries> {
     out
 }
 
+/// The six findings judged on `results`, seen through `views`.
+pub fn judge(results: &Results, views: &[WorkloadView]) -> Vec<crate::analysis::findings::Finding> {
+    crate::analysis::findings::rules::judge(&observations(results, views))
+}
+
 /// Every paper pipeline and sample-size series measured in `results`.
 pub fn observations(results: &Results, views: &[WorkloadView]) -> Observations {
     let machine = results.manifest.machine.as_ref();

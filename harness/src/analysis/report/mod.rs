@@ -350,7 +350,7 @@ pub fn write_report_with(dir: &Path, peers: Option<&Path>) -> anyhow::Result<Rep
         .as_ref()
         .map(|cal| roofline::check_all(&results, cal, &cells))
         .unwrap_or_default();
-    let found = findings::rules::judge(&findings::measured::observations(&results, &views));
+    let found = findings::measured::judge(&results, &views);
     let warned = warnings(&cells);
     let mut md = String::new();
     let _ = writeln!(
