@@ -83,34 +83,7 @@ impl ReadFiles for LocalFiles {
     /// wait for a writer forever) or a device (`/dev/zero` never ends), is refused before it is
     /// opened.
     fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
-        let meta = std::fs::metadata(path)?;
-        if !meta.is_file() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "not a regular file ({}): prepbench reads samples only from regular files",
-                    kind_of(&meta)
-                ),
-            ));
-        }
-        std::fs::read(path)
-    }
-}
-
-/// What a file that is not a regular file is, in words.
-fn kind_of(meta: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "not a regular file"
+        workloads::storage::read_regular(path)
     }
 }
 

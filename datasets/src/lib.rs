@@ -170,6 +170,99 @@ pub fn expected_mb(
     }
 }
 
+/// Checks what a workload asks of its dataset: a known kind, and generator options (its own
+/// and those its sweep varies) that the kind has. `validate` reports these with the line, where
+/// `run` would only fail when it came to generate the data.
+pub fn check_workload(workload: &workloads::Workload) -> Result<(), workloads::WorkloadError> {
+    let spec = &workload.dataset;
+    let kind = find_kind(&spec.kind)
+        .map_err(|e| workload.error_at(&format!("kind: {}", spec.kind), e.to_string()))?;
+    let mut options = spec.options.clone();
+    for (key, values) in &workload.sweep.dataset_options {
+        options.insert(key.clone(), values.first().cloned().unwrap_or_default());
+    }
+    check_fields(workload, kind)?;
+    kind.check_options(&options).map_err(|e| {
+        let message = match e {
+            DatasetError::Generate(m) => m,
+            other => other.to_string(),
+        };
+        let key = options
+            .keys()
+            .find(|k| {
+                !kind
+                    .options
+                    .iter()
+                    .any(|o| o.split('=').next() == Some(k.as_str()))
+            })
+            .cloned()
+            .unwrap_or_else(|| "options".into());
+        workload.error_at(&key, message)
+    })
+}
+
+/// The fields a kind's samples carry besides `path` (what its layout reader puts in them).
+pub fn source_fields(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "imagenet" => &["label"],
+        "coco" => &["boxes", "categories"],
+        "commonvoice" => &["sentence"],
+        "librispeech" => &["transcript"],
+        _ => &[],
+    }
+}
+
+/// Checks that every step reads a field the dataset or an earlier step makes: the field its
+/// `from` (or `field`) parameter names, given or by default. Fields a step writes are its `to`,
+/// `field` and `length_field` (and the sample rate, for audio steps).
+fn check_fields(
+    workload: &workloads::Workload,
+    kind: &DatasetKind,
+) -> Result<(), workloads::WorkloadError> {
+    let Ok(yaml) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&workload.yaml) else {
+        return Ok(());
+    };
+    let mut available: Vec<String> = std::iter::once("path")
+        .chain(source_fields(kind.name).iter().copied())
+        .map(String::from)
+        .collect();
+    for (i, def) in workload.steps.iter().enumerate() {
+        let given = &yaml["steps"][i]["params"];
+        let param = |name: &str, by_default: bool| -> Option<String> {
+            if let Some(v) = given.get(name).and_then(|v| v.as_str()) {
+                return Some(v.to_string());
+            }
+            let doc = def.spec.params.iter().find(|p| p.name == name)?;
+            by_default.then_some(doc.default?).map(String::from)
+        };
+        if let Some(input) = param("from", true).or_else(|| param("field", true)) {
+            if !available.contains(&input) {
+                return Err(workload.error_at(
+                    &format!("name: {}", def.name),
+                    format!(
+                        "step `{}` (op {}) reads field `{input}`, which neither the dataset \
+                         (`{}`) nor an earlier step makes; fields by then: {}",
+                        def.name,
+                        def.spec.op,
+                        kind.name,
+                        available.join(", ")
+                    ),
+                ));
+            }
+        }
+        let written = [
+            param("to", true),
+            param("field", true),
+            param("length_field", false),
+        ];
+        available.extend(written.into_iter().flatten());
+        if def.spec.facts.audio || def.spec.op == "resample" {
+            available.push(workloads::steps::SAMPLE_RATE_FIELD.to_string());
+        }
+    }
+    Ok(())
+}
+
 pub fn find_kind(name: &str) -> Result<&'static DatasetKind, DatasetError> {
     KINDS.iter().find(|k| k.name == name).ok_or_else(|| {
         let names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
@@ -217,10 +310,15 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), DatasetError> {
     // Unique per process: shards of a sweep may generate the same dataset at once (the same
     // bytes; each rename is whole).
     let tmp = path.with_extension(format!("prepbench-tmp-{}", std::process::id()));
-    let mut file = std::fs::File::create(&tmp).map_err(io_err(&tmp))?;
-    file.write_all(bytes).map_err(io_err(&tmp))?;
-    drop(file);
-    std::fs::rename(&tmp, path).map_err(io_err(path))
+    let written = std::fs::File::create(&tmp)
+        .and_then(|mut file| file.write_all(bytes))
+        .map_err(io_err(&tmp))
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(io_err(path)));
+    if written.is_err() {
+        // A full disk leaves no half-written temporary behind; the old file stays as it was.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// The files a generation marker (its bytes, read from `path`) records, when it is of `kind`'s
@@ -257,18 +355,22 @@ pub fn for_each_index<E: Send>(
     work: impl Fn(usize) -> Result<(), E> + Sync,
 ) -> Result<(), E> {
     let next = AtomicUsize::new(range.start);
+    let worker = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= range.end {
+            return Ok(());
+        }
+        work(i)?;
+    };
     std::thread::scope(|scope| {
+        // Workers share one counter, so fewer threads than asked (the system refused some) do
+        // the same work; with none started, this thread does it.
         let workers: Vec<_> = (0..threads.max(1))
-            .map(|_| {
-                scope.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= range.end {
-                        return Ok(());
-                    }
-                    work(i)?;
-                })
-            })
+            .map_while(|_| std::thread::Builder::new().spawn_scoped(scope, worker).ok())
             .collect();
+        if workers.is_empty() {
+            return worker();
+        }
         workers
             .into_iter()
             .try_for_each(|w| w.join().unwrap_or_else(|_| Err(panicked())))
@@ -579,5 +681,63 @@ mod tests {
             (0.08..0.15).contains(&mean_mb),
             "mean {mean_mb:.4} MB per image"
         );
+    }
+}
+
+#[cfg(test)]
+mod workload_checks {
+    #[test]
+    fn every_reference_workload_reads_only_fields_it_has() {
+        for (name, _) in workloads::BUILTIN {
+            let w = workloads::load(name).unwrap();
+            super::check_workload(&w).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+
+    #[test]
+    fn a_field_no_step_makes_is_named_with_its_step_and_line() {
+        let yaml = "name: w\ndataset: {kind: imagenet}\nsteps:\n  - name: concatenated\n    \
+                    op: read_file\n  - name: decoded\n    op: decode_jpeg\n    \
+                    params: {from: nothing_here}\n";
+        let w = workloads::Workload::from_yaml(yaml, "w.yaml").unwrap();
+        let e = super::check_workload(&w).unwrap_err().to_string();
+        assert!(e.starts_with("w.yaml:6: step `decoded`"), "{e}");
+        assert!(
+            e.contains("reads field `nothing_here`") && e.contains("path, label, data"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_fields_declared_for_each_kind_are_the_fields_its_reader_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        for kind in [
+            "imagenet",
+            "coco",
+            "openwebtext",
+            "librispeech",
+            "commonvoice",
+        ] {
+            let root = dir.path().join(kind);
+            let request = super::GenerateRequest {
+                root: root.clone(),
+                samples: 1,
+                seed: 0,
+                threads: 1,
+                options: Default::default(),
+            };
+            let source = super::prepare(kind, &request, &|_| {}).unwrap();
+            let mut names: Vec<String> = source
+                .sample(0)
+                .fields()
+                .iter()
+                .map(|(n, _)| n.clone())
+                .filter(|n| n != "path")
+                .collect();
+            names.sort();
+            let mut declared: Vec<&str> = super::source_fields(kind).to_vec();
+            declared.sort();
+            assert_eq!(names, declared, "{kind}");
+        }
     }
 }

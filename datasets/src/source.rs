@@ -146,10 +146,9 @@ impl Source {
 pub fn natural_key(name: &str) -> (String, u64, String) {
     let stem_end = name.find('.').unwrap_or(name.len());
     let stem = &name[..stem_end];
-    let digits_start = stem
-        .rfind(|c: char| !c.is_ascii_digit())
-        .map(|i| i + 1)
-        .unwrap_or(0);
+    // Counted in bytes from the end: ASCII digits are whole characters, so this is a character
+    // boundary whatever letters come before (`photo_café1`).
+    let digits_start = stem.len() - stem.bytes().rev().take_while(u8::is_ascii_digit).count();
     let number = stem[digits_start..].parse::<u64>().unwrap_or(0);
     (stem[..digits_start].to_string(), number, name.to_string())
 }
@@ -229,5 +228,20 @@ mod tests {
         let mut names = vec!["n1_10.JPEG", "n1_2.JPEG", "n1_1.JPEG"];
         names.sort_by_key(|n| natural_key(n));
         assert_eq!(names, ["n1_1.JPEG", "n1_2.JPEG", "n1_10.JPEG"]);
+    }
+
+    #[test]
+    fn any_name_has_a_key_whatever_its_letters() {
+        // Every character, of every UTF-8 length, just before digits, a dot or the end.
+        for c in ['a', 'é', '東', '😀', '\u{0}', '.', '9'] {
+            for tail in ["", "1", "12.JPEG", ".JPEG", "99999999999999999999999"] {
+                let name = format!("photo_{c}{tail}");
+                let (stem, _, whole) = natural_key(&name);
+                assert_eq!(whole, name);
+                assert!(name.starts_with(&stem), "{name}");
+            }
+        }
+        let (stem, n, _) = natural_key("photo_café12.JPEG");
+        assert_eq!((stem.as_str(), n), ("photo_café", 12));
     }
 }

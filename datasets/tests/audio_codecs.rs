@@ -96,3 +96,31 @@ fn mp3_decodes_to_the_same_length_and_close_content() {
     let r = dot(&x, &decoded) / (dot(&x, &x).sqrt() * dot(&decoded, &decoded).sqrt());
     assert!(r > 0.9, "correlation {r}");
 }
+
+#[test]
+fn a_flac_of_silence_that_would_decode_a_thousandfold_is_refused() {
+    use workloads::steps::decode_audio::{decode, Container};
+    // Ten minutes of digital silence: constant subframes of a few bytes per 4096 samples.
+    let flac = encode_flac(&vec![0i16; 48_000 * 600], 48_000).unwrap();
+    let output = 48_000u64 * 600 * 4;
+    assert!(output / flac.len() as u64 > 1024, "{} bytes", flac.len());
+    let err = decode(flac.clone(), Container::Auto, 10_800.0, 1024.0)
+        .err()
+        .unwrap();
+    assert!(err.contains("header declares 28800000 samples"), "{err}");
+    assert!(err.contains("max_expansion 1024"), "{err}");
+    // Without the declared length, decoding stops once it passes the budget.
+    let mut unknown = flac.clone();
+    unknown[21] &= 0xf0;
+    unknown[22..26].fill(0);
+    let err = decode(unknown, Container::Auto, 10_800.0, 1024.0)
+        .err()
+        .unwrap();
+    assert!(
+        err.contains("decoding stopped") && err.contains("max_expansion"),
+        "{err}"
+    );
+    // Raised, the budget lets the same file through.
+    let ok = decode(flac, Container::Auto, 10_800.0, 1e6).unwrap();
+    assert_eq!(ok.samples.len(), 48_000 * 600);
+}

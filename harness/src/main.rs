@@ -251,7 +251,23 @@ fn main() -> ExitCode {
         }),
     };
     result.unwrap_or_else(|e| {
-        eprintln!("error: {e:#}");
+        eprintln!("error: {}", error_text(&e));
         ExitCode::FAILURE
     })
+}
+
+/// An error and its causes, outermost first, joined by ": " as `{:#}` would, but each said
+/// once: a cause whose text its parent already shows (an OS error a message quotes) is left out.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if !text.contains(&part) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&part);
+        }
+    }
+    text
 }

@@ -527,3 +527,218 @@ fn a_row_with_a_nan_rate_is_left_out_and_named_not_its_cell() {
         "{summary}"
     );
 }
+
+#[test]
+fn a_shard_replaced_by_a_copy_of_another_is_refused_not_read_twice() {
+    let args = argv!["--strategy resized --epochs 1 --evict fadvise"];
+    let work = run_cv_ok(&args);
+    let store = work.path().join("store");
+    let first = find_files(&store, "shard-00000-of-00004.tfrecord")
+        .pop()
+        .unwrap();
+    let second = find_files(&store, "shard-00001-of-00004.tfrecord")
+        .pop()
+        .unwrap();
+    let runs_before = std::fs::read(work.path().join("out/runs.csv")).unwrap();
+    // Same size (equal-sized samples would make it so): the store's size check passes.
+    let mut copy = std::fs::read(&first).unwrap();
+    copy.resize(std::fs::metadata(&second).unwrap().len() as usize, 0);
+    std::fs::write(&second, &copy).unwrap();
+    for policy in ["fail", "skip"] {
+        let mut again = args.clone();
+        again.extend(argv!["--on-error", policy]);
+        let out = run_cv_in(work.path(), &again);
+        fails_naming(
+            &out,
+            &[
+                "shard-00001-of-00004.tfrecord",
+                "not the shard its store wrote",
+                "--rematerialize",
+            ],
+        );
+        // The earlier run's rows are all still there.
+        let runs = std::fs::read(work.path().join("out/runs.csv")).unwrap();
+        assert!(runs.starts_with(&runs_before));
+    }
+    // Made again, the store reads whole.
+    let mut again = args.clone();
+    again.push("--rematerialize".into());
+    let out = run_cv_in(work.path(), &again);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// Every table of a results folder with its rows (each read through prepbench's typed reader,
+/// so a torn or misaligned line fails here).
+fn table_rows(out: &Path) -> Vec<(String, usize)> {
+    [
+        "runs.csv",
+        "stages.csv",
+        "samples.csv",
+        "errors.csv",
+        "offline.csv",
+    ]
+    .iter()
+    .filter(|t| out.join(t).exists())
+    .map(|t| {
+        let bytes = std::fs::read(out.join(t)).unwrap();
+        assert!(bytes.ends_with(b"\n"), "{t} ends inside a line");
+        (t.to_string(), Csv::read(&out.join(t)).rows.len())
+    })
+    .collect()
+}
+
+/// `prepbench sweep cv` of one strategy, `trials` trials, in `work`.
+fn sweep_cv(work: &Path, trials: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_prepbench"));
+    command
+        .args(argv![
+            "sweep cv --strategies resized --threads 1 --epochs 1 --shards 4 --no-calibrate",
+            "--evict fadvise --quiet --samples",
+            SAMPLES,
+            "--trials",
+            trials,
+            "--max-trials",
+            trials,
+            "--data-dir",
+            data_dir().to_str().unwrap(),
+            "--store-dir",
+            work.join("store").to_str().unwrap(),
+            "--out",
+            work.join("out").to_str().unwrap()
+        ])
+        .env("PREPBENCH_CACHE_DIR", common::calibration_cache())
+        .env("PREPBENCH_HEAVY_LOAD_PCT", "1000");
+    command
+}
+
+#[test]
+fn a_write_cut_short_by_a_full_disk_leaves_every_table_whole_and_the_run_not_done() {
+    use std::os::unix::process::CommandExt as _;
+    let work = tempfile::tempdir().unwrap();
+    let first = sweep_cv(work.path(), "1").output().unwrap();
+    assert!(first.status.success(), "{}", stderr(&first));
+    let out = work.path().join("out");
+    let before = table_rows(&out);
+    let manifest = std::fs::read(out.join("manifest.json")).unwrap();
+    // Files may grow only a few bytes past runs.csv's size now: an append to it (or to a
+    // larger table, appended before it) is cut short, as on a disk that fills up (EFBIG for
+    // ENOSPC).
+    let limit = std::fs::metadata(out.join("runs.csv")).unwrap().len() + 40;
+    let mut full = sweep_cv(work.path(), "2");
+    let cut = unsafe {
+        full.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let lim = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+        .output()
+        .unwrap()
+    };
+    let err = fails_naming(&cut, &[out.to_str().unwrap(), "File too large"]);
+    assert_eq!(err.matches("File too large").count(), 1, "said once: {err}");
+    // Nothing half-written or lost: every table parses, ends with a line break and starts
+    // with what it held; the cut run is recorded whole or not at all.
+    let after = table_rows(&out);
+    for ((table, was), (_, now)) in before.iter().zip(&after) {
+        assert!(now >= was, "{table} lost rows: {err}");
+    }
+    assert!(after[0].1 <= before[0].1 + 1);
+    let now = std::fs::read(out.join("manifest.json")).unwrap();
+    assert!(now == manifest || serde_json::from_slice::<serde_json::Value>(&now).is_ok());
+    let strays: Vec<_> = walk(&out)
+        .into_iter()
+        .filter(|p| p.file_name().unwrap().to_string_lossy().contains("tmp"))
+        .collect();
+    assert!(strays.is_empty(), "{strays:?}");
+    // The cut run is not taken as done: resumed, the sweep runs it and records it once.
+    let again = sweep_cv(work.path(), "2").output().unwrap();
+    assert!(again.status.success(), "{}", stderr(&again));
+    let runs = Csv::read(&out.join("runs.csv"));
+    assert_eq!(runs.rows.len(), before[0].1 + 1);
+    let mut ids: Vec<String> = runs.rows.iter().map(|r| runs.col(r, "run_id")).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), runs.rows.len(), "a run recorded twice");
+}
+
+/// `prepbench ARGS` under a virtual-memory limit of `mb` MB (RLIMIT_AS).
+fn under_memory_cap(mb: u64, args: &[String]) -> Output {
+    use std::os::unix::process::CommandExt as _;
+    let bytes = mb << 20;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_prepbench"));
+    command
+        .args(args)
+        .env("PREPBENCH_CACHE_DIR", common::calibration_cache())
+        .env("PREPBENCH_HEAVY_LOAD_PCT", "1000");
+    unsafe {
+        command.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    command.output().unwrap()
+}
+
+#[test]
+fn decompression_bombs_are_refused_under_a_memory_cap_not_aborted() {
+    // A normal run of these workloads fits in 256 MB of address space; each bomb below would
+    // decode to more than the cap (and abort the process when the allocation fails).
+    const CAP_MB: u64 = 384;
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    // A JPEG whose header claims 13000 x 13000 pixels: 507 MB of RGB from a few KB.
+    let img = image::RgbImage::from_fn(64, 64, |x, y| image::Rgb([x as u8, y as u8, 9]));
+    let mut jpeg = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
+        .encode_image(&img)
+        .unwrap();
+    let sof = jpeg.windows(2).position(|w| w == [0xff, 0xc0]).unwrap();
+    jpeg[sof + 5..sof + 9].copy_from_slice(&[0x32, 0xc8, 0x32, 0xc8]);
+    // An hour of digital silence as FLAC: a few hundred KB that decode to 230 MB of float32.
+    let flac = datasets::audio::encode_flac(&vec![0i16; 16_000 * 3600], 16_000).unwrap();
+    for (workload, kind, samples, victim, bomb) in [
+        ("cv", "imagenet", "4", "n01000000_0.JPEG", jpeg),
+        ("flac", "librispeech", "2", "100-1000-0000.flac", flac),
+    ] {
+        let root = data.join(format!("{kind}-seed0"));
+        prepbench_ok(&argv![
+            "generate",
+            kind,
+            "--samples",
+            samples,
+            "--quiet --out",
+            root.to_str().unwrap()
+        ]);
+        let target = find_files(&root, victim).pop().unwrap();
+        std::fs::write(&target, &bomb).unwrap();
+        let out = under_memory_cap(
+            CAP_MB,
+            &argv![
+                "run",
+                workload,
+                "--samples",
+                samples,
+                "--strategy unprocessed --threads 1 --quiet --evict fadvise --data-dir",
+                data.to_str().unwrap(),
+                "--store-dir",
+                work.path().join("store").to_str().unwrap(),
+                "--out",
+                work.path().join(format!("out-{kind}")).to_str().unwrap()
+            ],
+        );
+        // Refused with an error (exit 1), not killed by a failed allocation (a signal).
+        assert_eq!(out.status.code(), Some(1), "{kind}: {}", stderr(&out));
+        fails_naming(&out, &[victim, "max_expansion 1024"]);
+    }
+}

@@ -6,6 +6,7 @@
 mod common;
 
 mod bad_input;
+mod corpus;
 mod domains;
 mod measurement;
 mod runs;

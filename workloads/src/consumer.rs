@@ -41,6 +41,10 @@ pub struct ConsumerSpec {
     pub prefetch: usize,
 }
 
+/// The longest compute time per batch (an hour): longer is a typo, and far longer overflows
+/// the clock the consumer sleeps on.
+pub const MAX_COMPUTE_S: f64 = 3600.0;
+
 fn parse_duration(text: &str) -> Result<f64, String> {
     let t = text.trim();
     let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
@@ -57,10 +61,13 @@ fn parse_duration(text: &str) -> Result<f64, String> {
     let value: f64 = number
         .parse()
         .map_err(|_| format!("`{text}` is not a duration (e.g. 100ms)"))?;
-    if !(value >= 0.0 && value.is_finite()) {
-        return Err(format!("`{text}`: a duration must be zero or positive"));
+    let seconds = value * scale;
+    if !(0.0..=MAX_COMPUTE_S).contains(&seconds) {
+        return Err(format!(
+            "`{text}`: a compute time must be from 0 to {MAX_COMPUTE_S} s"
+        ));
     }
-    Ok(value * scale)
+    Ok(seconds)
 }
 
 fn format_duration(s: f64) -> String {
@@ -157,15 +164,17 @@ impl FromStr for ConsumerSpec {
             let (key, value) = part.split_once('=').ok_or_else(|| {
                 format!("`{part}`: expected key=value (batch, compute, mode, prefetch)")
             })?;
-            let count = |what: &str| -> Result<usize, String> {
-                value
-                    .trim()
-                    .parse::<usize>()
-                    .map_err(|_| format!("`{value}`: {what} must be a whole number"))
+            let count = |what: &str, lo: usize, hi: usize| -> Result<usize, String> {
+                match value.trim().parse::<usize>() {
+                    Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+                    _ => Err(format!(
+                        "`{value}`: {what} must be a whole number from {lo} to {hi}"
+                    )),
+                }
             };
             match key.trim() {
-                "batch" => spec.batch = count("batch")?,
-                "prefetch" => spec.prefetch = count("prefetch")?,
+                "batch" => spec.batch = count("batch", 1, 1 << 20)?,
+                "prefetch" => spec.prefetch = count("prefetch", 0, 1 << 16)?,
                 "compute" => {
                     spec.compute = value.trim().parse()?;
                     has_compute = true;
@@ -186,9 +195,6 @@ impl FromStr for ConsumerSpec {
         }
         if !has_compute {
             return Err("the consumer needs compute=TIME (e.g. compute=100ms)".into());
-        }
-        if spec.batch == 0 {
-            return Err("batch must be at least 1".into());
         }
         Ok(spec)
     }
@@ -259,11 +265,17 @@ mod tests {
         for (text, needle) in [
             ("batch=32", "compute="),
             ("compute=100", "unit"),
-            ("compute=100ms,batch=0", "at least 1"),
+            ("compute=100ms,batch=0", "from 1 to"),
+            ("compute=100ms,batch=18446744073709551615", "from 1 to"),
+            ("compute=100ms,prefetch=99999999999", "from 0 to"),
+            ("compute=1e20s", "from 0 to 3600 s"),
+            ("compute=normal:1e300ms:1ms", "from 0 to 3600 s"),
+            ("compute=NaNms", "from 0 to"),
+            ("compute=infs", "from 0 to"),
             ("compute=100ms,mode=gpu", "sleep or spin"),
             ("compute=100ms,speed=2", "unknown consumer key"),
             ("compute=uniform:2ms:1ms", "below"),
-            ("compute=-1ms", "positive"),
+            ("compute=-1ms", "from 0 to"),
         ] {
             let err = text.parse::<ConsumerSpec>().unwrap_err();
             assert!(err.contains(needle), "{text}: {err}");

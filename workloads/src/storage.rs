@@ -108,14 +108,17 @@ impl StorageProfile {
             && self.latency_ms == 0.0
     }
 
-    /// Checks every figure is positive and finite; the message names the bad one.
+    /// Checks every figure lies in its physical range (a positive figure from a 1 KB/s link to
+    /// a 10 TB/s one, a latency up to 100 s); the message names the bad one and the range.
+    /// Figures outside these ranges are typos, and at the extremes the delays they imply
+    /// overflow a clock.
     pub fn validate(&self) -> Result<(), String> {
-        let positive = |what: &str, v: f64| {
-            if v > 0.0 && v.is_finite() {
+        let within = |what: &str, v: f64, lo: f64, hi: f64| {
+            if v >= lo && v <= hi {
                 Ok(())
             } else {
                 Err(format!(
-                    "storage profile `{}`: {what} must be a positive number, got {v}",
+                    "storage profile `{}`: {what} must be a number from {lo} to {hi}, got {v}",
                     self.name
                 ))
             }
@@ -123,22 +126,51 @@ impl StorageProfile {
         for (what, v) in [
             ("stream_mb_s", self.stream_mb_s),
             ("aggregate_mb_s", self.aggregate_mb_s),
-            ("iops", self.iops),
         ] {
             if let Some(v) = v {
-                positive(what, v)?;
+                within(what, v, 1e-3, 1e7)?;
             }
         }
-        positive("request_kb", self.request_kb)?;
-        positive("small_file_kb", self.small_file_kb)?;
-        if !(self.latency_ms >= 0.0 && self.latency_ms.is_finite()) {
-            return Err(format!(
-                "storage profile `{}`: latency_ms must be zero or positive, got {}",
-                self.name, self.latency_ms
-            ));
+        if let Some(v) = self.iops {
+            within("iops", v, 1e-3, 1e9)?;
         }
-        Ok(())
+        within("request_kb", self.request_kb, 0.5, 1048576.0)?;
+        within("small_file_kb", self.small_file_kb, 0.5, 1048576.0)?;
+        within("latency_ms", self.latency_ms, 0.0, 100_000.0)
     }
+}
+
+/// Reads the regular file at `path` (links followed). Anything else, such as a FIFO (whose read
+/// would wait for a writer forever) or a device (`/dev/zero` never ends), is refused before it
+/// is opened, saying what it is.
+pub fn read_regular(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    check_regular(path)?;
+    std::fs::read(path)
+}
+
+/// Refuses a `path` that is not a regular file (links followed), saying what it is.
+pub fn check_regular(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = std::fs::metadata(path)?;
+    if meta.is_file() {
+        return Ok(());
+    }
+    let t = meta.file_type();
+    let what = if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "something else"
+    };
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("not a regular file ({what}): prepbench reads only regular files"),
+    ))
 }
 
 /// Finds `name` among `custom` profiles (a workload's `storage_profiles`) and the built-in ones.
@@ -204,5 +236,20 @@ mod tests {
         p.iops = None;
         p.latency_ms = f64::NAN;
         assert!(p.validate().unwrap_err().contains("latency_ms"));
+        // Extremes a clock cannot hold are refused with the range, not only non-positive ones.
+        p.latency_ms = 1e300;
+        assert!(p
+            .validate()
+            .unwrap_err()
+            .contains("latency_ms must be a number from 0 to"));
+        p.latency_ms = 0.0;
+        for tiny in [1.0e-300, 0.0, -1.0, f64::INFINITY, 1e300] {
+            p.stream_mb_s = Some(tiny);
+            let err = p.validate().unwrap_err();
+            assert!(
+                err.contains("stream_mb_s must be a number from 0.001 to"),
+                "{err}"
+            );
+        }
     }
 }

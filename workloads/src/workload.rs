@@ -356,9 +356,19 @@ pub fn path_component(name: &str) -> String {
 
 impl Workload {
     pub fn from_path(path: &Path) -> Result<Workload, WorkloadError> {
-        let text = std::fs::read_to_string(path).map_err(|source| WorkloadError::Io {
+        let io = |source| WorkloadError::Io {
             path: path.display().to_string(),
             source,
+        };
+        let bytes = crate::storage::read_regular(path).map_err(io)?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "not UTF-8 text (first invalid byte at offset {})",
+                    e.utf8_error().valid_up_to()
+                ),
+            ))
         })?;
         Workload::from_yaml(&text, &path.display().to_string())
     }
@@ -371,8 +381,9 @@ impl Workload {
             message,
         })?;
         let file: WorkloadFile = serde_yaml_ng::from_str(yaml).map_err(|e| {
-            let line = e.location().map(|l| l.line());
-            let message = strip_location(&e.to_string());
+            let (inner, message) = locate(&e.to_string());
+            // The innermost location is the offending key; the outer one its step or section.
+            let line = inner.or(e.location().map(|l| l.line()));
             WorkloadError::Invalid {
                 file: origin.to_string(),
                 line,
@@ -400,6 +411,12 @@ impl Workload {
         };
         workload.validate()?;
         Ok(workload)
+    }
+
+    /// An error about this workload's file, at the line of the first `needle` (a key or value)
+    /// when the file has one: for checks made outside this crate (the dataset kind).
+    pub fn error_at(&self, needle: &str, message: String) -> WorkloadError {
+        self.invalid(Some(needle), message)
     }
 
     fn invalid(&self, needle: Option<&str>, message: String) -> WorkloadError {
@@ -637,11 +654,35 @@ impl Workload {
 }
 
 /// serde_yaml appends " at line L column C"; the error carries the line separately.
-fn strip_location(message: &str) -> String {
-    match message.rfind(" at line ") {
-        Some(i) => message[..i].to_string(),
-        None => message.to_string(),
+/// A parser message without its ` at line N column M` parts (an error inside a step's
+/// parameters carries one per level) or path prefixes repeated by those levels, and the line of
+/// the innermost location (the first written), which is the offending key.
+fn locate(message: &str) -> (Option<usize>, String) {
+    let mut line = None;
+    let mut rest = message;
+    let mut text = String::new();
+    while let Some(i) = rest.find(" at line ") {
+        text.push_str(&rest[..i]);
+        let after = &rest[i + " at line ".len()..];
+        let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+        if line.is_none() {
+            line = digits.parse().ok();
+        }
+        let after = &after[digits.len()..];
+        let skip = after
+            .strip_prefix(" column ")
+            .map(|c| " column ".len() + c.chars().take_while(char::is_ascii_digit).count())
+            .unwrap_or(0);
+        rest = &after[skip..];
     }
+    text.push_str(rest);
+    let mut parts: Vec<&str> = Vec::new();
+    for part in text.split(": ") {
+        if parts.last() != Some(&part) {
+            parts.push(part);
+        }
+    }
+    (line, parts.join(": "))
 }
 
 /// 1-based line of the first line mentioning `needle` as a whole word, if any.
@@ -705,7 +746,15 @@ impl<'de> Visitor<'de> for StepVisitor {
         let mut step: Option<Box<dyn Step>> = None;
         let mut deferred: Option<serde_yaml_ng::Value> = None;
         let mut random: Option<bool> = None;
+        let mut keys: Vec<String> = Vec::new();
         while let Some(key) = map.next_key::<String>()? {
+            // A key given twice would silently lose one of its values (two `op:` lines).
+            if keys.contains(&key) {
+                return Err(de::Error::custom(format!(
+                    "`{key}` is given twice in one step; a step has one name, op, params and random"
+                )));
+            }
+            keys.push(key.clone());
             match key.as_str() {
                 "name" => name = Some(map.next_value()?),
                 "op" => {
@@ -924,7 +973,7 @@ sweep:
     #[test]
     fn unknown_param_names_param_line_and_allowed_values() {
         let (line, msg) = err(&GOOD.replace("{size: 32}", "{sise: 32}"));
-        assert_eq!(line, Some(10), "the line of the step");
+        assert_eq!(line, Some(12), "the line of the parameter, not of its step");
         assert!(msg.contains("sise") && msg.contains("size"), "{msg}");
     }
 
@@ -941,7 +990,7 @@ sweep:
     #[test]
     fn bad_param_type_and_missing_param_are_errors() {
         let (line, msg) = err(&GOOD.replace("{size: 32}", "{size: big}"));
-        assert_eq!(line, Some(10));
+        assert_eq!(line, Some(12));
         assert!(msg.contains("invalid type"), "{msg}");
         let (_, msg) = err(&GOOD.replace("    params: {size: 32}\n", ""));
         assert!(
@@ -992,6 +1041,23 @@ sweep:
             msg.contains("unknown field `x`") && msg.contains("step `resized`"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn errors_inside_parameters_point_at_the_key_and_say_it_once() {
+        let yaml = "name: w\ndataset: {kind: imagenet}\nsteps:\n  - name: concatenated\n    \
+                    op: read_file\n  - name: decoded\n    op: decode_jpeg\n    params:\n      \
+                    max_pixels: 10\n      max_pixel: 5\n";
+        let e = Workload::from_yaml(yaml, "w.yaml").unwrap_err().to_string();
+        assert!(e.starts_with("w.yaml:10: "), "{e}");
+        assert_eq!(e.matches("steps[1].params").count(), 1, "{e}");
+        assert!(!e.contains(" at line "), "{e}");
+        let two = yaml.replace(
+            "    op: decode_jpeg\n",
+            "    op: decode_jpeg\n    op: decode_png\n",
+        );
+        let e = Workload::from_yaml(&two, "w.yaml").unwrap_err().to_string();
+        assert!(e.contains("`op` is given twice"), "{e}");
     }
 
     #[test]

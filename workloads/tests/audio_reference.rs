@@ -23,7 +23,7 @@ fn npy(name: &str) -> (Vec<usize>, Vec<f64>) {
 
 fn decode(name: &str) -> decode_audio::Decoded {
     let bytes = std::fs::read(fixture(name)).unwrap();
-    decode_audio::decode(bytes, Container::Auto, 60.0).unwrap()
+    decode_audio::decode(bytes, Container::Auto, 60.0, 1024.0).unwrap()
 }
 
 /// Builds a workload's steps from YAML and runs them in order.

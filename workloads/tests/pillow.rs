@@ -55,6 +55,7 @@ fn jpeg_decoding_is_within_the_tolerance_of_pillow() {
         let ours = decode_rgb8(
             &std::fs::read(fixture(&format!("{i}.jpg"))).unwrap(),
             u64::MAX,
+            f64::MAX,
         )
         .unwrap();
         let theirs = golden(&format!("{i}.decoded.png"));

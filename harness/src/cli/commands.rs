@@ -15,7 +15,11 @@ use crate::store::remote;
 pub fn validate(files: &[PathBuf]) -> usize {
     let mut failed = 0;
     for file in files {
-        match Workload::from_path(file) {
+        let checked = Workload::from_path(file).and_then(|w| {
+            datasets::check_workload(&w)?;
+            Ok(w)
+        });
+        match checked {
             Ok(w) => {
                 let names: Vec<String> = w.strategies().into_iter().map(|s| s.name).collect();
                 println!(

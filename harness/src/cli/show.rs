@@ -463,6 +463,17 @@ pub fn show(opts: &ShowOptions) -> anyhow::Result<String> {
     if !opts.list && opts.out.is_none() {
         bail!("say what to show: --out PATH (.npy, .png or a directory) or --list");
     }
+    // Showing sample N generates the first N + 1 when the data is missing: only within the
+    // workload's own samples, never a dataset far larger than asked for by a typo.
+    let samples = workload.dataset.samples;
+    if opts.sample >= samples {
+        bail!(
+            "--sample {}: the workload `{}` has {samples} samples; show one from 0 to {}",
+            opts.sample,
+            workload.name,
+            samples.saturating_sub(1)
+        );
+    }
     let source = crate::measure::session::open_dataset(
         &workload,
         &opts.data_dir,

@@ -91,7 +91,10 @@ impl Trainer {
         self.in_batch = 0;
         let seconds = self.spec.compute.draw(&mut self.rng);
         let start = Instant::now();
-        compute(self.spec.mode, Duration::from_secs_f64(seconds));
+        // Compute times are range-checked when parsed; a draw's tail is held to the same limit.
+        let seconds =
+            Duration::from_secs_f64(seconds.clamp(0.0, workloads::consumer::MAX_COMPUTE_S));
+        compute(self.spec.mode, seconds);
         let end = Instant::now();
         self.metrics.compute_s += end.duration_since(start).as_secs_f64();
         self.waiting_since = end;

@@ -126,7 +126,13 @@ impl Throttle {
     /// Sleeps until `due` (seconds since origin) when that is at least `min` away, or always
     /// when `min` is zero.
     fn wait(&self, due: f64, min: Duration) {
-        let target = self.origin + Duration::from_secs_f64(due);
+        // Profiles are range-checked, so `due` is finite; a clock overflow is no delay to wait.
+        let Some(target) = Duration::try_from_secs_f64(due)
+            .ok()
+            .and_then(|d| self.origin.checked_add(d))
+        else {
+            return;
+        };
         let Some(left) = target.checked_duration_since(Instant::now()) else {
             return;
         };

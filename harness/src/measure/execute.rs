@@ -9,11 +9,12 @@ use datasets::Source;
 use indicatif::ProgressBar;
 use workloads::{encoding, Field, OnError, ReadFiles, Sample, StepContext, Workload};
 
+pub use crate::measure::app_cache::AppCache;
 use crate::measure::consumer::{ConsumerMetrics, Trainer};
 use crate::measure::emulate::Throttle;
 use crate::measure::metrics::{steady_rate, Delta, Snapshot};
 use crate::measure::passes::Passes;
-use crate::measure::pipeline::{apply_steps, panic_message, RunError};
+use crate::measure::pipeline::{apply_steps, panic_message, spawn_worker, RunError};
 use crate::results::Skipped;
 use crate::store::{ShardInfo, ShardReader, StoreBackend, StoreManifest};
 use workloads::ConsumerSpec;
@@ -30,67 +31,6 @@ pub enum OnlineInput<'a> {
     },
     /// The samples an earlier epoch kept in the application cache.
     Memory(&'a AppCache),
-}
-
-/// An in-process cache of deserialized samples (the online steps' inputs), filled by one
-/// epoch's workers and served to later epochs, up to a byte limit. Once the limit is passed
-/// the cache is dropped and marked as not fitting.
-#[derive(Debug)]
-pub struct AppCache {
-    pub limit_bytes: u64,
-    used: std::sync::atomic::AtomicU64,
-    overflow: AtomicBool,
-    parts: std::sync::Mutex<Vec<std::sync::Arc<Vec<Sample>>>>,
-}
-
-impl AppCache {
-    pub fn new(limit_bytes: u64) -> AppCache {
-        AppCache {
-            limit_bytes,
-            used: Default::default(),
-            overflow: AtomicBool::new(false),
-            parts: Default::default(),
-        }
-    }
-
-    /// Parts the filling epoch's workers stored.
-    fn part_count(&self) -> usize {
-        self.parts.lock().unwrap_or_else(|e| e.into_inner()).len()
-    }
-
-    /// Whether everything the filling epoch read was kept.
-    pub fn fits(&self) -> bool {
-        !self.overflow.load(Ordering::Relaxed)
-    }
-
-    /// Bytes the samples took (as far as counted before an overflow).
-    pub fn bytes(&self) -> u64 {
-        self.used.load(Ordering::Relaxed)
-    }
-
-    /// Keeps `sample` in a worker's `local` part unless the limit is passed.
-    fn keep(&self, sample: &Sample, local: &mut Vec<Sample>) {
-        if !self.fits() {
-            return;
-        }
-        let size = sample.size_bytes() as u64;
-        if self.used.fetch_add(size, Ordering::Relaxed) + size > self.limit_bytes {
-            self.overflow.store(true, Ordering::Relaxed);
-            local.clear();
-            local.shrink_to_fit();
-            return;
-        }
-        local.push(sample.clone());
-    }
-
-    fn store_part(&self, local: Vec<Sample>) {
-        if self.fits() && !local.is_empty() {
-            self.parts
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(std::sync::Arc::new(local));
-        }
-    }
 }
 
 pub struct OnlineJob<'a> {
@@ -297,6 +237,47 @@ fn raw_worker(
     Ok(())
 }
 
+/// Online worker `w` of `threads`: reads its part of the input, pass after pass while the
+/// epoch wants more, and sends each processed sample (or its first error) to the consumer.
+fn online_worker(
+    job: &OnlineJob,
+    (w, threads): (usize, usize),
+    stop: &AtomicBool,
+    passes: &Passes,
+    tx: mpsc::SyncSender<Message>,
+) -> StageTimes {
+    let mut times = StageTimes::new(job.workload.steps.len());
+    let mine: Vec<&ShardInfo> = match job.input {
+        OnlineInput::Store { manifest, .. } => {
+            manifest.shards.iter().skip(w).step_by(threads).collect()
+        }
+        _ => Vec::new(),
+    };
+    // A worker with nothing to read makes no passes (and so decides none).
+    let idle = match job.input {
+        OnlineInput::Raw => w >= job.items,
+        OnlineInput::Memory(cache) => cache.part_count() <= w,
+        OnlineInput::Store { .. } => mine.is_empty(),
+    };
+    let mut done = 0;
+    let outcome = loop {
+        let pass = match job.input {
+            OnlineInput::Raw => raw_worker(job, w, stop, &tx, &mut times),
+            OnlineInput::Memory(cache) => memory_worker(job, cache, w, stop, &tx, &mut times),
+            OnlineInput::Store { .. } => store_worker(job, &mine, stop, &tx, &mut times),
+        };
+        done += 1;
+        if pass.is_err() || idle || !passes.another(done, stop) {
+            break pass;
+        }
+    };
+    if let Err(e) = outcome {
+        stop.store(true, Ordering::Relaxed);
+        let _ = tx.send(Err(e));
+    }
+    times
+}
+
 fn store_worker(
     job: &OnlineJob,
     shards: &[&ShardInfo],
@@ -319,7 +300,7 @@ fn store_worker(
             }
             _ => backend.open(&shard.file, shard.bytes)?,
         };
-        let mut reader = ShardReader::from_read(&label, manifest.codec, file)?;
+        let mut reader = ShardReader::from_read(&label, manifest.codec, file)?.expecting(shard);
         let result = read_shard(
             job,
             &mut reader,
@@ -499,42 +480,21 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
             let tx = tx.clone();
             let stop = &stop;
             let passes = &passes;
-            workers.push(scope.spawn(move || {
-                let mut times = StageTimes::new(job.workload.steps.len());
-                let mine: Vec<&ShardInfo> = match job.input {
-                    OnlineInput::Store { manifest, .. } => {
-                        manifest.shards.iter().skip(w).step_by(threads).collect()
-                    }
-                    _ => Vec::new(),
-                };
-                // A worker with nothing to read makes no passes (and so decides none).
-                let idle = match job.input {
-                    OnlineInput::Raw => w >= job.items,
-                    OnlineInput::Memory(cache) => cache.part_count() <= w,
-                    OnlineInput::Store { .. } => mine.is_empty(),
-                };
-                let mut done = 0;
-                let outcome = loop {
-                    let pass = match job.input {
-                        OnlineInput::Raw => raw_worker(job, w, stop, &tx, &mut times),
-                        OnlineInput::Memory(cache) => {
-                            memory_worker(job, cache, w, stop, &tx, &mut times)
-                        }
-                        OnlineInput::Store { .. } => {
-                            store_worker(job, &mine, stop, &tx, &mut times)
-                        }
-                    };
-                    done += 1;
-                    if pass.is_err() || idle || !passes.another(done, stop) {
-                        break pass;
-                    }
-                };
-                if let Err(e) = outcome {
+            let started = spawn_worker(
+                scope,
+                std::thread::Builder::new(),
+                ("online worker", w, threads),
+                move || online_worker(job, (w, threads), stop, passes, tx),
+            );
+            match started {
+                Ok(worker) => workers.push(worker),
+                Err(e) => {
+                    // The shards of the workers not started would go unread: stop them all.
                     stop.store(true, Ordering::Relaxed);
-                    let _ = tx.send(Err(e));
+                    first_error.get_or_insert(e);
+                    break;
                 }
-                times
-            }));
+            }
         }
         drop(tx);
         loop {

@@ -15,7 +15,7 @@ use indicatif::ProgressBar;
 use workloads::{encoding, Codec, OnError, Workload};
 
 use crate::measure::metrics::Snapshot;
-use crate::measure::pipeline::{apply_steps, panic_message, RunError};
+use crate::measure::pipeline::{apply_steps, panic_message, spawn_worker, RunError};
 use crate::results::Skipped;
 use crate::store::{self, ShardInfo, ShardWriter, StoreKey, StoreManifest};
 
@@ -228,27 +228,38 @@ fn write_store(job: &MaterializeJob, progress: &ProgressBar) -> Result<StoreMani
     let memo = std::sync::Mutex::new(Memo::default());
     let start = Snapshot::now();
     let (mut shards, split): (Vec<(usize, ShardInfo)>, Split) = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|w| {
-                let (stop, memo) = (&stop, &memo);
-                scope.spawn(
-                    move || -> Result<(Vec<(usize, ShardInfo)>, Split), RunError> {
-                        let mut done = Vec::new();
-                        let mut split = Split::default();
-                        for shard in (w..job.key.shards).step_by(threads) {
-                            match write_shard(job, shard, stop, progress, &mut split, memo) {
-                                Ok(info) => done.push((shard, info)),
-                                Err(e) => {
-                                    stop.store(true, Ordering::Relaxed);
-                                    return Err(e);
-                                }
+        let mut workers = Vec::with_capacity(threads);
+        let mut failed_start = None;
+        for w in 0..threads {
+            let (stop, memo) = (&stop, &memo);
+            let started = spawn_worker(
+                scope,
+                std::thread::Builder::new(),
+                ("offline worker", w, threads),
+                move || -> Result<(Vec<(usize, ShardInfo)>, Split), RunError> {
+                    let mut done = Vec::new();
+                    let mut split = Split::default();
+                    for shard in (w..job.key.shards).step_by(threads) {
+                        match write_shard(job, shard, stop, progress, &mut split, memo) {
+                            Ok(info) => done.push((shard, info)),
+                            Err(e) => {
+                                stop.store(true, Ordering::Relaxed);
+                                return Err(e);
                             }
                         }
-                        Ok((done, split))
-                    },
-                )
-            })
-            .collect();
+                    }
+                    Ok((done, split))
+                },
+            );
+            match started {
+                Ok(worker) => workers.push(worker),
+                Err(e) => {
+                    stop.store(true, Ordering::Relaxed);
+                    failed_start = Some(e);
+                    break;
+                }
+            }
+        }
         let mut all = Vec::new();
         let mut total = Split::default();
         for worker in workers {
@@ -257,6 +268,9 @@ fn write_store(job: &MaterializeJob, progress: &ProgressBar) -> Result<StoreMani
             total.processing_s += split.processing_s;
             total.writing_s += split.writing_s;
             total.skipped.extend(split.skipped);
+        }
+        if let Some(e) = failed_start {
+            return Err(e);
         }
         Ok::<_, RunError>((all, total))
     })?;

@@ -5,6 +5,7 @@
 //! ([`attribution`]), what the system did ([`sysmon`]) and whether the output matches
 //! fully-online processing ([`verify`]). [`calibrate`] measures what the prediction model needs.
 
+pub mod app_cache;
 pub mod attribution;
 pub mod cache;
 pub mod calibrate;

@@ -44,6 +44,32 @@ pub enum RunError {
     Dataset(#[from] datasets::DatasetError),
     #[error("a worker thread panicked: {0}")]
     Panic(String),
+    #[error("could not start {what} thread {index} of {count}: {source} (lower --threads, or raise the process's thread limit)")]
+    Spawn {
+        what: &'static str,
+        index: usize,
+        count: usize,
+        source: std::io::Error,
+    },
+}
+
+/// Starts worker `index` of `count` in `scope`: a start the system refuses (its thread or
+/// memory limit) is an error naming it, where `scope.spawn` would panic.
+pub fn spawn_worker<'scope, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    builder: std::thread::Builder,
+    (what, index, count): (&'static str, usize, usize),
+    work: impl FnOnce() -> T + Send + 'scope,
+) -> Result<std::thread::ScopedJoinHandle<'scope, T>, RunError> {
+    builder
+        .name(format!("{what}-{index}"))
+        .spawn_scoped(scope, work)
+        .map_err(|source| RunError::Spawn {
+            what,
+            index,
+            count,
+            source,
+        })
 }
 
 impl RunError {
@@ -140,12 +166,30 @@ pub fn apply_steps(
                 message,
             }
         };
+        // A step that panics on a sample (a bug: steps return errors) fails that sample like
+        // any step error, so `--on-error skip` absorbs it and the run goes on.
+        let guarded = |apply: &mut dyn FnMut() -> Result<(), workloads::StepError>| {
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(apply)) {
+                Ok(result) => result.map_err(|e| failed(e.message)),
+                Err(payload) => {
+                    let RunError::Panic(text) = panic_message(payload) else {
+                        unreachable!("panic_message makes a panic")
+                    };
+                    Err(failed(format!(
+                        "the step panicked ({text}); this is a bug in prepbench, please report \
+                         it with this file"
+                    )))
+                }
+            }
+        };
         let start = std::time::Instant::now();
         if def.spec.facts.fan_out {
             let mut children = Vec::new();
-            def.step
-                .apply_many(sample, &ctx, &mut children)
-                .map_err(|e| failed(e.message))?;
+            let mut input = Some(sample);
+            guarded(&mut || {
+                let sample = input.take().expect("applied once");
+                def.step.apply_many(sample, &ctx, &mut children)
+            })?;
             step_seconds[step_index] += start.elapsed().as_secs_f64();
             for (j, mut child) in children.into_iter().enumerate() {
                 child.id = workloads::child_id(id, j).map_err(|e| failed(e.message))?;
@@ -157,10 +201,14 @@ pub fn apply_steps(
             }
             return Ok(true);
         }
-        sample = def
-            .step
-            .apply(sample, &ctx)
-            .map_err(|e| failed(e.message))?;
+        let mut input = Some(sample);
+        let mut output = None;
+        guarded(&mut || {
+            let sample = input.take().expect("applied once");
+            output = Some(def.step.apply(sample, &ctx)?);
+            Ok(())
+        })?;
+        sample = output.expect("an applied step gives a sample");
         step_seconds[step_index] += start.elapsed().as_secs_f64();
     }
     emit(sample)
@@ -174,4 +222,23 @@ pub fn panic_message(payload: Box<dyn std::any::Any + Send>) -> RunError {
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into());
     RunError::Panic(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_the_system_refuses_is_an_error_naming_it() {
+        std::thread::scope(|scope| {
+            // No system maps a petabyte stack: the start fails as under a thread limit.
+            let huge = std::thread::Builder::new().stack_size(1 << 50);
+            let err = spawn_worker(scope, huge, ("online worker", 3, 8), || ()).unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains("online worker thread 3 of 8"), "{text}");
+            assert!(text.contains("lower --threads"), "{text}");
+            let fine = spawn_worker(scope, std::thread::Builder::new(), ("w", 0, 1), || 7);
+            assert_eq!(fine.unwrap().join().unwrap(), 7);
+        });
+    }
 }

@@ -116,8 +116,16 @@ impl Plan {
                 }
             }
         }
+        let samples = opts.settings.samples.unwrap_or(workload.dataset.samples);
+        if let Some(shards) = opts.settings.shards.filter(|&n| n > samples) {
+            // Every shard beyond the samples would be an empty file.
+            anyhow::bail!(
+                "--shards {shards}: more shards than the {samples} samples of the run; each \
+                 shard holds at least one sample, so use from 1 to {samples}"
+            );
+        }
         Ok(Plan {
-            samples: opts.settings.samples.unwrap_or(workload.dataset.samples),
+            samples,
             epochs: opts.settings.epochs.unwrap_or(sweep.epochs).max(1) as u64,
             shards: opts.settings.shards.unwrap_or(sweep.shards).max(1),
             cells,

@@ -17,3 +17,12 @@ pub mod sweep;
 pub mod trials;
 
 pub use settings::{Places, Settings};
+
+/// Loads a reference workload or a workload file and checks what it asks of its dataset (a
+/// known kind, options the kind has): what `validate` checks, so that `run` and `sweep` refuse
+/// the same files before doing anything.
+pub fn load_workload(name_or_path: &str) -> Result<workloads::Workload, workloads::WorkloadError> {
+    let workload = workloads::load(name_or_path)?;
+    datasets::check_workload(&workload)?;
+    Ok(workload)
+}

@@ -143,9 +143,19 @@ mod tests {
     fn shards_parse_and_refuse_bad_ones() {
         let s: Shard = "1/4".parse().unwrap();
         assert_eq!((s.index, s.count), (1, 4));
-        for bad in ["4/4", "1", "a/2", "0/0", "1/x"] {
+        for bad in [
+            "4/4",
+            "1",
+            "a/2",
+            "0/0",
+            "1/x",
+            "1/18446744073709551615",
+            "0/100001",
+        ] {
             assert!(bad.parse::<Shard>().is_err(), "{bad}");
         }
+        let err = "1/18446744073709551615".parse::<Shard>().unwrap_err();
+        assert!(err.contains("from 1 to 100000"), "{err}");
     }
 
     #[test]

@@ -89,7 +89,7 @@ pub fn sweep(
         }
         None => places,
     };
-    let workload = workloads::load(&opts.workload)?;
+    let workload = crate::plan::load_workload(&opts.workload)?;
     // One writer of a results folder at a time, for the whole sweep; nothing is written
     // before the folders are known to lie outside the dataset.
     places.check_outside_dataset(&workload)?;
@@ -132,11 +132,19 @@ pub fn sweep(
             }
             (None, None) => variant.dataset.samples,
         };
+        // A variant sized by MB may hold fewer samples than --shards asks for (one 20 MB
+        // sample): it gets one shard per sample, where --shards above --samples is refused.
+        let derived = opts.settings.samples.is_none() && mb.is_some();
+        let shards = match opts.settings.shards {
+            Some(n) if derived => Some(n.min(samples)),
+            other => other,
+        };
         let outcome = sweep_workload(
             variant,
             &SweepOptions {
                 settings: Settings {
                     samples: Some(samples),
+                    shards,
                     ..opts.settings.clone()
                 },
                 ..opts.clone()

@@ -114,6 +114,9 @@ pub struct PlanEntry {
     pub cells: usize,
 }
 
+/// The most shards a sweep may be split into (hosts, MPI ranks or array tasks).
+pub const MAX_SWEEP_SHARDS: usize = 100_000;
+
 /// One shard of a sweep run across hosts: cells `index` of `count`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {
@@ -125,7 +128,13 @@ pub struct Shard {
 
 impl Shard {
     pub fn new(index: usize, count: usize, source: &str) -> Result<Shard, String> {
-        if count == 0 || index >= count {
+        if !(1..=MAX_SWEEP_SHARDS).contains(&count) {
+            return Err(format!(
+                "shard {index} of {count}: the count must be from 1 to {MAX_SWEEP_SHARDS} \
+                 (from {source})"
+            ));
+        }
+        if index >= count {
             return Err(format!(
                 "shard {index} of {count}: the index must be below the count (from {source})"
             ));

@@ -219,6 +219,7 @@ impl<R: Serialize + DeserializeOwned> Table<R> {
 /// The rows of the CSV file at `path`, matched to `R`'s fields by the header's names (a column
 /// added later may be missing from an older file); errors name the file and line.
 pub fn read_rows<R: DeserializeOwned>(path: &Path) -> Result<Vec<R>, ResultsError> {
+    workloads::storage::check_regular(path).map_err(ResultsError::io(path))?;
     let file = std::fs::File::open(path).map_err(ResultsError::io(path))?;
     parse_rows(std::io::BufReader::new(file), path)
 }

@@ -74,7 +74,13 @@ pub struct RecordReader<R: Read> {
     /// Set by an error after which the stream's position is unknown (a bad length, a short
     /// read): nothing more can be read. A payload checksum mismatch leaves it clear.
     broken: bool,
+    /// The longest payload accepted: a length above it is refused before it is read.
+    max_len: u64,
 }
+
+/// The longest record a reader accepts unless told the store's own largest: 4 GiB, the most a
+/// step may make of one sample.
+pub const MAX_RECORD_BYTES: u64 = workloads::steps::MAX_TENSOR_BYTES;
 
 /// Reads exactly `buf.len()` bytes; `Ok(false)` on a clean end of stream before any byte.
 fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
@@ -97,7 +103,14 @@ impl<R: Read> RecordReader<R> {
             offset: 0,
             record: 0,
             broken: false,
+            max_len: MAX_RECORD_BYTES,
         }
+    }
+
+    /// Refuses records longer than `max_len` bytes (a store's largest record, as it recorded).
+    pub fn with_max_len(mut self, max_len: u64) -> RecordReader<R> {
+        self.max_len = max_len;
+        self
     }
 
     /// Whether reading may go on after an error: only a record whose payload failed its
@@ -160,6 +173,14 @@ impl<R: Read> RecordReader<R> {
             return Err(self.corrupt("length checksum mismatch (corrupt or not a TFRecord file)"));
         }
         let len = u64::from_le_bytes(len_bytes);
+        if len > self.max_len {
+            // A valid length checksum on a length no writer of this store produced: a record
+            // that would decompress far beyond what the store holds.
+            return Err(self.corrupt(format!(
+                "the record declares {len} bytes, more than the {} this shard may hold",
+                self.max_len
+            )));
+        }
         payload.clear();
         // Grows with the data actually read: a huge length cannot allocate ahead of the bytes.
         let read = (&mut self.inner)

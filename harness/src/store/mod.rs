@@ -110,6 +110,13 @@ pub struct ShardInfo {
     pub file: String,
     pub bytes: u64,
     pub records: u64,
+    /// CRC-32C of the first record's payload: a shard file replaced by another (a copy of a
+    /// sibling) is found when read. Absent in stores from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_crc: Option<u32>,
+    /// The longest record written: a longer declared length is refused before it is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_record: Option<u64>,
 }
 
 /// What a store holds and how it was made; written last, so its presence means complete.

@@ -16,6 +16,8 @@ pub struct ShardWriter {
     final_path: PathBuf,
     tmp_path: PathBuf,
     records: RecordWriter<CodecWriter>,
+    first_crc: Option<u32>,
+    max_record: u64,
 }
 
 impl ShardWriter {
@@ -34,10 +36,16 @@ impl ShardWriter {
             final_path,
             tmp_path,
             records: RecordWriter::new(writer),
+            first_crc: None,
+            max_record: 0,
         })
     }
 
     pub fn write(&mut self, payload: &[u8]) -> Result<(), StoreError> {
+        if self.first_crc.is_none() {
+            self.first_crc = Some(crc32c::crc32c(payload));
+        }
+        self.max_record = self.max_record.max(payload.len() as u64);
         self.records
             .write_record(payload)
             .map_err(io_error(&self.tmp_path))
@@ -63,6 +71,8 @@ impl ShardWriter {
             file,
             bytes,
             records,
+            first_crc: self.first_crc,
+            max_record: Some(self.max_record),
         })
     }
 }
@@ -94,6 +104,10 @@ pub struct ShardReader {
     read_nanos: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Time inside `next_into`, file reads included.
     record_seconds: f64,
+    /// What the store recorded of this shard, checked as it is read.
+    expected: Option<ShardInfo>,
+    /// Set when the shard is not the one its store wrote: nothing more is read from it.
+    refused: bool,
 }
 
 impl ShardReader {
@@ -121,7 +135,24 @@ impl ShardReader {
             records: RecordReader::new(inner),
             read_nanos,
             record_seconds: 0.0,
+            expected: None,
+            refused: false,
         })
+    }
+
+    /// Checks the shard against what its store recorded of it: its first record is the one
+    /// written there, no record is longer than the longest written, and it holds as many
+    /// records. A shard replaced by a copy of another fails on its first record.
+    pub fn expecting(mut self, info: &ShardInfo) -> ShardReader {
+        if let Some(max) = info.max_record {
+            self.records = std::mem::replace(
+                &mut self.records,
+                RecordReader::new(Box::new(std::io::empty())),
+            )
+            .with_max_len(max);
+        }
+        self.expected = Some(info.clone());
+        self
     }
 
     /// Seconds spent so far in the file's `read` calls (storage or page cache, not decoding).
@@ -147,14 +178,50 @@ impl ShardReader {
     /// Whether reading may go on after an error (only past a record whose payload failed its
     /// checksum).
     pub fn can_continue(&self) -> bool {
-        self.records.can_continue()
+        !self.refused && self.records.can_continue()
     }
 
     /// Reads the next payload into `payload`; `Ok(false)` at the end of the shard.
     pub fn next_into(&mut self, payload: &mut Vec<u8>) -> Result<bool, StoreError> {
+        if self.refused {
+            return Err(StoreError::Invalid {
+                path: self.path.display().to_string(),
+                message: "not the shard its store wrote; nothing more is read from it".into(),
+            });
+        }
         let start = std::time::Instant::now();
+        let index = self.records.record_index();
         let result = self.records.next_into(payload);
         self.record_seconds += start.elapsed().as_secs_f64();
+        if let (Some(expected), Ok(more)) = (&self.expected, &result) {
+            let replaced = match (*more, index) {
+                (true, 0) => expected
+                    .first_crc
+                    .filter(|&crc| crc != crc32c::crc32c(payload))
+                    .map(|_| {
+                        "its first record is not the one the store wrote there (the file \
+                              was replaced, e.g. by a copy of another shard); rematerialize \
+                              with --rematerialize"
+                            .to_string()
+                    }),
+                (true, i) if i >= expected.records => Some(format!(
+                    "it holds more records than the {} the store wrote",
+                    expected.records
+                )),
+                (false, i) if i < expected.records => Some(format!(
+                    "it ends after {i} of the {} records the store wrote",
+                    expected.records
+                )),
+                _ => None,
+            };
+            if let Some(what) = replaced {
+                self.refused = true;
+                return Err(StoreError::Invalid {
+                    path: self.path.display().to_string(),
+                    message: format!("not the shard its store wrote: record {index}: {what}"),
+                });
+            }
+        }
         result.map_err(|e| {
             let shard = self.path.display().to_string();
             let (record, offset, what) = match e {

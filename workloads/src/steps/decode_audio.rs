@@ -77,6 +77,11 @@ pub struct Params {
     #[serde(default = "default_max_seconds")]
     #[param(default = "10800")]
     pub max_seconds: f64,
+    /// Refuse audio that would decode to more float32 bytes than this many per input byte
+    /// (beyond 16 MiB); decoding stops there.
+    #[serde(default = "super::default_max_expansion")]
+    #[param(default = "1024")]
+    pub max_expansion: f64,
 }
 
 fn default_dtype() -> PcmType {
@@ -117,8 +122,21 @@ fn describe(e: AudioError) -> String {
     }
 }
 
-/// Decodes a whole file to interleaved float32, at most `max_seconds` long.
-pub fn decode(bytes: Vec<u8>, container: Container, max_seconds: f64) -> Result<Decoded, String> {
+/// Decodes a whole file to interleaved float32, at most `max_seconds` long and at most
+/// `max_expansion` times its size in bytes (see [`super::check_expansion`]).
+pub fn decode(
+    bytes: Vec<u8>,
+    container: Container,
+    max_seconds: f64,
+    max_expansion: f64,
+) -> Result<Decoded, String> {
+    let input = bytes.len();
+    let expansion = |frames: u64, channels: usize, what: &str| {
+        let output = frames
+            .saturating_mul(channels.max(1) as u64)
+            .saturating_mul(4);
+        super::check_expansion(what, input, output, max_expansion).map_err(|e| e.message)
+    };
     let mss = MediaSourceStream::new(Box::new(Cursor::new(bytes)), Default::default());
     let mut hint = Hint::new();
     match container {
@@ -169,6 +187,13 @@ pub fn decode(bytes: Vec<u8>, container: Container, max_seconds: f64) -> Result<
             ));
         }
     }
+    if let Some(n) = declared {
+        expansion(
+            n,
+            channels,
+            &format!("audio whose header declares {n} samples of {channels} channels"),
+        )?;
+    }
     let mut samples: Vec<f32> = Vec::new();
     let mut chunk: Vec<f32> = Vec::new();
     loop {
@@ -190,6 +215,7 @@ pub fn decode(bytes: Vec<u8>, container: Container, max_seconds: f64) -> Result<
                 "audio exceeds max_seconds {max_seconds} (decoding stopped)"
             ));
         }
+        expansion(samples.len() as u64, 1, "audio (decoding stopped)")?;
     }
     if rate == 0 || channels == 0 {
         return Err("the stream has no sample rate or channel layout".to_string());
@@ -220,6 +246,7 @@ impl DecodeAudio {
                 params.max_seconds
             ));
         }
+        super::check_max_expansion(params.max_expansion)?;
         if params.sample_rate == Some(0) {
             return Err("sample_rate must be positive".to_string());
         }
@@ -239,8 +266,13 @@ impl DecodeAudio {
 impl Step for DecodeAudio {
     fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
         let bytes = sample.take_bytes(&self.params.from)?;
-        let decoded =
-            decode(bytes, self.params.format, self.params.max_seconds).map_err(StepError::new)?;
+        let decoded = decode(
+            bytes,
+            self.params.format,
+            self.params.max_seconds,
+            self.params.max_expansion,
+        )
+        .map_err(StepError::new)?;
         let Decoded {
             mut rate,
             mut channels,

@@ -21,6 +21,10 @@ pub struct Params {
     #[serde(default = "super::default_max_pixels")]
     #[param(default = "178956970")]
     pub max_pixels: u64,
+    /// refuse images that would decode to more than this many bytes per input byte (beyond 16 MiB)
+    #[serde(default = "super::default_max_expansion")]
+    #[param(default = "1024")]
+    pub max_expansion: f64,
 }
 
 step_spec! { DecodeJpeg, "decode_jpeg", "decode JPEG bytes to an RGB uint8 image [height, width, 3]" }
@@ -33,6 +37,7 @@ pub struct DecodeJpeg {
 impl DecodeJpeg {
     pub fn new(params: Params) -> Result<DecodeJpeg, String> {
         super::check_max_pixels(params.max_pixels)?;
+        super::check_max_expansion(params.max_expansion)?;
         Ok(DecodeJpeg { params })
     }
 }
@@ -40,16 +45,18 @@ impl DecodeJpeg {
 impl Step for DecodeJpeg {
     fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
         let bytes = sample.take_bytes(&self.params.from)?;
-        let image = decode_rgb8(&bytes, self.params.max_pixels)?;
+        let image = decode_rgb8(&bytes, self.params.max_pixels, self.params.max_expansion)?;
         sample.set(&self.params.to, Field::Tensor(image));
         Ok(sample)
     }
 }
 
-/// Decodes JPEG bytes into an RGB uint8 tensor, checking the header's size against `max_pixels`.
-pub fn decode_rgb8(bytes: &[u8], max_pixels: u64) -> Result<Tensor, StepError> {
+/// Decodes JPEG bytes into an RGB uint8 tensor, checking the header's size against `max_pixels`
+/// and `max_expansion`.
+pub fn decode_rgb8(bytes: &[u8], max_pixels: u64, max_expansion: f64) -> Result<Tensor, StepError> {
     check_complete(bytes).map_err(|what| StepError::new(format!("invalid JPEG: {what}")))?;
-    let rgb = super::decode_guarded(bytes, ImageFormat::Jpeg, max_pixels)?.into_rgb8();
+    let rgb =
+        super::decode_guarded(bytes, ImageFormat::Jpeg, max_pixels, max_expansion)?.into_rgb8();
     let (w, h) = rgb.dimensions();
     Tensor::new(
         vec![h as usize, w as usize, 3],
@@ -120,6 +127,7 @@ mod tests {
             from: crate::steps::default_data_field(),
             to: "image".into(),
             max_pixels,
+            max_expansion: crate::steps::DEFAULT_MAX_EXPANSION,
         })
         .unwrap()
     }
@@ -161,5 +169,45 @@ mod tests {
         let s = Sample::new(2).with("data", Field::Bytes(jpeg(64, 64)));
         let err = step(1000).apply(s, &CTX).unwrap_err();
         assert!(err.message.contains("exceeds max_pixels"), "{err}");
+    }
+
+    /// `jpeg` with its frame header claiming `width` x `height`.
+    fn claiming(mut bytes: Vec<u8>, width: u16, height: u16) -> Vec<u8> {
+        let sof = bytes
+            .windows(2)
+            .position(|w| w == [0xff, 0xc0])
+            .expect("a baseline frame header");
+        bytes[sof + 5..sof + 7].copy_from_slice(&height.to_be_bytes());
+        bytes[sof + 7..sof + 9].copy_from_slice(&width.to_be_bytes());
+        bytes
+    }
+
+    #[test]
+    fn a_header_claiming_more_than_the_bytes_can_hold_is_refused_before_decoding() {
+        // 13000 x 13000 is under max_pixels, but no few-KB JPEG honestly holds 507 MB.
+        let bomb = claiming(jpeg(64, 64), 13000, 13000);
+        assert!(bomb.len() < 20_000);
+        let s = Sample::new(3).with("data", Field::Bytes(bomb.clone()));
+        let err = step(crate::steps::MAX_IMAGE_PIXELS)
+            .apply(s, &CTX)
+            .unwrap_err();
+        assert!(err.message.contains("max_expansion 1024"), "{err}");
+        assert!(err.message.contains("JPEG of 13000x13000"), "{err}");
+        // The budget is a parameter: raised, a (smaller) false header goes on to the decoder,
+        // whatever it makes of the data.
+        let lax = DecodeJpeg::new(Params {
+            from: crate::steps::default_data_field(),
+            to: "image".into(),
+            max_pixels: crate::steps::MAX_IMAGE_PIXELS,
+            max_expansion: 1e9,
+        })
+        .unwrap();
+        let s = Sample::new(3).with("data", Field::Bytes(claiming(jpeg(64, 64), 4000, 4000)));
+        if let Err(err) = lax.apply(s, &CTX) {
+            assert!(!err.message.contains("max_expansion"), "{err}");
+        }
+        // A plausible image of the same size in bytes decodes.
+        let s = Sample::new(4).with("data", Field::Bytes(jpeg(640, 480)));
+        assert!(step(crate::steps::MAX_IMAGE_PIXELS).apply(s, &CTX).is_ok());
     }
 }

@@ -25,6 +25,10 @@ pub struct Params {
     #[serde(default = "super::default_max_pixels")]
     #[param(default = "178956970")]
     pub max_pixels: u64,
+    /// refuse images that would decode to more than this many bytes per input byte (beyond 16 MiB)
+    #[serde(default = "super::default_max_expansion")]
+    #[param(default = "1024")]
+    pub max_expansion: f64,
 }
 
 fn default_true() -> bool {
@@ -41,6 +45,7 @@ pub struct DecodePng {
 impl DecodePng {
     pub fn new(params: Params) -> Result<DecodePng, String> {
         super::check_max_pixels(params.max_pixels)?;
+        super::check_max_expansion(params.max_expansion)?;
         Ok(DecodePng { params })
     }
 }
@@ -59,7 +64,12 @@ fn is_16_bit(image: &DynamicImage) -> bool {
 impl Step for DecodePng {
     fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
         let bytes = sample.take_bytes(&self.params.from)?;
-        let image = super::decode_guarded(&bytes, ImageFormat::Png, self.params.max_pixels)?;
+        let image = super::decode_guarded(
+            &bytes,
+            ImageFormat::Png,
+            self.params.max_pixels,
+            self.params.max_expansion,
+        )?;
         let (w, h) = (image.width() as usize, image.height() as usize);
         let data = if is_16_bit(&image) && !self.params.to_uint8 {
             TensorData::U16(image.into_rgb16().into_raw())
@@ -95,6 +105,7 @@ mod tests {
             to: "image".into(),
             to_uint8,
             max_pixels: crate::steps::MAX_IMAGE_PIXELS,
+            max_expansion: crate::steps::DEFAULT_MAX_EXPANSION,
         })
         .unwrap()
     }

@@ -125,9 +125,24 @@ fn space(out: &mut String) {
 }
 
 /// Appends the visible text under `el` (skipping boilerplate) to `out`, whitespace collapsed.
+/// Work left while walking a tree without recursion (a page may nest tags 100,000 deep).
+enum Visit<'a> {
+    Node(ego_tree::NodeRef<'a, Node>),
+    Space,
+}
+
 fn visible_text(el: ElementRef, out: &mut String) {
-    for child in el.children() {
-        match child.value() {
+    // Children are pushed last first, so they are visited in document order.
+    let mut stack: Vec<Visit> = el.children().rev().map(Visit::Node).collect();
+    while let Some(visit) = stack.pop() {
+        let node = match visit {
+            Visit::Space => {
+                space(out);
+                continue;
+            }
+            Visit::Node(node) => node,
+        };
+        match node.value() {
             Node::Text(t) => {
                 if t.starts_with(char::is_whitespace) {
                     space(out);
@@ -143,33 +158,27 @@ fn visible_text(el: ElementRef, out: &mut String) {
                 }
             }
             Node::Element(_) => {
-                let Some(child) = ElementRef::wrap(child) else {
+                let Some(child) = ElementRef::wrap(node) else {
                     continue;
                 };
                 if is_boilerplate(&child) {
                     continue;
                 }
                 let name = child.value().name();
-                let breaking = BREAKING.contains(&name) || BLOCKS.contains(&name);
-                if breaking {
+                if BREAKING.contains(&name) || BLOCKS.contains(&name) {
                     space(out);
+                    stack.push(Visit::Space);
                 }
-                visible_text(child, out);
-                if breaking {
-                    space(out);
-                }
+                stack.extend(child.children().rev().map(Visit::Node));
             }
             _ => {}
         }
     }
 }
 
-/// Collects the paragraph blocks under `el` in document order.
 fn blocks(el: ElementRef, paragraphs: &mut Vec<String>) {
-    for child in el.children() {
-        let Some(child) = ElementRef::wrap(child) else {
-            continue;
-        };
+    let mut stack: Vec<ElementRef> = el.children().rev().filter_map(ElementRef::wrap).collect();
+    while let Some(child) = stack.pop() {
         if is_boilerplate(&child) {
             continue;
         }
@@ -181,12 +190,11 @@ fn blocks(el: ElementRef, paragraphs: &mut Vec<String>) {
                 paragraphs.push(text.to_string());
             }
         } else {
-            blocks(child, paragraphs);
+            stack.extend(child.children().rev().filter_map(ElementRef::wrap));
         }
     }
 }
 
-/// The article text of `html`.
 pub fn extract(html: &str) -> String {
     let document = Html::parse_document(html);
     let root = document.root_element();
@@ -256,6 +264,14 @@ impl Step for ExtractText {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deeply_nested_pages_are_walked_without_recursion() {
+        // 30,000 open tags: a recursive walk overflows a worker thread's 2 MB stack.
+        let page = format!("<body>{}<p>deep <b>text</b></p>", "<div>".repeat(30_000));
+        let text = std::thread::spawn(move || extract(&page)).join().unwrap();
+        assert_eq!(text, "deep text");
+    }
 
     const PAGE: &str = r##"<!DOCTYPE html><html><head><title>T | Site</title>
 <script>var x = "<p>not text</p>";</script><style>.a { color: red }</style></head>

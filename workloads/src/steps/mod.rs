@@ -109,12 +109,14 @@ impl<K: PartialEq + Copy, V> Memo<K, V> {
     }
 }
 
-/// Decodes `bytes` as `format` after checking the header's size against `max_pixels`, with an
-/// allocation limit, so a decompression bomb is refused before it is allocated.
+/// Decodes `bytes` as `format` after checking the header's size against `max_pixels` and
+/// `max_expansion`, with an allocation limit, so a decompression bomb is refused before it is
+/// allocated.
 pub(crate) fn decode_guarded(
     bytes: &[u8],
     format: image::ImageFormat,
     max_pixels: u64,
+    max_expansion: f64,
 ) -> Result<image::DynamicImage, StepError> {
     use image::{ImageReader, Limits};
     use std::io::Cursor;
@@ -129,12 +131,85 @@ pub(crate) fn decode_guarded(
             "image of {width}x{height} = {pixels} pixels exceeds max_pixels {max_pixels}"
         )));
     }
+    // At least three bytes per pixel come out (RGB, 8 bits).
+    check_expansion(
+        &format!("{name} of {width}x{height}"),
+        bytes.len(),
+        pixels.saturating_mul(3),
+        max_expansion,
+    )?;
     let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
     let mut limits = Limits::default();
     // Room for the decoded pixels at up to 8 bytes each (16-bit RGBA), and the decoder's buffers.
     limits.max_alloc = Some(pixels.saturating_mul(8).max(1 << 20) + (16 << 20));
     reader.limits(limits);
     reader.decode().map_err(bad)
+}
+
+/// Decoded output a decoding step always allows, whatever the input's size: small inputs may
+/// expand far (a 1 KB PNG of one colour).
+pub const EXPANSION_FLOOR_BYTES: u64 = 16 << 20;
+
+/// The default of a decoding step's `max_expansion`: decoded bytes per input byte. Real photos
+/// and recordings expand 3x to 30x (an MP3 to float32 PCM about 25x); deflate cannot pass
+/// 1032x. A bomb claims thousands.
+pub const DEFAULT_MAX_EXPANSION: f64 = 1024.0;
+
+fn default_max_expansion() -> f64 {
+    DEFAULT_MAX_EXPANSION
+}
+
+/// A decoding step's `max_expansion`, refused unless at least 1.
+fn check_max_expansion(max_expansion: f64) -> Result<(), String> {
+    if max_expansion >= 1.0 && max_expansion.is_finite() {
+        Ok(())
+    } else {
+        Err(format!(
+            "max_expansion must be a finite number of at least 1, got {max_expansion}"
+        ))
+    }
+}
+
+/// Refuses `what`, decoding `input` bytes to `output` bytes, when that is more than
+/// `max_expansion` times the input (and more than [`EXPANSION_FLOOR_BYTES`]).
+pub(crate) fn check_expansion(
+    what: &str,
+    input: usize,
+    output: u64,
+    max_expansion: f64,
+) -> Result<(), StepError> {
+    let allowed = (input as f64 * max_expansion).max(EXPANSION_FLOOR_BYTES as f64);
+    if output as f64 > allowed {
+        return Err(StepError::new(format!(
+            "{what} would decode {input} bytes to {output} bytes, {:.0}x; more than \
+             max_expansion {max_expansion} (a decompression bomb, or raise max_expansion)",
+            output as f64 / input.max(1) as f64
+        )));
+    }
+    Ok(())
+}
+
+/// The largest tensor a step allocates for one sample, in bytes (4 GiB, far above any
+/// reference pipeline's): a parameter or a header asking for more is refused before the
+/// allocation, which would otherwise abort the process.
+pub const MAX_TENSOR_BYTES: u64 = 4 << 30;
+
+/// The element count of a tensor of `dims` with `bytes_per` bytes per element that `field`
+/// would become, refused when it overflows or exceeds [`MAX_TENSOR_BYTES`].
+pub(crate) fn output_elements(
+    field: &str,
+    dims: &[usize],
+    bytes_per: usize,
+) -> Result<usize, StepError> {
+    let elements = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+    match elements {
+        Some(n) if (n as u64).saturating_mul(bytes_per as u64) <= MAX_TENSOR_BYTES => Ok(n),
+        _ => Err(StepError::new(format!(
+            "field `{field}` would be a tensor of shape {dims:?} ({bytes_per} bytes per \
+             element), more than the {} GiB a step may allocate for one sample",
+            MAX_TENSOR_BYTES >> 30
+        ))),
+    }
 }
 
 /// Largest image (in pixels) a step decodes or produces: Pillow's decompression-bomb error

@@ -51,6 +51,16 @@ impl NilmFeatures {
         if params.period == 0 || params.periods == 0 {
             return Err("period and periods must be positive".to_string());
         }
+        if params
+            .period
+            .checked_mul(params.periods)
+            .is_none_or(|n| n > 1 << 32)
+        {
+            return Err(format!(
+                "period x periods ({} x {}) must be at most 2^32 samples",
+                params.period, params.periods
+            ));
+        }
         Ok(NilmFeatures { params })
     }
 }

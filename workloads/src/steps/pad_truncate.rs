@@ -58,8 +58,10 @@ impl Step for PadTruncate {
         let Some(&rows) = shape.first() else {
             return Err(StepError::new(format!("field `{field}` is a scalar")));
         };
-        let row: usize = shape[1..].iter().product();
-        let (n, pad) = (self.params.length * row, self.params.pad);
+        let mut out_shape = shape.clone();
+        out_shape[0] = self.params.length;
+        let n = super::output_elements(field, &out_shape, data.dtype().size_bytes())?;
+        let pad = self.params.pad;
         let out = match data {
             TensorData::U8(v) => TensorData::U8(fit(v, n, pad as u8)),
             TensorData::U16(v) => TensorData::U16(fit(v, n, pad as u16)),

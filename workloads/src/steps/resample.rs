@@ -57,6 +57,9 @@ fn bessel_i0(x: f64) -> f64 {
     sum
 }
 
+/// The longest filter a resampler builds (taps per phase).
+const MAX_TAPS: usize = 1 << 16;
+
 impl Resampler {
     pub fn new(from: u32, to: u32) -> Result<Resampler, String> {
         Resampler::with_rolloff(from, to, DEFAULT_ROLLOFF)
@@ -82,6 +85,14 @@ impl Resampler {
         // Cut-off in cycles per input sample, and the filter's half-width in input samples.
         let cutoff = 0.5 * rolloff * (up as f64 / down as f64).min(1.0);
         let half_width = ZERO_CROSSINGS / (2.0 * cutoff);
+        // A tiny roll-off or a huge down-sampling ratio asks for a filter longer than any
+        // recording: refused before its table is allocated.
+        if !(half_width.is_finite() && half_width * 2.0 + 1.0 <= MAX_TAPS as f64) {
+            return Err(format!(
+                "{from} Hz -> {to} Hz at rolloff {rolloff} needs a filter of more than \
+                 {MAX_TAPS} taps; choose closer rates or a larger rolloff"
+            ));
+        }
         let before = half_width.floor() as usize;
         let taps = before + half_width.ceil() as usize + 1;
         let norm = bessel_i0(KAISER_BETA);

@@ -46,6 +46,10 @@ impl RmsPeriods {
 
 fn rms<T: Copy + Into<f64>>(data: &[T], cols: usize, period: usize, periods: usize) -> Vec<f32> {
     let mut sums = vec![0f64; periods * cols];
+    if cols == 0 {
+        // [rows, 0] has no columns to average: [periods, 0].
+        return Vec::new();
+    }
     for (r, row) in data.chunks_exact(cols).take(periods * period).enumerate() {
         let acc = &mut sums[(r / period) * cols..(r / period + 1) * cols];
         for (a, &v) in acc.iter_mut().zip(row) {

@@ -128,6 +128,12 @@ impl Stft {
         if params.frame_length == 0 || params.hop == 0 {
             return Err("frame_length and hop must be positive".to_string());
         }
+        if params.frame_length > 1 << 20 {
+            return Err(format!(
+                "frame_length {} is larger than 2^20",
+                params.frame_length
+            ));
+        }
         let fft_size = params
             .fft_size
             .unwrap_or(params.frame_length.next_power_of_two());

@@ -34,7 +34,11 @@ fn one() -> f64 {
 
 /// Reads a hardware profile YAML file.
 pub fn hardware_file(path: &std::path::Path) -> anyhow::Result<Hardware> {
-    let text = std::fs::read_to_string(path)
+    let text = workloads::storage::read_regular(path)
+        .and_then(|b| {
+            String::from_utf8(b)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+        })
         .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
     workloads::workload::check_yaml_shape(&text).map_err(|(line, e)| {
         let at = line.map(|l| format!(":{l}")).unwrap_or_default();
@@ -46,8 +50,19 @@ pub fn hardware_file(path: &std::path::Path) -> anyhow::Result<Hardware> {
     h.storage
         .validate()
         .map_err(|e| anyhow::anyhow!("{}: storage: {e}", path.display()))?;
-    if h.cores == 0 || h.cpu_speed.is_nan() || h.cpu_speed <= 0.0 {
-        anyhow::bail!("{}: cores and cpu_speed must be positive", path.display());
+    if !(1..=65_536).contains(&h.cores) {
+        anyhow::bail!(
+            "{}: cores must be a whole number from 1 to 65536, got {}",
+            path.display(),
+            h.cores
+        );
+    }
+    if !(h.cpu_speed > 0.0 && h.cpu_speed <= 1e3) {
+        anyhow::bail!(
+            "{}: cpu_speed must be a number above 0 and at most 1000, got {}",
+            path.display(),
+            h.cpu_speed
+        );
     }
     Ok(Hardware {
         name: h.name,

@@ -75,6 +75,10 @@ impl WhatifRequest {
 /// the paper's hardware, with the paper's ranking of each workload's recorded pipeline.
 pub fn whatif_in(dir: &std::path::Path, request: &WhatifRequest) -> anyhow::Result<String> {
     use anyhow::Context;
+    // A profile file named on the command line is checked first, whatever the folder holds.
+    if let Some(file) = request.profile.as_deref().filter(|p| *p != "paper") {
+        hardware_file(std::path::Path::new(file))?;
+    }
     let manifest = crate::results::Manifest::read(dir)?.unwrap_or_default();
     let calibration = manifest.complete_calibration().with_context(|| {
         format!(

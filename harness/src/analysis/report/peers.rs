@@ -84,7 +84,8 @@ const KEPT: &str = "peers/records.csv";
 pub fn adopt(results: &Path, peers: &Path) -> anyhow::Result<()> {
     let from = peers.join("records.csv");
     load(&from)?;
-    let bytes = std::fs::read(&from).with_context(|| format!("reading {}", from.display()))?;
+    let bytes = workloads::storage::read_regular(&from)
+        .with_context(|| format!("reading {}", from.display()))?;
     Ok(datasets::write_atomically(&results.join(KEPT), &bytes)?)
 }
 
