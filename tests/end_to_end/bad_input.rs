@@ -613,7 +613,6 @@ fn sweep_cv(work: &Path, trials: &str) -> Command {
 
 #[test]
 fn a_write_cut_short_by_a_full_disk_leaves_every_table_whole_and_the_run_not_done() {
-    use std::os::unix::process::CommandExt as _;
     let work = tempfile::tempdir().unwrap();
     let first = sweep_cv(work.path(), "1").output().unwrap();
     assert!(first.status.success(), "{}", stderr(&first));
@@ -625,21 +624,9 @@ fn a_write_cut_short_by_a_full_disk_leaves_every_table_whole_and_the_run_not_don
     // ENOSPC).
     let limit = std::fs::metadata(out.join("runs.csv")).unwrap().len() + 40;
     let mut full = sweep_cv(work.path(), "2");
-    let cut = unsafe {
-        full.pre_exec(move || {
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            let lim = libc::rlimit {
-                rlim_cur: limit,
-                rlim_max: limit,
-            };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
+    let cut = limited(&mut full, libc::RLIMIT_FSIZE, limit)
         .output()
-        .unwrap()
-    };
+        .unwrap();
     let err = fails_naming(&cut, &[out.to_str().unwrap(), "File too large"]);
     assert_eq!(err.matches("File too large").count(), 1, "said once: {err}");
     // Nothing half-written or lost: every table parses, ends with a line break and starts
@@ -666,28 +653,36 @@ fn a_write_cut_short_by_a_full_disk_leaves_every_table_whole_and_the_run_not_don
     assert_eq!(ids.len(), runs.rows.len(), "a run recorded twice");
 }
 
+/// `command` with the resource limit `resource` at `value` in the child. A file-size limit
+/// makes a write past it fail with EFBIG (its signal, SIGXFSZ, is ignored), as a full disk
+/// fails one with ENOSPC.
+fn limited(command: &mut Command, resource: libc::__rlimit_resource_t, value: u64) -> &mut Command {
+    use std::os::unix::process::CommandExt as _;
+    unsafe {
+        command.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let lim = libc::rlimit {
+                rlim_cur: value,
+                rlim_max: value,
+            };
+            if libc::setrlimit(resource, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
 /// `prepbench ARGS` under a virtual-memory limit of `mb` MB (RLIMIT_AS).
 fn under_memory_cap(mb: u64, args: &[String]) -> Output {
-    use std::os::unix::process::CommandExt as _;
-    let bytes = mb << 20;
     let mut command = Command::new(env!("CARGO_BIN_EXE_prepbench"));
     command
         .args(args)
         .env("PREPBENCH_CACHE_DIR", common::calibration_cache())
         .env("PREPBENCH_HEAVY_LOAD_PCT", "1000");
-    unsafe {
-        command.pre_exec(move || {
-            let lim = libc::rlimit {
-                rlim_cur: bytes,
-                rlim_max: bytes,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    command.output().unwrap()
+    limited(&mut command, libc::RLIMIT_AS, mb << 20)
+        .output()
+        .unwrap()
 }
 
 #[test]
@@ -698,13 +693,7 @@ fn decompression_bombs_are_refused_under_a_memory_cap_not_aborted() {
     let work = tempfile::tempdir().unwrap();
     let data = work.path().join("data");
     // A JPEG whose header claims 13000 x 13000 pixels: 507 MB of RGB from a few KB.
-    let img = image::RgbImage::from_fn(64, 64, |x, y| image::Rgb([x as u8, y as u8, 9]));
-    let mut jpeg = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
-        .encode_image(&img)
-        .unwrap();
-    let sof = jpeg.windows(2).position(|w| w == [0xff, 0xc0]).unwrap();
-    jpeg[sof + 5..sof + 9].copy_from_slice(&[0x32, 0xc8, 0x32, 0xc8]);
+    let jpeg = super::corpus::jpeg_bomb();
     // An hour of digital silence as FLAC: a few hundred KB that decode to 230 MB of float32.
     let flac = datasets::audio::encode_flac(&vec![0i16; 16_000 * 3600], 16_000).unwrap();
     for (workload, kind, samples, victim, bomb) in [

@@ -249,7 +249,7 @@ fn prepare_special(name: &str, d: &Path) {
 }
 
 /// A JPEG whose frame header claims 13000 x 13000 pixels (under max_pixels).
-fn jpeg_bomb() -> Vec<u8> {
+pub fn jpeg_bomb() -> Vec<u8> {
     let img = image::RgbImage::from_fn(64, 64, |x, y| image::Rgb([x as u8, y as u8, 9]));
     let mut bytes = Vec::new();
     image::codecs::jpeg::JpegEncoder::new_with_quality(&mut bytes, 90)

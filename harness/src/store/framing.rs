@@ -218,6 +218,42 @@ mod tests {
         assert_eq!(masked_crc32c(b""), 0xA282_EAD8);
     }
 
+    /// A reader that counts the bytes asked of it: a refused length must not be read.
+    struct Counting<R>(R, std::rc::Rc<std::cell::Cell<usize>>);
+
+    impl<R: Read> Read for Counting<R> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.0.read(buf)?;
+            self.1.set(self.1.get() + n);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_length_beyond_the_limit_is_refused_before_its_bytes_are_read() {
+        // A valid frame declaring 6 GiB (its length checksum is right), then a megabyte of data:
+        // as a record of zeros in a gzip shard would decompress, honestly, to 6 GiB.
+        let len = 6u64 << 30;
+        let mut bytes = len.to_le_bytes().to_vec();
+        bytes.extend(masked_crc32c(&len.to_le_bytes()).to_le_bytes());
+        bytes.extend(vec![0u8; 1 << 20]);
+        for (limit, default) in [(MAX_RECORD_BYTES, true), (1000, false)] {
+            let read = std::rc::Rc::new(std::cell::Cell::new(0));
+            let inner = Counting(io::Cursor::new(bytes.clone()), read.clone());
+            let mut r = RecordReader::new(inner);
+            if !default {
+                r = r.with_max_len(limit);
+            }
+            let err = r.next_into(&mut Vec::new()).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("declares {len} bytes, more than the {limit}")),
+                "{err}"
+            );
+            assert_eq!(read.get(), 12, "only the frame header was read");
+            assert!(!r.can_continue());
+        }
+    }
+
     #[test]
     fn frames_are_laid_out_as_tfrecord_specifies() {
         let mut w = RecordWriter::new(Vec::new());
