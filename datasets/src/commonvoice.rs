@@ -35,6 +35,7 @@ pub const KIND: DatasetKind = DatasetKind {
     samples_per_file: 1,
     calibration: Calibration::of(0.0197, 0.20),
     options: &[],
+    reader_options: &[],
     open,
     generate_one,
     finish: Some(write_tsv),
@@ -85,7 +86,11 @@ pub fn write_tsv(request: &GenerateRequest) -> Result<(), DatasetError> {
 }
 
 /// Lists the clips of `train.tsv` in its order, each with its sentence.
-pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError> {
+pub fn open(
+    files: &Arc<dyn Files>,
+    root: &Path,
+    _options: &crate::Options,
+) -> Result<Source, DatasetError> {
     let tsv = root.join("train.tsv");
     let layout = |message: String| DatasetError::Layout {
         path: tsv.display().to_string(),

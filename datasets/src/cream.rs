@@ -35,6 +35,7 @@ pub const KIND: DatasetKind = DatasetKind {
     samples_per_file: WINDOWS_PER_FILE,
     calibration: Calibration::of(0.1477, 0.20),
     options: &[],
+    reader_options: &[],
     open,
     generate_one,
     finish: None,
@@ -232,7 +233,11 @@ pub fn read_recording(path: &Path) -> Result<Recording, DatasetError> {
 }
 
 /// Lists the hourly files, day folders in order, hours in order.
-pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError> {
+pub fn open(
+    files: &Arc<dyn Files>,
+    root: &Path,
+    _options: &crate::Options,
+) -> Result<Source, DatasetError> {
     let layout = |message: String| DatasetError::Layout {
         path: root.display().to_string(),
         message,

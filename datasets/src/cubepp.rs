@@ -35,6 +35,7 @@ pub const PNG_KIND: DatasetKind = DatasetKind {
     samples_per_file: 1,
     calibration: Calibration::of(17.4176, 0.20),
     options: &[],
+    reader_options: &[],
     open: open_png,
     generate_one,
     finish: None,
@@ -50,6 +51,7 @@ pub const JPG_KIND: DatasetKind = DatasetKind {
     samples_per_file: 1,
     calibration: Calibration::of(0.5203, 0.20),
     options: &[],
+    reader_options: &[],
     open: open_jpg,
     generate_one,
     finish: None,
@@ -112,7 +114,11 @@ fn bytemuck_bytes(values: &[u16]) -> &[u8] {
     }
 }
 
-pub fn open_png(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError> {
+pub fn open_png(
+    files: &Arc<dyn Files>,
+    root: &Path,
+    _options: &crate::Options,
+) -> Result<Source, DatasetError> {
     flat_source(
         files,
         "cubepp-png",
@@ -123,7 +129,11 @@ pub fn open_png(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetEr
     )
 }
 
-pub fn open_jpg(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError> {
+pub fn open_jpg(
+    files: &Arc<dyn Files>,
+    root: &Path,
+    _options: &crate::Options,
+) -> Result<Source, DatasetError> {
     flat_source(
         files,
         "cubepp-jpg",

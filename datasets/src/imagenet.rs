@@ -65,6 +65,7 @@ pub const KIND: DatasetKind = DatasetKind {
     samples_per_file: 1,
     calibration: Calibration::of(0.1147, 0.15),
     options: &[],
+    reader_options: &[],
     open,
     generate_one,
     finish: None,
@@ -96,7 +97,11 @@ pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<(), DatasetEr
 }
 
 /// Lists a dataset in ImageNet's layout in source order (classes interleaved).
-pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError> {
+pub fn open(
+    files: &Arc<dyn Files>,
+    root: &Path,
+    _options: &crate::Options,
+) -> Result<Source, DatasetError> {
     let train = root.join("train");
     let classes = folders(&**files, &train).map_err(|e| DatasetError::Layout {
         path: train.display().to_string(),

@@ -8,6 +8,7 @@ pub mod commonvoice;
 pub mod cream;
 pub mod cubepp;
 pub mod files;
+pub mod folder;
 pub mod imagenet;
 pub mod librispeech;
 pub mod openwebtext;
@@ -43,6 +44,9 @@ pub enum DatasetError {
     #[error("generating data failed: {0}")]
     Generate(String),
 }
+
+/// A dataset's options, as a workload gives them (`dtype: uint8`, `glob: "**/*.jpg"`).
+pub type Options = BTreeMap<String, String>;
 
 /// What to generate: `samples` samples of a kind under `root`, from `seed`, on `threads` threads,
 /// with the kind's generator options (e.g. `dtype=uint8` for `synthetic`).
@@ -81,6 +85,8 @@ impl Calibration {
 }
 
 /// Writes what describes all generated files (annotations, transcripts).
+/// Lists a dataset of a kind under a root, through its files, with the workload's options.
+pub type OpenFn = fn(&Arc<dyn Files>, &Path, &Options) -> Result<Source, DatasetError>;
 pub type FinishFn = fn(&GenerateRequest) -> Result<(), DatasetError>;
 /// The mean MB per sample a request's options call for.
 pub type ExpectedMbFn = fn(&GenerateRequest) -> Result<f64, DatasetError>;
@@ -97,8 +103,12 @@ pub struct DatasetKind {
     pub calibration: Option<Calibration>,
     /// Generator options the kind accepts, documented as `name=values`.
     pub options: &'static [&'static str],
-    /// Lists a dataset in this layout under a root, through the files it is read from.
-    pub open: fn(&Arc<dyn Files>, &Path) -> Result<Source, DatasetError>,
+    /// Options that say where a user's own files lie or how to read them (`files`' glob, a
+    /// COCO export's annotation file): accepted only with `dataset.path`, never generated.
+    pub reader_options: &'static [&'static str],
+    /// Lists a dataset in this layout under a root, through the files it is read from, with
+    /// the workload's dataset options (`files` takes its glob and labelling from them).
+    pub open: OpenFn,
     /// Writes file n of a generated dataset (deterministic in seed, options and n alone).
     pub generate_one: fn(&GenerateRequest, usize) -> Result<(), DatasetError>,
     /// Writes what describes all files (annotations, transcripts) once they exist.
@@ -113,29 +123,50 @@ pub struct DatasetKind {
 impl DatasetKind {
     /// Lists a dataset in this layout on the local file system.
     pub fn open_local(&self, root: &Path) -> Result<Source, DatasetError> {
-        (self.open)(&files::local(), root)
+        (self.open)(&files::local(), root, &Options::new())
     }
 
-    /// Checks the request's options against the ones this kind accepts.
+    /// Checks the request's options against the ones this kind accepts (generator and reader
+    /// options alike).
     pub fn check_options(&self, options: &BTreeMap<String, String>) -> Result<(), DatasetError> {
-        for key in options.keys() {
-            if !self
-                .options
-                .iter()
-                .any(|o| o.split('=').next() == Some(key.as_str()))
-            {
-                return Err(DatasetError::Generate(format!(
+        match options.keys().find(|key| !self.accepts(key)) {
+            None => Ok(()),
+            Some(key) => {
+                let all: Vec<&str> = self
+                    .options
+                    .iter()
+                    .chain(self.reader_options)
+                    .copied()
+                    .collect();
+                Err(DatasetError::Generate(format!(
                     "dataset `{}` has no option `{key}`; its options: {}",
                     self.name,
-                    if self.options.is_empty() {
+                    if all.is_empty() {
                         "(none)".to_string()
                     } else {
-                        self.options.join(", ")
+                        all.join(", ")
                     }
-                )));
+                )))
             }
         }
-        Ok(())
+    }
+
+    /// Whether `key` is one of this kind's options.
+    pub fn accepts(&self, key: &str) -> bool {
+        let named = |o: &&str| o.split('=').next() == Some(key);
+        self.options.iter().any(named) || self.reader_options.iter().any(named)
+    }
+
+    /// The first of `options` that only describes a user's own files, if any.
+    pub fn reader_option<'a>(&self, options: &'a BTreeMap<String, String>) -> Option<&'a str> {
+        options
+            .keys()
+            .find(|key| {
+                self.reader_options
+                    .iter()
+                    .any(|o| o.split('=').next() == Some(key.as_str()))
+            })
+            .map(String::as_str)
     }
 }
 
@@ -149,6 +180,7 @@ pub static KINDS: &[DatasetKind] = &[
     librispeech::KIND,
     cream::KIND,
     synthetic::KIND,
+    folder::KIND,
 ];
 
 /// MB per sample that `kind` generates with `options`, for kinds that can say (synthetic
@@ -177,6 +209,12 @@ pub fn check_workload(workload: &workloads::Workload) -> Result<(), workloads::W
     let spec = &workload.dataset;
     let kind = find_kind(&spec.kind)
         .map_err(|e| workload.error_at(&format!("kind: {}", spec.kind), e.to_string()))?;
+    if kind.name == folder::KIND.name && spec.path.is_none() {
+        return Err(workload.error_at("kind: files", folder::NO_GENERATOR.into()));
+    }
+    if let (Some(key), None) = (kind.reader_option(&spec.options), &spec.path) {
+        return Err(workload.error_at(key, reader_option_message(kind, key)));
+    }
     let mut options = spec.options.clone();
     for (key, values) in &workload.sweep.dataset_options {
         options.insert(key.clone(), values.first().cloned().unwrap_or_default());
@@ -189,22 +227,27 @@ pub fn check_workload(workload: &workloads::Workload) -> Result<(), workloads::W
         };
         let key = options
             .keys()
-            .find(|k| {
-                !kind
-                    .options
-                    .iter()
-                    .any(|o| o.split('=').next() == Some(k.as_str()))
-            })
+            .find(|k| !kind.accepts(k))
             .cloned()
             .unwrap_or_else(|| "options".into());
         workload.error_at(&key, message)
     })
 }
 
+/// Why a reader option (where a user's own files lie) cannot go with generated data.
+fn reader_option_message(kind: &DatasetKind, key: &str) -> String {
+    format!(
+        "option `{key}` of dataset `{}` says how to read your own files, named by dataset.path \
+         (or --dataset); a generated stand-in has the standard layout ({})",
+        kind.name, kind.layout
+    )
+}
+
 /// The fields a kind's samples carry besides `path` (what its layout reader puts in them).
-pub fn source_fields(kind: &str) -> &'static [&'static str] {
+pub fn source_fields(kind: &str, options: &Options) -> &'static [&'static str] {
     match kind {
         "imagenet" => &["label"],
+        "files" if options.get("label").is_some_and(|l| l == "parent") => &["label"],
         "coco" => &["boxes", "categories"],
         "commonvoice" => &["sentence"],
         "librispeech" => &["transcript"],
@@ -223,7 +266,11 @@ fn check_fields(
         return Ok(());
     };
     let mut available: Vec<String> = std::iter::once("path")
-        .chain(source_fields(kind.name).iter().copied())
+        .chain(
+            source_fields(kind.name, &workload.dataset.options)
+                .iter()
+                .copied(),
+        )
         .map(String::from)
         .collect();
     for (i, def) in workload.steps.iter().enumerate() {
@@ -249,6 +296,11 @@ fn check_fields(
                     ),
                 ));
             }
+        }
+        // A Python step's outputs are known only when it runs: the fields after it are not
+        // checked.
+        if def.spec.op == "python" {
+            return Ok(());
         }
         let written = [
             param("to", true),
@@ -408,6 +460,12 @@ pub fn generate(
 ) -> Result<usize, DatasetError> {
     let kind = find_kind(kind_name)?;
     kind.check_options(&request.options)?;
+    if kind.name == folder::KIND.name {
+        return Err(DatasetError::Generate(folder::NO_GENERATOR.into()));
+    }
+    if let Some(key) = kind.reader_option(&request.options) {
+        return Err(DatasetError::Generate(reader_option_message(kind, key)));
+    }
     let marker_path = request.root.join(MARKER);
     let from = match std::fs::read(&marker_path) {
         Ok(text) => marker_files(&text, &marker_path, kind, request)?,
@@ -545,18 +603,75 @@ pub fn prepare_in(
     request: &GenerateRequest,
     progress: &(dyn Fn(usize) + Sync),
 ) -> Result<Source, DatasetError> {
+    prepare_counted(files, kind_name, request, progress).map(|(source, _)| source)
+}
+
+/// [`prepare_in`], with the number of files it generated (0 when the dataset was complete).
+pub fn prepare_counted(
+    files: &Arc<dyn Files>,
+    kind_name: &str,
+    request: &GenerateRequest,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Result<(Source, usize), DatasetError> {
     let kind = find_kind(kind_name)?;
     kind.check_options(&request.options)?;
+    let mut generated = 0;
     if files.is_local() {
-        let generated = request.root.join(MARKER).exists();
+        let ours = request.root.join(MARKER).exists();
         let empty = std::fs::read_dir(&request.root)
             .map(|mut d| d.next().is_none())
             .unwrap_or(true);
-        if empty || generated {
-            generate(kind_name, request, progress)?;
+        if empty || ours {
+            generated = generate(kind_name, request, progress)?;
         }
     }
-    let source = (kind.open)(files, &request.root)?;
+    Ok((open_enough(files, kind, request)?, generated))
+}
+
+/// Lists the dataset a user named (a workload's `dataset.path`): read as it is, never
+/// generated. A missing or empty folder is an error naming it and the layout expected.
+pub fn open_named(
+    files: &Arc<dyn Files>,
+    kind_name: &str,
+    request: &GenerateRequest,
+) -> Result<Source, DatasetError> {
+    let kind = find_kind(kind_name)?;
+    if files.is_local() {
+        check_present(kind, &request.root)?;
+    }
+    open_enough(files, kind, request)
+}
+
+/// Refuses a local folder named as the user's dataset that is missing or empty, saying what
+/// layout was expected: prepbench never generates into it.
+pub fn check_present(kind: &DatasetKind, root: &Path) -> Result<(), DatasetError> {
+    let problem = match std::fs::read_dir(root) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist",
+        Err(e) => return Err(io_err(root)(e)),
+        Ok(mut entries) => match entries.next() {
+            None => "is empty",
+            Some(_) => return Ok(()),
+        },
+    };
+    Err(DatasetError::Layout {
+        path: root.display().to_string(),
+        message: format!(
+            "{problem}: a dataset named by dataset.path or --dataset is your data, which \
+             prepbench reads as it is and never generates; expected a folder in the {} layout \
+             ({}). To benchmark a generated stand-in instead, name no path",
+            kind.name, kind.layout
+        ),
+    })
+}
+
+/// Opens the dataset at the request's root and keeps its first `request.samples`, or says
+/// how many it holds when that is fewer.
+fn open_enough(
+    files: &Arc<dyn Files>,
+    kind: &'static DatasetKind,
+    request: &GenerateRequest,
+) -> Result<Source, DatasetError> {
+    let source = (kind.open)(files, &request.root, &request.options)?;
     let wanted = request.files(kind);
     if source.len() < wanted {
         let hint = if files.is_local() {
@@ -735,7 +850,7 @@ mod workload_checks {
                 .filter(|n| n != "path")
                 .collect();
             names.sort();
-            let mut declared: Vec<&str> = super::source_fields(kind).to_vec();
+            let mut declared: Vec<&str> = super::source_fields(kind, &request.options).to_vec();
             declared.sort();
             assert_eq!(names, declared, "{kind}");
         }

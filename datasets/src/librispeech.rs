@@ -30,6 +30,7 @@ pub const KIND: DatasetKind = DatasetKind {
     samples_per_file: 1,
     calibration: Calibration::of(0.2319, 0.20),
     options: &[],
+    reader_options: &[],
     open,
     generate_one,
     finish: Some(write_transcripts),
@@ -108,7 +109,11 @@ pub fn write_transcripts(request: &GenerateRequest) -> Result<(), DatasetError> 
 }
 
 /// Lists utterances by speaker, chapter and index, each with its transcript.
-pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError> {
+pub fn open(
+    files: &Arc<dyn Files>,
+    root: &Path,
+    _options: &crate::Options,
+) -> Result<Source, DatasetError> {
     let layout = |dir: &Path, e: std::io::Error| {
         DatasetError::Layout {
         path: dir.display().to_string(),

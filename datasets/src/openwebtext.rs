@@ -22,6 +22,7 @@ pub const KIND: DatasetKind = DatasetKind {
     samples_per_file: 1,
     calibration: Calibration::of(0.0427, 0.15),
     options: &[],
+    reader_options: &[],
     open,
     generate_one,
     finish: None,
@@ -146,7 +147,11 @@ pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<(), DatasetEr
     crate::write_atomically(&request.root.join(format!("{n}.txt")), page.as_bytes())
 }
 
-pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError> {
+pub fn open(
+    files: &Arc<dyn Files>,
+    root: &Path,
+    _options: &crate::Options,
+) -> Result<Source, DatasetError> {
     flat_source(
         files,
         "openwebtext",

@@ -30,6 +30,7 @@ pub const KIND: DatasetKind = DatasetKind {
         "dtype=float32|uint8",
         "mb_per_sample=0.01|0.02|0.04|...|10.24|20.48",
     ],
+    reader_options: &[],
     open,
     generate_one,
     finish: None,
@@ -109,7 +110,11 @@ pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<(), DatasetEr
     crate::write_atomically(&request.root.join(format!("{n}.npy")), &bytes)
 }
 
-pub fn open(files: &Arc<dyn Files>, root: &Path) -> Result<Source, DatasetError> {
+pub fn open(
+    files: &Arc<dyn Files>,
+    root: &Path,
+    _options: &crate::Options,
+) -> Result<Source, DatasetError> {
     flat_source(files, "synthetic", root, root, "npy", "<n>.npy arrays")
 }
 

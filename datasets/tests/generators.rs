@@ -240,7 +240,8 @@ fn coco_annotations_have_the_coco_field_set_and_feed_the_samples() {
 fn readers_say_what_layout_they_expected() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("note.md"), b"not a dataset").unwrap();
-    for kind in KINDS {
+    // `files` reads whatever the folder holds (its own tests cover what it refuses).
+    for kind in KINDS.iter().filter(|k| k.name != "files") {
         let err = kind.open_local(dir.path()).unwrap_err().to_string();
         assert!(err.contains("expected"), "{}: {err}", kind.name);
     }

@@ -143,6 +143,11 @@ fn reproduce_command(
     places: PlaceArgs,
     progress: Progress,
 ) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        places.dataset.is_none(),
+        "--dataset: reproduce runs the paper's workloads on their own (generated) datasets; \
+         give your data to `run`, `sweep` or `show`"
+    );
     let places = places.places(reproduce::default_out(scale), progress);
     let done = reproduce::reproduce(scale, &places, seed, std::env::args().collect())?;
     let mut failures = Vec::new();
@@ -164,6 +169,9 @@ fn reproduce_command(
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(python) = &cli.python {
+        workloads::python::set_interpreter(python.clone());
+    }
     let progress = Progress { quiet: cli.quiet };
     let result = match cli.command {
         Command::Run(args) => run_command(args, progress),
@@ -224,6 +232,10 @@ fn main() -> ExitCode {
         } else {
             ExitCode::FAILURE
         }),
+        Command::Workload { what } => commands::workload(&what).map(|text| {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }),
         Command::List { what } => commands::list(&what).map(|text| {
             print!("{text}");
             ExitCode::SUCCESS
@@ -244,6 +256,7 @@ fn main() -> ExitCode {
             seed: args.seed,
             epoch: args.epoch,
             data_dir: args.data_dir,
+            dataset: args.dataset,
         })
         .map(|text| {
             print!("{text}");

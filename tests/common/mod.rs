@@ -271,3 +271,43 @@ pub fn mpirun() -> Result<&'static str, String> {
         })
         .clone()
 }
+
+/// A virtual environment with NumPy and Pillow for Python steps, made once per test process
+/// under the target's temporary folder (and kept there, so later runs reuse it); an error
+/// saying why when python3 or pip cannot make it (the caller skips, saying so).
+#[allow(dead_code)]
+pub fn numpy_venv() -> Result<&'static Path, String> {
+    static VENV: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    VENV.get_or_init(|| {
+        let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("venv-steps");
+        let python = venv.join("bin").join("python");
+        let ready = |p: &Path| {
+            Command::new(p)
+                .args(["-c", "import numpy, PIL"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        if ready(&python) {
+            return Ok(venv);
+        }
+        let made = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .output()
+            .map_err(|e| format!("python3: {e}"))?;
+        if !made.status.success() {
+            return Err(format!("python3 -m venv failed: {}", stderr(&made)));
+        }
+        let pip = Command::new(venv.join("bin").join("pip"))
+            .args(["install", "-q", "numpy", "Pillow"])
+            .output()
+            .map_err(|e| format!("pip: {e}"))?;
+        if !pip.status.success() {
+            return Err(format!("pip install numpy Pillow failed: {}", stderr(&pip)));
+        }
+        Ok(venv)
+    })
+    .as_ref()
+    .map(PathBuf::as_path)
+    .map_err(Clone::clone)
+}

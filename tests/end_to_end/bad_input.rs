@@ -731,3 +731,78 @@ fn decompression_bombs_are_refused_under_a_memory_cap_not_aborted() {
         fails_naming(&out, &[victim, "max_expansion 1024"]);
     }
 }
+
+#[test]
+fn a_dataset_the_workload_names_is_never_generated_and_generation_says_where() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let data = d.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let yaml = "name: mine\ndataset:\n  kind: imagenet\n  path: mine\n  samples: 4\nsteps:\n  \
+                - name: concatenated\n    op: read_file\n";
+    std::fs::write(d.join("w.yaml"), yaml).unwrap();
+    let run = |workload: &str, quiet: bool| {
+        let mut args = argv![
+            "run",
+            workload,
+            "--samples 4 --evict fadvise --data-dir",
+            data.to_str().unwrap(),
+            "--store-dir",
+            d.join("store").to_str().unwrap(),
+            "--out",
+            d.join("out").to_str().unwrap()
+        ];
+        if quiet {
+            args.push("--quiet".into());
+        }
+        prepbench(&args)
+    };
+    let w = d.join("w.yaml");
+    let w = w.to_str().unwrap();
+    // A misspelt or missing folder: an error naming it, and nothing generated there.
+    let out = run(w, true);
+    fails_naming(
+        &out,
+        &["data/mine", "does not exist", "never generates", "imagenet"],
+    );
+    assert!(!data.join("mine").exists());
+    assert!(
+        !d.join("out").exists(),
+        "nothing written, not even the results folder"
+    );
+    // The same for --dataset, which names the user's data in place of the workload's.
+    let elsewhere = d.join("my imagenet");
+    let mut args = argv!["run cv --samples 4 --quiet --evict fadvise --dataset"];
+    args.push(elsewhere.display().to_string());
+    args.extend(argv!["--out", d.join("out").to_str().unwrap()]);
+    fails_naming(
+        &prepbench(&args),
+        &["my imagenet", "does not exist", "--dataset"],
+    );
+    assert!(!elsewhere.exists() && !d.join("out").exists());
+    // An empty one: the same, and it stays empty.
+    std::fs::create_dir_all(data.join("mine")).unwrap();
+    fails_naming(&run(w, true), &["data/mine", "is empty", "never generates"]);
+    assert_eq!(std::fs::read_dir(data.join("mine")).unwrap().count(), 0);
+    // A stand-in is generated only into the data directory, saying what and where.
+    let out = run("cv", false);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("generated 4 files of `imagenet` samples, stand-ins for ImageNet")
+            && err.contains(&data.join("imagenet-seed0").display().to_string())
+            && err.contains("dataset.path"),
+        "{err}"
+    );
+}
+
+#[test]
+fn workload_show_prints_a_reference_workload_as_shipped() {
+    let out = prepbench_ok(&["workload", "show", "cv"]);
+    let shipped = include_str!("../../workloads/defs/cv.yaml");
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), shipped);
+    fails_naming(
+        &prepbench(&["workload", "show", "cvv"]),
+        &["no reference workload `cvv`", "cv, cv2-jpg"],
+    );
+}

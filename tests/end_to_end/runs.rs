@@ -244,3 +244,94 @@ fn a_workload_name_with_a_comma_a_quote_and_a_newline_is_written_and_read_back()
     assert!(md.contains("my, \"odd\""), "{md}");
     prepbench_ok(&["recommend", &out.display().to_string()]);
 }
+
+#[test]
+fn a_folder_of_your_own_files_is_read_as_image_folder_and_every_split_verifies() {
+    let work = tempfile::tempdir().unwrap();
+    let mine = work.path().join("my photos");
+    // Someone's folder: two classes of JPEGs under their own names, a stray note, a hidden file.
+    let jpegs: Vec<_> = walk(data_dir())
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "JPEG"))
+        .collect();
+    for (i, jpeg) in jpegs.iter().take(6).enumerate() {
+        let class = if i % 2 == 0 { "cats" } else { "dogs" };
+        let to = mine.join(class).join(format!("IMG_{}.JPEG", 10 - i));
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(jpeg, &to).unwrap();
+    }
+    std::fs::write(mine.join("README.txt"), "my notes").unwrap();
+    std::fs::write(mine.join("cats/.DS_Store"), "x").unwrap();
+    let yaml = format!(
+        "name: my-photos\ndataset:\n  kind: files\n  path: {}\n  samples: 6\n  options: {{glob: \
+         \"**/*.JPEG\", label: parent}}\nsteps:\n  - name: concatenated\n    op: read_file\n  \
+         - name: decoded\n    op: decode_jpeg\n  - name: resized\n    op: resize_shorter\n    \
+         params: {{size: 64}}\n",
+        mine.display()
+    );
+    let w = work.path().join("mine.yaml");
+    std::fs::write(&w, yaml).unwrap();
+    prepbench_ok(&["validate", w.to_str().unwrap()]);
+    let before: Vec<_> = walk(&mine);
+    let out = prepbench_ok(&argv![
+        "run",
+        w.to_str().unwrap(),
+        "--verify --epochs 1 --threads 2 --quiet --evict fadvise --store-dir",
+        work.path().join("store").to_str().unwrap(),
+        "--out",
+        work.path().join("out").to_str().unwrap()
+    ]);
+    assert!(!stderr(&out).contains("error"), "{}", stderr(&out));
+    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    assert_eq!(
+        runs.rows.len(),
+        4,
+        "unprocessed, concatenated, decoded, resized"
+    );
+    for row in &runs.rows {
+        assert_eq!(runs.num(row, "samples"), 6.0);
+    }
+    // The folder is read, never written into.
+    assert_eq!(walk(&mine), before);
+    // The same folder through --dataset, on a workload that names none: the same samples.
+    let plain = w.to_str().unwrap().replace("mine.yaml", "plain.yaml");
+    let text = std::fs::read_to_string(&w).unwrap();
+    let without: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("path:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&plain, without).unwrap();
+    prepbench_ok(&argv![
+        "run",
+        &plain,
+        "--strategy resized --epochs 1 --quiet --evict fadvise --dataset",
+        mine.to_str().unwrap(),
+        "--store-dir",
+        work.path().join("store").to_str().unwrap(),
+        "--out",
+        work.path().join("out2").to_str().unwrap()
+    ]);
+    let runs = Csv::read(&work.path().join("out2/runs.csv"));
+    assert_eq!(runs.num(&runs.rows[0], "samples"), 6.0);
+    let manifest = std::fs::read_to_string(work.path().join("out2/manifest.json")).unwrap();
+    assert!(
+        manifest.contains("my photos"),
+        "the manifest names the dataset read"
+    );
+    // The first sample's label comes from its class folder.
+    let listed = prepbench_ok(&["show", w.to_str().unwrap(), "--list", "--sample", "1"]);
+    let text = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(text.contains("label"), "{text}");
+    // Without a path, `files` has nothing to read, and says so before doing anything.
+    let bare = work.path().join("bare.yaml");
+    std::fs::write(
+        &bare,
+        "name: bare\ndataset: {kind: files}\nsteps:\n  - name: concatenated\n    op: read_file\n",
+    )
+    .unwrap();
+    fails_naming(
+        &prepbench(&["validate", bare.to_str().unwrap()]),
+        &["bare.yaml:2", "dataset.path", "no generator"],
+    );
+}

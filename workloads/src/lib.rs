@@ -4,6 +4,7 @@
 pub mod consumer;
 pub mod encoding;
 pub mod options;
+pub mod python;
 pub mod registry;
 pub mod rng;
 pub mod sample;

@@ -118,6 +118,7 @@ pub static REGISTRY: &[&StepSpec] = &[
     &steps::pad_truncate::SPEC,
     &steps::decode_npy::SPEC,
     &steps::rms_periods::SPEC,
+    &steps::python::SPEC,
 ];
 
 pub fn find_step(op: &str) -> Option<&'static StepSpec> {

@@ -14,12 +14,23 @@ use crate::storage::ReadFiles;
 #[error("{message}")]
 pub struct StepError {
     pub message: String,
+    /// More than the message says, for errors.csv (a Python step's traceback).
+    pub detail: Option<String>,
 }
 
 impl StepError {
     pub fn new(message: impl Into<String>) -> StepError {
         StepError {
             message: message.into(),
+            detail: None,
+        }
+    }
+
+    /// An error with `detail` (a traceback) recorded beside its message.
+    pub fn with_detail(message: impl Into<String>, detail: impl Into<String>) -> StepError {
+        StepError {
+            message: message.into(),
+            detail: Some(detail.into()),
         }
     }
 }
@@ -71,6 +82,18 @@ pub trait Step: Send + Sync + fmt::Debug {
     /// One-time set-up the harness runs before anything is timed (building a tokenizer,
     /// generating an embedding table), so it is not charged to the first sample.
     fn prepare(&self) -> Result<(), StepError> {
+        Ok(())
+    }
+
+    /// Starts what `threads` workers will use before a timed phase (a Python step's worker
+    /// processes), so that starting them is not charged to the samples.
+    fn start_workers(&self, _threads: usize) -> Result<(), StepError> {
+        Ok(())
+    }
+
+    /// Checks what `validate` can know without running a sample (a Python step imports its
+    /// module and finds its callable).
+    fn check(&self) -> Result<(), StepError> {
         Ok(())
     }
 

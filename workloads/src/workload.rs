@@ -370,7 +370,13 @@ impl Workload {
                 ),
             ))
         })?;
-        Workload::from_yaml(&text, &path.display().to_string())
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        crate::python::in_workload_dir(&dir, || {
+            Workload::from_yaml(&text, &path.display().to_string())
+        })
     }
 
     /// Parses and validates `yaml`; `origin` names the file in error messages.
@@ -648,12 +654,21 @@ impl Workload {
     }
 
     /// xxh3 of the YAML text, as hex.
+    /// This workload reading the dataset at `path` (`--dataset`): the user's data, never
+    /// generated. The file's text gains a comment naming it, so run ids and the YAML recorded
+    /// in the manifest tell runs on different data apart.
+    pub fn with_dataset(mut self, path: PathBuf) -> Workload {
+        self.yaml
+            .push_str(&format!("\n# --dataset {}\n", path.display()));
+        self.dataset.path = Some(path);
+        self
+    }
+
     pub fn yaml_hash(&self) -> String {
         format!("{:016x}", xxhash_rust::xxh3::xxh3_64(self.yaml.as_bytes()))
     }
 }
 
-/// serde_yaml appends " at line L column C"; the error carries the line separately.
 /// A parser message without its ` at line N column M` parts (an error inside a step's
 /// parameters carries one per level) or path prefixes repeated by those levels, and the line of
 /// the innermost location (the first written), which is the offending key.

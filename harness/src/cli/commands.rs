@@ -7,7 +7,7 @@ use datasets::GenerateRequest;
 use workloads::registry::REGISTRY;
 use workloads::Workload;
 
-use crate::cli::{default_threads, GenerateArgs, ListWhat};
+use crate::cli::{default_threads, GenerateArgs, ListWhat, WorkloadWhat};
 use crate::progress::Progress;
 use crate::store::remote;
 
@@ -17,6 +17,14 @@ pub fn validate(files: &[PathBuf]) -> usize {
     for file in files {
         let checked = Workload::from_path(file).and_then(|w| {
             datasets::check_workload(&w)?;
+            for def in &w.steps {
+                def.step.check().map_err(|e| {
+                    w.error_at(
+                        &format!("name: {}", def.name),
+                        format!("step `{}`: {}", def.name, e.message),
+                    )
+                })?;
+            }
             Ok(w)
         });
         match checked {
@@ -37,6 +45,23 @@ pub fn validate(files: &[PathBuf]) -> usize {
         }
     }
     failed
+}
+
+/// `prepbench workload show NAME`: a reference workload's YAML, byte for byte as shipped.
+pub fn workload(what: &WorkloadWhat) -> anyhow::Result<String> {
+    match what {
+        WorkloadWhat::Show { name } => workloads::BUILTIN
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, yaml)| yaml.to_string())
+            .ok_or_else(|| {
+                let names: Vec<&str> = workloads::BUILTIN.iter().map(|(n, _)| *n).collect();
+                anyhow::anyhow!(
+                    "no reference workload `{name}`; reference workloads: {}",
+                    names.join(", ")
+                )
+            }),
+    }
 }
 
 pub fn list(what: &ListWhat) -> anyhow::Result<String> {
@@ -129,6 +154,13 @@ pub fn list(what: &ListWhat) -> anyhow::Result<String> {
                         "{:<12} options: {}\n",
                         "",
                         kind.options.join(", ")
+                    ));
+                }
+                if !kind.reader_options.is_empty() {
+                    out.push_str(&format!(
+                        "{:<12} reading your files (with dataset.path): {}\n",
+                        "",
+                        kind.reader_options.join(", ")
                     ));
                 }
             }

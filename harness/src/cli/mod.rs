@@ -25,6 +25,10 @@ pub struct Cli {
     /// No progress bars or status lines (errors still go to stderr).
     #[arg(long, global = true)]
     pub quiet: bool,
+    /// The Python interpreter that runs `op: python` steps (default: $PREPBENCH_PYTHON, else
+    /// python3): the one with your pipeline's packages installed.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub python: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -82,6 +86,11 @@ pub enum Command {
     List {
         #[command(subcommand)]
         what: ListWhat,
+    },
+    /// Work with workload files: print a reference workload's YAML to start your own from.
+    Workload {
+        #[command(subcommand)]
+        what: WorkloadWhat,
     },
     /// Generate a dataset in the real dataset's on-disk layout.
     Generate(GenerateArgs),
@@ -214,6 +223,19 @@ pub struct ShowArgs {
     /// `--features s3` an `s3://bucket/prefix` (read there, never generated there).
     #[arg(long, default_value = "data")]
     pub data_dir: PathBuf,
+    /// Your dataset, read in place of the workload's (never generated).
+    #[arg(long)]
+    pub dataset: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkloadWhat {
+    /// Print a reference workload's YAML (as shipped), e.g. `prepbench workload show cv >
+    /// my.yaml`, then edit `dataset` and `steps`.
+    Show {
+        /// A reference workload name (`prepbench list workloads`).
+        name: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -349,6 +371,10 @@ pub struct PlaceArgs {
     /// `--features s3` an `s3://bucket/prefix` (read there, never generated there).
     #[arg(long, default_value = "data")]
     pub data_dir: PathBuf,
+    /// Your dataset, read in place of the workload's (its `dataset.path`): a folder in the
+    /// workload's dataset kind's layout. Never generated: a missing or empty folder is an error.
+    #[arg(long)]
+    pub dataset: Option<PathBuf>,
     /// Where materialized strategies are stored.
     #[arg(long, default_value = "store")]
     pub store_dir: PathBuf,
@@ -363,6 +389,7 @@ impl PlaceArgs {
         Places {
             out: self.out.clone().unwrap_or(default_out),
             data_dir: self.data_dir.clone(),
+            dataset: self.dataset.clone(),
             store_dir: self.store_dir.clone(),
             evict: self.evict,
             progress,

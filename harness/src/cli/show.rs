@@ -25,6 +25,8 @@ pub struct ShowOptions {
     pub field: Option<String>,
     pub out: Option<PathBuf>,
     pub list: bool,
+    /// The user's dataset, in place of the workload's (`--dataset`).
+    pub dataset: Option<PathBuf>,
     pub seed: u64,
     pub epoch: u64,
     pub data_dir: PathBuf,
@@ -94,7 +96,7 @@ fn run_steps(
         sample,
         source,
         ctx,
-        &mut seconds,
+        crate::measure::pipeline::StepSeconds::wall(&mut seconds),
         &mut |s| {
             outputs.push(s);
             Ok(outputs.len() <= part)
@@ -458,7 +460,7 @@ fn write_outputs(
 
 /// `prepbench show`: the text to print.
 pub fn show(opts: &ShowOptions) -> anyhow::Result<String> {
-    let workload = workloads::load(&opts.workload)?;
+    let workload = crate::plan::load_workload(&opts.workload, opts.dataset.as_deref())?;
     let end = resolve_end(&workload, opts.after.as_deref(), opts.strategy.as_deref())?;
     if !opts.list && opts.out.is_none() {
         bail!("say what to show: --out PATH (.npy, .png or a directory) or --list");

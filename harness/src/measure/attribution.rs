@@ -27,6 +27,8 @@ pub fn stages(times: &StageTimes, workload: &Workload, split: usize) -> Vec<Stag
         });
     }
     for (i, def) in workload.steps.iter().enumerate().skip(split) {
+        let seconds = times.steps.get(i).copied().unwrap_or(0.0);
+        let transfer = times.transfer.get(i).copied().unwrap_or(0.0);
         out.push(Stage {
             name: StageName::Step(def.name.clone()),
             kind: if def.spec.facts.reads_files {
@@ -34,8 +36,16 @@ pub fn stages(times: &StageTimes, workload: &Workload, split: usize) -> Vec<Stag
             } else {
                 StageKind::Cpu
             },
-            seconds: times.steps.get(i).copied().unwrap_or(0.0),
+            seconds: seconds - transfer,
         });
+        // A Python step's own row is the time inside its callable; this one the rest.
+        if def.spec.op == workloads::steps::python::SPEC.op {
+            out.push(Stage {
+                name: StageName::Transfer(def.name.clone()),
+                kind: StageKind::Cpu,
+                seconds: transfer,
+            });
+        }
     }
     out.push(Stage {
         name: StageName::WaitConsumer,

@@ -99,6 +99,9 @@ pub struct StageTimes {
     pub deserialize: f64,
     /// Each workload step by index (only the online ones are non-zero).
     pub steps: Vec<f64>,
+    /// Of `steps`, a Python step's time outside its callable: moving samples to and from its
+    /// worker process.
+    pub transfer: Vec<f64>,
     /// Workers blocked handing a sample to the consumer (a full queue: the consumer is slower).
     pub send_wait: f64,
     /// The consumer blocked waiting for a sample (the workers are slower).
@@ -111,6 +114,7 @@ impl StageTimes {
     fn new(steps: usize) -> StageTimes {
         StageTimes {
             steps: vec![0.0; steps],
+            transfer: vec![0.0; steps],
             ..Default::default()
         }
     }
@@ -122,6 +126,9 @@ impl StageTimes {
         self.send_wait += other.send_wait;
         self.skipped.extend(other.skipped.iter().cloned());
         for (a, b) in self.steps.iter_mut().zip(&other.steps) {
+            *a += b;
+        }
+        for (a, b) in self.transfer.iter_mut().zip(&other.transfer) {
             *a += b;
         }
     }
@@ -173,7 +180,10 @@ fn online_steps(
     times: &mut StageTimes,
 ) -> Result<bool, RunError> {
     let StageTimes {
-        steps, send_wait, ..
+        steps,
+        transfer,
+        send_wait,
+        ..
     } = times;
     apply_steps(
         job.workload,
@@ -191,7 +201,10 @@ fn online_steps(
                     .map_or(job.source.files.as_read(), |t| &**t as &dyn ReadFiles),
             ),
         },
-        steps,
+        crate::measure::pipeline::StepSeconds {
+            wall: steps,
+            transfer: Some(transfer),
+        },
         &mut |sample| Ok(send(job, tx, sample, send_wait)),
     )
 }
@@ -404,6 +417,7 @@ fn read_shard(
                         stage: crate::results::StageName::Read,
                         count: rest,
                         message: format!("unreadable after the error at record {record}"),
+                        detail: String::new(),
                     });
                 }
                 return Ok(true);
@@ -454,6 +468,11 @@ pub fn run_online(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResul
         .consumer
         .map_or(threads * QUEUE_PER_WORKER, |c| c.queue_capacity());
     let (tx, rx) = mpsc::sync_channel::<Message>(capacity);
+    crate::measure::pipeline::start_workers(
+        job.workload,
+        job.split..job.workload.steps.len(),
+        threads,
+    )?;
     let start = Snapshot::now();
     let mut trainer = job
         .consumer

@@ -58,7 +58,7 @@ fn offline_steps(
             step_index: 0,
             files: Some(job.source.files.as_read()),
         },
-        step_seconds,
+        crate::measure::pipeline::StepSeconds::wall(step_seconds),
         emit,
     )
 }
@@ -226,6 +226,7 @@ fn write_store(job: &MaterializeJob, progress: &ProgressBar) -> Result<StoreMani
     let threads = job.threads.clamp(1, job.key.shards);
     let stop = AtomicBool::new(false);
     let memo = std::sync::Mutex::new(Memo::default());
+    crate::measure::pipeline::start_workers(job.workload, 0..job.key.split, threads)?;
     let start = Snapshot::now();
     let (mut shards, split): (Vec<(usize, ShardInfo)>, Split) = std::thread::scope(|scope| {
         let mut workers = Vec::with_capacity(threads);

@@ -1,7 +1,7 @@
 //! Process counters read around a phase: storage bytes read (`/proc/self/io`), CPU time
-//! (`getrusage`, this process and its children), and the whole machine's busy and steal time
-//! (`/proc/stat`), as deltas between two snapshots. The machine's busy time less ours is the
-//! foreign load a measurement ran beside.
+//! (`getrusage`, this process and its children, plus the live Python step workers), and the
+//! whole machine's busy and steal time (`/proc/stat`), as deltas between two snapshots. The
+//! machine's busy time less ours is the foreign load a measurement ran beside.
 
 use std::time::Instant;
 
@@ -115,10 +115,44 @@ fn rusage(who: libc::c_int) -> (f64, f64) {
     (secs(usage.ru_utime), secs(usage.ru_stime))
 }
 
+/// User and system CPU seconds of the live Python step workers (`/proc/PID/stat`): their work
+/// is the run's, as a DataLoader's workers' is. A worker once ended and waited for is counted in
+/// the children's time instead.
+fn python_workers_cpu() -> (f64, f64) {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz <= 0 {
+        return (0.0, 0.0);
+    }
+    let mut total = (0.0, 0.0);
+    for pid in workloads::python::worker_pids() {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the command name (which may hold spaces) in parentheses: state is the
+        // first, utime the 12th, stime the 13th.
+        let Some((_, rest)) = text.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        total.0 += ticks(11) / hz as f64;
+        total.1 += ticks(12) / hz as f64;
+    }
+    total
+}
+
 impl Snapshot {
     pub fn now() -> Snapshot {
         let (read_bytes, read_chars) = proc_io();
-        let (cpu_user_s, cpu_sys_s) = rusage(libc::RUSAGE_SELF);
+        let (own_user_s, own_sys_s) = rusage(libc::RUSAGE_SELF);
+        let (workers_user_s, workers_sys_s) = python_workers_cpu();
+        let (cpu_user_s, cpu_sys_s) = (own_user_s + workers_user_s, own_sys_s + workers_sys_s);
         let (child_user_s, child_sys_s) = rusage(libc::RUSAGE_CHILDREN);
         Snapshot {
             at: Instant::now(),

@@ -22,6 +22,8 @@ pub enum RunError {
         step: String,
         op: &'static str,
         message: String,
+        /// A Python step's traceback, for errors.csv (boxed: the error stays small).
+        detail: Option<Box<String>>,
     },
     #[error("{shard}: record {record}: {source}")]
     Decode {
@@ -44,6 +46,8 @@ pub enum RunError {
     Dataset(#[from] datasets::DatasetError),
     #[error("a worker thread panicked: {0}")]
     Panic(String),
+    #[error("starting step `{step}`: {message}")]
+    Start { step: String, message: String },
     #[error("could not start {what} thread {index} of {count}: {source} (lower --threads, or raise the process's thread limit)")]
     Spawn {
         what: &'static str,
@@ -82,6 +86,7 @@ impl RunError {
                 file,
                 step,
                 message,
+                detail,
                 ..
             } => Skipped {
                 sample: sample.clone(),
@@ -89,6 +94,7 @@ impl RunError {
                 stage: StageName::Step(step.clone()),
                 count: 1,
                 message: message.clone(),
+                detail: detail.as_deref().cloned().unwrap_or_default(),
             },
             RunError::Decode {
                 shard,
@@ -100,6 +106,7 @@ impl RunError {
                 stage: StageName::Deserialize,
                 count: 1,
                 message: source.to_string(),
+                detail: String::new(),
             },
             RunError::UnknownSample {
                 shard, record, id, ..
@@ -109,6 +116,7 @@ impl RunError {
                 stage: StageName::Deserialize,
                 count: 1,
                 message: format!("holds sample id {id}, beyond this run's samples"),
+                detail: String::new(),
             },
             RunError::Store(StoreError::Corrupt {
                 shard,
@@ -122,31 +130,55 @@ impl RunError {
                 stage: StageName::Read,
                 count: 1,
                 message: format!("{what} at byte {offset}"),
+                detail: String::new(),
             },
             _ => return None,
         })
     }
 }
 
+/// Where [`apply_steps`] adds each step's wall time, and (when given) a Python step's time
+/// outside its callable.
+pub struct StepSeconds<'a> {
+    pub wall: &'a mut [f64],
+    pub transfer: Option<&'a mut [f64]>,
+}
+
+impl<'a> StepSeconds<'a> {
+    /// Wall time only.
+    pub fn wall(wall: &'a mut [f64]) -> StepSeconds<'a> {
+        StepSeconds {
+            wall,
+            transfer: None,
+        }
+    }
+}
+
 /// Runs `steps[range]` of `workload` on `sample` at `epoch` and hands every output to `emit`
 /// (one, or after a fan-out step any number; each child numbered by [`workloads::child_id`]).
 /// `emit` returns false when nobody wants more samples, which ends the work early. Each step's
-/// wall time is added to `step_seconds[step_index]` (the time inside `emit` is not). `base`
-/// gives the seed, epoch and file reader; its `step_index` is set per step.
+/// wall time is added to `step_seconds[step_index]` (the time inside `emit` is not), and a
+/// Python step's time outside its callable (moving the sample to and from its worker) also to
+/// `transfer_seconds[step_index]` when given. `base` gives the seed, epoch and file reader; its
+/// `step_index` is set per step.
 pub fn apply_steps(
     workload: &Workload,
     range: Range<usize>,
     mut sample: Sample,
     source: &Source,
     base: StepContext,
-    step_seconds: &mut [f64],
+    seconds: StepSeconds,
     emit: &mut dyn FnMut(Sample) -> Result<bool, RunError>,
 ) -> Result<bool, RunError> {
+    let StepSeconds {
+        wall: step_seconds,
+        transfer: mut transfer_seconds,
+    } = seconds;
     for step_index in range.clone() {
         let def = &workload.steps[step_index];
         let ctx = StepContext { step_index, ..base };
         let id = sample.id;
-        let failed = |message: String| {
+        let failed = |message: String, detail: Option<String>| {
             let item = workload.item_of(id, step_index);
             let label = if item == id {
                 id.to_string()
@@ -164,21 +196,25 @@ pub fn apply_steps(
                 step: def.name.clone(),
                 op: def.spec.op,
                 message,
+                detail: detail.map(Box::new),
             }
         };
         // A step that panics on a sample (a bug: steps return errors) fails that sample like
         // any step error, so `--on-error skip` absorbs it and the run goes on.
         let guarded = |apply: &mut dyn FnMut() -> Result<(), workloads::StepError>| {
             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(apply)) {
-                Ok(result) => result.map_err(|e| failed(e.message)),
+                Ok(result) => result.map_err(|e| failed(e.message, e.detail)),
                 Err(payload) => {
                     let RunError::Panic(text) = panic_message(payload) else {
                         unreachable!("panic_message makes a panic")
                     };
-                    Err(failed(format!(
+                    Err(failed(
+                        format!(
                         "the step panicked ({text}); this is a bug in prepbench, please report \
                          it with this file"
-                    )))
+                    ),
+                        None,
+                    ))
                 }
             }
         };
@@ -192,9 +228,20 @@ pub fn apply_steps(
             })?;
             step_seconds[step_index] += start.elapsed().as_secs_f64();
             for (j, mut child) in children.into_iter().enumerate() {
-                child.id = workloads::child_id(id, j).map_err(|e| failed(e.message))?;
+                child.id = workloads::child_id(id, j).map_err(|e| failed(e.message, e.detail))?;
                 let rest = step_index + 1..range.end;
-                let more = apply_steps(workload, rest, child, source, base, step_seconds, emit)?;
+                let more = apply_steps(
+                    workload,
+                    rest,
+                    child,
+                    source,
+                    base,
+                    StepSeconds {
+                        wall: step_seconds,
+                        transfer: transfer_seconds.as_deref_mut(),
+                    },
+                    emit,
+                )?;
                 if !more {
                     return Ok(false);
                 }
@@ -209,9 +256,34 @@ pub fn apply_steps(
             Ok(())
         })?;
         sample = output.expect("an applied step gives a sample");
-        step_seconds[step_index] += start.elapsed().as_secs_f64();
+        let elapsed = start.elapsed().as_secs_f64();
+        step_seconds[step_index] += elapsed;
+        if let (Some(inside), Some(transfer)) = (
+            workloads::python::take_inside_seconds(),
+            transfer_seconds.as_deref_mut(),
+        ) {
+            transfer[step_index] += (elapsed - inside).max(0.0);
+        }
     }
     emit(sample)
+}
+
+/// Starts what the steps `range` of `workload` need on `threads` threads (Python workers)
+/// before a timed phase.
+pub fn start_workers(
+    workload: &Workload,
+    range: Range<usize>,
+    threads: usize,
+) -> Result<(), RunError> {
+    for def in &workload.steps[range] {
+        def.step
+            .start_workers(threads)
+            .map_err(|e| RunError::Start {
+                step: def.name.clone(),
+                message: e.message,
+            })?;
+    }
+    Ok(())
 }
 
 /// Turns a worker's panic payload into an error instead of unwinding through the harness.

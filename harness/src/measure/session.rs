@@ -63,15 +63,34 @@ pub fn open_dataset(
         samples as u64,
         &format!("generate {}", workload.dataset.kind),
     );
-    let source = datasets::prepare_in(&files, &workload.dataset.kind, &request, &|_| bar.inc(1))
-        .with_context(|| {
-            format!(
-                "preparing dataset `{}` in {}",
-                workload.dataset.kind,
-                root.display()
-            )
-        })?;
+    let context = || {
+        format!(
+            "preparing dataset `{}` in {}",
+            workload.dataset.kind,
+            root.display()
+        )
+    };
+    // A dataset the workload names is the user's: read as it is, never generated into.
+    if workload.dataset.path.is_some() {
+        let source =
+            datasets::open_named(&files, &workload.dataset.kind, &request).with_context(context)?;
+        return Ok(source);
+    }
+    let (source, generated) =
+        datasets::prepare_counted(&files, &workload.dataset.kind, &request, &|_| bar.inc(1))
+            .with_context(context)?;
     bar.finish_and_clear();
+    if generated > 0 {
+        let kind = datasets::find_kind(&workload.dataset.kind)?;
+        progress.note(&format!(
+            "generated {generated} files of `{}` samples, stand-ins for {} in its layout, in \
+             {} (prepbench's data directory, --data-dir); to measure your own data, set the \
+             workload's dataset.path",
+            kind.name,
+            kind.real,
+            root.display()
+        ));
+    }
     Ok(source)
 }
 

@@ -18,11 +18,23 @@ pub mod trials;
 
 pub use settings::{Places, Settings};
 
-/// Loads a reference workload or a workload file and checks what it asks of its dataset (a
-/// known kind, options the kind has): what `validate` checks, so that `run` and `sweep` refuse
-/// the same files before doing anything.
-pub fn load_workload(name_or_path: &str) -> Result<workloads::Workload, workloads::WorkloadError> {
-    let workload = workloads::load(name_or_path)?;
+/// Loads a reference workload or a workload file, reading the dataset at `dataset` when given
+/// (`--dataset`, in place of the file's `dataset.path`), and checks what it asks of its dataset
+/// (a known kind, options the kind has, fields its steps read): what `validate` checks, so that
+/// `run` and `sweep` refuse the same files before doing anything.
+pub fn load_workload(
+    name_or_path: &str,
+    dataset: Option<&std::path::Path>,
+) -> anyhow::Result<workloads::Workload> {
+    let mut workload = workloads::load(name_or_path)?;
+    if let Some(path) = dataset {
+        let path = if datasets::files::is_remote(path) {
+            path.to_path_buf()
+        } else {
+            std::path::absolute(path)?
+        };
+        workload = workload.with_dataset(path);
+    }
     datasets::check_workload(&workload)?;
     Ok(workload)
 }

@@ -70,7 +70,7 @@ fn ranked(
     // Rank 0 generates the dataset (when needed), then the others open it.
     let open = || {
         Session::open(
-            workloads::load(&opts.workload)?,
+            places.load_workload(&opts.workload)?,
             &places.data_dir,
             plan.samples,
             opts.threads,

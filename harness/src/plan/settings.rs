@@ -42,12 +42,28 @@ pub struct Places {
     /// The results folder.
     pub out: PathBuf,
     pub data_dir: PathBuf,
+    /// The user's dataset (`--dataset`), in place of the workload's.
+    pub dataset: Option<PathBuf>,
     pub store_dir: PathBuf,
     pub evict: EvictPolicy,
     pub progress: Progress,
 }
 
 impl Places {
+    /// The workload `name_or_path`, reading `--dataset` when given, checked.
+    /// A dataset the workload names must be there before anything is written (not even the
+    /// results folder's lock).
+    pub fn load_workload(&self, name_or_path: &str) -> anyhow::Result<workloads::Workload> {
+        let workload = crate::plan::load_workload(name_or_path, self.dataset.as_deref())?;
+        if workload.dataset.path.is_some() {
+            let root = dataset_root(&workload, &self.data_dir)?;
+            if !datasets::files::is_remote(&root) {
+                datasets::check_present(datasets::find_kind(&workload.dataset.kind)?, &root)?;
+            }
+        }
+        Ok(workload)
+    }
+
     /// Refuses a results or store directory inside `workload`'s dataset, before anything is
     /// written: prepbench never writes into a dataset.
     pub fn check_outside_dataset(&self, workload: &workloads::Workload) -> anyhow::Result<()> {

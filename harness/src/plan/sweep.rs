@@ -89,7 +89,7 @@ pub fn sweep(
         }
         None => places,
     };
-    let workload = crate::plan::load_workload(&opts.workload)?;
+    let workload = places.load_workload(&opts.workload)?;
     // One writer of a results folder at a time, for the whole sweep; nothing is written
     // before the folders are known to lie outside the dataset.
     places.check_outside_dataset(&workload)?;

@@ -150,8 +150,10 @@ pub enum StageName {
     Decompress,
     /// Decoding records into samples.
     Deserialize,
-    /// An online step, by its name in the workload.
+    /// An online step, by its name in the workload (a Python step: inside its callable).
     Step(String),
+    /// A Python step's time outside its callable: the sample's way to and from its worker.
+    Transfer(String),
     /// Workers blocked on a full queue.
     WaitConsumer,
     /// The consumer waiting for samples.
@@ -159,6 +161,7 @@ pub enum StageName {
 }
 
 const STEP_PREFIX: &str = "step:";
+const TRANSFER_PREFIX: &str = "transfer:";
 
 impl StageName {
     /// The step's name for [`StageName::Step`].
@@ -177,6 +180,7 @@ impl fmt::Display for StageName {
             StageName::Decompress => f.write_str("decompress"),
             StageName::Deserialize => f.write_str("deserialize"),
             StageName::Step(name) => write!(f, "{STEP_PREFIX}{name}"),
+            StageName::Transfer(name) => write!(f, "{TRANSFER_PREFIX}{name}"),
             StageName::WaitConsumer => f.write_str("wait:consumer"),
             StageName::ConsumerWait => f.write_str("consumer:wait"),
         }
@@ -193,12 +197,16 @@ impl FromStr for StageName {
             "deserialize" => StageName::Deserialize,
             "wait:consumer" => StageName::WaitConsumer,
             "consumer:wait" => StageName::ConsumerWait,
-            other => match other.strip_prefix(STEP_PREFIX) {
-                Some(step) => StageName::Step(step.to_string()),
-                None => {
+            other => match (
+                other.strip_prefix(STEP_PREFIX),
+                other.strip_prefix(TRANSFER_PREFIX),
+            ) {
+                (Some(step), _) => StageName::Step(step.to_string()),
+                (_, Some(step)) => StageName::Transfer(step.to_string()),
+                _ => {
                     return Err(format!(
                         "`{text}` is not a stage; known: read, decompress, deserialize, \
-                         step:NAME, wait:consumer, consumer:wait"
+                         step:NAME, transfer:NAME, wait:consumer, consumer:wait"
                     ))
                 }
             },

@@ -344,6 +344,8 @@ pub struct Skipped {
     /// Samples lost: 1, or the rest of a shard whose framing broke.
     pub count: u64,
     pub message: String,
+    /// More than the message (a Python step's traceback); empty when there is none.
+    pub detail: String,
 }
 
 impl Skipped {
@@ -358,6 +360,7 @@ impl Skipped {
             stage: self.stage.clone(),
             count: self.count,
             message: self.message.clone(),
+            detail: self.detail.clone(),
         }
     }
 }
@@ -376,6 +379,9 @@ pub struct ErrorRow {
     pub stage: StageName,
     pub count: u64,
     pub message: String,
+    /// A Python step's traceback; empty for other errors (and in files written before it).
+    #[serde(default)]
+    pub detail: String,
 }
 
 /// One rank's figures, or all ranks' (`rank` = `all`), for one epoch of `run --ranks`

@@ -42,6 +42,7 @@ pub mod normalize;
 pub mod pad_truncate;
 mod pcm;
 pub mod pixel_center;
+pub mod python;
 pub mod random_crop;
 pub mod random_hflip;
 pub mod read_cream_hour;

@@ -71,6 +71,7 @@ fn trials_asked_for_run_once_and_reuse_the_stores_verdict() {
     let places = Places {
         out: tmp.path().join("out"),
         data_dir: tmp.path().join("data"),
+        dataset: None,
         store_dir: tmp.path().join("store"),
         evict: EvictPolicy::Fadvise,
         progress: Progress { quiet: true },

@@ -1,0 +1,289 @@
+//! `files`: a team's own folder, read as it is. Every regular file under the root whose path
+//! relative to it (`/`-separated) matches the option `glob` (default `**/*`) is a sample, in
+//! natural order of its path (`img2` before `img10`); hidden files and folders (a leading `.`)
+//! are left out. With `label=parent`, each file's label is the index of its top folder among
+//! the class folders sorted by name, as torchvision's `ImageFolder` labels
+//! `root/<class>/.../<file>` (Rust's `str` order and Python's agree: both compare code points).
+//! There is no generator: the folder is the user's (`dataset.path`).
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::files::{Entry, Files};
+use crate::source::{natural_key, Source, SourceItem};
+use crate::{DatasetError, DatasetKind, GenerateRequest};
+
+pub const KIND: DatasetKind = DatasetKind {
+    name: "files",
+    family: "files",
+    real: "your own files",
+    layout: "any folder: every file whose path matches `glob` (default **/*); with label=parent, \
+             root/<class>/.../<file> labelled by class as torchvision's ImageFolder",
+    samples_per_file: 1,
+    calibration: None,
+    options: &[],
+    reader_options: &["glob=PATTERN", "label=none|parent"],
+    open,
+    generate_one,
+    finish: None,
+    expected_mb: None,
+    cheap_to_generate: false,
+};
+
+/// Folders deeper than this below the root are not walked (a link loop would never end).
+const MAX_DEPTH: usize = 64;
+
+/// Why `files` cannot be generated, for every place that would try.
+pub const NO_GENERATOR: &str = "dataset kind `files` reads your own folder, named by the \
+                                workload's dataset.path (or --dataset); it has no generator";
+
+fn generate_one(_: &GenerateRequest, _: usize) -> Result<(), DatasetError> {
+    Err(DatasetError::Generate(NO_GENERATOR.into()))
+}
+
+/// Compares two relative paths component by component in natural order.
+fn natural_path_order(a: &str, b: &str) -> Ordering {
+    a.split('/')
+        .map(natural_key)
+        .cmp(b.split('/').map(natural_key))
+}
+
+/// Every regular file below `dir` (`rel` is its path from the root), hidden entries left out.
+fn walk(
+    files: &dyn Files,
+    root: &Path,
+    rel: &str,
+    depth: usize,
+    found: &mut Vec<(String, Entry)>,
+) -> Result<(), DatasetError> {
+    let dir = if rel.is_empty() {
+        root.to_path_buf()
+    } else {
+        root.join(rel)
+    };
+    let entries = files.list(&dir).map_err(|e| DatasetError::Io {
+        path: dir.display().to_string(),
+        source: e,
+    })?;
+    for entry in entries {
+        if entry.name.starts_with('.') {
+            continue;
+        }
+        let path = if rel.is_empty() {
+            entry.name.clone()
+        } else {
+            format!("{rel}/{}", entry.name)
+        };
+        if entry.is_dir {
+            if depth < MAX_DEPTH {
+                walk(files, root, &path, depth + 1, found)?;
+            }
+        } else {
+            found.push((path, entry));
+        }
+    }
+    Ok(())
+}
+
+/// Lists the files of `root` that match the options' `glob`, labelled when `label=parent`.
+pub fn open(
+    files: &Arc<dyn Files>,
+    root: &Path,
+    options: &BTreeMap<String, String>,
+) -> Result<Source, DatasetError> {
+    let bad = |message: String| DatasetError::Layout {
+        path: root.display().to_string(),
+        message,
+    };
+    let pattern = options.get("glob").map_or("**/*", String::as_str);
+    let glob = globset::GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| bad(format!("glob `{pattern}`: {e}")))?
+        .compile_matcher();
+    let labelled = match options.get("label").map(String::as_str) {
+        None | Some("none") => false,
+        Some("parent") => true,
+        Some(other) => return Err(bad(format!("label={other}: label is none or parent"))),
+    };
+    let mut found = Vec::new();
+    walk(&**files, root, "", 0, &mut found)?;
+    found.retain(|(rel, _)| glob.is_match(rel));
+    found.sort_by(|a, b| natural_path_order(&a.0, &b.0));
+    if found.is_empty() {
+        return Err(bad(format!(
+            "no file matches glob `{pattern}` (paths are relative to this folder, `/`-separated; \
+             `**/*.jpg` matches every JPEG below it)"
+        )));
+    }
+    // ImageFolder's class index: the class folders' names sorted as Python sorts strings
+    // (by code point), so a label here is the label a torchvision loader gives the file.
+    let mut classes: BTreeMap<&str, i32> = BTreeMap::new();
+    if labelled {
+        for (rel, _) in &found {
+            match rel.split_once('/') {
+                Some((class, _)) => {
+                    classes.insert(class, 0);
+                }
+                None => {
+                    return Err(bad(format!(
+                        "label=parent: `{rel}` is not in a class folder (expected \
+                         <class>/.../<file>, as ImageFolder)"
+                    )))
+                }
+            }
+        }
+        for (index, label) in classes.values_mut().enumerate() {
+            *label = index as i32;
+        }
+    }
+    let items = found
+        .iter()
+        .map(|(rel, entry)| {
+            let path = root.join(rel);
+            let label = rel
+                .split_once('/')
+                .and_then(|(class, _)| classes.get(class));
+            match label {
+                Some(&label) => SourceItem::labelled(path, entry, label),
+                None => SourceItem::new(path, entry, Vec::new()),
+            }
+        })
+        .collect();
+    Ok(Source::new("files", files, root, items))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use workloads::{Field, TensorData};
+
+    fn tree(paths: &[&str]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for p in paths {
+            let path = dir.path().join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, p.as_bytes()).unwrap();
+        }
+        dir
+    }
+
+    fn options(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn listed(source: &Source, root: &Path) -> Vec<String> {
+        source
+            .items
+            .iter()
+            .map(|i| i.path.strip_prefix(root).unwrap().display().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn files_match_the_glob_in_natural_order_hidden_ones_left_out() {
+        let dir = tree(&[
+            "b/img10.jpg",
+            "b/img2.jpg",
+            "a/x.png",
+            "a/deep/y.jpg",
+            "notes.txt",
+            ".hidden/z.jpg",
+            "a/.DS_Store",
+        ]);
+        let source = open(&crate::files::local(), dir.path(), &options(&[])).unwrap();
+        assert_eq!(
+            listed(&source, dir.path()),
+            [
+                "a/deep/y.jpg",
+                "a/x.png",
+                "b/img2.jpg",
+                "b/img10.jpg",
+                "notes.txt"
+            ]
+        );
+        let jpgs = open(
+            &crate::files::local(),
+            dir.path(),
+            &options(&[("glob", "**/*.jpg")]),
+        )
+        .unwrap();
+        assert_eq!(
+            listed(&jpgs, dir.path()),
+            ["a/deep/y.jpg", "b/img2.jpg", "b/img10.jpg"]
+        );
+        let top = open(
+            &crate::files::local(),
+            dir.path(),
+            &options(&[("glob", "*")]),
+        )
+        .unwrap();
+        assert_eq!(listed(&top, dir.path()), ["notes.txt"]);
+    }
+
+    #[test]
+    fn parent_folders_label_as_image_folder_does() {
+        let dir = tree(&[
+            "dog/1.jpg",
+            "cat/2.jpg",
+            "cat/sub/3.jpg",
+            "ant/4.jpg",
+            "n10/5.jpg",
+            "n9/6.jpg",
+        ]);
+        let source = open(
+            &crate::files::local(),
+            dir.path(),
+            &options(&[("label", "parent")]),
+        )
+        .unwrap();
+        let labels: Vec<(String, i32)> = (0..source.len())
+            .map(|i| {
+                let s = source.sample(i);
+                let Some(Field::Tensor(t)) = s.get("label") else {
+                    panic!("no label")
+                };
+                let TensorData::I32(v) = t.data() else {
+                    panic!()
+                };
+                (listed(&source, dir.path())[i].clone(), v[0])
+            })
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                ("ant/4.jpg".to_string(), 0),
+                ("cat/2.jpg".to_string(), 1),
+                ("cat/sub/3.jpg".to_string(), 1),
+                ("dog/1.jpg".to_string(), 2),
+                // Python's sorted(): "n10" < "n9", whatever natural order says
+                ("n9/6.jpg".to_string(), 4),
+                ("n10/5.jpg".to_string(), 3),
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_options_and_empty_matches_say_what_is_wrong() {
+        let dir = tree(&["loose.jpg", "c/1.jpg"]);
+        let local = crate::files::local();
+        let err = |o: &[(&str, &str)]| {
+            open(&local, dir.path(), &options(o))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err(&[("glob", "**/*.png")]).contains("no file matches glob `**/*.png`"));
+        assert!(err(&[("glob", "[")]).contains("glob `[`"));
+        assert!(err(&[("label", "folder")]).contains("label is none or parent"));
+        assert!(err(&[("label", "parent")]).contains("`loose.jpg` is not in a class folder"));
+        assert!(generate_one(&GenerateRequest::default(), 0)
+            .unwrap_err()
+            .to_string()
+            .contains("dataset.path"));
+    }
+}

@@ -1,0 +1,312 @@
+//! `op: python`: a team's own Python callables as steps, run in persistent worker processes by
+//! the interpreter on PATH (`python3`), through every strategy, with their failures named.
+//! These use only the standard library (bytes and str cross without NumPy), so they need no
+//! virtualenv; without `python3` they say so and skip.
+
+use super::*;
+
+/// Whether `python3` runs here; the tests skip, saying why, when it does not.
+fn have_python() -> bool {
+    let ok = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: no python3 on PATH to run Python steps with");
+    }
+    ok
+}
+
+const MODULE: &str = r#"
+import os
+import random
+
+
+def shout(data):
+    return data.upper()
+
+
+def tag(sample, sample_id, epoch):
+    text = sample["data"].decode()
+    return {"text": f"{text}|{sample_id}|{epoch}|{random.random():.9f}"}
+
+
+def boom(data):
+    if b"bad" in data:
+        raise ValueError("no bad input here")
+    return data
+
+
+def wrong(data):
+    return object()
+
+
+def die(data):
+    if b"bad" in data:
+        os.kill(os.getpid(), 9)
+    return data
+"#;
+
+/// A folder of eight small text files (the fourth holds "bad"), the module `pipe.py` beside the
+/// workload, and a workload whose steps are `steps` (YAML list items).
+fn setup(work: &Path, steps: &str) -> std::path::PathBuf {
+    let data = work.join("texts");
+    std::fs::create_dir_all(&data).unwrap();
+    for i in 1..=8 {
+        let text = if i == 4 {
+            "a bad line".to_string()
+        } else {
+            format!("line {i}")
+        };
+        std::fs::write(data.join(format!("t{i}.txt")), text).unwrap();
+    }
+    let code = work.join("code");
+    std::fs::create_dir_all(&code).unwrap();
+    std::fs::write(code.join("pipe.py"), MODULE).unwrap();
+    let yaml = format!(
+        "name: texts\ndataset:\n  kind: files\n  path: {}\n  samples: 8\nsteps:\n  - name: \
+         concatenated\n    op: read_file\n{steps}",
+        data.display()
+    );
+    let w = code.join("texts.yaml");
+    std::fs::write(&w, yaml).unwrap();
+    w
+}
+
+fn run_args(work: &Path, workload: &Path, extra: &str) -> Vec<String> {
+    let mut args = argv![
+        "run",
+        workload.to_str().unwrap(),
+        "--epochs 2 --threads 2 --quiet --evict fadvise --store-dir",
+        work.join("store").to_str().unwrap(),
+        "--out",
+        work.join("out").to_str().unwrap()
+    ];
+    args.extend(extra.split_whitespace().map(String::from));
+    args
+}
+
+#[test]
+fn python_steps_run_through_every_strategy_and_verify() {
+    if !have_python() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let w = setup(
+        work.path(),
+        "  - name: shouted\n    op: python\n    params: {function: \"pipe:shout\", from: data}\n  \
+         - name: tagged\n    op: python\n    random: true\n    params: {function: \"pipe:tag\"}\n",
+    );
+    prepbench_ok(&["validate", w.to_str().unwrap()]);
+    let out = prepbench_ok(&run_args(work.path(), &w, "--verify"));
+    assert!(!stderr(&out).contains("error"), "{}", stderr(&out));
+    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    let strategies: Vec<String> = runs.rows.iter().map(|r| runs.col(r, "strategy")).collect();
+    for s in ["unprocessed", "concatenated", "shouted"] {
+        assert!(strategies.iter().any(|x| x == s), "{strategies:?}");
+    }
+    assert!(
+        !strategies.iter().any(|x| x == "tagged"),
+        "a random step stays online"
+    );
+    for row in &runs.rows {
+        assert_eq!(runs.num(row, "samples"), 8.0);
+    }
+    // Each Python step's time is split: inside its callable, and moving samples to and from it.
+    let stages = std::fs::read_to_string(work.path().join("out/stages.csv")).unwrap();
+    for stage in [
+        "step:tagged",
+        "transfer:tagged",
+        "step:shouted",
+        "transfer:shouted",
+    ] {
+        assert!(stages.contains(stage), "no {stage} in stages.csv");
+    }
+    // The random step's output depends on the sample and the epoch, as seeded by prepbench.
+    let shown = prepbench_ok(&["show", w.to_str().unwrap(), "--list", "--sample", "2"]);
+    let text = String::from_utf8_lossy(&shown.stdout).into_owned();
+    assert!(text.contains("text"), "{text}");
+    // Python wrote nothing beside the module (no __pycache__): prepbench writes only its own.
+    let beside: Vec<_> = std::fs::read_dir(work.path().join("code"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!beside.iter().any(|n| n.contains("pycache")), "{beside:?}");
+    // Editing the module makes the stored split stale: it is made again, not reused.
+    let module = work.path().join("code/pipe.py");
+    let edited = std::fs::read_to_string(&module)
+        .unwrap()
+        .replace("data.upper()", "data.upper() + b\"!\"");
+    std::fs::write(&module, edited).unwrap();
+    let again = prepbench_ok(&run_args(work.path(), &w, "--strategy shouted --verify"));
+    assert!(!stderr(&again).contains("error"), "{}", stderr(&again));
+}
+
+#[test]
+fn a_python_step_that_raises_returns_junk_or_dies_names_the_step_and_sample() {
+    if !have_python() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let step = |function: &str| {
+        format!("  - name: checked\n    op: python\n    params: {{function: \"pipe:{function}\", from: data}}\n")
+    };
+    // An exception: the step, the sample (id 3: t4.txt), its file, the exception.
+    let w = setup(work.path(), &step("boom"));
+    let err = fails_naming(
+        &prepbench(&run_args(work.path(), &w, "--strategy unprocessed")),
+        &[
+            "step `checked`",
+            "sample 3",
+            "t4.txt",
+            "ValueError: no bad input here",
+        ],
+    );
+    assert!(
+        !err.contains("Traceback"),
+        "the traceback goes to errors.csv: {err}"
+    );
+    // Skipped, the traceback is in errors.csv and the other seven samples are measured.
+    let out = prepbench_ok(&run_args(
+        work.path(),
+        &w,
+        "--strategy unprocessed --on-error skip",
+    ));
+    let errors = Csv::read(&work.path().join("out/errors.csv"));
+    assert!(!errors.rows.is_empty(), "{}", stderr(&out));
+    let detail = errors.col(&errors.rows[0], "detail");
+    assert!(
+        detail.contains("Traceback") && detail.contains("raise ValueError"),
+        "{detail}"
+    );
+    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    assert_eq!(runs.num(&runs.rows[0], "samples"), 7.0);
+    // A value that cannot cross.
+    let w = setup(work.path(), &step("wrong"));
+    fails_naming(
+        &prepbench(&run_args(work.path(), &w, "--strategy unprocessed")),
+        &[
+            "step `checked`",
+            "the returned value is object",
+            "fields cross as",
+        ],
+    );
+    // A worker killed mid-epoch: an error naming the step and the sample, never a hang; skipped,
+    // a new worker takes the remaining samples.
+    let w = setup(work.path(), &step("die"));
+    fails_naming(
+        &prepbench(&run_args(work.path(), &w, "--strategy unprocessed")),
+        &["step `checked`", "sample 3", "t4.txt", "killed (SIGKILL"],
+    );
+    std::fs::remove_dir_all(work.path().join("out")).unwrap();
+    prepbench_ok(&run_args(
+        work.path(),
+        &w,
+        "--strategy unprocessed --on-error skip",
+    ));
+    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    for row in &runs.rows {
+        assert_eq!(runs.num(row, "samples"), 7.0);
+    }
+    // A callable that is not there: validate says so, at the step's line, before any run.
+    let w = setup(work.path(), &step("nope"));
+    fails_naming(
+        &prepbench(&["validate", w.to_str().unwrap()]),
+        &["texts.yaml:", "step `checked`", "AttributeError", "nope"],
+    );
+    // An interpreter that is not there: named, with the way to set another.
+    let mut args = argv!["--python /no/such/python"];
+    args.extend(run_args(work.path(), &w, "--strategy unprocessed"));
+    fails_naming(&prepbench(&args), &["/no/such/python", "--python"]);
+}
+
+const ARRAYS: &str = r#"
+import numpy as np
+
+
+def to_array(data):
+    return np.frombuffer(data, dtype=np.uint8).reshape(1, -1)
+
+
+def reshape(x):
+    assert x.dtype == np.uint8 and x.ndim == 2, (x.dtype, x.shape)
+    x[0, 0] = 7  # the array handed over is writable
+    return {
+        "f": x.astype(np.float32) * 2,
+        "n": np.int64(x.shape[1]),
+        "flags": np.array([True, False]),
+        "wide": np.arange(3, dtype=np.int64),
+        "d": x.astype(np.float64),
+    }
+
+
+def too_big(x):
+    return np.array([2 ** 40])
+"#;
+
+#[test]
+fn numpy_arrays_cross_with_their_dtype_and_shape() {
+    let venv = match numpy_venv() {
+        Ok(v) => v,
+        Err(why) => {
+            eprintln!("skipped: no virtualenv with NumPy ({why})");
+            return;
+        }
+    };
+    let python = venv.join("bin/python");
+    let work = tempfile::tempdir().unwrap();
+    let w = setup(
+        work.path(),
+        "  - name: arrayed\n    op: python\n    params: {function: \"arrays:to_array\", from: \
+         data, to: x}\n  - name: reshaped\n    op: python\n    params: {function: \
+         \"arrays:reshape\", from: x}\n",
+    );
+    std::fs::write(work.path().join("code/arrays.py"), ARRAYS).unwrap();
+    let with_python = |args: &[&str]| {
+        let mut all = argv!["--python", python.to_str().unwrap()];
+        all.extend(args.iter().map(|a| a.to_string()));
+        all
+    };
+    let shown = prepbench_ok(&with_python(&[
+        "show",
+        w.to_str().unwrap(),
+        "--list",
+        "--sample",
+        "0",
+    ]));
+    let text = String::from_utf8_lossy(&shown.stdout).into_owned();
+    // t1.txt is "line 1": six bytes.
+    for (field, dtype, shape) in [
+        ("f", "float32", "[1, 6]"),
+        ("d", "float64", "[1, 6]"),
+        ("n", "int32", ""),
+        ("flags", "uint8", "[2]"),
+        ("wide", "int32", "[3]"),
+    ] {
+        let line = text
+            .lines()
+            .skip_while(|l| !l.starts_with("| reshaped"))
+            .find(|l| l.contains(&format!("| {field} |")))
+            .unwrap_or_else(|| panic!("no field {field} in {text}"));
+        assert!(
+            line.contains(dtype) && line.contains(shape),
+            "{field}: {line}"
+        );
+    }
+    let mut args = with_python(&[]);
+    args.extend(run_args(work.path(), &w, "--verify"));
+    prepbench_ok(&args);
+    // An int64 beyond int32 is refused, not wrapped.
+    let w = setup(
+        work.path(),
+        "  - name: arrayed\n    op: python\n    params: {function: \"arrays:too_big\", from: \
+         data}\n",
+    );
+    std::fs::write(work.path().join("code/arrays.py"), ARRAYS).unwrap();
+    let mut args = with_python(&[]);
+    args.extend(run_args(work.path(), &w, "--strategy unprocessed"));
+    fails_naming(
+        &prepbench(&args),
+        &["step `arrayed`", "int64 values do not fit int32"],
+    );
+}

@@ -1,0 +1,325 @@
+//! `python`: runs a callable of the user's own Python code on each sample, in persistent worker
+//! processes (one per worker thread that uses it, as PyTorch's DataLoader keeps its workers).
+//!
+//! The callable (`function: module:name`, `module:object.method` reaching attributes) gets the
+//! field `from` alone, or without `from` a dict of every field; fields cross as NumPy arrays
+//! (dtype and shape kept), `bytes` and `str`. It returns a dict of fields (which, without
+//! `from`, become the sample's fields; with it, join the other fields in place of `from`) or
+//! one value, written to `to`. Before each call the worker seeds Python's `random`, NumPy's
+//! and (when imported) torch's global generators from the run's seed, the sample id, the epoch
+//! and the step's position, and passes `sample_id`, `epoch` and `seed` to a callable whose
+//! signature names them: a step marked `random: true` gets a fresh draw per sample and epoch
+//! that is the same whichever strategy runs it. An exception fails the sample (its message
+//! here, its traceback in errors.csv); a worker that dies fails the sample it was on and is
+//! replaced for the next.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::Deserialize;
+
+use crate::python::{Reply, Worker, WorkerSpec};
+use crate::registry::ParamDocs;
+use crate::sample::{FieldName, Sample};
+use crate::step::{Step, StepContext, StepError};
+
+#[derive(Debug, Deserialize, ParamDocs)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// the callable, `module:name` (a function or an object with `__call__`; `module:obj.attr` reaches attributes)
+    pub function: String,
+    /// folder put first on Python's module search path, relative to the workload file (default: the workload file's folder)
+    #[serde(default)]
+    pub path: Option<String>,
+    /// the one field the callable gets (unset: a dict of every field)
+    #[serde(default)]
+    pub from: Option<FieldName>,
+    /// field a single returned value is written to (default: `from`, else `data`)
+    #[serde(default)]
+    pub to: Option<FieldName>,
+}
+
+step_spec! { Python, "python", "run a Python callable of your own on each sample, in persistent worker processes" }
+
+/// Largest amount of Python source hashed into the step's identity.
+const MAX_SOURCE_BYTES: u64 = 16 << 20;
+
+pub struct Python {
+    spec: WorkerSpec,
+    to: String,
+    /// xxh3 of the module's source files found under the search path ("installed" when the
+    /// module is not there): materialized data of an edited module is not reused.
+    source_hash: String,
+    /// Idle workers; a thread takes one for a call and puts it back.
+    idle: Mutex<Vec<Worker>>,
+}
+
+impl std::fmt::Debug for Python {
+    /// What identifies the computation: a store made by this step is reused only when this
+    /// text is unchanged, the module's source included.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Python {{ function: {:?}, path: {:?}, from: {:?}, to: {:?}, source: {} }}",
+            self.spec.function, self.spec.search_path, self.spec.from, self.to, self.source_hash
+        )
+    }
+}
+
+/// Checks `module:callable` as written: a dotted module name and a dotted attribute path.
+fn check_function(function: &str) -> Result<(), String> {
+    let ident = |s: &str| {
+        !s.is_empty()
+            && s.split('.').all(|part| {
+                let mut chars = part.chars();
+                chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+                    && chars.all(|c| c.is_alphanumeric() || c == '_')
+            })
+    };
+    match function.split_once(':') {
+        Some((module, name)) if ident(module) && ident(name) => Ok(()),
+        _ => Err(format!(
+            "function `{function}`: expected `module:callable`, e.g. `my_pipeline:decode` or \
+             `my_pipeline.steps:Normalize.__call__`"
+        )),
+    }
+}
+
+/// The module's source files below `search_path`: `a/b.py`, or every `.py` file of package
+/// `a`; empty when the module is installed elsewhere.
+fn module_sources(search_path: &Path, module: &str) -> Vec<PathBuf> {
+    let top = module.split('.').next().unwrap_or(module);
+    let package = search_path.join(top);
+    if package.is_dir() {
+        let mut found = Vec::new();
+        let mut dirs = vec![package];
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() && found.len() < 10_000 {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "py") {
+                    found.push(path);
+                }
+            }
+        }
+        found.sort();
+        return found;
+    }
+    let file = search_path.join(format!("{top}.py"));
+    if file.is_file() {
+        vec![file]
+    } else {
+        Vec::new()
+    }
+}
+
+fn hash_sources(files: &[PathBuf]) -> String {
+    if files.is_empty() {
+        return "installed".into();
+    }
+    let mut text = Vec::new();
+    for file in files {
+        let Ok(meta) = std::fs::metadata(file) else {
+            continue;
+        };
+        if text.len() as u64 + meta.len() > MAX_SOURCE_BYTES {
+            break;
+        }
+        text.extend_from_slice(file.display().to_string().as_bytes());
+        text.extend_from_slice(&std::fs::read(file).unwrap_or_default());
+    }
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&text))
+}
+
+impl Python {
+    pub fn new(params: Params) -> Result<Python, String> {
+        check_function(&params.function)?;
+        let dir = crate::python::workload_dir();
+        let search_path = match &params.path {
+            Some(p) if Path::new(p).is_absolute() => PathBuf::from(p),
+            Some(p) => dir.join(p),
+            None => dir,
+        };
+        // Absolute, so that workers started from any folder find the module.
+        let search_path = std::path::absolute(&search_path).unwrap_or(search_path);
+        let module = params.function.split(':').next().unwrap_or_default();
+        let source_hash = hash_sources(&module_sources(&search_path, module));
+        let to = params
+            .to
+            .as_deref()
+            .or(params.from.as_deref())
+            .unwrap_or("data")
+            .to_string();
+        Ok(Python {
+            spec: WorkerSpec {
+                function: params.function,
+                search_path,
+                from: params.from.map(|f| f.to_string()),
+            },
+            to,
+            source_hash,
+            idle: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// An idle worker, or a new one.
+    fn worker(&self) -> Result<Worker, StepError> {
+        if let Some(worker) = self.idle.lock().ok().and_then(|mut idle| idle.pop()) {
+            return Ok(worker);
+        }
+        Worker::start(&self.spec).map_err(|e| StepError::new(e.0))
+    }
+
+    /// The callable's function name and where it is looked for, for messages.
+    fn described(&self) -> String {
+        format!(
+            "`{}` (from {})",
+            self.spec.function,
+            self.spec.search_path.display()
+        )
+    }
+}
+
+impl Step for Python {
+    /// Starts one worker, so that an import error stops the run before anything is timed and
+    /// the interpreter's start is not charged to the first sample.
+    fn prepare(&self) -> Result<(), StepError> {
+        let worker = self.worker()?;
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.push(worker);
+        }
+        Ok(())
+    }
+
+    fn start_workers(&self, threads: usize) -> Result<(), StepError> {
+        let idle = self.idle.lock().map(|i| i.len()).unwrap_or(0);
+        let started: Vec<Worker> = (idle..threads)
+            .map(|_| Worker::start(&self.spec).map_err(|e| StepError::new(e.0)))
+            .collect::<Result<_, _>>()?;
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.extend(started);
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), StepError> {
+        crate::python::check(&self.spec.function, &self.spec.search_path)
+            .map(|_| ())
+            .map_err(|e| {
+                StepError::new(format!(
+                    "{}: {e} (interpreter {})",
+                    self.described(),
+                    crate::python::interpreter().display()
+                ))
+            })
+    }
+
+    fn apply(&self, mut sample: Sample, ctx: &StepContext) -> Result<Sample, StepError> {
+        if let Some(from) = &self.spec.from {
+            if sample.get(from).is_none() {
+                return Err(StepError::new(format!(
+                    "no field `{from}` to give {}; the sample has: {}",
+                    self.described(),
+                    sample
+                        .fields()
+                        .iter()
+                        .map(|(n, _)| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+        let seed = ctx.rng(sample.id).next_u64();
+        let mut worker = self.worker()?;
+        let reply = match worker.call(&sample, seed, ctx.epoch, self.spec.from.as_deref()) {
+            Ok(reply) => reply,
+            // The worker is gone: dropped here, a new one serves the next sample.
+            Err(e) => {
+                return Err(StepError::new(format!(
+                    "{} failed: {}",
+                    self.described(),
+                    e.0
+                )))
+            }
+        };
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.push(worker);
+        }
+        match reply {
+            Reply::Raised { message, traceback } => Err(StepError::with_detail(
+                format!("{} raised {message}", self.described()),
+                traceback,
+            )),
+            Reply::Value(field) => {
+                if let Some(from) = &self.spec.from {
+                    sample.remove(from);
+                }
+                sample.set(&self.to, field);
+                Ok(sample)
+            }
+            Reply::Fields(fields) => {
+                match &self.spec.from {
+                    Some(from) => {
+                        sample.remove(from);
+                    }
+                    None => {
+                        let names: Vec<String> =
+                            sample.fields().iter().map(|(n, _)| n.clone()).collect();
+                        for name in names {
+                            sample.remove(&name);
+                        }
+                    }
+                }
+                for (name, field) in fields {
+                    FieldName::try_from(name.clone()).map_err(|e| {
+                        StepError::new(format!("{} returned field {name:?}: {e}", self.described()))
+                    })?;
+                    sample.set(&name, field);
+                }
+                Ok(sample)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn function_names_are_checked_as_written() {
+        for good in ["m:f", "pkg.mod:Class.method", "_m:_f2"] {
+            assert!(check_function(good).is_ok(), "{good}");
+        }
+        for bad in ["m", "m:", ":f", "m:f:g", "m.:f", "m:1f", "a/b:f", "m:f()"] {
+            let err = check_function(bad).unwrap_err();
+            assert!(err.contains("module:callable"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_identity_changes_when_the_module_is_edited() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("mine.py"), "def f(x):\n    return x\n").unwrap();
+        let params = || Params {
+            function: "mine:f".into(),
+            path: Some(dir.path().display().to_string()),
+            from: None,
+            to: None,
+        };
+        let before = format!("{:?}", Python::new(params()).unwrap());
+        std::fs::write(dir.path().join("mine.py"), "def f(x):\n    return 2 * x\n").unwrap();
+        let after = format!("{:?}", Python::new(params()).unwrap());
+        assert_ne!(before, after);
+        assert!(before.contains("mine:f"));
+        let installed = Params {
+            function: "json:dumps".into(),
+            ..params()
+        };
+        assert!(format!("{:?}", Python::new(installed).unwrap()).contains("installed"));
+    }
+}
