@@ -204,30 +204,9 @@ impl Moto {
     /// would otherwise make it over each other, and all but one skip).
     fn venv() -> Result<&'static PathBuf, String> {
         static VENV: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-        VENV.get_or_init(|| {
-            let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("venv-moto");
-            if venv.join("bin").join("moto_server").exists() {
-                return Ok(venv);
-            }
-            let made = Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .output()
-                .map_err(|e| format!("python3: {e}"))?;
-            if !made.status.success() {
-                return Err(format!("python3 -m venv failed: {}", stderr(&made)));
-            }
-            let pip = Command::new(venv.join("bin").join("pip"))
-                .args(["install", "-q", "moto[server]"])
-                .output()
-                .map_err(|e| format!("pip: {e}"))?;
-            if !pip.status.success() {
-                return Err(format!("pip install moto[server] failed: {}", stderr(&pip)));
-            }
-            Ok(venv)
-        })
-        .as_ref()
-        .map_err(Clone::clone)
+        VENV.get_or_init(|| common::venv("venv-moto", "moto.server", &["moto[server]"]))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// Starts moto's server (installed once) on a free port.

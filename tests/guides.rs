@@ -228,3 +228,149 @@ fn show_writes_npy_and_pictures_and_lists_every_step() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("no step `blur`"), "{}", stderr(&out));
 }
+
+/// The commands of a guide's block, one per line without the `prepbench` word, split into
+/// words, with `(from, to)` replacements applied word by word.
+fn commands(guide: &str, marker: &str, replace: &[(&str, &str)]) -> Vec<Vec<String>> {
+    block(guide, marker)
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("prepbench "))
+        .map(|line| {
+            line.split_whitespace()
+                .map(|w| {
+                    replace
+                        .iter()
+                        .find(|(from, _)| *from == w)
+                        .map_or(w.to_string(), |(_, to)| to.to_string())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn the_pipeline_guide_sweeps_a_python_pipeline_and_leads_with_the_recommendation() {
+    let venv = match common::numpy_venv() {
+        Ok(v) => v,
+        Err(why) => {
+            eprintln!("skipped: no virtualenv with NumPy and Pillow ({why})");
+            return;
+        }
+    };
+    let python = venv.join("bin/python").display().to_string();
+    let work = tempfile::tempdir().unwrap();
+    let guide = "your-own-pipeline.md";
+    // An ImageFolder of the shared generated JPEGs, two classes.
+    let photos = work.path().join("my-photos");
+    let mut jpegs = Vec::new();
+    let mut dirs = vec![data_dir().to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "JPEG") {
+                jpegs.push(path);
+            }
+        }
+    }
+    jpegs.sort();
+    for (i, jpeg) in jpegs.iter().take(12).enumerate() {
+        let class = if i % 2 == 0 { "cats" } else { "dogs" };
+        let to = photos.join(class).join(format!("IMG_{:04}.JPEG", i + 1));
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(jpeg, &to).unwrap();
+    }
+    write(work.path(), "my_pipeline.py", &block(guide, "module"));
+    let yaml = write(work.path(), "my-photos.yaml", &block(guide, "workload"));
+    let checked = prepbench_ok(&["--python", &python, "validate", &yaml]);
+    let stdout = String::from_utf8_lossy(&checked.stdout);
+    assert!(
+        stdout.contains("(workload `my-photos`, 5 steps; strategies: unprocessed, concatenated, decoded, resized, normalized)"),
+        "{stdout}"
+    );
+    let results = work.path().join("results").display().to_string();
+    let dir = work.path().display().to_string();
+    let replace = [
+        (".venv/bin/python", python.as_str()),
+        ("my-photos.yaml", yaml.as_str()),
+        (".", dir.as_str()),
+        ("results", results.as_str()),
+    ];
+    let sweep = &commands(guide, "sweep", &replace)[0];
+    let mut args = sweep.clone();
+    // The guide's command at test scale: fewer samples and trials, no machine calibration.
+    let store = work.path().join("store").display().to_string();
+    args.extend(argv![
+        "--samples 12 --trials 2 --epochs 1 --no-calibrate --evict fadvise --quiet --store-dir",
+        &store
+    ]);
+    let swept = prepbench_ok(&args);
+    assert!(!stderr(&swept).contains("error"), "{}", stderr(&swept));
+    let runs = common::Csv::read(&work.path().join("results/runs.csv"));
+    assert!(!runs.rows.is_empty());
+    for row in &runs.rows {
+        assert_eq!(runs.col(row, "samples"), "12");
+        let verified = runs.col(row, "verified");
+        assert!(verified == "pass" || verified.is_empty(), "{verified}");
+    }
+    assert!(runs.rows.iter().any(|r| runs.col(r, "verified") == "pass"));
+    let stages = std::fs::read_to_string(work.path().join("results/stages.csv")).unwrap();
+    assert!(
+        stages.contains("transfer:cropped"),
+        "Python transfer time is reported"
+    );
+    for command in commands(guide, "report", &replace) {
+        let out = prepbench_ok(&command);
+        if command[0] == "recommend" {
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains("**Recommendation: `"), "{text}");
+        }
+    }
+    let md = std::fs::read_to_string(work.path().join("results/report.md")).unwrap();
+    // The answer comes first, with its evidence; the paper is not mentioned.
+    let first_section = md.find("\n## ").map(|i| &md[i..]).unwrap_or("");
+    assert!(
+        first_section.starts_with("\n## Recommendation: my-photos"),
+        "{md}"
+    );
+    for needle in ["**Recommendation: `", "[95 % CI]", "Pareto"] {
+        assert!(md.contains(needle), "no {needle:?} in {md}");
+    }
+    for absent in ["## Paper comparison", "Kendall", "the paper's"] {
+        assert!(!md.contains(absent), "{absent:?} in {md}");
+    }
+}
+
+#[test]
+fn the_dataset_kind_guide_quotes_the_tree_and_its_workload_runs() {
+    let guide = "adding-a-dataset-kind.md";
+    for (marker, file) in [
+        ("kind", "datasets/src/webdataset.rs"),
+        ("kinds-line", "datasets/src/lib.rs"),
+        ("source-fields", "datasets/src/lib.rs"),
+    ] {
+        let shown = block(guide, marker);
+        let text = std::fs::read_to_string(repo().join(file)).unwrap();
+        assert!(
+            text.contains(shown.trim_end()),
+            "docs/{guide} quotes {file} as it is not:\n{shown}"
+        );
+    }
+    let work = tempfile::tempdir().unwrap();
+    let (yaml, _) = validated(work.path(), "my-shards.yaml", (guide, "workload"));
+    let dir = |name: &str| work.path().join(name).display().to_string();
+    prepbench_ok(&argv![
+        "run",
+        &yaml,
+        "--verify --samples 8 --epochs 1 --threads 2 --evict fadvise --quiet --data-dir",
+        &dir("data"),
+        "--store-dir",
+        &dir("store"),
+        "--out",
+        &dir("out")
+    ]);
+    let runs = common::Csv::read(&work.path().join("out/runs.csv"));
+    assert_eq!(runs.rows.len(), 4);
+    assert!(runs.rows.iter().all(|r| runs.col(r, "verified") == "pass"));
+}

@@ -85,6 +85,10 @@ impl ReadFiles for LocalFiles {
     fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
         workloads::storage::read_regular(path)
     }
+
+    fn read_range(&self, path: &Path, offset: u64, length: u64) -> io::Result<Vec<u8>> {
+        workloads::storage::read_regular_range(path, offset, length)
+    }
 }
 
 impl Files for LocalFiles {

@@ -87,6 +87,37 @@ fn walk(
     Ok(())
 }
 
+/// The regular files below `root` whose `/`-separated path relative to it matches `pattern`
+/// (the option `option`), hidden ones left out, in natural order of their paths; an error when
+/// the pattern is malformed or matches nothing, saying what was `expected`.
+pub(crate) fn matching(
+    files: &dyn Files,
+    root: &Path,
+    (option, pattern): (&str, &str),
+    expected: &str,
+) -> Result<Vec<(String, Entry)>, DatasetError> {
+    let bad = |message: String| DatasetError::Layout {
+        path: root.display().to_string(),
+        message,
+    };
+    let glob = globset::GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| bad(format!("{option} `{pattern}`: {e}")))?
+        .compile_matcher();
+    let mut found = Vec::new();
+    walk(files, root, "", 0, &mut found)?;
+    found.retain(|(rel, _)| glob.is_match(rel));
+    found.sort_by(|a, b| natural_path_order(&a.0, &b.0));
+    if found.is_empty() {
+        return Err(bad(format!(
+            "no file matches {option} `{pattern}`: expected {expected} (paths are relative to \
+             this folder, `/`-separated; `**/*.jpg` matches every JPEG below it)"
+        )));
+    }
+    Ok(found)
+}
+
 /// Lists the files of `root` that match the options' `glob`, labelled when `label=parent`.
 pub fn open(
     files: &Arc<dyn Files>,
@@ -98,26 +129,12 @@ pub fn open(
         message,
     };
     let pattern = options.get("glob").map_or("**/*", String::as_str);
-    let glob = globset::GlobBuilder::new(pattern)
-        .literal_separator(true)
-        .build()
-        .map_err(|e| bad(format!("glob `{pattern}`: {e}")))?
-        .compile_matcher();
     let labelled = match options.get("label").map(String::as_str) {
         None | Some("none") => false,
         Some("parent") => true,
         Some(other) => return Err(bad(format!("label={other}: label is none or parent"))),
     };
-    let mut found = Vec::new();
-    walk(&**files, root, "", 0, &mut found)?;
-    found.retain(|(rel, _)| glob.is_match(rel));
-    found.sort_by(|a, b| natural_path_order(&a.0, &b.0));
-    if found.is_empty() {
-        return Err(bad(format!(
-            "no file matches glob `{pattern}` (paths are relative to this folder, `/`-separated; \
-             `**/*.jpg` matches every JPEG below it)"
-        )));
-    }
+    let found = matching(&**files, root, ("glob", pattern), "your files")?;
     // ImageFolder's class index: the class folders' names sorted as Python sorts strings
     // (by code point), so a label here is the label a torchvision loader gives the file.
     let mut classes: BTreeMap<&str, i32> = BTreeMap::new();

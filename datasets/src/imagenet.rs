@@ -73,9 +73,10 @@ pub const KIND: DatasetKind = DatasetKind {
     cheap_to_generate: false,
 };
 
-/// Writes sample `n` of the generated dataset (deterministic in seed and n alone).
-pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<(), DatasetError> {
-    let mut rng = SeededRng::from_parts(&[request.seed, n as u64, 0x1a6e]);
+/// The JPEG of generated image `n` (deterministic in seed and n alone): also the `jpg` member
+/// of a generated WebDataset sample.
+pub(crate) fn photo_jpeg(seed: u64, n: usize) -> Result<Vec<u8>, DatasetError> {
+    let mut rng = SeededRng::from_parts(&[seed, n as u64, 0x1a6e]);
     let (height, width) = image_dims(&mut rng);
     let style = PhotoStyle {
         detail: 8.0,
@@ -92,6 +93,12 @@ pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<(), DatasetEr
             ExtendedColorType::Rgb8,
         )
         .map_err(|e| DatasetError::Generate(format!("JPEG encoding of sample {n} failed: {e}")))?;
+    Ok(jpeg)
+}
+
+/// Writes sample `n` of the generated dataset (deterministic in seed and n alone).
+pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<(), DatasetError> {
+    let jpeg = photo_jpeg(request.seed, n)?;
     let (path, _) = generated_path(&request.root, n);
     crate::write_atomically(&path, &jpeg)
 }

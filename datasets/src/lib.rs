@@ -17,6 +17,7 @@ pub mod prose;
 pub mod source;
 pub mod speech;
 pub mod synthetic;
+pub mod webdataset;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -181,6 +182,7 @@ pub static KINDS: &[DatasetKind] = &[
     cream::KIND,
     synthetic::KIND,
     folder::KIND,
+    webdataset::KIND,
 ];
 
 /// MB per sample that `kind` generates with `options`, for kinds that can say (synthetic
@@ -251,6 +253,11 @@ pub fn source_fields(kind: &str, options: &Options) -> &'static [&'static str] {
         "coco" => &["boxes", "categories"],
         "commonvoice" => &["sentence"],
         "librispeech" => &["transcript"],
+        "webdataset" => &[
+            webdataset::KEY_FIELD,
+            webdataset::SPAN_FIELD,
+            webdataset::MEMBERS_FIELD,
+        ],
         _ => &[],
     }
 }
@@ -297,9 +304,9 @@ fn check_fields(
                 ));
             }
         }
-        // A Python step's outputs are known only when it runs: the fields after it are not
-        // checked.
-        if def.spec.op == "python" {
+        // A Python step's outputs, and the members a WebDataset sample holds, are known only
+        // when it runs: the fields after it are not checked.
+        if def.spec.op == "python" || def.spec.op == "read_webdataset" {
             return Ok(());
         }
         let written = [

@@ -12,7 +12,13 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use workloads::StepContext;
 
-/// A dataset kind, the paths its layout reads, and the reference workload that reads it.
+/// A pipeline for the kinds no reference workload reads: WebDataset samples to pixels.
+const WEBDATASET_WORKLOAD: &str = "name: wds\ndataset: {kind: webdataset}\nsteps:\n  - name: read\n    op: read_webdataset\n    params: {label: cls}\n  - name: decoded\n    op: decode_jpeg\n    params: {from: jpg}\n  - name: resized\n    op: resize_shorter\n    params: {size: 32}\n";
+/// A folder of files as images.
+const FILES_WORKLOAD: &str = "name: mine\ndataset: {kind: files, path: x}\nsteps:\n  - name: read\n    op: read_file\n  - name: decoded\n    op: decode_jpeg\n";
+
+/// A dataset kind, the paths its layout reads, and the reference workload that reads it (a
+/// name, or the YAML of one).
 const KINDS: &[(&str, &[&str], &str)] = &[
     (
         "imagenet",
@@ -60,6 +66,8 @@ const KINDS: &[(&str, &[&str], &str)] = &[
         "nilm",
     ),
     ("synthetic", &["0.npy", "1.npy", "10.npy"], "synthetic-processing"),
+    ("webdataset", &["shard-000000.tar", "train/b.tar", "notes.txt"], WEBDATASET_WORKLOAD),
+    ("files", &["cats/1.jpg", "dogs/sub/2.jpg", ".hidden/3.jpg"], FILES_WORKLOAD),
 ];
 
 const MARKER: &str = ".prepbench-dataset.json";
@@ -96,7 +104,11 @@ fuzz_target!(|data: &[u8]| {
     let Ok(source) = kind.open_local(&root) else {
         return;
     };
-    let workload = workloads::load(workload_name).unwrap();
+    let workload = if workload_name.contains('\n') {
+        workloads::Workload::from_yaml(workload_name, "fuzz").unwrap()
+    } else {
+        workloads::load(workload_name).unwrap()
+    };
     let ctx = StepContext {
         files: Some(source.files.as_read()),
         ..StepContext::FIRST

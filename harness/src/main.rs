@@ -190,15 +190,27 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             })
         }
-        Command::Report { dir, peers } => {
-            harness::analysis::report::write_report_with(&dir, peers.as_deref()).map(|written| {
-                progress.note(&format!(
-                    "wrote {} files; start with {}",
-                    written.files.len(),
-                    written.report_md.display()
-                ));
-                ExitCode::SUCCESS
-            })
+        Command::Report {
+            dir,
+            peers,
+            weights,
+            epochs,
+        } => {
+            let plan = harness::analysis::recommend::RecommendOptions {
+                weights,
+                epochs,
+                ..harness::analysis::recommend::DEFAULT_PLAN
+            };
+            harness::analysis::report::write_report_with(&dir, peers.as_deref(), &plan).map(
+                |written| {
+                    progress.note(&format!(
+                        "wrote {} files; start with {}",
+                        written.files.len(),
+                        written.report_md.display()
+                    ));
+                    ExitCode::SUCCESS
+                },
+            )
         }
         Command::Recommend {
             dir,

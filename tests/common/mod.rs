@@ -272,42 +272,50 @@ pub fn mpirun() -> Result<&'static str, String> {
         .clone()
 }
 
-/// A virtual environment with NumPy and Pillow for Python steps, made once per test process
-/// under the target's temporary folder (and kept there, so later runs reuse it); an error
-/// saying why when python3 or pip cannot make it (the caller skips, saying so).
+/// The virtual environment `name` under the target's temporary folder with `packages`
+/// installed by pip, made once per test process and kept for later runs (it is reused when
+/// `import_check` imports); an error saying why when python3 or pip cannot make it (the caller
+/// skips, saying so). One per purpose, so that tests starting at once do not make one over each
+/// other.
+#[allow(dead_code)]
+pub fn venv(name: &str, import_check: &str, packages: &[&str]) -> Result<PathBuf, String> {
+    let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let ready = Command::new(venv.join("bin").join("python"))
+        .args(["-c", &format!("import {import_check}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ready {
+        return Ok(venv);
+    }
+    let made = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .output()
+        .map_err(|e| format!("python3: {e}"))?;
+    if !made.status.success() {
+        return Err(format!("python3 -m venv failed: {}", stderr(&made)));
+    }
+    let pip = Command::new(venv.join("bin").join("pip"))
+        .args(["install", "-q"])
+        .args(packages)
+        .output()
+        .map_err(|e| format!("pip: {e}"))?;
+    if !pip.status.success() {
+        return Err(format!(
+            "pip install {} failed: {}",
+            packages.join(" "),
+            stderr(&pip)
+        ));
+    }
+    Ok(venv)
+}
+
+/// The virtual environment with NumPy and Pillow for Python steps (see [`venv`]).
 #[allow(dead_code)]
 pub fn numpy_venv() -> Result<&'static Path, String> {
-    static VENV: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    VENV.get_or_init(|| {
-        let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("venv-steps");
-        let python = venv.join("bin").join("python");
-        let ready = |p: &Path| {
-            Command::new(p)
-                .args(["-c", "import numpy, PIL"])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        };
-        if ready(&python) {
-            return Ok(venv);
-        }
-        let made = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .output()
-            .map_err(|e| format!("python3: {e}"))?;
-        if !made.status.success() {
-            return Err(format!("python3 -m venv failed: {}", stderr(&made)));
-        }
-        let pip = Command::new(venv.join("bin").join("pip"))
-            .args(["install", "-q", "numpy", "Pillow"])
-            .output()
-            .map_err(|e| format!("pip: {e}"))?;
-        if !pip.status.success() {
-            return Err(format!("pip install numpy Pillow failed: {}", stderr(&pip)));
-        }
-        Ok(venv)
-    })
-    .as_ref()
-    .map(PathBuf::as_path)
-    .map_err(Clone::clone)
+    static VENV: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    VENV.get_or_init(|| venv("venv-steps", "numpy, PIL", &["numpy", "Pillow"]))
+        .as_ref()
+        .map(PathBuf::as_path)
+        .map_err(Clone::clone)
 }

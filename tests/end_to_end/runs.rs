@@ -263,7 +263,7 @@ fn a_folder_of_your_own_files_is_read_as_image_folder_and_every_split_verifies()
     std::fs::write(mine.join("README.txt"), "my notes").unwrap();
     std::fs::write(mine.join("cats/.DS_Store"), "x").unwrap();
     let yaml = format!(
-        "name: my-photos\ndataset:\n  kind: files\n  path: {}\n  samples: 6\n  options: {{glob: \
+        "name: my-photos\npaper: cv\ndataset:\n  kind: files\n  path: {}\n  samples: 6\n  options: {{glob: \
          \"**/*.JPEG\", label: parent}}\nsteps:\n  - name: concatenated\n    op: read_file\n  \
          - name: decoded\n    op: decode_jpeg\n  - name: resized\n    op: resize_shorter\n    \
          params: {{size: 64}}\n",
@@ -293,6 +293,23 @@ fn a_folder_of_your_own_files_is_read_as_image_folder_and_every_split_verifies()
     }
     // The folder is read, never written into.
     assert_eq!(walk(&mine), before);
+    // A `paper:` key copied onto another pipeline and other data compares nothing with the
+    // paper: the report leads with the recommendation for this workload.
+    prepbench_ok(&[
+        "report",
+        work.path().join("out").to_str().unwrap(),
+        "--quiet",
+    ]);
+    let md = std::fs::read_to_string(work.path().join("out/report.md")).unwrap();
+    assert!(md.contains("## Recommendation: my-photos"), "{md}");
+    for absent in [
+        "## Paper comparison",
+        "paper GB",
+        "Kendall",
+        "Reproduces the paper",
+    ] {
+        assert!(!md.contains(absent), "{absent:?} in {md}");
+    }
     // The same folder through --dataset, on a workload that names none: the same samples.
     let plain = w.to_str().unwrap().replace("mine.yaml", "plain.yaml");
     let text = std::fs::read_to_string(&w).unwrap();
@@ -333,5 +350,78 @@ fn a_folder_of_your_own_files_is_read_as_image_folder_and_every_split_verifies()
     fails_naming(
         &prepbench(&["validate", bare.to_str().unwrap()]),
         &["bare.yaml:2", "dataset.path", "no generator"],
+    );
+}
+
+/// WebDataset shards: generated ones read back sample by sample through every split with
+/// `--verify`, the span read as one range; a folder of the user's own shards is read as it is.
+#[test]
+fn webdataset_shards_are_read_by_key_through_every_strategy() {
+    let work = tempfile::tempdir().unwrap();
+    let yaml = "name: wds\ndataset:\n  kind: webdataset\n  samples: 12\nsteps:\n  - name: \
+                concatenated\n    op: read_webdataset\n    params: {keep: jpg, label: cls}\n  - \
+                name: decoded\n    op: decode_jpeg\n    params: {from: jpg}\n  - name: resized\n    \
+                op: resize_shorter\n    params: {size: 32}\n";
+    let w = work.path().join("wds.yaml");
+    std::fs::write(&w, yaml).unwrap();
+    prepbench_ok(&["validate", w.to_str().unwrap()]);
+    let data = work.path().join("data");
+    let out = prepbench_ok(&argv![
+        "run",
+        w.to_str().unwrap(),
+        "--verify --epochs 1 --threads 2 --quiet --evict fadvise --data-dir",
+        data.to_str().unwrap(),
+        "--store-dir",
+        work.path().join("store").to_str().unwrap(),
+        "--out",
+        work.path().join("out").to_str().unwrap()
+    ]);
+    assert!(!stderr(&out).contains("error"), "{}", stderr(&out));
+    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    assert_eq!(
+        runs.rows.len(),
+        4,
+        "unprocessed, concatenated, decoded, resized"
+    );
+    for row in &runs.rows {
+        assert_eq!(runs.num(row, "samples"), 12.0);
+    }
+    // One shard of 100 samples was generated; the first 12 are read.
+    let shards = find_files(&data, "shard-000000.tar");
+    assert_eq!(shards.len(), 1);
+    // The same shard as the user's own data, beside a stray file and a second, partial shard
+    // made by cutting the first at a member boundary.
+    let mine = work.path().join("my shards");
+    std::fs::create_dir_all(mine.join("train")).unwrap();
+    std::fs::copy(&shards[0], mine.join("train/a.tar")).unwrap();
+    std::fs::write(mine.join("train/notes.md"), "not a shard").unwrap();
+    let shown = prepbench_ok(&argv![
+        "show",
+        w.to_str().unwrap(),
+        "--list --sample 3 --dataset",
+        mine.to_str().unwrap()
+    ]);
+    let text = String::from_utf8_lossy(&shown.stdout).into_owned();
+    assert!(text.contains("| jpg |") && text.contains("label"), "{text}");
+    // A shard cut short is refused naming it, before anything is measured.
+    let bytes = std::fs::read(mine.join("train/a.tar")).unwrap();
+    std::fs::write(mine.join("train/b.tar"), &bytes[..bytes.len() / 2 + 100]).unwrap();
+    fails_naming(
+        &prepbench(&argv![
+            "run",
+            w.to_str().unwrap(),
+            "--epochs 1 --quiet --dataset",
+            mine.to_str().unwrap(),
+            "--store-dir",
+            work.path().join("store").to_str().unwrap(),
+            "--out",
+            work.path().join("out2").to_str().unwrap()
+        ]),
+        &["b.tar"],
+    );
+    let runs = work.path().join("out2/runs.csv");
+    assert!(
+        !runs.exists() || Csv::read(&runs).rows.is_empty(),
+        "nothing was measured"
     );
 }

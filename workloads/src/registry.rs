@@ -93,6 +93,7 @@ pub struct StepSpec {
 /// Every step op prepbench knows, in the order `list steps` shows them.
 pub static REGISTRY: &[&StepSpec] = &[
     &steps::read_file::SPEC,
+    &steps::read_webdataset::SPEC,
     &steps::decode_jpeg::SPEC,
     &steps::decode_png::SPEC,
     &steps::resize_shorter::SPEC,

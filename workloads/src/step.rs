@@ -65,6 +65,19 @@ impl StepContext<'_> {
         SeededRng::from_parts(&[self.seed, sample_id, self.epoch, self.step_index as u64])
     }
 
+    /// Reads `length` bytes at `offset` of a file, through [`StepContext::files`] when set.
+    pub fn read_range(
+        &self,
+        path: &std::path::Path,
+        offset: u64,
+        length: u64,
+    ) -> std::io::Result<Vec<u8>> {
+        match self.files {
+            Some(files) => files.read_range(path, offset, length),
+            None => crate::storage::read_regular_range(path, offset, length),
+        }
+    }
+
     /// Reads a whole file, through [`StepContext::files`] when set.
     pub fn read_file(&self, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
         match self.files {

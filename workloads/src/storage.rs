@@ -19,6 +19,53 @@ use serde::{Deserialize, Serialize};
 /// steps read with `std::fs::read`.
 pub trait ReadFiles: Sync + fmt::Debug {
     fn read_file(&self, path: &Path) -> std::io::Result<Vec<u8>>;
+
+    /// Reads `length` bytes at `offset` of a file (a WebDataset sample's span in its shard).
+    /// This default reads the whole file; readers that can seek read just the range.
+    fn read_range(&self, path: &Path, offset: u64, length: u64) -> std::io::Result<Vec<u8>> {
+        let whole = self.read_file(path)?;
+        slice_range(&whole, path, offset, length).map(<[u8]>::to_vec)
+    }
+}
+
+/// `bytes[offset..offset + length]`, or an error naming `path` when the range is beyond them
+/// (the file changed since it was listed).
+pub fn slice_range<'a>(
+    bytes: &'a [u8],
+    path: &Path,
+    offset: u64,
+    length: u64,
+) -> std::io::Result<&'a [u8]> {
+    offset
+        .checked_add(length)
+        .filter(|end| *end <= bytes.len() as u64)
+        .map(|end| &bytes[offset as usize..end as usize])
+        .ok_or_else(|| beyond_end(path, offset, length, bytes.len() as u64))
+}
+
+fn beyond_end(path: &Path, offset: u64, length: u64, len: u64) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::UnexpectedEof,
+        format!(
+            "{}: bytes {offset}..{} are beyond its {len} bytes (it changed since it was listed)",
+            path.display(),
+            offset.saturating_add(length)
+        ),
+    )
+}
+
+/// Reads `length` bytes at `offset` of a regular local file (see [`read_regular`]).
+pub fn read_regular_range(path: &Path, offset: u64, length: u64) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    check_regular(path)?;
+    let file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    if offset.checked_add(length).is_none_or(|end| end > len) {
+        return Err(beyond_end(path, offset, length, len));
+    }
+    let mut bytes = vec![0u8; length as usize];
+    file.read_exact_at(&mut bytes, offset)?;
+    Ok(bytes)
 }
 
 /// The name of the profile that adds nothing: the local disk as it is.

@@ -174,76 +174,163 @@ fn gb(bytes: f64) -> String {
     format!("{:.2} GB", bytes / 1e9)
 }
 
+/// The weights and epochs the report recommends under when none are given: throughput alone
+/// (PRESTO's default) over 10 epochs.
+pub const DEFAULT_PLAN: RecommendOptions = RecommendOptions {
+    weights: Weights(0.0, 0.0, 1.0),
+    epochs: 10,
+    memory_bytes: None,
+    dataset_samples: None,
+};
+
+/// The cold throughput of `c` with its 95 % interval, as the report writes it.
+fn with_interval(view: &WorkloadView, c: &Candidate) -> String {
+    match view
+        .cold(&c.strategy, c.codec, view.max_threads())
+        .and_then(|cell| cell.throughput.ci95)
+    {
+        Some((lo, hi)) => format!("{:.0} [{lo:.0}, {hi:.0}]", c.cold_sps),
+        None => format!("{:.0} (one trial: no interval)", c.cold_sps),
+    }
+}
+
+/// Whether the 95 % intervals of two candidates' cold throughput overlap (or either has none):
+/// the measurements do not tell them apart.
+fn indistinct(view: &WorkloadView, a: &Candidate, b: &Candidate) -> bool {
+    let t = view.max_threads();
+    let ci = |c: &Candidate| {
+        view.cold(&c.strategy, c.codec, t)
+            .and_then(|x| x.throughput.ci95)
+    };
+    match (ci(a), ci(b)) {
+        (Some((alo, ahi)), Some((blo, bhi))) => alo <= bhi && blo <= ahi,
+        _ => true,
+    }
+}
+
+/// The recommendation for one workload as Markdown (a table of every candidate and the
+/// answer, with its evidence); `None` without a cold run to recommend from.
+pub fn section(view: &WorkloadView, opts: &RecommendOptions, memory: u64) -> Option<String> {
+    let Weights(wp, ws, wt) = opts.weights;
+    let list = candidates(view, opts, memory);
+    let best = list.first()?;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Weights offline {wp}, storage {ws}, throughput {wt}; {} threads; {} epochs; memory {}.\n",
+        view.max_threads(),
+        opts.epochs,
+        gb(memory as f64)
+    );
+    let _ = writeln!(out, "| rank | strategy | codec | offline s | storage | cold samples/s [95 % CI] | warm samples/s | score cold | score warm | Pareto | total s for {} epochs |", opts.epochs);
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
+    for (rank, c) in list.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.1} | {} | {} | {} | {:.3} | {} | {} | {:.1} |",
+            rank + 1,
+            c.strategy,
+            c.codec,
+            c.offline_s,
+            gb(c.storage_bytes),
+            with_interval(view, c),
+            c.warm_sps
+                .map(|w| format!("{w:.0}"))
+                .unwrap_or_else(|| "-".into()),
+            c.score_cold,
+            c.score_warm
+                .map(|w| format!("{w:.3}"))
+                .unwrap_or_else(|| "-".into()),
+            if c.pareto { "yes" } else { "" },
+            c.total_s
+        );
+    }
+    let fastest_total = list
+        .iter()
+        .min_by(|a, b| a.total_s.total_cmp(&b.total_s))
+        .expect("non-empty");
+    let pareto: Vec<String> = list
+        .iter()
+        .filter(|c| c.pareto)
+        .map(|c| format!("{} ({})", c.strategy, c.codec))
+        .collect();
+    let memory_note = if best.fits_in_memory {
+        "fits in memory, so epochs after the first can be served from the page cache"
+    } else {
+        "does not fit in memory, so every epoch reads from storage at cold speed"
+    };
+    let total_note = if fastest_total.strategy == best.strategy && fastest_total.codec == best.codec
+    {
+        format!(
+            "It is also the quickest way through {} epochs ({:.1} s including materialization).",
+            opts.epochs, best.total_s
+        )
+    } else {
+        format!(
+            "Counting materialization once and {} epochs, `{}` ({}) finishes sooner: {:.1} s against {:.1} s; prefer it when the whole training run is short.",
+            opts.epochs, fastest_total.strategy, fastest_total.codec, fastest_total.total_s, best.total_s
+        )
+    };
+    // Ranked on throughput, a runner-up inside the best's interval is not a measured loss.
+    let ties: Vec<String> = list[1..]
+        .iter()
+        .filter(|c| wp == 0.0 && ws == 0.0 && indistinct(view, best, c))
+        .map(|c| format!("`{}` ({})", c.strategy, c.codec))
+        .collect();
+    let tie_note = if ties.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " The measurements do not separate it from {}: their 95 % intervals of cold throughput overlap (run more trials, or prefer the one cheaper in storage and offline time).",
+            ties.join(", ")
+        )
+    };
+    // Epochs too short to judge by make the ranking a hint, and it says so.
+    let t = view.max_threads();
+    let short = list
+        .iter()
+        .filter(|c| {
+            view.cold(&c.strategy, c.codec, t)
+                .is_some_and(|cell| !cell.long_enough())
+        })
+        .count();
+    let short_note = if short > 0 {
+        format!(
+            " **Caution:** {short} of these {} candidates were measured on epochs under {} s, too short to judge by: sweep more samples (or `--min-epoch-s`) before acting on this.",
+            list.len(),
+            crate::analysis::cells::MIN_EPOCH_S
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "\n**Recommendation: `{}` ({})**. With these weights it scores highest ({:.3}) on cold throughput, reading {} samples/s from {} of stored data after {:.1} s of offline preprocessing; its data {memory_note}. {total_note}{tie_note} Pareto-optimal in (offline time, storage, throughput): {}.{short_note}\n",
+        best.strategy, best.codec, best.score_cold, with_interval(view, best), gb(best.storage_bytes), best.offline_s, pareto.join(", ")
+    );
+    Some(out)
+}
+
+/// The memory to plan for: the option, else the measured machine's.
+pub fn memory_of(results: &Results, opts: &RecommendOptions) -> u64 {
+    opts.memory_bytes
+        .or_else(|| results.manifest.machine.as_ref().map(|m| m.memory_bytes))
+        .unwrap_or(u64::MAX)
+}
+
 /// The recommendation for every workload in `dir`, as Markdown.
 pub fn recommend(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<String> {
     let results = Results::load(dir)?;
     let cells = results.cells();
-    let memory = opts
-        .memory_bytes
-        .or_else(|| results.manifest.machine.as_ref().map(|m| m.memory_bytes))
-        .unwrap_or(u64::MAX);
+    let memory = memory_of(&results, opts);
     let mut names = results.conditions();
     names.sort();
-    let Weights(wp, ws, wt) = opts.weights;
     let mut out = String::new();
     for (workload, condition) in &names {
         let view = WorkloadView::new(workload, condition, &cells, None);
-        let name = view.title();
-        let list = candidates(&view, opts, memory);
-        let Some(best) = list.first() else { continue };
-        let _ = writeln!(out, "## {name}\n\nWeights offline {wp}, storage {ws}, throughput {wt}; {} threads; {} epochs; memory {}.\n", view.max_threads(), opts.epochs, gb(memory as f64));
-        let _ = writeln!(out, "| rank | strategy | codec | offline s | storage | cold samples/s | warm samples/s | score cold | score warm | Pareto | total s for {} epochs |", opts.epochs);
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
-        for (rank, c) in list.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {:.1} | {} | {:.0} | {} | {:.3} | {} | {} | {:.1} |",
-                rank + 1,
-                c.strategy,
-                c.codec,
-                c.offline_s,
-                gb(c.storage_bytes),
-                c.cold_sps,
-                c.warm_sps
-                    .map(|w| format!("{w:.0}"))
-                    .unwrap_or_else(|| "-".into()),
-                c.score_cold,
-                c.score_warm
-                    .map(|w| format!("{w:.3}"))
-                    .unwrap_or_else(|| "-".into()),
-                if c.pareto { "yes" } else { "" },
-                c.total_s
-            );
+        if let Some(text) = section(&view, opts, memory) {
+            let _ = writeln!(out, "## {}\n\n{text}", view.title());
         }
-        let fastest_total = list
-            .iter()
-            .min_by(|a, b| a.total_s.total_cmp(&b.total_s))
-            .expect("non-empty");
-        let pareto: Vec<String> = list
-            .iter()
-            .filter(|c| c.pareto)
-            .map(|c| format!("{} ({})", c.strategy, c.codec))
-            .collect();
-        let memory_note = if best.fits_in_memory {
-            "fits in memory, so epochs after the first can be served from the page cache"
-        } else {
-            "does not fit in memory, so every epoch reads from storage at cold speed"
-        };
-        let total_note = if fastest_total.strategy == best.strategy
-            && fastest_total.codec == best.codec
-        {
-            format!("It is also the quickest way through {} epochs ({:.1} s including materialization).", opts.epochs, best.total_s)
-        } else {
-            format!(
-                "Counting materialization once and {} epochs, `{}` ({}) finishes sooner: {:.1} s against {:.1} s; prefer it when the whole training run is short.",
-                opts.epochs, fastest_total.strategy, fastest_total.codec, fastest_total.total_s, best.total_s
-            )
-        };
-        let _ = writeln!(
-            out,
-            "\n**Recommendation: `{}` ({})**. With these weights it scores highest ({:.3}) on cold throughput, reading {:.0} samples/s from {} of stored data after {:.1} s of offline preprocessing; its data {memory_note}. {total_note} Pareto-optimal in (offline time, storage, throughput): {}.\n",
-            best.strategy, best.codec, best.score_cold, best.cold_sps, gb(best.storage_bytes), best.offline_s, pareto.join(", ")
-        );
     }
     if out.is_empty() {
         anyhow::bail!("{}: no runs to recommend from", dir.display());

@@ -47,6 +47,13 @@ pub enum Command {
         /// --records --out PEERS`: finding 5's cost per record beside tf.data's TFRecordDataset).
         #[arg(long)]
         peers: Option<PathBuf>,
+        /// Weights of offline time, storage and throughput (P,S,T) the report's recommendation
+        /// for your own workloads ranks by.
+        #[arg(long, default_value = "0,0,1")]
+        weights: crate::analysis::recommend::Weights,
+        /// Training epochs the recommendation plans for.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        epochs: u64,
     },
     /// Rank strategies: PRESTO's weighted score (fixed), the Pareto set, total time over E epochs.
     Recommend {

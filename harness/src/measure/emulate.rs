@@ -184,6 +184,21 @@ impl ReadFiles for Throttle {
         self.wait(due, Duration::ZERO);
         Ok(bytes)
     }
+
+    /// Reads a range of a file (a WebDataset sample in its shard), scheduled as a streamed read
+    /// of that many bytes; the share of the whole file not in the page cache stands for the
+    /// range's.
+    fn read_range(&self, path: &Path, offset: u64, length: u64) -> std::io::Result<Vec<u8>> {
+        let begin = Instant::now();
+        let file = File::open(path)?;
+        let uncached = self.uncached(&file, path)?;
+        drop(file);
+        let bytes = workloads::storage::read_regular_range(path, offset, length)?;
+        let fresh = (bytes.len() as f64 * uncached).round() as u64;
+        let due = self.schedule(&mut Cursor::default(), begin, fresh, length, true);
+        self.wait(due, Duration::ZERO);
+        Ok(bytes)
+    }
 }
 
 /// A file read through a [`Throttle`]: every `read` is scheduled on the reader's clock; the delay

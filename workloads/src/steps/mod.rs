@@ -47,6 +47,7 @@ pub mod random_crop;
 pub mod random_hflip;
 pub mod read_cream_hour;
 pub mod read_file;
+pub mod read_webdataset;
 pub mod resample;
 pub mod resize_longer_pad;
 pub mod resize_shorter;

@@ -41,9 +41,43 @@ pub(crate) fn paper_name(results: &Results, workload: &str) -> Option<String> {
     paper_name_in(&results.manifest, workload)
 }
 
-/// [`paper_name`] from a manifest alone.
+/// [`paper_name`] from a manifest alone. A workload is compared with the paper only when it is
+/// the paper's pipeline: the `paper:` key of a reference workload whose dataset kind and steps
+/// (names and ops, in order) it has, on whatever copy of the data. A file that copied the key
+/// onto another pipeline or another kind of data is the user's own workload, reported without
+/// paper columns. Parameters are not compared: a reference workload recorded by an earlier
+/// version (before a parameter was added) is still the paper's.
 pub fn paper_name_in(manifest: &Manifest, workload: &str) -> Option<String> {
-    recorded_workload_in(manifest, workload)?.paper
+    let recorded = recorded_workload_in(manifest, workload)?;
+    let paper = recorded.paper.clone()?;
+    references_of(&recorded)
+        .any(|reference| reference.paper.as_deref() == Some(paper.as_str()))
+        .then_some(paper)
+}
+
+/// The reference workloads `workload` is: the same dataset kind and steps (names and ops, in
+/// order), whatever copy of the data it read.
+fn references_of(workload: &workloads::Workload) -> impl Iterator<Item = workloads::Workload> {
+    let pipeline = |w: &workloads::Workload| {
+        let steps: Vec<(String, &'static str)> = w
+            .steps
+            .iter()
+            .map(|d| (d.name.clone(), d.spec.op))
+            .collect();
+        (w.dataset.kind.clone(), steps)
+    };
+    let ours = pipeline(workload);
+    workloads::BUILTIN
+        .iter()
+        .filter_map(|(name, _)| workloads::load(name).ok())
+        .filter(move |reference| pipeline(reference) == ours)
+}
+
+/// Whether the view named `view` (a workload, or a dataset variant `name@k=v`) is one of
+/// prepbench's reference workloads rather than the user's own.
+fn is_reference(results: &Results, view: &str) -> bool {
+    let (base, _) = workloads::Workload::split_variant(view);
+    recorded_workload(results, base).is_some_and(|w| references_of(&w).next().is_some())
 }
 
 /// What a view's runs were measured under, in words: the storage profile's figures and the
@@ -318,13 +352,18 @@ pub fn views<'c>(results: &Results, cells: &'c [Cell]) -> Vec<WorkloadView<'c>> 
 
 /// Reads `dir` and writes the report files into it.
 pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
-    write_report_with(dir, None)
+    write_report_with(dir, None, &crate::analysis::recommend::DEFAULT_PLAN)
 }
 
 /// [`write_report`], after keeping the peer measurements in `peers` (`run_peers.py --records
 /// --out PEERS`) in the results folder; the report folds in whatever peer measurements the
-/// folder keeps.
-pub fn write_report_with(dir: &Path, peers: Option<&Path>) -> anyhow::Result<ReportFiles> {
+/// folder keeps. A workload that is not one of the paper's starts with its recommendation
+/// under `plan` (weights and epochs).
+pub fn write_report_with(
+    dir: &Path,
+    peers: Option<&Path>,
+    plan: &crate::analysis::recommend::RecommendOptions,
+) -> anyhow::Result<ReportFiles> {
     let results = Results::load(dir)?;
     // Kept only once the folder has loaded as a results folder.
     if let Some(peers) = peers {
@@ -383,6 +422,13 @@ pub fn write_report_with(dir: &Path, peers: Option<&Path>) -> anyhow::Result<Rep
         }
         let _ = writeln!(md);
     }
+    // Your own workloads start with the answer: what to store, and the evidence for it.
+    let memory = crate::analysis::recommend::memory_of(&results, plan);
+    for view in views.iter().filter(|v| !is_reference(&results, &v.name)) {
+        if let Some(text) = crate::analysis::recommend::section(view, plan, memory) {
+            let _ = writeln!(md, "## Recommendation: {}\n\n{text}", view.title());
+        }
+    }
     let mut kendall = serde_json::Map::new();
     // Dataset variants (`name@k=v`) get one table per workload instead of a section each.
     let mut variant_groups: Vec<(String, Vec<&WorkloadView>)> = Vec::new();
@@ -439,9 +485,10 @@ pub fn write_report_with(dir: &Path, peers: Option<&Path>) -> anyhow::Result<Rep
             Some((tau, n)) => {
                 let _ = writeln!(md, "Kendall tau between our ranking by cold throughput and the paper's: **{tau:.2}** over {n} strategies.\n");
             }
-            None => {
-                let _ = writeln!(md, "Kendall tau: not computed (no paper figures for this workload, or fewer than two common strategies).\n");
+            None if view.paper_name.is_some() => {
+                let _ = writeln!(md, "Kendall tau: not computed (fewer than two strategies in common with the paper's figures).\n");
             }
+            None => {}
         }
         kendall.insert(
             view.title(),
@@ -460,14 +507,18 @@ pub fn write_report_with(dir: &Path, peers: Option<&Path>) -> anyhow::Result<Rep
         let _ = writeln!(md, "## Prediction model\n\n{text}");
         prediction = json;
     }
-    let _ = writeln!(md, "## Paper comparison\n");
-    let _ = writeln!(
-        md,
-        "Each finding is split into the claims the paper makes; each claim is judged on the 95 % interval of the ratio it is about: reproduced (the interval lies on the claim's side), contradicted (on the opposite side), not reproduced (it straddles), or not testable here (the reason is given). Epochs under {} s and cells of one trial are not judged. Where a check did not reproduce, the measured mechanism follows it.\n",
-        crate::analysis::cells::MIN_EPOCH_S
-    );
-    for f in &found {
-        let _ = writeln!(md, "{}", f.markdown());
+    // The paper's findings are about the paper's pipelines (its reference workloads, the
+    // synthetic ones included): judged only when one was run.
+    if views.iter().any(|v| is_reference(&results, &v.name)) {
+        let _ = writeln!(md, "## Paper comparison\n");
+        let _ = writeln!(
+            md,
+            "Each finding is split into the claims the paper makes; each claim is judged on the 95 % interval of the ratio it is about: reproduced (the interval lies on the claim's side), contradicted (on the opposite side), not reproduced (it straddles), or not testable here (the reason is given). Epochs under {} s and cells of one trial are not judged. Where a check did not reproduce, the measured mechanism follows it.\n",
+            crate::analysis::cells::MIN_EPOCH_S
+        );
+        for f in &found {
+            let _ = writeln!(md, "{}", f.markdown());
+        }
     }
     if let Some(section) = &peers_section {
         let _ = writeln!(md, "{section}");

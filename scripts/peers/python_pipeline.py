@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""A team's Python pipeline two ways, on the same files and worker counts: in a DataLoader-style
+pool of persistent worker processes (each runs the whole pipeline on a sample, the main process
+collects the arrays), and as prepbench's fully-online strategy (`unprocessed`) with the same
+functions as `op: python` steps. Both read cold: every file is evicted from the page cache
+(posix_fadvise DONTNEED) before each epoch, as prepbench's `--evict fadvise` does.
+
+Standard library plus NumPy and Pillow, run by the interpreter that has them:
+
+    .venv/bin/python scripts/peers/python_pipeline.py --prepbench target/release/prepbench \
+        --out results/peers/python-pipeline/MACHINE
+
+It generates an ImageNet-like dataset with prepbench, lays it out as an ImageFolder, writes the
+pipeline module and workload of docs/your-own-pipeline.md next to it, and measures, for each
+worker count, `--trials` epochs of each loader, alternating which goes first. Writes runs.csv
+(one row per epoch), stages.csv (prepbench's per-stage split: time inside each callable and the
+transfer to and from its worker) and summary.md (the ratios, with 95 % intervals).
+"""
+
+import argparse
+import csv
+import math
+import multiprocessing as mp
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+GUIDE = REPO / "docs" / "your-own-pipeline.md"
+
+
+def block(marker):
+    text = GUIDE.read_text()
+    start = text.index(f"<!-- guide:{marker} -->")
+    fence = text.index("```", start)
+    body = text.index("\n", fence) + 1
+    return text[body:text.index("\n```", body) + 1]
+
+
+def evict(paths):
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+_PIPELINE = None
+
+
+def _init(module_dir):
+    global _PIPELINE
+    sys.path.insert(0, module_dir)
+    import my_pipeline  # noqa: PLC0415 - the user's module, imported in each worker
+
+    _PIPELINE = my_pipeline
+
+
+def _load(task):
+    """One sample through the whole pipeline, as a DataLoader worker's __getitem__ would."""
+    import random
+
+    index, path = task
+    random.seed(index)
+    p = _PIPELINE
+    with open(path, "rb") as f:
+        data = f.read()
+    return p.random_crop(p.normalize(p.resize(p.decode(data))))
+
+
+def dataloader_epoch(pool, files):
+    """Samples/s of one epoch through a persistent pool (arrays pickled back to the main
+    process, as a DataLoader's workers send NumPy arrays)."""
+    evict(files)
+    start = time.perf_counter()
+    count = 0
+    for array in pool.imap_unordered(_load, list(enumerate(files)), chunksize=1):
+        count += 1
+        assert array.shape == (224, 224, 3)
+    return count / (time.perf_counter() - start)
+
+
+def t_quantile(n):
+    # two-sided 95 %, n - 1 degrees of freedom (small n)
+    table = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+    return table.get(n - 1, 1.96)
+
+
+def ratio_ci(a, b):
+    """Ratio of means of b over a with a 95 % interval (delta method on the log ratio)."""
+    ma, mb = statistics.mean(a), statistics.mean(b)
+    va = statistics.variance(a) / len(a) / ma**2 if len(a) > 1 else 0.0
+    vb = statistics.variance(b) / len(b) / mb**2 if len(b) > 1 else 0.0
+    half = t_quantile(min(len(a), len(b))) * math.sqrt(va + vb)
+    r = mb / ma
+    return r, r * math.exp(-half), r * math.exp(half)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--prepbench", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--samples", type=int, default=400)
+    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--trials", type=int, default=3)
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="prepbench-python-pipeline-"))
+    try:
+        generated = work / "generated"
+        subprocess.run([args.prepbench, "generate", "imagenet", "--samples", str(args.samples),
+                        "--out", str(generated), "--quiet"], check=True)
+        photos = work / "my-photos"
+        files = []
+        for i, src in enumerate(sorted(generated.rglob("*.JPEG"))):
+            dst = photos / src.parent.name / src.name
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, dst)
+            files.append(str(dst))
+        (work / "my_pipeline.py").write_text(block("module"))
+        workload = block("workload").replace("samples: 200", f"samples: {len(files)}")
+        (work / "my-photos.yaml").write_text(workload)
+        rows = []
+        for workers in [int(w) for w in args.workers.split(",")]:
+            ctx = mp.get_context("fork")
+            with ctx.Pool(workers, initializer=_init, initargs=(str(work),)) as pool:
+                pool.map(_load, [(0, files[0])] * workers)  # workers started and warm
+                for trial in range(args.trials):
+                    order = ["dataloader", "prepbench"] if trial % 2 == 0 else ["prepbench", "dataloader"]
+                    for loader in order:
+                        if loader == "dataloader":
+                            sps = dataloader_epoch(pool, files)
+                        else:
+                            results = work / f"results-{workers}-{trial}"
+                            subprocess.run([
+                                args.prepbench, "--python", sys.executable, "run",
+                                str(work / "my-photos.yaml"), "--strategy", "unprocessed",
+                                "--threads", str(workers), "--epochs", "1", "--evict", "fadvise",
+                                "--data-dir", str(work), "--store-dir", str(work / "store"),
+                                "--out", str(results), "--quiet",
+                            ], check=True)
+                            with open(results / "runs.csv") as f:
+                                run = next(csv.DictReader(f))
+                            sps = float(run["throughput_sps"])
+                            with open(results / "stages.csv") as f:
+                                for stage in csv.DictReader(f):
+                                    stage.update(workers=workers, trial=trial)
+                                    stage["samples"] = run["samples"]
+                                    with open(out / "stages.csv", "a", newline="") as g:
+                                        w = csv.DictWriter(g, fieldnames=list(stage))
+                                        if g.tell() == 0:
+                                            w.writeheader()
+                                        w.writerow(stage)
+                        rows.append({"loader": loader, "workers": workers, "trial": trial,
+                                     "samples": len(files), "samples_per_s": round(sps, 2)})
+                        print(rows[-1], flush=True)
+        with open(out / "runs.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        lines = ["| workers | DataLoader-style samples/s | prepbench samples/s | prepbench / DataLoader [95 % CI] |",
+                 "|---|---|---|---|"]
+        for workers in sorted({r["workers"] for r in rows}):
+            a = [r["samples_per_s"] for r in rows if r["workers"] == workers and r["loader"] == "dataloader"]
+            b = [r["samples_per_s"] for r in rows if r["workers"] == workers and r["loader"] == "prepbench"]
+            r, lo, hi = ratio_ci(a, b)
+            lines.append(f"| {workers} | {statistics.mean(a):.1f} | {statistics.mean(b):.1f} | {r:.2f} [{lo:.2f}, {hi:.2f}] |")
+        (out / "summary.md").write_text("\n".join(lines) + "\n")
+        print("\n".join(lines))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
