@@ -30,6 +30,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_peers import evict  # noqa: E402 - the peers' eviction, shared
+
 REPO = Path(__file__).resolve().parents[2]
 GUIDE = REPO / "docs" / "your-own-pipeline.md"
 
@@ -40,16 +43,6 @@ def block(marker):
     fence = text.index("```", start)
     body = text.index("\n", fence) + 1
     return text[body:text.index("\n```", body) + 1]
-
-
-def evict(paths):
-    for path in paths:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fdatasync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
 
 
 _PIPELINE = None

@@ -245,6 +245,31 @@ fn a_workload_name_with_a_comma_a_quote_and_a_newline_is_written_and_read_back()
     prepbench_ok(&["recommend", &out.display().to_string()]);
 }
 
+/// `run WORKLOAD --verify` of a workload whose strategies are unprocessed, concatenated,
+/// decoded and resized, into `work/out`: every strategy recorded with `samples` samples.
+fn every_split_verified(work: &Path, workload: &Path, extra: &[&str], samples: f64) {
+    let mut args = argv![
+        "run",
+        workload.to_str().unwrap(),
+        "--verify --epochs 1 --threads 2 --quiet --evict fadvise --store-dir",
+        work.join("store").to_str().unwrap(),
+        "--out",
+        work.join("out").to_str().unwrap()
+    ];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    let out = prepbench_ok(&args);
+    assert!(!stderr(&out).contains("error"), "{}", stderr(&out));
+    let runs = Csv::read(&work.join("out/runs.csv"));
+    assert_eq!(
+        runs.rows.len(),
+        4,
+        "unprocessed, concatenated, decoded, resized"
+    );
+    for row in &runs.rows {
+        assert_eq!(runs.num(row, "samples"), samples);
+    }
+}
+
 #[test]
 fn a_folder_of_your_own_files_is_read_as_image_folder_and_every_split_verifies() {
     let work = tempfile::tempdir().unwrap();
@@ -273,24 +298,7 @@ fn a_folder_of_your_own_files_is_read_as_image_folder_and_every_split_verifies()
     std::fs::write(&w, yaml).unwrap();
     prepbench_ok(&["validate", w.to_str().unwrap()]);
     let before: Vec<_> = walk(&mine);
-    let out = prepbench_ok(&argv![
-        "run",
-        w.to_str().unwrap(),
-        "--verify --epochs 1 --threads 2 --quiet --evict fadvise --store-dir",
-        work.path().join("store").to_str().unwrap(),
-        "--out",
-        work.path().join("out").to_str().unwrap()
-    ]);
-    assert!(!stderr(&out).contains("error"), "{}", stderr(&out));
-    let runs = Csv::read(&work.path().join("out/runs.csv"));
-    assert_eq!(
-        runs.rows.len(),
-        4,
-        "unprocessed, concatenated, decoded, resized"
-    );
-    for row in &runs.rows {
-        assert_eq!(runs.num(row, "samples"), 6.0);
-    }
+    every_split_verified(work.path(), &w, &[], 6.0);
     // The folder is read, never written into.
     assert_eq!(walk(&mine), before);
     // A `paper:` key copied onto another pipeline and other data compares nothing with the
@@ -366,26 +374,12 @@ fn webdataset_shards_are_read_by_key_through_every_strategy() {
     std::fs::write(&w, yaml).unwrap();
     prepbench_ok(&["validate", w.to_str().unwrap()]);
     let data = work.path().join("data");
-    let out = prepbench_ok(&argv![
-        "run",
-        w.to_str().unwrap(),
-        "--verify --epochs 1 --threads 2 --quiet --evict fadvise --data-dir",
-        data.to_str().unwrap(),
-        "--store-dir",
-        work.path().join("store").to_str().unwrap(),
-        "--out",
-        work.path().join("out").to_str().unwrap()
-    ]);
-    assert!(!stderr(&out).contains("error"), "{}", stderr(&out));
-    let runs = Csv::read(&work.path().join("out/runs.csv"));
-    assert_eq!(
-        runs.rows.len(),
-        4,
-        "unprocessed, concatenated, decoded, resized"
+    every_split_verified(
+        work.path(),
+        &w,
+        &["--data-dir", data.to_str().unwrap()],
+        12.0,
     );
-    for row in &runs.rows {
-        assert_eq!(runs.num(row, "samples"), 12.0);
-    }
     // One shard of 100 samples was generated; the first 12 are read.
     let shards = find_files(&data, "shard-000000.tar");
     assert_eq!(shards.len(), 1);
