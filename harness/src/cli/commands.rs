@@ -145,9 +145,15 @@ pub fn list(what: &ListWhat) -> anyhow::Result<String> {
                     ),
                     (None, None) => "no reference size".to_string(),
                 };
+                // A kind without a generator stands in for nothing: it reads the user's files.
+                let what = if kind.name == datasets::folder::KIND.name {
+                    "reads your own folder (dataset.path or --dataset); no generator".to_string()
+                } else {
+                    format!("stands in for {}; {size}", kind.real)
+                };
                 out.push_str(&format!(
-                    "{:<12} {}\n{:<12} stands in for {}; {size}\n",
-                    kind.name, kind.layout, "", kind.real
+                    "{:<12} {}\n{:<12} {what}\n",
+                    kind.name, kind.layout, ""
                 ));
                 if !kind.options.is_empty() {
                     out.push_str(&format!(
