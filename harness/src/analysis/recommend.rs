@@ -43,6 +43,8 @@ pub struct RecommendOptions {
 pub struct Candidate {
     pub strategy: String,
     pub codec: workloads::Codec,
+    /// The planned size its times and storage are for.
+    pub samples: f64,
     pub offline_s: f64,
     pub storage_bytes: f64,
     pub cold_sps: f64,
@@ -95,6 +97,16 @@ pub fn candidates(
     memory_bytes: u64,
 ) -> Vec<Candidate> {
     let t = view.max_threads();
+    // One planned size for every candidate: stores sized by time (`--min-epoch-s`) hold
+    // different sample counts, and times and storage are compared at the same size (the
+    // largest measured, unless the options name one).
+    let planned = opts.dataset_samples.or_else(|| {
+        view.strategies
+            .iter()
+            .flat_map(|(_, s)| view.codecs.iter().filter_map(move |c| view.cold(s, *c, t)))
+            .map(|cell| cell.samples)
+            .max()
+    });
     let mut out: Vec<Candidate> = Vec::new();
     for (_, strategy) in &view.strategies {
         for codec in &view.codecs {
@@ -107,9 +119,7 @@ pub fn candidates(
             {
                 continue; // `unprocessed` is codec-less: one candidate
             }
-            let scale = opts
-                .dataset_samples
-                .map_or(1.0, |n| n as f64 / cold.samples.max(1) as f64);
+            let scale = planned.map_or(1.0, |n| n as f64 / cold.samples.max(1) as f64);
             let samples = cold.samples as f64 * scale;
             let storage_bytes = cold.storage_bytes * scale;
             let offline_s = cold.offline.as_ref().map_or(0.0, |o| o.mean) * scale;
@@ -126,6 +136,7 @@ pub fn candidates(
             out.push(Candidate {
                 strategy: strategy.clone(),
                 codec: cold.key.codec,
+                samples,
                 offline_s,
                 storage_bytes,
                 cold_sps: cold.throughput.mean,
@@ -217,9 +228,10 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, memory: u64) -> Opt
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Weights offline {wp}, storage {ws}, throughput {wt}; {} threads; {} epochs; memory {}.\n",
+        "Weights offline {wp}, storage {ws}, throughput {wt}; {} threads; {} epochs of {:.0} samples (offline time, storage and total time scaled to that size); memory {}.\n",
         view.max_threads(),
         opts.epochs,
+        best.samples,
         gb(memory as f64)
     );
     let _ = writeln!(out, "| rank | strategy | codec | offline s | storage | cold samples/s [95 % CI] | warm samples/s | score cold | score warm | Pareto | total s for {} epochs |", opts.epochs);
