@@ -85,9 +85,9 @@ impl Calibration {
     }
 }
 
-/// Writes what describes all generated files (annotations, transcripts).
 /// Lists a dataset of a kind under a root, through its files, with the workload's options.
 pub type OpenFn = fn(&Arc<dyn Files>, &Path, &Options) -> Result<Source, DatasetError>;
+/// Writes what describes all generated files (annotations, transcripts).
 pub type FinishFn = fn(&GenerateRequest) -> Result<(), DatasetError>;
 /// The mean MB per sample a request's options call for.
 pub type ExpectedMbFn = fn(&GenerateRequest) -> Result<f64, DatasetError>;
@@ -154,21 +154,21 @@ impl DatasetKind {
 
     /// Whether `key` is one of this kind's options.
     pub fn accepts(&self, key: &str) -> bool {
-        let named = |o: &&str| o.split('=').next() == Some(key);
-        self.options.iter().any(named) || self.reader_options.iter().any(named)
+        names(self.options, key) || names(self.reader_options, key)
     }
 
     /// The first of `options` that only describes a user's own files, if any.
     pub fn reader_option<'a>(&self, options: &'a BTreeMap<String, String>) -> Option<&'a str> {
         options
             .keys()
-            .find(|key| {
-                self.reader_options
-                    .iter()
-                    .any(|o| o.split('=').next() == Some(key.as_str()))
-            })
+            .find(|key| names(self.reader_options, key))
             .map(String::as_str)
     }
+}
+
+/// Whether one of `documented` (`name=values`) is the option `key`.
+fn names(documented: &[&str], key: &str) -> bool {
+    documented.iter().any(|o| o.split('=').next() == Some(key))
 }
 
 pub static KINDS: &[DatasetKind] = &[
@@ -306,7 +306,7 @@ fn check_fields(
         }
         // A Python step's outputs, and the members a WebDataset sample holds, are known only
         // when it runs: the fields after it are not checked.
-        if def.spec.op == "python" || def.spec.op == "read_webdataset" {
+        if def.spec.facts.fields_at_run_time {
             return Ok(());
         }
         let written = [

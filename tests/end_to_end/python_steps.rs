@@ -140,6 +140,14 @@ fn python_steps_run_through_every_strategy_and_verify() {
     std::fs::write(&module, edited).unwrap();
     let again = prepbench_ok(&run_args(work.path(), &w, "--strategy shouted --verify"));
     assert!(!stderr(&again).contains("error"), "{}", stderr(&again));
+    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    let last = runs.rows.last().unwrap();
+    assert_eq!(runs.col(last, "strategy"), "shouted");
+    assert_eq!(
+        runs.col(last, "offline_reused"),
+        "false",
+        "the edited module's split is made again"
+    );
 }
 
 #[test]

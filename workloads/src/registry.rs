@@ -68,6 +68,9 @@ pub struct StepFacts {
     pub reads_files: bool,
     /// The step makes audio: a two-dimensional field after it is a spectrogram, drawn as one.
     pub audio: bool,
+    /// The fields the step writes are known only when it runs (a Python callable's dict, a
+    /// WebDataset sample's members): `validate` checks no field after it.
+    pub fields_at_run_time: bool,
 }
 
 impl StepFacts {
@@ -77,6 +80,7 @@ impl StepFacts {
         fan_out: false,
         reads_files: false,
         audio: false,
+        fields_at_run_time: false,
     };
 }
 

@@ -56,9 +56,19 @@ fn beyond_end(path: &Path, offset: u64, length: u64, len: u64) -> std::io::Error
 
 /// Reads `length` bytes at `offset` of a regular local file (see [`read_regular`]).
 pub fn read_regular_range(path: &Path, offset: u64, length: u64) -> std::io::Result<Vec<u8>> {
-    use std::os::unix::fs::FileExt;
     check_regular(path)?;
-    let file = std::fs::File::open(path)?;
+    read_range_of(&std::fs::File::open(path)?, path, offset, length)
+}
+
+/// Reads `length` bytes at `offset` of the open `file` (at `path`), or an error naming it when
+/// the range is beyond its end.
+pub fn read_range_of(
+    file: &std::fs::File,
+    path: &Path,
+    offset: u64,
+    length: u64,
+) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
     let len = file.metadata()?.len();
     if offset.checked_add(length).is_none_or(|end| end > len) {
         return Err(beyond_end(path, offset, length, len));

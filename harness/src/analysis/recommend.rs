@@ -48,6 +48,10 @@ pub struct Candidate {
     pub offline_s: f64,
     pub storage_bytes: f64,
     pub cold_sps: f64,
+    /// The 95 % interval of `cold_sps` (`None` from one trial).
+    pub cold_ci95: Option<(f64, f64)>,
+    /// Whether its cold epochs lasted long enough to judge by.
+    pub long_enough: bool,
     pub warm_sps: Option<f64>,
     pub score_cold: f64,
     pub score_warm: Option<f64>,
@@ -140,6 +144,8 @@ pub fn candidates(
                 offline_s,
                 storage_bytes,
                 cold_sps: cold.throughput.mean,
+                cold_ci95: cold.throughput.ci95,
+                long_enough: cold.long_enough(),
                 warm_sps,
                 score_cold: 0.0,
                 score_warm: None,
@@ -195,11 +201,8 @@ pub const DEFAULT_PLAN: RecommendOptions = RecommendOptions {
 };
 
 /// The cold throughput of `c` with its 95 % interval, as the report writes it.
-fn with_interval(view: &WorkloadView, c: &Candidate) -> String {
-    match view
-        .cold(&c.strategy, c.codec, view.max_threads())
-        .and_then(|cell| cell.throughput.ci95)
-    {
+fn with_interval(c: &Candidate) -> String {
+    match c.cold_ci95 {
         Some((lo, hi)) => format!("{:.0} [{lo:.0}, {hi:.0}]", c.cold_sps),
         None => format!("{:.0} (one trial: no interval)", c.cold_sps),
     }
@@ -207,13 +210,8 @@ fn with_interval(view: &WorkloadView, c: &Candidate) -> String {
 
 /// Whether the 95 % intervals of two candidates' cold throughput overlap (or either has none):
 /// the measurements do not tell them apart.
-fn indistinct(view: &WorkloadView, a: &Candidate, b: &Candidate) -> bool {
-    let t = view.max_threads();
-    let ci = |c: &Candidate| {
-        view.cold(&c.strategy, c.codec, t)
-            .and_then(|x| x.throughput.ci95)
-    };
-    match (ci(a), ci(b)) {
+fn indistinct(a: &Candidate, b: &Candidate) -> bool {
+    match (a.cold_ci95, b.cold_ci95) {
         (Some((alo, ahi)), Some((blo, bhi))) => alo <= bhi && blo <= ahi,
         _ => true,
     }
@@ -245,7 +243,7 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, memory: u64) -> Opt
             c.codec,
             c.offline_s,
             gb(c.storage_bytes),
-            with_interval(view, c),
+            with_interval(c),
             c.warm_sps
                 .map(|w| format!("{w:.0}"))
                 .unwrap_or_else(|| "-".into()),
@@ -286,7 +284,7 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, memory: u64) -> Opt
     // Ranked on throughput, a runner-up inside the best's interval is not a measured loss.
     let ties: Vec<String> = list[1..]
         .iter()
-        .filter(|c| wp == 0.0 && ws == 0.0 && indistinct(view, best, c))
+        .filter(|c| wp == 0.0 && ws == 0.0 && indistinct(best, c))
         .map(|c| format!("`{}` ({})", c.strategy, c.codec))
         .collect();
     let tie_note = if ties.is_empty() {
@@ -298,14 +296,7 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, memory: u64) -> Opt
         )
     };
     // Epochs too short to judge by make the ranking a hint, and it says so.
-    let t = view.max_threads();
-    let short = list
-        .iter()
-        .filter(|c| {
-            view.cold(&c.strategy, c.codec, t)
-                .is_some_and(|cell| !cell.long_enough())
-        })
-        .count();
+    let short = list.iter().filter(|c| !c.long_enough).count();
     let short_note = if short > 0 {
         format!(
             " **Caution:** {short} of these {} candidates were measured on epochs under {} s, too short to judge by: sweep more samples (or `--min-epoch-s`) before acting on this.",
@@ -318,7 +309,7 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, memory: u64) -> Opt
     let _ = writeln!(
         out,
         "\n**Recommendation: `{}` ({})**. With these weights it scores highest ({:.3}) on cold throughput, reading {} samples/s from {} of stored data after {:.1} s of offline preprocessing; its data {memory_note}. {total_note}{tie_note} Pareto-optimal in (offline time, storage, throughput): {}.{short_note}\n",
-        best.strategy, best.codec, best.score_cold, with_interval(view, best), gb(best.storage_bytes), best.offline_s, pareto.join(", ")
+        best.strategy, best.codec, best.score_cold, with_interval(best), gb(best.storage_bytes), best.offline_s, pareto.join(", ")
     );
     Some(out)
 }

@@ -192,8 +192,7 @@ impl ReadFiles for Throttle {
         let begin = Instant::now();
         let file = File::open(path)?;
         let uncached = self.uncached(&file, path)?;
-        drop(file);
-        let bytes = workloads::storage::read_regular_range(path, offset, length)?;
+        let bytes = workloads::storage::read_range_of(&file, path, offset, length)?;
         let fresh = (bytes.len() as f64 * uncached).round() as u64;
         let due = self.schedule(&mut Cursor::default(), begin, fresh, length, true);
         self.wait(due, Duration::ZERO);

@@ -250,18 +250,19 @@ pub fn apply_steps(
         }
         let mut input = Some(sample);
         let mut output = None;
-        guarded(&mut || {
+        let applied = guarded(&mut || {
             let sample = input.take().expect("applied once");
             output = Some(def.step.apply(sample, &ctx)?);
             Ok(())
-        })?;
+        });
+        // Taken whatever the outcome: a failed Python call's time must not be charged to the
+        // next step this thread runs.
+        let inside = workloads::python::take_inside_seconds();
+        applied?;
         sample = output.expect("an applied step gives a sample");
         let elapsed = start.elapsed().as_secs_f64();
         step_seconds[step_index] += elapsed;
-        if let (Some(inside), Some(transfer)) = (
-            workloads::python::take_inside_seconds(),
-            transfer_seconds.as_deref_mut(),
-        ) {
+        if let (Some(inside), Some(transfer)) = (inside, transfer_seconds.as_deref_mut()) {
             transfer[step_index] += (elapsed - inside).max(0.0);
         }
     }

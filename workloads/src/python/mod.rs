@@ -92,8 +92,6 @@ pub struct Worker {
     input: BufWriter<ChildStdin>,
     output: BufReader<ChildStdout>,
     stderr: Arc<Mutex<VecDeque<String>>>,
-    /// The module's file, as Python reports it (empty when it has none).
-    pub module_file: String,
 }
 
 /// How a worker is started.
@@ -139,13 +137,20 @@ fn invalid(message: String) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, message)
 }
 
-/// Reads `len` bytes (bounded, so a broken worker cannot make prepbench allocate at will).
-fn read_bytes(r: &mut impl Read, len: u64) -> std::io::Result<Vec<u8>> {
+/// `len`, when a worker may send that many bytes in one field (bounded, so a broken worker
+/// cannot make prepbench allocate at will).
+fn bounded(len: u64) -> std::io::Result<u64> {
     if len > MAX_FIELD_BYTES {
         return Err(invalid(format!(
             "a field of {len} bytes, beyond the {MAX_FIELD_BYTES}-byte limit"
         )));
     }
+    Ok(len)
+}
+
+/// Reads `len` bytes, [`bounded`].
+fn read_bytes(r: &mut impl Read, len: u64) -> std::io::Result<Vec<u8>> {
+    let len = bounded(len)?;
     let mut data = vec![0u8; len as usize];
     r.read_exact(&mut data)?;
     Ok(data)
@@ -235,12 +240,7 @@ fn read_field(r: &mut impl Read) -> std::io::Result<(String, Field)> {
             for _ in 0..ndim {
                 shape.push(read_u64(r)? as usize);
             }
-            let len = read_u64(r)?;
-            if len > MAX_FIELD_BYTES {
-                return Err(invalid(format!(
-                    "a field of {len} bytes, beyond the {MAX_FIELD_BYTES}-byte limit"
-                )));
-            }
+            let len = bounded(read_u64(r)?)?;
             let elements = shape
                 .iter()
                 .try_fold(1usize, |n, d| n.checked_mul(*d))
@@ -279,13 +279,7 @@ impl Worker {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| {
-                WorkerError(format!(
-                    "cannot start the Python interpreter `{}`: {e} (set it with --python or \
-                     PREPBENCH_PYTHON)",
-                    python.display()
-                ))
-            })?;
+            .map_err(|e| WorkerError(cannot_start(&python, &e)))?;
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         if let Some(err) = child.stderr.take() {
             let tail = stderr.clone();
@@ -320,13 +314,12 @@ impl Worker {
             input,
             output,
             stderr,
-            module_file: String::new(),
         };
         if let Ok(mut live) = LIVE.lock() {
             live.push(pid);
         }
         match worker.read_greeting() {
-            Ok(Ok(file)) => worker.module_file = file,
+            Ok(Ok(())) => {}
             Ok(Err((message, traceback))) => {
                 return Err(WorkerError(format!(
                     "cannot import `{}` (module search path {}): {message}\n{traceback}",
@@ -339,15 +332,15 @@ impl Worker {
         Ok(worker)
     }
 
-    /// Reads the reply to the import: the module's file, or the import's error and traceback.
-    #[allow(clippy::type_complexity)]
-    fn read_greeting(&mut self) -> std::io::Result<Result<String, (String, String)>> {
+    /// Reads the reply to the import: done (the module's file, which is not needed, is read
+    /// past), or the import's error and traceback.
+    fn read_greeting(&mut self) -> std::io::Result<Result<(), (String, String)>> {
         let status = read_u8(&mut self.output)?;
         let _ = read_u64(&mut self.output)?;
         let len = read_u32(&mut self.output)?;
         let first = read_text(&mut self.output, len as u64)?;
         match status {
-            0 => Ok(Ok(first)),
+            0 => Ok(Ok(())),
             2 => {
                 let len = read_u32(&mut self.output)?;
                 Ok(Err((first, read_text(&mut self.output, len as u64)?)))
@@ -443,21 +436,13 @@ impl Worker {
             }
             None => format!("stopped answering ({cause})"),
         };
+        // The stderr reader may lag the exit by a moment.
+        std::thread::sleep(std::time::Duration::from_millis(20));
         let tail: Vec<String> = self
             .stderr
             .lock()
             .map(|t| t.iter().cloned().collect())
             .unwrap_or_default();
-        // The stderr reader may lag the exit by a moment.
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        let tail = if tail.is_empty() {
-            self.stderr
-                .lock()
-                .map(|t| t.iter().cloned().collect())
-                .unwrap_or_default()
-        } else {
-            tail
-        };
         let mut message = format!("the Python worker process {how}");
         if cause.kind() == std::io::ErrorKind::InvalidData {
             message.push_str(&format!(" after a malformed reply: {cause}"));
@@ -480,9 +465,18 @@ impl Drop for Worker {
     }
 }
 
+/// Why `python` did not start, and how to name another.
+fn cannot_start(python: &Path, e: &std::io::Error) -> String {
+    format!(
+        "cannot start the Python interpreter `{}`: {e} (set it with --python or \
+         PREPBENCH_PYTHON)",
+        python.display()
+    )
+}
+
 /// Checks, without running anything else, that `function` imports from `search_path` and is
 /// callable: `Ok(module file)` or the Python error.
-pub fn check(function: &str, search_path: &Path) -> Result<String, String> {
+pub fn check(function: &str, search_path: &Path) -> Result<(), String> {
     let python = interpreter();
     let out = Command::new(&python)
         .arg("-c")
@@ -493,15 +487,9 @@ pub fn check(function: &str, search_path: &Path) -> Result<String, String> {
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| {
-            format!(
-                "cannot start the Python interpreter `{}`: {e} (set it with --python or \
-                 PREPBENCH_PYTHON)",
-                python.display()
-            )
-        })?;
+        .map_err(|e| cannot_start(&python, &e))?;
     if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+        Ok(())
     } else {
         let err = String::from_utf8_lossy(&out.stderr);
         Err(err.lines().last().unwrap_or("failed").to_string())

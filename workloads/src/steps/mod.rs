@@ -263,6 +263,7 @@ macro_rules! field_defaults {
 field_defaults! {
     default_image_field: "image",
     default_data_field: "data",
+    default_path_field: "path",
     default_text_field: "text",
     default_tokens_field: "tokens",
     default_audio_field: "audio",

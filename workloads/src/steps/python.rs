@@ -39,10 +39,12 @@ pub struct Params {
     pub to: Option<FieldName>,
 }
 
-step_spec! { Python, "python", "run a Python callable of your own on each sample, in persistent worker processes" }
+step_spec! { Python, "python", "run a Python callable of your own on each sample, in persistent worker processes", crate::registry::StepFacts { fields_at_run_time: true, ..crate::registry::StepFacts::PURE } }
 
 /// Largest amount of Python source hashed into the step's identity.
 const MAX_SOURCE_BYTES: u64 = 16 << 20;
+/// Most folders of a package walked for its source.
+const MAX_PACKAGE_DIRS: usize = 10_000;
 
 pub struct Python {
     spec: WorkerSpec,
@@ -93,14 +95,19 @@ fn module_sources(search_path: &Path, module: &str) -> Vec<PathBuf> {
     if package.is_dir() {
         let mut found = Vec::new();
         let mut dirs = vec![package];
+        // Folders visited at most: a link from a package to itself must not loop forever.
+        let mut visits = 0;
         while let Some(dir) = dirs.pop() {
+            visits += 1;
             let Ok(entries) = std::fs::read_dir(&dir) else {
                 continue;
             };
             for entry in entries.flatten() {
                 let path = entry.path();
-                if path.is_dir() && found.len() < 10_000 {
-                    dirs.push(path);
+                if path.is_dir() {
+                    if visits + dirs.len() < MAX_PACKAGE_DIRS {
+                        dirs.push(path);
+                    }
                 } else if path.extension().is_some_and(|e| e == "py") {
                     found.push(path);
                 }
@@ -168,9 +175,14 @@ impl Python {
 
     /// An idle worker, or a new one.
     fn worker(&self) -> Result<Worker, StepError> {
-        if let Some(worker) = self.idle.lock().ok().and_then(|mut idle| idle.pop()) {
-            return Ok(worker);
+        match self.idle.lock().ok().and_then(|mut idle| idle.pop()) {
+            Some(worker) => Ok(worker),
+            None => self.start(),
         }
+    }
+
+    /// A new worker.
+    fn start(&self) -> Result<Worker, StepError> {
         Worker::start(&self.spec).map_err(|e| StepError::new(e.0))
     }
 
@@ -188,17 +200,13 @@ impl Step for Python {
     /// Starts one worker, so that an import error stops the run before anything is timed and
     /// the interpreter's start is not charged to the first sample.
     fn prepare(&self) -> Result<(), StepError> {
-        let worker = self.worker()?;
-        if let Ok(mut idle) = self.idle.lock() {
-            idle.push(worker);
-        }
-        Ok(())
+        self.start_workers(1)
     }
 
     fn start_workers(&self, threads: usize) -> Result<(), StepError> {
         let idle = self.idle.lock().map(|i| i.len()).unwrap_or(0);
         let started: Vec<Worker> = (idle..threads)
-            .map(|_| Worker::start(&self.spec).map_err(|e| StepError::new(e.0)))
+            .map(|_| self.start())
             .collect::<Result<_, _>>()?;
         if let Ok(mut idle) = self.idle.lock() {
             idle.extend(started);
@@ -207,15 +215,13 @@ impl Step for Python {
     }
 
     fn check(&self) -> Result<(), StepError> {
-        crate::python::check(&self.spec.function, &self.spec.search_path)
-            .map(|_| ())
-            .map_err(|e| {
-                StepError::new(format!(
-                    "{}: {e} (interpreter {})",
-                    self.described(),
-                    crate::python::interpreter().display()
-                ))
-            })
+        crate::python::check(&self.spec.function, &self.spec.search_path).map_err(|e| {
+            StepError::new(format!(
+                "{}: {e} (interpreter {})",
+                self.described(),
+                crate::python::interpreter().display()
+            ))
+        })
     }
 
     fn apply(&self, mut sample: Sample, ctx: &StepContext) -> Result<Sample, StepError> {
@@ -262,17 +268,13 @@ impl Step for Python {
                 Ok(sample)
             }
             Reply::Fields(fields) => {
+                // With `from`, the dict joins the other fields in its place; without, it is
+                // the sample.
                 match &self.spec.from {
                     Some(from) => {
                         sample.remove(from);
                     }
-                    None => {
-                        let names: Vec<String> =
-                            sample.fields().iter().map(|(n, _)| n.clone()).collect();
-                        for name in names {
-                            sample.remove(&name);
-                        }
-                    }
+                    None => sample = Sample::new(sample.id),
                 }
                 for (name, field) in fields {
                     FieldName::try_from(name.clone()).map_err(|e| {

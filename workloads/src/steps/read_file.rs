@@ -11,8 +11,7 @@ use crate::step::{Step, StepContext, StepError};
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// text field holding the file path
-    #[serde(default = "default_from")]
-    #[param(default = "path")]
+    #[serde(default = "super::default_path_field")]
     pub from: FieldName,
     /// bytes field to write
     #[serde(default = "super::default_data_field")]
@@ -20,10 +19,6 @@ pub struct Params {
     /// Keep the path field after reading (off: stored records then hold only the bytes).
     #[serde(default)]
     pub keep_path: bool,
-}
-
-fn default_from() -> FieldName {
-    "path".into()
 }
 
 step_spec! { ReadFile, "read_file", "read the file named by a text field into a bytes field", StepFacts { reads_files: true, ..StepFacts::PURE } }
@@ -64,7 +59,7 @@ mod tests {
         let file = dir.join("a.bin");
         std::fs::write(&file, b"hello").unwrap();
         let step = ReadFile::new(Params {
-            from: default_from(),
+            from: crate::steps::default_path_field(),
             to: crate::steps::default_data_field(),
             keep_path: false,
         })

@@ -17,8 +17,7 @@ pub const MEMBERS_FIELD: &str = "__members__";
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// text field holding the shard's path
-    #[serde(default = "default_from")]
-    #[param(default = "path")]
+    #[serde(default = "super::default_path_field")]
     pub from: FieldName,
     /// extensions to keep, comma-separated (`jpg,cls`); each must be there. Unset: every member
     #[serde(default)]
@@ -28,11 +27,7 @@ pub struct Params {
     pub label: Option<String>,
 }
 
-fn default_from() -> FieldName {
-    "path".into()
-}
-
-step_spec! { ReadWebdataset, "read_webdataset", "read a WebDataset sample's members from its tar shard, one bytes field per extension", StepFacts { reads_files: true, ..StepFacts::PURE } }
+step_spec! { ReadWebdataset, "read_webdataset", "read a WebDataset sample's members from its tar shard, one bytes field per extension", StepFacts { reads_files: true, fields_at_run_time: true, ..StepFacts::PURE } }
 
 #[derive(Debug)]
 pub struct ReadWebdataset {
@@ -144,7 +139,7 @@ mod tests {
         };
         let step = |keep: Option<&str>, label: Option<&str>| {
             ReadWebdataset::new(Params {
-                from: default_from(),
+                from: crate::steps::default_path_field(),
                 keep: keep.map(String::from),
                 label: label.map(String::from),
             })

@@ -3,6 +3,7 @@
 
 pub mod peers;
 pub mod plots;
+mod reference;
 pub mod roofline;
 pub mod tables;
 pub mod threats;
@@ -17,6 +18,9 @@ use crate::analysis::cells::{Cell, Results};
 use crate::analysis::findings;
 use crate::analysis::view::WorkloadView;
 use crate::results::{Manifest, Verdict};
+
+use reference::is_reference;
+pub use reference::paper_name_in;
 
 /// Cells whose throughput coefficient of variation exceeds this get a warning.
 pub const MAX_CV: f64 = 0.10;
@@ -39,45 +43,6 @@ pub fn recorded_workload_in(manifest: &Manifest, workload: &str) -> Option<workl
 /// The paper pipeline of a workload, from its recorded YAML.
 pub(crate) fn paper_name(results: &Results, workload: &str) -> Option<String> {
     paper_name_in(&results.manifest, workload)
-}
-
-/// [`paper_name`] from a manifest alone. A workload is compared with the paper only when it is
-/// the paper's pipeline: the `paper:` key of a reference workload whose dataset kind and steps
-/// (names and ops, in order) it has, on whatever copy of the data. A file that copied the key
-/// onto another pipeline or another kind of data is the user's own workload, reported without
-/// paper columns. Parameters are not compared: a reference workload recorded by an earlier
-/// version (before a parameter was added) is still the paper's.
-pub fn paper_name_in(manifest: &Manifest, workload: &str) -> Option<String> {
-    let recorded = recorded_workload_in(manifest, workload)?;
-    let paper = recorded.paper.clone()?;
-    references_of(&recorded)
-        .any(|reference| reference.paper.as_deref() == Some(paper.as_str()))
-        .then_some(paper)
-}
-
-/// The reference workloads `workload` is: the same dataset kind and steps (names and ops, in
-/// order), whatever copy of the data it read.
-fn references_of(workload: &workloads::Workload) -> impl Iterator<Item = workloads::Workload> {
-    let pipeline = |w: &workloads::Workload| {
-        let steps: Vec<(String, &'static str)> = w
-            .steps
-            .iter()
-            .map(|d| (d.name.clone(), d.spec.op))
-            .collect();
-        (w.dataset.kind.clone(), steps)
-    };
-    let ours = pipeline(workload);
-    workloads::BUILTIN
-        .iter()
-        .filter_map(|(name, _)| workloads::load(name).ok())
-        .filter(move |reference| pipeline(reference) == ours)
-}
-
-/// Whether the view named `view` (a workload, or a dataset variant `name@k=v`) is one of
-/// prepbench's reference workloads rather than the user's own.
-fn is_reference(results: &Results, view: &str) -> bool {
-    let (base, _) = workloads::Workload::split_variant(view);
-    recorded_workload(results, base).is_some_and(|w| references_of(&w).next().is_some())
 }
 
 /// What a view's runs were measured under, in words: the storage profile's figures and the
@@ -424,7 +389,11 @@ pub fn write_report_with(
     }
     // Your own workloads start with the answer: what to store, and the evidence for it.
     let memory = crate::analysis::recommend::memory_of(&results, plan);
-    for view in views.iter().filter(|v| !is_reference(&results, &v.name)) {
+    let references: Vec<bool> = views
+        .iter()
+        .map(|v| is_reference(&results, &v.name))
+        .collect();
+    for (view, _) in views.iter().zip(&references).filter(|(_, r)| !**r) {
         if let Some(text) = crate::analysis::recommend::section(view, plan, memory) {
             let _ = writeln!(md, "## Recommendation: {}\n\n{text}", view.title());
         }
@@ -509,7 +478,7 @@ pub fn write_report_with(
     }
     // The paper's findings are about the paper's pipelines (its reference workloads, the
     // synthetic ones included): judged only when one was run.
-    if views.iter().any(|v| is_reference(&results, &v.name)) {
+    if references.contains(&true) {
         let _ = writeln!(md, "## Paper comparison\n");
         let _ = writeln!(
             md,
