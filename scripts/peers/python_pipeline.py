@@ -10,11 +10,14 @@ Standard library plus NumPy and Pillow, run by the interpreter that has them:
     .venv/bin/python scripts/peers/python_pipeline.py --prepbench target/release/prepbench \
         --out results/peers/python-pipeline/MACHINE
 
-It generates an ImageNet-like dataset with prepbench, lays it out as an ImageFolder, writes the
+It generates an ImageNet-like dataset with prepbench, scales each photo to `--megapixels`
+(0.5 by default; 0 keeps the generated sizes) and lays them out as an ImageFolder, writes the
 pipeline module and workload of docs/your-own-pipeline.md next to it, and measures, for each
 worker count, `--trials` epochs of each loader, alternating which goes first. Writes runs.csv
-(one row per epoch), stages.csv (prepbench's per-stage split: time inside each callable and the
-transfer to and from its worker) and summary.md (the ratios, with 95 % intervals).
+(one row per epoch), stages.csv (prepbench's per-stage split: time inside each callable, and the
+transfer of each chain of Python steps to and from its worker, on the chain's first step) and
+summary.md (the ratios, with 95 % intervals, and the transfer as a share of the time inside the
+callables).
 """
 
 import argparse
@@ -96,6 +99,38 @@ def ratio_ci(a, b):
     return r, r * math.exp(-half), r * math.exp(half)
 
 
+def later_strategies(args, work, out, rows):
+    """What the later splits gain on the same pipeline: every strategy of the workload, cold,
+    `--strategy-epochs` epochs at `--strategy-threads` threads, against the DataLoader-style
+    pool at that worker count (when it was measured)."""
+    results = work / "results-strategies"
+    subprocess.run([
+        args.prepbench, "--python", sys.executable, "run", str(work / "my-photos.yaml"),
+        "--threads", str(args.strategy_threads), "--epochs", str(args.strategy_epochs),
+        "--evict", "fadvise", "--data-dir", str(work), "--store-dir", str(work / "store"),
+        "--out", str(results), "--quiet",
+    ], check=True)
+    shutil.copy(results / "runs.csv", out / "strategies.csv")
+    with open(results / "runs.csv") as f:
+        runs = list(csv.DictReader(f))
+    pool = [r["samples_per_s"] for r in rows
+            if r["workers"] == args.strategy_threads and r["loader"] == "dataloader"]
+    lines = [f"Every split at {args.strategy_threads} threads, cold, {args.strategy_epochs} epochs "
+             "each (strategies.csv):", "",
+             "| strategy | samples/s | / DataLoader-style [95 % CI] | stored MB | offline s |",
+             "|---|---|---|---|---|"]
+    for strategy in dict.fromkeys(r["strategy"] for r in runs):
+        mine = [r for r in runs if r["strategy"] == strategy]
+        sps = [float(r["throughput_sps"]) for r in mine]
+        ratio = "not measured"
+        if pool:
+            r, lo, hi = ratio_ci(pool, sps)
+            ratio = f"{r:.2f} [{lo:.2f}, {hi:.2f}]"
+        lines.append(f"| {strategy} | {statistics.mean(sps):.1f} | {ratio} "
+                     f"| {int(mine[0]['storage_bytes']) / 1e6:.1f} | {float(mine[0]['offline_s']):.1f} |")
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--prepbench", required=True)
@@ -103,6 +138,10 @@ def main():
     ap.add_argument("--samples", type=int, default=400)
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--megapixels", type=float, default=0.5)
+    ap.add_argument("--strategy-threads", type=int, default=2,
+                    help="threads of the sweep over every split (0: skip it)")
+    ap.add_argument("--strategy-epochs", type=int, default=3)
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -113,10 +152,18 @@ def main():
                         "--out", str(generated), "--quiet"], check=True)
         photos = work / "my-photos"
         files = []
-        for i, src in enumerate(sorted(generated.rglob("*.JPEG"))):
+        for src in sorted(generated.rglob("*.JPEG")):
             dst = photos / src.parent.name / src.name
             dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(src, dst)
+            if args.megapixels > 0:
+                from PIL import Image  # noqa: PLC0415 - only to scale the photos
+
+                with Image.open(src) as image:
+                    scale = math.sqrt(args.megapixels * 1e6 / (image.width * image.height))
+                    size = (round(image.width * scale), round(image.height * scale))
+                    image.convert("RGB").resize(size, Image.LANCZOS).save(dst, quality=90)
+            else:
+                shutil.copy(src, dst)
             files.append(str(dst))
         (work / "my_pipeline.py").write_text(block("module"))
         workload = block("workload").replace("samples: 200", f"samples: {len(files)}")
@@ -159,17 +206,34 @@ def main():
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()
             w.writerows(rows)
-        lines = ["| workers | DataLoader-style samples/s | prepbench samples/s | prepbench / DataLoader [95 % CI] |",
-                 "|---|---|---|---|"]
+        with open(out / "stages.csv") as f:
+            stages = list(csv.DictReader(f))
+        lines = [f"{len(files)} photos of {args.megapixels or 'generated'} megapixels, "
+                 f"{args.trials} epochs per loader and worker count.", "",
+                 "| workers | DataLoader-style samples/s | prepbench samples/s | prepbench / DataLoader [95 % CI] "
+                 "| inside the callables, ms/sample | transfer, ms/sample | transfer / inside |",
+                 "|---|---|---|---|---|---|---|"]
         for workers in sorted({r["workers"] for r in rows}):
             a = [r["samples_per_s"] for r in rows if r["workers"] == workers and r["loader"] == "dataloader"]
             b = [r["samples_per_s"] for r in rows if r["workers"] == workers and r["loader"] == "prepbench"]
             r, lo, hi = ratio_ci(a, b)
-            lines.append(f"| {workers} | {statistics.mean(a):.1f} | {statistics.mean(b):.1f} | {r:.2f} [{lo:.2f}, {hi:.2f}] |")
+            mine = [s for s in stages if int(s["workers"]) == workers]
+            samples = sum(int(s["samples"]) for s in mine if s["stage"] == "step:concatenated")
+            inside = sum(float(s["seconds"]) for s in mine
+                         if s["stage"].startswith("step:") and s["stage"] != "step:concatenated")
+            transfer = sum(float(s["seconds"]) for s in mine if s["stage"].startswith("transfer:"))
+            lines.append(f"| {workers} | {statistics.mean(a):.1f} | {statistics.mean(b):.1f} "
+                         f"| {r:.2f} [{lo:.2f}, {hi:.2f}] | {1e3 * inside / samples:.2f} "
+                         f"| {1e3 * transfer / samples:.3f} | {100 * transfer / inside:.1f} % |")
+        if args.strategy_threads:
+            lines += ["", *later_strategies(args, work, out, rows)]
         (out / "summary.md").write_text("\n".join(lines) + "\n")
         print("\n".join(lines))
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not os.environ.get("KEEP_WORK"):
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print("kept", work)
 
 
 if __name__ == "__main__":

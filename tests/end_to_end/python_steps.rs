@@ -41,6 +41,10 @@ def wrong(data):
     return object()
 
 
+def same(data):
+    return data
+
+
 def die(data):
     if b"bad" in data:
         os.kill(os.getpid(), 9)
@@ -156,8 +160,14 @@ fn a_python_step_that_raises_returns_junk_or_dies_names_the_step_and_sample() {
         return;
     }
     let work = tempfile::tempdir().unwrap();
+    // A pass-through Python step first: the two run as one chain, and the failure still
+    // names the step it happened in.
     let step = |function: &str| {
-        format!("  - name: checked\n    op: python\n    params: {{function: \"pipe:{function}\", from: data}}\n")
+        format!(
+            "  - name: passed\n    op: python\n    params: {{function: \"pipe:same\", from: \
+             data}}\n  - name: checked\n    op: python\n    params: {{function: \
+             \"pipe:{function}\", from: data}}\n"
+        )
     };
     // An exception: the step, the sample (id 3: t4.txt), its file, the exception.
     let w = setup(work.path(), &step("boom"));
@@ -250,6 +260,35 @@ def reshape(x):
 
 def too_big(x):
     return np.array([2 ** 40])
+
+
+GLOBAL = np.zeros(3, dtype=np.int32)
+
+
+def pair(data):
+    a = np.frombuffer(data, dtype=np.uint8).astype(np.int32)
+    return {"x": a, "y": a, "g": GLOBAL}
+
+
+def bump(x):
+    x += 1  # in place: only this field's array may change
+    return x
+
+
+def view(y):
+    return y[::2]  # a view of an array the step was given
+
+
+def keep_in_place(sample):
+    sample["g"] += sample["x"][:3]  # a module-level array, mutated by a later step
+    return sample
+
+
+TABLE = np.arange(4, dtype=np.int32)
+
+
+def table(g):
+    return TABLE  # one value, held by the module
 "#;
 
 #[test]
@@ -304,6 +343,49 @@ fn numpy_arrays_cross_with_their_dtype_and_shape() {
     let mut args = with_python(&[]);
     args.extend(run_args(work.path(), &w, "--verify"));
     prepbench_ok(&args);
+    // Consecutive Python steps run as one chain in one worker: what a step gets is what it
+    // would get had the sample crossed to prepbench between them (its own writable array),
+    // so that every split gives the same samples (`--verify`) even when steps share arrays,
+    // mutate their input in place, return views or a module's array.
+    let step = |name: &str, function: &str, from: &str| {
+        format!(
+            "  - name: {name}\n    op: python\n    params: {{function: \"arrays:{function}\"{from}}}\n"
+        )
+    };
+    let w = setup(
+        work.path(),
+        &[
+            step("paired", "pair", ", from: data"),
+            step("bumped", "bump", ", from: x"),
+            step("viewed", "view", ", from: y"),
+            step("summed", "keep_in_place", ""),
+            step("tabled", "table", ", from: g, to: t"),
+            step("bumped_table", "bump", ", from: t"),
+        ]
+        .concat(),
+    );
+    std::fs::write(work.path().join("code/arrays.py"), ARRAYS).unwrap();
+    let mut args = with_python(&[]);
+    args.extend(run_args(work.path(), &w, "--verify"));
+    prepbench_ok(&args);
+    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    for strategy in [
+        "unprocessed",
+        "concatenated",
+        "paired",
+        "bumped",
+        "viewed",
+        "summed",
+        "tabled",
+        "bumped_table",
+    ] {
+        assert!(
+            runs.rows
+                .iter()
+                .any(|r| runs.col(r, "strategy") == strategy),
+            "{strategy} was run and verified"
+        );
+    }
     // An int64 beyond int32 is refused, not wrapped.
     let w = setup(
         work.path(),

@@ -98,10 +98,10 @@ pub trait Step: Send + Sync + fmt::Debug {
         Ok(())
     }
 
-    /// Starts what `threads` workers will use before a timed phase (a Python step's worker
-    /// processes), so that starting them is not charged to the samples.
-    fn start_workers(&self, _threads: usize) -> Result<(), StepError> {
-        Ok(())
+    /// A Python step's callable: the harness runs consecutive Python steps of a phase as one
+    /// chain in one worker process ([`crate::python::Chain`]).
+    fn python_link(&self) -> Option<&crate::python::Link> {
+        None
     }
 
     /// Checks what `validate` can know without running a sample (a Python step imports its

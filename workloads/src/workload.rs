@@ -215,6 +215,8 @@ pub struct Workload {
     pub yaml: String,
     /// Where it was loaded from (a path, or `builtin:NAME`).
     pub origin: String,
+    /// The worker processes of its Python steps, by chain.
+    pub python: crate::python::Pools,
 }
 
 #[derive(Deserialize)]
@@ -414,6 +416,7 @@ impl Workload {
             on_error: file.on_error,
             yaml: yaml.to_string(),
             origin: origin.to_string(),
+            python: Default::default(),
         };
         workload.validate()?;
         Ok(workload)
@@ -604,7 +607,15 @@ impl Workload {
 
     /// This workload with `options` set on its dataset, named `<name>@k=v,...`.
     pub fn variant(&self, options: &BTreeMap<String, String>) -> Result<Workload, WorkloadError> {
-        let mut w = Workload::from_yaml(&self.yaml, &self.origin)?;
+        // Python steps' paths stay relative to the workload file's folder.
+        let dir = match Path::new(&self.origin).parent() {
+            Some(p) if !self.origin.starts_with("builtin:") && !p.as_os_str().is_empty() => {
+                p.to_path_buf()
+            }
+            _ => PathBuf::from("."),
+        };
+        let mut w =
+            crate::python::in_workload_dir(&dir, || Workload::from_yaml(&self.yaml, &self.origin))?;
         for (k, v) in options {
             w.dataset.options.insert(k.clone(), v.clone());
         }
@@ -621,7 +632,6 @@ impl Workload {
         }
     }
 
-    /// Index of the step that emits several samples per input, if any.
     /// The step named `name`, if the workload has one.
     pub fn step_named(&self, name: &str) -> Option<&dyn crate::step::Step> {
         self.steps
@@ -630,6 +640,7 @@ impl Workload {
             .map(|d| d.step.as_ref())
     }
 
+    /// Index of the step that emits several samples per input, if any.
     pub fn fan_out_step(&self) -> Option<usize> {
         self.steps.iter().position(|d| d.spec.facts.fan_out)
     }
@@ -653,7 +664,75 @@ impl Workload {
             .join("\n")
     }
 
-    /// xxh3 of the YAML text, as hex.
+    /// The runs of consecutive Python steps within `range`: each runs as one chain, in one
+    /// worker process per thread.
+    pub fn python_chains(&self, range: std::ops::Range<usize>) -> Vec<std::ops::Range<usize>> {
+        let mut chains = Vec::new();
+        let mut start = None;
+        for i in range.clone() {
+            match (self.steps[i].step.python_link().is_some(), start) {
+                (true, None) => start = Some(i),
+                (false, Some(s)) => {
+                    chains.push(s..i);
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = start {
+            chains.push(s..range.end);
+        }
+        chains
+    }
+
+    /// The chain running the Python steps `range`.
+    pub fn python_chain(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> std::sync::Arc<crate::python::Chain> {
+        self.python.get(range.clone(), || {
+            self.steps[range]
+                .iter()
+                .filter_map(|d| {
+                    let link = d.step.python_link()?;
+                    Some(crate::python::Link {
+                        random: d.random,
+                        ..link.clone()
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Starts `threads` workers for every chain of Python steps within `range` (before a
+    /// timed phase) and ends the idle workers of other chains; a failure names the step.
+    pub fn start_python(
+        &self,
+        range: std::ops::Range<usize>,
+        threads: usize,
+    ) -> Result<(), (usize, crate::step::StepError)> {
+        let chains = self.python_chains(range);
+        self.python.retire_others(&chains);
+        for chain in &chains {
+            self.python_chain(chain.clone())
+                .start_workers(threads)
+                .map_err(|e| (chain.start + e.link, e.error))?;
+        }
+        Ok(())
+    }
+
+    /// Imports every Python step's callable in one interpreter: the first that fails, by step
+    /// index, and why.
+    pub fn check_python(&self) -> Result<(), (usize, String)> {
+        let (indices, links): (Vec<usize>, Vec<crate::python::Link>) = self
+            .steps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| d.step.python_link().map(|l| (i, l.clone())))
+            .unzip();
+        crate::python::check(&links).map_err(|(k, e)| (indices[k], e))
+    }
+
     /// This workload reading the dataset at `path` (`--dataset`): the user's data, never
     /// generated. The file's text gains a comment naming it, so run ids and the YAML recorded
     /// in the manifest tell runs on different data apart.
@@ -664,6 +743,7 @@ impl Workload {
         self
     }
 
+    /// xxh3 of the YAML text, as hex.
     pub fn yaml_hash(&self) -> String {
         format!("{:016x}", xxhash_rust::xxh3::xxh3_64(self.yaml.as_bytes()))
     }

@@ -39,7 +39,7 @@ pub fn stages(times: &StageTimes, workload: &Workload, split: usize) -> Vec<Stag
             seconds: seconds - transfer,
         });
         // A Python step's own row is the time inside its callable; this one the rest.
-        if def.spec.op == workloads::steps::python::SPEC.op {
+        if def.step.python_link().is_some() {
             out.push(Stage {
                 name: StageName::Transfer(def.name.clone()),
                 kind: StageKind::Cpu,

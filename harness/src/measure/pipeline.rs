@@ -154,12 +154,33 @@ impl<'a> StepSeconds<'a> {
     }
 }
 
+/// Runs `apply`, turning a panic (a bug: steps return errors) into a step error, so that
+/// `--on-error skip` absorbs it like any other and the run goes on.
+fn guarded<T>(
+    apply: impl FnOnce() -> Result<T, workloads::StepError>,
+) -> Result<T, workloads::StepError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(apply)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let RunError::Panic(text) = panic_message(payload) else {
+                unreachable!("panic_message makes a panic")
+            };
+            Err(workloads::StepError::new(format!(
+                "the step panicked ({text}); this is a bug in prepbench, please report it with \
+                 this file"
+            )))
+        }
+    }
+}
+
 /// Runs `steps[range]` of `workload` on `sample` at `epoch` and hands every output to `emit`
 /// (one, or after a fan-out step any number; each child numbered by [`workloads::child_id`]).
 /// `emit` returns false when nobody wants more samples, which ends the work early. Each step's
 /// wall time is added to `step_seconds[step_index]` (the time inside `emit` is not), and a
 /// Python step's time outside its callable (moving the sample to and from its worker) also to
-/// `transfer_seconds[step_index]` when given. `base` gives the seed, epoch and file reader; its
+/// `transfer_seconds[step_index]` when given. Consecutive Python steps run as one chain in one
+/// worker: each gets the time inside its callable, and the chain's first step also the
+/// chain's one round trip (its transfer). `base` gives the seed, epoch and file reader; its
 /// `step_index` is set per step.
 pub fn apply_steps(
     workload: &Workload,
@@ -174,17 +195,19 @@ pub fn apply_steps(
         wall: step_seconds,
         transfer: mut transfer_seconds,
     } = seconds;
-    for step_index in range.clone() {
+    let mut step_index = range.start;
+    while step_index < range.end {
         let def = &workload.steps[step_index];
         let ctx = StepContext { step_index, ..base };
         let id = sample.id;
-        let failed = |message: String, detail: Option<String>| {
-            let item = workload.item_of(id, step_index);
+        let failed = |at: usize, error: workloads::StepError| {
+            let item = workload.item_of(id, at);
             let label = if item == id {
                 id.to_string()
             } else {
                 format!("{item}, part {}", workloads::parent_of(id).1)
             };
+            let def = &workload.steps[at];
             RunError::Step {
                 sample: label,
                 // A store larger than its source cycles over it: item i is source item i mod len.
@@ -195,40 +218,57 @@ pub fn apply_steps(
                     .unwrap_or_else(|| "?".into()),
                 step: def.name.clone(),
                 op: def.spec.op,
-                message,
-                detail: detail.map(Box::new),
-            }
-        };
-        // A step that panics on a sample (a bug: steps return errors) fails that sample like
-        // any step error, so `--on-error skip` absorbs it and the run goes on.
-        let guarded = |apply: &mut dyn FnMut() -> Result<(), workloads::StepError>| {
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(apply)) {
-                Ok(result) => result.map_err(|e| failed(e.message, e.detail)),
-                Err(payload) => {
-                    let RunError::Panic(text) = panic_message(payload) else {
-                        unreachable!("panic_message makes a panic")
-                    };
-                    Err(failed(
-                        format!(
-                        "the step panicked ({text}); this is a bug in prepbench, please report \
-                         it with this file"
-                    ),
-                        None,
-                    ))
-                }
+                message: error.message,
+                detail: error.detail.map(Box::new),
             }
         };
         let start = std::time::Instant::now();
+        if def.step.python_link().is_some() {
+            let end = (step_index..range.end)
+                .find(|&i| workload.steps[i].step.python_link().is_none())
+                .unwrap_or(range.end);
+            let chain = workload.python_chain(step_index..end);
+            let seeds: Vec<u64> = (step_index..end)
+                .map(|i| {
+                    StepContext {
+                        step_index: i,
+                        ..base
+                    }
+                    .rng(id)
+                    .next_u64()
+                })
+                .collect();
+            let mut inside_ns = Vec::with_capacity(end - step_index);
+            let mut at = step_index;
+            sample = guarded(|| {
+                chain
+                    .apply(sample, &seeds, base.epoch, &mut inside_ns)
+                    .map_err(|e| {
+                        at = step_index + e.link;
+                        e.error
+                    })
+            })
+            .map_err(|e| failed(at, e))?;
+            let elapsed = start.elapsed().as_secs_f64();
+            let inside: Vec<f64> = inside_ns.iter().map(|ns| *ns as f64 / 1e9).collect();
+            let later: f64 = inside.iter().skip(1).sum();
+            for (k, seconds) in inside.iter().enumerate().skip(1) {
+                step_seconds[step_index + k] += seconds;
+            }
+            step_seconds[step_index] += (elapsed - later).max(0.0);
+            if let Some(transfer) = transfer_seconds.as_deref_mut() {
+                transfer[step_index] += (elapsed - later - inside.first().unwrap_or(&0.0)).max(0.0);
+            }
+            step_index = end;
+            continue;
+        }
         if def.spec.facts.fan_out {
             let mut children = Vec::new();
-            let mut input = Some(sample);
-            guarded(&mut || {
-                let sample = input.take().expect("applied once");
-                def.step.apply_many(sample, &ctx, &mut children)
-            })?;
+            guarded(|| def.step.apply_many(sample, &ctx, &mut children))
+                .map_err(|e| failed(step_index, e))?;
             step_seconds[step_index] += start.elapsed().as_secs_f64();
             for (j, mut child) in children.into_iter().enumerate() {
-                child.id = workloads::child_id(id, j).map_err(|e| failed(e.message, e.detail))?;
+                child.id = workloads::child_id(id, j).map_err(|e| failed(step_index, e))?;
                 let rest = step_index + 1..range.end;
                 let more = apply_steps(
                     workload,
@@ -248,43 +288,26 @@ pub fn apply_steps(
             }
             return Ok(true);
         }
-        let mut input = Some(sample);
-        let mut output = None;
-        let applied = guarded(&mut || {
-            let sample = input.take().expect("applied once");
-            output = Some(def.step.apply(sample, &ctx)?);
-            Ok(())
-        });
-        // Taken whatever the outcome: a failed Python call's time must not be charged to the
-        // next step this thread runs.
-        let inside = workloads::python::take_inside_seconds();
-        applied?;
-        sample = output.expect("an applied step gives a sample");
-        let elapsed = start.elapsed().as_secs_f64();
-        step_seconds[step_index] += elapsed;
-        if let (Some(inside), Some(transfer)) = (inside, transfer_seconds.as_deref_mut()) {
-            transfer[step_index] += (elapsed - inside).max(0.0);
-        }
+        sample = guarded(|| def.step.apply(sample, &ctx)).map_err(|e| failed(step_index, e))?;
+        step_seconds[step_index] += start.elapsed().as_secs_f64();
+        step_index += 1;
     }
     emit(sample)
 }
 
-/// Starts what the steps `range` of `workload` need on `threads` threads (Python workers)
-/// before a timed phase.
+/// Starts what the steps `range` of `workload` need on `threads` threads (the workers of its
+/// Python chains) before a timed phase.
 pub fn start_workers(
     workload: &Workload,
     range: Range<usize>,
     threads: usize,
 ) -> Result<(), RunError> {
-    for def in &workload.steps[range] {
-        def.step
-            .start_workers(threads)
-            .map_err(|e| RunError::Start {
-                step: def.name.clone(),
-                message: e.message,
-            })?;
-    }
-    Ok(())
+    workload
+        .start_python(range, threads)
+        .map_err(|(index, e)| RunError::Start {
+            step: workload.steps[index].name.clone(),
+            message: e.message,
+        })
 }
 
 /// Turns a worker's panic payload into an error instead of unwinding through the harness.

@@ -202,6 +202,19 @@ impl Session {
                 .prepare()
                 .map_err(|e| anyhow::anyhow!("preparing step `{}`: {}", def.name, e.message))?;
         }
+        // Every Python step's callable imports (one interpreter for all), before anything runs.
+        workload.check_python().map_err(|(index, e)| {
+            let def = &workload.steps[index];
+            let link = def.step.python_link().expect("a Python step");
+            anyhow::anyhow!(
+                "preparing step `{}`: cannot import `{}` (module search path {}, interpreter \
+                 {}): {e}",
+                def.name,
+                link.function,
+                link.search_path.display(),
+                workloads::python::interpreter().display()
+            )
+        })?;
         let (remote, staging) = if datasets::files::is_remote(store_dir) {
             let staging =
                 std::env::temp_dir().join(format!("prepbench-staging-{}", std::process::id()));

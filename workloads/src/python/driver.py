@@ -1,17 +1,32 @@
-# prepbench's Python worker: runs one user callable on samples sent by prepbench over a pipe.
+# prepbench's Python worker: runs a chain of the user's callables (consecutive `op: python`
+# steps of one phase) on samples prepbench hands it.
 #
-# Started as `python -c <this> serve|check SEARCH_PATH MODULE:CALLABLE [FROM]`. Everything the
-# user's code prints goes to stderr; the protocol owns the original stdout. All integers are
-# little-endian. A field is: u16 name length, name (UTF-8), u8 tag (0 bytes, 1 str, 2 array);
-# bytes and str: u64 length, data; array: u8 dtype code, u8 ndim, u64 per dimension, u64 byte
-# count, data (C order). A request is: u64 sample id, u64 epoch, u64 seed, u32 field count,
-# fields. A reply is: u8 status; status 0 (a dict of fields) or 1 (one value, field name
-# empty): u64 nanoseconds inside the callable, u32 field count, fields; status 2 (the callable
-# raised, or returned what cannot cross): u64 nanoseconds, u32 length, message, u32 length,
-# traceback. The first reply, after the import, is status 0 with no fields and the module's
-# file as the nanosecond count's neighbour: u32 length, path (empty when unknown).
+# Started as `python -c <this> serve FD LINKS` or `python -c <this> check LINKS`. LINKS are five
+# arguments per step: search path, `module:callable`, the from field or "", the to field, and "1"
+# for a random step (seeded before each call) or "0". FD is a
+# shared memory file (memfd) both processes map: prepbench writes a request into it and sends
+# 16 bytes on stdin (u64 request length, u64 size of the file); the worker runs the chain, writes
+# the reply into the same memory and sends 16 bytes on stdout (u64 reply length, u64 size of the
+# file, which it grows when the reply needs more). Only these messages and the greeting cross
+# the pipes, so a sample of megabytes costs two wake-ups, not one per pipe buffer. Everything the
+# user's code prints goes to stderr.
+#
+# All integers are little-endian. The first HEADER bytes of the memory hold, at 0, the index of
+# the link running now (u32), so that prepbench can name the step when the worker dies; payloads
+# start at HEADER. A field is: u16 name length, name (UTF-8), u8 tag: 0 bytes and 1 str (u64
+# length, data); 2 array (u8 dtype code, u8 ndim, u64 per dimension, u64 byte count, data in C
+# order); 3 a field the chain does not read (name only), kept by prepbench as it is.
+# A request is: u64 sample id, u64 epoch, u32 link count, u64 seed per link, u32 field count,
+# fields. A reply is: u8 status, u32 links run, u64 nanoseconds inside each callable run; then
+# status 0: u32 field count, the sample's fields in order (tag 3: prepbench keeps its own);
+# status 2 (the last link run raised, or returned what cannot cross): u32 length, message, u32
+# length, traceback; status 3 (the last link's `from` field is missing): u32 length, the names
+# the sample has, joined by ", ".
+# The greeting, on stdout after the imports: u8 status 0, or 2 with u32 link index, u32 length,
+# message, u32 length, traceback.
 import importlib
 import inspect
+import mmap
 import os
 import random
 import struct
@@ -21,42 +36,16 @@ import traceback
 
 DTYPES = ["uint8", "uint16", "int16", "int32", "float32", "float64"]
 INT32 = (-(2 ** 31), 2 ** 31 - 1)
+HEADER = 64
+MAX_NAME_BYTES = 255
+BYTES, STR, ARRAY, KEPT = 0, 1, 2, 3
 
 
-def read_exact(stream, n):
-    buf = bytearray(n)
-    view = memoryview(buf)
-    got = 0
-    while got < n:
-        k = stream.readinto(view[got:])
-        if not k:
-            raise EOFError
-        got += k
-    return buf
+class Kept:
+    """A field prepbench did not send (no link of the chain reads it)."""
 
 
-def unpack(stream, fmt):
-    return struct.unpack(fmt, read_exact(stream, struct.calcsize(fmt)))
-
-
-def read_field(stream):
-    (name_len,) = unpack(stream, "<H")
-    name = bytes(read_exact(stream, name_len)).decode("utf-8")
-    (tag,) = unpack(stream, "<B")
-    if tag == 0:
-        (n,) = unpack(stream, "<Q")
-        return name, bytes(read_exact(stream, n))
-    if tag == 1:
-        (n,) = unpack(stream, "<Q")
-        return name, bytes(read_exact(stream, n)).decode("utf-8")
-    import numpy as np
-
-    code, ndim = unpack(stream, "<BB")
-    shape = unpack(stream, "<" + "Q" * ndim) if ndim else ()
-    (n,) = unpack(stream, "<Q")
-    data = read_exact(stream, n)  # a bytearray: the array handed over is writable
-    return name, np.frombuffer(data, dtype="<" + np.dtype(DTYPES[code]).str[1:]).reshape(shape)
-
+KEEP = Kept()
 
 WRONG_TYPE = (
     "fields cross as NumPy arrays of " + ", ".join(DTYPES) + " (other integer, bool and float16 "
@@ -104,46 +93,162 @@ def as_array(value, name):
     return np.ascontiguousarray(array.astype(array.dtype.newbyteorder("<"), copy=False))
 
 
-def encode_field(name, value, out):
+def _refs(value):
+    return sys.getrefcount(value)
+
+
+def _fresh_refs():
+    """The reference count `crossed` sees for an array nothing else holds."""
+    import numpy as np
+
+    pair = ["x", np.zeros(1)]
+    value = pair[1]
+    pair[1] = None
+    return _refs(value)
+
+
+# Once NumPy is first needed: the reference count `crossed` sees for an array nothing else
+# holds, numpy.ndarray, and the count run_chain sees.
+_FRESH = []
+# The six types by their one-letter code (NumPy's dtype.name runs Python code: slow between
+# steps, when the caches are cold from the step's own work).
+CODES = {"B": 0, "H": 1, "h": 2, "i": 3, "f": 4, "d": 5}
+_LITTLE = sys.byteorder == "little"
+
+
+def crossed(pair, whole):
+    """`pair` ([name, value]; `whole`: from a returned dict) made a value the next step can be
+    given as a Compose would give it, but safe to keep: bytes, str, or a C-order little-endian
+    array that nothing else holds or can change. An array is copied only when something else
+    holds it (another field, a module's global) or it views another array's memory; one that
+    views immutable bytes (NumPy's view of a Pillow image) is passed as it is, read-only."""
+    name, value = pair
+    pair[1] = None
+    if whole:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"returned a dict with key {name!r}; field names are non-empty str")
+        if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+            raise TypeError(f"returned field {name[:40]!r}...: names are at most {MAX_NAME_BYTES} bytes")
+    if isinstance(value, (bytes, str)):
+        pair[1] = value
+        return
+    if isinstance(value, (bytearray, memoryview)):
+        pair[1] = bytes(value)
+        return
+    if not (
+        _FRESH and type(value) is _FRESH[1] and _LITTLE and value.dtype.char in CODES
+        and value.dtype.isnative and value.flags.c_contiguous
+    ):
+        value = as_array(value, f"field `{name}`" if whole else "the returned value")
+    if not _FRESH:
+        _FRESH.extend([_fresh_refs(), sys.modules["numpy"].ndarray, _inline_fresh()])
+    if _refs(value) > _FRESH[0] or not (value.base is None or isinstance(value.base, bytes)):
+        value = value.copy()
+    pair[1] = value
+
+
+class Memory:
+    """The shared memory file, mapped."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.size = 0
+        self.map = None
+
+    def remap(self, size):
+        if size != self.size:
+            if self.map is not None:
+                self.map.close()
+            self.map = mmap.mmap(self.fd, size)
+            self.size = size
+
+    def grow(self, need):
+        if need > self.size:
+            size = max(need, 2 * self.size)
+            os.ftruncate(self.fd, size)
+            self.remap(size)
+
+    def set_link(self, index):
+        struct.pack_into("<I", self.map, 0, index)
+
+
+def read_fields(mm, offset):
+    """The request's fields from offset, in order: {name: value}."""
+    (count,) = struct.unpack_from("<I", mm, offset)
+    offset += 4
+    fields = {}
+    for _ in range(count):
+        (n,) = struct.unpack_from("<H", mm, offset)
+        name = mm[offset + 2:offset + 2 + n].decode("utf-8")
+        offset += 2 + n
+        tag = mm[offset]
+        offset += 1
+        if tag == BYTES or tag == STR:
+            (n,) = struct.unpack_from("<Q", mm, offset)
+            data = mm[offset + 8:offset + 8 + n]
+            offset += 8 + n
+            value = data if tag == BYTES else data.decode("utf-8")
+        elif tag == ARRAY:
+            import numpy as np  # noqa: PLC0415 - only arrays need it
+
+            code, ndim = struct.unpack_from("<BB", mm, offset)
+            shape = struct.unpack_from("<" + "Q" * ndim, mm, offset + 2)
+            (n,) = struct.unpack_from("<Q", mm, offset + 2 + 8 * ndim)
+            offset += 10 + 8 * ndim
+            dtype = np.dtype(DTYPES[code]).newbyteorder("<")
+            # A copy of its own (writable, and not overwritten by the reply).
+            value = np.frombuffer(mm, dtype=dtype, count=n // dtype.itemsize, offset=offset).reshape(shape).copy()
+            offset += n
+        else:
+            value = KEEP
+        fields[name] = value
+    return fields
+
+
+def encode(name, value, parts, sent):
+    """Appends the field's encoding to parts (bytes, and arrays as they are)."""
     raw = name.encode("utf-8")
-    out.append(struct.pack("<H", len(raw)))
-    out.append(raw)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        data = bytes(value)
-        out.append(struct.pack("<BQ", 0, len(data)))
-        out.append(data)
-        return
-    if isinstance(value, str):
+    head = struct.pack("<H", len(raw)) + raw
+    if value is KEEP or (isinstance(value, (bytes, str)) and sent.get(name) is value):
+        parts.append(head + bytes([KEPT]))
+    elif isinstance(value, bytes):
+        parts.append(head + struct.pack("<BQ", BYTES, len(value)))
+        parts.append(value)
+    elif isinstance(value, str):
         data = value.encode("utf-8")
-        out.append(struct.pack("<BQ", 1, len(data)))
-        out.append(data)
-        return
-    array = as_array(value, f"field `{name}`" if name else "the returned value")
-    out.append(struct.pack("<BBB", 2, DTYPES.index(array.dtype.name), array.ndim))
-    out.append(struct.pack("<" + "Q" * array.ndim, *array.shape))
-    out.append(struct.pack("<Q", array.nbytes))
-    out.append(array.data if array.nbytes else b"")
+        parts.append(head + struct.pack("<BQ", STR, len(data)))
+        parts.append(data)
+    else:
+        parts.append(head + struct.pack("<BBB", ARRAY, CODES[value.dtype.char], value.ndim)
+                     + struct.pack("<" + "Q" * value.ndim, *value.shape)
+                     + struct.pack("<Q", value.nbytes))
+        if value.nbytes:
+            parts.append(value.reshape(-1).view("u1"))
 
 
-def load(search_path, function):
-    if search_path:
-        sys.path.insert(0, search_path)
-    module_name, _, attr = function.partition(":")
-    module = importlib.import_module(module_name)
-    target = module
-    for part in attr.split("."):
-        target = getattr(target, part)
-    if not callable(target):
-        raise TypeError(f"`{function}` is a {type(target).__name__}, not a callable")
-    return module, target
+def text(value):
+    return value.encode("utf-8", "replace")
 
 
-def wanted_keywords(target):
-    try:
-        params = inspect.signature(target).parameters
-    except (TypeError, ValueError):
-        return set()
-    return {k for k in ("sample_id", "epoch", "seed") if k in params}
+class Link:
+    def __init__(self, search_path, function, source, to, random_step):
+        if search_path and search_path not in sys.path:
+            sys.path.insert(0, search_path)
+        module_name, _, attr = function.partition(":")
+        target = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+        if not callable(target):
+            raise TypeError(f"`{function}` is a {type(target).__name__}, not a callable")
+        self.target = target
+        self.source = source
+        self.to = to
+        self.random = random_step == "1"
+        try:
+            params = inspect.signature(target).parameters
+        except (TypeError, ValueError):
+            params = {}
+        self.keywords = [k for k in ("sample_id", "epoch", "seed") if k in params]
 
 
 def seed_everything(seed):
@@ -156,78 +261,212 @@ def seed_everything(seed):
         torch.manual_seed(seed & 0x7FFFFFFFFFFFFFFF)
 
 
-def serve(search_path, function, source):
-    proto_in = os.fdopen(os.dup(0), "rb", buffering=1 << 16)
-    proto_out = os.fdopen(os.dup(1), "wb", buffering=1 << 16)
-    os.dup2(2, 1)  # the user's prints go to stderr
-    sys.stdout = sys.stderr
-    try:
-        module, target = load(search_path, function)
-    except BaseException as e:  # noqa: BLE001 - every failure is reported
-        message = f"{type(e).__name__}: {e}".encode("utf-8", "replace")
-        trace = traceback.format_exc().encode("utf-8", "replace")
-        proto_out.write(struct.pack("<BQI", 2, 0, len(message)) + message)
-        proto_out.write(struct.pack("<I", len(trace)) + trace)
-        proto_out.flush()
-        return
-    file = (getattr(module, "__file__", None) or "").encode("utf-8", "replace")
-    proto_out.write(struct.pack("<BQI", 0, 0, len(file)) + file)
-    proto_out.flush()
-    keywords = wanted_keywords(target)
-    while True:
+NO_KEYWORDS = {}
+
+
+class Failed(Exception):
+    def __init__(self, status, payload):
+        super().__init__()
+        self.status = status
+        self.payload = payload
+
+
+def fast(value):
+    """Whether value is an array that crosses as it is (no conversion)."""
+    return (type(value) is _FRESH[1] and _LITTLE and value.dtype.char in CODES
+            and value.dtype.isnative and value.flags.c_contiguous)
+
+
+def _inline_fresh():
+    """The reference count run_chain sees for a returned array nothing else holds (the same
+    shape of code: a local and the call's argument)."""
+    import numpy as np
+
+    refs = sys.getrefcount
+    value = np.zeros(1)
+    return refs(value)
+
+
+def run_chain(links, fields, seeds, sample_id, epoch, mm, insides, spent):
+    """Runs every link on the sample's fields (a dict, changed in place) as prepbench runs
+    one step after another: with `from`, the field alone goes in and a returned dict joins the
+    other fields in its place (one value goes to `to`); without, a dict of every field goes in
+    and a returned dict is the sample. Values the sample no longer holds go to `spent`, freed
+    once the reply is sent (while prepbench reads it), not on the sample's path. The code
+    between two calls runs with caches cold from the step's work, so it is kept short: one
+    returned array takes a path of a few attribute reads."""
+    clock = time.perf_counter_ns
+    refs = sys.getrefcount
+    for index, link in enumerate(links):
+        if index < 256:
+            mm[0] = index
+        else:
+            struct.pack_into("<I", mm, 0, index)
+        if link.random:
+            seed_everything(seeds[index])
+        source = link.source
+        if source:
+            if source not in fields:
+                raise Failed(3, [text(", ".join(fields))])
+            argument = fields[source]
+        else:
+            argument = dict(fields)
+        if link.keywords:
+            extra = {"sample_id": sample_id, "epoch": epoch, "seed": seeds[index]}
+            kwargs = {k: extra[k] for k in link.keywords}
+        else:
+            kwargs = NO_KEYWORDS
+        began = clock()
         try:
-            sample_id, epoch, seed, count = unpack(proto_in, "<QQQI")
-        except EOFError:
-            return
-        fields = dict(read_field(proto_in) for _ in range(count))
-        seed_everything(seed)
-        extra = {"sample_id": sample_id, "epoch": epoch, "seed": seed}
-        kwargs = {k: extra[k] for k in keywords}
-        argument = fields[source] if source else fields
-        began = time.perf_counter_ns()
-        try:
-            result = target(argument, **kwargs)
-            inside = time.perf_counter_ns() - began
-            out = []
-            if isinstance(result, dict):
-                for name, value in result.items():
-                    if not isinstance(name, str) or not name:
-                        raise TypeError(f"returned a dict with key {name!r}; field names are non-empty str")
-                    encode_field(name, value, out)
-                head = struct.pack("<BQI", 0, inside, len(result))
-            elif result is None:
-                raise TypeError("returned None; return a dict of fields or one value")
+            value = link.target(argument, **kwargs)
+            insides.append(clock() - began)
+            del argument
+            whole = type(value) is dict
+            if whole:
+                pairs = [[name, v] for name, v in value.items()]
+                del value
+                for pair in pairs:
+                    crossed(pair, True)
             else:
-                encode_field("", result, out)
-                head = struct.pack("<BQI", 1, inside, 1)
+                if value is None:
+                    raise TypeError("returned None; return a dict of fields or one value")
+                if not (_FRESH and fast(value)):
+                    pair = [None, value]
+                    del value
+                    crossed(pair, False)
+                    value = pair[1]
+                    del pair
+                else:
+                    # A step that returns its own input (changed in place) gives back what only
+                    # the field it replaces held.
+                    held = _FRESH[2] + (bool(source) and fields[source] is value)
+                    if refs(value) > held or not (value.base is None or type(value.base) is bytes):
+                        value = value.copy()
         except BaseException as e:  # noqa: BLE001 - the sample fails, the worker goes on
             if isinstance(e, (KeyboardInterrupt, SystemExit)):
                 raise
-            inside = time.perf_counter_ns() - began
-            message = f"{type(e).__name__}: {e}".encode("utf-8", "replace")
-            trace = traceback.format_exc().encode("utf-8", "replace")
-            proto_out.write(struct.pack("<BQI", 2, inside, len(message)) + message)
-            proto_out.write(struct.pack("<I", len(trace)) + trace)
-            proto_out.flush()
-            continue
-        proto_out.write(head)
-        for part in out:
-            proto_out.write(part)
-        proto_out.flush()
+            if len(insides) == index:
+                insides.append(clock() - began)
+            raise Failed(2, [text(f"{type(e).__name__}: {e}"), text(traceback.format_exc())]) from None
+        if source:
+            spent.append(fields.pop(source))
+        elif whole:
+            spent.append(dict(fields))
+            fields.clear()
+        if not whole:
+            to = link.to
+            if to in fields:
+                spent.append(fields[to])
+            fields[to] = value
+            del value
+        else:
+            for name, v in pairs:
+                if name in fields:
+                    spent.append(fields[name])
+                fields[name] = v
+            del pairs
 
 
-def check(search_path, function):
-    try:
-        module, _ = load(search_path, function)
-    except BaseException as e:  # noqa: BLE001
-        print(f"{type(e).__name__}: {e}", file=sys.stderr)
+def reply(memory, status, insides, parts):
+    head = struct.pack("<BI", status, len(insides)) + struct.pack("<" + "Q" * len(insides), *insides)
+    total = len(head) + sum(len(p) if isinstance(p, bytes) else p.nbytes for p in parts)
+    memory.grow(HEADER + total)
+    mm = memory.map
+    offset = HEADER
+    mm[offset:offset + len(head)] = head
+    offset += len(head)
+    for part in parts:
+        n = len(part) if isinstance(part, bytes) else part.nbytes
+        mm[offset:offset + n] = part
+        offset += n
+    return struct.pack("<QQ", total, memory.size)
+
+
+def load_links(spec):
+    """The links, or (index, message, traceback) of the first that does not import."""
+    links = []
+    for index, args in enumerate(spec):
+        try:
+            links.append(Link(*args))
+        except BaseException as e:  # noqa: BLE001 - every failure is reported
+            return None, (index, f"{type(e).__name__}: {e}", traceback.format_exc())
+    return links, None
+
+
+def read_exact(fd, n):
+    data = b""
+    while len(data) < n:
+        chunk = os.read(fd, n - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return data
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def serve(fd, spec):
+    proto_in, proto_out = os.dup(0), os.dup(1)
+    os.dup2(2, 1)  # the user's prints go to stderr
+    sys.stdout = sys.stderr
+    links, failed = load_links(spec)
+    if failed:
+        index, message, trace = failed
+        message, trace = text(message), text(trace)
+        write_all(proto_out, struct.pack("<BII", 2, index, len(message)) + message
+                  + struct.pack("<I", len(trace)) + trace)
+        return
+    write_all(proto_out, b"\0")
+    if any(link.random for link in links):
+        seed_everything(0)  # the generators' first seeding is slower than the next ones
+    memory = Memory(fd)
+    while True:
+        try:
+            _, size = struct.unpack("<QQ", read_exact(proto_in, 16))
+        except EOFError:
+            return
+        memory.remap(size)
+        mm = memory.map
+        sample_id, epoch, count = struct.unpack_from("<QQI", mm, HEADER)
+        seeds = struct.unpack_from("<" + "Q" * count, mm, HEADER + 20)
+        offset = HEADER + 20 + 8 * count
+        fields = read_fields(mm, offset)
+        sent = dict(fields)
+        insides, spent = [], []
+        try:
+            run_chain(links, fields, seeds, sample_id, epoch, mm, insides, spent)
+            parts = [struct.pack("<I", len(fields))]
+            for name, value in fields.items():
+                encode(name, value, parts, sent)
+            message = reply(memory, 0, insides, parts)
+        except Failed as f:
+            parts = []
+            for payload in f.payload:
+                parts.append(struct.pack("<I", len(payload)))
+                parts.append(payload)
+            message = reply(memory, f.status, insides if f.status == 2 else insides + [0], parts)
+        write_all(proto_out, message)
+        del fields, sent, spent, parts
+
+
+def check(spec):
+    links, failed = load_links(spec)
+    if failed:
+        index, message, _ = failed
+        print(f"{index} {message}", file=sys.stderr)
         sys.exit(3)
-    print(getattr(module, "__file__", None) or "")
+
+
+def links_of(args):
+    return [args[i:i + 5] for i in range(0, len(args), 5)]
 
 
 if __name__ == "__main__":
-    mode, search, func = sys.argv[1:4]
-    if mode == "serve":
-        serve(search, func, sys.argv[4] if len(sys.argv) > 4 else "")
+    if sys.argv[1] == "serve":
+        serve(int(sys.argv[2]), links_of(sys.argv[3:]))
     else:
-        check(search, func)
+        check(links_of(sys.argv[2:]))

@@ -5,20 +5,20 @@
 //! field `from` alone, or without `from` a dict of every field; fields cross as NumPy arrays
 //! (dtype and shape kept), `bytes` and `str`. It returns a dict of fields (which, without
 //! `from`, become the sample's fields; with it, join the other fields in place of `from`) or
-//! one value, written to `to`. Before each call the worker seeds Python's `random`, NumPy's
-//! and (when imported) torch's global generators from the run's seed, the sample id, the epoch
-//! and the step's position, and passes `sample_id`, `epoch` and `seed` to a callable whose
-//! signature names them: a step marked `random: true` gets a fresh draw per sample and epoch
-//! that is the same whichever strategy runs it. An exception fails the sample (its message
+//! one value, written to `to`. Before each call of a step marked `random: true` the worker
+//! seeds Python's `random`, NumPy's and (when imported) torch's global generators from the
+//! run's seed, the sample id, the epoch and the step's position, so that it gets a fresh draw
+//! per sample and epoch that is the same whichever strategy runs it; a callable whose
+//! signature names `sample_id`, `epoch` or `seed` gets them. An exception fails the sample (its message
 //! here, its traceback in errors.csv); a worker that dies fails the sample it was on and is
-//! replaced for the next.
+//! replaced for the next. Within a run, consecutive Python steps of one phase run as one chain
+//! in one worker ([`crate::python::Chain`]); this step alone runs as a chain of one.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use serde::Deserialize;
 
-use crate::python::{Reply, Worker, WorkerSpec};
+use crate::python::{Chain, Link};
 use crate::registry::ParamDocs;
 use crate::sample::{FieldName, Sample};
 use crate::step::{Step, StepContext, StepError};
@@ -47,13 +47,12 @@ const MAX_SOURCE_BYTES: u64 = 16 << 20;
 const MAX_PACKAGE_DIRS: usize = 10_000;
 
 pub struct Python {
-    spec: WorkerSpec,
-    to: String,
+    link: Link,
     /// xxh3 of the module's source files found under the search path ("installed" when the
     /// module is not there): materialized data of an edited module is not reused.
     source_hash: String,
-    /// Idle workers; a thread takes one for a call and puts it back.
-    idle: Mutex<Vec<Worker>>,
+    /// The step alone, with its own workers (the harness runs chains of the workload's).
+    alone: Chain,
 }
 
 impl std::fmt::Debug for Python {
@@ -63,7 +62,11 @@ impl std::fmt::Debug for Python {
         write!(
             f,
             "Python {{ function: {:?}, path: {:?}, from: {:?}, to: {:?}, source: {} }}",
-            self.spec.function, self.spec.search_path, self.spec.from, self.to, self.source_hash
+            self.link.function,
+            self.link.search_path,
+            self.link.from,
+            self.link.to,
+            self.source_hash
         )
     }
 }
@@ -161,130 +164,42 @@ impl Python {
             .or(params.from.as_deref())
             .unwrap_or("data")
             .to_string();
-        Ok(Python {
-            spec: WorkerSpec {
-                function: params.function,
-                search_path,
-                from: params.from.map(|f| f.to_string()),
-            },
+        let link = Link {
+            function: params.function,
+            search_path,
+            from: params.from.map(|f| f.to_string()),
             to,
+            // Alone, the step cannot know whether the workload marks it random: seeded.
+            random: true,
+        };
+        Ok(Python {
+            alone: Chain::new(vec![link.clone()]),
+            link,
             source_hash,
-            idle: Mutex::new(Vec::new()),
         })
-    }
-
-    /// An idle worker, or a new one.
-    fn worker(&self) -> Result<Worker, StepError> {
-        match self.idle.lock().ok().and_then(|mut idle| idle.pop()) {
-            Some(worker) => Ok(worker),
-            None => self.start(),
-        }
-    }
-
-    /// A new worker.
-    fn start(&self) -> Result<Worker, StepError> {
-        Worker::start(&self.spec).map_err(|e| StepError::new(e.0))
-    }
-
-    /// The callable's function name and where it is looked for, for messages.
-    fn described(&self) -> String {
-        format!(
-            "`{}` (from {})",
-            self.spec.function,
-            self.spec.search_path.display()
-        )
     }
 }
 
 impl Step for Python {
-    /// Starts one worker, so that an import error stops the run before anything is timed and
-    /// the interpreter's start is not charged to the first sample.
-    fn prepare(&self) -> Result<(), StepError> {
-        self.start_workers(1)
-    }
-
-    fn start_workers(&self, threads: usize) -> Result<(), StepError> {
-        let idle = self.idle.lock().map(|i| i.len()).unwrap_or(0);
-        let started: Vec<Worker> = (idle..threads)
-            .map(|_| self.start())
-            .collect::<Result<_, _>>()?;
-        if let Ok(mut idle) = self.idle.lock() {
-            idle.extend(started);
-        }
-        Ok(())
+    fn python_link(&self) -> Option<&Link> {
+        Some(&self.link)
     }
 
     fn check(&self) -> Result<(), StepError> {
-        crate::python::check(&self.spec.function, &self.spec.search_path).map_err(|e| {
+        crate::python::check(std::slice::from_ref(&self.link)).map_err(|(_, e)| {
             StepError::new(format!(
                 "{}: {e} (interpreter {})",
-                self.described(),
+                self.link.described(),
                 crate::python::interpreter().display()
             ))
         })
     }
 
-    fn apply(&self, mut sample: Sample, ctx: &StepContext) -> Result<Sample, StepError> {
-        if let Some(from) = &self.spec.from {
-            if sample.get(from).is_none() {
-                return Err(StepError::new(format!(
-                    "no field `{from}` to give {}; the sample has: {}",
-                    self.described(),
-                    sample
-                        .fields()
-                        .iter()
-                        .map(|(n, _)| n.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
-        }
+    fn apply(&self, sample: Sample, ctx: &StepContext) -> Result<Sample, StepError> {
         let seed = ctx.rng(sample.id).next_u64();
-        let mut worker = self.worker()?;
-        let reply = match worker.call(&sample, seed, ctx.epoch, self.spec.from.as_deref()) {
-            Ok(reply) => reply,
-            // The worker is gone: dropped here, a new one serves the next sample.
-            Err(e) => {
-                return Err(StepError::new(format!(
-                    "{} failed: {}",
-                    self.described(),
-                    e.0
-                )))
-            }
-        };
-        if let Ok(mut idle) = self.idle.lock() {
-            idle.push(worker);
-        }
-        match reply {
-            Reply::Raised { message, traceback } => Err(StepError::with_detail(
-                format!("{} raised {message}", self.described()),
-                traceback,
-            )),
-            Reply::Value(field) => {
-                if let Some(from) = &self.spec.from {
-                    sample.remove(from);
-                }
-                sample.set(&self.to, field);
-                Ok(sample)
-            }
-            Reply::Fields(fields) => {
-                // With `from`, the dict joins the other fields in its place; without, it is
-                // the sample.
-                match &self.spec.from {
-                    Some(from) => {
-                        sample.remove(from);
-                    }
-                    None => sample = Sample::new(sample.id),
-                }
-                for (name, field) in fields {
-                    FieldName::try_from(name.clone()).map_err(|e| {
-                        StepError::new(format!("{} returned field {name:?}: {e}", self.described()))
-                    })?;
-                    sample.set(&name, field);
-                }
-                Ok(sample)
-            }
-        }
+        self.alone
+            .apply(sample, &[seed], ctx.epoch, &mut Vec::new())
+            .map_err(|e| e.error)
     }
 }
 

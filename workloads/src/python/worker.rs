@@ -1,0 +1,516 @@
+//! One worker process running one chain of links, and the encoding of what crosses to it.
+
+use std::collections::VecDeque;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use std::sync::{Arc, Mutex};
+
+use super::memory::{Memory, HEADER};
+use super::{cannot_start, driver, interpreter, Link, LIVE};
+use crate::sample::{DType, Field, Tensor, TensorData};
+
+/// Lines of a worker's stderr kept to explain its death.
+const STDERR_LINES: usize = 20;
+/// Largest field or message a worker may send (as the decoders' tensor budget).
+const MAX_FIELD_BYTES: u64 = crate::steps::MAX_TENSOR_BYTES;
+/// Largest memory a worker may grow the shared file to: one field at the limit, and room.
+const MAX_MEMORY: u64 = MAX_FIELD_BYTES + (64 << 20);
+/// Most fields in one reply.
+const MAX_FIELDS: u32 = 4096;
+/// Longest message or traceback read from a worker.
+const MAX_TEXT: u64 = 1 << 20;
+
+const BYTES: u8 = 0;
+const STR: u8 = 1;
+const ARRAY: u8 = 2;
+const KEPT: u8 = 3;
+
+/// What a worker is sent for one sample.
+pub struct Request<'a> {
+    pub id: u64,
+    pub epoch: u64,
+    /// One seed per link.
+    pub seeds: &'a [u64],
+    /// The sample's fields in order; `None`: a field the chain does not read (its name only).
+    pub fields: Vec<(&'a str, Option<&'a Field>)>,
+}
+
+/// How a chain ended on one sample.
+pub enum Outcome {
+    /// Every link ran: the sample's fields in order (`None`: keep prepbench's own).
+    Done(Vec<(String, Option<Field>)>),
+    /// The last link run raised (or returned what cannot cross): `Type: message`, traceback.
+    Raised { message: String, traceback: String },
+    /// The last link's `from` field is missing: the names the sample has.
+    Missing { names: String },
+}
+
+/// A worker's reply: nanoseconds inside each link run, and the outcome.
+pub struct Reply {
+    pub inside_ns: Vec<u64>,
+    pub outcome: Outcome,
+}
+
+/// A worker that could not start (`link`: the one that did not import), or died.
+pub struct Gone {
+    pub link: usize,
+    pub message: String,
+}
+
+/// One worker process serving one chain.
+pub struct Worker {
+    child: Child,
+    input: ChildStdin,
+    output: ChildStdout,
+    memory: Memory,
+    links: usize,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+}
+
+fn invalid(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message)
+}
+
+/// Reads a length from a worker, refused beyond `limit`.
+fn bounded(len: u64, limit: u64) -> io::Result<usize> {
+    if len > limit {
+        return Err(invalid(format!(
+            "a length of {len} bytes, beyond the {limit}-byte limit"
+        )));
+    }
+    Ok(len as usize)
+}
+
+/// A cursor over a reply in the shared memory; every read is checked against its end.
+struct In<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> In<'a> {
+    fn take(&mut self, n: usize) -> io::Result<&'a [u8]> {
+        if n > self.buf.len() {
+            return Err(invalid(format!(
+                "a reply cut short ({n} bytes wanted, {} left)",
+                self.buf.len()
+            )));
+        }
+        let (head, rest) = self.buf.split_at(n);
+        self.buf = rest;
+        Ok(head)
+    }
+
+    fn array<const N: usize>(&mut self) -> io::Result<[u8; N]> {
+        Ok(self.take(N)?.try_into().expect("N bytes"))
+    }
+
+    fn u8(&mut self) -> io::Result<u8> {
+        Ok(self.array::<1>()?[0])
+    }
+
+    fn u16(&mut self) -> io::Result<u16> {
+        Ok(u16::from_le_bytes(self.array()?))
+    }
+
+    fn u32(&mut self) -> io::Result<u32> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+
+    fn u64(&mut self) -> io::Result<u64> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+
+    fn text(&mut self, len: u64) -> io::Result<String> {
+        let len = bounded(len, MAX_TEXT)?;
+        Ok(String::from_utf8_lossy(self.take(len)?).into_owned())
+    }
+
+    /// One field of a reply: `None` for prepbench's own (kept).
+    fn field(&mut self) -> io::Result<(String, Option<Field>)> {
+        let name_len = self.u16()?;
+        let name = self.text(name_len as u64)?;
+        let field = match self.u8()? {
+            BYTES => {
+                let len = bounded(self.u64()?, MAX_FIELD_BYTES)?;
+                Some(Field::Bytes(self.take(len)?.to_vec()))
+            }
+            STR => {
+                let len = bounded(self.u64()?, MAX_FIELD_BYTES)?;
+                let text = std::str::from_utf8(self.take(len)?)
+                    .map_err(|e| invalid(format!("field `{name}`: {e}")))?;
+                Some(Field::Text(text.to_string()))
+            }
+            ARRAY => {
+                let code = self.u8()?;
+                let dtype = *DType::ALL
+                    .get(code as usize)
+                    .ok_or_else(|| invalid(format!("unknown dtype code {code}")))?;
+                let ndim = self.u8()?;
+                let mut shape = Vec::with_capacity(ndim as usize);
+                for _ in 0..ndim {
+                    shape.push(bounded(self.u64()?, MAX_FIELD_BYTES)?);
+                }
+                let len = bounded(self.u64()?, MAX_FIELD_BYTES)?;
+                shape
+                    .iter()
+                    .try_fold(1usize, |n, d| n.checked_mul(*d))
+                    .filter(|n| n.checked_mul(dtype.size_bytes()) == Some(len))
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "field `{name}`: shape {shape:?} of {dtype} does not match {len} bytes"
+                        ))
+                    })?;
+                let data = elements(dtype, self.take(len)?);
+                Some(Field::Tensor(
+                    Tensor::new(shape, data).map_err(|e| invalid(e.message))?,
+                ))
+            }
+            KEPT => None,
+            tag => return Err(invalid(format!("unknown field tag {tag}"))),
+        };
+        Ok((name, field))
+    }
+}
+
+/// The elements of `dtype` in `bytes`, copied once into typed storage (never zeroed first).
+fn elements(dtype: DType, bytes: &[u8]) -> TensorData {
+    fn typed<T: bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
+        let n = bytes.len() / std::mem::size_of::<T>();
+        let mut v: Vec<T> = Vec::with_capacity(n);
+        // SAFETY: the capacity holds n elements; every bit pattern is a valid `Pod` value; the
+        // source is n * size_of::<T>() bytes that do not overlap the new allocation.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                v.as_mut_ptr().cast::<u8>(),
+                n * std::mem::size_of::<T>(),
+            );
+            v.set_len(n);
+        }
+        v
+    }
+    match dtype {
+        DType::U8 => TensorData::U8(bytes.to_vec()),
+        DType::U16 => TensorData::U16(typed(bytes)),
+        DType::I16 => TensorData::I16(typed(bytes)),
+        DType::I32 => TensorData::I32(typed(bytes)),
+        DType::F32 => TensorData::F32(typed(bytes)),
+        DType::F64 => TensorData::F64(typed(bytes)),
+    }
+}
+
+/// A cursor writing a request into the shared memory (its size computed first).
+struct Out<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+}
+
+impl Out<'_> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.buf[self.pos..self.pos + bytes.len()].copy_from_slice(bytes);
+        self.pos += bytes.len();
+    }
+
+    fn field(&mut self, name: &str, field: Option<&Field>) {
+        self.put(&(name.len() as u16).to_le_bytes());
+        self.put(name.as_bytes());
+        match field {
+            None => self.put(&[KEPT]),
+            Some(Field::Bytes(b)) => {
+                self.put(&[BYTES]);
+                self.put(&(b.len() as u64).to_le_bytes());
+                self.put(b);
+            }
+            Some(Field::Text(t)) => {
+                self.put(&[STR]);
+                self.put(&(t.len() as u64).to_le_bytes());
+                self.put(t.as_bytes());
+            }
+            Some(Field::Tensor(t)) => {
+                let code = DType::ALL
+                    .iter()
+                    .position(|d| *d == t.dtype())
+                    .expect("every dtype is listed") as u8;
+                self.put(&[ARRAY, code, t.shape().len() as u8]);
+                for dim in t.shape() {
+                    self.put(&(*dim as u64).to_le_bytes());
+                }
+                let data = t.data().as_bytes();
+                self.put(&(data.len() as u64).to_le_bytes());
+                self.put(data);
+            }
+        }
+    }
+}
+
+/// The bytes `field` takes in a request.
+fn encoded_len(name: &str, field: Option<&Field>) -> usize {
+    2 + name.len()
+        + 1
+        + match field {
+            None => 0,
+            Some(Field::Bytes(b)) => 8 + b.len(),
+            Some(Field::Text(t)) => 8 + t.len(),
+            Some(Field::Tensor(t)) => 2 + 8 * t.shape().len() + 8 + t.data().as_bytes().len(),
+        }
+}
+
+impl Worker {
+    /// Starts a worker for `links` and waits for its imports: an import error names the link.
+    pub fn start(links: &[Link]) -> Result<Worker, Gone> {
+        let gone = |message: String| Gone { link: 0, message };
+        let memory = Memory::new().map_err(|e| {
+            gone(format!(
+                "cannot make the shared memory a Python worker uses: {e}"
+            ))
+        })?;
+        let fd = memory.raw_fd();
+        let mut command = driver(&["serve", &fd.to_string()], links);
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: runs in the child between fork and exec and calls only fcntl, which is
+            // async-signal-safe: the memory's descriptor (close-on-exec in prepbench, so other
+            // children do not inherit it) stays open in this child alone.
+            unsafe {
+                command.pre_exec(move || {
+                    if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                        return Err(io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let mut child = command
+            .spawn()
+            .map_err(|e| gone(cannot_start(&interpreter(), &e)))?;
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        if let Some(err) = child.stderr.take() {
+            let tail = stderr.clone();
+            let _ = std::thread::Builder::new()
+                .name("python-stderr".into())
+                .spawn(move || {
+                    for line in BufReader::new(err).lines() {
+                        let Ok(line) = line else { break };
+                        if let Ok(mut tail) = tail.lock() {
+                            if tail.len() == STDERR_LINES {
+                                tail.pop_front();
+                            }
+                            tail.push_back(line);
+                        }
+                    }
+                });
+        }
+        let pid = child.id();
+        let mut worker = Worker {
+            input: child.stdin.take().expect("piped"),
+            output: child.stdout.take().expect("piped"),
+            child,
+            memory,
+            links: links.len(),
+            stderr,
+        };
+        if let Ok(mut live) = LIVE.lock() {
+            live.push(pid);
+        }
+        match worker.read_greeting() {
+            Ok(Ok(())) => Ok(worker),
+            Ok(Err((link, message, traceback))) => {
+                let link = link.min(links.len().saturating_sub(1));
+                Err(Gone {
+                    link,
+                    message: format!(
+                        "cannot import `{}` (module search path {}): {message}\n{traceback}",
+                        links[link].function,
+                        links[link].search_path.display()
+                    ),
+                })
+            }
+            Err(e) => Err(worker.died(&e)),
+        }
+    }
+
+    /// Reads the reply to the imports: done, or the failing link, its error and traceback.
+    fn read_greeting(&mut self) -> io::Result<Result<(), (usize, String, String)>> {
+        let mut status = [0u8; 1];
+        self.output.read_exact(&mut status)?;
+        match status[0] {
+            0 => Ok(Ok(())),
+            2 => {
+                let mut head = [0u8; 8];
+                self.output.read_exact(&mut head)?;
+                let link = u32::from_le_bytes(head[..4].try_into().expect("4")) as usize;
+                let len = bounded(
+                    u32::from_le_bytes(head[4..].try_into().expect("4")) as u64,
+                    MAX_TEXT,
+                )?;
+                let mut message = vec![0u8; len];
+                self.output.read_exact(&mut message)?;
+                let mut len = [0u8; 4];
+                self.output.read_exact(&mut len)?;
+                let len = bounded(u32::from_le_bytes(len) as u64, MAX_TEXT)?;
+                let mut traceback = vec![0u8; len];
+                self.output.read_exact(&mut traceback)?;
+                Ok(Err((
+                    link,
+                    String::from_utf8_lossy(&message).into_owned(),
+                    String::from_utf8_lossy(&traceback).into_owned(),
+                )))
+            }
+            other => Err(invalid(format!("unknown greeting status {other}"))),
+        }
+    }
+
+    /// Runs the chain on one sample. An `Err` means the worker is gone (died, or broke the
+    /// protocol), naming the link it was running: drop it.
+    pub fn call(&mut self, request: &Request) -> Result<Reply, Gone> {
+        self.exchange(request).map_err(|e| self.died(&e))
+    }
+
+    fn exchange(&mut self, request: &Request) -> io::Result<Reply> {
+        let len = 8
+            + 8
+            + 4
+            + 8 * request.seeds.len()
+            + 4
+            + request
+                .fields
+                .iter()
+                .map(|(name, field)| encoded_len(name, *field))
+                .sum::<usize>();
+        self.memory.grow(HEADER + len)?;
+        let size = self.memory.len();
+        let buf = self.memory.bytes_mut();
+        buf[..4].copy_from_slice(&0u32.to_le_bytes());
+        let mut out = Out {
+            buf: &mut buf[HEADER..],
+            pos: 0,
+        };
+        out.put(&request.id.to_le_bytes());
+        out.put(&request.epoch.to_le_bytes());
+        out.put(&(request.seeds.len() as u32).to_le_bytes());
+        for seed in request.seeds {
+            out.put(&seed.to_le_bytes());
+        }
+        out.put(&(request.fields.len() as u32).to_le_bytes());
+        for (name, field) in &request.fields {
+            out.field(name, *field);
+        }
+        debug_assert_eq!(out.pos, len);
+        let mut message = [0u8; 16];
+        message[..8].copy_from_slice(&(len as u64).to_le_bytes());
+        message[8..].copy_from_slice(&(size as u64).to_le_bytes());
+        self.input.write_all(&message)?;
+        self.output.read_exact(&mut message)?;
+        let len = u64::from_le_bytes(message[..8].try_into().expect("8"));
+        let size = bounded(
+            u64::from_le_bytes(message[8..].try_into().expect("8")),
+            MAX_MEMORY,
+        )?;
+        self.memory.follow(size)?;
+        let end = HEADER as u64 + len;
+        if end > size as u64 {
+            return Err(invalid(format!(
+                "a reply of {len} bytes in {size} bytes of memory"
+            )));
+        }
+        let mut reply = In {
+            buf: &self.memory.bytes()[HEADER..end as usize],
+        };
+        let status = reply.u8()?;
+        let ran = reply.u32()? as usize;
+        if ran > self.links || (status != 0 && ran == 0) {
+            return Err(invalid(format!(
+                "a reply for {ran} links of a chain of {}",
+                self.links
+            )));
+        }
+        let inside_ns = (0..ran).map(|_| reply.u64()).collect::<io::Result<_>>()?;
+        let outcome = match status {
+            0 => {
+                let count = reply.u32()?;
+                if count > MAX_FIELDS {
+                    return Err(invalid(format!("{count} fields in one reply")));
+                }
+                Outcome::Done(
+                    (0..count)
+                        .map(|_| reply.field())
+                        .collect::<io::Result<_>>()?,
+                )
+            }
+            2 => {
+                let len = reply.u32()?;
+                let message = reply.text(len as u64)?;
+                let len = reply.u32()?;
+                let traceback = reply.text(len as u64)?;
+                Outcome::Raised { message, traceback }
+            }
+            3 => {
+                let len = reply.u32()?;
+                Outcome::Missing {
+                    names: reply.text(len as u64)?,
+                }
+            }
+            other => return Err(invalid(format!("unknown reply status {other}"))),
+        };
+        Ok(Reply { inside_ns, outcome })
+    }
+
+    /// The link a worker was running (from the memory's header), how it ended, and its last
+    /// stderr lines.
+    fn died(&mut self, cause: &io::Error) -> Gone {
+        let _ = self.child.kill();
+        let status = self.child.wait().ok();
+        let link = self
+            .memory
+            .bytes()
+            .get(..4)
+            .map_or(0, |b| u32::from_le_bytes(b.try_into().expect("4")) as usize)
+            .min(self.links.saturating_sub(1));
+        let how = match status {
+            Some(s) => {
+                use std::os::unix::process::ExitStatusExt;
+                match (s.code(), s.signal()) {
+                    (_, Some(9)) => {
+                        "was killed (SIGKILL: out of memory, or killed by hand)".to_string()
+                    }
+                    (_, Some(11)) => {
+                        "crashed (SIGSEGV: a segmentation fault in native code)".to_string()
+                    }
+                    (_, Some(sig)) => format!("was ended by signal {sig}"),
+                    (Some(code), _) => format!("exited with status {code}"),
+                    (None, None) => "ended".to_string(),
+                }
+            }
+            None => format!("stopped answering ({cause})"),
+        };
+        // The stderr reader may lag the exit by a moment.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let tail: Vec<String> = self
+            .stderr
+            .lock()
+            .map(|t| t.iter().cloned().collect())
+            .unwrap_or_default();
+        let mut message = format!("the Python worker process {how}");
+        if cause.kind() == io::ErrorKind::InvalidData {
+            message.push_str(&format!(" after a malformed reply: {cause}"));
+        }
+        if !tail.is_empty() {
+            message.push_str(&format!("; its last output:\n{}", tail.join("\n")));
+        }
+        Gone { link, message }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let pid = self.child.id();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Ok(mut live) = LIVE.lock() {
+            live.retain(|p| *p != pid);
+        }
+    }
+}
