@@ -142,6 +142,8 @@ def main():
     ap.add_argument("--strategy-threads", type=int, default=2,
                     help="threads of the sweep over every split (0: skip it)")
     ap.add_argument("--strategy-epochs", type=int, default=3)
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the working folder (photos, module, workload) and print it")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -230,10 +232,10 @@ def main():
         (out / "summary.md").write_text("\n".join(lines) + "\n")
         print("\n".join(lines))
     finally:
-        if not os.environ.get("KEEP_WORK"):
-            shutil.rmtree(work, ignore_errors=True)
-        else:
+        if args.keep:
             print("kept", work)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
