@@ -6,6 +6,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use common::{data_dir, prepbench, prepbench_ok, run_json, stderr};
 
@@ -340,6 +341,136 @@ fn the_pipeline_guide_sweeps_a_python_pipeline_and_leads_with_the_recommendation
     for absent in ["## Paper comparison", "Kendall", "the paper's"] {
         assert!(!md.contains(absent), "{absent:?} in {md}");
     }
+    // The Python-API route, as written (at test scale), with the package from the tree and the
+    // binary under test (`pip install .` builds the same binary with cargo).
+    let script = block(guide, "python-api")
+        .replace("samples=200", "samples=12")
+        .replace(
+            "trials=3, epochs=2, verify=True",
+            &format!(
+                "trials=2, epochs=1, verify=True, extra=[\"--no-calibrate\", \"--evict\", \
+                 \"fadvise\", \"--store-dir\", {store:?}]"
+            ),
+        );
+    assert!(
+        script.contains("--no-calibrate"),
+        "the guide's call changed: {script}"
+    );
+    write(work.path(), "sweep.py", &script);
+    let ran = Command::new(&python)
+        .arg("sweep.py")
+        .current_dir(work.path())
+        .env("PYTHONPATH", repo().join("python"))
+        .env("PREPBENCH_BIN", env!("CARGO_BIN_EXE_prepbench"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&ran.stdout);
+    assert!(ran.status.success(), "{said}{}", stderr(&ran));
+    assert!(said.contains("recommended: "), "{said}");
+    let runs = common::Csv::read(&work.path().join("results-api/runs.csv"));
+    assert!(runs.rows.iter().any(|r| runs.col(r, "verified") == "pass"));
+    assert!(work.path().join("results-api/my-photos.yaml").is_file());
+    assert!(work.path().join("results-api/report.md").is_file());
+}
+
+/// The Python package names every kind of callable a worker can import, and refuses, saying
+/// why, those it cannot; its packaging names the CLI and the package's folder.
+#[test]
+fn the_python_package_names_importable_callables_and_refuses_the_rest() {
+    let Ok(python) = which_python3() else {
+        eprintln!("skipped: no python3 to run the Python package with");
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    write(
+        work.path(),
+        "tf.py",
+        "class Scale:\n    def __init__(self, k=2):\n        self.k = k\n    def __call__(self, x):\n        return x\n    def apply(self, x):\n        return x\n\nSCALE = Scale(3)\n\ndef f(x):\n    return x\n",
+    );
+    let check = r#"
+import json, prepbench, tf
+
+def named(step):
+    return step.function, step.path
+
+here = named(prepbench.Step("a", tf.f))[1]
+assert named(prepbench.Step("a", tf.f)) == ("tf:f", here), named(prepbench.Step("a", tf.f))
+assert named(prepbench.Step("b", tf.SCALE))[0] == "tf:SCALE"
+assert named(prepbench.Step("c", tf.SCALE.apply))[0] == "tf:SCALE.apply"
+made = prepbench.Step("d", tf.Scale, init={"k": 4})
+assert made.function == "tf:Scale" and json.loads(made.yaml().split("params: ")[1])["init"] == {"k": 4}
+assert named(prepbench.Step("e", json.dumps)) == ("json:dumps", None), "an installed module needs no path"
+def refused(bad, why):
+    try:
+        prepbench.Step("x", bad)
+    except prepbench.PrepbenchError as e:
+        assert why in str(e), e
+    else:
+        raise AssertionError(f"{bad} was accepted")
+def outer():
+    def inner(x):
+        return x
+    return inner
+refused(lambda x: x, "lambda")
+refused(tf.Scale(5), "not a module-level name")
+refused(outer(), "inside a function")
+yaml = prepbench.Pipeline("t", data=".", steps=[("a", tf.f)]).yaml()
+assert "op: read_file" in yaml and '"function": "tf:f"' in yaml, yaml
+print("ok")
+"#;
+    let ran = Command::new(&python)
+        .args(["-c", check])
+        .current_dir(work.path())
+        .env(
+            "PYTHONPATH",
+            format!(
+                "{}:{}",
+                repo().join("python").display(),
+                work.path().display()
+            ),
+        )
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success() && String::from_utf8_lossy(&ran.stdout).contains("ok"),
+        "{}{}",
+        String::from_utf8_lossy(&ran.stdout),
+        stderr(&ran)
+    );
+    // A worker importing a module that starts prepbench again is refused, not recursed into.
+    let ran = Command::new(&python)
+        .args(["-c", "import prepbench, tf; prepbench.Pipeline('t', data='.', steps=[('a', tf.f)]).sweep('x')"])
+        .current_dir(work.path())
+        .env("PYTHONPATH", repo().join("python"))
+        .env("PREPBENCH_WORKER", "1")
+        .env("PREPBENCH_BIN", env!("CARGO_BIN_EXE_prepbench"))
+        .output()
+        .unwrap();
+    assert!(stderr(&ran).contains("__name__"), "{}", stderr(&ran));
+    assert!(!work.path().join("x").exists(), "nothing was written");
+    // The packaging: a maturin `bin` build of the CLI crate with this Python folder.
+    let pyproject = std::fs::read_to_string(repo().join("pyproject.toml")).unwrap();
+    for needle in [
+        "build-backend = \"maturin\"",
+        "bindings = \"bin\"",
+        "manifest-path = \"harness/Cargo.toml\"",
+        "python-source = \"python\"",
+    ] {
+        assert!(pyproject.contains(needle), "no {needle} in pyproject.toml");
+    }
+    assert!(repo().join("python/prepbench/__init__.py").is_file());
+}
+
+/// `python3` from PATH, when it runs.
+fn which_python3() -> Result<String, ()> {
+    Command::new("python3")
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| "python3".to_string())
+        .ok_or(())
 }
 
 #[test]

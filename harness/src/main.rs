@@ -218,6 +218,7 @@ fn main() -> ExitCode {
             epochs,
             memory_bytes,
             dataset_samples,
+            csv,
         } => {
             let opts = RecommendOptions {
                 weights,
@@ -225,7 +226,12 @@ fn main() -> ExitCode {
                 memory_bytes,
                 dataset_samples,
             };
-            harness::analysis::recommend::recommend(&dir, &opts).map(|text| {
+            let text = if csv {
+                harness::analysis::recommend::recommend_csv(&dir, &opts)
+            } else {
+                harness::analysis::recommend::recommend(&dir, &opts)
+            };
+            text.map(|text| {
                 print!("{text}");
                 ExitCode::SUCCESS
             })

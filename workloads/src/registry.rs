@@ -45,6 +45,7 @@ param_kinds! {
     "bool": bool;
     "string": String, crate::sample::FieldName;
     "list of floats": Vec<f32>, Vec<f64>;
+    "list or map of arguments": serde_yaml_ng::Value;
 }
 
 /// An optional parameter takes the kind of its value.

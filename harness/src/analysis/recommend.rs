@@ -321,6 +321,71 @@ pub fn memory_of(results: &Results, opts: &RecommendOptions) -> u64 {
         .unwrap_or(u64::MAX)
 }
 
+/// The candidates of every workload in `dir` as CSV, ranked (rank 1 is the recommendation):
+/// rows that load into pandas as they are.
+pub fn recommend_csv(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<String> {
+    let results = Results::load(dir)?;
+    let cells = results.cells();
+    let memory = memory_of(&results, opts);
+    let mut names = results.conditions();
+    names.sort();
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "workload",
+        "condition",
+        "rank",
+        "strategy",
+        "codec",
+        "planned_samples",
+        "offline_s",
+        "storage_bytes",
+        "cold_sps",
+        "cold_ci95_low",
+        "cold_ci95_high",
+        "long_enough",
+        "warm_sps",
+        "score_cold",
+        "score_warm",
+        "pareto",
+        "total_s",
+        "epochs",
+        "fits_in_memory",
+    ])?;
+    let mut rows = 0;
+    for (workload, condition) in &names {
+        let view = WorkloadView::new(workload, condition, &cells, None);
+        for (rank, c) in candidates(&view, opts, memory).iter().enumerate() {
+            let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+            w.write_record([
+                workload.to_string(),
+                condition.to_string(),
+                (rank + 1).to_string(),
+                c.strategy.clone(),
+                c.codec.to_string(),
+                c.samples.to_string(),
+                c.offline_s.to_string(),
+                c.storage_bytes.to_string(),
+                c.cold_sps.to_string(),
+                opt(c.cold_ci95.map(|i| i.0)),
+                opt(c.cold_ci95.map(|i| i.1)),
+                c.long_enough.to_string(),
+                opt(c.warm_sps),
+                c.score_cold.to_string(),
+                opt(c.score_warm),
+                c.pareto.to_string(),
+                c.total_s.to_string(),
+                opts.epochs.to_string(),
+                c.fits_in_memory.to_string(),
+            ])?;
+            rows += 1;
+        }
+    }
+    if rows == 0 {
+        anyhow::bail!("{}: no runs to recommend from", dir.display());
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
 /// The recommendation for every workload in `dir`, as Markdown.
 pub fn recommend(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<String> {
     let results = Results::load(dir)?;

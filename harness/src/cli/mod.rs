@@ -71,6 +71,9 @@ pub enum Command {
         /// Dataset size to plan for; times and storage scale linearly (default: the runs').
         #[arg(long)]
         dataset_samples: Option<u64>,
+        /// Print every candidate as CSV (rank 1 is the recommendation) instead of Markdown.
+        #[arg(long)]
+        csv: bool,
     },
     /// Compare two results folders cell by cell (ratio B/A, 95 % CI, Welch's t-test).
     Compare { a: PathBuf, b: PathBuf },

@@ -229,6 +229,14 @@ def shout(data):
 
 def fail(c):
     raise ValueError("no " + c.decode())
+
+
+class Suffix:
+    def __init__(self, text, twice=False):
+        self.text = text.encode() * (2 if twice else 1)
+
+    def __call__(self, data):
+        return data + self.text
 "#;
 
     fn python3() -> bool {
@@ -249,6 +257,7 @@ def fail(c):
             from: from.map(String::from),
             to: to.into(),
             random: false,
+            init: None,
         }
     }
 
@@ -340,6 +349,22 @@ def fail(c):
             "{}",
             err.error.message
         );
+        // A transform class is made once per worker from `init`: keywords or positional.
+        for (init, expected) in [
+            (r#"{"text": "!", "twice": true}"#, "Hello!!"),
+            (r#"["?"]"#, "Hello?"),
+        ] {
+            let made = Chain::new(vec![Link {
+                init: Some(init.into()),
+                ..link(d, "Suffix", Some("data"), "data")
+            }])
+            .apply(sample(), &[0], 0, &mut Vec::new())
+            .unwrap();
+            assert_eq!(
+                made.get("data"),
+                Some(&Field::Bytes(expected.as_bytes().to_vec()))
+            );
+        }
         // An import error names the link that does not import.
         let err = Chain::new(vec![
             link(d, "shout", Some("data"), "data"),

@@ -2,8 +2,9 @@
 # steps of one phase) on samples prepbench hands it.
 #
 # Started as `python -c <this> serve FD LINKS` or `python -c <this> check LINKS`. LINKS are five
-# arguments per step: search path, `module:callable`, the from field or "", the to field, and "1"
-# for a random step (seeded before each call) or "0". FD is a
+# arguments per step: search path, `module:callable`, the from field or "", the to field, "1"
+# for a random step (seeded before each call) or "0", and "" or the JSON list or map of arguments
+# the callable is called with once to make the callable that runs (a transform class). FD is a
 # shared memory file (memfd) both processes map: prepbench writes a request into it and sends
 # 16 bytes on stdin (u64 request length, u64 size of the file); the worker runs the chain, writes
 # the reply into the same memory and sends 16 bytes on stdout (u64 reply length, u64 size of the
@@ -231,7 +232,7 @@ def text(value):
 
 
 class Link:
-    def __init__(self, search_path, function, source, to, random_step):
+    def __init__(self, search_path, function, source, to, random_step, init):
         if search_path and search_path not in sys.path:
             sys.path.insert(0, search_path)
         module_name, _, attr = function.partition(":")
@@ -240,6 +241,14 @@ class Link:
             target = getattr(target, part)
         if not callable(target):
             raise TypeError(f"`{function}` is a {type(target).__name__}, not a callable")
+        if init:
+            import json  # noqa: PLC0415 - only for steps that make their callable
+
+            arguments = json.loads(init)
+            target = target(*arguments) if isinstance(arguments, list) else target(**arguments)
+            if not callable(target):
+                raise TypeError(f"`{function}` called with init gave a {type(target).__name__}, "
+                                "not a callable")
         self.target = target
         self.source = source
         self.to = to
@@ -462,7 +471,7 @@ def check(spec):
 
 
 def links_of(args):
-    return [args[i:i + 5] for i in range(0, len(args), 5)]
+    return [args[i:i + 6] for i in range(0, len(args), 6)]
 
 
 if __name__ == "__main__":

@@ -80,6 +80,9 @@ pub struct Link {
     /// A random step: its worker seeds Python's, NumPy's and torch's generators before each
     /// call (other steps draw from nothing, so an unmarked random step shows under --verify).
     pub random: bool,
+    /// Arguments (JSON: a list or a map) the callable is called with once, at the worker's
+    /// start, to make the callable that runs on samples.
+    pub init: Option<String>,
 }
 
 impl Link {
@@ -88,14 +91,15 @@ impl Link {
         format!("`{}` (from {})", self.function, self.search_path.display())
     }
 
-    /// The link as the driver's five arguments.
-    fn args(&self) -> [OsString; 5] {
+    /// The link as the driver's six arguments.
+    fn args(&self) -> [OsString; 6] {
         [
             self.search_path.clone().into_os_string(),
             self.function.clone().into(),
             self.from.clone().unwrap_or_default().into(),
             self.to.clone().into(),
             if self.random { "1" } else { "0" }.into(),
+            self.init.clone().unwrap_or_default().into(),
         ]
     }
 }
@@ -119,7 +123,10 @@ fn driver(mode: &[&str], links: &[Link]) -> Command {
         .args(mode)
         .args(links.iter().flat_map(Link::args))
         .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONUNBUFFERED", "1");
+        .env("PYTHONUNBUFFERED", "1")
+        // prepbench's Python API refuses to start prepbench from a module a worker imports
+        // (a script without an `if __name__ == "__main__":` guard).
+        .env("PREPBENCH_WORKER", "1");
     command
 }
 

@@ -37,6 +37,9 @@ pub struct Params {
     /// field a single returned value is written to (default: `from`, else `data`)
     #[serde(default)]
     pub to: Option<FieldName>,
+    /// arguments the callable is first called with, once per worker, to make the callable that runs on samples (a transform class and its settings: `function: "torchvision.transforms:Resize"`, `init: {size: 256}`); a list is positional, a map keyword arguments
+    #[serde(default)]
+    pub init: Option<serde_yaml_ng::Value>,
 }
 
 step_spec! { Python, "python", "run a Python callable of your own on each sample, in persistent worker processes", crate::registry::StepFacts { fields_at_run_time: true, ..crate::registry::StepFacts::PURE } }
@@ -59,9 +62,14 @@ impl std::fmt::Debug for Python {
     /// What identifies the computation: a store made by this step is reused only when this
     /// text is unchanged, the module's source included.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `init` only when given, so that stores of steps without it keep their keys.
+        let init = match &self.link.init {
+            Some(init) => format!(", init: {init}"),
+            None => String::new(),
+        };
         write!(
             f,
-            "Python {{ function: {:?}, path: {:?}, from: {:?}, to: {:?}, source: {} }}",
+            "Python {{ function: {:?}{init}, path: {:?}, from: {:?}, to: {:?}, source: {} }}",
             self.link.function,
             self.link.search_path,
             self.link.from,
@@ -164,6 +172,19 @@ impl Python {
             .or(params.from.as_deref())
             .unwrap_or("data")
             .to_string();
+        let init = match &params.init {
+            None => None,
+            Some(v @ (serde_yaml_ng::Value::Sequence(_) | serde_yaml_ng::Value::Mapping(_))) => {
+                Some(serde_json::to_string(v).map_err(|e| {
+                    format!("init: {e} (arguments are numbers, strings, booleans, lists and maps)")
+                })?)
+            }
+            Some(_) => {
+                return Err(
+                    "init: a list (positional arguments) or a map (keyword arguments)".into(),
+                )
+            }
+        };
         let link = Link {
             function: params.function,
             search_path,
@@ -171,6 +192,7 @@ impl Python {
             to,
             // Alone, the step cannot know whether the workload marks it random: seeded.
             random: true,
+            init,
         };
         Ok(Python {
             alone: Chain::new(vec![link.clone()]),
@@ -227,6 +249,7 @@ mod tests {
             path: Some(dir.path().display().to_string()),
             from: None,
             to: None,
+            init: None,
         };
         let before = format!("{:?}", Python::new(params()).unwrap());
         std::fs::write(dir.path().join("mine.py"), "def f(x):\n    return 2 * x\n").unwrap();
@@ -238,5 +261,15 @@ mod tests {
             ..params()
         };
         assert!(format!("{:?}", Python::new(installed).unwrap()).contains("installed"));
+        // `init` is a list or a map of arguments, and part of the identity.
+        let init = |yaml: &str| Params {
+            init: Some(serde_yaml_ng::from_str(yaml).unwrap()),
+            ..params()
+        };
+        let err = Python::new(init("3")).unwrap_err();
+        assert!(err.contains("init: a list"), "{err}");
+        let a = format!("{:?}", Python::new(init("{size: 256}")).unwrap());
+        let b = format!("{:?}", Python::new(init("{size: 224}")).unwrap());
+        assert_ne!(a, b);
     }
 }

@@ -1,0 +1,279 @@
+"""prepbench from Python.
+
+Describe your pipeline as a list of named steps, each an importable callable of your own (a
+function, a module-level transform object, or a transform class with its arguments), point it
+at your files, and sweep every split point between offline and online preprocessing::
+
+    import prepbench
+    import my_pipeline
+
+    pipeline = prepbench.Pipeline(
+        "my-photos",
+        data="my-photos", glob="**/*.JPEG", label="parent",
+        steps=[
+            ("decoded", my_pipeline.decode),
+            ("resized", my_pipeline.resize),
+            prepbench.Step("cropped", my_pipeline.random_crop, random=True),
+        ],
+    )
+    runs = pipeline.sweep("results", verify=True)      # rows of runs.csv
+    pipeline.report("results")                          # rows of summary.csv (+ report.md)
+    best = pipeline.recommend("results", epochs=10)     # ranked candidates, best first
+
+Rows are lists of dicts, so `pandas.DataFrame(rows)` loads them as they are. The pipeline is
+written as an ordinary workload YAML (`Pipeline.write`), which the prepbench CLI runs: every
+command and option of the CLI applies to it. Steps run in worker processes of this
+interpreter (`sys.executable`), so the packages your steps import must be installed in it.
+"""
+
+import csv
+import inspect
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+__all__ = ["Pipeline", "Step", "PrepbenchError", "binary"]
+
+#: Set by prepbench's Python workers: a module they import must not start prepbench again.
+WORKER_ENV = "PREPBENCH_WORKER"
+
+
+class PrepbenchError(RuntimeError):
+    """A prepbench command failed (its message is prepbench's), or the pipeline is wrong."""
+
+
+def binary():
+    """The prepbench CLI: `$PREPBENCH_BIN`, else the one installed beside this interpreter
+    (`pip install` puts it there), else the first on PATH."""
+    named = os.environ.get("PREPBENCH_BIN")
+    if named:
+        return named
+    beside = Path(sysconfig.get_path("scripts")) / "prepbench"
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which("prepbench")
+    if found:
+        return found
+    raise PrepbenchError(
+        "no prepbench binary: install this package with `pip install .` from the prepbench "
+        "repository (it builds the CLI), or set PREPBENCH_BIN to a prepbench binary"
+    )
+
+
+def _installed(path):
+    """Whether a module file lies in this interpreter's standard library or site-packages
+    (the workers find it without a search path)."""
+    path = Path(path).resolve()
+    roots = {sysconfig.get_path(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return any(root and path.is_relative_to(Path(root).resolve()) for root in roots)
+
+
+def _module_place(module_name):
+    """(module name as the workers import it, search path or None) for a loaded module."""
+    module = sys.modules.get(module_name)
+    file = getattr(module, "__file__", None)
+    if module_name == "__main__":
+        if not file:
+            raise PrepbenchError(
+                "a step defined in an interactive session cannot run in a worker process: "
+                "define it in a module file and import it"
+            )
+        return Path(file).stem, str(Path(file).resolve().parent)
+    if not file or _installed(file):
+        return module_name, None
+    root = Path(file).resolve().parent
+    if Path(file).name == "__init__.py":
+        root = root.parent
+    for _ in range(module_name.count(".")):
+        root = root.parent
+    return module_name, str(root)
+
+
+def _locate(function):
+    """`module:name` and the search path for an importable callable."""
+    if isinstance(function, str):
+        if ":" not in function:
+            raise PrepbenchError(f"{function!r}: expected `module:callable`")
+        return function, None
+    if inspect.ismethod(function) and not inspect.isclass(function.__self__):
+        owner, path = _locate(function.__self__)
+        return f"{owner}.{function.__name__}", path
+    if inspect.isclass(function) or inspect.isfunction(function) or inspect.isbuiltin(function):
+        qualname = function.__qualname__
+        if "<locals>" in qualname or "<lambda>" in qualname:
+            raise PrepbenchError(
+                f"{qualname} is defined inside a function (or is a lambda): a worker process "
+                "cannot import it; define it at module level"
+            )
+        module, path = _module_place(function.__module__)
+        return f"{module}:{qualname}", path
+    # An object (a transform instance): found by identity among the loaded modules' globals.
+    for name, module in list(sys.modules.items()):
+        for attr, value in list(getattr(module, "__dict__", {}).items()):
+            if value is function and not attr.startswith("__"):
+                module_name, path = _module_place(name)
+                return f"{module_name}:{attr}", path
+    raise PrepbenchError(
+        f"{type(function).__name__} object is not a module-level name, so a worker process "
+        "cannot import it: assign it to a name in your module, or give the class and its "
+        "arguments: prepbench.Step(NAME, TransformClass, init={...})"
+    )
+
+
+class Step:
+    """One named step: `function` (a callable, or `"module:callable"`) applied to the field
+    `field` (`None`: a dict of every field), its one returned value written to `to` (default:
+    `field`). `random=True` marks a random augmentation: seeded per sample and epoch, always
+    online. `init` (a list or dict of plain values) makes the callable first: `function` is a
+    class, called once per worker with these arguments."""
+
+    def __init__(self, name, function, *, field="data", to=None, random=False, init=None):
+        self.name = name
+        self.function, self.path = _locate(function)
+        self.field = field
+        self.to = to
+        self.random = random
+        if init is not None and not isinstance(init, (list, tuple, dict)):
+            raise PrepbenchError(f"step {name}: init is a list or a dict of arguments")
+        self.init = list(init) if isinstance(init, tuple) else init
+
+    def yaml(self):
+        params = {"function": self.function}
+        if self.path:
+            params["path"] = self.path
+        if self.field:
+            params["from"] = self.field
+        if self.to:
+            params["to"] = self.to
+        if self.init is not None:
+            params["init"] = self.init
+        lines = [f"  - name: {json.dumps(self.name)}", "    op: python"]
+        if self.random:
+            lines.append("    random: true")
+        lines.append(f"    params: {json.dumps(params)}")
+        return "\n".join(lines)
+
+
+def _not_in_worker():
+    if os.environ.get(WORKER_ENV):
+        raise PrepbenchError(
+            "prepbench was called while a prepbench worker imported this module: put the "
+            "calls under `if __name__ == \"__main__\":`"
+        )
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+class Pipeline:
+    """A workload: files read from `data` (a folder: `glob` picks the files, in natural order;
+    `label="parent"` labels them by folder as torchvision's ImageFolder does), or WebDataset tar
+    shards (`kind="webdataset"`), then `steps` (`Step`s, or `(name, callable)` pairs). The first
+    step, `read_name`, reads each file (or sample) into the field `data`."""
+
+    def __init__(self, name, *, data, steps, glob="**/*", label=None, kind="files",
+                 samples=None, read_name="concatenated", description=""):
+        if kind not in ("files", "webdataset"):
+            raise PrepbenchError(f"kind {kind!r}: `files` or `webdataset`")
+        self.name = name
+        self.data = str(Path(data).resolve())
+        self.kind = kind
+        self.glob = glob
+        self.label = label
+        self.samples = samples
+        self.read_name = read_name
+        self.description = description or f"{name}, written by prepbench's Python API"
+        self.steps = [s if isinstance(s, Step) else Step(*s) for s in steps]
+        names = [read_name] + [s.name for s in self.steps]
+        if len(set(names)) != len(names):
+            raise PrepbenchError(f"step names must differ: {names}")
+
+    def yaml(self):
+        """The workload YAML."""
+        options = {}
+        if self.kind == "files":
+            options["glob"] = self.glob
+            if self.label:
+                options["label"] = self.label
+        lines = [
+            f"name: {json.dumps(self.name)}",
+            f"description: {json.dumps(self.description)}",
+            "dataset:",
+            f"  kind: {self.kind}",
+            f"  path: {json.dumps(self.data)}",
+        ]
+        if options:
+            lines.append(f"  options: {json.dumps(options)}")
+        if self.samples:
+            lines.append(f"  samples: {int(self.samples)}")
+        read = "read_file" if self.kind == "files" else "read_webdataset"
+        lines += ["steps:", f"  - name: {json.dumps(self.read_name)}", f"    op: {read}"]
+        lines += [s.yaml() for s in self.steps]
+        return "\n".join(lines) + "\n"
+
+    def write(self, path):
+        """Writes the workload YAML to `path` and returns it."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.yaml())
+        return path
+
+    def _run(self, *args):
+        _not_in_worker()
+        command = [binary(), "--python", sys.executable, *map(str, args)]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise PrepbenchError(done.stderr.strip() or f"{' '.join(command)} failed")
+        return done.stdout
+
+    def sweep(self, out, *, threads=None, strategies=None, trials=None, epochs=None,
+              samples=None, verify=False, cache=None, extra=()):
+        """Sweeps every split point (or `strategies`) into the results folder `out` (resumed
+        when it holds runs already) and returns the rows of its runs.csv. The workload YAML is
+        written as `out/NAME.yaml`."""
+        _not_in_worker()
+        out = Path(out)
+        workload = self.write(out / f"{self.name}.yaml")
+        args = ["sweep", workload, "--out", out, "--quiet"]
+        for flag, value in (("--threads", threads), ("--strategies", strategies),
+                            ("--cache", cache)):
+            if value is not None:
+                values = value if isinstance(value, (list, tuple)) else [value]
+                args += [flag, ",".join(map(str, values))]
+        for flag, value in (("--trials", trials), ("--epochs", epochs), ("--samples", samples)):
+            if value is not None:
+                args += [flag, value]
+        if verify:
+            args.append("--verify")
+        self._run(*args, *extra)
+        return _rows(out / "runs.csv")
+
+    def report(self, out, *, weights=None, epochs=None):
+        """Writes report.md (leading with the recommendation), summary.csv and plots into
+        `out` and returns the rows of summary.csv."""
+        args = ["report", out, "--quiet"]
+        if weights is not None:
+            args += ["--weights", ",".join(map(str, weights))]
+        if epochs is not None:
+            args += ["--epochs", epochs]
+        self._run(*args)
+        return _rows(Path(out) / "summary.csv")
+
+    def recommend(self, out, *, weights=None, epochs=None, dataset_samples=None):
+        """Every candidate strategy ranked under `weights` (offline time, storage, throughput)
+        for `epochs` training epochs: rank 1 is the recommendation."""
+        args = ["recommend", out, "--csv"]
+        if weights is not None:
+            args += ["--weights", ",".join(map(str, weights))]
+        if epochs is not None:
+            args += ["--epochs", epochs]
+        if dataset_samples is not None:
+            args += ["--dataset-samples", dataset_samples]
+        return list(csv.DictReader(io.StringIO(self._run(*args))))
