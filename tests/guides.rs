@@ -377,10 +377,10 @@ fn the_pipeline_guide_sweeps_a_python_pipeline_and_leads_with_the_recommendation
 /// why, those it cannot; its packaging names the CLI and the package's folder.
 #[test]
 fn the_python_package_names_importable_callables_and_refuses_the_rest() {
-    let Ok(python) = which_python3() else {
-        eprintln!("skipped: no python3 to run the Python package with");
+    if !common::have_python3() {
         return;
-    };
+    }
+    let python = "python3";
     let work = tempfile::tempdir().unwrap();
     write(
         work.path(),
@@ -460,48 +460,4 @@ print("ok")
         assert!(pyproject.contains(needle), "no {needle} in pyproject.toml");
     }
     assert!(repo().join("python/prepbench/__init__.py").is_file());
-}
-
-/// `python3` from PATH, when it runs.
-fn which_python3() -> Result<String, ()> {
-    Command::new("python3")
-        .arg("--version")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|_| "python3".to_string())
-        .ok_or(())
-}
-
-#[test]
-fn the_dataset_kind_guide_quotes_the_tree_and_its_workload_runs() {
-    let guide = "adding-a-dataset-kind.md";
-    for (marker, file) in [
-        ("kind", "datasets/src/webdataset.rs"),
-        ("kinds-line", "datasets/src/lib.rs"),
-        ("source-fields", "datasets/src/lib.rs"),
-    ] {
-        let shown = block(guide, marker);
-        let text = std::fs::read_to_string(repo().join(file)).unwrap();
-        assert!(
-            text.contains(shown.trim_end()),
-            "docs/{guide} quotes {file} as it is not:\n{shown}"
-        );
-    }
-    let work = tempfile::tempdir().unwrap();
-    let (yaml, _) = validated(work.path(), "my-shards.yaml", (guide, "workload"));
-    let dir = |name: &str| work.path().join(name).display().to_string();
-    prepbench_ok(&argv![
-        "run",
-        &yaml,
-        "--verify --samples 8 --epochs 1 --threads 2 --evict fadvise --quiet --data-dir",
-        &dir("data"),
-        "--store-dir",
-        &dir("store"),
-        "--out",
-        &dir("out")
-    ]);
-    let runs = common::Csv::read(&work.path().join("out/runs.csv"));
-    assert_eq!(runs.rows.len(), 4);
-    assert!(runs.rows.iter().all(|r| runs.col(r, "verified") == "pass"));
 }

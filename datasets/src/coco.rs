@@ -40,7 +40,7 @@ pub const KIND: DatasetKind = DatasetKind {
     options: &[],
     reader_options: &["images=DIR", "annotations=FILE"],
     open,
-    generate_one,
+    generate_one: Some(generate_one),
     finish: Some(write_annotations),
     expected_mb: None,
     cheap_to_generate: false,

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::files::{Entry, Files};
 use crate::source::{natural_key, Source, SourceItem};
-use crate::{DatasetError, DatasetKind, GenerateRequest};
+use crate::{DatasetError, DatasetKind};
 
 pub const KIND: DatasetKind = DatasetKind {
     name: "files",
@@ -26,7 +26,7 @@ pub const KIND: DatasetKind = DatasetKind {
     options: &[],
     reader_options: &["glob=PATTERN", "label=none|parent"],
     open,
-    generate_one,
+    generate_one: None,
     finish: None,
     expected_mb: None,
     cheap_to_generate: false,
@@ -34,14 +34,6 @@ pub const KIND: DatasetKind = DatasetKind {
 
 /// Folders deeper than this below the root are not walked (a link loop would never end).
 const MAX_DEPTH: usize = 64;
-
-/// Why `files` cannot be generated, for every place that would try.
-pub const NO_GENERATOR: &str = "dataset kind `files` reads your own folder, named by the \
-                                workload's dataset.path (or --dataset); it has no generator";
-
-fn generate_one(_: &GenerateRequest, _: usize) -> Result<(), DatasetError> {
-    Err(DatasetError::Generate(NO_GENERATOR.into()))
-}
 
 /// Compares two relative paths component by component in natural order.
 fn natural_path_order(a: &str, b: &str) -> Ordering {
@@ -298,9 +290,7 @@ mod tests {
         assert!(err(&[("glob", "[")]).contains("glob `[`"));
         assert!(err(&[("label", "folder")]).contains("label is none or parent"));
         assert!(err(&[("label", "parent")]).contains("`loose.jpg` is not in a class folder"));
-        assert!(generate_one(&GenerateRequest::default(), 0)
-            .unwrap_err()
-            .to_string()
-            .contains("dataset.path"));
+        assert!(KIND.generate_one.is_none());
+        assert!(KIND.no_generator().contains("dataset.path"));
     }
 }

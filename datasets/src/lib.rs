@@ -110,8 +110,9 @@ pub struct DatasetKind {
     /// Lists a dataset in this layout under a root, through the files it is read from, with
     /// the workload's dataset options (`files` takes its glob and labelling from them).
     pub open: OpenFn,
-    /// Writes file n of a generated dataset (deterministic in seed, options and n alone).
-    pub generate_one: fn(&GenerateRequest, usize) -> Result<(), DatasetError>,
+    /// Writes file n of a generated dataset (deterministic in seed, options and n alone);
+    /// `None` for a kind that only reads the user's own files (`files`).
+    pub generate_one: Option<fn(&GenerateRequest, usize) -> Result<(), DatasetError>>,
     /// Writes what describes all files (annotations, transcripts) once they exist.
     pub finish: Option<FinishFn>,
     /// The expected mean MB per sample given the options (for kinds whose size is an option).
@@ -122,6 +123,15 @@ pub struct DatasetKind {
 }
 
 impl DatasetKind {
+    /// Why a kind without a generator cannot be generated, for every place that would try.
+    pub fn no_generator(&self) -> String {
+        format!(
+            "dataset kind `{}` reads your own folder, named by the workload's dataset.path (or \
+             --dataset); it has no generator",
+            self.name
+        )
+    }
+
     /// Lists a dataset in this layout on the local file system.
     pub fn open_local(&self, root: &Path) -> Result<Source, DatasetError> {
         (self.open)(&files::local(), root, &Options::new())
@@ -211,8 +221,8 @@ pub fn check_workload(workload: &workloads::Workload) -> Result<(), workloads::W
     let spec = &workload.dataset;
     let kind = find_kind(&spec.kind)
         .map_err(|e| workload.error_at(&format!("kind: {}", spec.kind), e.to_string()))?;
-    if kind.name == folder::KIND.name && spec.path.is_none() {
-        return Err(workload.error_at("kind: files", folder::NO_GENERATOR.into()));
+    if kind.generate_one.is_none() && spec.path.is_none() {
+        return Err(workload.error_at(&format!("kind: {}", kind.name), kind.no_generator()));
     }
     if let (Some(key), None) = (kind.reader_option(&spec.options), &spec.path) {
         return Err(workload.error_at(key, reader_option_message(kind, key)));
@@ -436,9 +446,10 @@ pub fn for_each_index<E: Send>(
     })
 }
 
-/// Generates files `[from, files)` of `kind` in parallel; `progress` gets each finished count.
+/// Generates files `[from, files)` with `generate_one` in parallel; `progress` gets each
+/// finished count.
 fn generate_range(
-    kind: &DatasetKind,
+    generate_one: fn(&GenerateRequest, usize) -> Result<(), DatasetError>,
     request: &GenerateRequest,
     from: usize,
     files: usize,
@@ -450,7 +461,7 @@ fn generate_range(
         from..files,
         || DatasetError::Generate("a generator thread panicked".into()),
         |n| {
-            (kind.generate_one)(request, n)?;
+            generate_one(request, n)?;
             progress(done.fetch_add(1, Ordering::Relaxed) + 1);
             Ok(())
         },
@@ -467,9 +478,9 @@ pub fn generate(
 ) -> Result<usize, DatasetError> {
     let kind = find_kind(kind_name)?;
     kind.check_options(&request.options)?;
-    if kind.name == folder::KIND.name {
-        return Err(DatasetError::Generate(folder::NO_GENERATOR.into()));
-    }
+    let Some(generate_one) = kind.generate_one else {
+        return Err(DatasetError::Generate(kind.no_generator()));
+    };
     if let Some(key) = kind.reader_option(&request.options) {
         return Err(DatasetError::Generate(reader_option_message(kind, key)));
     }
@@ -505,7 +516,7 @@ pub fn generate(
     }
     // The marker is only (re)written after every file exists: an interrupted generation leaves
     // the old marker, and the next call regenerates from there.
-    generate_range(kind, request, from, files, progress)?;
+    generate_range(generate_one, request, from, files, progress)?;
     if let Some(finish) = kind.finish {
         finish(&GenerateRequest {
             samples: files * kind.samples_per_file,

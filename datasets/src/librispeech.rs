@@ -32,7 +32,7 @@ pub const KIND: DatasetKind = DatasetKind {
     options: &[],
     reader_options: &[],
     open,
-    generate_one,
+    generate_one: Some(generate_one),
     finish: Some(write_transcripts),
     expected_mb: None,
     cheap_to_generate: false,

@@ -32,7 +32,7 @@ pub const KIND: DatasetKind = DatasetKind {
     ],
     reader_options: &[],
     open,
-    generate_one,
+    generate_one: Some(generate_one),
     finish: None,
     expected_mb: Some(expected_mb),
     cheap_to_generate: true,

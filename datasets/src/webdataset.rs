@@ -43,7 +43,7 @@ pub const KIND: DatasetKind = DatasetKind {
     options: &[],
     reader_options: &["shards=GLOB"],
     open,
-    generate_one,
+    generate_one: Some(generate_one),
     finish: None,
     expected_mb: None,
     cheap_to_generate: false,

@@ -319,3 +319,15 @@ pub fn numpy_venv() -> Result<&'static Path, String> {
         .map(PathBuf::as_path)
         .map_err(Clone::clone)
 }
+
+/// Whether `python3` runs here; a test that needs it skips, saying why, when it does not.
+pub fn have_python3() -> bool {
+    let ok = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: no python3 on PATH");
+    }
+    ok
+}

@@ -5,18 +5,6 @@
 
 use super::*;
 
-/// Whether `python3` runs here; the tests skip, saying why, when it does not.
-fn have_python() -> bool {
-    let ok = Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipped: no python3 on PATH to run Python steps with");
-    }
-    ok
-}
-
 const MODULE: &str = r#"
 import os
 import random
@@ -92,7 +80,7 @@ fn run_args(work: &Path, workload: &Path, extra: &str) -> Vec<String> {
 
 #[test]
 fn python_steps_run_through_every_strategy_and_verify() {
-    if !have_python() {
+    if !common::have_python3() {
         return;
     }
     let work = tempfile::tempdir().unwrap();
@@ -156,7 +144,7 @@ fn python_steps_run_through_every_strategy_and_verify() {
 
 #[test]
 fn a_python_step_that_raises_returns_junk_or_dies_names_the_step_and_sample() {
-    if !have_python() {
+    if !common::have_python3() {
         return;
     }
     let work = tempfile::tempdir().unwrap();
@@ -398,5 +386,75 @@ fn numpy_arrays_cross_with_their_dtype_and_shape() {
     fails_naming(
         &prepbench(&args),
         &["step `arrayed`", "int64 values do not fit int32"],
+    );
+}
+
+/// The paper's NILM aggregation in NumPy (examples/paper-python) gives prepbench's own
+/// `nilm_features` output on the same window, and its every split verifies.
+#[test]
+fn the_numpy_nilm_variant_matches_the_rust_features() {
+    let venv = match numpy_venv() {
+        Ok(v) => v,
+        Err(why) => {
+            eprintln!("skipped: no virtualenv with NumPy ({why})");
+            return;
+        }
+    };
+    let python = venv.join("bin/python").display().to_string();
+    let work = tempfile::tempdir().unwrap();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/paper-python");
+    std::fs::copy(examples.join("nilm.py"), work.path().join("nilm.py")).unwrap();
+    // One generated hour (360 windows) for both workloads.
+    let variant = std::fs::read_to_string(examples.join("nilm-python.yaml"))
+        .unwrap()
+        .replace("samples: 1440", "samples: 360");
+    std::fs::write(work.path().join("nilm-python.yaml"), variant).unwrap();
+    let reference = String::from_utf8(prepbench_ok(&["workload", "show", "nilm"]).stdout)
+        .unwrap()
+        .replace("samples: 1440", "samples: 360");
+    std::fs::write(work.path().join("nilm.yaml"), reference).unwrap();
+    let data = work.path().join("data").display().to_string();
+    let at = |name: &str| work.path().join(name).display().to_string();
+    prepbench_ok(&argv![
+        "--python",
+        &python,
+        "run",
+        &at("nilm-python.yaml"),
+        "--strategy decoded,aggregated --verify --epochs 1 --quiet --evict fadvise --data-dir",
+        &data,
+        "--store-dir",
+        &at("store"),
+        "--out",
+        &at("out")
+    ]);
+    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    assert!(runs.rows.iter().all(|r| runs.col(r, "verified") == "pass"));
+    for (workload, npy) in [("nilm.yaml", "rust.npy"), ("nilm-python.yaml", "numpy.npy")] {
+        prepbench_ok(&argv![
+            "--python",
+            &python,
+            "show",
+            &at(workload),
+            "--after aggregated --part 7 --field features --quiet --data-dir",
+            &data,
+            "--out",
+            &at(npy)
+        ]);
+    }
+    let compared = Command::new(&python)
+        .args([
+            "-c",
+            "import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); \
+             assert a.shape == b.shape == (3, 500), (a.shape, b.shape); \
+             assert np.allclose(a, b, rtol=1e-9, atol=1e-9), np.abs(a - b).max(); print('same')",
+            &at("rust.npy"),
+            &at("numpy.npy"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&compared.stdout).contains("same"),
+        "{}",
+        stderr(&compared)
     );
 }

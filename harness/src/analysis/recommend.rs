@@ -321,14 +321,30 @@ pub fn memory_of(results: &Results, opts: &RecommendOptions) -> u64 {
         .unwrap_or(u64::MAX)
 }
 
-/// The candidates of every workload in `dir` as CSV, ranked (rank 1 is the recommendation):
-/// rows that load into pandas as they are.
-pub fn recommend_csv(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<String> {
+/// Calls `each` with the view of every (workload, condition) in `dir`, in order, and the
+/// memory to plan for.
+fn for_each_view(
+    dir: &Path,
+    opts: &RecommendOptions,
+    mut each: impl FnMut(&WorkloadView, u64) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     let results = Results::load(dir)?;
     let cells = results.cells();
     let memory = memory_of(&results, opts);
     let mut names = results.conditions();
     names.sort();
+    for (workload, condition) in &names {
+        each(
+            &WorkloadView::new(workload, condition, &cells, None),
+            memory,
+        )?;
+    }
+    Ok(())
+}
+
+/// The candidates of every workload in `dir` as CSV, ranked (rank 1 is the recommendation):
+/// rows that load into pandas as they are.
+pub fn recommend_csv(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "workload",
@@ -352,13 +368,12 @@ pub fn recommend_csv(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<Stri
         "fits_in_memory",
     ])?;
     let mut rows = 0;
-    for (workload, condition) in &names {
-        let view = WorkloadView::new(workload, condition, &cells, None);
-        for (rank, c) in candidates(&view, opts, memory).iter().enumerate() {
+    for_each_view(dir, opts, |view, memory| {
+        for (rank, c) in candidates(view, opts, memory).iter().enumerate() {
             let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
             w.write_record([
-                workload.to_string(),
-                condition.to_string(),
+                view.name.clone(),
+                view.condition.to_string(),
                 (rank + 1).to_string(),
                 c.strategy.clone(),
                 c.codec.to_string(),
@@ -379,7 +394,8 @@ pub fn recommend_csv(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<Stri
             ])?;
             rows += 1;
         }
-    }
+        Ok(())
+    })?;
     if rows == 0 {
         anyhow::bail!("{}: no runs to recommend from", dir.display());
     }
@@ -388,18 +404,13 @@ pub fn recommend_csv(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<Stri
 
 /// The recommendation for every workload in `dir`, as Markdown.
 pub fn recommend(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<String> {
-    let results = Results::load(dir)?;
-    let cells = results.cells();
-    let memory = memory_of(&results, opts);
-    let mut names = results.conditions();
-    names.sort();
     let mut out = String::new();
-    for (workload, condition) in &names {
-        let view = WorkloadView::new(workload, condition, &cells, None);
-        if let Some(text) = section(&view, opts, memory) {
+    for_each_view(dir, opts, |view, memory| {
+        if let Some(text) = section(view, opts, memory) {
             let _ = writeln!(out, "## {}\n\n{text}", view.title());
         }
-    }
+        Ok(())
+    })?;
     if out.is_empty() {
         anyhow::bail!("{}: no runs to recommend from", dir.display());
     }

@@ -146,7 +146,7 @@ pub fn list(what: &ListWhat) -> anyhow::Result<String> {
                     (None, None) => "no reference size".to_string(),
                 };
                 // A kind without a generator stands in for nothing: it reads the user's files.
-                let what = if kind.name == datasets::folder::KIND.name {
+                let what = if kind.generate_one.is_none() {
                     "reads your own folder (dataset.path or --dataset); no generator".to_string()
                 } else {
                     format!("stands in for {}; {size}", kind.real)
