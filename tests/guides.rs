@@ -418,7 +418,7 @@ yaml = prepbench.Pipeline("t", data=".", steps=[("a", tf.f)]).yaml()
 assert "op: read_file" in yaml and '"function": "tf:f"' in yaml, yaml
 print("ok")
 "#;
-    let ran = Command::new(&python)
+    let ran = Command::new(python)
         .args(["-c", check])
         .current_dir(work.path())
         .env(
@@ -439,7 +439,7 @@ print("ok")
         stderr(&ran)
     );
     // A worker importing a module that starts prepbench again is refused, not recursed into.
-    let ran = Command::new(&python)
+    let ran = Command::new(python)
         .args(["-c", "import prepbench, tf; prepbench.Pipeline('t', data='.', steps=[('a', tf.f)]).sweep('x')"])
         .current_dir(work.path())
         .env("PYTHONPATH", repo().join("python"))
@@ -460,4 +460,37 @@ print("ok")
         assert!(pyproject.contains(needle), "no {needle} in pyproject.toml");
     }
     assert!(repo().join("python/prepbench/__init__.py").is_file());
+}
+
+#[test]
+fn the_dataset_kind_guide_quotes_the_tree_and_its_workload_runs() {
+    let guide = "adding-a-dataset-kind.md";
+    for (marker, file) in [
+        ("kind", "datasets/src/webdataset.rs"),
+        ("kinds-line", "datasets/src/lib.rs"),
+        ("source-fields", "datasets/src/lib.rs"),
+    ] {
+        let shown = block(guide, marker);
+        let text = std::fs::read_to_string(repo().join(file)).unwrap();
+        assert!(
+            text.contains(shown.trim_end()),
+            "docs/{guide} quotes {file} as it is not:\n{shown}"
+        );
+    }
+    let work = tempfile::tempdir().unwrap();
+    let (yaml, _) = validated(work.path(), "my-shards.yaml", (guide, "workload"));
+    let dir = |name: &str| work.path().join(name).display().to_string();
+    prepbench_ok(&argv![
+        "run",
+        &yaml,
+        "--verify --samples 8 --epochs 1 --threads 2 --evict fadvise --quiet --data-dir",
+        &dir("data"),
+        "--store-dir",
+        &dir("store"),
+        "--out",
+        &dir("out")
+    ]);
+    let runs = common::Csv::read(&work.path().join("out/runs.csv"));
+    assert_eq!(runs.rows.len(), 4);
+    assert!(runs.rows.iter().all(|r| runs.col(r, "verified") == "pass"));
 }

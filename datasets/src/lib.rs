@@ -86,6 +86,8 @@ impl Calibration {
 }
 
 /// Lists a dataset of a kind under a root, through its files, with the workload's options.
+/// Writes file n of a generated dataset.
+pub type GenerateFn = fn(&GenerateRequest, usize) -> Result<(), DatasetError>;
 pub type OpenFn = fn(&Arc<dyn Files>, &Path, &Options) -> Result<Source, DatasetError>;
 /// Writes what describes all generated files (annotations, transcripts).
 pub type FinishFn = fn(&GenerateRequest) -> Result<(), DatasetError>;
@@ -112,7 +114,7 @@ pub struct DatasetKind {
     pub open: OpenFn,
     /// Writes file n of a generated dataset (deterministic in seed, options and n alone);
     /// `None` for a kind that only reads the user's own files (`files`).
-    pub generate_one: Option<fn(&GenerateRequest, usize) -> Result<(), DatasetError>>,
+    pub generate_one: Option<GenerateFn>,
     /// Writes what describes all files (annotations, transcripts) once they exist.
     pub finish: Option<FinishFn>,
     /// The expected mean MB per sample given the options (for kinds whose size is an option).
@@ -449,7 +451,7 @@ pub fn for_each_index<E: Send>(
 /// Generates files `[from, files)` with `generate_one` in parallel; `progress` gets each
 /// finished count.
 fn generate_range(
-    generate_one: fn(&GenerateRequest, usize) -> Result<(), DatasetError>,
+    generate_one: GenerateFn,
     request: &GenerateRequest,
     from: usize,
     files: usize,
