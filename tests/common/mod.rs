@@ -331,3 +331,15 @@ pub fn have_python3() -> bool {
     }
     ok
 }
+
+/// `run WORKLOAD FLAGS --store-dir WORK/store --out WORK/out`: a run whose store and results
+/// stay in `work`.
+pub fn run_in(work: &Path, workload: &Path, flags: &str) -> Vec<String> {
+    let mut args = vec!["run".to_string(), workload.display().to_string()];
+    args.extend(flags.split_whitespace().map(String::from));
+    for (flag, dir) in [("--store-dir", "store"), ("--out", "out")] {
+        args.push(flag.into());
+        args.push(work.join(dir).display().to_string());
+    }
+    args
+}

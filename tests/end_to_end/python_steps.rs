@@ -66,16 +66,11 @@ fn setup(work: &Path, steps: &str) -> std::path::PathBuf {
 }
 
 fn run_args(work: &Path, workload: &Path, extra: &str) -> Vec<String> {
-    let mut args = argv![
-        "run",
-        workload.to_str().unwrap(),
-        "--epochs 2 --threads 2 --quiet --evict fadvise --store-dir",
-        work.join("store").to_str().unwrap(),
-        "--out",
-        work.join("out").to_str().unwrap()
-    ];
-    args.extend(extra.split_whitespace().map(String::from));
-    args
+    common::run_in(
+        work,
+        workload,
+        &format!("--epochs 2 --threads 2 --quiet --evict fadvise {extra}"),
+    )
 }
 
 #[test]
@@ -428,6 +423,7 @@ fn the_numpy_nilm_variant_matches_the_rust_features() {
         &at("out")
     ]);
     let runs = Csv::read(&work.path().join("out/runs.csv"));
+    assert_eq!(runs.rows.len(), 2, "decoded and aggregated, one epoch each");
     assert!(runs.rows.iter().all(|r| runs.col(r, "verified") == "pass"));
     for (workload, npy) in [("nilm.yaml", "rust.npy"), ("nilm-python.yaml", "numpy.npy")] {
         prepbench_ok(&argv![

@@ -248,14 +248,11 @@ fn a_workload_name_with_a_comma_a_quote_and_a_newline_is_written_and_read_back()
 /// `run WORKLOAD --verify` of a workload whose strategies are unprocessed, concatenated,
 /// decoded and resized, into `work/out`: every strategy recorded with `samples` samples.
 fn every_split_verified(work: &Path, workload: &Path, extra: &[&str], samples: f64) {
-    let mut args = argv![
-        "run",
-        workload.to_str().unwrap(),
-        "--verify --epochs 1 --threads 2 --quiet --evict fadvise --store-dir",
-        work.join("store").to_str().unwrap(),
-        "--out",
-        work.join("out").to_str().unwrap()
-    ];
+    let mut args = common::run_in(
+        work,
+        workload,
+        "--verify --epochs 1 --threads 2 --quiet --evict fadvise",
+    );
     args.extend(extra.iter().map(|a| a.to_string()));
     let out = prepbench_ok(&args);
     assert!(!stderr(&out).contains("error"), "{}", stderr(&out));

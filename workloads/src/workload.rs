@@ -664,23 +664,26 @@ impl Workload {
             .join("\n")
     }
 
+    /// The run of consecutive Python steps that starts at `start` and ends before `limit` or
+    /// the first other step: `start..end` (empty when step `start` is not a Python step).
+    pub fn python_run(&self, start: usize, limit: usize) -> std::ops::Range<usize> {
+        let end = (start..limit)
+            .find(|&i| self.steps[i].step.python_link().is_none())
+            .unwrap_or(limit);
+        start..end
+    }
+
     /// The runs of consecutive Python steps within `range`: each runs as one chain, in one
     /// worker process per thread.
     pub fn python_chains(&self, range: std::ops::Range<usize>) -> Vec<std::ops::Range<usize>> {
         let mut chains = Vec::new();
-        let mut start = None;
-        for i in range.clone() {
-            match (self.steps[i].step.python_link().is_some(), start) {
-                (true, None) => start = Some(i),
-                (false, Some(s)) => {
-                    chains.push(s..i);
-                    start = None;
-                }
-                _ => {}
+        let mut i = range.start;
+        while i < range.end {
+            let run = self.python_run(i, range.end);
+            i = run.end.max(i + 1);
+            if !run.is_empty() {
+                chains.push(run);
             }
-        }
-        if let Some(s) = start {
-            chains.push(s..range.end);
         }
         chains
     }

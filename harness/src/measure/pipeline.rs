@@ -224,9 +224,7 @@ pub fn apply_steps(
         };
         let start = std::time::Instant::now();
         if def.step.python_link().is_some() {
-            let end = (step_index..range.end)
-                .find(|&i| workload.steps[i].step.python_link().is_none())
-                .unwrap_or(range.end);
+            let end = workload.python_run(step_index, range.end).end;
             let chain = workload.python_chain(step_index..end);
             let seeds: Vec<u64> = (step_index..end)
                 .map(|i| {

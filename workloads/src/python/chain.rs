@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use super::worker::{Gone, Outcome, Request, Worker};
 use super::Link;
@@ -51,21 +51,30 @@ impl Chain {
         &self.links
     }
 
-    fn gone(&self, gone: Gone, what: &str) -> ChainError {
+    /// A worker that could not start (its message names the callable) as the chain's error.
+    fn not_started(&self, gone: Gone) -> ChainError {
+        ChainError {
+            link: gone.link.min(self.links.len().saturating_sub(1)),
+            error: StepError::new(gone.message),
+        }
+    }
+
+    /// A worker that died on a sample, named with the callable it was running.
+    fn died(&self, gone: Gone) -> ChainError {
         let link = gone.link.min(self.links.len().saturating_sub(1));
         ChainError {
             link,
-            error: StepError::new(if what.is_empty() {
+            error: StepError::new(format!(
+                "{} failed: {}",
+                self.links[link].described(),
                 gone.message
-            } else {
-                format!("{} {what}: {}", self.links[link].described(), gone.message)
-            }),
+            )),
         }
     }
 
     /// A new worker.
     fn start(&self) -> Result<Worker, ChainError> {
-        Worker::start(&self.links).map_err(|g| self.gone(g, ""))
+        Worker::start(&self.links).map_err(|g| self.not_started(g))
     }
 
     /// Starts workers until `threads` are idle, before a timed phase: starting an interpreter
@@ -115,7 +124,7 @@ impl Chain {
             None => self.start()?,
         };
         // A worker that is gone is dropped here; a new one serves the next sample.
-        let reply = worker.call(&request).map_err(|g| self.gone(g, "failed"))?;
+        let reply = worker.call(&request).map_err(|g| self.died(g))?;
         drop(request);
         if let Ok(mut idle) = self.idle.lock() {
             idle.push(worker);
@@ -168,12 +177,13 @@ impl Chain {
 /// The chains a workload's phases run, by the range of steps they cover.
 #[derive(Default)]
 pub struct Pools {
-    chains: Mutex<HashMap<(usize, usize), Arc<Chain>>>,
+    /// Looked up for every sample by every thread: read-locked, written once per chain.
+    chains: RwLock<HashMap<(usize, usize), Arc<Chain>>>,
 }
 
 impl std::fmt::Debug for Pools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let count = self.chains.lock().map(|c| c.len()).unwrap_or(0);
+        let count = self.chains.read().map(|c| c.len()).unwrap_or(0);
         write!(f, "Pools {{ {count} chains }}")
     }
 }
@@ -181,9 +191,18 @@ impl std::fmt::Debug for Pools {
 impl Pools {
     /// The chain of steps `range`, made from `links` the first time.
     pub fn get(&self, range: Range<usize>, links: impl FnOnce() -> Vec<Link>) -> Arc<Chain> {
-        let mut chains = self.chains.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (range.start, range.end);
+        if let Some(chain) = self
+            .chains
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return chain.clone();
+        }
+        let mut chains = self.chains.write().unwrap_or_else(|e| e.into_inner());
         chains
-            .entry((range.start, range.end))
+            .entry(key)
             .or_insert_with(|| Arc::new(Chain::new(links())))
             .clone()
     }
@@ -191,7 +210,7 @@ impl Pools {
     /// Ends the idle workers of every chain but `keep`'s, so that the workers of phases run
     /// before do not stay alive beside this one's.
     pub fn retire_others(&self, keep: &[Range<usize>]) {
-        let chains = self.chains.lock().unwrap_or_else(|e| e.into_inner());
+        let chains = self.chains.read().unwrap_or_else(|e| e.into_inner());
         for ((start, end), chain) in chains.iter() {
             if !keep.iter().any(|r| r.start == *start && r.end == *end) {
                 chain.retire();

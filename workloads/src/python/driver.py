@@ -98,23 +98,47 @@ def _refs(value):
     return sys.getrefcount(value)
 
 
-def _fresh_refs():
-    """The reference count `crossed` sees for an array nothing else holds."""
-    import numpy as np
+class Arrays:
+    """What the checks between steps need of NumPy, set once it is first needed: ndarray, and
+    the reference counts `crossed` and `run_chain` see for an array nothing else holds (each
+    calibrated with its own shape of code, so that the rule holds whatever the interpreter
+    counts)."""
 
-    pair = ["x", np.zeros(1)]
-    value = pair[1]
-    pair[1] = None
-    return _refs(value)
+    ndarray = None
+    crossed_refs = 0
+    chain_refs = 0
+
+    @classmethod
+    def ready(cls):
+        if cls.ndarray is None:
+            import numpy as np
+
+            pair = ["x", np.zeros(1)]
+            value = pair[1]
+            pair[1] = None
+            cls.crossed_refs = _refs(value)
+            refs = sys.getrefcount
+            fresh = np.zeros(1)
+            cls.chain_refs = refs(fresh)
+            cls.ndarray = np.ndarray
 
 
-# Once NumPy is first needed: the reference count `crossed` sees for an array nothing else
-# holds, numpy.ndarray, and the count run_chain sees.
-_FRESH = []
 # The six types by their one-letter code (NumPy's dtype.name runs Python code: slow between
 # steps, when the caches are cold from the step's own work).
 CODES = {"B": 0, "H": 1, "h": 2, "i": 3, "f": 4, "d": 5}
 _LITTLE = sys.byteorder == "little"
+
+
+def fast(value):
+    """Whether value is an array that crosses as it is (no conversion)."""
+    return (type(value) is Arrays.ndarray and _LITTLE and value.dtype.char in CODES
+            and value.dtype.isnative and value.flags.c_contiguous)
+
+
+def views_other(value):
+    """Whether an array views memory that may change under it (another array's): copied then.
+    Views of immutable bytes (NumPy's view of a Pillow image) are not."""
+    return not (value.base is None or type(value.base) is bytes)
 
 
 def crossed(pair, whole):
@@ -136,14 +160,10 @@ def crossed(pair, whole):
     if isinstance(value, (bytearray, memoryview)):
         pair[1] = bytes(value)
         return
-    if not (
-        _FRESH and type(value) is _FRESH[1] and _LITTLE and value.dtype.char in CODES
-        and value.dtype.isnative and value.flags.c_contiguous
-    ):
+    if not fast(value):
         value = as_array(value, f"field `{name}`" if whole else "the returned value")
-    if not _FRESH:
-        _FRESH.extend([_fresh_refs(), sys.modules["numpy"].ndarray, _inline_fresh()])
-    if _refs(value) > _FRESH[0] or not (value.base is None or isinstance(value.base, bytes)):
+        Arrays.ready()
+    if _refs(value) > Arrays.crossed_refs or views_other(value):
         value = value.copy()
     pair[1] = value
 
@@ -168,9 +188,6 @@ class Memory:
             size = max(need, 2 * self.size)
             os.ftruncate(self.fd, size)
             self.remap(size)
-
-    def set_link(self, index):
-        struct.pack_into("<I", self.map, 0, index)
 
 
 def read_fields(mm, offset):
@@ -280,22 +297,6 @@ class Failed(Exception):
         self.payload = payload
 
 
-def fast(value):
-    """Whether value is an array that crosses as it is (no conversion)."""
-    return (type(value) is _FRESH[1] and _LITTLE and value.dtype.char in CODES
-            and value.dtype.isnative and value.flags.c_contiguous)
-
-
-def _inline_fresh():
-    """The reference count run_chain sees for a returned array nothing else holds (the same
-    shape of code: a local and the call's argument)."""
-    import numpy as np
-
-    refs = sys.getrefcount
-    value = np.zeros(1)
-    return refs(value)
-
-
 def run_chain(links, fields, seeds, sample_id, epoch, mm, insides, spent):
     """Runs every link on the sample's fields (a dict, changed in place) as prepbench runs
     one step after another: with `from`, the field alone goes in and a returned dict joins the
@@ -339,7 +340,7 @@ def run_chain(links, fields, seeds, sample_id, epoch, mm, insides, spent):
             else:
                 if value is None:
                     raise TypeError("returned None; return a dict of fields or one value")
-                if not (_FRESH and fast(value)):
+                if not fast(value):
                     pair = [None, value]
                     del value
                     crossed(pair, False)
@@ -348,8 +349,8 @@ def run_chain(links, fields, seeds, sample_id, epoch, mm, insides, spent):
                 else:
                     # A step that returns its own input (changed in place) gives back what only
                     # the field it replaces held.
-                    held = _FRESH[2] + (bool(source) and fields[source] is value)
-                    if refs(value) > held or not (value.base is None or type(value.base) is bytes):
+                    held = Arrays.chain_refs + (bool(source) and fields[source] is value)
+                    if refs(value) > held or views_other(value):
                         value = value.copy()
         except BaseException as e:  # noqa: BLE001 - the sample fails, the worker goes on
             if isinstance(e, (KeyboardInterrupt, SystemExit)):
