@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """A team's Python pipeline two ways, on the same files and worker counts: in a DataLoader-style
-pool of persistent worker processes (each runs the whole pipeline on a sample, the main process
-collects the arrays), and as prepbench's fully-online strategy (`unprocessed`) with the same
-functions as `op: python` steps. Both read cold: every file is evicted from the page cache
-(posix_fadvise DONTNEED) before each epoch, as prepbench's `--evict fadvise` does.
+pool of worker processes (each runs the whole pipeline on a sample, the main process collects
+the arrays; a fresh pool per trial, spawned with a memory layout drawn at random and warmed
+before its timed epoch, as prepbench draws one per Python worker), and as prepbench's
+fully-online strategy (`unprocessed`) with the same functions as `op: python` steps. Both read
+cold: every file is evicted from the page cache (posix_fadvise DONTNEED) before each epoch, as
+prepbench's `--evict fadvise` does.
 
 Standard library plus NumPy and Pillow, run by the interpreter that has them:
 
@@ -21,10 +23,12 @@ callables).
 """
 
 import argparse
+import contextlib
 import csv
 import math
 import multiprocessing as mp
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -69,6 +73,29 @@ def _load(task):
     with open(path, "rb") as f:
         data = f.read()
     return p.random_crop(p.normalize(p.resize(p.decode(data))))
+
+
+WARM_UP = 25  # samples per worker before a pool's timed epoch
+
+
+@contextlib.contextmanager
+def layout_pool(workers, work, warm):
+    """A fresh pool of started, warm workers with a memory layout drawn at random.
+
+    Native code (Pillow's JPEG decode among it) runs at very different speeds from one memory
+    layout to another, and a process's layout follows from the size of its environment, so a
+    pool forked from this script would carry one layout into every trial. Each trial's pool is
+    spawned with an environment variable of random length instead, as prepbench gives each of
+    its Python workers (`PREPBENCH_LAYOUT_PAD`): both loaders sample layouts, trial by trial."""
+    os.environ["PREPBENCH_LAYOUT_PAD"] = "x" * (16 * random.randrange(256))
+    try:
+        with mp.get_context("spawn").Pool(workers, initializer=_init, initargs=(str(work),)) as pool:
+            # Started, and warm: a spawned worker's first samples run slower (imports finishing,
+            # its heap growing), which the pool forked from a warm parent never pays.
+            pool.map(_load, [(i, warm[i % len(warm)]) for i in range(WARM_UP * workers)], chunksize=1)
+            yield pool
+    finally:
+        del os.environ["PREPBENCH_LAYOUT_PAD"]
 
 
 def dataloader_epoch(pool, files):
@@ -172,38 +199,36 @@ def main():
         (work / "my-photos.yaml").write_text(workload)
         rows = []
         for workers in [int(w) for w in args.workers.split(",")]:
-            ctx = mp.get_context("fork")
-            with ctx.Pool(workers, initializer=_init, initargs=(str(work),)) as pool:
-                pool.map(_load, [(0, files[0])] * workers)  # workers started and warm
-                for trial in range(args.trials):
-                    order = ["dataloader", "prepbench"] if trial % 2 == 0 else ["prepbench", "dataloader"]
-                    for loader in order:
-                        if loader == "dataloader":
+            for trial in range(args.trials):
+                order = ["dataloader", "prepbench"] if trial % 2 == 0 else ["prepbench", "dataloader"]
+                for loader in order:
+                    if loader == "dataloader":
+                        with layout_pool(workers, work, files) as pool:
                             sps = dataloader_epoch(pool, files)
-                        else:
-                            results = work / f"results-{workers}-{trial}"
-                            subprocess.run([
-                                args.prepbench, "--python", sys.executable, "run",
-                                str(work / "my-photos.yaml"), "--strategy", "unprocessed",
-                                "--threads", str(workers), "--epochs", "1", "--evict", "fadvise",
-                                "--data-dir", str(work), "--store-dir", str(work / "store"),
-                                "--out", str(results), "--quiet",
-                            ], check=True)
-                            with open(results / "runs.csv") as f:
-                                run = next(csv.DictReader(f))
-                            sps = float(run["throughput_sps"])
-                            with open(results / "stages.csv") as f:
-                                for stage in csv.DictReader(f):
-                                    stage.update(workers=workers, trial=trial)
-                                    stage["samples"] = run["samples"]
-                                    with open(out / "stages.csv", "a", newline="") as g:
-                                        w = csv.DictWriter(g, fieldnames=list(stage))
-                                        if g.tell() == 0:
-                                            w.writeheader()
-                                        w.writerow(stage)
-                        rows.append({"loader": loader, "workers": workers, "trial": trial,
-                                     "samples": len(files), "samples_per_s": round(sps, 2)})
-                        print(rows[-1], flush=True)
+                    else:
+                        results = work / f"results-{workers}-{trial}"
+                        subprocess.run([
+                            args.prepbench, "--python", sys.executable, "run",
+                            str(work / "my-photos.yaml"), "--strategy", "unprocessed",
+                            "--threads", str(workers), "--epochs", "1", "--evict", "fadvise",
+                            "--data-dir", str(work), "--store-dir", str(work / "store"),
+                            "--out", str(results), "--quiet",
+                        ], check=True)
+                        with open(results / "runs.csv") as f:
+                            run = next(csv.DictReader(f))
+                        sps = float(run["throughput_sps"])
+                        with open(results / "stages.csv") as f:
+                            for stage in csv.DictReader(f):
+                                stage.update(workers=workers, trial=trial)
+                                stage["samples"] = run["samples"]
+                                with open(out / "stages.csv", "a", newline="") as g:
+                                    w = csv.DictWriter(g, fieldnames=list(stage))
+                                    if g.tell() == 0:
+                                        w.writeheader()
+                                    w.writerow(stage)
+                    rows.append({"loader": loader, "workers": workers, "trial": trial,
+                                 "samples": len(files), "samples_per_s": round(sps, 2)})
+                    print(rows[-1], flush=True)
         with open(out / "runs.csv", "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()

@@ -254,6 +254,25 @@ fn encoded_len(name: &str, field: Option<&Field>) -> usize {
         }
 }
 
+/// A string of random length (0 to 4080 bytes, in steps of 16) for a worker's environment.
+///
+/// Where a process's stack and first heap objects land depends on the size of its environment,
+/// and native code in the user's steps can run at very different speeds from one layout to
+/// another (measured: Pillow's JPEG decode in a worker took 2.7 or 4.4 ms of CPU per 0.5 MP
+/// image as the environment grew by 700 bytes; see docs/measurement.md). Each worker draws its
+/// own layout, so that a run's workers and a sweep's trials sample layouts instead of all
+/// inheriting one by chance.
+fn layout_pad() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    "x".repeat(16 * (hasher.finish() % 256) as usize)
+}
+
 impl Worker {
     /// Starts a worker for `links` and waits for its imports: an import error names the link.
     pub fn start(links: &[Link]) -> Result<Worker, Gone> {
@@ -266,6 +285,7 @@ impl Worker {
         let fd = memory.raw_fd();
         let mut command = driver(&["serve", &fd.to_string()], links);
         command
+            .env("PREPBENCH_LAYOUT_PAD", layout_pad())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -512,5 +532,21 @@ impl Drop for Worker {
         if let Ok(mut live) = LIVE.lock() {
             live.retain(|p| *p != pid);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::layout_pad;
+
+    #[test]
+    fn layout_pads_are_whole_16_byte_steps_under_4_kib_and_vary() {
+        let lengths: Vec<usize> = (0..32).map(|_| layout_pad().len()).collect();
+        assert!(
+            lengths.iter().all(|n| n % 16 == 0 && *n < 4096),
+            "{lengths:?}"
+        );
+        // 32 draws from 256 values all equal: probability 256^-31.
+        assert!(lengths.iter().any(|n| *n != lengths[0]), "{lengths:?}");
     }
 }
