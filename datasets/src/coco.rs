@@ -7,14 +7,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
-use image::codecs::jpeg::JpegEncoder;
-use image::ExtendedColorType;
 use serde::{Deserialize, Serialize};
 use workloads::rng::SeededRng;
 use workloads::{Field, Tensor, TensorData};
 
 use crate::files::{Entry, Files};
-use crate::photo::{render, scene, PhotoStyle, Scene, EDGE};
+use crate::photo::{encode_jpeg, render, scene, PhotoStyle, Scene, Texture, EDGE};
 use crate::source::{files_by_name, indexed_item, Source};
 use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
 
@@ -23,7 +21,7 @@ pub const ANNOTATIONS: &str = "annotations/instances_train2017.json";
 pub const CATEGORIES: u64 = 80;
 const JPEG_QUALITY: u8 = 93;
 const STYLE: PhotoStyle = PhotoStyle {
-    detail: 8.0,
+    detail: 12.0,
     grain: 8.0,
     clutter: 260,
 };
@@ -108,15 +106,8 @@ pub fn file_name(n: usize) -> String {
 
 pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<(), DatasetError> {
     let (s, _, mut rng) = plan(request.seed, n);
-    let pixels = render(&mut rng, &s, STYLE);
-    let mut jpeg = Vec::with_capacity(200_000);
-    JpegEncoder::new_with_quality(&mut jpeg, JPEG_QUALITY)
-        .encode(
-            &pixels,
-            s.width as u32,
-            s.height as u32,
-            ExtendedColorType::Rgb8,
-        )
+    let pixels = render(&mut rng, &s, STYLE, Texture::Shared(request.seed));
+    let jpeg = encode_jpeg(&pixels, s.width, s.height, JPEG_QUALITY)
         .map_err(|e| DatasetError::Generate(format!("JPEG encoding of sample {n} failed: {e}")))?;
     crate::write_atomically(&request.root.join("train2017").join(file_name(n)), &jpeg)
 }

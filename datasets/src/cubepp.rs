@@ -5,20 +5,19 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use image::codecs::jpeg::JpegEncoder;
 use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::{ExtendedColorType, ImageEncoder};
 use workloads::rng::SeededRng;
 
 use crate::files::Files;
-use crate::photo::{render, scene, PhotoStyle};
+use crate::photo::{encode_jpeg, render, scene, PhotoStyle, Texture};
 use crate::source::{flat_source, Source};
 use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
 
 pub const WIDTH: usize = 2601;
 pub const HEIGHT: usize = 1733;
 /// JPEG quality of the processed images.
-const JPEG_QUALITY: u8 = 89;
+const JPEG_QUALITY: u8 = 91;
 /// Sensor noise of the 16-bit frames, in 16-bit levels (sets the PNG size: noise does not compress).
 const SENSOR_NOISE: f32 = 16.0;
 const STYLE: PhotoStyle = PhotoStyle {
@@ -67,16 +66,9 @@ fn encode_error(n: usize, what: &str, e: image::ImageError) -> DatasetError {
 pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<(), DatasetError> {
     let mut rng = SeededRng::from_parts(&[request.seed, n as u64, 0xc0be]);
     let s = scene(&mut rng, WIDTH, HEIGHT, STYLE, None);
-    let pixels = render(&mut rng, &s, STYLE);
-    let mut jpeg = Vec::with_capacity(600_000);
-    JpegEncoder::new_with_quality(&mut jpeg, JPEG_QUALITY)
-        .encode(
-            &pixels,
-            WIDTH as u32,
-            HEIGHT as u32,
-            ExtendedColorType::Rgb8,
-        )
-        .map_err(|e| encode_error(n, "JPEG", e))?;
+    let pixels = render(&mut rng, &s, STYLE, Texture::Own);
+    let jpeg = encode_jpeg(&pixels, WIDTH, HEIGHT, JPEG_QUALITY)
+        .map_err(|e| DatasetError::Generate(format!("JPEG encoding of sample {n} failed: {e}")))?;
     // Linear (gamma-decoded) 16-bit values, darker like a raw frame, plus sensor noise.
     let mut noise = SeededRng::new(rng.next_u64());
     let linear: Vec<u16> = pixels

@@ -40,8 +40,8 @@ pub enum DatasetError {
     },
     #[error("{path}: {message}")]
     Layout { path: String, message: String },
-    #[error("unknown dataset kind `{0}`; known kinds: {1}")]
-    UnknownKind(String, String),
+    #[error("unknown dataset kind `{0}`{2}; known kinds: {1}")]
+    UnknownKind(String, String, String),
     #[error("generating data failed: {0}")]
     Generate(String),
 }
@@ -337,7 +337,11 @@ fn check_fields(
 pub fn find_kind(name: &str) -> Result<&'static DatasetKind, DatasetError> {
     KINDS.iter().find(|k| k.name == name).ok_or_else(|| {
         let names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
-        DatasetError::UnknownKind(name.to_string(), names.join(", "))
+        DatasetError::UnknownKind(
+            name.to_string(),
+            names.join(", "),
+            workloads::suggest::did_you_mean(name, names.iter().copied()),
+        )
     })
 }
 
@@ -363,6 +367,89 @@ struct Marker {
     options: BTreeMap<String, String>,
     /// Files written (each of `samples_per_file` samples).
     files: usize,
+    /// What decoding the generated JPEGs costs, measured after generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    decode: Option<DecodeCost>,
+}
+
+/// prepbench's JPEG decode (`decode_jpeg`, one thread) timed on a spread of a dataset's JPEG
+/// files, to compare with real photographs of the same bit rate (docs/decisions.md, Datasets).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecodeCost {
+    /// Files decoded.
+    pub files: usize,
+    /// Milliseconds per megapixel: the fastest of three decodes of each file, summed, over
+    /// their megapixels.
+    pub ms_per_mp: f64,
+    /// Compressed bits per pixel of those files.
+    pub bits_per_pixel: f64,
+}
+
+/// Most files and megapixels timed by [`measure_decode`].
+const DECODE_FILES: usize = 24;
+const DECODE_MEGAPIXELS: f64 = 12.0;
+
+/// Times prepbench's JPEG decode on up to 24 JPEG files spread evenly over `root` (sorted
+/// paths), stopping after 12 megapixels: `None` when there is none. A file that does not decode
+/// is an error naming it.
+pub fn measure_decode(root: &Path) -> Result<Option<DecodeCost>, DatasetError> {
+    let mut jpegs = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).map_err(io_err(&dir))? {
+            let entry = entry.map_err(io_err(&dir))?;
+            let path = entry.path();
+            if entry.file_type().map_err(io_err(&path))?.is_dir() {
+                dirs.push(path);
+            } else if path
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| e.eq_ignore_ascii_case("jpg") || e.eq_ignore_ascii_case("jpeg"))
+            {
+                jpegs.push(path);
+            }
+        }
+    }
+    jpegs.sort();
+    if jpegs.is_empty() {
+        return Ok(None);
+    }
+    let step = jpegs.len().div_ceil(DECODE_FILES);
+    let (mut seconds, mut pixels, mut bytes, mut files) = (0.0, 0.0, 0.0, 0);
+    for path in jpegs.iter().step_by(step) {
+        let data = std::fs::read(path).map_err(io_err(path))?;
+        let mut best = f64::INFINITY;
+        let mut size = 0.0;
+        for _ in 0..3 {
+            let start = std::time::Instant::now();
+            let image = workloads::steps::decode_jpeg::decode_rgb8(
+                &data,
+                workloads::steps::MAX_IMAGE_PIXELS,
+                f64::INFINITY,
+            )
+            .map_err(|e| DatasetError::Generate(format!("{}: {}", path.display(), e.message)))?;
+            best = best.min(start.elapsed().as_secs_f64());
+            size = (image.shape()[0] * image.shape()[1]) as f64;
+        }
+        seconds += best;
+        pixels += size;
+        bytes += data.len() as f64;
+        files += 1;
+        if pixels >= DECODE_MEGAPIXELS * 1e6 {
+            break;
+        }
+    }
+    Ok(Some(DecodeCost {
+        files,
+        ms_per_mp: 1e3 * seconds / (pixels / 1e6).max(1e-9),
+        bits_per_pixel: 8.0 * bytes / pixels.max(1.0),
+    }))
+}
+
+/// The decode cost a generation marker in `root` records, when it has one.
+pub fn recorded_decode(root: &Path) -> Option<DecodeCost> {
+    let text = std::fs::read(root.join(MARKER)).ok()?;
+    serde_json::from_slice::<Marker>(&text).ok()?.decode
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> DatasetError + '_ {
@@ -512,6 +599,7 @@ pub fn generate(
             seed: request.seed,
             options: request.options.clone(),
             files: 0,
+            decode: None,
         };
         let text = serde_json::to_string_pretty(&claim).expect("marker serializes");
         write_atomically(&marker_path, text.as_bytes())?;
@@ -530,6 +618,7 @@ pub fn generate(
         seed: request.seed,
         options: request.options.clone(),
         files,
+        decode: measure_decode(&request.root)?,
     };
     let text = serde_json::to_string_pretty(&marker).expect("marker serializes");
     write_atomically(&marker_path, text.as_bytes())?;
@@ -730,6 +819,33 @@ mod tests {
             threads: 2,
             options: Default::default(),
         }
+    }
+
+    #[test]
+    fn the_marker_records_the_decode_cost_of_generated_jpegs_and_none_without_jpegs() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("a");
+        generate("imagenet", &request(&root, 30), &|_| ()).unwrap();
+        let cost = recorded_decode(&root).expect("a decode cost in the marker");
+        // 30 files spread over 24: every second one.
+        assert_eq!(cost.files, 15);
+        assert!(
+            cost.ms_per_mp > 0.0 && cost.ms_per_mp.is_finite(),
+            "{cost:?}"
+        );
+        // ImageNet-like files are a few bits per pixel (not flat, not raw).
+        assert!((1.0..12.0).contains(&cost.bits_per_pixel), "{cost:?}");
+        let text = dir.path().join("t");
+        generate("openwebtext", &request(&text, 3), &|_| ()).unwrap();
+        assert_eq!(recorded_decode(&text), None);
+        // A JPEG that does not decode is an error naming it.
+        std::fs::write(
+            root.join("train").join("broken.jpg"),
+            b"\xff\xd8 not a jpeg",
+        )
+        .unwrap();
+        let err = measure_decode(&root).map(|_| ()).unwrap_err().to_string();
+        assert!(err.contains("broken.jpg"), "{err}");
     }
 
     #[test]

@@ -148,65 +148,243 @@ pub fn scene(
     }
 }
 
-/// An RGB8 image (row-major, 3 bytes per pixel) of `width` x `height`.
-pub fn synthesize(rng: &mut SeededRng, width: usize, height: usize, style: PhotoStyle) -> Vec<u8> {
-    let s = scene(rng, width, height, style, None);
-    render(rng, &s, style)
+/// `pixels` (RGB8, row-major) as a baseline JPEG at `quality` with 4:2:0 chroma subsampling, as
+/// cameras and ImageNet's files store them. jpeg-encoder (pure Rust, AVX2 where the CPU has it)
+/// writes the generated datasets' JPEGs several times faster than `image`'s encoder.
+pub fn encode_jpeg(
+    pixels: &[u8],
+    width: usize,
+    height: usize,
+    quality: u8,
+) -> Result<Vec<u8>, String> {
+    let (w, h) = match (u16::try_from(width), u16::try_from(height)) {
+        (Ok(w), Ok(h)) => (w, h),
+        _ => {
+            return Err(format!(
+                "{width}x{height} is beyond JPEG's 65535-pixel sides"
+            ))
+        }
+    };
+    let mut jpeg = Vec::with_capacity(width * height / 2);
+    let mut encoder = jpeg_encoder::Encoder::new(&mut jpeg, quality);
+    encoder.set_sampling_factor(jpeg_encoder::SamplingFactor::R_4_2_0);
+    encoder
+        .encode(pixels, w, h, jpeg_encoder::ColorType::Rgb)
+        .map_err(|e| e.to_string())?;
+    Ok(jpeg)
 }
 
-/// Renders `scene` with noise textures drawn from `rng`.
-pub fn render(rng: &mut SeededRng, scene: &Scene, style: PhotoStyle) -> Vec<u8> {
+/// An RGB8 image (row-major, 3 bytes per pixel) of `width` x `height`.
+pub fn synthesize(
+    rng: &mut SeededRng,
+    width: usize,
+    height: usize,
+    style: PhotoStyle,
+    texture: Texture,
+) -> Vec<u8> {
+    let s = scene(rng, width, height, style, None);
+    render(rng, &s, style, texture)
+}
+
+/// Where an image's noise textures come from.
+#[derive(Clone, Copy, Debug)]
+pub enum Texture {
+    /// Drawn for this image alone, at its size (any size).
+    Own,
+    /// A crop, at an offset drawn per image, of a periodic texture canvas drawn once per dataset
+    /// seed: the noise that was most of an image's cost is drawn once per dataset. Images wider
+    /// or taller than the canvas draw their own.
+    Shared(u64),
+}
+
+/// Side of a shared texture canvas (periodic, so a crop may wrap around its edges).
+const CANVAS: usize = 2048;
+/// Coarsest noise cell of a shared canvas (as an own texture of a 500-800 px image).
+const CANVAS_COARSEST: usize = 128;
+
+/// The luma and chroma noise of a shared canvas.
+struct Canvas {
+    luma: Vec<f32>,
+    chroma: Vec<f32>,
+}
+
+/// Multi-octave value noise on a periodic `side` x `side` square (a torus: the lattice wraps),
+/// normalized as [`fractal_noise`].
+fn periodic_noise(
+    rng: &mut SeededRng,
+    side: usize,
+    coarsest: usize,
+    persistence: f32,
+    fine_gain: f32,
+) -> Vec<f32> {
+    let mut field = vec![0f32; side * side];
+    let (mut cell, mut amplitude, mut total) = (coarsest.max(2), 1.0f32, 0.0f32);
+    while cell >= 2 {
+        let gain = if cell <= 6 {
+            amplitude * fine_gain
+        } else {
+            amplitude
+        };
+        let g = side / cell;
+        let lattice: Vec<f32> = (0..g * g)
+            .map(|_| rng.range_f64(-1.0, 1.0) as f32)
+            .collect();
+        let smooth = |i: usize| {
+            let t = (i % cell) as f32 / cell as f32;
+            t * t * (3.0 - 2.0 * t)
+        };
+        let xs: Vec<(usize, usize, f32)> = (0..side)
+            .map(|x| (x / cell, (x / cell + 1) % g, smooth(x)))
+            .collect();
+        for y in 0..side {
+            let (iy, sy) = (y / cell, smooth(y));
+            let r0 = &lattice[iy * g..(iy + 1) * g];
+            let next = (iy + 1) % g;
+            let r1 = &lattice[next * g..(next + 1) * g];
+            for (out, &(i0, i1, sx)) in field[y * side..(y + 1) * side].iter_mut().zip(&xs) {
+                let top = r0[i0] + (r0[i1] - r0[i0]) * sx;
+                let bottom = r1[i0] + (r1[i1] - r1[i0]) * sx;
+                *out += gain * (top + (bottom - top) * sy);
+            }
+        }
+        total += gain;
+        amplitude *= persistence;
+        cell /= 2;
+    }
+    let norm = 1.6 / total.max(1e-6);
+    field.iter_mut().for_each(|v| *v *= norm);
+    field
+}
+
+/// The shared canvas of dataset `seed` and `detail`, drawn on first use (luma and chroma on two
+/// threads). The last two are kept: a process generates one dataset at a time.
+fn canvas(seed: u64, detail: f32) -> std::sync::Arc<Canvas> {
+    use std::sync::{Arc, Mutex};
+    type Key = (u64, u32);
+    static CANVASES: Mutex<Vec<(Key, Arc<Canvas>)>> = Mutex::new(Vec::new());
+    let key = (seed, detail.to_bits());
+    // Held while drawing: a second thread wanting the same canvas waits for it.
+    let mut kept = CANVASES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((_, c)) = kept.iter().find(|(k, _)| *k == key) {
+        return c.clone();
+    }
+    let mut rng = SeededRng::from_parts(&[seed, detail.to_bits() as u64, 0xca9a5]);
+    let (mut luma_rng, mut chroma_rng) = (
+        SeededRng::new(rng.next_u64()),
+        SeededRng::new(rng.next_u64()),
+    );
+    let (luma, chroma) = std::thread::scope(|scope| {
+        let chroma =
+            scope.spawn(|| periodic_noise(&mut chroma_rng, CANVAS, CANVAS_COARSEST, 0.5, 0.0));
+        let luma = periodic_noise(&mut luma_rng, CANVAS, CANVAS_COARSEST, 0.62, detail);
+        let chroma = chroma.join().unwrap_or_else(|_| {
+            periodic_noise(&mut SeededRng::new(seed), CANVAS, CANVAS_COARSEST, 0.5, 0.0)
+        });
+        (luma, chroma)
+    });
+    let made = Arc::new(Canvas { luma, chroma });
+    if kept.len() == 2 {
+        kept.remove(0);
+    }
+    kept.push((key, made.clone()));
+    made
+}
+
+/// `width` x `height` of a periodic canvas from (`left`, `top`), wrapping around.
+fn crop(field: &[f32], left: usize, top: usize, width: usize, height: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(width * height);
+    for y in 0..height {
+        let row = &field[((top + y) % CANVAS) * CANVAS..][..CANVAS];
+        let first = (CANVAS - left).min(width);
+        out.extend_from_slice(&row[left..left + first]);
+        out.extend_from_slice(&row[..width - first]);
+    }
+    out
+}
+
+/// Renders `scene` with noise textures from `texture` (offsets and grain drawn from `rng`).
+pub fn render(rng: &mut SeededRng, scene: &Scene, style: PhotoStyle, texture: Texture) -> Vec<u8> {
     let (width, height) = (scene.width, scene.height);
-    let coarsest = (width.max(height) / 4).next_power_of_two().max(8);
-    let luma = fractal_noise(rng, width, height, coarsest, 0.62, style.detail);
-    let chroma = fractal_noise(rng, width, height, coarsest, 0.5, 0.0);
+    let (luma, chroma) = match texture {
+        Texture::Shared(seed) if width <= CANVAS && height <= CANVAS => {
+            let shared = canvas(seed, style.detail);
+            let (left, top) = (
+                rng.below(CANVAS as u64) as usize,
+                rng.below(CANVAS as u64) as usize,
+            );
+            (
+                crop(&shared.luma, left, top, width, height),
+                crop(&shared.chroma, left, top, width, height),
+            )
+        }
+        _ => {
+            let coarsest = (width.max(height) / 4).next_power_of_two().max(8);
+            (
+                fractal_noise(rng, width, height, coarsest, 0.62, style.detail),
+                fractal_noise(rng, width, height, coarsest, 0.5, 0.0),
+            )
+        }
+    };
     let (sky, ground, horizon) = (scene.sky, scene.ground, scene.horizon);
     let blobs: Vec<&Blob> = scene.clutter.iter().chain(&scene.objects).collect();
     let mut grain = SeededRng::new(rng.next_u64());
-    let mut out = Vec::with_capacity(width * height * 3);
-    // The blobs a row crosses, in drawing order: the same pixels as testing every blob at every
-    // pixel, at a fraction of the tests (an image has hundreds of clutter blobs).
-    let mut row_blobs: Vec<&Blob> = Vec::with_capacity(blobs.len());
+    let mut out = vec![0u8; width * height * 3];
+    // Each row is painted blob by blob over the span the blob covers, in drawing order: every
+    // pixel gets the same blends in the same order as testing every blob at every pixel (so the
+    // same bytes), at the cost of the pixels the blobs cover.
+    let mut colours: Vec<[f32; 3]> = vec![[0.0; 3]; width];
+    let mut textures: Vec<f32> = vec![0.0; width];
     for y in 0..height {
         let fy = y as f32;
         let t = ((fy - horizon) / (0.08 * height as f32)).clamp(-1.0, 1.0) * 0.5 + 0.5;
         let base: [f32; 3] = std::array::from_fn(|c| sky[c] + (ground[c] - sky[c]) * t);
-        row_blobs.clear();
-        row_blobs.extend(
-            blobs
-                .iter()
-                .copied()
-                .filter(|b| (fy - b.cy).abs() <= b.ry * 1.1),
-        );
-        for x in 0..width {
-            let i = y * width + x;
-            let mut colour = base;
-            let mut texture = 0.35;
-            for b in row_blobs.iter().copied() {
-                if (x as f32 - b.cx).abs() > b.rx * 1.1 {
+        colours.fill(base);
+        textures.fill(0.35);
+        for b in blobs
+            .iter()
+            .copied()
+            .filter(|b| (fy - b.cy).abs() <= b.ry * 1.1)
+        {
+            // A span one pixel wider than the blob's reach on each side; the exact test below
+            // decides, as it did per pixel.
+            let reach = b.rx * 1.1;
+            let lo = ((b.cx - reach).floor() - 1.0).max(0.0) as usize;
+            let hi = (((b.cx + reach).ceil() + 1.0).max(0.0) as usize).min(width);
+            let dy = (fy - b.cy) / b.ry;
+            for x in lo..hi {
+                if (x as f32 - b.cx).abs() > reach {
                     continue;
                 }
-                let (dx, dy) = ((x as f32 - b.cx) / b.rx, (fy - b.cy) / b.ry);
+                let dx = (x as f32 - b.cx) / b.rx;
                 let d = dx * dx + dy * dy;
                 if d < 1.2 {
                     // Soft edge over the outer ~10 % of the radius.
                     let alpha = ((1.1 - d) * 10.0).clamp(0.0, 1.0);
-                    for (c, target) in colour.iter_mut().zip(b.colour) {
+                    for (c, target) in colours[x].iter_mut().zip(b.colour) {
                         *c += (target - *c) * alpha;
                     }
-                    texture += (b.texture - texture) * alpha;
+                    textures[x] += (b.texture - textures[x]) * alpha;
                 }
             }
-            let shade = 1.0 + texture * luma[i];
-            let tint = 18.0 * chroma[i];
+        }
+        let row = y * width..(y + 1) * width;
+        let pixels = out[row.start * 3..row.end * 3].chunks_exact_mut(3);
+        let noise = luma[row.clone()].iter().zip(&chroma[row]);
+        for ((pixel, (colour, texture)), (l, c)) in
+            pixels.zip(colours.iter().zip(&textures)).zip(noise)
+        {
+            let shade = 1.0 + texture * l;
+            let tint = 18.0 * c;
             let noise = if style.grain > 0.0 {
                 (grain.unit_f64() as f32 - 0.5) * 2.0 * style.grain
             } else {
                 0.0
             };
-            out.push((colour[0] * shade + tint + noise).clamp(0.0, 255.0) as u8);
-            out.push((colour[1] * shade + noise).clamp(0.0, 255.0) as u8);
-            out.push((colour[2] * shade - tint + noise).clamp(0.0, 255.0) as u8);
+            pixel[0] = (colour[0] * shade + tint + noise).clamp(0.0, 255.0) as u8;
+            pixel[1] = (colour[1] * shade + noise).clamp(0.0, 255.0) as u8;
+            pixel[2] = (colour[2] * shade - tint + noise).clamp(0.0, 255.0) as u8;
         }
     }
     out
@@ -217,15 +395,55 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_crop_of_the_canvas_wraps_around_its_edges() {
+        let field: Vec<f32> = (0..CANVAS * CANVAS).map(|i| i as f32).collect();
+        let (left, top, width, height) = (CANVAS - 2, CANVAS - 1, 5, 3);
+        let got = crop(&field, left, top, width, height);
+        let want: Vec<f32> = (0..height)
+            .flat_map(|y| (0..width).map(move |x| (y, x)))
+            .map(|(y, x)| field[((top + y) % CANVAS) * CANVAS + (left + x) % CANVAS])
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn images_sharing_a_canvas_are_distinct_and_deterministic() {
+        let style = PhotoStyle {
+            detail: 12.0,
+            grain: 8.0,
+            clutter: 40,
+        };
+        let draw = |n: u64| synthesize(&mut SeededRng::new(n), 96, 64, style, Texture::Shared(7));
+        let images: Vec<Vec<u8>> = (0..6).map(draw).collect();
+        for (i, a) in images.iter().enumerate() {
+            for b in &images[i + 1..] {
+                // Distinct content, not a shifted copy: most pixels differ.
+                let same = a.iter().zip(b).filter(|(x, y)| x == y).count();
+                assert!(same < a.len() / 4, "{same} of {} bytes equal", a.len());
+            }
+        }
+        assert_eq!(draw(3), images[3]);
+        // Larger than the canvas: drawn on its own, at its size.
+        let wide = synthesize(
+            &mut SeededRng::new(1),
+            CANVAS + 1,
+            2,
+            style,
+            Texture::Shared(7),
+        );
+        assert_eq!(wide.len(), (CANVAS + 1) * 2 * 3);
+    }
+
+    #[test]
     fn same_seed_same_pixels_and_content_is_neither_flat_nor_noise() {
         let style = PhotoStyle {
             detail: 1.0,
             grain: 3.0,
             clutter: 20,
         };
-        let a = synthesize(&mut SeededRng::new(5), 64, 48, style);
-        let b = synthesize(&mut SeededRng::new(5), 64, 48, style);
-        let c = synthesize(&mut SeededRng::new(6), 64, 48, style);
+        let a = synthesize(&mut SeededRng::new(5), 64, 48, style, Texture::Own);
+        let b = synthesize(&mut SeededRng::new(5), 64, 48, style, Texture::Own);
+        let c = synthesize(&mut SeededRng::new(6), 64, 48, style, Texture::Own);
         assert_eq!(a.len(), 64 * 48 * 3);
         assert_eq!(a, b);
         assert_ne!(a, c);

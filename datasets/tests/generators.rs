@@ -38,7 +38,14 @@ fn tree_hash(root: &Path) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for f in files {
         let rel = f.strip_prefix(root).unwrap().display().to_string();
-        for b in rel.bytes().chain(std::fs::read(&f).unwrap()) {
+        let mut bytes = std::fs::read(&f).unwrap();
+        if rel == datasets::MARKER {
+            // The marker's decode timing is a measurement, not generated content.
+            let mut marker: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            marker.as_object_mut().unwrap().remove("decode");
+            bytes = marker.to_string().into_bytes();
+        }
+        for b in rel.bytes().chain(bytes) {
             h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
         }
     }

@@ -803,6 +803,68 @@ fn workload_show_prints_a_reference_workload_as_shipped() {
     assert_eq!(String::from_utf8(out.stdout).unwrap(), shipped);
     fails_naming(
         &prepbench(&["workload", "show", "cvv"]),
-        &["no reference workload `cvv`", "cv, cv2-jpg"],
+        &[
+            "no reference workload `cvv` (did you mean `cv`?)",
+            "cv, cv2-jpg",
+        ],
     );
+}
+
+#[test]
+fn misspelt_names_get_the_name_meant_wherever_they_are_checked() {
+    // A workload, a strategy, a dataset kind, a codec and a storage profile on the command
+    // line; an op in a workload file.
+    fails_naming(&prepbench(&["run", "cvv"]), &["did you mean `cv`?"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x");
+    let out = out.to_str().unwrap();
+    fails_naming(
+        &prepbench(&[
+            "run",
+            "cv",
+            "--strategy",
+            "unprocesed",
+            "--epochs",
+            "1",
+            "--out",
+            out,
+        ]),
+        &[
+            "builtin:cv",
+            "no strategy `unprocesed` (did you mean `unprocessed`?)",
+        ],
+    );
+    fails_naming(
+        &prepbench(&["generate", "imagnet", "--samples", "2", "--out", out]),
+        &["unknown dataset kind `imagnet` (did you mean `imagenet`?)"],
+    );
+    fails_naming(
+        &prepbench(&["run", "cv", "--codec", "zst", "--epochs", "1", "--out", out]),
+        &["did you mean `zstd`?"],
+    );
+    fails_naming(
+        &prepbench(&[
+            "run",
+            "cv",
+            "--storage",
+            "locall",
+            "--epochs",
+            "1",
+            "--out",
+            out,
+        ]),
+        &["did you mean `local`?"],
+    );
+    let yaml = dir.path().join("w.yaml");
+    std::fs::write(
+        &yaml,
+        include_str!("../../workloads/defs/cv.yaml")
+            .replace("op: pixel_center", "op: pixel_centered"),
+    )
+    .unwrap();
+    fails_naming(
+        &prepbench(&["validate", yaml.to_str().unwrap()]),
+        &["unknown op `pixel_centered` (did you mean `pixel_center`?)"],
+    );
+    assert!(!std::path::Path::new(out).exists(), "nothing written");
 }

@@ -11,6 +11,7 @@ pub mod sample;
 pub mod step;
 pub mod steps;
 pub mod storage;
+pub mod suggest;
 pub mod workload;
 
 pub use consumer::ConsumerSpec;
@@ -51,7 +52,7 @@ pub static BUILTIN: &[(&str, &str)] = &[
 /// Loads a reference workload by name, or a workload file by path.
 pub fn load(name_or_path: &str) -> Result<Workload, WorkloadError> {
     match BUILTIN.iter().find(|(name, _)| *name == name_or_path) {
-        Some((name, yaml)) => Workload::from_yaml(yaml, &format!("workloads/defs/{name}.yaml")),
+        Some((name, yaml)) => Workload::from_yaml(yaml, &format!("builtin:{name}")),
         None => {
             let path = std::path::Path::new(name_or_path);
             if !path.exists() && !name_or_path.contains(['/', '.']) {
@@ -60,7 +61,8 @@ pub fn load(name_or_path: &str) -> Result<Workload, WorkloadError> {
                     file: name_or_path.to_string(),
                     line: None,
                     message: format!(
-                        "no reference workload or file of that name; reference workloads: {}",
+                        "no reference workload or file of that name{}; reference workloads: {}",
+                        suggest::did_you_mean(name_or_path, names.iter().copied()),
                         names.join(", ")
                     ),
                 });

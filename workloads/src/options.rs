@@ -128,7 +128,10 @@ impl FromStr for Codec {
             "zstd" => Ok(Codec::Zstd {
                 level: parse_level(1..=22, 3)? as i32,
             }),
-            _ => Err(format!("unknown codec `{text}`; allowed: {CODEC_NAMES}")),
+            _ => Err(format!(
+                "unknown codec `{text}`{}; allowed: {CODEC_NAMES}",
+                crate::suggest::did_you_mean(name, ["none", "lz4", "gzip", "zlib", "zstd"])
+            )),
         }
     }
 }

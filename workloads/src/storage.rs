@@ -248,8 +248,9 @@ pub fn find_profile(
                 .collect();
             known.extend(custom.keys().cloned());
             format!(
-                "no storage profile `{name}`; known: {} (define others under `storage_profiles:` \
-                 in the workload file)",
+                "no storage profile `{name}`{}; known: {} (define others under \
+                 `storage_profiles:` in the workload file)",
+                crate::suggest::did_you_mean(name, known.iter().map(String::as_str)),
                 known.join(", ")
             )
         })

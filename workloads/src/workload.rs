@@ -564,7 +564,11 @@ impl Workload {
                     random.unwrap_or(name)
                 )
             }
-            None => format!("workload `{}` has no step named `{name}`", self.name),
+            None => format!(
+                "workload `{}` has no strategy `{name}`{}",
+                self.name,
+                crate::suggest::did_you_mean(name, allowed.iter().map(String::as_str))
+            ),
         };
         Err(format!(
             "{reason}; allowed strategies: {}",
@@ -858,9 +862,11 @@ impl<'de> Visitor<'de> for StepVisitor {
                 "op" => {
                     let op: String = map.next_value()?;
                     spec = Some(find_step(&op).ok_or_else(|| {
+                        let ops = step_ops();
                         de::Error::custom(format!(
-                            "unknown op `{op}`; known ops: {}",
-                            step_ops().join(", ")
+                            "unknown op `{op}`{}; known ops: {}",
+                            crate::suggest::did_you_mean(&op, ops.iter().copied()),
+                            ops.join(", ")
                         ))
                     })?);
                 }
@@ -1055,7 +1061,10 @@ sweep:
             e.contains("random step `cropped`") && e.contains("allowed strategies: unprocessed"),
             "{e}"
         );
-        assert!(w.strategy("nope").unwrap_err().contains("no step named"));
+        assert!(w
+            .strategy("nope")
+            .unwrap_err()
+            .contains("has no strategy `nope`"));
     }
 
     #[test]

@@ -57,7 +57,8 @@ pub fn workload(what: &WorkloadWhat) -> anyhow::Result<String> {
             .ok_or_else(|| {
                 let names: Vec<&str> = workloads::BUILTIN.iter().map(|(n, _)| *n).collect();
                 anyhow::anyhow!(
-                    "no reference workload `{name}`; reference workloads: {}",
+                    "no reference workload `{name}`{}; reference workloads: {}",
+                    workloads::suggest::did_you_mean(name, names.iter().copied()),
                     names.join(", ")
                 )
             }),
@@ -212,6 +213,16 @@ pub fn generate(args: &GenerateArgs, progress: Progress) -> anyhow::Result<Vec<S
     }
     if !outside.is_empty() {
         anyhow::bail!("generated data is not calibrated:\n{}", outside.join("\n"));
+    }
+    if let Some(cost) = (!datasets::files::is_remote(&args.out))
+        .then(|| datasets::recorded_decode(&args.out))
+        .flatten()
+    {
+        lines.push(format!(
+            "{}: JPEG decode {:.2} ms per megapixel at {:.2} bits per pixel ({} files, one thread; \
+             real photographs: docs/decisions.md, Datasets)",
+            kind.name, cost.ms_per_mp, cost.bits_per_pixel, cost.files
+        ));
     }
     Ok(lines)
 }
