@@ -296,6 +296,17 @@ fn a_sweep_calibrates_reports_its_roofline_and_whatif_predicts_from_it() {
     // Much slower storage and more cores: the storage bound binds somewhere.
     let slow = prepbench_ok(&argv!["whatif", &out_s, "--cores 16 --read-mbps 5"]);
     assert!(String::from_utf8_lossy(&slow.stdout).contains("| storage |"));
+    // The default codec named gives the recommendation; a codec not swept is refused, naming
+    // those that were (`zstd` is read as `zstd:3`).
+    let none = prepbench_ok(&argv!["whatif", &out_s, "--codec none"]);
+    assert!(String::from_utf8_lossy(&none.stdout).contains("Recommended: **"));
+    let zstd = prepbench(&argv!["whatif", &out_s, "--codec zstd"]);
+    assert!(!zstd.status.success());
+    assert!(
+        stderr(&zstd).contains("calibrated no strategy with codec `zstd:3`; it has: none"),
+        "{}",
+        stderr(&zstd)
+    );
 
     // A folder swept without calibration says what to run.
     let bare = work.path().join("bare");

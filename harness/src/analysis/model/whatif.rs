@@ -93,6 +93,23 @@ pub fn whatif_in(dir: &std::path::Path, request: &WhatifRequest) -> anyhow::Resu
         .as_ref()
         .expect("a complete calibration");
     let hw = request.hardware(machine)?;
+    // Codecs compare as values (`zstd` is `zstd:3`); one the calibration lacks is an error
+    // naming those it has, not a header over nothing.
+    let mut codecs: Vec<Codec> = calibration.strategies.values().map(|s| s.codec).collect();
+    codecs.sort_by_key(|c| c.to_string());
+    codecs.dedup();
+    if !codecs.contains(&request.codec) {
+        anyhow::bail!(
+            "{} calibrated no strategy with codec `{}`; it has: {} (give one with --codec)",
+            dir.display(),
+            request.codec,
+            codecs
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let paper_name = |workload: &str| crate::analysis::report::paper_name_in(&manifest, workload);
     let paper = request.profile.as_deref() == Some("paper");
     Ok(whatif(
