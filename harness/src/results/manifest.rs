@@ -377,10 +377,9 @@ mod tests {
 
     #[test]
     fn committed_reference_manifests_load() {
-        let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/reference");
-        for dir in std::fs::read_dir(reference).unwrap().flatten() {
-            let m = Manifest::read(&dir.path()).unwrap().unwrap();
-            assert!(!m.invocations.is_empty(), "{}", dir.path().display());
+        for dir in crate::results::reference_folders() {
+            let m = Manifest::read(&dir).unwrap().unwrap();
+            assert!(!m.invocations.is_empty(), "{}", dir.display());
             assert!(m.complete_calibration().is_some());
         }
     }

@@ -153,15 +153,29 @@ impl Recorded {
     }
 }
 
+/// The committed reference results folders (those under `results/reference/` holding a
+/// manifest: the others there are tables of scripts, such as the scale table); at least one.
+#[cfg(test)]
+pub(crate) fn reference_folders() -> Vec<std::path::PathBuf> {
+    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/reference");
+    let folders: Vec<_> = std::fs::read_dir(reference)
+        .unwrap()
+        .flatten()
+        .map(|d| d.path())
+        .filter(|p| p.join(manifest::MANIFEST).is_file())
+        .collect();
+    assert!(!folders.is_empty(), "no reference results folder");
+    folders
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn committed_reference_folders_load_typed() {
-        let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/reference");
-        for dir in std::fs::read_dir(reference).unwrap().flatten() {
-            let recorded = Recorded::load(&dir.path()).unwrap();
+        for dir in reference_folders() {
+            let recorded = Recorded::load(&dir).unwrap();
             assert!(!recorded.runs.is_empty());
             assert!(!recorded.stages.is_empty());
             assert!(recorded.runs.iter().any(|r| r.cache == CacheState::Warm));

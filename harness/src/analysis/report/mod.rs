@@ -550,18 +550,17 @@ mod tests {
     /// the code makes of its runs is stale, or the code changed its results.
     #[test]
     fn committed_references_report_as_committed() {
-        let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/reference");
-        for dir in std::fs::read_dir(reference).unwrap().flatten() {
+        for dir in crate::results::reference_folders() {
             let copy = tempfile::tempdir().unwrap();
-            copy_tree(&dir.path(), copy.path());
+            copy_tree(&dir, copy.path());
             write_report(copy.path()).unwrap();
             for file in ["report.md", "summary.csv", "report.json"] {
-                let committed = std::fs::read(dir.path().join(file)).unwrap();
+                let committed = std::fs::read(dir.join(file)).unwrap();
                 let written = std::fs::read(copy.path().join(file)).unwrap();
                 assert!(
                     committed == written,
                     "{}: {file} differs from what `prepbench report` writes",
-                    dir.path().display()
+                    dir.display()
                 );
             }
         }
