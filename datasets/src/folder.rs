@@ -43,7 +43,7 @@ fn natural_path_order(a: &str, b: &str) -> Ordering {
 }
 
 /// Every regular file below `dir` (`rel` is its path from the root), hidden entries left out.
-fn walk(
+pub(crate) fn walk(
     files: &dyn Files,
     root: &Path,
     rel: &str,

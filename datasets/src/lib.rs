@@ -393,23 +393,16 @@ const DECODE_MEGAPIXELS: f64 = 12.0;
 /// paths), stopping after 12 megapixels: `None` when there is none. A file that does not decode
 /// is an error naming it.
 pub fn measure_decode(root: &Path) -> Result<Option<DecodeCost>, DatasetError> {
-    let mut jpegs = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).map_err(io_err(&dir))? {
-            let entry = entry.map_err(io_err(&dir))?;
-            let path = entry.path();
-            if entry.file_type().map_err(io_err(&path))?.is_dir() {
-                dirs.push(path);
-            } else if path
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| e.eq_ignore_ascii_case("jpg") || e.eq_ignore_ascii_case("jpeg"))
-            {
-                jpegs.push(path);
-            }
-        }
-    }
+    let mut found = Vec::new();
+    folder::walk(&LocalFiles, root, "", 0, &mut found)?;
+    let mut jpegs: Vec<PathBuf> = found
+        .into_iter()
+        .filter(|(_, e)| {
+            let name = e.name.to_ascii_lowercase();
+            name.ends_with(".jpg") || name.ends_with(".jpeg")
+        })
+        .map(|(rel, _)| root.join(rel))
+        .collect();
     jpegs.sort();
     if jpegs.is_empty() {
         return Ok(None);

@@ -279,9 +279,9 @@ fn canvas(seed: u64, detail: f32) -> std::sync::Arc<Canvas> {
         let chroma =
             scope.spawn(|| periodic_noise(&mut chroma_rng, CANVAS, CANVAS_COARSEST, 0.5, 0.0));
         let luma = periodic_noise(&mut luma_rng, CANVAS, CANVAS_COARSEST, 0.62, detail);
-        let chroma = chroma.join().unwrap_or_else(|_| {
-            periodic_noise(&mut SeededRng::new(seed), CANVAS, CANVAS_COARSEST, 0.5, 0.0)
-        });
+        let chroma = chroma
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (luma, chroma)
     });
     let made = Arc::new(Canvas { luma, chroma });

@@ -320,6 +320,18 @@ pub fn numpy_venv() -> Result<&'static Path, String> {
         .map_err(Clone::clone)
 }
 
+/// The interpreter of [`numpy_venv`], or `None` after saying on stderr why the test skips.
+#[allow(dead_code)]
+pub fn numpy_python() -> Option<String> {
+    match numpy_venv() {
+        Ok(venv) => Some(venv.join("bin/python").display().to_string()),
+        Err(why) => {
+            eprintln!("skipped: no virtualenv with NumPy and Pillow ({why})");
+            None
+        }
+    }
+}
+
 /// Whether `python3` runs here; a test that needs it skips, saying why, when it does not.
 pub fn have_python3() -> bool {
     let ok = Command::new("python3")

@@ -16,8 +16,8 @@ pub use std::path::Path;
 pub use std::process::{Command, Output};
 
 pub use common::{
-    data_dir, fails_naming, find_files, numpy_venv, prepbench, prepbench_ok, run_json, stderr, Csv,
-    SAMPLES,
+    data_dir, fails_naming, find_files, numpy_python, prepbench, prepbench_ok, run_json, stderr,
+    Csv, SAMPLES,
 };
 
 /// `prepbench run cv` on the shared dataset with its store and results in `work`.

@@ -264,13 +264,11 @@ fn encoded_len(name: &str, field: Option<&Field>) -> usize {
 /// inheriting one by chance.
 fn layout_pad() -> String {
     use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    "x".repeat(16 * (hasher.finish() % 256) as usize)
+    // Every RandomState has keys of its own (random per thread, then incremented per state).
+    let draw = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    "x".repeat(16 * (draw % 256) as usize)
 }
 
 impl Worker {
