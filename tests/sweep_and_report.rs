@@ -209,11 +209,71 @@ fn a_sweep_killed_midway_resumes_to_the_same_rows_without_duplicates() {
     );
     let out = prepbench_ok(&["compare", &dir, &killed.display().to_string()]);
     let text = String::from_utf8_lossy(&out.stdout);
-    let every = text
-        .split("## Every common cell")
-        .nth(1)
-        .unwrap_or_default();
+    let every = text.split("## Every pair").nth(1).unwrap_or_default();
     assert_eq!(every.matches("| cv |").count(), 36, "{text}");
+    // Epochs of tens of milliseconds are shown, not judged.
+    assert!(
+        text.contains("epochs too short") && !text.contains("**faster**"),
+        "{text}"
+    );
+    // One sweep against itself across threads (2 against 1), as JSON and as CSV, with a plot.
+    let plot = full.join("threads-ratio.svg");
+    let out = prepbench_ok(&argv![
+        "compare",
+        &dir,
+        &dir,
+        "--across threads --values 1,2 --json --plot",
+        plot.to_str().unwrap()
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let changes = json["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 18, "one pair per setting but threads");
+    for c in changes {
+        assert_eq!(
+            (c["a_value"].as_str(), c["b_value"].as_str()),
+            (Some("1"), Some("2"))
+        );
+        assert!(c["ratio"].as_f64().unwrap() > 0.0);
+        if let Some(lo) = c["ci95_lo"].as_f64() {
+            assert!(lo > 0.0, "{c}");
+        }
+    }
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.contains("across threads (1 → 2)") && svg.matches("<circle").count() >= 18);
+    let out = prepbench_ok(&argv![
+        "compare",
+        &dir,
+        &dir,
+        "--across codec --values none,gzip --csv"
+    ]);
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        csv.starts_with("workload,storage,consumer,strategy,codec,"),
+        "{csv}"
+    );
+    assert_eq!(
+        csv.lines().count(),
+        1 + 16,
+        "4 stored strategies x 2 threads x 2 epochs"
+    );
+    // What cannot pair says why, and how to pair it.
+    let out = prepbench(&["compare", &dir, &dir, "--across", "threads"]);
+    assert!(
+        !out.status.success() && stderr(&out).contains("--values A_VALUE,B_VALUE"),
+        "{}",
+        stderr(&out)
+    );
+    let out = prepbench(&argv![
+        "compare",
+        &dir,
+        &dir,
+        "--across codec --values none,zstd"
+    ]);
+    assert!(
+        stderr(&out).contains("has no cells with codec zstd:3; it has gzip:6, none"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// The folders (and leaf files) from the bottom up: each may use only those before it.
 const LAYERS: &[&[&str]] = &[
-    &["markdown", "progress", "scratch"],
+    &["markdown", "progress", "scratch", "units"],
     &["results"],
     &["store"],
     &["analysis"],

@@ -15,7 +15,7 @@
 //!   merge, `--ranks`, `reproduce`;
 //! - [`cli`]: the command line: arguments, the small commands, terminal output.
 //!
-//! [`markdown`], [`progress`] and [`scratch`] are leaves any layer may use.
+//! [`markdown`], [`progress`], [`scratch`] and [`units`] are leaves any layer may use.
 
 pub mod analysis;
 pub mod cli;
@@ -26,6 +26,7 @@ pub mod progress;
 pub mod results;
 pub mod scratch;
 pub mod store;
+pub mod units;
 
 #[cfg(test)]
 mod layers;

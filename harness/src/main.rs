@@ -132,7 +132,17 @@ fn whatif_command(args: WhatifArgs) -> anyhow::Result<ExitCode> {
     };
     print!(
         "{}",
-        harness::analysis::model::whatif_in(&args.dir, &request)?
+        harness::analysis::model::whatif_in(
+            &args.dir,
+            &request,
+            if args.json {
+                harness::markdown::Format::Json
+            } else if args.csv {
+                harness::markdown::Format::Csv
+            } else {
+                harness::markdown::Format::Markdown
+            }
+        )?
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -219,6 +229,7 @@ fn main() -> ExitCode {
             memory_bytes,
             dataset_samples,
             csv,
+            json,
         } => {
             let opts = RecommendOptions {
                 weights,
@@ -228,6 +239,8 @@ fn main() -> ExitCode {
             };
             let text = if csv {
                 harness::analysis::recommend::recommend_csv(&dir, &opts)
+            } else if json {
+                harness::analysis::recommend::recommend_json(&dir, &opts)
             } else {
                 harness::analysis::recommend::recommend(&dir, &opts)
             };
@@ -236,7 +249,7 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             })
         }
-        Command::Compare { a, b } => harness::analysis::compare::compare(&a, &b).map(|text| {
+        Command::Compare(args) => commands::compare(&args).map(|text| {
             print!("{text}");
             ExitCode::SUCCESS
         }),

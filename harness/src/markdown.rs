@@ -14,3 +14,50 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     }
     out
 }
+
+/// What a command that prints a table prints: Markdown for people, or every row as CSV or
+/// JSON for programs (plain seconds and bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    #[default]
+    Markdown,
+    Csv,
+    Json,
+}
+
+/// Rows of named fields as CSV (a header from the first row's names; absent values empty) or
+/// as a JSON array of objects.
+pub fn rows_as(
+    format: Format,
+    rows: &[Vec<(&'static str, serde_json::Value)>],
+) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+    match format {
+        Format::Json => {
+            let values: Vec<serde_json::Value> = rows
+                .iter()
+                .map(|row| {
+                    serde_json::Value::Object(
+                        row.iter()
+                            .map(|(k, v)| (k.to_string(), v.clone()))
+                            .collect(),
+                    )
+                })
+                .collect();
+            Ok(serde_json::to_string_pretty(&values)? + "\n")
+        }
+        Format::Csv | Format::Markdown => {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            if let Some(first) = rows.first() {
+                w.write_record(first.iter().map(|(name, _)| *name))?;
+            }
+            for row in rows {
+                w.write_record(row.iter().map(|(_, v)| match v {
+                    serde_json::Value::Null => String::new(),
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                }))?;
+            }
+            Ok(String::from_utf8(w.into_inner()?)?)
+        }
+    }
+}

@@ -52,6 +52,11 @@ pub struct Candidate {
     pub cold_ci95: Option<(f64, f64)>,
     /// Whether its cold epochs lasted long enough to judge by.
     pub long_enough: bool,
+    /// The evidence behind `cold_sps`: trials, the median cold epoch in seconds, and the
+    /// samples one epoch read.
+    pub trials: usize,
+    pub epoch_s: f64,
+    pub measured_samples: u64,
     pub warm_sps: Option<f64>,
     pub score_cold: f64,
     pub score_warm: Option<f64>,
@@ -146,6 +151,9 @@ pub fn candidates(
                 cold_sps: cold.throughput.mean,
                 cold_ci95: cold.throughput.ci95,
                 long_enough: cold.long_enough(),
+                trials: cold.throughput.n,
+                epoch_s: cold.online.median,
+                measured_samples: cold.samples,
                 warm_sps,
                 score_cold: 0.0,
                 score_warm: None,
@@ -187,9 +195,10 @@ pub fn candidates(
     out
 }
 
-fn gb(bytes: f64) -> String {
-    format!("{:.2} GB", bytes / 1e9)
-}
+use crate::units::{bytes as size, duration};
+
+/// Extrapolating the measured samples more than this many times over gets a caution.
+pub const EXTRAPOLATION_WARNING: f64 = 10.0;
 
 /// The weights and epochs the report recommends under when none are given: throughput alone
 /// (PRESTO's default) over 10 epochs.
@@ -200,12 +209,33 @@ pub const DEFAULT_PLAN: RecommendOptions = RecommendOptions {
     dataset_samples: None,
 };
 
+/// A rate with the digits it needs: `1074`, `96.3`, `4.21`.
+fn rate(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
 /// The cold throughput of `c` with its 95 % interval, as the report writes it.
 fn with_interval(c: &Candidate) -> String {
     match c.cold_ci95 {
-        Some((lo, hi)) => format!("{:.0} [{lo:.0}, {hi:.0}]", c.cold_sps),
-        None => format!("{:.0} (one trial: no interval)", c.cold_sps),
+        Some((lo, hi)) => format!("{} [{}, {}]", rate(c.cold_sps), rate(lo), rate(hi)),
+        None => format!("{} (one trial: no interval)", rate(c.cold_sps)),
     }
+}
+
+/// What stands behind a candidate's throughput: `3 trials × 1.4 s epochs of 400 samples`.
+fn evidence(c: &Candidate) -> String {
+    format!(
+        "{} × {} epochs of {} samples",
+        crate::units::count(c.trials as u64, "trial", "trials"),
+        duration(c.epoch_s),
+        c.measured_samples
+    )
 }
 
 /// Whether the 95 % intervals of two candidates' cold throughput overlap (or either has none):
@@ -226,33 +256,32 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, memory: u64) -> Opt
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Weights offline {wp}, storage {ws}, throughput {wt}; {} threads; {} epochs of {:.0} samples (offline time, storage and total time scaled to that size); memory {}.\n",
-        view.max_threads(),
-        opts.epochs,
+        "Weights offline {wp}, storage {ws}, throughput {wt}; {}; {} of {:.0} samples (offline time, storage and total time scaled to that size); memory {}.\n",
+        crate::units::count(view.max_threads() as u64, "thread", "threads"),
+        crate::units::count(opts.epochs, "epoch", "epochs"),
         best.samples,
-        gb(memory as f64)
+        size(memory as f64)
     );
-    let _ = writeln!(out, "| rank | strategy | codec | offline s | storage | cold samples/s [95 % CI] | warm samples/s | score cold | score warm | Pareto | total s for {} epochs |", opts.epochs);
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "| rank | strategy | codec | offline time | storage | cold samples/s [95 % CI] | measured on | warm samples/s | score cold | score warm | Pareto | total time for {} |", crate::units::count(opts.epochs, "epoch", "epochs"));
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (rank, c) in list.iter().enumerate() {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.1} | {} | {} | {} | {:.3} | {} | {} | {:.1} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {} | {} | {} |",
             rank + 1,
             c.strategy,
             c.codec,
-            c.offline_s,
-            gb(c.storage_bytes),
+            duration(c.offline_s),
+            size(c.storage_bytes),
             with_interval(c),
-            c.warm_sps
-                .map(|w| format!("{w:.0}"))
-                .unwrap_or_else(|| "-".into()),
+            evidence(c),
+            c.warm_sps.map(rate).unwrap_or_else(|| "-".into()),
             c.score_cold,
             c.score_warm
                 .map(|w| format!("{w:.3}"))
                 .unwrap_or_else(|| "-".into()),
             if c.pareto { "yes" } else { "" },
-            c.total_s
+            duration(c.total_s)
         );
     }
     let fastest_total = list
@@ -272,13 +301,14 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, memory: u64) -> Opt
     let total_note = if fastest_total.strategy == best.strategy && fastest_total.codec == best.codec
     {
         format!(
-            "It is also the quickest way through {} epochs ({:.1} s including materialization).",
-            opts.epochs, best.total_s
+            "It is also the quickest way through {} epochs ({} including materialization).",
+            opts.epochs,
+            duration(best.total_s)
         )
     } else {
         format!(
-            "Counting materialization once and {} epochs, `{}` ({}) finishes sooner: {:.1} s against {:.1} s; prefer it when the whole training run is short.",
-            opts.epochs, fastest_total.strategy, fastest_total.codec, fastest_total.total_s, best.total_s
+            "Counting materialization once and {} epochs, `{}` ({}) finishes sooner: {} against {}; prefer it when the whole training run is short.",
+            opts.epochs, fastest_total.strategy, fastest_total.codec, duration(fastest_total.total_s), duration(best.total_s)
         )
     };
     // Ranked on throughput, a runner-up inside the best's interval is not a measured loss.
@@ -297,7 +327,7 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, memory: u64) -> Opt
     };
     // Epochs too short to judge by make the ranking a hint, and it says so.
     let short = list.iter().filter(|c| !c.long_enough).count();
-    let short_note = if short > 0 {
+    let mut short_note = if short > 0 {
         format!(
             " **Caution:** {short} of these {} candidates were measured on epochs under {} s, too short to judge by: sweep more samples (or `--min-epoch-s`) before acting on this.",
             list.len(),
@@ -306,10 +336,26 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, memory: u64) -> Opt
     } else {
         String::new()
     };
+    let single = list.iter().filter(|c| c.trials < 2).count();
+    if single > 0 {
+        let _ = write!(
+            short_note,
+            " **Caution:** {single} of these {} candidates rest on one trial each, which has no interval: sweep with `--trials 3` or more before acting on this.",
+            list.len()
+        );
+    }
+    let fold = best.samples / best.measured_samples.max(1) as f64;
+    if fold > EXTRAPOLATION_WARNING {
+        let _ = write!(
+            short_note,
+            " **Caution:** the times and storage are extrapolated {fold:.0}-fold from {} samples measured, assuming every sample costs what the measured ones did: effects that appear only at full size (the data outgrowing the page cache, file-system metadata, a different mix of samples) are not in these figures.",
+            best.measured_samples
+        );
+    }
     let _ = writeln!(
         out,
-        "\n**Recommendation: `{}` ({})**. With these weights it scores highest ({:.3}) on cold throughput, reading {} samples/s from {} of stored data after {:.1} s of offline preprocessing; its data {memory_note}. {total_note}{tie_note} Pareto-optimal in (offline time, storage, throughput): {}.{short_note}\n",
-        best.strategy, best.codec, best.score_cold, with_interval(best), gb(best.storage_bytes), best.offline_s, pareto.join(", ")
+        "\n**Recommendation: `{}` ({})**. With these weights it scores highest ({:.3}) on cold throughput, reading {} samples/s ({}) from {} of stored data after {} of offline preprocessing; its data {memory_note}. {total_note}{tie_note} Pareto-optimal in (offline time, storage, throughput): {}.{short_note}\n",
+        best.strategy, best.codec, best.score_cold, with_interval(best), evidence(best), size(best.storage_bytes), duration(best.offline_s), pareto.join(", ")
     );
     Some(out)
 }
@@ -342,64 +388,69 @@ fn for_each_view(
     Ok(())
 }
 
-/// The candidates of every workload in `dir` as CSV, ranked (rank 1 is the recommendation):
-/// rows that load into pandas as they are.
-pub fn recommend_csv(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<String> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
-        "workload",
-        "condition",
-        "rank",
-        "strategy",
-        "codec",
-        "planned_samples",
-        "offline_s",
-        "storage_bytes",
-        "cold_sps",
-        "cold_ci95_low",
-        "cold_ci95_high",
-        "long_enough",
-        "warm_sps",
-        "score_cold",
-        "score_warm",
-        "pareto",
-        "total_s",
-        "epochs",
-        "fits_in_memory",
-    ])?;
-    let mut rows = 0;
+/// One ranked candidate as named fields: the columns of `--csv` and the keys of `--json`.
+fn fields(
+    view: &WorkloadView,
+    rank: usize,
+    c: &Candidate,
+    opts: &RecommendOptions,
+) -> Vec<(&'static str, serde_json::Value)> {
+    use serde_json::json;
+    vec![
+        ("workload", json!(view.name)),
+        ("condition", json!(view.condition.to_string())),
+        ("rank", json!(rank)),
+        ("strategy", json!(c.strategy)),
+        ("codec", json!(c.codec.to_string())),
+        ("planned_samples", json!(c.samples)),
+        ("offline_s", json!(c.offline_s)),
+        ("storage_bytes", json!(c.storage_bytes)),
+        ("cold_sps", json!(c.cold_sps)),
+        ("cold_ci95_low", json!(c.cold_ci95.map(|i| i.0))),
+        ("cold_ci95_high", json!(c.cold_ci95.map(|i| i.1))),
+        ("long_enough", json!(c.long_enough)),
+        ("trials", json!(c.trials)),
+        ("epoch_s", json!(c.epoch_s)),
+        ("measured_samples", json!(c.measured_samples)),
+        ("warm_sps", json!(c.warm_sps)),
+        ("score_cold", json!(c.score_cold)),
+        ("score_warm", json!(c.score_warm)),
+        ("pareto", json!(c.pareto)),
+        ("total_s", json!(c.total_s)),
+        ("epochs", json!(opts.epochs)),
+        ("fits_in_memory", json!(c.fits_in_memory)),
+    ]
+}
+
+/// Every workload's ranked candidates as named fields (rank 1 is the recommendation).
+fn ranked(
+    dir: &Path,
+    opts: &RecommendOptions,
+) -> anyhow::Result<Vec<Vec<(&'static str, serde_json::Value)>>> {
+    let mut rows = Vec::new();
     for_each_view(dir, opts, |view, memory| {
         for (rank, c) in candidates(view, opts, memory).iter().enumerate() {
-            let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
-            w.write_record([
-                view.name.clone(),
-                view.condition.to_string(),
-                (rank + 1).to_string(),
-                c.strategy.clone(),
-                c.codec.to_string(),
-                c.samples.to_string(),
-                c.offline_s.to_string(),
-                c.storage_bytes.to_string(),
-                c.cold_sps.to_string(),
-                opt(c.cold_ci95.map(|i| i.0)),
-                opt(c.cold_ci95.map(|i| i.1)),
-                c.long_enough.to_string(),
-                opt(c.warm_sps),
-                c.score_cold.to_string(),
-                opt(c.score_warm),
-                c.pareto.to_string(),
-                c.total_s.to_string(),
-                opts.epochs.to_string(),
-                c.fits_in_memory.to_string(),
-            ])?;
-            rows += 1;
+            rows.push(fields(view, rank + 1, c, opts));
         }
         Ok(())
     })?;
-    if rows == 0 {
+    if rows.is_empty() {
         anyhow::bail!("{}: no runs to recommend from", dir.display());
     }
-    Ok(String::from_utf8(w.into_inner()?)?)
+    Ok(rows)
+}
+
+/// The candidates of every workload in `dir` as CSV, ranked (rank 1 is the recommendation):
+/// rows that load into pandas as they are (seconds and bytes as plain numbers).
+pub fn recommend_csv(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<String> {
+    crate::markdown::rows_as(crate::markdown::Format::Csv, &ranked(dir, opts)?)
+        .map_err(|e| anyhow::anyhow!(e))
+}
+
+/// The same rows as [`recommend_csv`], as a JSON array of objects.
+pub fn recommend_json(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<String> {
+    crate::markdown::rows_as(crate::markdown::Format::Json, &ranked(dir, opts)?)
+        .map_err(|e| anyhow::anyhow!(e))
 }
 
 /// The recommendation for every workload in `dir`, as Markdown.

@@ -330,3 +330,30 @@ fn upload_generated(
     bar.finish_and_clear();
     Ok(files)
 }
+
+/// `prepbench compare`: the comparison in the format asked for; the plot, when asked for, is
+/// written to its file.
+pub fn compare(args: &crate::cli::CompareArgs) -> anyhow::Result<String> {
+    use crate::analysis::compare::{comparison, CompareOptions};
+    let result = comparison(
+        &args.a,
+        &args.b,
+        &CompareOptions {
+            across: args.across,
+            values: args.values.clone(),
+            noise: args.noise,
+            correction: args.correction,
+        },
+    )?;
+    if let Some(path) = &args.plot {
+        std::fs::write(path, result.plot())
+            .with_context(|| format!("cannot write the plot to {}", path.display()))?;
+    }
+    if args.json {
+        result.json()
+    } else if args.csv {
+        result.csv()
+    } else {
+        result.markdown()
+    }
+}

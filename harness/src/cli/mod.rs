@@ -56,6 +56,10 @@ pub enum Command {
         epochs: u64,
     },
     /// Rank strategies: PRESTO's weighted score (fixed), the Pareto set, total time over E epochs.
+    #[command(after_help = "Examples:\n  \
+        prepbench recommend results/cv-sweep                         throughput first, 10 epochs\n  \
+        prepbench recommend R --weights 1,1,1 --epochs 90 --memory 64GB\n  \
+        prepbench recommend R --dataset-samples 1281167 --csv > ranked.csv")]
     Recommend {
         /// A results folder.
         dir: PathBuf,
@@ -65,22 +69,36 @@ pub enum Command {
         /// Training epochs to plan for.
         #[arg(long, default_value_t = 10)]
         epochs: u64,
-        /// Memory for the page cache in bytes (default: the measured machine's memory).
-        #[arg(long)]
+        /// Memory for the page cache: `16GB`, `64GiB`, or bytes (default: the measured
+        /// machine's memory).
+        #[arg(long, alias = "memory", value_parser = crate::units::parse_bytes, value_name = "SIZE")]
         memory_bytes: Option<u64>,
-        /// Dataset size to plan for; times and storage scale linearly (default: the runs').
-        #[arg(long)]
+        /// Dataset size to plan for, in samples; times and storage scale linearly (default:
+        /// the runs'). Planning far beyond the samples measured gets a caution.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         dataset_samples: Option<u64>,
         /// Print every candidate as CSV (rank 1 is the recommendation) instead of Markdown.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "json")]
         csv: bool,
+        /// Print every candidate as JSON (rank 1 is the recommendation) instead of Markdown.
+        #[arg(long)]
+        json: bool,
     },
-    /// Compare two results folders cell by cell (ratio B/A, 95 % CI, Welch's t-test).
-    Compare { a: PathBuf, b: PathBuf },
+    /// Compare two results folders cell by cell: throughput ratio B/A with a 95 % CI,
+    /// corrected for the number of cells, faster / slower / no change beyond a noise threshold.
+    #[command(after_help = "Examples:\n  \
+        prepbench compare results/laptop results/server            two machines, every setting equal\n  \
+        prepbench compare OLD NEW --json > changes.json            two versions, as JSON\n  \
+        prepbench compare R R --across threads --values 1,2        one sweep: 2 threads vs 1\n  \
+        prepbench compare R R --across storage --values local,paper-ceph-hdd --plot storage.svg")]
+    Compare(CompareArgs),
     /// Generate the datasets, sweep every reference workload at a scale, write the report.
     Reproduce {
+        /// How much to run: `quick` (about 15 minutes on 2 cores, epochs of a second or more)
+        /// or larger scales with more samples, trials and threads.
         #[arg(long, value_enum, default_value = "quick")]
         scale: crate::plan::reproduce::ScaleName,
+        /// Seed of the generated datasets, of random online steps and of the sweeps' run order.
         #[arg(long, default_value_t = 0)]
         seed: u64,
         #[command(flatten)]
@@ -124,6 +142,65 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The results folder compared against (the denominator of B/A).
+    pub a: PathBuf,
+    /// The results folder compared (the numerator of B/A); may be A itself with --across.
+    pub b: PathBuf,
+    /// The setting the two folders differ in: cells pair when every other setting is equal.
+    /// `machine` (the default) pairs cells with every setting equal.
+    #[arg(long, value_enum, default_value = "machine")]
+    pub across: crate::analysis::compare::Across,
+    /// With --across: the value to take from A and the one from B, as A_VALUE,B_VALUE
+    /// (`1,4` threads; `local,paper-ceph-hdd`; `none,zstd`). Needed when a folder holds several.
+    #[arg(long, value_parser = value_pair)]
+    pub values: Option<(String, String)>,
+    /// Changes smaller than this are noise, as a fraction or a percentage (`0.02`, `2%`).
+    #[arg(long, default_value = "2%", value_parser = fraction)]
+    pub noise: f64,
+    /// How the p-values are corrected for the number of cells compared: holm (family-wise
+    /// error) or bh (Benjamini-Hochberg, false discovery rate).
+    #[arg(long, value_enum, default_value = "holm")]
+    pub correction: crate::analysis::compare::Correction,
+    /// Print every pair as JSON instead of Markdown.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print every pair as CSV instead of Markdown.
+    #[arg(long)]
+    pub csv: bool,
+    /// Also write a plot of the ratios with their CIs (SVG) to this file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+/// `A,B`: two values.
+fn value_pair(text: &str) -> Result<(String, String), String> {
+    match text.split_once(',') {
+        Some((a, b)) if !a.trim().is_empty() && !b.trim().is_empty() && !b.contains(',') => {
+            Ok((a.trim().to_string(), b.trim().to_string()))
+        }
+        _ => Err(format!(
+            "`{text}` is not two values as A_VALUE,B_VALUE (such as `1,4`)"
+        )),
+    }
+}
+
+/// A fraction in [0, 1): `0.02` or `2%`.
+fn fraction(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let value = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("`{text}` is not a fraction (`0.02`) or a percentage (`2%`)"))?;
+    if (0.0..1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("`{text}` is not between 0 and 100 %"))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -195,6 +272,13 @@ pub struct WhatifArgs {
     /// `zstd:3`).
     #[arg(long, default_value = "none")]
     pub codec: workloads::Codec,
+    /// Print every strategy's prediction as CSV (rank 1 is the recommendation) instead of
+    /// Markdown.
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
+    /// Print every strategy's prediction as JSON instead of Markdown.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -224,9 +308,10 @@ pub struct ShowArgs {
     /// Print the sample's fields, dtypes, shapes and bytes after every step instead.
     #[arg(long)]
     pub list: bool,
-    /// Seed and epoch of random steps.
+    /// Seed of random steps (a random crop's draw depends on seed, epoch and sample).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Epoch of random steps: the same sample draws a different crop in another epoch.
     #[arg(long, default_value_t = 0)]
     pub epoch: u64,
     /// Where datasets live: a folder (datasets generated there when missing), or with
@@ -567,12 +652,14 @@ impl SweepArgs {
 pub struct GenerateArgs {
     /// Dataset kind (see `prepbench list datasets`).
     pub kind: String,
+    /// How many samples (images, recordings, documents) to generate.
     #[arg(long, value_parser = count_in::<1, 100_000_000>)]
     pub samples: usize,
     /// The dataset's folder; with `--features s3`, an `s3://bucket/prefix` to upload it to
     /// (generated in a local staging folder first).
     #[arg(long)]
     pub out: PathBuf,
+    /// Seed of the content: the same seed and sample count give the same files.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Generator threads (default: available cores).
@@ -593,4 +680,31 @@ pub fn default_threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    fn undescribed(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+        if !path.is_empty() && cmd.get_about().is_none() {
+            missing.push(path.to_string());
+        }
+        for arg in cmd.get_arguments() {
+            let id = arg.get_id().as_str();
+            if id != "help" && id != "version" && arg.get_help().is_none() {
+                missing.push(format!("{path} {id}"));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            undescribed(sub, &format!("{path} {}", sub.get_name()), missing);
+        }
+    }
+
+    #[test]
+    fn every_command_and_argument_is_described_in_help() {
+        let mut missing = Vec::new();
+        undescribed(&super::Cli::command(), "", &mut missing);
+        assert!(missing.is_empty(), "no help text: {missing:?}");
+    }
 }

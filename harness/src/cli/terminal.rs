@@ -9,10 +9,10 @@ pub fn table(rows: &[RunRow], bounds: &[Option<Bound>]) -> String {
     if let Some(first) = rows.first() {
         let stored = rows.iter().find(|r| r.split > 0).unwrap_or(first);
         out.push_str(&format!(
-            "{}: {} samples, {} threads, codec {}, {} shards, storage {}{}\n",
+            "{}: {} samples, {}, codec {}, {} shards, storage {}{}\n",
             first.workload,
             first.samples,
-            first.threads,
+            crate::units::count(first.threads as u64, "thread", "threads"),
             stored.codec,
             stored.shards,
             first.storage,

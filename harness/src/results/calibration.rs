@@ -11,7 +11,7 @@ use workloads::Codec;
 pub const SMALL_FILE_BYTES: usize = 16 * 1024;
 
 /// The machine's figures the model uses.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct MachineCalibration {
     pub hostname: String,
     pub cores: usize,

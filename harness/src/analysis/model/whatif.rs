@@ -73,7 +73,11 @@ impl WhatifRequest {
 
 /// `prepbench whatif DIR`: [`whatif`] from the calibration recorded in `dir`'s manifest; for
 /// the paper's hardware, with the paper's ranking of each workload's recorded pipeline.
-pub fn whatif_in(dir: &std::path::Path, request: &WhatifRequest) -> anyhow::Result<String> {
+pub fn whatif_in(
+    dir: &std::path::Path,
+    request: &WhatifRequest,
+    format: crate::markdown::Format,
+) -> anyhow::Result<String> {
     use anyhow::Context;
     // A profile file named on the command line is checked first, whatever the folder holds.
     if let Some(file) = request.profile.as_deref().filter(|p| *p != "paper") {
@@ -109,6 +113,10 @@ pub fn whatif_in(dir: &std::path::Path, request: &WhatifRequest) -> anyhow::Resu
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+    }
+    if format != crate::markdown::Format::Markdown {
+        return crate::markdown::rows_as(format, &whatif_rows(calibration, &hw, request.codec))
+            .map_err(|e| anyhow::anyhow!(e));
     }
     let paper_name = |workload: &str| crate::analysis::report::paper_name_in(&manifest, workload);
     let paper = request.profile.as_deref() == Some("paper");
@@ -146,8 +154,11 @@ pub fn whatif(
     };
     let _ = writeln!(
         out,
-        "# What if: {} ({} cores, CPU speed {}x this machine's, storage {storage})\n\nCold reads, codec {codec}, {} threads; predicted samples/s from this machine's calibration.\n",
-        hw.name, hw.cores, hw.cpu_speed, hw.cores
+        "# What if: {} ({}, CPU speed {}x this machine's, storage {storage})\n\nCold reads, codec {codec}, {}; predicted samples/s from this machine's calibration (each strategy measured for one warm epoch with one worker thread, on the samples given).\n",
+        hw.name,
+        crate::units::count(hw.cores as u64, "core", "cores"),
+        hw.cpu_speed,
+        crate::units::count(hw.cores as u64, "thread", "threads")
     );
     for workload in cal.workloads() {
         let ranked = ranking(cal, workload, codec, hw);
@@ -160,10 +171,12 @@ pub fn whatif(
                 vec![
                     s.strategy.clone(),
                     format!("{:.4}", s.bytes_per_sample / 1e6),
+                    file_size(s),
                     sps(p.storage_bound),
                     sps(p.cpu_bound),
                     sps(p.predicted),
                     p.binds.to_string(),
+                    s.samples.to_string(),
                 ]
             })
             .collect();
@@ -174,16 +187,21 @@ pub fn whatif(
                 &[
                     "strategy",
                     "MB/sample",
+                    "file read",
                     "storage bound",
                     "CPU bound",
                     "predicted",
-                    "binds"
+                    "binds",
+                    "calibrated on (samples)"
                 ],
                 &rows
             ),
             ranked[0].0.strategy,
             sps(ranked[0].1.predicted)
         );
+        if let Some(note) = file_size_note(&ranked, hw) {
+            let _ = writeln!(out, "{note}\n");
+        }
         let _ = writeln!(out, "{}", sensitivity(cal, workload, codec, hw));
         if let Some(paper_name) = paper_name {
             let _ = writeln!(
@@ -194,6 +212,114 @@ pub fn whatif(
         }
     }
     out
+}
+
+/// Every workload's strategies ranked on `hw` as named fields (rank 1 is the recommendation):
+/// the rows of `whatif --csv` and `--json`.
+pub fn whatif_rows(
+    cal: &Calibration,
+    hw: &Hardware,
+    codec: Codec,
+) -> Vec<Vec<(&'static str, serde_json::Value)>> {
+    use serde_json::json;
+    let mut rows = Vec::new();
+    for workload in cal.workloads() {
+        for (rank, (s, p)) in ranking(cal, workload, codec, hw).iter().enumerate() {
+            rows.push(vec![
+                ("hardware", json!(hw.name)),
+                ("cores", json!(hw.cores)),
+                ("cpu_speed", json!(hw.cpu_speed)),
+                ("workload", json!(workload)),
+                ("rank", json!(rank + 1)),
+                ("strategy", json!(s.strategy)),
+                ("codec", json!(codec.to_string())),
+                ("bytes_per_sample", json!(s.bytes_per_sample)),
+                (
+                    "file_bytes",
+                    json!(s.bytes_per_sample / s.files_per_sample.max(1e-12)),
+                ),
+                ("storage_bound_sps", json!(p.storage_bound)),
+                ("cpu_bound_sps", json!(p.cpu_bound)),
+                ("predicted_sps", json!(p.predicted)),
+                ("binds", json!(p.binds)),
+                ("calibrated_samples", json!(s.samples)),
+            ]);
+        }
+    }
+    rows
+}
+
+/// The size of each file a strategy reads: its shard, or the raw file.
+fn file_size(s: &StrategyCalibration) -> String {
+    crate::units::bytes(s.bytes_per_sample / s.files_per_sample.max(1e-12))
+}
+
+/// Under a storage profile, files smaller than its small-file cutoff are read as random
+/// requests, larger ones streamed, so a stored strategy's shard size (samples / shards) can
+/// decide its rank. When a stored strategy's calibrated shards fall under the cutoff, the
+/// strategies are ranked again as if every stored strategy's shards were at least the cutoff:
+/// a note names the strategies affected, and warns when the recommendation changes with them.
+fn file_size_note(ranked: &[(&StrategyCalibration, Prediction)], hw: &Hardware) -> Option<String> {
+    let Storage::Profile(profile) = &hw.storage else {
+        return None;
+    };
+    let cutoff = profile.small_file_kb * 1024.0;
+    let file = |s: &StrategyCalibration| s.bytes_per_sample / s.files_per_sample.max(1e-12);
+    let small: Vec<&StrategyCalibration> = ranked
+        .iter()
+        .map(|(s, _)| *s)
+        .filter(|s| s.split > 0 && file(s) < cutoff)
+        .collect();
+    if small.is_empty() {
+        return None;
+    }
+    let setting = Setting {
+        samples: None,
+        threads: hw.cores,
+        reading: Reading::Cold,
+        consumer: None,
+    };
+    let mut regrouped: Vec<(String, f64)> = ranked
+        .iter()
+        .map(|(s, p)| {
+            if s.split > 0 && file(s) < cutoff {
+                let mut larger = (*s).clone();
+                larger.files_per_sample = s.bytes_per_sample / cutoff;
+                (s.strategy.clone(), predict(&larger, hw, &setting).predicted)
+            } else {
+                (s.strategy.clone(), p.predicted)
+            }
+        })
+        .collect();
+    regrouped.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let names: Vec<String> = small
+        .iter()
+        .map(|s| format!("`{}` ({})", s.strategy, crate::units::bytes(file(s))))
+        .collect();
+    let mut note = format!(
+        "**Shard size matters here:** the calibrated shards of {} are under `{}`'s small-file cutoff of {}, so they are read as {} KiB random requests, not streamed; their shard size comes from the calibration's samples and shards, not from the dataset you will store.",
+        names.join(", "),
+        profile.name,
+        crate::units::bytes(cutoff),
+        profile.request_kb
+    );
+    let best = &ranked[0].0.strategy;
+    if regrouped[0].0 != *best {
+        let _ = write!(
+            note,
+            " With shards of {} or more (fewer shards: `--shards`, or more samples per shard), the recommendation would be **{}** ({} samples/s) instead of {best}: calibrate with the shard size you will use before acting on this.",
+            crate::units::bytes(cutoff),
+            regrouped[0].0,
+            sps(regrouped[0].1)
+        );
+    } else {
+        let _ = write!(
+            note,
+            " With shards of {} or more the recommendation stays {best}.",
+            crate::units::bytes(cutoff)
+        );
+    }
+    Some(note)
 }
 
 /// The recommended strategy over a grid of read bandwidths (x1/8 .. x8 of `hw`'s) and cores.
@@ -239,4 +365,81 @@ fn sensitivity(cal: &Calibration, workload: &str, codec: Codec, hw: &Hardware) -
         "Recommended strategy as bandwidth (IOPS with it) and cores vary:\n\n{}",
         crate::markdown::table(&header, &rows)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(strategy: &str, bytes: f64, files: f64, worker: f64) -> StrategyCalibration {
+        StrategyCalibration {
+            workload: "w".into(),
+            strategy: strategy.into(),
+            split: 1,
+            codec: Codec::None,
+            samples: 48,
+            bytes_per_sample: bytes,
+            files_per_sample: files,
+            output_bytes_per_sample: bytes,
+            read_s: 0.0,
+            decompress_s: 0.0,
+            deserialize_s: 0.0,
+            steps: vec![("step".into(), worker)],
+            consumer_s: 1e-6,
+            epoch_s: 0.0,
+        }
+    }
+
+    fn paper_like() -> Hardware {
+        Hardware {
+            name: "h".into(),
+            cores: 8,
+            cpu_speed: 1.0,
+            storage: Storage::Profile(StorageProfile {
+                name: "slow".into(),
+                stream_mb_s: Some(100.0),
+                aggregate_mb_s: Some(400.0),
+                latency_ms: 10.0,
+                request_kb: 4.0,
+                small_file_kb: 1024.0,
+                iops: Some(1000.0),
+                ..StorageProfile::local()
+            }),
+        }
+    }
+
+    #[test]
+    fn shards_under_the_small_file_cutoff_that_decide_the_answer_are_warned_about() {
+        // 48 samples in 16 shards: 3 samples per shard. `small` stores 0.25 MB per sample
+        // (0.75 MB shards, under 1 MiB: 4 KiB requests at 10 ms); `big` 1 MB per sample (3 MB
+        // shards, streamed) and more CPU.
+        let small = stored("small", 0.25e6, 16.0 / 48.0, 0.002);
+        let big = stored("big", 1e6, 16.0 / 48.0, 0.004);
+        let hw = paper_like();
+        let setting = Setting {
+            samples: None,
+            threads: 8,
+            reading: Reading::Cold,
+            consumer: None,
+        };
+        let mut ranked = vec![
+            (&small, predict(&small, &hw, &setting)),
+            (&big, predict(&big, &hw, &setting)),
+        ];
+        ranked.sort_by(|a, b| b.1.predicted.total_cmp(&a.1.predicted));
+        assert_eq!(ranked[0].0.strategy, "big", "small shards pay per request");
+        let note = file_size_note(&ranked, &hw).expect("a note");
+        assert!(note.contains("`small` (750.0 kB)"), "{note}");
+        assert!(note.contains("would be **small**"), "{note}");
+        // Shards above the cutoff: nothing to say.
+        let small = stored("small", 0.25e6, 1.0 / 48.0, 0.002);
+        let ranked = vec![(&small, predict(&small, &hw, &setting))];
+        assert!(file_size_note(&ranked, &hw).is_none());
+        // The local disk has no cutoff to cross.
+        let local = Hardware {
+            storage: Storage::Local(Default::default()),
+            ..hw
+        };
+        assert!(file_size_note(&ranked, &local).is_none());
+    }
 }

@@ -470,6 +470,27 @@ pub fn write_report_with(
         }
         let _ = writeln!(md, "{}\n", plot_links.join("\n"));
     }
+    // A workload read under several storage profiles (one consumer): the profiles side by side.
+    let mut by_storage: Vec<(&str, Option<String>, Vec<&WorkloadView>)> = Vec::new();
+    for view in views.iter().filter(|v| v.variant().1.is_none()) {
+        let consumer = view.condition.consumer.map(|c| c.to_string());
+        match by_storage
+            .iter_mut()
+            .find(|(n, c, _)| *n == view.name && *c == consumer)
+        {
+            Some((_, _, group)) => group.push(view),
+            None => by_storage.push((&view.name, consumer, vec![view])),
+        }
+    }
+    for (name, _, group) in &by_storage {
+        if let Some((file, chart)) = plots::across_storage(group) {
+            write(plots_dir.join(&file), &chart.to_svg(), &mut files)?;
+            let _ = writeln!(
+                md,
+                "## {name} across storage profiles\n\n![{file}](plots/{file})\n"
+            );
+        }
+    }
     let mut prediction = serde_json::Value::Null;
     if let Some(cal) = &calibration {
         let (text, json) = roofline::section(&results, &checked, cal);

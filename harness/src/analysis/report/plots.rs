@@ -37,6 +37,7 @@ fn chart(
         x_scale,
         y_scale,
         x_categories: Vec::new(),
+        x_ticks: Vec::new(),
         y_from_zero: y_scale == Scale::Linear,
         series,
     }
@@ -45,12 +46,14 @@ fn chart(
 /// (file name, chart) for each plot the workload's cells support.
 pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
     let t = view.max_threads();
+    let threads_text = crate::units::count(t as u64, "thread", "threads");
     let mut out = Vec::new();
-    let (mut points, mut labels) = (Vec::new(), Vec::new());
+    let (mut points, mut labels, mut intervals) = (Vec::new(), Vec::new(), Vec::new());
     for (_, s) in &view.strategies {
         if let Some(c) = view.cold(s, Codec::None, t) {
             points.push((c.mb_per_sample(), c.throughput.mean));
             labels.push(s.clone());
+            intervals.push(c.throughput.ci95);
         }
     }
     if !points.is_empty() {
@@ -59,14 +62,14 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
             .map(|i| points[i])
             .collect();
         let series = vec![
-            Series::labelled_dots("strategies", points, labels),
+            Series::labelled_dots("strategies", points, labels).with_intervals(intervals),
             Series::dashed_line("Pareto front", front),
         ];
         out.push((
             format!("{}-tradeoff.svg", view.file_stem()),
             chart(
                 format!(
-                    "{}: throughput vs storage ({t} threads, codec none)",
+                    "{}: throughput vs storage ({threads_text}, codec none)",
                     view.title()
                 ),
                 MB,
@@ -81,32 +84,34 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
         let series = view
             .strategies
             .iter()
-            .map(|(_, s)| Series {
-                name: s.clone(),
-                points: view
+            .map(|(_, s)| {
+                let cells: Vec<_> = view
                     .threads
                     .iter()
-                    .filter_map(|&th| {
-                        view.cold(s, Codec::None, th)
-                            .map(|c| (th as f64, c.throughput.mean))
-                    })
-                    .collect(),
-                labels: Vec::new(),
-                line: true,
-                dashed: false,
+                    .filter_map(|&th| view.cold(s, Codec::None, th).map(|c| (th, c)))
+                    .collect();
+                Series {
+                    name: s.clone(),
+                    points: cells
+                        .iter()
+                        .map(|(th, c)| (*th as f64, c.throughput.mean))
+                        .collect(),
+                    line: true,
+                    ..Series::default()
+                }
+                .with_intervals(cells.iter().map(|(_, c)| c.throughput.ci95).collect())
             })
             .collect();
-        out.push((
-            format!("{}-threads.svg", view.file_stem()),
-            chart(
-                format!("{}: thread scaling (codec none)", view.title()),
-                "worker threads",
-                SPS,
-                Scale::Linear,
-                Scale::Linear,
-                series,
-            ),
-        ));
+        let mut c = chart(
+            format!("{}: thread scaling (codec none)", view.title()),
+            "worker threads",
+            SPS,
+            Scale::Linear,
+            Scale::Linear,
+            series,
+        );
+        c.x_ticks = view.threads.iter().map(|&t| t as f64).collect();
+        out.push((format!("{}-threads.svg", view.file_stem()), c));
     }
     if view.codecs.len() >= 2 {
         let series = view
@@ -119,22 +124,21 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
                     .filter(|(split, _)| *split > 0)
                     .filter_map(|(_, s)| view.cold(s, *codec, t).map(|c| (s.clone(), c)))
                     .collect();
-                Series {
-                    name: codec.to_string(),
-                    points: cells
+                Series::labelled_dots(
+                    &codec.to_string(),
+                    cells
                         .iter()
                         .map(|(_, c)| (c.mb_per_sample(), c.throughput.mean))
                         .collect(),
-                    labels: cells.iter().map(|(s, _)| s.clone()).collect(),
-                    line: false,
-                    dashed: false,
-                }
+                    cells.iter().map(|(s, _)| s.clone()).collect(),
+                )
+                .with_intervals(cells.iter().map(|(_, c)| c.throughput.ci95).collect())
             })
             .collect();
         out.push((
             format!("{}-codecs.svg", view.file_stem()),
             chart(
-                format!("{}: codec effect ({t} threads)", view.title()),
+                format!("{}: codec effect ({threads_text})", view.title()),
                 MB,
                 SPS,
                 Scale::Log,
@@ -144,9 +148,8 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
         ));
     }
     let names: Vec<String> = view.strategies.iter().map(|(_, s)| s.clone()).collect();
-    let series_for = |label: &str, warm: bool| Series {
-        name: label.into(),
-        points: names
+    let series_for = |label: &str, warm: bool| {
+        let cells: Vec<_> = names
             .iter()
             .enumerate()
             .filter_map(|(i, s)| {
@@ -155,12 +158,18 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
                 } else {
                     view.cold(s, Codec::None, t)
                 }
-                .map(|c| (i as f64, c.throughput.mean))
+                .map(|c| (i, c))
             })
-            .collect(),
-        labels: Vec::new(),
-        line: false,
-        dashed: false,
+            .collect();
+        Series {
+            name: label.into(),
+            points: cells
+                .iter()
+                .map(|(i, c)| (*i as f64, c.throughput.mean))
+                .collect(),
+            ..Series::default()
+        }
+        .with_intervals(cells.iter().map(|(_, c)| c.throughput.ci95).collect())
     };
     let series = vec![
         series_for("cold (evicted)", false),
@@ -168,7 +177,10 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
     ];
     if series.iter().any(|s| !s.points.is_empty()) {
         let mut c = chart(
-            format!("{}: cache effect ({t} threads, codec none)", view.title()),
+            format!(
+                "{}: cache effect ({threads_text}, codec none)",
+                view.title()
+            ),
             "strategy",
             "throughput (samples/s)",
             Scale::Linear,
@@ -179,6 +191,85 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
         out.push((format!("{}-cache.svg", view.file_stem()), c));
     }
     out
+}
+
+/// One workload's cold throughput per strategy under each storage profile it was read under
+/// (codec none, at the most threads all of them ran), the profiles side by side with their CIs:
+/// `None` unless the views (one workload, one consumer) cover two or more profiles.
+pub fn across_storage(views: &[&WorkloadView]) -> Option<(String, Chart)> {
+    if views.len() < 2 {
+        return None;
+    }
+    let t = views.iter().map(|v| v.max_threads()).min()?;
+    let threads_text = crate::units::count(t as u64, "thread", "threads");
+    let mut names: Vec<String> = Vec::new();
+    for view in views {
+        for (_, s) in &view.strategies {
+            if !names.contains(s) {
+                names.push(s.clone());
+            }
+        }
+    }
+    let n = views.len() as f64;
+    let series: Vec<Series> = views
+        .iter()
+        .enumerate()
+        .map(|(k, view)| {
+            // Side by side within a strategy's slot, so that bars do not hide each other.
+            let offset = (k as f64 - (n - 1.0) / 2.0) * (0.5 / n);
+            let cells: Vec<_> = names
+                .iter()
+                .enumerate()
+                .filter_map(|(i, s)| view.cold(s, Codec::None, t).map(|c| (i, c)))
+                .collect();
+            Series {
+                name: view
+                    .condition
+                    .storage
+                    .clone()
+                    .unwrap_or_else(|| "local disk".into()),
+                points: cells
+                    .iter()
+                    .map(|(i, c)| (*i as f64 + offset, c.throughput.mean))
+                    .collect(),
+                ..Series::default()
+            }
+            .with_intervals(cells.iter().map(|(_, c)| c.throughput.ci95).collect())
+        })
+        .collect();
+    if series.iter().filter(|s| !s.points.is_empty()).count() < 2 {
+        return None;
+    }
+    let first = views[0];
+    let consumer = first
+        .condition
+        .consumer
+        .map(|c| format!(", consumer {c}"))
+        .unwrap_or_default();
+    let mut c = chart(
+        format!(
+            "{}: cold throughput by storage profile ({threads_text}, codec none{consumer})",
+            first.name
+        ),
+        "strategy",
+        SPS,
+        Scale::Linear,
+        Scale::Log,
+        series,
+    );
+    c.x_categories = names;
+    let stem: String = first
+        .name
+        .chars()
+        .map(|ch| {
+            if ch.is_ascii_alphanumeric() || "-_.@=".contains(ch) {
+                ch
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    Some((format!("{stem}-storage-profiles.svg"), c))
 }
 
 #[cfg(test)]

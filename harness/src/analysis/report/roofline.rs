@@ -186,6 +186,7 @@ pub fn plot(view: &WorkloadView, checked: &[Checked]) -> Option<(String, Chart)>
             x_scale: Scale::Log,
             y_scale: Scale::Log,
             x_categories: Vec::new(),
+            x_ticks: Vec::new(),
             y_from_zero: false,
             series: vec![
                 Series::labelled_dots("strategies", points, labels),

@@ -37,11 +37,12 @@ fn ratio(num: Option<f64>, den: Option<f64>) -> String {
 /// speedup vs unprocessed | the paper's storage, throughput and speedup.
 pub fn strategies(view: &WorkloadView) -> String {
     let t = view.max_threads();
+    let threads_text = crate::units::count(t as u64, "thread", "threads");
     let mut out = String::new();
     let paper_samples = view.paper.as_ref().map(|p| p.samples);
     let _ = writeln!(
         out,
-        "Codec none, {t} threads; throughput in samples/s, mean [95 % CI]; cold = epoch 0 after eviction, warm = epoch 1; (short): epochs under {} s, not judged; steady = samples/s between the 10th and 90th percentile of arrivals, first = seconds to the first sample (cold).{}\n",
+        "Codec none, {threads_text}; throughput in samples/s, mean [95 % CI]; cold = epoch 0 after eviction, warm = epoch 1; (short): epochs under {} s, not judged; steady = samples/s between the 10th and 90th percentile of arrivals, first = seconds to the first sample (cold).{}\n",
         crate::analysis::cells::MIN_EPOCH_S,
         paper_samples.map(|n| format!(" Storage extrapolated to the paper's {n} samples.")).unwrap_or_default()
     );
@@ -125,8 +126,12 @@ pub fn compression(view: &WorkloadView) -> Option<String> {
         return None;
     }
     let t = view.max_threads();
+    let threads_text = crate::units::count(t as u64, "thread", "threads");
     let mut out = String::new();
-    let _ = writeln!(out, "{t} threads, cold epochs; ratios are codec / none.\n");
+    let _ = writeln!(
+        out,
+        "{threads_text}, cold epochs; ratios are codec / none.\n"
+    );
     let _ = writeln!(out, "| strategy | codec | storage saved | throughput ratio [95 % CI] | offline time ratio | paper saved | paper gzip / zlib ratio |");
     let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for (split, name) in view.strategies.iter().filter(|(s, _)| *s > 0) {
@@ -172,10 +177,11 @@ pub fn compression(view: &WorkloadView) -> Option<String> {
 /// Per strategy: cold, warm (page cache) and the warm/cold ratio, with the paper's caching row.
 pub fn caching(view: &WorkloadView) -> String {
     let t = view.max_threads();
+    let threads_text = crate::units::count(t as u64, "thread", "threads");
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Codec none, {t} threads. Page cache = epoch 1 after a cold epoch 0; application cache = epoch 1 served from the in-process cache that epoch 0 filled (`--cache app`; `-` when not measured or when the strategy did not fit).\n"
+        "Codec none, {threads_text}. Page cache = epoch 1 after a cold epoch 0; application cache = epoch 1 served from the in-process cache that epoch 0 filled (`--cache app`; `-` when not measured or when the strategy did not fit).\n"
     );
     let _ = writeln!(out, "| strategy | cold | page cache (epoch 1) | ratio | application cache (epoch 1) | ratio | paper no cache -> system -> application |");
     let _ = writeln!(out, "|---|---|---|---|---|---|---|");
@@ -229,7 +235,7 @@ pub fn threads(view: &WorkloadView) -> Option<String> {
     let header: Vec<String> = view
         .threads
         .iter()
-        .map(|t| format!("{t} threads"))
+        .map(|t| crate::units::count(*t as u64, "thread", "threads"))
         .collect();
     let _ = writeln!(out, "| strategy | {} |", header.join(" | "));
     let _ = writeln!(out, "|---|{}", "---|".repeat(view.threads.len()));
@@ -282,9 +288,10 @@ pub fn variants(base: &str, group: &[&WorkloadView]) -> String {
         s.into_iter().map(|(_, n)| n).collect()
     };
     let t = group.iter().map(|v| v.max_threads()).max().unwrap_or(1);
+    let threads_text = crate::units::count(t as u64, "thread", "threads");
     let _ = writeln!(
         out,
-        "{} dataset variants of `{base}`, each its own dataset; codec none, {t} threads; cold = epoch 0 after eviction, warm = epoch 1; MB/s = samples/s x the variant's MB per sample.\n",
+        "{} dataset variants of `{base}`, each its own dataset; codec none, {threads_text}; cold = epoch 0 after eviction, warm = epoch 1; MB/s = samples/s x the variant's MB per sample.\n",
         group.len()
     );
     let _ = write!(out, "| variant | samples |");
@@ -325,10 +332,11 @@ pub fn bottlenecks(
     results: &crate::analysis::cells::Results,
 ) -> Option<String> {
     let t = view.max_threads();
+    let threads_text = crate::units::count(t as u64, "thread", "threads");
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Codec none, {t} threads, cold epoch 0, trials summed. Shares are of the workers' time (read = in the shard files' read calls; decompress = decompression, CRC checks and framing; step:NAME = an online step; wait:consumer = blocked on a full queue); the consumer's wait is a share of wall time. Device read MB/s and CPU busy (all cores, not idle or iowait) come from samples.csv, the system sampled every second.\n"
+        "Codec none, {threads_text}, cold epoch 0, trials summed. Shares are of the workers' time (read = in the shard files' read calls; decompress = decompression, CRC checks and framing; step:NAME = an online step; wait:consumer = blocked on a full queue); the consumer's wait is a share of wall time. Device read MB/s and CPU busy (all cores, not idle or iowait) come from samples.csv, the system sampled every second.\n"
     );
     let _ = writeln!(
         out,
@@ -381,6 +389,7 @@ pub fn bottlenecks(
 /// the training saw, beside the null-I/O control's utilisation (the consumer's own ceiling).
 pub fn training(view: &WorkloadView, results: &crate::analysis::cells::Results) -> Option<String> {
     let t = view.max_threads();
+    let threads_text = crate::units::count(t as u64, "thread", "threads");
     let mean = |cell: &crate::analysis::cells::Cell,
                 f: fn(&crate::results::RunRow) -> Option<f64>| {
         let values: Vec<f64> = results.cell_rows(cell).filter_map(f).collect();
@@ -392,7 +401,7 @@ pub fn training(view: &WorkloadView, results: &crate::analysis::cells::Results) 
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Codec none, {t} threads, means over trials. AU (accelerator utilisation) = compute time / wall time, as MLPerf Storage defines it; stall = time waiting for a batch / wall time; the null-I/O control feeds the same consumer copies of one sample from memory, so its AU is the most this consumer can reach.\n"
+        "Codec none, {threads_text}, means over trials. AU (accelerator utilisation) = compute time / wall time, as MLPerf Storage defines it; stall = time waiting for a batch / wall time; the null-I/O control feeds the same consumer copies of one sample from memory, so its AU is the most this consumer can reach.\n"
     );
     let _ = writeln!(
         out,
