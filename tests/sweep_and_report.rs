@@ -274,6 +274,46 @@ fn a_sweep_killed_midway_resumes_to_the_same_rows_without_duplicates() {
         "{}",
         stderr(&out)
     );
+
+    // The stores the sweeps left: listed, and removed only as asked.
+    let store = store.to_str().unwrap();
+    let listed = |store: &str| -> Vec<serde_json::Value> {
+        let out = prepbench_ok(&["store", "list", "--store-dir", store, "--json"]);
+        serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let complete = |stores: &[serde_json::Value], strategy: &str| {
+        stores
+            .iter()
+            .filter(|s| s["state"] == "complete" && s["strategy"] == strategy)
+            .count()
+    };
+    let before = listed(store);
+    assert_eq!(complete(&before, "resized"), 2, "none and gzip: {before:?}");
+    assert!(before.iter().all(|s| s["bytes"].as_u64().unwrap() > 0));
+    let out = prepbench(&["store", "remove", "--store-dir", store]);
+    assert!(
+        !out.status.success() && stderr(&out).contains("say which stores to remove"),
+        "{}",
+        stderr(&out)
+    );
+    let out = prepbench_ok(&argv![
+        "store remove --strategy resized --dry-run --store-dir",
+        store
+    ]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Would remove these 2 stores"));
+    assert_eq!(
+        listed(store).len(),
+        before.len(),
+        "a dry run removes nothing"
+    );
+    prepbench_ok(&argv!["store remove --strategy resized --store-dir", store]);
+    let after = listed(store);
+    assert_eq!(complete(&after, "resized"), 0);
+    assert_eq!(after.len(), before.len() - 2, "only what was asked");
 }
 
 #[test]

@@ -267,6 +267,10 @@ fn main() -> ExitCode {
             print!("{text}");
             ExitCode::SUCCESS
         }),
+        Command::Store { what } => commands::store(&what).map(|text| {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }),
         Command::List { what } => commands::list(&what).map(|text| {
             print!("{text}");
             ExitCode::SUCCESS

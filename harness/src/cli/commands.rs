@@ -357,3 +357,133 @@ pub fn compare(args: &crate::cli::CompareArgs) -> anyhow::Result<String> {
         result.markdown()
     }
 }
+
+/// `prepbench store list` and `prepbench store remove`.
+pub fn store(what: &crate::cli::StoreWhat) -> anyhow::Result<String> {
+    use crate::cli::StoreWhat;
+    use crate::store::housekeeping::{self, Selection};
+    use crate::units::{bytes, duration};
+    let now = std::time::SystemTime::now();
+    let age = |e: &housekeeping::StoreEntry| {
+        now.duration_since(e.modified)
+            .map_or_else(|_| "-".to_string(), |d| duration(d.as_secs_f64()))
+    };
+    let table = |entries: &[&housekeeping::StoreEntry]| {
+        let rows: Vec<Vec<String>> = entries
+            .iter()
+            .map(|e| {
+                vec![
+                    e.workload.clone(),
+                    e.strategy.clone(),
+                    e.codec.clone(),
+                    e.shards.to_string(),
+                    e.samples.to_string(),
+                    bytes(e.bytes as f64),
+                    e.state.text().to_string(),
+                    age(e),
+                    e.path.display().to_string(),
+                ]
+            })
+            .collect();
+        crate::markdown::table(
+            &[
+                "workload", "strategy", "codec", "shards", "samples", "size", "state", "age",
+                "path",
+            ],
+            &rows,
+        )
+    };
+    let total = |entries: &[&housekeeping::StoreEntry]| {
+        bytes(entries.iter().map(|e| e.bytes as f64).sum::<f64>())
+    };
+    match what {
+        StoreWhat::List {
+            store_dir,
+            workload,
+            json,
+        } => {
+            let all = housekeeping::list(store_dir)?;
+            let shown: Vec<&housekeeping::StoreEntry> = all
+                .iter()
+                .filter(|e| workload.as_ref().is_none_or(|w| *w == e.workload))
+                .collect();
+            if *json {
+                return Ok(serde_json::to_string_pretty(&shown)? + "\n");
+            }
+            if shown.is_empty() {
+                return Ok(format!("{} holds no stores\n", store_dir.display()));
+            }
+            Ok(format!(
+                "{}\n{} in {} stores.\n",
+                table(&shown),
+                total(&shown),
+                shown.len()
+            ))
+        }
+        StoreWhat::Remove {
+            store_dir,
+            workload,
+            strategy,
+            older_than,
+            incomplete,
+            stale,
+            all,
+            dry_run,
+        } => {
+            let selection = Selection {
+                workload: workload.clone(),
+                strategy: strategy.clone(),
+                older_than: *older_than,
+                incomplete: *incomplete,
+                stale: *stale,
+                all: *all,
+            };
+            if selection.is_empty() {
+                anyhow::bail!(
+                    "say which stores to remove: --workload, --strategy, --older-than, --incomplete, --stale, or --all for every store in {}",
+                    store_dir.display()
+                );
+            }
+            let every = housekeeping::list(store_dir)?;
+            let chosen: Vec<&housekeeping::StoreEntry> =
+                every.iter().filter(|e| selection.selects(e, now)).collect();
+            if chosen.is_empty() {
+                return Ok(format!(
+                    "no store in {} matches; nothing removed\n",
+                    store_dir.display()
+                ));
+            }
+            if *dry_run {
+                return Ok(format!(
+                    "{}\nWould remove these {} stores ({}); nothing removed (--dry-run).\n",
+                    table(&chosen),
+                    chosen.len(),
+                    total(&chosen)
+                ));
+            }
+            let mut removed = Vec::new();
+            let mut refused = Vec::new();
+            for e in &chosen {
+                match housekeeping::remove(e, store_dir) {
+                    Ok(()) => removed.push(*e),
+                    Err(err) => refused.push(format!("- {}: {err:#}", e.path.display())),
+                }
+            }
+            let mut text = format!(
+                "{}\nRemoved {} stores ({}).\n",
+                table(&removed),
+                removed.len(),
+                total(&removed)
+            );
+            if !refused.is_empty() {
+                anyhow::bail!(
+                    "{text}{} stores were not removed:\n{}",
+                    refused.len(),
+                    refused.join("\n")
+                );
+            }
+            text.push('\n');
+            Ok(text)
+        }
+    }
+}

@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod codec;
 pub mod framing;
+pub mod housekeeping;
 
 pub mod remote;
 #[cfg(feature = "s3")]

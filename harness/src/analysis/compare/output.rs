@@ -1,0 +1,353 @@
+//! `compare`'s outputs: Markdown with the folders' conclusions side by side, CSV, JSON and a
+//! forest plot.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+use std::path::Path;
+
+use super::*;
+use crate::analysis::findings::{self, Verdict};
+use crate::analysis::svg::{Forest, ForestRow};
+
+/// Three significant figures, without exponent for the sizes throughput has.
+fn rate(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn ratio_text(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.1}")
+    } else if v >= 0.01 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.2e}")
+    }
+}
+
+impl Comparison {
+    fn count(&self, verdict: ChangeVerdict) -> usize {
+        self.changes.iter().filter(|c| c.verdict == verdict).count()
+    }
+
+    fn method(&self) -> String {
+        format!(
+            "Ratio B/A of mean throughput per pair of cells, with its 95 % CI on the log scale \
+             (delta method, Welch-Satterthwaite degrees of freedom; never negative). Each ratio \
+             is tested against 1 (t-test of the log ratio) and the p-values of the {} pairs \
+             tested are corrected by {}'s method; a pair is faster or slower when its corrected \
+             p is under {} and its whole CI lies beyond the ±{} % noise threshold, within noise \
+             when significant but not beyond it. Pairs with one trial or epochs under {} s on \
+             either side are listed but not judged.",
+            self.tested,
+            self.correction.text(),
+            self.alpha,
+            self.noise * 100.0,
+            MIN_EPOCH_S
+        )
+    }
+
+    fn summary(&self) -> String {
+        let mut parts: Vec<String> = [
+            ChangeVerdict::Faster,
+            ChangeVerdict::Slower,
+            ChangeVerdict::WithinNoise,
+            ChangeVerdict::NoChange,
+            ChangeVerdict::TooFewTrials,
+            ChangeVerdict::EpochsTooShort,
+        ]
+        .into_iter()
+        .filter_map(|v| {
+            let n = self.count(v);
+            (n > 0).then(|| format!("{n} {}", v.text()))
+        })
+        .collect();
+        parts.push(format!(
+            "{} cells only in A, {} only in B",
+            self.only_in_a, self.only_in_b
+        ));
+        format!("{} pairs: {}.", self.changes.len(), parts.join(", "))
+    }
+
+    fn header(&self) -> String {
+        let mut cells: Vec<String> = SETTINGS
+            .iter()
+            .map(|name| {
+                if across_index(self.across).map(|i| SETTINGS[i]) == Some(*name) {
+                    format!("{name} A → B")
+                } else {
+                    name.to_string()
+                }
+            })
+            .collect();
+        cells.extend(
+            [
+                "samples per epoch A, B",
+                "A samples/s (trials)",
+                "B samples/s (trials)",
+                "B/A",
+                "95 % CI",
+                "p",
+                "p corrected",
+                "verdict",
+            ]
+            .map(String::from),
+        );
+        format!("| {} |\n|{}", cells.join(" | "), "---|".repeat(cells.len()))
+    }
+
+    fn row(&self, c: &Change) -> String {
+        let index = across_index(self.across);
+        let mut cells: Vec<String> = (0..SETTINGS.len())
+            .map(|i| {
+                if Some(i) == index {
+                    format!("{} → {}", c.a_value, c.b_value)
+                } else {
+                    c.column(i).to_string()
+                }
+            })
+            .collect();
+        let p = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |p| format!("{p:.3}"));
+        cells.extend([
+            format!("{}, {}", c.a_samples, c.b_samples),
+            format!("{} ({})", rate(c.a_samples_per_s), c.a_trials),
+            format!("{} ({})", rate(c.b_samples_per_s), c.b_trials),
+            ratio_text(c.ratio),
+            match (c.ci95_lo, c.ci95_hi) {
+                (Some(lo), Some(hi)) => format!("[{}, {}]", ratio_text(lo), ratio_text(hi)),
+                _ => "-".into(),
+            },
+            p(c.p),
+            p(c.p_adjusted),
+            if c.verdict.is_change() {
+                format!("**{}**", c.verdict.text())
+            } else {
+                c.verdict.text().to_string()
+            },
+        ]);
+        format!("| {} |", cells.join(" | "))
+    }
+
+    /// The comparison as Markdown.
+    pub fn markdown(&self) -> anyhow::Result<String> {
+        let mut out = String::new();
+        let _ = writeln!(out, "# {} (B) vs {} (A)\n", self.b, self.a);
+        for (side, machine) in [("A", &self.a_machine), ("B", &self.b_machine)] {
+            if let Some(m) = machine {
+                let _ = writeln!(out, "- {side} ran on {m}");
+            }
+        }
+        let _ = writeln!(
+            out,
+            "- Paired across: {}{}\n",
+            self.across.name(),
+            if self.across == Across::Machine {
+                " (every setting equal)".to_string()
+            } else {
+                format!(
+                    " (every other setting equal; the {} column shows A → B)",
+                    self.across.name()
+                )
+            }
+        );
+        let _ = writeln!(out, "{}\n\n{}\n", self.method(), self.summary());
+        let mut significant: Vec<&Change> = self
+            .changes
+            .iter()
+            .filter(|c| c.verdict.is_change())
+            .collect();
+        significant.sort_by(|x, y| y.ratio.ln().abs().total_cmp(&x.ratio.ln().abs()));
+        let _ = writeln!(out, "## Largest significant changes\n");
+        if significant.is_empty() {
+            let _ = writeln!(
+                out,
+                "None: no pair is significant after the correction and beyond the noise threshold.\n"
+            );
+        } else {
+            let _ = writeln!(out, "{}", self.header());
+            for c in significant.iter().take(10) {
+                let _ = writeln!(out, "{}", self.row(c));
+            }
+            let _ = writeln!(out);
+        }
+        if self.across == Across::Machine {
+            let _ = writeln!(
+                out,
+                "{}",
+                conclusions(Path::new(&self.a), Path::new(&self.b))?
+            );
+        }
+        let _ = writeln!(out, "## Every pair\n\n{}", self.header());
+        for c in &self.changes {
+            let _ = writeln!(out, "{}", self.row(c));
+        }
+        Ok(out)
+    }
+
+    /// Every pair as CSV, one row each, every setting a column.
+    pub fn csv(&self) -> anyhow::Result<String> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        for c in &self.changes {
+            w.serialize(c)?;
+        }
+        Ok(String::from_utf8(w.into_inner()?)?)
+    }
+
+    pub fn json(&self) -> anyhow::Result<String> {
+        Ok(serde_json::to_string_pretty(self)? + "\n")
+    }
+
+    /// A forest plot of the ratios with their CIs, the noise band shaded, coloured by verdict.
+    /// Rows are labelled by the settings that vary among the pairs; the others are the subtitle.
+    pub fn plot(&self) -> String {
+        let index = across_index(self.across);
+        let varying: Vec<usize> = (0..SETTINGS.len())
+            .filter(|&i| Some(i) != index)
+            .filter(|&i| {
+                self.changes
+                    .iter()
+                    .map(|c| c.column(i))
+                    .collect::<BTreeSet<_>>()
+                    .len()
+                    > 1
+            })
+            .collect();
+        let constant: Vec<String> = (0..SETTINGS.len())
+            .filter(|&i| Some(i) != index && !varying.contains(&i))
+            .filter_map(|i| {
+                let c = self.changes.first()?;
+                Some(labelled(i, c.column(i)))
+            })
+            .collect();
+        let rows = self
+            .changes
+            .iter()
+            .map(|c| ForestRow {
+                label: varying
+                    .iter()
+                    .map(|&i| labelled(i, c.column(i)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                value: c.ratio,
+                interval: c.ci95_lo.zip(c.ci95_hi),
+                group: match c.verdict {
+                    ChangeVerdict::Faster => 0,
+                    ChangeVerdict::Slower => 1,
+                    ChangeVerdict::WithinNoise | ChangeVerdict::NoChange => 2,
+                    ChangeVerdict::TooFewTrials | ChangeVerdict::EpochsTooShort => 3,
+                },
+            })
+            .collect();
+        let title = match self.across {
+            Across::Machine => "Throughput B / A per cell".to_string(),
+            across => match self.changes.first() {
+                Some(c) => format!(
+                    "Throughput across {} ({} → {}): B / A per cell",
+                    across.name(),
+                    c.a_value,
+                    c.b_value
+                ),
+                None => format!("Throughput across {}: B / A per cell", across.name()),
+            },
+        };
+        Forest {
+            title,
+            subtitle: format!("A: {}; B: {}; all: {}", self.a, self.b, constant.join(", ")),
+            x_label: "throughput ratio B / A (log scale), 95 % CI".into(),
+            rows,
+            groups: vec![
+                ("faster".into(), "#2ca02c"),
+                ("slower".into(), "#d62728"),
+                ("no change or within noise".into(), "#555555"),
+                ("not judged".into(), "#aaaaaa"),
+            ],
+            reference: 1.0,
+            band: Some((1.0 / (1.0 + self.noise), 1.0 + self.noise)),
+            band_label: format!("±{} % noise", self.noise * 100.0),
+        }
+        .to_svg()
+    }
+}
+
+/// What a results folder concludes: every sub-claim's verdict, and per workload and condition
+/// the fastest strategy cold (codec none, at the most threads, epochs long enough).
+struct Conclusions {
+    verdicts: Vec<(String, Verdict)>,
+    best: Vec<(String, String)>,
+}
+
+fn conclusions_of(dir: &Path) -> anyhow::Result<Conclusions> {
+    let results = Results::load(dir)?;
+    let cells = results.cells();
+    let views = crate::analysis::report::views(&results, &cells);
+    let found = findings::measured::judge(&results, &views);
+    let verdicts = found
+        .iter()
+        .flat_map(|f| &f.sub_claims)
+        .map(|s| (s.id.to_string(), s.verdict))
+        .collect();
+    let best = views
+        .iter()
+        .filter_map(|v| {
+            let t = v.max_threads();
+            let fastest = v
+                .strategies
+                .iter()
+                .filter_map(|(_, s)| v.cold(s, workloads::Codec::None, t))
+                .filter(|c| c.long_enough())
+                .max_by(|x, y| x.throughput.mean.total_cmp(&y.throughput.mean))?;
+            Some((v.title(), fastest.key.strategy.clone()))
+        })
+        .collect();
+    Ok(Conclusions { verdicts, best })
+}
+
+/// Whether the two folders conclude the same: the paper's findings' verdicts (for the paper's
+/// workloads only) and each workload's best strategy, side by side, with how many agree.
+fn conclusions(a_dir: &Path, b_dir: &Path) -> anyhow::Result<String> {
+    let (a, b) = (conclusions_of(a_dir)?, conclusions_of(b_dir)?);
+    let mut out = String::new();
+    let agree = |x: &str, y: &str| if x == y { "yes" } else { "**no**" };
+    if !a.verdicts.is_empty() {
+        let _ = writeln!(
+            out,
+            "## The paper's findings\n\n| claim | A | B | same |\n|---|---|---|---|"
+        );
+        let mut same = 0;
+        for (id, va) in &a.verdicts {
+            let vb = b
+                .verdicts
+                .iter()
+                .find(|(i, _)| i == id)
+                .map_or("-", |(_, v)| v.text());
+            same += usize::from(va.text() == vb);
+            let _ = writeln!(
+                out,
+                "| {id} | {} | {vb} | {} |",
+                va.text(),
+                agree(va.text(), vb)
+            );
+        }
+        let _ = writeln!(out, "\n{same} of {} verdicts agree.\n", a.verdicts.len());
+    }
+    let _ = writeln!(
+        out,
+        "## Best strategy (cold, codec none, most threads, epochs of {MIN_EPOCH_S} s or more)\n\n| workload | A | B | same |\n|---|---|---|---|"
+    );
+    let (mut common, mut same) = (0, 0);
+    for (name, sa) in &a.best {
+        let Some((_, sb)) = b.best.iter().find(|(n, _)| n == name) else {
+            continue;
+        };
+        common += 1;
+        same += usize::from(sa == sb);
+        let _ = writeln!(out, "| {name} | {sa} | {sb} | {} |", agree(sa, sb));
+    }
+    let _ = writeln!(out, "\n{same} of {common} best strategies agree.\n");
+    Ok(out)
+}
