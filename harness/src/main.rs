@@ -202,6 +202,7 @@ fn main() -> ExitCode {
         }
         Command::Report {
             dir,
+            out,
             peers,
             weights,
             epochs,
@@ -211,16 +212,20 @@ fn main() -> ExitCode {
                 epochs,
                 ..harness::analysis::recommend::DEFAULT_PLAN
             };
-            harness::analysis::report::write_report_with(&dir, peers.as_deref(), &plan).map(
-                |written| {
-                    progress.note(&format!(
-                        "wrote {} files; start with {}",
-                        written.files.len(),
-                        written.report_md.display()
-                    ));
-                    ExitCode::SUCCESS
-                },
+            harness::analysis::report::write_report_with(
+                &dir,
+                out.as_deref().unwrap_or(&dir),
+                peers.as_deref(),
+                &plan,
             )
+            .map(|written| {
+                progress.note(&format!(
+                    "wrote {} files; start with {}",
+                    written.files.len(),
+                    written.report_md.display()
+                ));
+                ExitCode::SUCCESS
+            })
         }
         Command::Recommend {
             dir,

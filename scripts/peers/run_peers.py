@@ -679,6 +679,132 @@ def codec_table(binary, work, args):
     return lines
 
 
+PHOTOS_WORKLOAD = """name: photos
+description: decode real photographs (run_peers.py --photos)
+dataset:
+  kind: files
+  options: {glob: "*.jpg"}
+steps:
+  - name: concatenated
+    op: read_file
+  - name: decoded
+    op: decode_jpeg
+"""
+
+
+def is_progressive(data):
+    """Whether a JPEG's frame is progressive (SOF2), walking its marker segments."""
+    pos = 2
+    while pos + 4 <= len(data):
+        if data[pos] != 0xFF:
+            return False
+        marker = data[pos + 1]
+        if marker == 0xC2:
+            return True
+        if marker in (0xC0, 0xC1, 0xDA):
+            return False
+        pos += 2 + int.from_bytes(data[pos + 2:pos + 4], "big")
+    return False
+
+
+def photo_table(binary, work, photos, repeats=5):
+    """JPEG decoding of real photographs, one thread, warm, baseline and progressive apart:
+    prepbench's decode step (the fastest of `repeats` epochs of its `decoded` stage), Pillow
+    and, when TensorFlow imports, tf.io.decode_jpeg (libjpeg-turbo; best of `repeats`)."""
+    import csv
+    import io
+
+    from PIL import Image as PILImage
+
+    try:
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    except ImportError:
+        tf = None
+    names = sorted(n for n in os.listdir(photos) if n.lower().endswith((".jpg", ".jpeg")))
+    if not names:
+        sys.exit(f"--photos {photos}: no .jpg files")
+    sets = {"baseline": [], "progressive": []}
+    for n in names:
+        data = read_bytes(os.path.join(photos, n))
+        sets["progressive" if is_progressive(data) else "baseline"].append((n, data))
+    yaml = os.path.join(work, "photos.yaml")
+    os.makedirs(work, exist_ok=True)
+    with open(yaml, "w") as f:
+        f.write(PHOTOS_WORKLOAD)
+    rows = []
+    for kind, files in sets.items():
+        if not files:
+            continue
+        folder = os.path.join(work, f"photos-{kind}")
+        subprocess.run(["rm", "-rf", folder], check=True)
+        os.makedirs(folder)
+        for n, data in files:
+            with open(os.path.join(folder, n), "wb") as f:
+                f.write(data)
+        megapixels = sum(
+            PILImage.open(io.BytesIO(d)).size[0] * PILImage.open(io.BytesIO(d)).size[1]
+            for _, d in files) / 1e6
+
+        def best(decode):
+            times = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                for _, d in files:
+                    decode(d)
+                times.append(time.perf_counter() - start)
+            return min(times)
+
+        def pillow(d):
+            with PILImage.open(io.BytesIO(d)) as image:
+                image.convert("RGB").load()
+
+        out = os.path.join(work, f"prepbench-photos-{kind}")
+        subprocess.run(["rm", "-rf", out], check=True)
+        subprocess.run([binary, "run", yaml, "--dataset", folder, "--strategy", "unprocessed",
+                        "--samples", str(len(files)),
+                        "--threads", "1", "--cache", "warm", "--epochs", str(repeats + 1),
+                        "--quiet", "--store-dir", os.path.join(work, "store"), "--out", out],
+                       check=True, capture_output=True)
+        with open(os.path.join(out, "stages.csv")) as f:
+            ours = min(float(r["seconds"]) for r in csv.DictReader(f)
+                       if r["stage"] == "step:decoded" and r["epoch"] != "0")
+        theirs = {"Pillow": best(pillow)}
+        if tf is not None:
+            tensors = [tf.constant(d) for _, d in files]
+            for t in tensors:
+                tf.io.decode_jpeg(t, channels=3).numpy()
+            start_times = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                for t in tensors:
+                    tf.io.decode_jpeg(t, channels=3).numpy()
+                start_times.append(time.perf_counter() - start)
+            theirs["tf.io.decode_jpeg"] = min(start_times)
+        rows.append((kind, len(files), megapixels, ours, theirs))
+        print(f"photos {kind}: {len(files)} files, {megapixels:.1f} MP: prepbench "
+              f"{ours * 1e3:.1f} ms, " + ", ".join(f"{k} {v * 1e3:.1f} ms"
+                                                  for k, v in theirs.items()), flush=True)
+    peers = ["Pillow", "tf.io.decode_jpeg"] if tf is not None else ["Pillow"]
+    lines = [
+        "",
+        f"JPEG decoding of real photographs ({photos}), one thread, warm, ms per megapixel "
+        f"(fastest of {repeats}); ratio = prepbench's time / the peer's (under 1: prepbench "
+        "is faster):",
+        "",
+        "| frames | files | MP | prepbench | " + " | ".join(peers) + " | "
+        + " | ".join(f"prepbench / {p}" for p in peers) + " |",
+        "|---" * (4 + 2 * len(peers)) + "|",
+    ]
+    for kind, n, mp, ours, theirs in rows:
+        lines.append(f"| {kind} | {n} | {mp:.1f} | {ours * 1e3 / mp:.2f} | "
+                     + " | ".join(f"{theirs[p] * 1e3 / mp:.2f}" for p in peers) + " | "
+                     + " | ".join(f"{ours / theirs[p]:.2f}" for p in peers) + " |")
+    return lines
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -814,6 +940,10 @@ def main():
     parser.add_argument("--codecs-only", action="store_true",
                         help="only time the decoders alone (after a full run generated the data)"
                         " and write codecs.md")
+    parser.add_argument("--photos", metavar="DIR",
+                        help="with --codecs-only: also decode this folder of real photographs"
+                        " (.jpg; `python3 scripts/fetch_photos.py` prints one), baseline and"
+                        " progressive apart, against Pillow and tf.io.decode_jpeg")
     parser.add_argument("--records", action="store_true",
                         help="only finding 5's per-record cost: prepbench and tf.data's"
                         " TFRecordDataset on the same shards at the paper's twelve sample sizes;"
@@ -838,8 +968,13 @@ def main():
     import numpy as np
     import PIL
 
+    if args.photos and not args.codecs_only:
+        sys.exit("--photos goes with --codecs-only")
     if args.codecs_only:
         lines = codec_table(prepbench_binary(), os.path.abspath(args.work), args)
+        if args.photos:
+            lines += photo_table(prepbench_binary(), os.path.abspath(args.work),
+                                 os.path.abspath(args.photos), args.repeats)
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "codecs.md"), "w") as f:
             f.write("\n".join(lines[1:]) + "\n")

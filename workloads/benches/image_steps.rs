@@ -144,10 +144,10 @@ fn image_steps(c: &mut Criterion) {
     bench(
         c,
         "resize_longer_pad_640/coco",
-        step(&det, "resized"),
+        step(&det, "letterboxed"),
         &coco,
     );
-    let letterboxed = step(&det, "resized").apply(coco, &CTX).unwrap();
+    let letterboxed = step(&det, "letterboxed").apply(coco, &CTX).unwrap();
     bench(
         c,
         "normalize/coco",
@@ -170,5 +170,59 @@ fn image_steps(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, image_steps);
+/// JPEG decoding of real photographs (`PREPBENCH_PHOTOS`, a folder of .jpg files, such as the
+/// one `python3 scripts/fetch_photos.py` prints), baseline and progressive apart: the direct
+/// zune-jpeg decode against the same decoder through `image`. Skipped without the variable.
+fn photos(c: &mut Criterion) {
+    use workloads::steps::decode_jpeg::{decode_rgb8, decode_rgb8_via_image};
+    let Ok(dir) = std::env::var("PREPBENCH_PHOTOS") else {
+        eprintln!("decode_jpeg/photos: skipped (set PREPBENCH_PHOTOS to a folder of .jpg files)");
+        return;
+    };
+    let mut files: Vec<(bool, Vec<u8>)> = std::fs::read_dir(&dir)
+        .expect("PREPBENCH_PHOTOS is a folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("jpg")))
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            // SOF2 (0xFFC2): progressive.
+            (bytes.windows(2).any(|w| w == [0xFF, 0xC2]), bytes)
+        })
+        .collect();
+    files.sort_by_key(|f| f.1.len());
+    for progressive in [false, true] {
+        let set: Vec<&Vec<u8>> = files
+            .iter()
+            .filter(|f| f.0 == progressive)
+            .map(|f| &f.1)
+            .collect();
+        if set.is_empty() {
+            continue;
+        }
+        let kind = if progressive {
+            "progressive"
+        } else {
+            "baseline"
+        };
+        let mut group = c.benchmark_group(format!("decode_jpeg/photos-{kind}-{}", set.len()));
+        group.sample_size(10);
+        group.bench_function("direct", |b| {
+            b.iter(|| {
+                for f in &set {
+                    decode_rgb8(f, u64::MAX, 1e9).unwrap();
+                }
+            })
+        });
+        group.bench_function("via-image", |b| {
+            b.iter(|| {
+                for f in &set {
+                    decode_rgb8_via_image(f, u64::MAX, 1e9).unwrap();
+                }
+            })
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, image_steps, photos);
 criterion_main!(benches);

@@ -784,7 +784,30 @@ fn locate(message: &str) -> (Option<usize>, String) {
             parts.push(part);
         }
     }
-    (line, parts.join(": "))
+    // A location is said once, at its most precise: `steps[2]` and `steps[2].params` go when
+    // `steps[2].params.size` follows.
+    let refined = |i: usize| {
+        let part = parts[i];
+        is_path(part)
+            && parts[i + 1..].iter().any(|later| {
+                later.len() > part.len()
+                    && later.starts_with(part)
+                    && matches!(later.as_bytes()[part.len()], b'.' | b'[')
+            })
+    };
+    let kept: Vec<&str> = (0..parts.len())
+        .filter(|&i| !refined(i))
+        .map(|i| parts[i])
+        .collect();
+    (line, kept.join(": "))
+}
+
+/// Whether `text` is a location serde writes (`steps[2].params.size`, `dataset`).
+fn is_path(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_alphanumeric() || "_-.[]".contains(c))
 }
 
 /// 1-based line of the first line mentioning `needle` as a whole word, if any.
@@ -1159,6 +1182,18 @@ sweep:
         assert!(e.starts_with("w.yaml:10: "), "{e}");
         assert_eq!(e.matches("steps[1].params").count(), 1, "{e}");
         assert!(!e.contains(" at line "), "{e}");
+        // A wrong type inside parameters: the location once, at the key.
+        let typed = yaml
+            .replace("max_pixel: 5\n", "")
+            .replace("max_pixels: 10", "max_pixels: many");
+        let e = Workload::from_yaml(&typed, "w.yaml")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e.matches("steps[1]").count(), 1, "{e}");
+        assert!(
+            e.contains("steps[1].params.max_pixels: invalid type"),
+            "{e}"
+        );
         let two = yaml.replace(
             "    op: decode_jpeg\n",
             "    op: decode_jpeg\n    op: decode_png\n",

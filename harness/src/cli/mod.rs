@@ -1,10 +1,12 @@
 //! Command-line options, in the user's words.
 
 pub mod commands;
+mod parse;
 mod reading;
 pub mod show;
 pub mod terminal;
 
+use parse::{count_in, mb_per_s, megabytes, milliseconds, positive_seconds, speed_factor};
 pub use reading::{CalibrateArgs, CompareArgs, StoreWhat, WhatifArgs};
 
 use std::path::{Path, PathBuf};
@@ -39,13 +41,29 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run strategies of a workload: materialize, prepare the cache, read online, record.
+    #[command(after_help = "Examples:\n  \
+        prepbench run cv --strategy resized,decoded --samples 300 --verify\n  \
+        prepbench run my-pipeline.yaml --dataset ~/photos --threads 8 --codec zstd\n  \
+        prepbench run cv --storage paper-ceph-hdd --cache warm --epochs 3")]
     Run(RunArgs),
     /// Sweep a workload's matrix (strategies x codecs x threads x cache x trials); resumable.
+    #[command(after_help = "Examples:\n  \
+        prepbench sweep cv --threads 1,2,4 --codecs none,gzip --trials 5\n  \
+        prepbench sweep my-pipeline.yaml --min-epoch-s 2 --max-trials 10 --out results/mine\n  \
+        prepbench sweep cv --storage local,paper-ceph-hdd --consumer batch=32,compute=100ms")]
     Sweep(SweepArgs),
     /// Write summary.csv, report.md, report.json and plots/*.svg for a results folder.
+    #[command(after_help = "Examples:\n  \
+        prepbench report results/cv-sweep                  report.md, summary.csv, plots/ there\n  \
+        prepbench report R --out /tmp/cv-report --weights 1,1,1 --epochs 90")]
     Report {
         /// A results folder (holding runs.csv).
         dir: PathBuf,
+        /// Write summary.csv, report.md, report.json and plots/ into this folder instead of the
+        /// results folder (created if missing; one holding files a report did not write is
+        /// refused).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
         /// A folder of peer measurements to fold in (`python3 scripts/peers/run_peers.py
         /// --records --out PEERS`: finding 5's cost per record beside tf.data's TFRecordDataset).
         #[arg(long)]
@@ -96,6 +114,9 @@ pub enum Command {
         prepbench compare R R --across storage --values local,paper-ceph-hdd --plot storage.svg")]
     Compare(CompareArgs),
     /// Generate the datasets, sweep every reference workload at a scale, write the report.
+    #[command(after_help = "Examples:\n  \
+        prepbench reproduce --scale quick                  about 15 minutes on 2 cores\n  \
+        prepbench reproduce --scale medium --out results/medium --seed 1")]
     Reproduce {
         /// How much to run: `quick` (about 15 minutes on 2 cores, epochs of a second or more)
         /// or larger scales with more samples, trials and threads.
@@ -108,41 +129,68 @@ pub enum Command {
         places: PlaceArgs,
     },
     /// Check workload files strictly (unknown keys, ops, parameters, impossible splits).
+    #[command(after_help = "Examples:\n  \
+        prepbench validate my-pipeline.yaml workloads/defs/*.yaml")]
     Validate {
         /// Workload YAML files.
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
     /// List reference workloads, steps with their parameters, a workload's strategies, or datasets.
+    #[command(after_help = "Examples:\n  \
+        prepbench list workloads\n  \
+        prepbench list strategies cv\n  \
+        prepbench list steps")]
     List {
         #[command(subcommand)]
         what: ListWhat,
     },
     /// Work with workload files: print a reference workload's YAML to start your own from.
+    #[command(after_help = "Examples:\n  \
+        prepbench workload show cv > my-cv.yaml")]
     Workload {
         #[command(subcommand)]
         what: WorkloadWhat,
     },
     /// List the materialized stores a store directory holds (what, how large, whether still
     /// usable), or remove those you no longer need.
+    #[command(after_help = "Examples:\n  \
+        prepbench store list\n  \
+        prepbench store remove --incomplete --dry-run")]
     Store {
         #[command(subcommand)]
         what: StoreWhat,
     },
     /// Generate a dataset in the real dataset's on-disk layout.
+    #[command(after_help = "Examples:\n  \
+        prepbench generate imagenet --samples 2000 --out data/imagenet\n  \
+        prepbench generate librispeech --samples 100 --out data/speech --seed 3")]
     Generate(GenerateArgs),
     /// Look at one sample after any step: write it as .npy and .png, or list its fields after
     /// every step (where storage explodes).
+    #[command(after_help = "Examples:\n  \
+        prepbench show cv --sample 3 --after resized --out resized.png\n  \
+        prepbench show cv --sample 3 --list")]
     Show(ShowArgs),
     /// Measure what the prediction model needs: this machine's storage and memory figures
     /// (cached per machine) and each strategy's CPU cost per stage; recorded in the results
     /// folder's manifest (a sweep does this first unless --no-calibrate).
+    #[command(after_help = "Examples:\n  \
+        prepbench calibrate cv --out results/cv-cal\n  \
+        prepbench calibrate my-pipeline.yaml --samples 500 --recalibrate")]
     Calibrate(CalibrateArgs),
     /// Predict every swept strategy's throughput on other hardware from a results folder's
     /// calibration: the recommended strategy there and where the recommendation changes.
+    #[command(after_help = "Examples:\n  \
+        prepbench whatif results/cv-sweep --profile paper\n  \
+        prepbench whatif R --cores 32 --read-mbps 200 --latency-ms 5 --codec gzip\n  \
+        prepbench whatif R --cpu-speed 2 --json > predictions.json")]
     Whatif(WhatifArgs),
     /// Merge the shards of a sweep (`sweep --shard`, or run under mpirun or a Slurm array)
     /// into one results folder; refuses shards of different sweeps or a missing shard.
+    #[command(after_help = "Examples:\n  \
+        prepbench merge results/cv-sweep                   shard-I-of-N folders inside it\n  \
+        prepbench merge host-a/cv host-b/cv --out results/cv")]
     Merge {
         /// Shard results folders, or folders holding shard-I-of-N folders.
         #[arg(required = true)]
@@ -437,54 +485,6 @@ pub struct SweepArgs {
     pub places: PlaceArgs,
 }
 
-/// A positive, finite number of seconds.
-/// A number in `(0, max]` (or `[0, max]` with `zero`); the error says the allowed range and
-/// what the number is (NaN, infinities and negatives are refused).
-fn number_in(text: &str, zero: bool, max: f64, unit: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v <= max && (v > 0.0 || (zero && v == 0.0)) => Ok(v),
-        _ => Err(format!(
-            "`{text}` is not a number of {unit} {} {max}",
-            if zero {
-                "from 0 to"
-            } else {
-                "above 0 and at most"
-            }
-        )),
-    }
-}
-
-fn mb_per_s(text: &str) -> Result<f64, String> {
-    number_in(text, false, 1e7, "MB/s")
-}
-
-fn milliseconds(text: &str) -> Result<f64, String> {
-    number_in(text, true, 1e5, "milliseconds")
-}
-
-fn speed_factor(text: &str) -> Result<f64, String> {
-    number_in(text, false, 1e3, "times the calibrated speed")
-}
-
-fn megabytes(text: &str) -> Result<f64, String> {
-    number_in(text, false, 1e9, "MB")
-}
-
-/// A whole number in `LO..=HI`; the error says the allowed range.
-fn count_in<const LO: usize, const HI: usize>(text: &str) -> Result<usize, String> {
-    match text.trim().parse::<usize>() {
-        Ok(n) if (LO..=HI).contains(&n) => Ok(n),
-        _ => Err(format!("`{text}` is not a whole number from {LO} to {HI}")),
-    }
-}
-
-fn positive_seconds(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Ok(s),
-        _ => Err(format!("`{text}` is not a number of seconds in (0, 3600]")),
-    }
-}
-
 impl SweepArgs {
     /// The sweep this asks for; the shard is `--shard`, else the launcher's (read through
     /// `var`).
@@ -555,28 +555,4 @@ pub fn default_threads() -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use clap::CommandFactory;
-
-    fn undescribed(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
-        if !path.is_empty() && cmd.get_about().is_none() {
-            missing.push(path.to_string());
-        }
-        for arg in cmd.get_arguments() {
-            let id = arg.get_id().as_str();
-            if id != "help" && id != "version" && arg.get_help().is_none() {
-                missing.push(format!("{path} {id}"));
-            }
-        }
-        for sub in cmd.get_subcommands() {
-            undescribed(sub, &format!("{path} {}", sub.get_name()), missing);
-        }
-    }
-
-    #[test]
-    fn every_command_and_argument_is_described_in_help() {
-        let mut missing = Vec::new();
-        undescribed(&super::Cli::command(), "", &mut missing);
-        assert!(missing.is_empty(), "no help text: {missing:?}");
-    }
-}
+mod tests;

@@ -2,6 +2,17 @@
 
 use crate::results::{Bound, RunRow};
 
+/// Seconds with the digits a short run needs: `0.0042`, `0.193`, `12.40`.
+fn seconds(s: f64) -> String {
+    if s < 0.1 {
+        format!("{s:.4}")
+    } else if s < 10.0 {
+        format!("{s:.3}")
+    } else {
+        format!("{s:.2}")
+    }
+}
+
 /// A fixed-width table of the rows, one line per epoch, in SI units (MB = 1e6 B), with what
 /// bound each epoch (`bounds`, aligned with `rows`; empty to leave the column blank).
 pub fn table(rows: &[RunRow], bounds: &[Option<Bound>]) -> String {
@@ -65,14 +76,14 @@ pub fn table(rows: &[RunRow], bounds: &[Option<Bound>]) -> String {
             String::new()
         };
         out.push_str(&format!(
-            "{:<16} {:>5} {:>7} {:>11.2} {:>9.4} {:>9.2} {:>9.2} {:>10.1} {:>9.1} {:>7.1} {:>6}{figures}  {}\n",
+            "{:<16} {:>5} {:>7} {:>11.2} {:>9.4} {:>9} {:>9} {:>10.1} {:>9.1} {:>7.1} {:>6}{figures}  {}\n",
             r.strategy,
             r.epoch,
             r.cache,
             r.storage_bytes as f64 / 1e6,
             per_sample,
-            r.offline_s,
-            r.online_s,
+            seconds(r.offline_s),
+            seconds(r.online_s),
             r.throughput_sps,
             r.read_bytes as f64 / 1e6,
             r.residency_after_pct,
@@ -110,6 +121,13 @@ pub fn json_lines(rows: &[RunRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seconds_keep_the_digits_a_short_run_needs() {
+        assert_eq!(seconds(0.0042), "0.0042");
+        assert_eq!(seconds(0.193), "0.193");
+        assert_eq!(seconds(12.4), "12.40");
+    }
 
     #[test]
     fn table_has_a_line_per_row_and_flags_invalid_ones() {

@@ -10,6 +10,17 @@ use workloads::Codec;
 /// The size of the small files the machine calibration reads cold (`small_file_ms`).
 pub const SMALL_FILE_BYTES: usize = 16 * 1024;
 
+/// Seconds as milliseconds to the microsecond; a figure that rounds to zero is `0.000`, never
+/// `-0.000` (an estimate a hair below zero).
+fn ms(seconds: f64) -> String {
+    let text = format!("{:.3}", seconds * 1e3);
+    if text == "-0.000" {
+        "0.000".into()
+    } else {
+        text
+    }
+}
+
 /// The machine's figures the model uses.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct MachineCalibration {
@@ -171,11 +182,11 @@ pub fn describe(c: &Calibration) -> String {
             vec![
                 s.key(),
                 format!("{:.4}", s.bytes_per_sample / 1e6),
-                format!("{:.3}", s.read_s * 1e3),
-                format!("{:.3}", s.decompress_s * 1e3),
-                format!("{:.3}", s.deserialize_s * 1e3),
-                format!("{:.3}", s.compute_s() * 1e3),
-                format!("{:.3}", s.consumer_s * 1e3),
+                ms(s.read_s),
+                ms(s.decompress_s),
+                ms(s.deserialize_s),
+                ms(s.compute_s()),
+                ms(s.consumer_s),
                 format!("{:.2}", s.decompress_s_per_byte() * 1e9),
             ]
         })
@@ -194,4 +205,14 @@ pub fn describe(c: &Calibration) -> String {
         &rows,
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn milliseconds_never_print_a_negative_zero() {
+        assert_eq!(super::ms(-1e-9), "0.000");
+        assert_eq!(super::ms(0.0012345), "1.234");
+        assert_eq!(super::ms(-0.002), "-2.000");
+    }
 }

@@ -52,8 +52,72 @@ impl Step for DecodeJpeg {
 }
 
 /// Decodes JPEG bytes into an RGB uint8 tensor, checking the header's size against `max_pixels`
-/// and `max_expansion`.
+/// and `max_expansion` before the pixels are allocated.
+///
+/// zune-jpeg is called directly, as the `image` crate calls it (the same options, so the same
+/// pixels), but once: through `image` a decode copied the input twice and parsed the headers
+/// three times (docs/decisions.md, "JPEG decoding").
 pub fn decode_rgb8(bytes: &[u8], max_pixels: u64, max_expansion: f64) -> Result<Tensor, StepError> {
+    use zune_core::bytestream::ZCursor;
+    use zune_core::colorspace::ColorSpace;
+    use zune_core::options::DecoderOptions;
+    check_complete(bytes).map_err(|what| StepError::new(format!("invalid JPEG: {what}")))?;
+    let bad = |e: zune_jpeg::errors::DecodeErrors| StepError::new(format!("invalid JPEG: {e}"));
+    let options = DecoderOptions::default()
+        .set_strict_mode(false)
+        .set_max_width(usize::MAX)
+        .set_max_height(usize::MAX);
+    let mut decoder = zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(bytes), options);
+    decoder.decode_headers().map_err(bad)?;
+    let (width, height) = decoder
+        .dimensions()
+        .ok_or_else(|| StepError::new("invalid JPEG: no frame header"))?;
+    let pixels = width as u64 * height as u64;
+    if pixels > max_pixels {
+        return Err(StepError::new(format!(
+            "image of {width}x{height} = {pixels} pixels exceeds max_pixels {max_pixels}"
+        )));
+    }
+    super::check_expansion(
+        &format!("JPEG of {width}x{height}"),
+        bytes.len(),
+        pixels.saturating_mul(3),
+        max_expansion,
+    )?;
+    // Greyscale decodes as one channel and is spread to three (as `image`'s to-RGB conversion
+    // does); everything else (YCbCr, CMYK, YCCK) is converted to RGB by the decoder.
+    let grey = matches!(
+        decoder.input_colorspace(),
+        Some(ColorSpace::Luma | ColorSpace::LumaA)
+    );
+    let out = if grey {
+        ColorSpace::Luma
+    } else {
+        ColorSpace::RGB
+    };
+    decoder.set_options(decoder.options().jpeg_set_out_colorspace(out));
+    let decoded = decoder.decode().map_err(bad)?;
+    let rgb = if grey {
+        decoded.iter().flat_map(|&v| [v, v, v]).collect()
+    } else {
+        decoded
+    };
+    if rgb.len() as u64 != pixels * 3 {
+        return Err(StepError::new(format!(
+            "invalid JPEG: decoded {} bytes for {width}x{height} RGB",
+            rgb.len()
+        )));
+    }
+    Tensor::new(vec![height, width, 3], TensorData::U8(rgb))
+}
+
+/// The same decode through the `image` crate (what [`decode_rgb8`] replaced): the reference its
+/// output is tested against, and the baseline of its benchmark.
+pub fn decode_rgb8_via_image(
+    bytes: &[u8],
+    max_pixels: u64,
+    max_expansion: f64,
+) -> Result<Tensor, StepError> {
     check_complete(bytes).map_err(|what| StepError::new(format!("invalid JPEG: {what}")))?;
     let rgb =
         super::decode_guarded(bytes, ImageFormat::Jpeg, max_pixels, max_expansion)?.into_rgb8();
@@ -133,6 +197,108 @@ mod tests {
     }
 
     const CTX: StepContext = StepContext::FIRST;
+
+    /// A photograph-like test picture: smooth gradients with texture, `w` x `h`.
+    fn picture(w: u16, h: u16) -> Vec<u8> {
+        let mut rgb = Vec::with_capacity(w as usize * h as usize * 3);
+        for y in 0..h as u32 {
+            for x in 0..w as u32 {
+                let n = (x.wrapping_mul(2_654_435_761) ^ y.wrapping_mul(40_503)) >> 27;
+                rgb.extend([
+                    (x * 255 / w as u32) as u8 ^ n as u8,
+                    (y * 255 / h as u32) as u8,
+                    ((x + y) % 256) as u8,
+                ]);
+            }
+        }
+        rgb
+    }
+
+    /// Identical pixels from the direct decode and from `image`'s, for every chroma
+    /// subsampling cameras write, baseline and progressive, odd sizes, restart intervals and
+    /// greyscale.
+    #[test]
+    fn the_direct_decode_gives_the_pixels_image_gave() {
+        use jpeg_encoder::{ColorType, Encoder, SamplingFactor};
+        let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+        for (w, h) in [(64u16, 48u16), (333, 251), (17, 9)] {
+            let rgb = picture(w, h);
+            for sampling in [
+                SamplingFactor::F_1_1,
+                SamplingFactor::F_2_1,
+                SamplingFactor::F_2_2,
+                SamplingFactor::F_1_2,
+            ] {
+                for progressive in [false, true] {
+                    for restart in [0u16, 4] {
+                        let mut out = Vec::new();
+                        let mut e = Encoder::new(&mut out, 90);
+                        e.set_sampling_factor(sampling);
+                        e.set_progressive(progressive);
+                        e.set_restart_interval(restart);
+                        e.encode(&rgb, w, h, ColorType::Rgb).unwrap();
+                        files.push((
+                            format!(
+                                "{w}x{h} {sampling:?} progressive {progressive} restart {restart}"
+                            ),
+                            out,
+                        ));
+                    }
+                }
+            }
+            let grey: Vec<u8> = rgb.chunks(3).map(|p| p[1]).collect();
+            let mut out = Vec::new();
+            Encoder::new(&mut out, 85)
+                .encode(&grey, w, h, ColorType::Luma)
+                .unwrap();
+            files.push((format!("{w}x{h} greyscale"), out));
+        }
+        files.push(("image's encoder".into(), jpeg(40, 30)));
+        for (name, bytes) in &files {
+            let direct = decode_rgb8(bytes, u64::MAX, 1e9).unwrap();
+            let via_image = decode_rgb8_via_image(bytes, u64::MAX, 1e9).unwrap();
+            assert_eq!(direct.shape(), via_image.shape(), "{name}");
+            assert!(direct.data() == via_image.data(), "{name}: pixels differ");
+        }
+    }
+
+    /// The same on real photographs (Debian's lomiri-wallpapers, baseline and progressive,
+    /// 1.5-15.9 MP), fetched by scripts/fetch_photos.py; skipped, saying why, where they cannot be.
+    #[test]
+    fn the_direct_decode_gives_the_pixels_image_gave_on_real_photographs() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let fetched = std::process::Command::new("python3")
+            .arg(format!("{root}/scripts/fetch_photos.py"))
+            .output();
+        let dir = match fetched {
+            Ok(out) if out.status.success() => {
+                String::from_utf8_lossy(&out.stdout).trim().to_string()
+            }
+            Ok(out) => {
+                eprintln!(
+                    "skipped: no real photographs: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                return;
+            }
+            Err(e) => {
+                eprintln!("skipped: python3 cannot run scripts/fetch_photos.py: {e}");
+                return;
+            }
+        };
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "jpg") {
+                let bytes = std::fs::read(&path).unwrap();
+                let direct = decode_rgb8(&bytes, u64::MAX, 1e9).unwrap();
+                let via_image = decode_rgb8_via_image(&bytes, u64::MAX, 1e9).unwrap();
+                assert!(direct == via_image, "{}: pixels differ", path.display());
+                checked += 1;
+            }
+        }
+        assert!(checked >= 10, "{checked} photographs in {dir}");
+    }
 
     #[test]
     fn decodes_to_height_width_3_close_to_the_source() {

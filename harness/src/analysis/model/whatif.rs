@@ -202,6 +202,9 @@ pub fn whatif(
         if let Some(note) = file_size_note(&ranked, hw) {
             let _ = writeln!(out, "{note}\n");
         }
+        if let Some(note) = thin_calibration_note(&ranked) {
+            let _ = writeln!(out, "{note}\n");
+        }
         let _ = writeln!(out, "{}", sensitivity(cal, workload, codec, hw));
         if let Some(paper_name) = paper_name {
             let _ = writeln!(
@@ -247,6 +250,25 @@ pub fn whatif_rows(
         }
     }
     rows
+}
+
+/// Calibrations on fewer samples than this get a caution: their per-sample costs carry the
+/// epoch's start (thread start, first reads) and one pass of noise.
+pub const THIN_CALIBRATION_SAMPLES: u64 = 100;
+
+/// A caution naming the strategies calibrated on fewer than [`THIN_CALIBRATION_SAMPLES`].
+fn thin_calibration_note(ranked: &[(&StrategyCalibration, Prediction)]) -> Option<String> {
+    let thin: Vec<String> = ranked
+        .iter()
+        .filter(|(s, _)| s.samples < THIN_CALIBRATION_SAMPLES)
+        .map(|(s, _)| format!("`{}` ({} samples)", s.strategy, s.samples))
+        .collect();
+    (!thin.is_empty()).then(|| {
+        format!(
+            "**Caution:** {} calibrated on fewer than {THIN_CALIBRATION_SAMPLES} samples: one short warm epoch each, so start-up weighs on the per-sample costs these predictions rest on. Calibrate again with more (`prepbench calibrate WORKLOAD --samples 500 --recalibrate`) before acting on this.",
+            thin.join(", ")
+        )
+    })
 }
 
 /// The size of each file a strategy reads: its shard, or the raw file.
@@ -441,5 +463,12 @@ mod tests {
             ..hw
         };
         assert!(file_size_note(&ranked, &local).is_none());
+        // 48 samples is thin evidence; 500 is not.
+        let note = thin_calibration_note(&ranked).expect("a caution");
+        assert!(note.contains("`small` (48 samples)"), "{note}");
+        let mut plenty = small.clone();
+        plenty.samples = 500;
+        let ranked = vec![(&plenty, predict(&plenty, &local, &setting))];
+        assert!(thin_calibration_note(&ranked).is_none());
     }
 }

@@ -315,9 +315,31 @@ pub fn views<'c>(results: &Results, cells: &'c [Cell]) -> Vec<WorkloadView<'c>> 
         .collect()
 }
 
+/// The files a report writes, which `--out` must not find there unless a report wrote them.
+const REPORT_FILES: [&str; 4] = ["summary.csv", "report.md", "report.json", "plots"];
+
+/// Makes `out` a folder a report may write into: it is created when missing; an existing one
+/// is refused when it holds a file a report writes but no `report.json` (so no earlier report
+/// wrote it): nothing of the user's is overwritten.
+fn claim_report_folder(out: &Path) -> anyhow::Result<()> {
+    if out.exists() && !out.is_dir() {
+        anyhow::bail!("--out {}: not a folder", out.display());
+    }
+    if !out.join("report.json").is_file() {
+        if let Some(clash) = REPORT_FILES.iter().find(|f| out.join(f).exists()) {
+            anyhow::bail!(
+                "--out {}: it holds `{clash}` but no report.json, so a report did not write it; \
+                 refusing to overwrite it (choose an empty or new folder)",
+                out.display()
+            );
+        }
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))
+}
+
 /// Reads `dir` and writes the report files into it.
 pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
-    write_report_with(dir, None, &crate::analysis::recommend::DEFAULT_PLAN)
+    write_report_with(dir, dir, None, &crate::analysis::recommend::DEFAULT_PLAN)
 }
 
 /// [`write_report`], after keeping the peer measurements in `peers` (`run_peers.py --records
@@ -326,10 +348,14 @@ pub fn write_report(dir: &Path) -> anyhow::Result<ReportFiles> {
 /// under `plan` (weights and epochs).
 pub fn write_report_with(
     dir: &Path,
+    out: &Path,
     peers: Option<&Path>,
     plan: &crate::analysis::recommend::RecommendOptions,
 ) -> anyhow::Result<ReportFiles> {
     let results = Results::load(dir)?;
+    if out != dir {
+        claim_report_folder(out)?;
+    }
     // Kept only once the folder has loaded as a results folder.
     if let Some(peers) = peers {
         peers::adopt(dir, peers)?;
@@ -337,7 +363,7 @@ pub fn write_report_with(
     let peers_section = peers::section(dir)?;
     let cells = results.cells();
     let views = views(&results, &cells);
-    let plots_dir = dir.join("plots");
+    let plots_dir = out.join("plots");
     std::fs::create_dir_all(&plots_dir)
         .with_context(|| format!("creating {}", plots_dir.display()))?;
     let mut files = Vec::new();
@@ -346,7 +372,7 @@ pub fn write_report_with(
         files.push(path);
         Ok(())
     };
-    write(dir.join("summary.csv"), &summary_csv(&cells), &mut files)?;
+    write(out.join("summary.csv"), &summary_csv(&cells), &mut files)?;
 
     let calibration = results.manifest.calibration.as_ref();
     // Every cell's prediction, made once for the roofline tables, plots and validation.
@@ -525,7 +551,7 @@ pub fn write_report_with(
     for w in &warned {
         let _ = writeln!(md, "- {w}");
     }
-    write(dir.join("report.md"), &md, &mut files)?;
+    write(out.join("report.md"), &md, &mut files)?;
     let cells_json: Vec<serde_json::Value> = cells
         .iter()
         .map(|c| {
@@ -540,50 +566,15 @@ pub fn write_report_with(
         .collect();
     let report = json!({ "machine": results.manifest.machine, "cells": cells_json, "findings": found, "kendall_tau": kendall, "warnings": warned, "prediction": prediction });
     write(
-        dir.join("report.json"),
+        out.join("report.json"),
         &serde_json::to_string_pretty(&report)?,
         &mut files,
     )?;
     Ok(ReportFiles {
-        report_md: dir.join("report.md"),
+        report_md: out.join("report.md"),
         files,
     })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn copy_tree(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for entry in std::fs::read_dir(from).unwrap().flatten() {
-            let (path, target) = (entry.path(), to.join(entry.file_name()));
-            if path.is_dir() {
-                copy_tree(&path, &target);
-            } else {
-                std::fs::copy(&path, &target).unwrap();
-            }
-        }
-    }
-
-    /// `prepbench report` of a committed reference writes its committed report again, byte for
-    /// byte (the peer measurements it keeps included): a reference that no longer matches what
-    /// the code makes of its runs is stale, or the code changed its results.
-    #[test]
-    fn committed_references_report_as_committed() {
-        for dir in crate::results::reference_folders() {
-            let copy = tempfile::tempdir().unwrap();
-            copy_tree(&dir, copy.path());
-            write_report(copy.path()).unwrap();
-            for file in ["report.md", "summary.csv", "report.json"] {
-                let committed = std::fs::read(dir.join(file)).unwrap();
-                let written = std::fs::read(copy.path().join(file)).unwrap();
-                assert!(
-                    committed == written,
-                    "{}: {file} differs from what `prepbench report` writes",
-                    dir.display()
-                );
-            }
-        }
-    }
-}
+mod tests;

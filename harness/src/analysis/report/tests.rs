@@ -1,0 +1,64 @@
+//! Reports of the committed references, and reports written elsewhere.
+
+use super::*;
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let (path, target) = (entry.path(), to.join(entry.file_name()));
+        if path.is_dir() {
+            copy_tree(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+/// `prepbench report` of a committed reference writes its committed report again, byte for
+/// byte (the peer measurements it keeps included): a reference that no longer matches what
+/// the code makes of its runs is stale, or the code changed its results.
+#[test]
+fn committed_references_report_as_committed() {
+    for dir in crate::results::reference_folders() {
+        let copy = tempfile::tempdir().unwrap();
+        copy_tree(&dir, copy.path());
+        write_report(copy.path()).unwrap();
+        for file in ["report.md", "summary.csv", "report.json"] {
+            let committed = std::fs::read(dir.join(file)).unwrap();
+            let written = std::fs::read(copy.path().join(file)).unwrap();
+            assert!(
+                committed == written,
+                "{}: {file} differs from what `prepbench report` writes",
+                dir.display()
+            );
+        }
+    }
+}
+
+/// `report --out` writes the same files elsewhere, leaves the results folder as it was, and
+/// refuses a folder holding a file a report would overwrite but did not write.
+#[test]
+fn a_report_written_elsewhere_overwrites_nothing_of_the_users() {
+    let dir = crate::results::reference_folders().remove(0);
+    let copy = tempfile::tempdir().unwrap();
+    copy_tree(&dir, copy.path());
+    let before = std::fs::read(copy.path().join("report.md")).unwrap();
+    let out = copy.path().join("elsewhere");
+    let plan = crate::analysis::recommend::DEFAULT_PLAN;
+    write_report_with(copy.path(), &out, None, &plan).unwrap();
+    assert_eq!(std::fs::read(out.join("report.md")).unwrap(), before);
+    assert!(out.join("plots").is_dir() && out.join("summary.csv").is_file());
+    // Again into the same folder: it is a report's, so it is written over.
+    write_report_with(copy.path(), &out, None, &plan).unwrap();
+    let mine = copy.path().join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(mine.join("report.md"), "my notes").unwrap();
+    let Err(err) = write_report_with(copy.path(), &mine, None, &plan) else {
+        panic!("a folder holding the user's report.md was written into");
+    };
+    assert!(err.to_string().contains("refusing to overwrite"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(mine.join("report.md")).unwrap(),
+        "my notes"
+    );
+}
