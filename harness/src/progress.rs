@@ -19,13 +19,14 @@ pub struct Progress {
 /// A rate as a person reads it: `1074/s`, `96.3/s`, `0.42/s`.
 fn rate(state: &ProgressState, w: &mut dyn std::fmt::Write) {
     let r = state.per_sec();
-    let _ = if r >= 100.0 {
-        write!(w, "{r:.0}/s")
+    let digits = if r >= 100.0 {
+        0
     } else if r >= 10.0 {
-        write!(w, "{r:.1}/s")
+        1
     } else {
-        write!(w, "{r:.2}/s")
+        2
     };
+    let _ = write!(w, "{r:.digits$}/s");
 }
 
 impl Progress {

@@ -49,6 +49,18 @@ pub fn duration(s: f64) -> String {
     }
 }
 
+/// A rate with the digits it needs: `1074`, `96.3`, `4.21` (three significant figures below
+/// 1000, no exponent).
+pub fn rate(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
 /// A count with the grammar it needs: `1 thread`, `2 threads`.
 pub fn count(n: u64, singular: &str, plural: &str) -> String {
     format!("{n} {}", if n == 1 { singular } else { plural })
@@ -82,5 +94,8 @@ mod tests {
         assert_eq!(duration(3.0 * 86_400.0), "3.0 days");
         assert_eq!(count(1, "thread", "threads"), "1 thread");
         assert_eq!(count(8, "thread", "threads"), "8 threads");
+        assert_eq!(rate(1073.58), "1074");
+        assert_eq!(rate(96.34), "96.3");
+        assert_eq!(rate(4.214), "4.21");
     }
 }

@@ -195,7 +195,7 @@ pub fn candidates(
     out
 }
 
-use crate::units::{bytes as size, duration};
+use crate::units::{bytes as size, duration, rate};
 
 /// Extrapolating the measured samples more than this many times over gets a caution.
 pub const EXTRAPOLATION_WARNING: f64 = 10.0;
@@ -208,17 +208,6 @@ pub const DEFAULT_PLAN: RecommendOptions = RecommendOptions {
     memory_bytes: None,
     dataset_samples: None,
 };
-
-/// A rate with the digits it needs: `1074`, `96.3`, `4.21`.
-fn rate(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
 
 /// The cold throughput of `c` with its 95 % interval, as the report writes it.
 fn with_interval(c: &Candidate) -> String {

@@ -8,17 +8,7 @@ use std::path::Path;
 use super::*;
 use crate::analysis::findings::{self, Verdict};
 use crate::analysis::svg::{Forest, ForestRow};
-
-/// Three significant figures, without exponent for the sizes throughput has.
-fn rate(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
+use crate::units::rate;
 
 fn ratio_text(v: f64) -> String {
     if v >= 10.0 {
