@@ -135,13 +135,7 @@ fn whatif_command(args: WhatifArgs) -> anyhow::Result<ExitCode> {
         harness::analysis::model::whatif_in(
             &args.dir,
             &request,
-            if args.json {
-                harness::markdown::Format::Json
-            } else if args.csv {
-                harness::markdown::Format::Csv
-            } else {
-                harness::markdown::Format::Markdown
-            }
+            harness::markdown::Rows::from_flags(args.csv, args.json),
         )?
     );
     Ok(ExitCode::SUCCESS)
@@ -242,12 +236,9 @@ fn main() -> ExitCode {
                 memory_bytes,
                 dataset_samples,
             };
-            let text = if csv {
-                harness::analysis::recommend::recommend_csv(&dir, &opts)
-            } else if json {
-                harness::analysis::recommend::recommend_json(&dir, &opts)
-            } else {
-                harness::analysis::recommend::recommend(&dir, &opts)
+            let text = match harness::markdown::Rows::from_flags(csv, json) {
+                Some(rows) => harness::analysis::recommend::recommend_rows(&dir, &opts, rows),
+                None => harness::analysis::recommend::recommend(&dir, &opts),
             };
             text.map(|text| {
                 print!("{text}");

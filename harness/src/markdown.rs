@@ -15,24 +15,32 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// What a command that prints a table prints: Markdown for people, or every row as CSV or
-/// JSON for programs (plain seconds and bytes).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Format {
-    #[default]
-    Markdown,
+/// Rows for programs instead of a Markdown table: CSV or JSON (plain seconds and bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rows {
     Csv,
     Json,
+}
+
+impl Rows {
+    /// From a command's `--csv` and `--json` flags; `None`: Markdown.
+    pub fn from_flags(csv: bool, json: bool) -> Option<Rows> {
+        match (csv, json) {
+            (true, _) => Some(Rows::Csv),
+            (_, true) => Some(Rows::Json),
+            _ => None,
+        }
+    }
 }
 
 /// Rows of named fields as CSV (a header from the first row's names; absent values empty) or
 /// as a JSON array of objects.
 pub fn rows_as(
-    format: Format,
+    format: Rows,
     rows: &[Vec<(&'static str, serde_json::Value)>],
-) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+) -> anyhow::Result<String> {
     match format {
-        Format::Json => {
+        Rows::Json => {
             let values: Vec<serde_json::Value> = rows
                 .iter()
                 .map(|row| {
@@ -45,7 +53,7 @@ pub fn rows_as(
                 .collect();
             Ok(serde_json::to_string_pretty(&values)? + "\n")
         }
-        Format::Csv | Format::Markdown => {
+        Rows::Csv => {
             let mut w = csv::Writer::from_writer(Vec::new());
             if let Some(first) = rows.first() {
                 w.write_record(first.iter().map(|(name, _)| *name))?;

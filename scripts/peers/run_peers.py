@@ -46,6 +46,7 @@ environment scripts/.venv-tf). `prepbench report RESULTS --peers OUT` folds it i
 import argparse
 import glob
 import io
+import math
 import os
 import platform
 import shutil
@@ -366,9 +367,9 @@ def prepbench_row(binary, work, workload, strategy, samples, threads, cache, ext
     return json.loads(out.strip().splitlines()[-1])
 
 
-def run_prepbench(binary, work, workload, strategy, samples, threads, extra=()):
+def run_prepbench(binary, work, workload, strategy, samples, threads):
     return prepbench_row(binary, work, workload, strategy, samples, threads,
-                         "warm", extra)["throughput_sps"]
+                         "warm")["throughput_sps"]
 
 
 def photos_workload(binary, work):
@@ -773,15 +774,13 @@ def photo_table(binary, work, photos, repeats=5):
         for n, data in files:
             with open(os.path.join(folder, n), "wb") as f:
                 f.write(data)
-        megapixels = sum(
-            PILImage.open(io.BytesIO(d)).size[0] * PILImage.open(io.BytesIO(d)).size[1]
-            for _, d in files) / 1e6
+        megapixels = sum(math.prod(PILImage.open(io.BytesIO(d)).size) for _, d in files) / 1e6
 
-        def best(decode):
+        def best(decode, inputs):
             times = []
             for _ in range(repeats):
                 start = time.perf_counter()
-                for _, d in files:
+                for d in inputs:
                     decode(d)
                 times.append(time.perf_counter() - start)
             return min(times)
@@ -800,18 +799,16 @@ def photo_table(binary, work, photos, repeats=5):
         with open(os.path.join(out, "stages.csv")) as f:
             ours = min(float(r["seconds"]) for r in csv.DictReader(f)
                        if r["stage"] == "step:decoded" and r["epoch"] != "0")
-        theirs = {"Pillow": best(pillow)}
+        theirs = {"Pillow": best(pillow, [d for _, d in files])}
         if tf is not None:
             tensors = [tf.constant(d) for _, d in files]
-            for t in tensors:
+
+            def tf_decode(t):
                 tf.io.decode_jpeg(t, channels=3).numpy()
-            start_times = []
-            for _ in range(repeats):
-                start = time.perf_counter()
-                for t in tensors:
-                    tf.io.decode_jpeg(t, channels=3).numpy()
-                start_times.append(time.perf_counter() - start)
-            theirs["tf.io.decode_jpeg"] = min(start_times)
+
+            for t in tensors:  # traced and warmed, untimed
+                tf_decode(t)
+            theirs["tf.io.decode_jpeg"] = best(tf_decode, tensors)
         rows.append((kind, len(files), megapixels, ours, theirs))
         print(f"photos {kind}: {len(files)} files, {megapixels:.1f} MP: prepbench "
               f"{ours * 1e3:.1f} ms, " + ", ".join(f"{k} {v * 1e3:.1f} ms"

@@ -429,17 +429,14 @@ fn ranked(
     Ok(rows)
 }
 
-/// The candidates of every workload in `dir` as CSV, ranked (rank 1 is the recommendation):
-/// rows that load into pandas as they are (seconds and bytes as plain numbers).
-pub fn recommend_csv(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<String> {
-    crate::markdown::rows_as(crate::markdown::Format::Csv, &ranked(dir, opts)?)
-        .map_err(|e| anyhow::anyhow!(e))
-}
-
-/// The same rows as [`recommend_csv`], as a JSON array of objects.
-pub fn recommend_json(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<String> {
-    crate::markdown::rows_as(crate::markdown::Format::Json, &ranked(dir, opts)?)
-        .map_err(|e| anyhow::anyhow!(e))
+/// The candidates of every workload in `dir`, ranked (rank 1 is the recommendation), as CSV
+/// or JSON rows that load into pandas as they are (seconds and bytes as plain numbers).
+pub fn recommend_rows(
+    dir: &Path,
+    opts: &RecommendOptions,
+    format: crate::markdown::Rows,
+) -> anyhow::Result<String> {
+    crate::markdown::rows_as(format, &ranked(dir, opts)?)
 }
 
 /// The recommendation for every workload in `dir`, as Markdown.

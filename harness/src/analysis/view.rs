@@ -75,20 +75,7 @@ impl<'a> WorkloadView<'a> {
     /// A file-name stem for the view's plots: the title with anything but letters, digits,
     /// `-`, `_`, `.`, `@`, `=` made `-`.
     pub fn file_stem(&self) -> String {
-        self.title()
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "-_.@=".contains(c) {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect::<String>()
-            .split('-')
-            .filter(|p| !p.is_empty())
-            .collect::<Vec<_>>()
-            .join("-")
+        file_stem_of(&self.title())
     }
 
     /// The workload a dataset variant (`name@k=v`) belongs to, and its options; `None` for a
@@ -144,4 +131,22 @@ pub fn titled(name: &str, condition: &Condition) -> String {
     } else {
         format!("{name} [{condition}]")
     }
+}
+
+/// `text` as a file name: characters other than ASCII letters, digits and `-_.@=` become `-`,
+/// and runs of `-` one.
+pub fn file_stem_of(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.@=".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect::<String>()
+        .split('-')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-")
 }

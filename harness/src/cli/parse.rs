@@ -3,8 +3,20 @@
 /// A number in `(0, max]` (or `[0, max]` with `zero`); the error says the allowed range and
 /// what the number is (NaN, infinities and negatives are refused).
 pub(super) fn number_in(text: &str, zero: bool, max: f64, unit: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v <= max && (v > 0.0 || (zero && v == 0.0)) => Ok(v),
+    in_range(text.trim().parse::<f64>().ok(), text, zero, max, unit)
+}
+
+/// `value` (read from `text`, `None` when it did not read) if in range, else the error saying
+/// the range, quoting `text`.
+fn in_range(
+    value: Option<f64>,
+    text: &str,
+    zero: bool,
+    max: f64,
+    unit: &str,
+) -> Result<f64, String> {
+    match value {
+        Some(v) if v.is_finite() && v <= max && (v > 0.0 || (zero && v == 0.0)) => Ok(v),
         _ => Err(format!(
             "`{text}` is not a number of {unit} {} {max}",
             if zero {
@@ -31,11 +43,11 @@ pub(super) fn speed_factor(text: &str) -> Result<f64, String> {
 /// Megabytes: a plain number is MB; a size with a unit (`16GB`, `512MiB`) is read as such.
 pub(super) fn megabytes(text: &str) -> Result<f64, String> {
     // What reads as a number (NaN and infinities included, refused below) is MB.
-    if text.trim().parse::<f64>().is_err() {
-        let bytes = crate::units::parse_bytes(text)?;
-        return number_in(&(bytes as f64 / 1e6).to_string(), false, 1e9, "MB");
-    }
-    number_in(text, false, 1e9, "MB")
+    let value = match text.trim().parse::<f64>() {
+        Ok(mb) => mb,
+        Err(_) => crate::units::parse_bytes(text)? as f64 / 1e6,
+    };
+    in_range(Some(value), text, false, 1e9, "MB")
 }
 
 /// A whole number in `LO..=HI`; the error says the allowed range.

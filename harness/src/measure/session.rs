@@ -456,11 +456,11 @@ impl Session {
 /// process holds it.
 fn store_lock(dir: &Path, waiting: &dyn Fn(&str)) -> anyhow::Result<crate::results::lock::Lock> {
     use crate::results::lock::{take, Busy};
-    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+    let Some(path) = crate::store::lock_path(dir) else {
         anyhow::bail!("{}: not a store directory", dir.display());
     };
+    let parent = path.parent().expect("a lock file beside the store");
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    let path = parent.join(format!(".{}.lock", name.to_string_lossy()));
     Ok(take(
         &path,
         &format!("the store {}", dir.display()),

@@ -81,6 +81,11 @@ impl StrategyCalibration {
         key(&self.workload, &self.strategy, self.codec)
     }
 
+    /// Bytes of each file it reads: a shard of the store, or a raw file.
+    pub fn file_bytes(&self) -> f64 {
+        self.bytes_per_sample / self.files_per_sample.max(1e-12)
+    }
+
     /// Worker CPU seconds per sample with the input in memory already (application cache).
     pub fn compute_s(&self) -> f64 {
         self.steps.iter().map(|(_, s)| s).sum()

@@ -50,10 +50,17 @@ pub struct StoreEntry {
     pub bytes: u64,
     pub state: State,
     pub prepbench_version: Option<String>,
-    /// When it was last written (its manifest, else the newest file), seconds since the epoch.
-    pub modified_unix_s: u64,
-    #[serde(skip)]
+    /// When it was last written (its manifest, else the newest file); seconds since the epoch
+    /// in JSON.
+    #[serde(rename = "modified_unix_s", serialize_with = "unix_seconds")]
     pub modified: SystemTime,
+}
+
+fn unix_seconds<S: serde::Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(
+        time.duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    )
 }
 
 /// Whether `dir` is a store prepbench made.
@@ -141,9 +148,6 @@ fn entry(dir: &Path, workload: &str, strategy: &str) -> Result<StoreEntry, Store
         bytes,
         state,
         prepbench_version: version,
-        modified_unix_s: modified
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
         modified,
     })
 }
@@ -219,9 +223,8 @@ impl Selection {
 pub fn remove(entry: &StoreEntry, root: &Path) -> anyhow::Result<()> {
     use crate::results::lock::{take, Busy};
     let dir = &entry.path;
-    let lock_path = match (dir.parent(), dir.file_name()) {
-        (Some(parent), Some(name)) => parent.join(format!(".{}.lock", name.to_string_lossy())),
-        _ => anyhow::bail!("{}: not a store directory", dir.display()),
+    let Some(lock_path) = super::lock_path(dir) else {
+        anyhow::bail!("{}: not a store directory", dir.display());
     };
     let lock = take(
         &lock_path,

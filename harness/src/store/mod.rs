@@ -27,6 +27,13 @@ pub const STORE_MANIFEST: &str = "store.json";
 /// The file that marks a directory as a store prepbench made (and so may clear).
 pub const STORE_MARKER: &str = ".prepbench-store";
 
+/// The lock file of the store `dir`: a hidden file beside it (`.NAME.lock`), held while the
+/// store is materialized; `None` for a path without a parent and a name.
+pub fn lock_path(dir: &Path) -> Option<PathBuf> {
+    let (parent, name) = (dir.parent()?, dir.file_name()?);
+    Some(parent.join(format!(".{}.lock", name.to_string_lossy())))
+}
+
 /// Creates `dir` (and its parents) as a store directory, with its marker.
 pub fn create(dir: &Path) -> Result<(), StoreError> {
     std::fs::create_dir_all(dir).map_err(io_error(dir))?;

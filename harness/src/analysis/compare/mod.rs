@@ -17,7 +17,8 @@ use crate::analysis::stats::LogEstimate;
 /// Significance level of the verdicts, after the correction for multiple comparisons.
 pub const ALPHA: f64 = 0.05;
 /// Changes smaller than this (as a fraction) are noise, whatever their p-value: criterion's
-/// rule (its default is 1 %; a sweep's epochs on a shared machine vary more, docs/measurement.md).
+/// rule (its default is 1 %, for microbenchmarks on a quiet machine; docs/decisions.md, "Recommend
+/// and compare").
 pub const DEFAULT_NOISE: f64 = 0.02;
 
 /// The setting two folders are paired across: the cells match on every other one.
@@ -284,6 +285,10 @@ pub struct Comparison {
     pub only_in_a: usize,
     pub only_in_b: usize,
     pub changes: Vec<Change>,
+    /// Comparing machines: what each folder concludes (findings, best strategies), for the
+    /// Markdown; computed from the folders as loaded here.
+    #[serde(skip)]
+    pub conclusions: Option<(output::Conclusions, output::Conclusions)>,
 }
 
 /// Judges paired cells: log-ratio CI and test, the correction over the testable pairs, then
@@ -291,6 +296,7 @@ pub struct Comparison {
 fn judge(pairs: Vec<(&Entry, &Entry)>, opts: &CompareOptions) -> Vec<Change> {
     let mut changes: Vec<Change> = Vec::new();
     let mut tested: Vec<(usize, f64)> = Vec::new();
+    let index = across_index(opts.across);
     for (ea, eb) in pairs {
         let (ca, cb) = (ea.cell, eb.cell);
         let estimate = LogEstimate::of_mean(&cb.throughput)
@@ -301,17 +307,17 @@ fn judge(pairs: Vec<(&Entry, &Entry)>, opts: &CompareOptions) -> Vec<Change> {
             Some(e) => (Some(e.ci95()), Some(e.p_value_of_one())),
             None => (None, None),
         };
-        let verdict = if short {
-            ChangeVerdict::EpochsTooShort
-        } else if p.is_none() {
-            ChangeVerdict::TooFewTrials
-        } else {
-            tested.push((changes.len(), p.unwrap_or(1.0)));
-            ChangeVerdict::NoChange
+        // Judged pairs start as "no change"; the correction below decides them.
+        let verdict = match p {
+            _ if short => ChangeVerdict::EpochsTooShort,
+            None => ChangeVerdict::TooFewTrials,
+            Some(p) => {
+                tested.push((changes.len(), p));
+                ChangeVerdict::NoChange
+            }
         };
         let [workload, storage, consumer, strategy, codec, threads, cache, epoch, shards] =
             eb.settings.clone();
-        let index = across_index(opts.across);
         changes.push(Change {
             workload,
             storage,
@@ -545,6 +551,12 @@ pub fn comparison(a_dir: &Path, b_dir: &Path, opts: &CompareOptions) -> anyhow::
         only_in_a: ga.len() - paired,
         only_in_b: gb.len() - paired,
         changes,
+        conclusions: (opts.across == Across::Machine).then(|| {
+            (
+                output::conclusions_of(&ra, &cells_a),
+                output::conclusions_of(&rb, &cells_b),
+            )
+        }),
     })
 }
 

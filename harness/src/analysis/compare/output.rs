@@ -3,7 +3,6 @@
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
-use std::path::Path;
 
 use super::*;
 use crate::analysis::findings::{self, Verdict};
@@ -165,12 +164,8 @@ impl Comparison {
             }
             let _ = writeln!(out);
         }
-        if self.across == Across::Machine {
-            let _ = writeln!(
-                out,
-                "{}",
-                conclusions(Path::new(&self.a), Path::new(&self.b))?
-            );
+        if let Some((a, b)) = &self.conclusions {
+            let _ = writeln!(out, "{}", conclusions(a, b));
         }
         let _ = writeln!(out, "## Every pair\n\n{}", self.header());
         for c in &self.changes {
@@ -266,16 +261,16 @@ impl Comparison {
 
 /// What a results folder concludes: every sub-claim's verdict, and per workload and condition
 /// the fastest strategy cold (codec none, at the most threads, epochs long enough).
-struct Conclusions {
+#[derive(Clone, Debug)]
+pub struct Conclusions {
     verdicts: Vec<(String, Verdict)>,
     best: Vec<(String, String)>,
 }
 
-fn conclusions_of(dir: &Path) -> anyhow::Result<Conclusions> {
-    let results = Results::load(dir)?;
-    let cells = results.cells();
-    let views = crate::analysis::report::views(&results, &cells);
-    let found = findings::measured::judge(&results, &views);
+/// The conclusions of a loaded folder and its cells.
+pub(super) fn conclusions_of(results: &Results, cells: &[Cell]) -> Conclusions {
+    let views = crate::analysis::report::views(results, cells);
+    let found = findings::measured::judge(results, &views);
     let verdicts = found
         .iter()
         .flat_map(|f| &f.sub_claims)
@@ -294,13 +289,12 @@ fn conclusions_of(dir: &Path) -> anyhow::Result<Conclusions> {
             Some((v.title(), fastest.key.strategy.clone()))
         })
         .collect();
-    Ok(Conclusions { verdicts, best })
+    Conclusions { verdicts, best }
 }
 
 /// Whether the two folders conclude the same: the paper's findings' verdicts (for the paper's
 /// workloads only) and each workload's best strategy, side by side, with how many agree.
-fn conclusions(a_dir: &Path, b_dir: &Path) -> anyhow::Result<String> {
-    let (a, b) = (conclusions_of(a_dir)?, conclusions_of(b_dir)?);
+fn conclusions(a: &Conclusions, b: &Conclusions) -> String {
     let mut out = String::new();
     let agree = |x: &str, y: &str| if x == y { "yes" } else { "**no**" };
     if !a.verdicts.is_empty() {
@@ -339,5 +333,5 @@ fn conclusions(a_dir: &Path, b_dir: &Path) -> anyhow::Result<String> {
         let _ = writeln!(out, "| {name} | {sa} | {sb} | {} |", agree(sa, sb));
     }
     let _ = writeln!(out, "\n{same} of {common} best strategies agree.\n");
-    Ok(out)
+    out
 }

@@ -132,6 +132,18 @@ pub struct Setting {
     pub consumer: Option<ConsumerSpec>,
 }
 
+impl Setting {
+    /// Steady-state cold reads by `threads` workers, without a consumer: what `whatif` ranks.
+    pub fn cold(threads: usize) -> Setting {
+        Setting {
+            samples: None,
+            threads,
+            reading: Reading::Cold,
+            consumer: None,
+        }
+    }
+}
+
 /// The bounds and the prediction for one strategy on one machine.
 #[derive(Clone, Debug, Serialize)]
 pub struct Prediction {
@@ -249,12 +261,7 @@ pub fn ranking<'c>(
     codec: Codec,
     hw: &Hardware,
 ) -> Vec<(&'c StrategyCalibration, Prediction)> {
-    let setting = Setting {
-        samples: None,
-        threads: hw.cores,
-        reading: Reading::Cold,
-        consumer: None,
-    };
+    let setting = Setting::cold(hw.cores);
     let mut out: Vec<_> = cal
         .strategies
         .values()
@@ -307,12 +314,7 @@ mod tests {
     }
 
     fn cold(threads: usize) -> Setting {
-        Setting {
-            samples: None,
-            threads,
-            reading: Reading::Cold,
-            consumer: None,
-        }
+        Setting::cold(threads)
     }
 
     #[test]

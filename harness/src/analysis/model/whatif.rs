@@ -76,7 +76,7 @@ impl WhatifRequest {
 pub fn whatif_in(
     dir: &std::path::Path,
     request: &WhatifRequest,
-    format: crate::markdown::Format,
+    rows: Option<crate::markdown::Rows>,
 ) -> anyhow::Result<String> {
     use anyhow::Context;
     // A profile file named on the command line is checked first, whatever the folder holds.
@@ -114,9 +114,8 @@ pub fn whatif_in(
                 .join(", ")
         );
     }
-    if format != crate::markdown::Format::Markdown {
-        return crate::markdown::rows_as(format, &whatif_rows(calibration, &hw, request.codec))
-            .map_err(|e| anyhow::anyhow!(e));
+    if let Some(format) = rows {
+        return crate::markdown::rows_as(format, &whatif_rows(calibration, &hw, request.codec));
     }
     let paper_name = |workload: &str| crate::analysis::report::paper_name_in(&manifest, workload);
     let paper = request.profile.as_deref() == Some("paper");
@@ -237,10 +236,7 @@ pub fn whatif_rows(
                 ("strategy", json!(s.strategy)),
                 ("codec", json!(codec.to_string())),
                 ("bytes_per_sample", json!(s.bytes_per_sample)),
-                (
-                    "file_bytes",
-                    json!(s.bytes_per_sample / s.files_per_sample.max(1e-12)),
-                ),
+                ("file_bytes", json!(s.file_bytes())),
                 ("storage_bound_sps", json!(p.storage_bound)),
                 ("cpu_bound_sps", json!(p.cpu_bound)),
                 ("predicted_sps", json!(p.predicted)),
@@ -273,7 +269,7 @@ fn thin_calibration_note(ranked: &[(&StrategyCalibration, Prediction)]) -> Optio
 
 /// The size of each file a strategy reads: its shard, or the raw file.
 fn file_size(s: &StrategyCalibration) -> String {
-    crate::units::bytes(s.bytes_per_sample / s.files_per_sample.max(1e-12))
+    crate::units::bytes(s.file_bytes())
 }
 
 /// Under a storage profile, files smaller than its small-file cutoff are read as random
@@ -286,25 +282,19 @@ fn file_size_note(ranked: &[(&StrategyCalibration, Prediction)], hw: &Hardware) 
         return None;
     };
     let cutoff = profile.small_file_kb * 1024.0;
-    let file = |s: &StrategyCalibration| s.bytes_per_sample / s.files_per_sample.max(1e-12);
     let small: Vec<&StrategyCalibration> = ranked
         .iter()
         .map(|(s, _)| *s)
-        .filter(|s| s.split > 0 && file(s) < cutoff)
+        .filter(|s| s.split > 0 && s.file_bytes() < cutoff)
         .collect();
     if small.is_empty() {
         return None;
     }
-    let setting = Setting {
-        samples: None,
-        threads: hw.cores,
-        reading: Reading::Cold,
-        consumer: None,
-    };
+    let setting = Setting::cold(hw.cores);
     let mut regrouped: Vec<(String, f64)> = ranked
         .iter()
         .map(|(s, p)| {
-            if s.split > 0 && file(s) < cutoff {
+            if s.split > 0 && s.file_bytes() < cutoff {
                 let mut larger = (*s).clone();
                 larger.files_per_sample = s.bytes_per_sample / cutoff;
                 (s.strategy.clone(), predict(&larger, hw, &setting).predicted)
@@ -316,7 +306,7 @@ fn file_size_note(ranked: &[(&StrategyCalibration, Prediction)], hw: &Hardware) 
     regrouped.sort_by(|a, b| b.1.total_cmp(&a.1));
     let names: Vec<String> = small
         .iter()
-        .map(|s| format!("`{}` ({})", s.strategy, crate::units::bytes(file(s))))
+        .map(|s| format!("`{}` ({})", s.strategy, crate::units::bytes(s.file_bytes())))
         .collect();
     let mut note = format!(
         "**Shard size matters here:** the calibrated shards of {} are under `{}`'s small-file cutoff of {}, so they are read as {} KiB random requests, not streamed; their shard size comes from the calibration's samples and shards, not from the dataset you will store.",
@@ -438,12 +428,7 @@ mod tests {
         let small = stored("small", 0.25e6, 16.0 / 48.0, 0.002);
         let big = stored("big", 1e6, 16.0 / 48.0, 0.004);
         let hw = paper_like();
-        let setting = Setting {
-            samples: None,
-            threads: 8,
-            reading: Reading::Cold,
-            consumer: None,
-        };
+        let setting = Setting::cold(8);
         let mut ranked = vec![
             (&small, predict(&small, &hw, &setting)),
             (&big, predict(&big, &hw, &setting)),

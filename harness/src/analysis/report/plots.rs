@@ -258,17 +258,7 @@ pub fn across_storage(views: &[&WorkloadView]) -> Option<(String, Chart)> {
         series,
     );
     c.x_categories = names;
-    let stem: String = first
-        .name
-        .chars()
-        .map(|ch| {
-            if ch.is_ascii_alphanumeric() || "-_.@=".contains(ch) {
-                ch
-            } else {
-                '-'
-            }
-        })
-        .collect();
+    let stem = crate::analysis::view::file_stem_of(&first.name);
     Some((format!("{stem}-storage-profiles.svg"), c))
 }
 

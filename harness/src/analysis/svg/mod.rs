@@ -332,7 +332,6 @@ impl Chart {
             .series
             .iter()
             .flat_map(|s| s.points.iter().map(|p| p.0))
-            .chain(self.x_ticks.iter().copied())
             .collect();
         let ys: Vec<f64> = self
             .series
@@ -357,23 +356,25 @@ impl Chart {
                 ticks: (0..self.x_categories.len()).map(|i| i as f64).collect(),
             }
         } else if !self.x_ticks.is_empty() {
-            let mut axis = Axis::new(&xs, self.x_scale, false);
             let (lo, hi) = self
                 .x_ticks
                 .iter()
                 .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
                     (a.min(*v), b.max(*v))
                 });
-            let pad = match self.x_scale {
-                Scale::Linear => ((hi - lo) * 0.05).max(0.5),
-                Scale::Log => 0.0,
-            };
-            (axis.lo, axis.hi) = match self.x_scale {
-                Scale::Linear => (lo - pad, hi + pad),
+            let (lo, hi) = match self.x_scale {
+                Scale::Linear => {
+                    let pad = ((hi - lo) * 0.05).max(0.5);
+                    (lo - pad, hi + pad)
+                }
                 Scale::Log => (lo / 1.1, hi * 1.1),
             };
-            axis.ticks = self.x_ticks.clone();
-            axis
+            Axis {
+                scale: self.x_scale,
+                lo,
+                hi,
+                ticks: self.x_ticks.clone(),
+            }
         } else {
             Axis::new(&xs, self.x_scale, false)
         };
@@ -472,16 +473,16 @@ impl Chart {
         let area = (LEFT, top, LEFT + pw, top + ph);
         for (k, (series, shown)) in self.series.iter().zip(&shown_of).enumerate() {
             let colour = COLOURS[k % COLOURS.len()];
+            let dash = if series.dashed {
+                r#" stroke-dasharray="6 4""#
+            } else {
+                ""
+            };
             if series.line && shown.len() > 1 {
                 let path: Vec<String> = shown
                     .iter()
                     .map(|(_, x, y)| format!("{x:.1},{y:.1}"))
                     .collect();
-                let dash = if series.dashed {
-                    r#" stroke-dasharray="6 4""#
-                } else {
-                    ""
-                };
                 let _ = writeln!(
                     svg,
                     r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>"#,
@@ -527,11 +528,6 @@ impl Chart {
             let ly = top + 10.0 + 20.0 * k as f64;
             let lx = LEFT + pw + 16.0;
             if series.line {
-                let dash = if series.dashed {
-                    r#" stroke-dasharray="6 4""#
-                } else {
-                    ""
-                };
                 let _ = writeln!(
                     svg,
                     r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{colour}" stroke-width="2"{dash}/>"#,
