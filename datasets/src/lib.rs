@@ -790,10 +790,12 @@ fn open_enough(
         return Err(DatasetError::Layout {
             path: request.root.display().to_string(),
             message: format!(
-                "holds {} samples in the {} layout, {} were asked for{hint}",
-                source.len() * kind.samples_per_file,
+                "holds {have} samples where {} were asked for (ask for at most {have} with \
+                 --samples or dataset.samples); the `{}` kind reads {}{hint}",
+                request.samples,
+                kind.name,
                 kind.layout,
-                request.samples
+                have = source.len() * kind.samples_per_file,
             ),
         });
     }
@@ -812,6 +814,34 @@ mod tests {
             threads: 2,
             options: Default::default(),
         }
+    }
+
+    #[test]
+    fn a_named_folder_with_too_few_samples_says_how_many_it_holds_and_what_the_kind_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in 0..3 {
+            std::fs::write(dir.path().join(format!("{n}.bin")), b"x").unwrap();
+        }
+        let err = open_named(&files::local(), "files", &request(dir.path(), 10))
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(&dir.path().display().to_string()),
+            "names the folder: {err}"
+        );
+        assert!(
+            err.contains("holds 3 samples where 10 were asked for")
+                && err.contains("at most 3 with --samples or dataset.samples")
+                && err.contains("the `files` kind reads any folder"),
+            "{err}"
+        );
+        assert_eq!(
+            open_named(&files::local(), "files", &request(dir.path(), 3))
+                .unwrap()
+                .len(),
+            3
+        );
     }
 
     #[test]

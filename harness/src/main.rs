@@ -172,6 +172,7 @@ fn reproduce_command(
 }
 
 fn main() -> ExitCode {
+    harness::results::system::keep_freed_memory();
     let cli = Cli::parse();
     if let Some(python) = &cli.python {
         workloads::python::set_interpreter(python.clone());

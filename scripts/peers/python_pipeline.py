@@ -16,10 +16,10 @@ It generates an ImageNet-like dataset with prepbench, scales each photo to `--me
 (0.5 by default; 0 keeps the generated sizes) and lays them out as an ImageFolder, writes the
 pipeline module and workload of docs/your-own-pipeline.md next to it, and measures, for each
 worker count, `--trials` epochs of each loader, alternating which goes first. Writes runs.csv
-(one row per epoch), stages.csv (prepbench's per-stage split: time inside each callable, and the
-transfer of each chain of Python steps to and from its worker, on the chain's first step) and
-summary.md (the ratios, with 95 % intervals, and the transfer as a share of the time inside the
-callables).
+(one row per epoch), stages.csv (prepbench's per-stage split: each Python step's own time, inside
+its callable and, for the random crop, seeding the generators before it; and the transfer of each
+chain of Python steps to and from its worker, on the chain's first step) and summary.md (the
+ratios, with 95 % intervals, and the transfer as a share of the steps' own time).
 """
 
 import argparse
@@ -238,7 +238,7 @@ def main():
         lines = [f"{len(files)} photos of {args.megapixels or 'generated'} megapixels, "
                  f"{args.trials} epochs per loader and worker count.", "",
                  "| workers | DataLoader-style samples/s | prepbench samples/s | prepbench / DataLoader [95 % CI] "
-                 "| inside the callables, ms/sample | transfer, ms/sample | transfer / inside |",
+                 "| in the steps, ms/sample | transfer, ms/sample | transfer / in the steps |",
                  "|---|---|---|---|---|---|---|"]
         for workers in sorted({r["workers"] for r in rows}):
             a = [r["samples_per_s"] for r in rows if r["workers"] == workers and r["loader"] == "dataloader"]

@@ -54,6 +54,21 @@ fn every_cv_strategy_runs_verifies_and_records_honest_metrics() {
     )
     .unwrap();
     assert!(manifest["machine"]["logical_cores"].as_u64().unwrap() >= 1);
+    // The allocator set-up the numbers were taken under (glibc's, tuned, unless the
+    // environment set it).
+    let allocator = manifest["build"]["allocator"].as_str().unwrap();
+    let user_set = std::env::vars_os().any(|(name, _)| {
+        let name = name.to_string_lossy();
+        name == "GLIBC_TUNABLES" || (name.starts_with("MALLOC_") && name.ends_with('_'))
+    });
+    if cfg!(target_env = "gnu") && !user_set {
+        assert!(
+            allocator.starts_with("glibc malloc: buffers up to 32 MiB from the heap"),
+            "{allocator}"
+        );
+    } else {
+        assert!(!allocator.is_empty());
+    }
     assert_eq!(
         manifest["invocations"][0]["run_ids"]
             .as_array()

@@ -97,8 +97,9 @@ impl Chain {
         }
     }
 
-    /// Runs every link on `sample` in one worker, seeding link k with `seeds[k]`; the time
-    /// inside each callable run is appended to `inside_ns` (also when a link fails).
+    /// Runs every link on `sample` in one worker, seeding link k with `seeds[k]`; each link's
+    /// own time (inside its callable, and the seeding of a random one) is appended to
+    /// `inside_ns` (also when a link fails).
     pub fn apply(
         &self,
         sample: Sample,

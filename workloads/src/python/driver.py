@@ -18,8 +18,9 @@
 # length, data); 2 array (u8 dtype code, u8 ndim, u64 per dimension, u64 byte count, data in C
 # order); 3 a field the chain does not read (name only), kept by prepbench as it is.
 # A request is: u64 sample id, u64 epoch, u32 link count, u64 seed per link, u32 field count,
-# fields. A reply is: u8 status, u32 links run, u64 nanoseconds inside each callable run; then
-# status 0: u32 field count, the sample's fields in order (tag 3: prepbench keeps its own);
+# fields. A reply is: u8 status, u32 links run, u64 nanoseconds of each link run (its call, and
+# for a random link the seeding before it); then status 0: u32 field count, the sample's fields
+# in order (tag 3: prepbench keeps its own);
 # status 2 (the last link run raised, or returned what cannot cross): u32 length, message, u32
 # length, traceback; status 3 (the last link's `from` field is missing): u32 length, the names
 # the sample has, joined by ", ".
@@ -224,24 +225,24 @@ def read_fields(mm, offset):
 
 
 def encode(name, value, parts, sent):
-    """Appends the field's encoding to parts (bytes, and arrays as they are)."""
+    """Appends the field's encoding to parts: one packed head, then the payload as it is (bytes,
+    or a C-order array, whose buffer the memory's slice assignment copies without a view)."""
     raw = name.encode("utf-8")
-    head = struct.pack("<H", len(raw)) + raw
     if value is KEEP or (isinstance(value, (bytes, str)) and sent.get(name) is value):
-        parts.append(head + bytes([KEPT]))
+        parts.append(struct.pack(f"<H{len(raw)}sB", len(raw), raw, KEPT))
     elif isinstance(value, bytes):
-        parts.append(head + struct.pack("<BQ", BYTES, len(value)))
+        parts.append(struct.pack(f"<H{len(raw)}sBQ", len(raw), raw, BYTES, len(value)))
         parts.append(value)
     elif isinstance(value, str):
         data = value.encode("utf-8")
-        parts.append(head + struct.pack("<BQ", STR, len(data)))
+        parts.append(struct.pack(f"<H{len(raw)}sBQ", len(raw), raw, STR, len(data)))
         parts.append(data)
     else:
-        parts.append(head + struct.pack("<BBB", ARRAY, CODES[value.dtype.char], value.ndim)
-                     + struct.pack("<" + "Q" * value.ndim, *value.shape)
-                     + struct.pack("<Q", value.nbytes))
+        shape = value.shape
+        parts.append(struct.pack(f"<H{len(raw)}sBBB{len(shape)}QQ", len(raw), raw, ARRAY,
+                                 CODES[value.dtype.char], len(shape), *shape, value.nbytes))
         if value.nbytes:
-            parts.append(value.reshape(-1).view("u1"))
+            parts.append(value)
 
 
 def text(value):
@@ -312,8 +313,6 @@ def run_chain(links, fields, seeds, sample_id, epoch, mm, insides, spent):
             mm[0] = index
         else:
             struct.pack_into("<I", mm, 0, index)
-        if link.random:
-            seed_everything(seeds[index])
         source = link.source
         if source:
             if source not in fields:
@@ -326,7 +325,11 @@ def run_chain(links, fields, seeds, sample_id, epoch, mm, insides, spent):
             kwargs = {k: extra[k] for k in link.keywords}
         else:
             kwargs = NO_KEYWORDS
+        # A random step's time includes seeding the generators it draws from (as a Rust step's
+        # includes making its generator): work done for the step, not moving the sample.
         began = clock()
+        if link.random:
+            seed_everything(seeds[index])
         try:
             value = link.target(argument, **kwargs)
             insides.append(clock() - began)
@@ -378,13 +381,16 @@ def run_chain(links, fields, seeds, sample_id, epoch, mm, insides, spent):
 
 
 def reply(memory, status, insides, parts):
-    head = struct.pack("<BI", status, len(insides)) + struct.pack("<" + "Q" * len(insides), *insides)
-    total = len(head) + sum(len(p) if isinstance(p, bytes) else p.nbytes for p in parts)
-    memory.grow(HEADER + total)
+    count = len(insides)
+    head = struct.pack(f"<BI{count}Q", status, count, *insides)
+    total = len(head)
+    for part in parts:
+        total += len(part) if isinstance(part, bytes) else part.nbytes
+    if HEADER + total > memory.size:
+        memory.grow(HEADER + total)
     mm = memory.map
-    offset = HEADER
-    mm[offset:offset + len(head)] = head
-    offset += len(head)
+    offset = HEADER + len(head)
+    mm[HEADER:offset] = head
     for part in parts:
         n = len(part) if isinstance(part, bytes) else part.nbytes
         mm[offset:offset + n] = part

@@ -45,7 +45,7 @@ pub enum Outcome {
     Missing { names: String },
 }
 
-/// A worker's reply: nanoseconds inside each link run, and the outcome.
+/// A worker's reply: nanoseconds of each link run (its call, after seeding a random one), and the outcome.
 pub struct Reply {
     pub inside_ns: Vec<u64>,
     pub outcome: Outcome,
