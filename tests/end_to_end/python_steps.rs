@@ -238,6 +238,13 @@ def reshape(x):
         "flags": np.array([True, False]),
         "wide": np.arange(3, dtype=np.int64),
         "d": x.astype(np.float64),
+        # Layouts the driver converts: big-endian, Fortran order, float16 and int8 (widened),
+        # and an array with no elements.
+        "be": np.arange(3, dtype=">i4"),
+        "fortran": np.asfortranarray(np.arange(6, dtype=np.int16).reshape(2, 3)),
+        "half": np.array([1.5, -2.0], dtype=np.float16),
+        "small": np.array([-3, 4], dtype=np.int8),
+        "empty": np.zeros((0, 3), dtype=np.float32),
     }
 
 
@@ -307,6 +314,11 @@ fn numpy_arrays_cross_with_their_dtype_and_shape() {
         ("n", "int32", ""),
         ("flags", "uint8", "[2]"),
         ("wide", "int32", "[3]"),
+        ("be", "int32", "[3]"),
+        ("fortran", "int16", "[2, 3]"),
+        ("half", "float32", "[2]"),
+        ("small", "int16", "[2]"),
+        ("empty", "float32", "[0, 3]"),
     ] {
         let line = text
             .lines()
@@ -318,6 +330,37 @@ fn numpy_arrays_cross_with_their_dtype_and_shape() {
             "{field}: {line}"
         );
     }
+    // Their values arrive as they were (every field written as .npy; the empty one drawn as no
+    // PNG, and not stopping the others), read back by NumPy.
+    let shown = work.path().join("shown");
+    prepbench_ok(&with_python(&[
+        "show",
+        w.to_str().unwrap(),
+        "--sample",
+        "0",
+        "--out",
+        shown.to_str().unwrap(),
+    ]));
+    let check = std::process::Command::new(&python)
+        .arg("-c")
+        .arg(
+            "import numpy as np, sys\n\
+             d = sys.argv[1]\n\
+             load = lambda n: np.load(f'{d}/{n}.npy')\n\
+             assert load('be').tolist() == [0, 1, 2]\n\
+             assert load('fortran').tolist() == [[0, 1, 2], [3, 4, 5]]\n\
+             assert load('half').tolist() == [1.5, -2.0]\n\
+             assert load('small').tolist() == [-3, 4]\n\
+             assert load('empty').shape == (0, 3)\n",
+        )
+        .arg(&shown)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
     let mut args = with_python(&[]);
     args.extend(run_args(work.path(), &w, "--verify"));
     prepbench_ok(&args);

@@ -310,6 +310,11 @@ fn render(
     spectrogram: bool,
 ) -> anyhow::Result<image::RgbImage> {
     let shape = tensor.shape();
+    if tensor.data().is_empty() {
+        bail!(
+            "field `{name}` of shape {shape:?} holds no values: nothing to draw; write it as .npy"
+        );
+    }
     let px = to_u8(tensor);
     let picture = |h: usize, w: usize, c: usize| -> image::RgbImage {
         image::RgbImage::from_fn(w as u32, h as u32, |x, y| {
@@ -582,5 +587,57 @@ mod tests {
         // The highest bin (value 1.0, yellow) is the top row.
         assert_eq!(img.get_pixel(0, 0).0, ramp(255));
         assert_eq!(img.get_pixel(1, 2).0, ramp(0));
+    }
+
+    /// Every empty shape (an image of no rows or no columns, a spectrogram of no frames) is
+    /// refused with the field's name, so that a directory gets its `.npy` and no broken PNG,
+    /// and the other fields are still written.
+    #[test]
+    fn empty_tensors_are_not_drawn_and_do_not_stop_the_other_fields() {
+        for shape in [vec![0, 3], vec![3, 0], vec![0, 4, 3], vec![2, 0, 1]] {
+            let t = Tensor::new(shape.clone(), TensorData::F32(Vec::new())).unwrap();
+            for spectrogram in [false, true] {
+                let err = render(&Sample::new(0), "e", &t, spectrogram)
+                    .unwrap_err()
+                    .to_string();
+                assert!(
+                    err.contains("field `e`") && err.contains("no values"),
+                    "{err}"
+                );
+            }
+        }
+        let sample = Sample::new(0)
+            .with(
+                "empty",
+                Field::Tensor(Tensor::new(vec![0, 3], TensorData::F32(Vec::new())).unwrap()),
+            )
+            .with(
+                "grey",
+                Field::Tensor(
+                    Tensor::new(vec![2, 2], TensorData::U8(vec![0, 50, 100, 255])).unwrap(),
+                ),
+            );
+        let dir = tempfile::tempdir().unwrap();
+        let workload = workloads::load("cv").unwrap();
+        let opts = ShowOptions {
+            workload: "cv".into(),
+            sample: 0,
+            part: 0,
+            after: None,
+            strategy: None,
+            field: None,
+            out: Some(dir.path().to_path_buf()),
+            list: false,
+            dataset: None,
+            seed: 0,
+            epoch: 0,
+            data_dir: dir.path().to_path_buf(),
+        };
+        let written = write_outputs(&workload, &sample, &opts, dir.path()).unwrap();
+        let names: Vec<String> = written
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["empty.npy", "grey.npy", "grey.png"]);
     }
 }
