@@ -7,16 +7,17 @@ use std::sync::{mpsc, Arc};
 
 use datasets::Source;
 use indicatif::ProgressBar;
-use workloads::{encoding, Field, OnError, ReadFiles, Sample, StepContext, Workload};
+use workloads::{Field, OnError, Sample, Workload};
 
 pub use crate::measure::app_cache::AppCache;
 use crate::measure::consumer::{ConsumerMetrics, Trainer};
 use crate::measure::emulate::Throttle;
 use crate::measure::metrics::{steady_rate, Delta, Snapshot};
 use crate::measure::passes::Passes;
-use crate::measure::pipeline::{apply_steps, panic_message, spawn_worker, RunError};
+use crate::measure::pipeline::{panic_message, spawn_worker, RunError};
+use crate::measure::workers::online_worker;
 use crate::results::Skipped;
-use crate::store::{ShardInfo, ShardReader, StoreBackend, StoreManifest};
+use crate::store::{StoreBackend, StoreManifest};
 use workloads::ConsumerSpec;
 
 /// Where the online phase reads from.
@@ -111,7 +112,7 @@ pub struct StageTimes {
 }
 
 impl StageTimes {
-    fn new(steps: usize) -> StageTimes {
+    pub(crate) fn new(steps: usize) -> StageTimes {
         StageTimes {
             steps: vec![0.0; steps],
             transfer: vec![0.0; steps],
@@ -119,7 +120,7 @@ impl StageTimes {
         }
     }
 
-    fn add(&mut self, other: &StageTimes) {
+    pub(crate) fn add(&mut self, other: &StageTimes) {
         self.read += other.read;
         self.decompress += other.decompress;
         self.deserialize += other.deserialize;
@@ -138,7 +139,7 @@ impl StageTimes {
 const QUEUE_PER_WORKER: usize = 4;
 const PAGE: usize = 4096;
 
-type Message = Result<(Sample, u64), RunError>;
+pub(crate) type Message = Result<(Sample, u64), RunError>;
 
 /// Reads one byte per page of every field, as a training step would touch its input.
 fn touch(sample: &Sample) -> u64 {
@@ -153,311 +154,6 @@ fn touch(sample: &Sample) -> u64 {
             .step_by(PAGE)
             .fold(acc, |a, &b| a.wrapping_add(b as u64))
     })
-}
-
-/// Hands a sample to the consumer; only time blocked on a full queue counts as waiting (a send
-/// that succeeds at once costs nothing here, whatever the scheduler does around it).
-fn send(job: &OnlineJob, tx: &mpsc::SyncSender<Message>, sample: Sample, wait: &mut f64) -> bool {
-    let hash = if job.hash { sample.content_hash() } else { 0 };
-    match tx.try_send(Ok((sample, hash))) {
-        Ok(()) => true,
-        Err(mpsc::TrySendError::Disconnected(_)) => false,
-        Err(mpsc::TrySendError::Full(message)) => {
-            let start = std::time::Instant::now();
-            let sent = tx.send(message).is_ok();
-            *wait += start.elapsed().as_secs_f64();
-            sent
-        }
-    }
-}
-
-/// Runs the online steps `[split, n)` on one sample, timing each into `times.steps`, and hands
-/// every output to the consumer; `Ok(false)` when the consumer is gone.
-fn online_steps(
-    job: &OnlineJob,
-    sample: Sample,
-    tx: &mpsc::SyncSender<Message>,
-    times: &mut StageTimes,
-) -> Result<bool, RunError> {
-    let StageTimes {
-        steps,
-        transfer,
-        send_wait,
-        ..
-    } = times;
-    apply_steps(
-        job.workload,
-        job.split..job.workload.steps.len(),
-        sample,
-        job.source,
-        StepContext {
-            seed: job.seed,
-            epoch: job.epoch,
-            step_index: 0,
-            // Raw files are read through the emulated storage when there is one, else from
-            // where the dataset is (local disk or object storage).
-            files: Some(
-                job.throttle
-                    .map_or(job.source.files.as_read(), |t| &**t as &dyn ReadFiles),
-            ),
-        },
-        crate::measure::pipeline::StepSeconds {
-            wall: steps,
-            transfer: Some(transfer),
-        },
-        &mut |sample| Ok(send(job, tx, sample, send_wait)),
-    )
-}
-
-/// Under `on_error: skip`, records an error about one sample and lets the worker go on;
-/// otherwise, or for an error of the machine rather than the input, returns it.
-fn skip_or_fail(job: &OnlineJob, error: RunError, times: &mut StageTimes) -> Result<(), RunError> {
-    if job.on_error == OnError::Skip {
-        if let Some(skipped) = error.skipped() {
-            times.skipped.push(skipped);
-            return Ok(());
-        }
-    }
-    Err(error)
-}
-
-/// Runs the online steps on one sample; `Ok(false)` when the consumer is gone. A skipped
-/// sample counts as handled.
-fn process(
-    job: &OnlineJob,
-    sample: Sample,
-    tx: &mpsc::SyncSender<Message>,
-    times: &mut StageTimes,
-) -> Result<bool, RunError> {
-    match online_steps(job, sample, tx, times) {
-        Err(e) => skip_or_fail(job, e, times).map(|()| true),
-        other => other,
-    }
-}
-
-fn raw_worker(
-    job: &OnlineJob,
-    worker: usize,
-    stop: &AtomicBool,
-    tx: &mpsc::SyncSender<Message>,
-    times: &mut StageTimes,
-) -> Result<(), RunError> {
-    for id in (worker..job.items).step_by(job.threads) {
-        if stop.load(Ordering::Relaxed) || !process(job, job.source.cycled_sample(id), tx, times)? {
-            break;
-        }
-    }
-    Ok(())
-}
-
-/// Online worker `w` of `threads`: reads its part of the input, pass after pass while the
-/// epoch wants more, and sends each processed sample (or its first error) to the consumer.
-fn online_worker(
-    job: &OnlineJob,
-    (w, threads): (usize, usize),
-    stop: &AtomicBool,
-    passes: &Passes,
-    tx: mpsc::SyncSender<Message>,
-) -> StageTimes {
-    let mut times = StageTimes::new(job.workload.steps.len());
-    let mine: Vec<&ShardInfo> = match job.input {
-        OnlineInput::Store { manifest, .. } => {
-            manifest.shards.iter().skip(w).step_by(threads).collect()
-        }
-        _ => Vec::new(),
-    };
-    // A worker with nothing to read makes no passes (and so decides none).
-    let idle = match job.input {
-        OnlineInput::Raw => w >= job.items,
-        OnlineInput::Memory(cache) => cache.part_count() <= w,
-        OnlineInput::Store { .. } => mine.is_empty(),
-    };
-    let mut done = 0;
-    let outcome = loop {
-        let pass = match job.input {
-            OnlineInput::Raw => raw_worker(job, w, stop, &tx, &mut times),
-            OnlineInput::Memory(cache) => memory_worker(job, cache, w, stop, &tx, &mut times),
-            OnlineInput::Store { .. } => store_worker(job, &mine, stop, &tx, &mut times),
-        };
-        done += 1;
-        if pass.is_err() || idle || !passes.another(done, stop) {
-            break pass;
-        }
-    };
-    if let Err(e) = outcome {
-        stop.store(true, Ordering::Relaxed);
-        let _ = tx.send(Err(e));
-    }
-    times
-}
-
-fn store_worker(
-    job: &OnlineJob,
-    shards: &[&ShardInfo],
-    stop: &AtomicBool,
-    tx: &mpsc::SyncSender<Message>,
-    times: &mut StageTimes,
-) -> Result<(), RunError> {
-    let OnlineInput::Store { backend, manifest } = job.input else {
-        unreachable!("store_worker reads stores only");
-    };
-    let mut payload = Vec::new();
-    let mut outcome = Ok(());
-    let mut kept = Vec::new();
-    for shard in shards {
-        // Reads of a local store through emulated storage count as read time.
-        let (label, file) = match (job.throttle, backend.local_path(&shard.file)) {
-            (Some(t), Some(path)) => {
-                let file = t.open(&path).map_err(crate::store::io_error(&path))?;
-                (path, Box::new(file) as Box<dyn std::io::Read + Send>)
-            }
-            _ => backend.open(&shard.file, shard.bytes)?,
-        };
-        let mut reader = ShardReader::from_read(&label, manifest.codec, file)?.expecting(shard);
-        let result = read_shard(
-            job,
-            &mut reader,
-            shard.records,
-            stop,
-            tx,
-            &mut payload,
-            times,
-            &mut kept,
-        );
-        times.read += reader.read_seconds();
-        times.decompress += reader.unframe_seconds();
-        match result {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => {
-                outcome = Err(e);
-                break;
-            }
-        }
-    }
-    if let Some(cache) = job.fill {
-        cache.store_part(kept);
-    }
-    outcome
-}
-
-/// Serves the application cache's parts `worker`, `worker + threads`, ... through the online
-/// steps; each sample is cloned out of the cache (timed as `deserialize`), as the steps consume
-/// their input.
-fn memory_worker(
-    job: &OnlineJob,
-    cache: &AppCache,
-    worker: usize,
-    stop: &AtomicBool,
-    tx: &mpsc::SyncSender<Message>,
-    times: &mut StageTimes,
-) -> Result<(), RunError> {
-    // Take this worker's parts and let go of the lock: workers serve in parallel.
-    let mine: Vec<std::sync::Arc<Vec<Sample>>> = cache
-        .parts
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .skip(worker)
-        .step_by(job.threads)
-        .cloned()
-        .collect();
-    for sample in mine.iter().flat_map(|part| part.iter()) {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let start = std::time::Instant::now();
-        let sample = sample.clone();
-        times.deserialize += start.elapsed().as_secs_f64();
-        if !process(job, sample, tx, times)? {
-            break;
-        }
-    }
-    Ok(())
-}
-
-/// Reads one shard of `records` records through the online steps; `Ok(false)` when the run
-/// should stop. Under `on_error: skip` a bad record is stepped over, and a shard whose framing
-/// breaks is left, its remaining records counted as skipped.
-#[allow(clippy::too_many_arguments)]
-fn read_shard(
-    job: &OnlineJob,
-    reader: &mut ShardReader,
-    records: u64,
-    stop: &AtomicBool,
-    tx: &mpsc::SyncSender<Message>,
-    payload: &mut Vec<u8>,
-    times: &mut StageTimes,
-    kept: &mut Vec<Sample>,
-) -> Result<bool, RunError> {
-    // A store may hold more items than the source (it cycles over it): ids run up to its own
-    // item count. Known once per shard, not per record.
-    let items = match job.input {
-        OnlineInput::Store { manifest, .. } => (manifest.samples as usize).max(job.source.len()),
-        _ => job.source.len(),
-    };
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            return Ok(false);
-        }
-        let record = reader.record_index();
-        match reader.next_into(payload) {
-            Ok(true) => {}
-            Ok(false) => return Ok(true),
-            Err(e) => {
-                skip_or_fail(job, e.into(), times)?;
-                if reader.can_continue() {
-                    continue;
-                }
-                let rest = records.saturating_sub(record + 1);
-                if rest > 0 {
-                    times.skipped.push(Skipped {
-                        sample: format!("records {} to {}", record + 1, records - 1),
-                        file: reader.path().display().to_string(),
-                        stage: crate::results::StageName::Read,
-                        count: rest,
-                        message: format!("unreadable after the error at record {record}"),
-                        detail: String::new(),
-                    });
-                }
-                return Ok(true);
-            }
-        }
-        let shard = || reader.path().display().to_string();
-        let start = std::time::Instant::now();
-        let decoded = encoding::decode(payload).map_err(|source| RunError::Decode {
-            shard: shard(),
-            record,
-            source,
-        });
-        times.deserialize += start.elapsed().as_secs_f64();
-        let sample = match decoded {
-            Ok(sample) => sample,
-            Err(e) => {
-                skip_or_fail(job, e, times)?;
-                continue;
-            }
-        };
-        if job.workload.item_of(sample.id, job.split) as usize >= items {
-            skip_or_fail(
-                job,
-                RunError::UnknownSample {
-                    shard: shard(),
-                    record,
-                    id: sample.id,
-                    samples: items,
-                },
-                times,
-            )?;
-            continue;
-        }
-        if let Some(cache) = job.fill {
-            cache.keep(&sample, kept);
-        }
-        if !process(job, sample, tx, times)? {
-            return Ok(false);
-        }
-    }
 }
 
 /// Runs one epoch of the online phase and measures it.

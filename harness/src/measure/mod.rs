@@ -22,3 +22,4 @@ pub mod session;
 pub mod sysmon;
 pub mod verify;
 pub mod warnings;
+pub mod workers;

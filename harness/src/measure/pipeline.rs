@@ -138,10 +138,12 @@ impl RunError {
 }
 
 /// Where [`apply_steps`] adds each step's wall time, and (when given) a Python step's time
-/// outside its callable.
+/// outside its callable; with `ahead`, the samples a thread keeps queued in a Python chain's
+/// worker (online epochs).
 pub struct StepSeconds<'a> {
     pub wall: &'a mut [f64],
     pub transfer: Option<&'a mut [f64]>,
+    pub ahead: Option<&'a mut Lookahead>,
 }
 
 impl<'a> StepSeconds<'a> {
@@ -150,7 +152,107 @@ impl<'a> StepSeconds<'a> {
         StepSeconds {
             wall,
             transfer: None,
+            ahead: None,
         }
+    }
+}
+
+/// A thread's samples queued in the worker of the first Python chain of its steps, two at a
+/// time, so that the worker runs one while the next waits (see [`workloads::python::Lease`]):
+/// [`apply_steps`] queues a sample that reaches the chain and finishes the oldest (the rest of
+/// its steps, then `emit`) once two wait; [`Lookahead::finish_next`] finishes the others at
+/// the end of a pass. A chain's time is then its links' own time and the time spent moving
+/// the sample (both sides' work); waking the worker and the thread happens while the worker
+/// runs the other sample, off the sample's path.
+#[derive(Default)]
+pub struct Lookahead {
+    /// The lease, the chain's steps, and the end of the steps the samples then go through.
+    lease: Option<(workloads::python::Lease, Range<usize>, usize)>,
+}
+
+/// Samples queued per worker: one running, one waiting.
+const AHEAD: usize = 2;
+
+impl Lookahead {
+    /// Finishes the oldest queued sample: its chain's time, then the rest of its steps and
+    /// `emit`. `None` when nothing is queued.
+    pub fn finish_next(
+        &mut self,
+        workload: &Workload,
+        source: &Source,
+        base: StepContext,
+        seconds: StepSeconds,
+        emit: &mut dyn FnMut(Sample) -> Result<bool, RunError>,
+    ) -> Option<Result<bool, RunError>> {
+        let (lease, chain, end) = self.lease.as_mut()?;
+        let (chain, end) = (chain.clone(), *end);
+        let done = lease.oldest()?;
+        let StepSeconds {
+            wall, mut transfer, ..
+        } = seconds;
+        for (k, ns) in done.inside_ns.iter().enumerate() {
+            if let Some(slot) = wall.get_mut(chain.start + k) {
+                *slot += *ns as f64 / 1e9;
+            }
+        }
+        let moving = done.moving_ns as f64 / 1e9;
+        wall[chain.start] += moving;
+        if let Some(transfer) = transfer.as_deref_mut() {
+            transfer[chain.start] += moving;
+        }
+        Some(match done.sample {
+            Err(e) => Err(step_failed(
+                workload,
+                source,
+                done.id,
+                chain.start + e.link,
+                e.error,
+            )),
+            Ok(sample) => apply_steps(
+                workload,
+                chain.end..end,
+                sample,
+                source,
+                base,
+                StepSeconds {
+                    wall,
+                    transfer,
+                    ahead: None,
+                },
+                emit,
+            ),
+        })
+    }
+}
+
+/// The error of `workload`'s step `at` on sample `id` (an item, or a part of one after a
+/// fan-out), naming its source file.
+fn step_failed(
+    workload: &Workload,
+    source: &Source,
+    id: u64,
+    at: usize,
+    error: workloads::StepError,
+) -> RunError {
+    let item = workload.item_of(id, at);
+    let label = if item == id {
+        id.to_string()
+    } else {
+        format!("{item}, part {}", workloads::parent_of(id).1)
+    };
+    let def = &workload.steps[at];
+    RunError::Step {
+        sample: label,
+        // A store larger than its source cycles over it: item i is source item i mod len.
+        file: source
+            .items
+            .get(item as usize % source.items.len().max(1))
+            .map(|i| i.path.display().to_string())
+            .unwrap_or_else(|| "?".into()),
+        step: def.name.clone(),
+        op: def.spec.op,
+        message: error.message,
+        detail: error.detail.map(Box::new),
     }
 }
 
@@ -194,34 +296,15 @@ pub fn apply_steps(
     let StepSeconds {
         wall: step_seconds,
         transfer: mut transfer_seconds,
+        mut ahead,
     } = seconds;
     let mut step_index = range.start;
     while step_index < range.end {
         let def = &workload.steps[step_index];
         let ctx = StepContext { step_index, ..base };
         let id = sample.id;
-        let failed = |at: usize, error: workloads::StepError| {
-            let item = workload.item_of(id, at);
-            let label = if item == id {
-                id.to_string()
-            } else {
-                format!("{item}, part {}", workloads::parent_of(id).1)
-            };
-            let def = &workload.steps[at];
-            RunError::Step {
-                sample: label,
-                // A store larger than its source cycles over it: item i is source item i mod len.
-                file: source
-                    .items
-                    .get(item as usize % source.items.len().max(1))
-                    .map(|i| i.path.display().to_string())
-                    .unwrap_or_else(|| "?".into()),
-                step: def.name.clone(),
-                op: def.spec.op,
-                message: error.message,
-                detail: error.detail.map(Box::new),
-            }
-        };
+        let failed =
+            |at: usize, error: workloads::StepError| step_failed(workload, source, id, at, error);
         let start = std::time::Instant::now();
         if def.step.python_link().is_some() {
             let end = workload.python_run(step_index, range.end).end;
@@ -236,6 +319,42 @@ pub fn apply_steps(
                     .next_u64()
                 })
                 .collect();
+            // The first chain a thread's samples reach (the same for all of them) queues them;
+            // any other runs one sample at a time.
+            let queued = ahead.as_deref_mut().filter(|a| {
+                a.lease
+                    .as_ref()
+                    .is_none_or(|(_, steps, to)| steps.start == step_index && *to == range.end)
+            });
+            if let Some(ahead) = queued {
+                let lease = &mut ahead
+                    .lease
+                    .get_or_insert_with(|| {
+                        (
+                            workloads::python::Lease::new(chain.clone()),
+                            step_index..end,
+                            range.end,
+                        )
+                    })
+                    .0;
+                lease.push(sample, seeds, base.epoch);
+                if lease.len() < AHEAD {
+                    return Ok(true);
+                }
+                return ahead
+                    .finish_next(
+                        workload,
+                        source,
+                        base,
+                        StepSeconds {
+                            wall: step_seconds,
+                            transfer: transfer_seconds,
+                            ahead: None,
+                        },
+                        emit,
+                    )
+                    .unwrap_or(Ok(true));
+            }
             let mut inside_ns = Vec::with_capacity(end - step_index);
             let mut at = step_index;
             sample = guarded(|| {
@@ -277,6 +396,7 @@ pub fn apply_steps(
                     StepSeconds {
                         wall: step_seconds,
                         transfer: transfer_seconds.as_deref_mut(),
+                        ahead: ahead.as_deref_mut(),
                     },
                     emit,
                 )?;

@@ -1,7 +1,7 @@
 //! A chain of consecutive Python steps run by one worker per thread, and the pools of chains a
 //! workload keeps.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -107,7 +107,34 @@ impl Chain {
         epoch: u64,
         inside_ns: &mut Vec<u64>,
     ) -> Result<Sample, ChainError> {
-        let request = Request {
+        let mut worker = self.take()?;
+        // A worker that is gone is dropped here; a new one serves the next sample.
+        let reply = worker
+            .call(&self.request(&sample, seeds, epoch))
+            .map_err(|g| self.died(g))?;
+        self.give_back(worker);
+        inside_ns.extend(&reply.inside_ns);
+        self.finish(sample, reply.outcome, reply.inside_ns.len())
+    }
+
+    /// An idle worker, or a new one.
+    fn take(&self) -> Result<Worker, ChainError> {
+        match self.idle.lock().ok().and_then(|mut idle| idle.pop()) {
+            Some(worker) => Ok(worker),
+            None => self.start(),
+        }
+    }
+
+    fn give_back(&self, worker: Worker) {
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.push(worker);
+        }
+    }
+
+    /// What a worker is sent for `sample`: the fields the links read (all when one takes the
+    /// whole sample), the others by name.
+    fn request<'a>(&self, sample: &'a Sample, seeds: &'a [u64], epoch: u64) -> Request<'a> {
+        Request {
             id: sample.id,
             epoch,
             seeds,
@@ -119,23 +146,16 @@ impl Chain {
                     (name.as_str(), sent.then_some(field))
                 })
                 .collect(),
-        };
-        let mut worker = match self.idle.lock().ok().and_then(|mut idle| idle.pop()) {
-            Some(worker) => worker,
-            None => self.start()?,
-        };
-        // A worker that is gone is dropped here; a new one serves the next sample.
-        let reply = worker.call(&request).map_err(|g| self.died(g))?;
-        drop(request);
-        if let Ok(mut idle) = self.idle.lock() {
-            idle.push(worker);
         }
-        let last = reply.inside_ns.len().saturating_sub(1);
-        inside_ns.extend(&reply.inside_ns);
+    }
+
+    /// The sample a chain's outcome makes of `old` (`ran`: the links run), or its error.
+    fn finish(&self, old: Sample, outcome: Outcome, ran: usize) -> Result<Sample, ChainError> {
+        let last = ran.saturating_sub(1);
         let link = &self.links[last.min(self.links.len() - 1)];
-        match reply.outcome {
+        match outcome {
             Outcome::Done(fields) => {
-                let mut old = sample;
+                let mut old = old;
                 let mut out = Sample::new(old.id);
                 for (name, field) in fields {
                     let named = |message: String| ChainError {
@@ -172,6 +192,170 @@ impl Chain {
                 )),
             }),
         }
+    }
+}
+
+/// A sample queued in a [`Lease`].
+struct Queued {
+    sample: Sample,
+    seeds: Vec<u64>,
+    epoch: u64,
+    /// Sent to the current worker (and not answered yet).
+    sent: bool,
+}
+
+/// What a [`Lease`] gives back for one sample, in the order they were queued.
+pub struct Finished {
+    /// The sample's id (its output may be an error).
+    pub id: u64,
+    /// Each link's own time, as [`Chain::apply`] gives it.
+    pub inside_ns: Vec<u64>,
+    /// The time spent moving the sample to the worker and back (both sides' own work, not
+    /// waiting for the other).
+    pub moving_ns: u64,
+    pub sample: Result<Sample, ChainError>,
+}
+
+/// One thread's hold on a worker of a chain for a pass, with up to two samples queued in it:
+/// the worker goes from one sample to the next without waiting to be woken, and waking the
+/// thread for a reply happens while the worker runs the next sample (as a DataLoader keeps
+/// `prefetch_factor` samples queued per worker). A worker that dies fails the sample it was
+/// running; the samples queued behind it are sent again to a new worker. Dropped, it waits for
+/// the replies still due and gives the worker back.
+pub struct Lease {
+    chain: Arc<Chain>,
+    worker: Option<Worker>,
+    /// Why the last worker ended while samples sent to it were queued (they fail with it).
+    gone: Option<Gone>,
+    queue: VecDeque<Queued>,
+}
+
+impl Lease {
+    /// A lease on `chain` (its worker taken when the first sample is queued).
+    pub fn new(chain: Arc<Chain>) -> Lease {
+        Lease {
+            chain,
+            worker: None,
+            gone: None,
+            queue: VecDeque::new(),
+        }
+    }
+
+    /// The chain it runs.
+    pub fn chain(&self) -> &Arc<Chain> {
+        &self.chain
+    }
+
+    /// Samples queued and not given back yet.
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Queues `sample` (at most two wait: take one back with [`Lease::oldest`] first).
+    pub fn push(&mut self, sample: Sample, seeds: Vec<u64>, epoch: u64) {
+        debug_assert!(self.queue.len() < 2, "a lease queues two samples at most");
+        self.queue.push_back(Queued {
+            sample,
+            seeds,
+            epoch,
+            sent: false,
+        });
+        // A worker that cannot start is reported by `oldest`, for the sample it could not take.
+        let _ = self.send_queued();
+    }
+
+    /// Sends the queued samples not sent yet, taking a worker when there is none. Nothing is
+    /// sent while samples sent to a worker that ended wait to be reported (they come first).
+    fn send_queued(&mut self) -> Result<(), ChainError> {
+        if self.worker.is_none() {
+            if self.queue.iter().any(|q| q.sent) {
+                return Ok(());
+            }
+            self.worker = Some(self.chain.take()?);
+        }
+        let worker = self.worker.as_mut().expect("taken above");
+        for queued in self.queue.iter_mut().filter(|q| !q.sent) {
+            let request = self
+                .chain
+                .request(&queued.sample, &queued.seeds, queued.epoch);
+            if let Err(gone) = worker.submit(&request) {
+                self.worker = None;
+                self.gone = Some(gone);
+                return Ok(());
+            }
+            queued.sent = true;
+        }
+        Ok(())
+    }
+
+    /// The oldest queued sample's outcome, waiting for it; `None` when nothing is queued.
+    pub fn oldest(&mut self) -> Option<Finished> {
+        if !self.queue.front()?.sent {
+            if let Err(error) = self.send_queued() {
+                let queued = self.queue.pop_front()?;
+                return Some(Finished::failed(queued.sample.id, error));
+            }
+        }
+        let queued = self.queue.pop_front()?;
+        let id = queued.sample.id;
+        let Some(worker) = self.worker.as_mut().filter(|_| queued.sent) else {
+            // Sent to a worker that ended before answering (or sent to none: its new
+            // worker took no request either).
+            let gone = self.gone.take().unwrap_or(Gone {
+                link: 0,
+                message: "the Python worker process took no request".into(),
+            });
+            return Some(Finished::failed(id, self.chain.died(gone)));
+        };
+        Some(match worker.receive() {
+            Ok(reply) => {
+                let ran = reply.inside_ns.len();
+                Finished {
+                    id,
+                    sample: self.chain.finish(queued.sample, reply.outcome, ran),
+                    inside_ns: reply.inside_ns,
+                    moving_ns: reply.moving_ns,
+                }
+            }
+            Err(gone) => {
+                // The worker ended on this sample; those behind it, never started, go to a
+                // new worker.
+                self.worker = None;
+                for q in self.queue.iter_mut() {
+                    q.sent = false;
+                }
+                Finished::failed(id, self.chain.died(gone))
+            }
+        })
+    }
+}
+
+impl Finished {
+    fn failed(id: u64, error: ChainError) -> Finished {
+        Finished {
+            id,
+            inside_ns: Vec::new(),
+            moving_ns: 0,
+            sample: Err(error),
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let Some(mut worker) = self.worker.take() else {
+            return;
+        };
+        while worker.in_flight() > 0 {
+            if worker.receive().is_err() {
+                return;
+            }
+        }
+        self.chain.give_back(worker);
     }
 }
 
@@ -397,6 +581,75 @@ class Suffix:
             err.error.message.contains("absent"),
             "{}",
             err.error.message
+        );
+    }
+
+    /// A lease keeps two samples in its worker and gives them back in order: a sample whose
+    /// callable raises fails alone; a worker killed on a sample fails that sample, and the one
+    /// queued behind it runs on a new worker; dropped, it gives its worker back.
+    #[test]
+    fn a_lease_gives_samples_back_in_order_through_errors_and_a_killed_worker() {
+        if !python3() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("leased.py"),
+            "import os\n\
+             def mark(data):\n    \
+                 if data == b'raise':\n        raise ValueError('asked to')\n    \
+                 if data == b'die':\n        os.kill(os.getpid(), 9)\n    \
+                 return data + b'!'\n",
+        )
+        .unwrap();
+        let chain = Arc::new(Chain::new(vec![Link {
+            function: "leased:mark".into(),
+            ..link(dir.path(), "", Some("data"), "data")
+        }]));
+        let mut lease = Lease::new(chain.clone());
+        let inputs = ["a", "raise", "b", "die", "c", "d"];
+        let mut out = Vec::new();
+        for (id, data) in inputs.iter().enumerate() {
+            let sample =
+                Sample::new(id as u64).with("data", Field::Bytes(data.as_bytes().to_vec()));
+            lease.push(sample, vec![0], 0);
+            if lease.len() == 2 {
+                out.push(lease.oldest().unwrap());
+            }
+        }
+        while let Some(done) = lease.oldest() {
+            out.push(done);
+        }
+        let ids: Vec<u64> = out.iter().map(|d| d.id).collect();
+        assert_eq!(ids, [0, 1, 2, 3, 4, 5]);
+        for (done, data) in out.iter().zip(inputs) {
+            match (&done.sample, data) {
+                (Err(e), "raise") => assert!(
+                    e.error.message.contains("raised ValueError: asked to"),
+                    "{}",
+                    e.error.message
+                ),
+                (Err(e), "die") => assert!(
+                    e.error.message.contains("killed (SIGKILL"),
+                    "{}",
+                    e.error.message
+                ),
+                (Ok(sample), _) => {
+                    assert_eq!(
+                        sample.get("data"),
+                        Some(&Field::Bytes(format!("{data}!").into_bytes()))
+                    );
+                    assert_eq!(done.inside_ns.len(), 1);
+                    assert!(done.moving_ns > 0);
+                }
+                (Err(e), _) => panic!("{data}: {}", e.error.message),
+            }
+        }
+        drop(lease);
+        assert_eq!(
+            chain.idle.lock().unwrap().len(),
+            1,
+            "the worker is given back"
         );
     }
 }

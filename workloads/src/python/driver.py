@@ -1,26 +1,30 @@
 # prepbench's Python worker: runs a chain of the user's callables (consecutive `op: python`
 # steps of one phase) on samples prepbench hands it.
 #
-# Started as `python -c <this> serve FD LINKS` or `python -c <this> check LINKS`. LINKS are five
+# Started as `python -c <this> serve FD0 FD1 LINKS` or `python -c <this> check LINKS`. LINKS are five
 # arguments per step: search path, `module:callable`, the from field or "", the to field, "1"
 # for a random step (seeded before each call) or "0", and "" or the JSON list or map of arguments
-# the callable is called with once to make the callable that runs (a transform class). FD is a
-# shared memory file (memfd) both processes map: prepbench writes a request into it and sends
-# 16 bytes on stdin (u64 request length, u64 size of the file); the worker runs the chain, writes
-# the reply into the same memory and sends 16 bytes on stdout (u64 reply length, u64 size of the
-# file, which it grows when the reply needs more). Only these messages and the greeting cross
-# the pipes, so a sample of megabytes costs two wake-ups, not one per pipe buffer. Everything the
-# user's code prints goes to stderr.
+# the callable is called with once to make the callable that runs (a transform class). FD0 and
+# FD1 are two shared memory files (memfds), slots 0 and 1, both processes map: prepbench writes
+# a request into a slot and sends 24 bytes on stdin (u64 slot, u64 request length, u64 size of
+# the slot's file); the worker runs the chain, writes the reply into the same slot and sends 24
+# bytes on stdout (u64 slot, u64 reply length, u64 size of the file, which it grows when the
+# reply needs more). Requests are served in the order they came; with two slots prepbench can
+# queue the next sample while the worker runs one, so that the worker goes from one to the next
+# without waiting to be woken. Only these messages and the greeting cross the pipes, so a sample
+# of megabytes costs two messages, not one per pipe buffer. Everything the user's code prints
+# goes to stderr.
 #
-# All integers are little-endian. The first HEADER bytes of the memory hold, at 0, the index of
-# the link running now (u32), so that prepbench can name the step when the worker dies; payloads
-# start at HEADER. A field is: u16 name length, name (UTF-8), u8 tag: 0 bytes and 1 str (u64
+# All integers are little-endian. The first HEADER bytes of a slot hold, at 0, the index of the
+# link running now on its sample (u32), so that prepbench can name the step when the worker
+# dies; payloads start at HEADER. A field is: u16 name length, name (UTF-8), u8 tag: 0 bytes and 1 str (u64
 # length, data); 2 array (u8 dtype code, u8 ndim, u64 per dimension, u64 byte count, data in C
 # order); 3 a field the chain does not read (name only), kept by prepbench as it is.
 # A request is: u64 sample id, u64 epoch, u32 link count, u64 seed per link, u32 field count,
-# fields. A reply is: u8 status, u32 links run, u64 nanoseconds of each link run (its call, and
-# for a random link the seeding before it); then status 0: u32 field count, the sample's fields
-# in order (tag 3: prepbench keeps its own);
+# fields. A reply is: u8 status, u32 links run, u64 nanoseconds from reading the request to
+# writing the reply, u64 nanoseconds of each link run (its call, and for a random link the
+# seeding before it); then status 0: u32 field count, the sample's fields in order (tag 3:
+# prepbench keeps its own);
 # status 2 (the last link run raised, or returned what cannot cross): u32 length, message, u32
 # length, traceback; status 3 (the last link's `from` field is missing): u32 length, the names
 # the sample has, joined by ", ".
@@ -380,22 +384,24 @@ def run_chain(links, fields, seeds, sample_id, epoch, mm, insides, spent):
             del pairs
 
 
-def reply(memory, status, insides, parts):
+def reply(memory, slot, status, began, insides, parts):
     count = len(insides)
-    head = struct.pack(f"<BI{count}Q", status, count, *insides)
-    total = len(head)
+    head_len = 13 + 8 * count
+    total = head_len
     for part in parts:
         total += len(part) if isinstance(part, bytes) else part.nbytes
     if HEADER + total > memory.size:
         memory.grow(HEADER + total)
     mm = memory.map
-    offset = HEADER + len(head)
-    mm[HEADER:offset] = head
+    offset = HEADER + head_len
     for part in parts:
         n = len(part) if isinstance(part, bytes) else part.nbytes
         mm[offset:offset + n] = part
         offset += n
-    return struct.pack("<QQ", total, memory.size)
+    # The head last: its time covers writing the fields.
+    handled = time.perf_counter_ns() - began
+    struct.pack_into(f"<BIQ{count}Q", mm, HEADER, status, count, handled, *insides)
+    return struct.pack("<QQQ", slot, total, memory.size)
 
 
 def load_links(spec):
@@ -425,7 +431,7 @@ def write_all(fd, data):
         view = view[os.write(fd, view):]
 
 
-def serve(fd, spec):
+def serve(fds, spec):
     proto_in, proto_out = os.dup(0), os.dup(1)
     os.dup2(2, 1)  # the user's prints go to stderr
     sys.stdout = sys.stderr
@@ -439,12 +445,14 @@ def serve(fd, spec):
     write_all(proto_out, b"\0")
     if any(link.random for link in links):
         seed_everything(0)  # the generators' first seeding is slower than the next ones
-    memory = Memory(fd)
+    memories = [Memory(fd) for fd in fds]
     while True:
         try:
-            _, size = struct.unpack("<QQ", read_exact(proto_in, 16))
+            slot, _, size = struct.unpack("<QQQ", read_exact(proto_in, 24))
         except EOFError:
             return
+        began = time.perf_counter_ns()
+        memory = memories[slot]
         memory.remap(size)
         mm = memory.map
         sample_id, epoch, count = struct.unpack_from("<QQI", mm, HEADER)
@@ -458,13 +466,14 @@ def serve(fd, spec):
             parts = [struct.pack("<I", len(fields))]
             for name, value in fields.items():
                 encode(name, value, parts, sent)
-            message = reply(memory, 0, insides, parts)
+            message = reply(memory, slot, 0, began, insides, parts)
         except Failed as f:
             parts = []
             for payload in f.payload:
                 parts.append(struct.pack("<I", len(payload)))
                 parts.append(payload)
-            message = reply(memory, f.status, insides if f.status == 2 else insides + [0], parts)
+            message = reply(memory, slot, f.status, began,
+                            insides if f.status == 2 else insides + [0], parts)
         write_all(proto_out, message)
         del fields, sent, spent, parts
 
@@ -483,6 +492,6 @@ def links_of(args):
 
 if __name__ == "__main__":
     if sys.argv[1] == "serve":
-        serve(int(sys.argv[2]), links_of(sys.argv[3:]))
+        serve([int(sys.argv[2]), int(sys.argv[3])], links_of(sys.argv[4:]))
     else:
         check(links_of(sys.argv[2:]))

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 
-pub use chain::{Chain, ChainError, Pools};
+pub use chain::{Chain, ChainError, Finished, Lease, Pools};
 
 /// The worker's source, run with `python -c`.
 pub const DRIVER: &str = include_str!("driver.py");

@@ -45,9 +45,14 @@ pub enum Outcome {
     Missing { names: String },
 }
 
-/// A worker's reply: nanoseconds of each link run (its call, after seeding a random one), and the outcome.
+/// A worker's reply: nanoseconds of each link run (its call, after seeding a random one), the
+/// worker's and prepbench's own time moving the sample, and the outcome.
 pub struct Reply {
     pub inside_ns: Vec<u64>,
+    /// Nanoseconds spent moving the sample: prepbench writing the request and reading the
+    /// reply, and the worker's time on it outside the links (reading, the code between calls,
+    /// writing the reply). Not the time either side waited for the other.
+    pub moving_ns: u64,
     pub outcome: Outcome,
 }
 
@@ -57,12 +62,16 @@ pub struct Gone {
     pub message: String,
 }
 
-/// One worker process serving one chain.
+/// One worker process serving one chain, through two slots of shared memory: one sample can
+/// wait in one while the worker runs the other.
 pub struct Worker {
     child: Child,
     input: ChildStdin,
     output: ChildStdout,
-    memory: Memory,
+    memory: [Memory; 2],
+    /// The slots holding requests not answered yet, oldest first, with the nanoseconds
+    /// prepbench spent writing each.
+    in_flight: VecDeque<(usize, u64)>,
     links: usize,
     stderr: Arc<Mutex<VecDeque<String>>>,
 }
@@ -275,13 +284,17 @@ impl Worker {
     /// Starts a worker for `links` and waits for its imports: an import error names the link.
     pub fn start(links: &[Link]) -> Result<Worker, Gone> {
         let gone = |message: String| Gone { link: 0, message };
-        let memory = Memory::new().map_err(|e| {
-            gone(format!(
-                "cannot make the shared memory a Python worker uses: {e}"
-            ))
-        })?;
-        let fd = memory.raw_fd();
-        let mut command = driver(&["serve", &fd.to_string()], links);
+        let memory = [Memory::new(), Memory::new()];
+        let memory = match memory {
+            [Ok(a), Ok(b)] => [a, b],
+            [Err(e), _] | [_, Err(e)] => {
+                return Err(gone(format!(
+                    "cannot make the shared memory a Python worker uses: {e}"
+                )))
+            }
+        };
+        let fds = [memory[0].raw_fd(), memory[1].raw_fd()];
+        let mut command = driver(&["serve", &fds[0].to_string(), &fds[1].to_string()], links);
         command
             .env("PREPBENCH_LAYOUT_PAD", layout_pad())
             .stdin(Stdio::piped())
@@ -290,12 +303,14 @@ impl Worker {
         {
             use std::os::unix::process::CommandExt;
             // SAFETY: runs in the child between fork and exec and calls only fcntl, which is
-            // async-signal-safe: the memory's descriptor (close-on-exec in prepbench, so other
-            // children do not inherit it) stays open in this child alone.
+            // async-signal-safe: the memories' descriptors (close-on-exec in prepbench, so
+            // other children do not inherit them) stay open in this child alone.
             unsafe {
                 command.pre_exec(move || {
-                    if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
-                        return Err(io::Error::last_os_error());
+                    for fd in fds {
+                        if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                            return Err(io::Error::last_os_error());
+                        }
                     }
                     Ok(())
                 });
@@ -327,6 +342,7 @@ impl Worker {
             output: child.stdout.take().expect("piped"),
             child,
             memory,
+            in_flight: VecDeque::new(),
             links: links.len(),
             stderr,
         };
@@ -384,10 +400,36 @@ impl Worker {
     /// Runs the chain on one sample. An `Err` means the worker is gone (died, or broke the
     /// protocol), naming the link it was running: drop it.
     pub fn call(&mut self, request: &Request) -> Result<Reply, Gone> {
-        self.exchange(request).map_err(|e| self.died(&e))
+        self.submit(request)?;
+        self.receive()
     }
 
-    fn exchange(&mut self, request: &Request) -> io::Result<Reply> {
+    /// How many requests wait for their reply.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Sends a request into a free slot without waiting for its reply (at most two wait).
+    pub fn submit(&mut self, request: &Request) -> Result<(), Gone> {
+        self.send(request).map_err(|e| self.died(&e))
+    }
+
+    /// The reply to the oldest request waiting.
+    pub fn receive(&mut self) -> Result<Reply, Gone> {
+        self.read_reply().map_err(|e| self.died(&e))
+    }
+
+    fn send(&mut self, request: &Request) -> io::Result<()> {
+        let began = std::time::Instant::now();
+        let slot = match self.in_flight.iter().map(|(s, _)| *s).collect::<Vec<_>>()[..] {
+            [] => 0,
+            [busy] => 1 - busy,
+            _ => {
+                return Err(io::Error::other(
+                    "two requests already wait for a Python worker",
+                ))
+            }
+        };
         let len = 8
             + 8
             + 4
@@ -398,9 +440,10 @@ impl Worker {
                 .iter()
                 .map(|(name, field)| encoded_len(name, *field))
                 .sum::<usize>();
-        self.memory.grow(HEADER + len)?;
-        let size = self.memory.len();
-        let buf = self.memory.bytes_mut();
+        let memory = &mut self.memory[slot];
+        memory.grow(HEADER + len)?;
+        let size = memory.len();
+        let buf = memory.bytes_mut();
         buf[..4].copy_from_slice(&0u32.to_le_bytes());
         let mut out = Out {
             buf: &mut buf[HEADER..],
@@ -417,17 +460,33 @@ impl Worker {
             out.field(name, *field);
         }
         debug_assert_eq!(out.pos, len);
-        let mut message = [0u8; 16];
-        message[..8].copy_from_slice(&(len as u64).to_le_bytes());
-        message[8..].copy_from_slice(&(size as u64).to_le_bytes());
-        self.input.write_all(&message)?;
+        let mut message = [0u8; 24];
+        message[..8].copy_from_slice(&(slot as u64).to_le_bytes());
+        message[8..16].copy_from_slice(&(len as u64).to_le_bytes());
+        message[16..].copy_from_slice(&(size as u64).to_le_bytes());
+        let writing = began.elapsed().as_nanos() as u64;
+        self.in_flight.push_back((slot, writing));
+        self.input.write_all(&message)
+    }
+
+    fn read_reply(&mut self) -> io::Result<Reply> {
+        let Some(&(slot, writing)) = self.in_flight.front() else {
+            return Err(io::Error::other("no request waits for a reply"));
+        };
+        let mut message = [0u8; 24];
         self.output.read_exact(&mut message)?;
-        let len = u64::from_le_bytes(message[..8].try_into().expect("8"));
-        let size = bounded(
-            u64::from_le_bytes(message[8..].try_into().expect("8")),
-            MAX_MEMORY,
-        )?;
-        self.memory.follow(size)?;
+        let began = std::time::Instant::now();
+        let word = |i: usize| u64::from_le_bytes(message[8 * i..8 * i + 8].try_into().expect("8"));
+        if word(0) != slot as u64 {
+            return Err(invalid(format!(
+                "a reply for slot {} where slot {slot} was due",
+                word(0)
+            )));
+        }
+        let len = word(1);
+        let size = bounded(word(2), MAX_MEMORY)?;
+        let memory = &mut self.memory[slot];
+        memory.follow(size)?;
         let end = HEADER as u64 + len;
         if end > size as u64 {
             return Err(invalid(format!(
@@ -435,7 +494,7 @@ impl Worker {
             )));
         }
         let mut reply = In {
-            buf: &self.memory.bytes()[HEADER..end as usize],
+            buf: &memory.bytes()[HEADER..end as usize],
         };
         let status = reply.u8()?;
         let ran = reply.u32()? as usize;
@@ -445,7 +504,8 @@ impl Worker {
                 self.links
             )));
         }
-        let inside_ns = (0..ran).map(|_| reply.u64()).collect::<io::Result<_>>()?;
+        let handled = reply.u64()?;
+        let inside_ns: Vec<u64> = (0..ran).map(|_| reply.u64()).collect::<io::Result<_>>()?;
         let outcome = match status {
             0 => {
                 let count = reply.u32()?;
@@ -473,7 +533,14 @@ impl Worker {
             }
             other => return Err(invalid(format!("unknown reply status {other}"))),
         };
-        Ok(Reply { inside_ns, outcome })
+        self.in_flight.pop_front();
+        let worker_own = handled.saturating_sub(inside_ns.iter().sum());
+        let reading = began.elapsed().as_nanos() as u64;
+        Ok(Reply {
+            inside_ns,
+            moving_ns: writing + worker_own + reading,
+            outcome,
+        })
     }
 
     /// The link a worker was running (from the memory's header), how it ended, and its last
@@ -481,8 +548,8 @@ impl Worker {
     fn died(&mut self, cause: &io::Error) -> Gone {
         let _ = self.child.kill();
         let status = self.child.wait().ok();
-        let link = self
-            .memory
+        let slot = self.in_flight.front().map_or(0, |(slot, _)| *slot);
+        let link = self.memory[slot]
             .bytes()
             .get(..4)
             .map_or(0, |b| u32::from_le_bytes(b.try_into().expect("4")) as usize)

@@ -1,0 +1,377 @@
+//! One online worker thread: its share of the input (raw files, store shards or the
+//! application cache), pass after pass, through the online steps to the consumer's queue, with
+//! the samples it keeps queued in a Python chain's worker finished at the end of each pass.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+
+use workloads::{encoding, OnError, ReadFiles, Sample, StepContext};
+
+use crate::measure::execute::{AppCache, Message, OnlineInput, OnlineJob, StageTimes};
+use crate::measure::passes::Passes;
+use crate::measure::pipeline::{apply_steps, Lookahead, RunError, StepSeconds};
+use crate::results::Skipped;
+use crate::store::{ShardInfo, ShardReader};
+
+/// Where a worker thread's samples go: the consumer's queue, after those it keeps queued in a
+/// Python worker (see [`Lookahead`]).
+struct Outlet<'a> {
+    queue: &'a mpsc::SyncSender<Message>,
+    ahead: std::cell::RefCell<Lookahead>,
+}
+
+/// The step context of the online steps of `job`.
+fn online_context<'a>(job: &'a OnlineJob<'a>) -> StepContext<'a> {
+    StepContext {
+        seed: job.seed,
+        epoch: job.epoch,
+        step_index: 0,
+        // Raw files are read through the emulated storage when there is one, else from
+        // where the dataset is (local disk or object storage).
+        files: Some(
+            job.throttle
+                .map_or(job.source.files.as_read(), |t| &**t as &dyn ReadFiles),
+        ),
+    }
+}
+
+/// Hands a sample to the consumer; only time blocked on a full queue counts as waiting (a send
+/// that succeeds at once costs nothing here, whatever the scheduler does around it).
+fn send(job: &OnlineJob, tx: &Outlet, sample: Sample, wait: &mut f64) -> bool {
+    let hash = if job.hash { sample.content_hash() } else { 0 };
+    match tx.queue.try_send(Ok((sample, hash))) {
+        Ok(()) => true,
+        Err(mpsc::TrySendError::Disconnected(_)) => false,
+        Err(mpsc::TrySendError::Full(message)) => {
+            let start = std::time::Instant::now();
+            let sent = tx.queue.send(message).is_ok();
+            *wait += start.elapsed().as_secs_f64();
+            sent
+        }
+    }
+}
+
+/// Runs the online steps `[split, n)` on one sample, timing each into `times.steps`, and hands
+/// every output to the consumer; `Ok(false)` when the consumer is gone.
+fn online_steps(
+    job: &OnlineJob,
+    sample: Sample,
+    tx: &Outlet,
+    times: &mut StageTimes,
+) -> Result<bool, RunError> {
+    let StageTimes {
+        steps,
+        transfer,
+        send_wait,
+        ..
+    } = times;
+    let mut ahead = tx.ahead.borrow_mut();
+    apply_steps(
+        job.workload,
+        job.split..job.workload.steps.len(),
+        sample,
+        job.source,
+        online_context(job),
+        StepSeconds {
+            wall: steps,
+            transfer: Some(transfer),
+            ahead: Some(&mut ahead),
+        },
+        &mut |sample| Ok(send(job, tx, sample, send_wait)),
+    )
+}
+
+/// Finishes the samples a worker keeps queued in a Python worker (the end of a pass): each
+/// through the rest of its steps to the consumer, an error skipped or returned as
+/// `process` does. `Ok(false)` when the consumer is gone.
+fn finish_queued(job: &OnlineJob, tx: &Outlet, times: &mut StageTimes) -> Result<bool, RunError> {
+    loop {
+        let StageTimes {
+            steps,
+            transfer,
+            send_wait,
+            ..
+        } = &mut *times;
+        let next = tx.ahead.borrow_mut().finish_next(
+            job.workload,
+            job.source,
+            online_context(job),
+            StepSeconds {
+                wall: steps,
+                transfer: Some(transfer),
+                ahead: None,
+            },
+            &mut |sample| Ok(send(job, tx, sample, send_wait)),
+        );
+        match next {
+            None => return Ok(true),
+            Some(Ok(true)) => {}
+            Some(Ok(false)) => return Ok(false),
+            Some(Err(e)) => skip_or_fail(job, e, times)?,
+        }
+    }
+}
+
+/// Under `on_error: skip`, records an error about one sample and lets the worker go on;
+/// otherwise, or for an error of the machine rather than the input, returns it.
+fn skip_or_fail(job: &OnlineJob, error: RunError, times: &mut StageTimes) -> Result<(), RunError> {
+    if job.on_error == OnError::Skip {
+        if let Some(skipped) = error.skipped() {
+            times.skipped.push(skipped);
+            return Ok(());
+        }
+    }
+    Err(error)
+}
+
+/// Runs the online steps on one sample; `Ok(false)` when the consumer is gone. A skipped
+/// sample counts as handled.
+fn process(
+    job: &OnlineJob,
+    sample: Sample,
+    tx: &Outlet,
+    times: &mut StageTimes,
+) -> Result<bool, RunError> {
+    match online_steps(job, sample, tx, times) {
+        Err(e) => skip_or_fail(job, e, times).map(|()| true),
+        other => other,
+    }
+}
+
+fn raw_worker(
+    job: &OnlineJob,
+    worker: usize,
+    stop: &AtomicBool,
+    tx: &Outlet,
+    times: &mut StageTimes,
+) -> Result<(), RunError> {
+    for id in (worker..job.items).step_by(job.threads) {
+        if stop.load(Ordering::Relaxed) || !process(job, job.source.cycled_sample(id), tx, times)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Online worker `w` of `threads`: reads its part of the input, pass after pass while the
+/// epoch wants more, and sends each processed sample (or its first error) to the consumer.
+pub(crate) fn online_worker(
+    job: &OnlineJob,
+    (w, threads): (usize, usize),
+    stop: &AtomicBool,
+    passes: &Passes,
+    tx: mpsc::SyncSender<Message>,
+) -> StageTimes {
+    let mut times = StageTimes::new(job.workload.steps.len());
+    let mine: Vec<&ShardInfo> = match job.input {
+        OnlineInput::Store { manifest, .. } => {
+            manifest.shards.iter().skip(w).step_by(threads).collect()
+        }
+        _ => Vec::new(),
+    };
+    // A worker with nothing to read makes no passes (and so decides none).
+    let idle = match job.input {
+        OnlineInput::Raw => w >= job.items,
+        OnlineInput::Memory(cache) => cache.part_count() <= w,
+        OnlineInput::Store { .. } => mine.is_empty(),
+    };
+    let out = Outlet {
+        queue: &tx,
+        ahead: Default::default(),
+    };
+    let mut done = 0;
+    let outcome = loop {
+        let pass = match job.input {
+            OnlineInput::Raw => raw_worker(job, w, stop, &out, &mut times),
+            OnlineInput::Memory(cache) => memory_worker(job, cache, w, stop, &out, &mut times),
+            OnlineInput::Store { .. } => store_worker(job, &mine, stop, &out, &mut times),
+        };
+        // The samples still queued in a Python worker belong to this pass.
+        let pass = pass.and_then(|()| {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            finish_queued(job, &out, &mut times).map(|_| ())
+        });
+        // Whatever is left (an error, a stop) is given up with its worker's replies.
+        out.ahead.replace(Lookahead::default());
+        done += 1;
+        if pass.is_err() || idle || !passes.another(done, stop) {
+            break pass;
+        }
+    };
+    if let Err(e) = outcome {
+        stop.store(true, Ordering::Relaxed);
+        let _ = tx.send(Err(e));
+    }
+    times
+}
+
+fn store_worker(
+    job: &OnlineJob,
+    shards: &[&ShardInfo],
+    stop: &AtomicBool,
+    tx: &Outlet,
+    times: &mut StageTimes,
+) -> Result<(), RunError> {
+    let OnlineInput::Store { backend, manifest } = job.input else {
+        unreachable!("store_worker reads stores only");
+    };
+    let mut payload = Vec::new();
+    let mut outcome = Ok(());
+    let mut kept = Vec::new();
+    for shard in shards {
+        // Reads of a local store through emulated storage count as read time.
+        let (label, file) = match (job.throttle, backend.local_path(&shard.file)) {
+            (Some(t), Some(path)) => {
+                let file = t.open(&path).map_err(crate::store::io_error(&path))?;
+                (path, Box::new(file) as Box<dyn std::io::Read + Send>)
+            }
+            _ => backend.open(&shard.file, shard.bytes)?,
+        };
+        let mut reader = ShardReader::from_read(&label, manifest.codec, file)?.expecting(shard);
+        let result = read_shard(
+            job,
+            &mut reader,
+            shard.records,
+            stop,
+            tx,
+            &mut payload,
+            times,
+            &mut kept,
+        );
+        times.read += reader.read_seconds();
+        times.decompress += reader.unframe_seconds();
+        match result {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => {
+                outcome = Err(e);
+                break;
+            }
+        }
+    }
+    if let Some(cache) = job.fill {
+        cache.store_part(kept);
+    }
+    outcome
+}
+
+/// Serves the application cache's parts `worker`, `worker + threads`, ... through the online
+/// steps; each sample is cloned out of the cache (timed as `deserialize`), as the steps consume
+/// their input.
+fn memory_worker(
+    job: &OnlineJob,
+    cache: &AppCache,
+    worker: usize,
+    stop: &AtomicBool,
+    tx: &Outlet,
+    times: &mut StageTimes,
+) -> Result<(), RunError> {
+    // Take this worker's parts and let go of the lock: workers serve in parallel.
+    let mine: Vec<std::sync::Arc<Vec<Sample>>> = cache
+        .parts
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .skip(worker)
+        .step_by(job.threads)
+        .cloned()
+        .collect();
+    for sample in mine.iter().flat_map(|part| part.iter()) {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let start = std::time::Instant::now();
+        let sample = sample.clone();
+        times.deserialize += start.elapsed().as_secs_f64();
+        if !process(job, sample, tx, times)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Reads one shard of `records` records through the online steps; `Ok(false)` when the run
+/// should stop. Under `on_error: skip` a bad record is stepped over, and a shard whose framing
+/// breaks is left, its remaining records counted as skipped.
+#[allow(clippy::too_many_arguments)]
+fn read_shard(
+    job: &OnlineJob,
+    reader: &mut ShardReader,
+    records: u64,
+    stop: &AtomicBool,
+    tx: &Outlet,
+    payload: &mut Vec<u8>,
+    times: &mut StageTimes,
+    kept: &mut Vec<Sample>,
+) -> Result<bool, RunError> {
+    // A store may hold more items than the source (it cycles over it): ids run up to its own
+    // item count. Known once per shard, not per record.
+    let items = match job.input {
+        OnlineInput::Store { manifest, .. } => (manifest.samples as usize).max(job.source.len()),
+        _ => job.source.len(),
+    };
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        let record = reader.record_index();
+        match reader.next_into(payload) {
+            Ok(true) => {}
+            Ok(false) => return Ok(true),
+            Err(e) => {
+                skip_or_fail(job, e.into(), times)?;
+                if reader.can_continue() {
+                    continue;
+                }
+                let rest = records.saturating_sub(record + 1);
+                if rest > 0 {
+                    times.skipped.push(Skipped {
+                        sample: format!("records {} to {}", record + 1, records - 1),
+                        file: reader.path().display().to_string(),
+                        stage: crate::results::StageName::Read,
+                        count: rest,
+                        message: format!("unreadable after the error at record {record}"),
+                        detail: String::new(),
+                    });
+                }
+                return Ok(true);
+            }
+        }
+        let shard = || reader.path().display().to_string();
+        let start = std::time::Instant::now();
+        let decoded = encoding::decode(payload).map_err(|source| RunError::Decode {
+            shard: shard(),
+            record,
+            source,
+        });
+        times.deserialize += start.elapsed().as_secs_f64();
+        let sample = match decoded {
+            Ok(sample) => sample,
+            Err(e) => {
+                skip_or_fail(job, e, times)?;
+                continue;
+            }
+        };
+        if job.workload.item_of(sample.id, job.split) as usize >= items {
+            skip_or_fail(
+                job,
+                RunError::UnknownSample {
+                    shard: shard(),
+                    record,
+                    id: sample.id,
+                    samples: items,
+                },
+                times,
+            )?;
+            continue;
+        }
+        if let Some(cache) = job.fill {
+            cache.keep(&sample, kept);
+        }
+        if !process(job, sample, tx, times)? {
+            return Ok(false);
+        }
+    }
+}
