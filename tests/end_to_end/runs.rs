@@ -57,11 +57,7 @@ fn every_cv_strategy_runs_verifies_and_records_honest_metrics() {
     // The allocator set-up the numbers were taken under (glibc's, tuned, unless the
     // environment set it).
     let allocator = manifest["build"]["allocator"].as_str().unwrap();
-    let user_set = std::env::vars_os().any(|(name, _)| {
-        let name = name.to_string_lossy();
-        name == "GLIBC_TUNABLES" || (name.starts_with("MALLOC_") && name.ends_with('_'))
-    });
-    if cfg!(target_env = "gnu") && !user_set {
+    if cfg!(target_env = "gnu") && !harness::results::system::malloc_set_by_user() {
         assert!(
             allocator.starts_with("glibc malloc: buffers up to 32 MiB from the heap"),
             "{allocator}"

@@ -68,16 +68,21 @@ const MMAP_THRESHOLD: libc::c_int = 32 << 20;
 /// Called once at start; left alone when the user set glibc's malloc settings themselves
 /// (`GLIBC_TUNABLES` or a `MALLOC_*_` variable), and off glibc.
 pub fn keep_freed_memory() {
-    let user_set = std::env::vars_os().any(|(name, _)| {
-        let name = name.to_string_lossy();
-        name == "GLIBC_TUNABLES" || (name.starts_with("MALLOC_") && name.ends_with('_'))
-    });
-    let what = if user_set {
+    let what = if malloc_set_by_user() {
         "glibc malloc, with the settings of the environment (GLIBC_TUNABLES or MALLOC_*_)".into()
     } else {
         set_malloc()
     };
     let _ = ALLOCATOR.set(what);
+}
+
+/// Whether the environment sets glibc's malloc up (`GLIBC_TUNABLES` or a `MALLOC_*_` variable):
+/// [`keep_freed_memory`] then leaves it alone.
+pub fn malloc_set_by_user() -> bool {
+    std::env::vars_os().any(|(name, _)| {
+        let name = name.to_string_lossy();
+        name == "GLIBC_TUNABLES" || (name.starts_with("MALLOC_") && name.ends_with('_'))
+    })
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

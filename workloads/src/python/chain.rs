@@ -241,11 +241,6 @@ impl Lease {
         }
     }
 
-    /// The chain it runs.
-    pub fn chain(&self) -> &Arc<Chain> {
-        &self.chain
-    }
-
     /// Samples queued and not given back yet.
     pub fn len(&self) -> usize {
         self.queue.len()

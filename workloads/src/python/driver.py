@@ -390,8 +390,7 @@ def reply(memory, slot, status, began, insides, parts):
     total = head_len
     for part in parts:
         total += len(part) if isinstance(part, bytes) else part.nbytes
-    if HEADER + total > memory.size:
-        memory.grow(HEADER + total)
+    memory.grow(HEADER + total)
     mm = memory.map
     offset = HEADER + head_len
     for part in parts:

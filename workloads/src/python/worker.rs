@@ -421,9 +421,9 @@ impl Worker {
 
     fn send(&mut self, request: &Request) -> io::Result<()> {
         let began = std::time::Instant::now();
-        let slot = match self.in_flight.iter().map(|(s, _)| *s).collect::<Vec<_>>()[..] {
-            [] => 0,
-            [busy] => 1 - busy,
+        let slot = match (self.in_flight.len(), self.in_flight.front()) {
+            (0, _) => 0,
+            (1, Some((busy, _))) => 1 - busy,
             _ => {
                 return Err(io::Error::other(
                     "two requests already wait for a Python worker",
