@@ -179,29 +179,75 @@ fn bilinear_taps(output: usize, input: usize) -> Vec<(usize, usize, f32)> {
 }
 
 /// Plain bilinear resizing of a uint8 image [h, w, c] to [nh, nw, c], as `tf.image.resize`
-/// (half-pixel centres, no antialiasing) computes it in float32, truncated to uint8.
+/// (half-pixel centres, no antialiasing) computes it in float32, truncated to uint8: each
+/// output value is `top + (bottom - top) * dy`, where `top` and `bottom` are
+/// `left + (right - left) * dx` on the two input rows around it. Those row interpolations are
+/// computed once per input row and shared by the output rows that read it (the same float32
+/// operations in the same order as value by value, so the same bytes: tested).
 pub fn resize_bilinear_plain(
     pixels: &[u8],
     (h, w, c): (usize, usize, usize),
     (nh, nw): (usize, usize),
 ) -> Vec<u8> {
     let (rows, cols) = (bilinear_taps(nh, h), bilinear_taps(nw, w));
-    let mut out = Vec::with_capacity(nh * nw * c);
-    let at = |y: usize, x: usize, ch: usize| pixels[(y * w + x) * c + ch] as f32;
-    for &(y0, y1, dy) in &rows {
-        for &(x0, x1, dx) in &cols {
-            for ch in 0..c {
-                let (tl, tr) = (at(y0, x0, ch), at(y0, x1, ch));
-                let (bl, br) = (at(y1, x0, ch), at(y1, x1, ch));
-                let top = tl + (tr - tl) * dx;
-                let bottom = bl + (br - bl) * dx;
-                let value = top + (bottom - top) * dy;
-                // tf.cast(float32 -> uint8) truncates; the value is within [0, 255].
-                out.push(value.clamp(0.0, 255.0) as u8);
+    let row_len = nw * c;
+    // Per output value of a row: where its left and right input values are, and its weight.
+    let mut taps = Taps::default();
+    for &(x0, x1, dx) in &cols {
+        for ch in 0..c {
+            taps.left.push((x0 * c + ch) as i32);
+            taps.right.push((x1 * c + ch) as i32);
+            taps.dx.push(dx);
+        }
+    }
+    let mut wide = vec![0f32; w * c];
+    let mut out = vec![0u8; nh * row_len];
+    let (mut top, mut bottom) = (vec![0f32; row_len], vec![0f32; row_len]);
+    let (mut top_y, mut bottom_y) = (usize::MAX, usize::MAX);
+    let input_row = |y: usize| &pixels[y * w * c..(y + 1) * w * c];
+    for (&(y0, y1, dy), dst) in rows.iter().zip(out.chunks_exact_mut(row_len)) {
+        if top_y != y0 {
+            if bottom_y == y0 {
+                std::mem::swap(&mut top, &mut bottom);
+                std::mem::swap(&mut top_y, &mut bottom_y);
+            } else {
+                interpolate_row(input_row(y0), &mut wide, &taps, &mut top);
+                top_y = y0;
             }
+        }
+        if bottom_y != y1 {
+            interpolate_row(input_row(y1), &mut wide, &taps, &mut bottom);
+            bottom_y = y1;
+        }
+        for ((d, &t), &b) in dst.iter_mut().zip(&top).zip(&bottom) {
+            // tf.cast(float32 -> uint8) truncates; the value is within [0, 255].
+            *d = (t + (b - t) * dy).clamp(0.0, 255.0) as u8;
         }
     }
     out
+}
+
+/// A row's taps: for output value `j`, `left[j]` and `right[j]` index the input row and
+/// `dx[j]` weighs them.
+#[derive(Default)]
+struct Taps {
+    left: Vec<i32>,
+    right: Vec<i32>,
+    dx: Vec<f32>,
+}
+
+/// One input row interpolated at a row's taps: `left + (right - left) * dx` per value, in
+/// float32, from the row widened to float32 in `wide` first. (AVX2 gathers were slower than
+/// these scalar loads on the 2-core EPYC VM: 0.37 against 0.27 s per 400 images.)
+fn interpolate_row(src: &[u8], wide: &mut [f32], taps: &Taps, out: &mut [f32]) {
+    for (w, &v) in wide.iter_mut().zip(src) {
+        *w = f32::from(v);
+    }
+    let taps = taps.left.iter().zip(&taps.right).zip(&taps.dx);
+    for (o, ((&left, &right), &dx)) in out.iter_mut().zip(taps) {
+        let l = wide[left as usize];
+        *o = l + (wide[right as usize] - l) * dx;
+    }
 }
 
 impl Step for ResizeShorter {
@@ -294,6 +340,52 @@ mod tests {
         })
         .unwrap_err();
         assert!(err.contains("antialias"), "{err}");
+    }
+
+    /// The row-sharing form gives the bytes of the value-by-value form (four reads and three
+    /// float32 interpolations per value), downscaling, upscaling, odd sizes, 1-4 channels.
+    #[test]
+    fn plain_bilinear_shares_rows_without_changing_a_byte() {
+        fn value_by_value(
+            px: &[u8],
+            (h, w, c): (usize, usize, usize),
+            (nh, nw): (usize, usize),
+        ) -> Vec<u8> {
+            let (rows, cols) = (bilinear_taps(nh, h), bilinear_taps(nw, w));
+            let at = |y: usize, x: usize, ch: usize| px[(y * w + x) * c + ch] as f32;
+            let mut out = Vec::new();
+            for &(y0, y1, dy) in &rows {
+                for &(x0, x1, dx) in &cols {
+                    for ch in 0..c {
+                        let top = at(y0, x0, ch) + (at(y0, x1, ch) - at(y0, x0, ch)) * dx;
+                        let bottom = at(y1, x0, ch) + (at(y1, x1, ch) - at(y1, x0, ch)) * dx;
+                        out.push((top + (bottom - top) * dy).clamp(0.0, 255.0) as u8);
+                    }
+                }
+            }
+            out
+        }
+        let mut seed = 12345u32;
+        for (h, w, c, nh, nw) in [
+            (375, 500, 3, 256, 341),
+            (500, 333, 3, 384, 256),
+            (7, 9, 1, 20, 25),
+            (1, 1, 3, 3, 3),
+            (64, 48, 4, 17, 13),
+            (5, 300, 2, 5, 300),
+        ] {
+            let px: Vec<u8> = (0..h * w * c)
+                .map(|_| {
+                    seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                    (seed >> 23) as u8
+                })
+                .collect();
+            assert_eq!(
+                resize_bilinear_plain(&px, (h, w, c), (nh, nw)),
+                value_by_value(&px, (h, w, c), (nh, nw)),
+                "{h}x{w}x{c} -> {nh}x{nw}"
+            );
+        }
     }
 
     #[test]
