@@ -191,6 +191,9 @@ pub fn resize_bilinear_plain(
 ) -> Vec<u8> {
     let (rows, cols) = (bilinear_taps(nh, h), bilinear_taps(nw, w));
     let row_len = nw * c;
+    if row_len == 0 {
+        return Vec::new(); // no channels (or no columns): nothing to interpolate
+    }
     // Per output value of a row: where its left and right input values are, and its weight.
     let mut taps = Taps::default();
     for &(x0, x1, dx) in &cols {
@@ -373,6 +376,7 @@ mod tests {
             (1, 1, 3, 3, 3),
             (64, 48, 4, 17, 13),
             (5, 300, 2, 5, 300),
+            (3, 3, 0, 2, 2),
         ] {
             let px: Vec<u8> = (0..h * w * c)
                 .map(|_| {

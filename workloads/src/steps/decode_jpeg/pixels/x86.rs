@@ -5,29 +5,41 @@
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 
-/// One IDCT pass (see `super::pass`) on eight AVX2 vectors of eight i32 lanes.
+/// One IDCT pass (see `super::pass`) on eight AVX2 vectors of eight i32 lanes; `CORNER`
+/// where inputs 4-7 are zero, so their products are skipped (the same results: the terms left
+/// out are zeros, and wrapping sums do not depend on their order).
 #[target_feature(enable = "avx2")]
-fn pass(v: [__m256i; 8], bias: i32, shift: i32) -> [__m256i; 8] {
+fn pass<const CORNER: bool>(v: [__m256i; 8], bias: i32, shift: i32) -> [__m256i; 8] {
     let add = |a, b| _mm256_add_epi32(a, b);
     let sub = |a, b| _mm256_sub_epi32(a, b);
     let mul = |a, k: i32| _mm256_mullo_epi32(a, _mm256_set1_epi32(k));
     let bias = _mm256_set1_epi32(bias);
     let count = _mm_cvtsi32_si128(shift);
     let shr = |a| _mm256_sra_epi32(a, count);
-    let p1 = mul(add(v[2], v[6]), 2217);
-    let t2 = add(p1, mul(v[6], -7567));
-    let t3 = add(p1, mul(v[2], 3135));
-    let t0 = _mm256_slli_epi32::<12>(add(v[0], v[4]));
-    let t1 = _mm256_slli_epi32::<12>(sub(v[0], v[4]));
+    // Even part.
+    let (t2, t3, t0, t1) = if CORNER {
+        let t0 = _mm256_slli_epi32::<12>(v[0]);
+        (mul(v[2], 2217), mul(v[2], 2217 + 3135), t0, t0)
+    } else {
+        let p1 = mul(add(v[2], v[6]), 2217);
+        (
+            add(p1, mul(v[6], -7567)),
+            add(p1, mul(v[2], 3135)),
+            _mm256_slli_epi32::<12>(add(v[0], v[4])),
+            _mm256_slli_epi32::<12>(sub(v[0], v[4])),
+        )
+    };
     let x0 = add(add(t0, t3), bias);
     let x3 = add(sub(t0, t3), bias);
     let x1 = add(add(t1, t2), bias);
     let x2 = add(sub(t1, t2), bias);
+    // Odd part.
     let (o0, o1, o2, o3) = (v[7], v[5], v[3], v[1]);
-    let p3 = add(o0, o2);
-    let p4 = add(o1, o3);
-    let p1 = add(o0, o3);
-    let p2 = add(o1, o2);
+    let (p3, p4, p1, p2) = if CORNER {
+        (o2, o3, o3, o2)
+    } else {
+        (add(o0, o2), add(o1, o3), add(o0, o3), add(o1, o2))
+    };
     let p5 = mul(add(p3, p4), 4816);
     let p1 = add(p5, mul(p1, -3685));
     let p2 = add(p5, mul(p2, -10497));
@@ -35,46 +47,14 @@ fn pass(v: [__m256i; 8], bias: i32, shift: i32) -> [__m256i; 8] {
     let p4 = mul(p4, -1597);
     let t3 = add(mul(o3, 6149), add(p1, p4));
     let t2 = add(mul(o2, 12586), add(p2, p3));
-    let t1 = add(mul(o1, 8410), add(p2, p4));
-    let t0 = add(mul(o0, 1223), add(p1, p3));
-    [
-        shr(add(x0, t3)),
-        shr(add(x1, t2)),
-        shr(add(x2, t1)),
-        shr(add(x3, t0)),
-        shr(sub(x3, t0)),
-        shr(sub(x2, t1)),
-        shr(sub(x1, t2)),
-        shr(sub(x0, t3)),
-    ]
-}
-
-/// `pass` where inputs 4-7 are zero.
-#[target_feature(enable = "avx2")]
-fn pass_corner(v: [__m256i; 8], bias: i32, shift: i32) -> [__m256i; 8] {
-    let add = |a, b| _mm256_add_epi32(a, b);
-    let sub = |a, b| _mm256_sub_epi32(a, b);
-    let mul = |a, k: i32| _mm256_mullo_epi32(a, _mm256_set1_epi32(k));
-    let bias = _mm256_set1_epi32(bias);
-    let count = _mm_cvtsi32_si128(shift);
-    let shr = |a| _mm256_sra_epi32(a, count);
-    let t2 = mul(v[2], 2217);
-    let t3 = mul(v[2], 2217 + 3135);
-    let t0 = add(_mm256_slli_epi32::<12>(v[0]), bias);
-    let x0 = add(t0, t3);
-    let x3 = sub(t0, t3);
-    let x1 = add(t0, t2);
-    let x2 = sub(t0, t2);
-    let (o2, o3) = (v[3], v[1]);
-    let p5 = mul(add(o2, o3), 4816);
-    let p1 = add(p5, mul(o3, -3685));
-    let p2 = add(p5, mul(o2, -10497));
-    let p3 = mul(o2, -8034);
-    let p4 = mul(o3, -1597);
-    let t3 = add(mul(o3, 6149), add(p1, p4));
-    let t2 = add(mul(o2, 12586), add(p2, p3));
-    let t1 = add(p2, p4);
-    let t0 = add(p1, p3);
+    let (t1, t0) = if CORNER {
+        (add(p2, p4), add(p1, p3))
+    } else {
+        (
+            add(mul(o1, 8410), add(p2, p4)),
+            add(mul(o0, 1223), add(p1, p3)),
+        )
+    };
     [
         shr(add(x0, t3)),
         shr(add(x1, t2)),
@@ -134,9 +114,12 @@ pub(super) fn idct<const CORNER: bool>(
         _mm256_mullo_epi32(c, _mm256_loadu_si256(q[r * 8..].as_ptr().cast()))
     });
     rows[0] = _mm256_blend_epi32::<1>(rows[0], _mm256_set1_epi32(dc));
-    let pass = if CORNER { pass_corner } else { pass };
-    let cols = pass(rows, 512, 10);
-    let r = transpose(pass(transpose(cols), 512 + 65536 + (128 << 17), 17));
+    let cols = pass::<CORNER>(rows, 512, 10);
+    let r = transpose(pass::<CORNER>(
+        transpose(cols),
+        512 + 65536 + (128 << 17),
+        17,
+    ));
     // Saturate to 0..=255 (as a clamp does) and lay the rows out in order.
     let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     let pack = |a, b, c, d| {
