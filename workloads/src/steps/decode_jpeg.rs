@@ -1,5 +1,7 @@
 //! `decode_jpeg`: decodes JPEG bytes to an RGB uint8 image tensor [height, width, 3], refusing
-//! images above a pixel limit before allocating them (decompression bombs).
+//! images above a pixel limit before allocating them (decompression bombs). The decoding is
+//! prepbench's own for the files photographs come as (`decoder` and the modules beside it),
+//! zune-jpeg's for the rest.
 
 use image::ImageFormat;
 use serde::Deserialize;
@@ -61,10 +63,10 @@ impl Step for DecodeJpeg {
 /// and `max_expansion` before the pixels are allocated.
 ///
 /// Baseline and progressive greyscale and YCbCr files (4:4:4, 4:2:2, 4:2:0) go to prepbench's
-/// own decoder ([`decoder`]), which gives the pixels zune-jpeg gives, faster; the rest to
+/// own decoder (`decoder`), which gives the pixels zune-jpeg gives, faster; the rest to
 /// zune-jpeg, called directly as the `image` crate calls it (the same options, so the same
 /// pixels) but once: through `image` a decode copied the input twice and parsed the headers
-/// three times (docs/decisions.md, "JPEG decoding").
+/// three times (docs/decisions.md, "CV steps").
 pub fn decode_rgb8(bytes: &[u8], max_pixels: u64, max_expansion: f64) -> Result<Tensor, StepError> {
     use zune_core::bytestream::ZCursor;
     use zune_core::colorspace::ColorSpace;
