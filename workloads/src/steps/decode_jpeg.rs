@@ -158,8 +158,16 @@ pub fn check_complete(bytes: &[u8]) -> Result<(), String> {
         // and RST0-7 (restart markers inside entropy-coded data).
         let is_marker =
             |at: usize| bytes[at] == 0xFF && !matches!(bytes[at + 1], 0x00 | 0xFF | 0xD0..=0xD7);
-        while pos + 1 < bytes.len() && !is_marker(pos) {
-            pos += 1;
+        while pos + 1 < bytes.len() {
+            // The next 0xFF that has a byte after it (memchr: this walks the whole file).
+            match memchr::memchr(0xFF, &bytes[pos..bytes.len() - 1]) {
+                Some(at) if is_marker(pos + at) => {
+                    pos += at;
+                    break;
+                }
+                Some(at) => pos += at + 1,
+                None => pos = bytes.len(),
+            }
         }
         if pos + 1 >= bytes.len() {
             return Err(format!(

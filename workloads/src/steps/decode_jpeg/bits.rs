@@ -24,10 +24,7 @@ impl ScanData {
         let mut pos = from;
         loop {
             let rest = file.get(pos..).ok_or("scan past the end")?;
-            let run = rest
-                .iter()
-                .position(|&b| b == 0xFF)
-                .ok_or("no marker after a scan")?;
+            let run = memchr::memchr(0xFF, rest).ok_or("no marker after a scan")?;
             self.bytes.extend_from_slice(&rest[..run]);
             pos += run;
             // `pos` is at an 0xFF; skip fill bytes.
