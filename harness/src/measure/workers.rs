@@ -37,14 +37,14 @@ fn online_context<'a>(job: &'a OnlineJob<'a>) -> StepContext<'a> {
 
 /// Hands a sample to the consumer; only time blocked on a full queue counts as waiting (a send
 /// that succeeds at once costs nothing here, whatever the scheduler does around it).
-fn send(job: &OnlineJob, tx: &Outlet, sample: Sample, wait: &mut f64) -> bool {
+fn send(job: &OnlineJob, outlet: &Outlet, sample: Sample, wait: &mut f64) -> bool {
     let hash = if job.hash { sample.content_hash() } else { 0 };
-    match tx.queue.try_send(Ok((sample, hash))) {
+    match outlet.queue.try_send(Ok((sample, hash))) {
         Ok(()) => true,
         Err(mpsc::TrySendError::Disconnected(_)) => false,
         Err(mpsc::TrySendError::Full(message)) => {
             let start = std::time::Instant::now();
-            let sent = tx.queue.send(message).is_ok();
+            let sent = outlet.queue.send(message).is_ok();
             *wait += start.elapsed().as_secs_f64();
             sent
         }
@@ -56,7 +56,7 @@ fn send(job: &OnlineJob, tx: &Outlet, sample: Sample, wait: &mut f64) -> bool {
 fn online_steps(
     job: &OnlineJob,
     sample: Sample,
-    tx: &Outlet,
+    outlet: &Outlet,
     times: &mut StageTimes,
 ) -> Result<bool, RunError> {
     let StageTimes {
@@ -65,7 +65,7 @@ fn online_steps(
         send_wait,
         ..
     } = times;
-    let mut ahead = tx.ahead.borrow_mut();
+    let mut ahead = outlet.ahead.borrow_mut();
     apply_steps(
         job.workload,
         job.split..job.workload.steps.len(),
@@ -77,14 +77,18 @@ fn online_steps(
             transfer: Some(transfer),
             ahead: Some(&mut ahead),
         },
-        &mut |sample| Ok(send(job, tx, sample, send_wait)),
+        &mut |sample| Ok(send(job, outlet, sample, send_wait)),
     )
 }
 
 /// Finishes the samples a worker keeps queued in a Python worker (the end of a pass): each
 /// through the rest of its steps to the consumer, an error skipped or returned as
 /// `process` does. `Ok(false)` when the consumer is gone.
-fn finish_queued(job: &OnlineJob, tx: &Outlet, times: &mut StageTimes) -> Result<bool, RunError> {
+fn finish_queued(
+    job: &OnlineJob,
+    outlet: &Outlet,
+    times: &mut StageTimes,
+) -> Result<bool, RunError> {
     loop {
         let StageTimes {
             steps,
@@ -92,7 +96,7 @@ fn finish_queued(job: &OnlineJob, tx: &Outlet, times: &mut StageTimes) -> Result
             send_wait,
             ..
         } = &mut *times;
-        let next = tx.ahead.borrow_mut().finish_next(
+        let next = outlet.ahead.borrow_mut().finish_next(
             job.workload,
             job.source,
             online_context(job),
@@ -101,7 +105,7 @@ fn finish_queued(job: &OnlineJob, tx: &Outlet, times: &mut StageTimes) -> Result
                 transfer: Some(transfer),
                 ahead: None,
             },
-            &mut |sample| Ok(send(job, tx, sample, send_wait)),
+            &mut |sample| Ok(send(job, outlet, sample, send_wait)),
         );
         match next {
             None => return Ok(true),
@@ -129,10 +133,10 @@ fn skip_or_fail(job: &OnlineJob, error: RunError, times: &mut StageTimes) -> Res
 fn process(
     job: &OnlineJob,
     sample: Sample,
-    tx: &Outlet,
+    outlet: &Outlet,
     times: &mut StageTimes,
 ) -> Result<bool, RunError> {
-    match online_steps(job, sample, tx, times) {
+    match online_steps(job, sample, outlet, times) {
         Err(e) => skip_or_fail(job, e, times).map(|()| true),
         other => other,
     }
@@ -142,11 +146,13 @@ fn raw_worker(
     job: &OnlineJob,
     worker: usize,
     stop: &AtomicBool,
-    tx: &Outlet,
+    outlet: &Outlet,
     times: &mut StageTimes,
 ) -> Result<(), RunError> {
     for id in (worker..job.items).step_by(job.threads) {
-        if stop.load(Ordering::Relaxed) || !process(job, job.source.cycled_sample(id), tx, times)? {
+        if stop.load(Ordering::Relaxed)
+            || !process(job, job.source.cycled_sample(id), outlet, times)?
+        {
             break;
         }
     }
@@ -211,7 +217,7 @@ fn store_worker(
     job: &OnlineJob,
     shards: &[&ShardInfo],
     stop: &AtomicBool,
-    tx: &Outlet,
+    outlet: &Outlet,
     times: &mut StageTimes,
 ) -> Result<(), RunError> {
     let OnlineInput::Store { backend, manifest } = job.input else {
@@ -235,7 +241,7 @@ fn store_worker(
             &mut reader,
             shard.records,
             stop,
-            tx,
+            outlet,
             &mut payload,
             times,
             &mut kept,
@@ -265,7 +271,7 @@ fn memory_worker(
     cache: &AppCache,
     worker: usize,
     stop: &AtomicBool,
-    tx: &Outlet,
+    outlet: &Outlet,
     times: &mut StageTimes,
 ) -> Result<(), RunError> {
     // Take this worker's parts and let go of the lock: workers serve in parallel.
@@ -285,7 +291,7 @@ fn memory_worker(
         let start = std::time::Instant::now();
         let sample = sample.clone();
         times.deserialize += start.elapsed().as_secs_f64();
-        if !process(job, sample, tx, times)? {
+        if !process(job, sample, outlet, times)? {
             break;
         }
     }
@@ -301,7 +307,7 @@ fn read_shard(
     reader: &mut ShardReader,
     records: u64,
     stop: &AtomicBool,
-    tx: &Outlet,
+    outlet: &Outlet,
     payload: &mut Vec<u8>,
     times: &mut StageTimes,
     kept: &mut Vec<Sample>,
@@ -370,7 +376,7 @@ fn read_shard(
         if let Some(cache) = job.fill {
             cache.keep(&sample, kept);
         }
-        if !process(job, sample, tx, times)? {
+        if !process(job, sample, outlet, times)? {
             return Ok(false);
         }
     }

@@ -9,6 +9,7 @@ const PAD: usize = 64;
 
 /// One scan's entropy-coded bytes, unstuffed (0xFF00 -> 0xFF, fill 0xFFs dropped), with the
 /// offset where each restart interval begins.
+#[derive(Default)]
 pub(super) struct ScanData {
     pub bytes: Vec<u8>,
     pub starts: Vec<usize>,
@@ -294,10 +295,7 @@ mod tests {
         let file = [
             0xAB, 0xFF, 0x00, 0x12, 0xFF, 0xD0, 0x34, 0xFF, 0xFF, 0xD1, 0x56, 0xFF, 0xDA,
         ];
-        let mut scan = ScanData {
-            bytes: Vec::new(),
-            starts: Vec::new(),
-        };
+        let mut scan = ScanData::default();
         assert_eq!(scan.read(&file, 0), Ok(11));
         assert_eq!(&scan.bytes[..4], &[0xAB, 0xFF, 0x12, 0x34]);
         assert_eq!(scan.bytes[5..].iter().filter(|&&b| b != 0).count(), 0);

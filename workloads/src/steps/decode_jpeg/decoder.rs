@@ -385,10 +385,7 @@ impl Decoder {
                 }
             }
         }
-        let mut data = self.data.take().unwrap_or(ScanData {
-            bytes: Vec::new(),
-            starts: Vec::new(),
-        });
+        let mut data = self.data.take().unwrap_or_default();
         let end = data.read(bytes, from)?;
         if self.coefs.is_empty() && !(self.sequential && n == frame.comps.len()) {
             // Room for every block, for what scan after scan adds to them.

@@ -38,10 +38,8 @@ pub(super) fn dc_first(
     dc: &mut i16,
 ) -> Result<(), Bad> {
     bits.refill();
+    // At most 15: DC tables with larger categories are refused when built.
     let size = u32::from(bits.symbol(table)?);
-    if size > 16 {
-        return Err("bad DC size");
-    }
     *pred = pred.wrapping_add(bits.extend(size));
     *dc = (*pred as i16).wrapping_mul(1 << low);
     Ok(())

@@ -26,7 +26,10 @@ const TOP_LEFT: u64 = {
 /// frame every row once all its scans are read.
 pub(super) struct Output<'a> {
     frame: &'a Frame,
-    quant: &'a [[u16; 64]],
+    /// Each component's quantization table in natural order, as the IDCT multiplies.
+    quant: Vec<[i32; 64]>,
+    /// Output lags one MCU row behind (4:2:0: a row needs the chroma row below it).
+    lags: bool,
     kernels: Kernels,
     /// The pixels: rows are written into its spare capacity as they are made (never zeroed
     /// first), and its length set once all are.
@@ -53,9 +56,17 @@ impl<'a> Output<'a> {
         };
         let plane = vec![0u8; chroma_w * plane_rows];
         let lags = luma.v == 2 && frame.comps.len() > 1;
+        let natural = |zigzag: &[u16; 64]| {
+            let mut q = [0i32; 64];
+            for (k, &v) in zigzag.iter().enumerate() {
+                q[NATURAL[k]] = i32::from(v);
+            }
+            q
+        };
         Output {
             frame,
-            quant,
+            quant: quant.iter().map(natural).collect(),
+            lags,
             kernels: Kernels::detect(),
             out: Vec::with_capacity(frame.width * frame.height * 3),
             rows_done: 0,
@@ -83,11 +94,10 @@ impl<'a> Output<'a> {
         if frame.comps.len() == 1 {
             return self.emit(my);
         }
-        let whole = luma.v == 2;
         for (c, plane) in self.planes.iter_mut().enumerate() {
             let comp = &frame.comps[c + 1];
             let w = comp.stride * 8;
-            let rows = if whole {
+            let rows = if self.lags {
                 &mut plane[my * 8 * w..(my + 1) * 8 * w]
             } else {
                 &mut plane[..]
@@ -95,7 +105,7 @@ impl<'a> Output<'a> {
             let q = &self.quant[c + 1];
             idct_rows(comp, &coefs[c + 1], q, first(comp), rows, self.kernels);
         }
-        if !whole {
+        if !self.lags {
             self.emit(my);
         } else if my > 0 {
             self.emit(my - 1);
@@ -104,16 +114,16 @@ impl<'a> Output<'a> {
 
     /// Which luma strip holds MCU row `my`: they alternate where output lags (4:2:0).
     fn slot(&self, my: usize) -> usize {
-        if self.strips[1].is_empty() {
-            0
-        } else {
+        if self.lags {
             my % 2
+        } else {
+            0
         }
     }
 
     /// The pixels, once every MCU row has been taken.
     pub fn finish(mut self) -> Vec<u8> {
-        if self.frame.comps.len() > 1 && self.frame.comps[0].v == 2 {
+        if self.lags {
             self.emit(self.frame.mcu_y - 1);
         }
         assert_eq!(self.rows_done, self.frame.height, "rows left unwritten");
@@ -152,12 +162,11 @@ impl<'a> Output<'a> {
         let kernels = self.kernels;
         let chroma_w = frame.comps[1].stride * 8;
         let chroma_rows = frame.comps[1].rows * 8;
-        let whole = luma.v == 2;
         for (r, src) in strip.chunks_exact(luma_w).enumerate() {
             let row = first_row + r;
             for (plane, up) in self.planes.iter().zip(self.up.iter_mut()) {
                 let line = |r: usize| &plane[r * chroma_w..(r + 1) * chroma_w];
-                if whole {
+                if self.lags {
                     let r = row / 2;
                     let near = if row.is_multiple_of(2) {
                         r.saturating_sub(1)
@@ -192,16 +201,12 @@ fn widen(src: &[u8], dst: &mut [i16]) {
 fn idct_rows(
     comp: &Component,
     coefs: &Coefs,
-    quant: &[u16; 64],
+    q: &[i32; 64],
     first: usize,
     rows: &mut [u8],
     kernels: Kernels,
 ) {
     let w = comp.stride * 8;
-    let mut q = [0i32; 64];
-    for (k, &v) in quant.iter().enumerate() {
-        q[NATURAL[k]] = i32::from(v);
-    }
     for by in 0..comp.v {
         let first = (first + by) * comp.stride;
         let band = &mut rows[by * 8 * w..(by + 1) * 8 * w];
@@ -221,7 +226,7 @@ fn idct_rows(
                 } else {
                     kernels.idct
                 };
-                idct(block, dc, &q, out, w);
+                idct(block, dc, q, out, w);
             }
         }
     }

@@ -1,7 +1,7 @@
 //! Decoding a scan's data into the frame's coefficients: MCU by MCU or block by block,
 //! interval by interval (T.81 E.2 and G.1.2).
 
-use super::bits::{Bits, ScanData};
+use super::bits::{Bits, Huffman, ScanData};
 use super::decoder::{Coefs, Decoder};
 use super::entropy::{self, Bad, Band};
 use super::pixels;
@@ -17,12 +17,10 @@ impl Decoder {
     ) -> Result<(), Bad> {
         let frame = self.frame.as_ref().ok_or("no frame")?;
         let mut bits = Bits::new(&data.bytes);
-        let mut run = Intervals::new(data, self.restart);
+        let mut run = Intervals::new(data, self.restart, &mut bits);
         let mut tables = Vec::with_capacity(members.len());
         for &(c, td, ta) in members {
-            let dc = self.dc.get(td).and_then(|t| t.as_ref());
-            let ac = self.ac.get(ta).and_then(|t| t.as_ref());
-            tables.push((c, dc.ok_or("no DC table")?, ac.ok_or("no AC table")?));
+            tables.push((c, table(&self.dc, td)?, table(&self.ac, ta)?));
         }
         let stream = members.len() == frame.comps.len();
         let quant = if stream {
@@ -103,19 +101,20 @@ impl Decoder {
     ) -> Result<(), Bad> {
         let frame = self.frame.as_ref().ok_or("no frame")?;
         let mut bits = Bits::new(&data.bytes);
-        let mut run = Intervals::new(data, self.restart);
-        let dc_table = |td: usize| {
-            self.dc
-                .get(td)
-                .and_then(|t| t.as_ref())
-                .ok_or("no DC table")
-        };
+        let mut run = Intervals::new(data, self.restart, &mut bits);
         if members.len() > 1 {
             // Interleaved DC scan: MCU by MCU, each component's h x v blocks.
             let mut tables = Vec::with_capacity(members.len());
             for &(c, td, _) in members {
                 let first = band.high == 0;
-                tables.push((c, if first { Some(dc_table(td)?) } else { None }));
+                tables.push((
+                    c,
+                    if first {
+                        Some(table(&self.dc, td)?)
+                    } else {
+                        None
+                    },
+                ));
             }
             let mut preds = [0i32; 3];
             for my in 0..frame.mcu_y {
@@ -164,7 +163,7 @@ impl Decoder {
         }
         match (band.start == 0, band.high == 0) {
             (true, true) => {
-                let table = dc_table(td)?;
+                let table = table(&self.dc, td)?;
                 let mut pred = 0;
                 each_block!(|i, restarted| {
                     if restarted {
@@ -177,11 +176,7 @@ impl Decoder {
                 each_block!(|i, _r| entropy::dc_refine(&mut bits, band.low, coefs.dc(i)?))
             }
             (false, first) => {
-                let table = self
-                    .ac
-                    .get(ta)
-                    .and_then(|t| t.as_ref())
-                    .ok_or("no AC table")?;
+                let table = table(&self.ac, ta)?;
                 let mut eob_run = 0u32;
                 if first {
                     each_block!(|i, restarted| {
@@ -204,6 +199,14 @@ impl Decoder {
     }
 }
 
+/// The Huffman table a scan names (slot 0-3).
+fn table(tables: &[Option<Huffman>; 4], slot: usize) -> Result<&Huffman, Bad> {
+    tables
+        .get(slot)
+        .and_then(Option::as_ref)
+        .ok_or("a scan names a table never defined")
+}
+
 /// Walks a scan's restart intervals: every `restart` units the reader moves to the next
 /// interval's bytes, and an interval's units may not read past its end.
 struct Intervals<'a> {
@@ -212,17 +215,17 @@ struct Intervals<'a> {
     /// Units left in the current interval.
     left: usize,
     interval: usize,
-    started: bool,
 }
 
 impl<'a> Intervals<'a> {
-    fn new(data: &'a ScanData, restart: usize) -> Intervals<'a> {
+    /// Starts `bits` at the scan's first interval.
+    fn new(data: &'a ScanData, restart: usize, bits: &mut Bits) -> Intervals<'a> {
+        bits.seek(0);
         Intervals {
             data,
             restart,
             left: if restart == 0 { usize::MAX } else { restart },
             interval: 0,
-            started: false,
         }
     }
 
@@ -230,10 +233,6 @@ impl<'a> Intervals<'a> {
     /// so predictions and end-of-band runs restart.
     #[inline(always)]
     fn next_unit(&mut self, bits: &mut Bits) -> Result<bool, Bad> {
-        if !self.started {
-            self.started = true;
-            bits.seek(0);
-        }
         if self.left == 0 {
             self.check(bits)?;
             self.interval += 1;
@@ -255,7 +254,6 @@ impl<'a> Intervals<'a> {
     fn check(&self, bits: &Bits) -> Result<(), Bad> {
         let end = self.data.starts[self.interval + 1] * 8;
         match end.checked_sub(bits.consumed()) {
-            _ if !self.started => Ok(()),
             Some(left) if left < 8 => Ok(()),
             Some(_) => Err("data left over in a scan"),
             None => Err("scan data ran out"),
@@ -266,7 +264,7 @@ impl<'a> Intervals<'a> {
     #[inline(always)]
     fn finish(&self, bits: &Bits) -> Result<(), Bad> {
         self.check(bits)?;
-        if self.started && self.interval + 1 != self.data.intervals() {
+        if self.interval + 1 != self.data.intervals() {
             return Err("more restart markers than intervals");
         }
         Ok(())
