@@ -7,8 +7,9 @@ shorter side to 256 without antialias, x / 127.5 - 1, a random 224x224 crop).
 Strategies: `unprocessed` (every step online, from the JPEG files) and `resized` (decode and
 resize done once, stored as one .npy file per sample; centre and crop online). Protocol, per
 trial and worker count (worker counts in a seeded random order per trial): a DataLoader with
-persistent workers is started and warmed on a few samples; the strategy's files are evicted
-from the page cache (`drop_caches` as root, else per-file fadvise) and one pass over all of
+persistent workers is started and warmed on a few batches (which also give a rough rate); the
+files of the cold epoch (the first ones, as many as last about 2.5 x `--min-epoch-s` at the warm-up's rate) are
+evicted from the page cache (`drop_caches` as root, else per-file fadvise) and one pass over
 them is timed (`cold`); then passes repeat over the now-cached files until the epoch lasts
 `--min-epoch-s` (`warm`). The consumer touches every batch, as a training loop does. One row per
 epoch in runs.csv; summary.md gives the median and a 95 % interval (t, on log throughput) per
@@ -143,6 +144,20 @@ def epoch(loader, plan, indices):
     return n, time.perf_counter() - start
 
 
+def warm_up(loader, plan, n_files, batch, workers):
+    """Starts the workers and returns a rough warm rate, samples/s, from the batches after the
+    first (which waits for every worker to start)."""
+    plan.indices = [i % n_files for i in range(2 * batch * max(2, workers))]
+    first, n = None, 0
+    for b in loader:
+        b.view(-1)[0].item()
+        if first is None:
+            first = time.perf_counter()
+        else:
+            n += b.shape[0]
+    return n / max(time.perf_counter() - first, 1e-6)
+
+
 def interval(values):
     logs = [math.log(v) for v in values]
     if len(logs) < 2:
@@ -198,15 +213,18 @@ def main():
                 loader = DataLoader(Samples(strategy, files[strategy]), sampler=plan,
                                     batch_size=args.batch_size, num_workers=w,
                                     persistent_workers=True, prefetch_factor=args.prefetch_factor)
-                n_files = len(files[strategy])
-                epoch(loader, plan, list(range(min(n_files, 4 * w))))  # start and warm the workers
-                method = evict(files[strategy])
+                rate = warm_up(loader, plan, len(files[strategy]), args.batch_size, w)
+                # A cold pass over as many files as last about 2.5 x the floor at the warm-up's rate (all of them at
+                # most), each sample read once; the warm epoch repeats passes over them.
+                n_files = min(len(files[strategy]),
+                              max(args.batch_size, math.ceil(2.5 * args.min_epoch_s * rate)))
+                method = evict(files[strategy][:n_files])
                 n, s = epoch(loader, plan, list(range(n_files)))
                 row = ["torch", strategy, w, args.batch_size, args.prefetch_factor, trial, "cold",
                        method, 1, n, round(s, 6), round(n / s, 3)]
                 table.writerow(row)
                 rows.append(row)
-                passes = max(1, math.ceil(args.min_epoch_s * 1.2 * (n / s) / n_files))
+                passes = max(1, math.ceil(args.min_epoch_s * 1.5 * max(rate, n / s) / n_files))
                 n, s = epoch(loader, plan, list(range(n_files)) * passes)
                 row = ["torch", strategy, w, args.batch_size, args.prefetch_factor, trial, "warm",
                        "none", passes, n, round(s, 6), round(n / s, 3)]
