@@ -41,6 +41,7 @@ pub const KIND: DatasetKind = DatasetKind {
     generate_one: Some(generate_one),
     finish: Some(write_annotations),
     expected_mb: None,
+    fields: |_| &["boxes", "categories"],
     cheap_to_generate: false,
 };
 

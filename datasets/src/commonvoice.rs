@@ -40,6 +40,7 @@ pub const KIND: DatasetKind = DatasetKind {
     generate_one: Some(generate_one),
     finish: Some(write_tsv),
     expected_mb: None,
+    fields: |_| &["sentence"],
     cheap_to_generate: false,
 };
 

@@ -39,6 +39,7 @@ pub const PNG_KIND: DatasetKind = DatasetKind {
     generate_one: Some(generate_one),
     finish: None,
     expected_mb: None,
+    fields: |_| &[],
     cheap_to_generate: false,
 };
 
@@ -55,6 +56,7 @@ pub const JPG_KIND: DatasetKind = DatasetKind {
     generate_one: Some(generate_one),
     finish: None,
     expected_mb: None,
+    fields: |_| &[],
     cheap_to_generate: false,
 };
 

@@ -123,11 +123,13 @@ pub(crate) fn files_ending(
     files: &dyn Files,
     dir: &Path,
     suffixes: &[&str],
-) -> Result<Vec<Entry>, crate::DatasetError> {
-    let listed = files.list(dir).map_err(|e| crate::DatasetError::Io {
-        path: dir.display().to_string(),
-        source: e,
-    })?;
+) -> Result<Vec<Entry>, crate::error::DatasetError> {
+    let listed = files
+        .list(dir)
+        .map_err(|e| crate::error::DatasetError::Io {
+            path: dir.display().to_string(),
+            source: e,
+        })?;
     Ok(listed
         .into_iter()
         .filter(|e| {
@@ -145,8 +147,19 @@ pub(crate) fn folders(files: &dyn Files, dir: &Path) -> io::Result<Vec<String>> 
         .filter(|e| e.is_dir)
         .map(|e| e.name)
         .collect();
-    names.sort_by_key(|n| crate::source::natural_key(n));
+    names.sort_by_key(|n| natural_key(n));
     Ok(names)
+}
+
+/// Orders file names the way people read numbers: `x_2` before `x_10`.
+pub fn natural_key(name: &str) -> (String, u64, String) {
+    let stem_end = name.find('.').unwrap_or(name.len());
+    let stem = &name[..stem_end];
+    // Counted in bytes from the end: ASCII digits are whole characters, so this is a character
+    // boundary whatever letters come before (`photo_café1`).
+    let digits_start = stem.len() - stem.bytes().rev().take_while(u8::is_ascii_digit).count();
+    let number = stem[digits_start..].parse::<u64>().unwrap_or(0);
+    (stem[..digits_start].to_string(), number, name.to_string())
 }
 
 #[cfg(test)]

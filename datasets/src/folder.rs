@@ -11,9 +11,19 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::files::natural_key;
 use crate::files::{Entry, Files};
-use crate::source::{natural_key, Source, SourceItem};
+use crate::source::{Source, SourceItem};
 use crate::{DatasetError, DatasetKind};
+
+/// A `files` dataset's samples carry a `label` when its `label` option is `parent`.
+fn labels_of(options: &crate::kind::Options) -> &'static [&'static str] {
+    if options.get("label").is_some_and(|l| l == "parent") {
+        &["label"]
+    } else {
+        &[]
+    }
+}
 
 pub const KIND: DatasetKind = DatasetKind {
     name: "files",
@@ -29,6 +39,7 @@ pub const KIND: DatasetKind = DatasetKind {
     generate_one: None,
     finish: None,
     expected_mb: None,
+    fields: labels_of,
     cheap_to_generate: false,
 };
 

@@ -10,9 +10,10 @@ use std::sync::Arc;
 
 use workloads::rng::SeededRng;
 
+use crate::files::natural_key;
 use crate::files::{files_ending, folders, Entry, Files};
 use crate::photo::{encode_jpeg, synthesize, PhotoStyle, Texture};
-use crate::source::{natural_key, Source, SourceItem};
+use crate::source::{Source, SourceItem};
 use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
 
 /// Generated datasets use this many classes (ImageNet has 1000).
@@ -69,6 +70,7 @@ pub const KIND: DatasetKind = DatasetKind {
     generate_one: Some(generate_one),
     finish: None,
     expected_mb: None,
+    fields: |_| &["label"],
     cheap_to_generate: false,
 };
 

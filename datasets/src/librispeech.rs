@@ -10,9 +10,10 @@ use workloads::rng::SeededRng;
 use workloads::Field;
 
 use crate::audio::encode_flac;
+use crate::files::natural_key;
 use crate::files::{folders, Entry, Files};
 use crate::prose::word;
-use crate::source::{natural_key, Source, SourceItem};
+use crate::source::{Source, SourceItem};
 use crate::speech::{to_i16, utterance, Voice};
 use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
 
@@ -35,6 +36,7 @@ pub const KIND: DatasetKind = DatasetKind {
     generate_one: Some(generate_one),
     finish: Some(write_transcripts),
     expected_mb: None,
+    fields: |_| &["transcript"],
     cheap_to_generate: false,
 };
 

@@ -27,6 +27,7 @@ pub const KIND: DatasetKind = DatasetKind {
     generate_one: Some(generate_one),
     finish: None,
     expected_mb: None,
+    fields: |_| &[],
     cheap_to_generate: false,
 };
 

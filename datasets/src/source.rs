@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use workloads::{Field, Sample, Tensor};
 
-use crate::files::{Entry, Files};
+use crate::files::{natural_key, Entry, Files};
 
 /// One raw file of a dataset and what its layout says about it (label, boxes, transcript).
 #[derive(Clone, Debug, PartialEq)]
@@ -140,17 +140,6 @@ impl Source {
         }
         format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
     }
-}
-
-/// Orders file names the way people read numbers: `x_2` before `x_10`.
-pub fn natural_key(name: &str) -> (String, u64, String) {
-    let stem_end = name.find('.').unwrap_or(name.len());
-    let stem = &name[..stem_end];
-    // Counted in bytes from the end: ASCII digits are whole characters, so this is a character
-    // boundary whatever letters come before (`photo_café1`).
-    let digits_start = stem.len() - stem.bytes().rev().take_while(u8::is_ascii_digit).count();
-    let number = stem[digits_start..].parse::<u64>().unwrap_or(0);
-    (stem[..digits_start].to_string(), number, name.to_string())
 }
 
 /// The files of `dir` by name, for layouts whose index (annotations, a TSV) names the files:

@@ -35,6 +35,7 @@ pub const KIND: DatasetKind = DatasetKind {
     generate_one: Some(generate_one),
     finish: None,
     expected_mb: Some(expected_mb),
+    fields: |_| &[],
     cheap_to_generate: true,
 };
 

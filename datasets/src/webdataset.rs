@@ -46,6 +46,7 @@ pub const KIND: DatasetKind = DatasetKind {
     generate_one: Some(generate_one),
     finish: None,
     expected_mb: None,
+    fields: |_| &[KEY_FIELD, SPAN_FIELD, MEMBERS_FIELD],
     cheap_to_generate: false,
 };
 

@@ -1,8 +1,8 @@
 //! prepbench's harness: the record store, page-cache control, the offline (materialize) and
 //! online (execute) phases, the results folder, the analysis and report, and the CLI.
 //!
-//! The folders are layers; each uses only those above it in this list (checked by the test
-//! `folders_depend_one_way` below; `docs/architecture.md` walks through them):
+//! The folders are layers; each uses only those above it in this list (checked on every test
+//! run by `tests/architecture.rs`; `docs/architecture.md` walks through them):
 //!
 //! - [`results`]: the results folder, typed (rows, labels, manifest, calibration data,
 //!   machine facts);
@@ -27,6 +27,3 @@ pub mod results;
 pub mod scratch;
 pub mod store;
 pub mod units;
-
-#[cfg(test)]
-mod layers;

@@ -14,7 +14,7 @@
 
 use thiserror::Error;
 
-use crate::sample::{DType, Field, Sample, Tensor, TensorData};
+use crate::sample::{DType, Field, Sample, Tensor, TensorData, MAX_FIELD_NAME_BYTES};
 
 #[cfg(target_endian = "big")]
 compile_error!("prepbench's sample encoding assumes a little-endian target");
@@ -23,8 +23,6 @@ const MAGIC: &[u8; 4] = b"PBS1";
 const KIND_TENSOR: u8 = 1;
 const KIND_BYTES: u8 = 2;
 const KIND_TEXT: u8 = 3;
-/// Field names are stored with a one-byte length.
-pub const MAX_FIELD_NAME_BYTES: usize = 255;
 /// Tensors may have at most this many dimensions.
 pub const MAX_RANK: usize = 16;
 
@@ -260,6 +258,14 @@ impl<'a> SampleView<'a> {
             sample.set(f.name, field);
         }
         Ok(sample)
+    }
+}
+
+impl Sample {
+    /// A 64-bit content hash over id, field names, kinds, shapes and data (xxh3 of the
+    /// encoding). Two samples hash equal exactly when their encodings are equal.
+    pub fn content_hash(&self) -> u64 {
+        xxhash_rust::xxh3::xxh3_64(&encode(self))
     }
 }
 

@@ -3,11 +3,14 @@
 
 pub mod consumer;
 pub mod encoding;
+pub mod error;
+pub mod op;
 pub mod options;
 pub mod python;
 pub mod registry;
 pub mod rng;
 pub mod sample;
+pub mod spec;
 pub mod step;
 pub mod steps;
 pub mod storage;
@@ -15,11 +18,16 @@ pub mod suggest;
 pub mod workload;
 
 pub use consumer::ConsumerSpec;
+pub use error::{StepError, WorkloadError};
 pub use options::{CacheMode, Codec, OnError};
 pub use sample::{DType, Field, Sample, Tensor, TensorData};
-pub use step::{child_id, parent_of, Step, StepContext, StepError, CHILD_ID_BITS};
+pub use spec::{
+    check_name, path_component, Origin, StepConfig, Strategy, Variant, WorkloadLabel, WorkloadSpec,
+    UNPROCESSED,
+};
+pub use step::{child_id, parent_of, Step, StepContext, CHILD_ID_BITS};
 pub use storage::{ReadFiles, StorageProfile};
-pub use workload::{check_name, path_component, Strategy, Workload, WorkloadError};
+pub use workload::{StepDef, Workload};
 
 /// The reference workloads shipped in `workloads/defs/`, by name.
 pub static BUILTIN: &[(&str, &str)] = &[
@@ -49,10 +57,17 @@ pub static BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
-/// Loads a reference workload by name, or a workload file by path.
+/// Loads and builds a reference workload by name, or a workload file by path.
 pub fn load(name_or_path: &str) -> Result<Workload, WorkloadError> {
+    Workload::build(load_spec(name_or_path)?)
+}
+
+/// Reads the spec of a reference workload by name, or of a workload file by path.
+pub fn load_spec(name_or_path: &str) -> Result<WorkloadSpec, WorkloadError> {
     match BUILTIN.iter().find(|(name, _)| *name == name_or_path) {
-        Some((name, yaml)) => Workload::from_yaml(yaml, &format!("builtin:{name}")),
+        Some((name, yaml)) => {
+            WorkloadSpec::from_yaml(yaml, Origin::file(&format!("builtin:{name}"), None))
+        }
         None => {
             let path = std::path::Path::new(name_or_path);
             if !path.exists() && !name_or_path.contains(['/', '.']) {
@@ -67,7 +82,7 @@ pub fn load(name_or_path: &str) -> Result<Workload, WorkloadError> {
                     ),
                 });
             }
-            Workload::from_path(path)
+            WorkloadSpec::from_path(path)
         }
     }
 }
@@ -78,8 +93,8 @@ mod tests {
     fn every_reference_workload_loads() {
         for (name, _) in super::BUILTIN {
             let w = super::load(name).unwrap();
-            assert_eq!(&w.name, name);
-            assert!(w.strategies().len() >= 2);
+            assert_eq!(&w.spec.name, name);
+            assert!(w.spec.strategies().len() >= 2);
         }
         assert!(super::load("no-such-workload").is_err());
     }

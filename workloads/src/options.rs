@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// How a shard stream is compressed. Levels are validated on parsing. Codecs order by name,
 /// then level; they are written and read as `name[:level]` (`zstd:3`).
@@ -144,7 +144,7 @@ impl<'de> Deserialize<'de> for Codec {
 }
 
 /// The page-cache state an epoch starts from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CacheMode {
     /// The strategy's files are evicted (and their residency verified) before the epoch.
@@ -214,6 +214,12 @@ impl FromStr for OnError {
             "skip" => Ok(OnError::Skip),
             _ => Err(format!("unknown on_error `{text}`; allowed: fail, skip")),
         }
+    }
+}
+
+impl Serialize for OnError {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 

@@ -4,10 +4,9 @@
 use std::fmt;
 use std::ops::Deref;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::encoding::MAX_FIELD_NAME_BYTES;
-use crate::StepError;
+use crate::error::StepError;
 
 /// Element type of a tensor. The discriminants are the on-disk codes of the sample encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -329,19 +328,26 @@ impl Sample {
     pub fn size_bytes(&self) -> usize {
         self.fields.iter().map(|(_, f)| f.size_bytes()).sum()
     }
-
-    /// A 64-bit content hash over id, field names, kinds, shapes and data (xxh3 of the
-    /// encoding). Two samples hash equal exactly when their encodings are equal.
-    pub fn content_hash(&self) -> u64 {
-        xxhash_rust::xxh3::xxh3_64(&crate::encoding::encode(self))
-    }
 }
+
+/// The largest tensor a step allocates for one sample, in bytes (4 GiB, far above any
+/// reference pipeline's): a parameter or a header asking for more is refused before the
+/// allocation, which would otherwise abort the process.
+pub const MAX_TENSOR_BYTES: u64 = 4 << 30;
+/// Longest field name in bytes (the encoding stores the length in one byte).
+pub const MAX_FIELD_NAME_BYTES: usize = 255;
 
 /// A field name given in a workload file: 1 to 255 bytes of UTF-8 (the encoding stores the
 /// length in one byte), checked when the YAML is loaded.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "String")]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct FieldName(String);
+
+impl From<FieldName> for String {
+    fn from(name: FieldName) -> String {
+        name.0
+    }
+}
 
 impl TryFrom<String> for FieldName {
     type Error = String;

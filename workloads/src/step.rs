@@ -3,37 +3,10 @@
 
 use std::fmt;
 
-use thiserror::Error;
-
+use crate::error::StepError;
 use crate::rng::SeededRng;
 use crate::sample::Sample;
 use crate::storage::ReadFiles;
-
-/// A step failed on one sample. The harness adds the sample id, the file and the step name.
-#[derive(Debug, Error, Clone, PartialEq)]
-#[error("{message}")]
-pub struct StepError {
-    pub message: String,
-    /// More than the message says, for errors.csv (a Python step's traceback).
-    pub detail: Option<String>,
-}
-
-impl StepError {
-    pub fn new(message: impl Into<String>) -> StepError {
-        StepError {
-            message: message.into(),
-            detail: None,
-        }
-    }
-
-    /// An error with `detail` (a traceback) recorded beside its message.
-    pub fn with_detail(message: impl Into<String>, detail: impl Into<String>) -> StepError {
-        StepError {
-            message: message.into(),
-            detail: Some(detail.into()),
-        }
-    }
-}
 
 /// What a step may depend on besides its input: the run's seed, the current epoch, and how to
 /// read files. Random steps draw from [`StepContext::rng`], so their output is a pure function of

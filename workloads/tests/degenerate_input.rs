@@ -6,7 +6,8 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use workloads::registry::{StepSpec, REGISTRY};
+use workloads::op::StepSpec;
+use workloads::registry::REGISTRY;
 use workloads::{Field, Sample, Step, StepContext, Tensor, TensorData, BUILTIN};
 
 /// Every field name a step reads by default or a reference workload names, so that each step

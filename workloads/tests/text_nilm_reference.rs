@@ -60,10 +60,9 @@ fn run(workload: &Workload, sample: Sample) -> Vec<Sample> {
 fn nilm_features_match_numpy_on_an_h5py_file() {
     let workload = workloads::load("nilm").unwrap();
     // The reference workload minus its read_file step, fed the fixture's bytes.
-    let yaml = workload
-        .yaml
-        .replace("  - name: concatenated\n    op: read_file\n", "");
-    let without_read = Workload::from_yaml(&yaml, "nilm-without-read.yaml").unwrap();
+    let mut spec = workload.spec.clone();
+    spec.steps.retain(|s| s.op != "read_file");
+    let without_read = Workload::build(spec).unwrap();
     assert_eq!(without_read.steps.len(), workload.steps.len() - 1);
     let bytes = std::fs::read(fixture("nilm/window.hdf5")).unwrap();
     let out = run(
@@ -92,14 +91,15 @@ fn nilm_features_match_numpy_on_an_h5py_file() {
     }
     // The fixture's offset drifts, so removing each channel's mean instead of the paper's
     // per-period offsets gives other features: the reference tells the two apart.
-    let by_mean = Workload::from_yaml(
-        &yaml.replace(
-            "    op: read_cream_hour\n",
-            "    op: read_cream_hour\n    params: {offsets: mean}\n",
-        ),
-        "nilm-by-mean.yaml",
-    )
-    .unwrap();
+    let mut by_mean = without_read.spec.clone();
+    for step in by_mean
+        .steps
+        .iter_mut()
+        .filter(|s| s.op == "read_cream_hour")
+    {
+        step.params["offsets"] = "mean".into();
+    }
+    let by_mean = Workload::build(by_mean).unwrap();
     let out = run(&by_mean, Sample::new(0).with("data", Field::Bytes(bytes)));
     let TensorData::F64(other) = out[0].tensor("features").unwrap().data() else {
         panic!("features are float64")

@@ -10,6 +10,7 @@ pub mod findings;
 pub mod model;
 pub mod paper;
 pub mod recommend;
+pub mod recorded;
 pub mod report;
 pub mod stats;
 pub mod svg;

@@ -78,10 +78,10 @@ impl<'a> WorkloadView<'a> {
         file_stem_of(&self.title())
     }
 
-    /// The workload a dataset variant (`name@k=v`) belongs to, and its options; `None` for a
-    /// plain workload.
-    pub fn variant(&self) -> (&str, Option<&str>) {
-        workloads::Workload::split_variant(&self.name)
+    /// The workload a dataset variant (`name@k=v`) belongs to, and its options (none for a
+    /// plain workload).
+    pub fn label(&self) -> workloads::WorkloadLabel {
+        workloads::WorkloadLabel::parse(&self.name)
     }
 
     pub fn max_threads(&self) -> usize {

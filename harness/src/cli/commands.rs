@@ -16,10 +16,10 @@ pub fn validate(files: &[PathBuf]) -> usize {
     let mut failed = 0;
     for file in files {
         let checked = Workload::from_path(file).and_then(|w| {
-            datasets::check_workload(&w)?;
+            datasets::check_workload(&w.spec)?;
             for def in &w.steps {
                 def.step.check().map_err(|e| {
-                    w.error_at(
+                    w.spec.error_at(
                         &format!("name: {}", def.name),
                         format!("step `{}`: {}", def.name, e.message),
                     )
@@ -29,11 +29,11 @@ pub fn validate(files: &[PathBuf]) -> usize {
         });
         match checked {
             Ok(w) => {
-                let names: Vec<String> = w.strategies().into_iter().map(|s| s.name).collect();
+                let names: Vec<String> = w.spec.strategies().into_iter().map(|s| s.name).collect();
                 println!(
                     "ok: {} (workload `{}`, {} steps; strategies: {})",
                     file.display(),
-                    w.name,
+                    w.spec.label(),
                     w.steps.len(),
                     names.join(", ")
                 );
@@ -71,10 +71,10 @@ pub fn list(what: &ListWhat) -> anyhow::Result<String> {
         ListWhat::Workloads => {
             for (name, _) in workloads::BUILTIN {
                 let w = workloads::load(name)?;
-                let names: Vec<String> = w.strategies().into_iter().map(|s| s.name).collect();
+                let names: Vec<String> = w.spec.strategies().into_iter().map(|s| s.name).collect();
                 out.push_str(&format!(
                     "{name:<12} {}\n{:<12} strategies: {}\n",
-                    w.description,
+                    w.spec.description,
                     "",
                     names.join(", ")
                 ));
@@ -120,7 +120,7 @@ pub fn list(what: &ListWhat) -> anyhow::Result<String> {
         }
         ListWhat::Strategies { workload } => {
             let w = workloads::load(workload)?;
-            for s in w.strategies() {
+            for s in w.spec.strategies() {
                 let online: Vec<&str> =
                     w.steps[s.split..].iter().map(|d| d.name.as_str()).collect();
                 out.push_str(&format!(

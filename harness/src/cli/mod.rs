@@ -415,7 +415,7 @@ impl PlaceArgs {
 /// `results/local/<workload><suffix>`, the workload named as its file names it.
 pub fn default_out(workload: &str, suffix: &str) -> PathBuf {
     let name = workloads::load(workload)
-        .map(|w| w.name)
+        .map(|w| w.spec.label())
         .unwrap_or_else(|_| "workload".into());
     Path::new("results/local").join(workloads::path_component(&format!("{name}{suffix}")))
 }

@@ -2,7 +2,7 @@
 
 use workloads::Workload;
 
-use crate::measure::execute::StageTimes;
+use crate::measure::online::StageTimes;
 use crate::results::{Stage, StageKind, StageName};
 
 /// The stages of an epoch of `workload` split at `split`. Reading a raw file (`read_file`) is

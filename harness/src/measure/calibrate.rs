@@ -339,7 +339,7 @@ pub fn strategy(
         None => session.source.total_bytes() as f64,
     };
     Ok(StrategyCalibration {
-        workload: session.workload.name.clone(),
+        workload: session.workload.spec.label(),
         strategy: strategy.name.clone(),
         split: strategy.split,
         codec,

@@ -9,7 +9,7 @@ use workloads::{CacheMode, Codec, OnError, Sample, StorageProfile, Strategy};
 
 use crate::measure::cache;
 use crate::measure::emulate::Throttle;
-use crate::measure::execute::{run_online, OnlineInput, OnlineJob};
+use crate::measure::online::{OnlineInput, OnlineJob};
 use crate::measure::session::{Materialized, Session, MAX_COLD_RESIDENCY_PCT};
 use crate::measure::verify::Verification;
 use crate::measure::warnings::Warning;
@@ -195,7 +195,7 @@ impl Session {
         }
         let store_skipped_count: u64 = store_skipped.iter().map(|s| s.count).sum();
         check_cache_mode(strategy, spec.cache)?;
-        let app_cache = crate::measure::execute::AppCache::new(spec.app_cache_bytes);
+        let app_cache = crate::measure::app_cache::AppCache::new(spec.app_cache_bytes);
         let mut measured = Measured {
             rows: Vec::new(),
             epoch_stages: Vec::new(),
@@ -209,10 +209,9 @@ impl Session {
             verification: None,
         };
         // Outputs per source item: a fan-out step (NILM's windows) makes the kind's count.
-        let per_item = match self.workload.fan_out_step() {
-            Some(_) => {
-                datasets::find_kind(&self.workload.dataset.kind).map_or(1, |k| k.samples_per_file)
-            }
+        let per_item = match self.workload.spec.fan_out_step() {
+            Some(_) => datasets::find_kind(&self.workload.spec.dataset.kind)
+                .map_or(1, |k| k.samples_per_file),
             None => 1,
         };
         // The last epoch's first sample, which the null-I/O control serves.
@@ -297,7 +296,7 @@ impl Session {
                 &self.source.root,
                 crate::measure::sysmon::SAMPLE_PERIOD,
             );
-            let result = run_online(&epoch_job, &bar)
+            let result = crate::measure::online::run(&epoch_job, &bar)
                 .with_context(|| format!("online phase of `{}`, epoch {epoch}", strategy.name))?;
             let device = sampler.device.clone();
             let system = sampler.finish();
@@ -322,13 +321,12 @@ impl Session {
             let training = result.consumer.as_ref();
             measured.errors.extend(
                 result
-                    .stages
                     .skipped
                     .iter()
                     .map(|s| s.row(&spec.run_id, Some(epoch))),
             );
             let skipped_samples =
-                store_skipped_count + result.stages.skipped.iter().map(|s| s.count).sum::<u64>();
+                store_skipped_count + result.skipped.iter().map(|s| s.count).sum::<u64>();
             // An epoch of no samples has no throughput to speak of, whatever its time.
             let delivered = result.samples > 0;
             if !delivered {
@@ -341,7 +339,7 @@ impl Session {
             measured.rows.push(RunRow {
                 run_id: spec.run_id.clone(),
                 started_utc: results::utc_now(),
-                workload: self.workload.name.clone(),
+                workload: self.workload.spec.label(),
                 strategy: strategy.name.clone(),
                 split: strategy.split,
                 codec,
@@ -381,8 +379,8 @@ impl Session {
                 device_read_mb_s,
                 cpu_busy_pct,
                 skipped_samples,
-                first_sample_s: result.first_sample_s,
-                steady_sps: result.steady_sps,
+                first_sample_s: result.first_sample_s(),
+                steady_sps: result.steady_sps(),
                 foreign_load_pct: result.delta.foreign_load_pct(),
                 steal_pct: result.delta.steal_pct(),
                 passes: result.passes,

@@ -14,8 +14,9 @@ use datasets::Source;
 use indicatif::ProgressBar;
 use workloads::{encoding, Codec, OnError, Workload};
 
+use crate::measure::errors::{panic_message, spawn_worker, RunError};
 use crate::measure::metrics::Snapshot;
-use crate::measure::pipeline::{apply_steps, panic_message, spawn_worker, RunError};
+use crate::measure::steps::apply_steps;
 use crate::results::Skipped;
 use crate::store::{self, ShardInfo, ShardWriter, StoreKey, StoreManifest};
 
@@ -58,7 +59,7 @@ fn offline_steps(
             step_index: 0,
             files: Some(job.source.files.as_read()),
         },
-        crate::measure::pipeline::StepSeconds::wall(step_seconds),
+        crate::measure::steps::StepSeconds::wall(step_seconds),
         emit,
     )
 }
@@ -226,7 +227,7 @@ fn write_store(job: &MaterializeJob, progress: &ProgressBar) -> Result<StoreMani
     let threads = job.threads.clamp(1, job.key.shards);
     let stop = AtomicBool::new(false);
     let memo = std::sync::Mutex::new(Memo::default());
-    crate::measure::pipeline::start_workers(job.workload, 0..job.key.split, threads)?;
+    crate::measure::steps::start_workers(job.workload, 0..job.key.split, threads)?;
     let start = Snapshot::now();
     let (mut shards, split): (Vec<(usize, ShardInfo)>, Split) = std::thread::scope(|scope| {
         let mut workers = Vec::with_capacity(threads);

@@ -11,8 +11,8 @@ use datasets::{GenerateRequest, Source};
 use workloads::{Codec, OnError, Strategy, Workload};
 
 use crate::measure::cache::{self, EvictPolicy};
-use crate::measure::execute::{OnlineInput, OnlineJob};
 use crate::measure::materialize::{materialize, MaterializeJob};
+use crate::measure::online::{OnlineInput, OnlineJob};
 use crate::measure::verify::{reference, verify_against, Verification};
 use crate::progress::Progress;
 use crate::results::{self, InvocationEntry, Manifest, Place, WorkloadEntry};
@@ -23,7 +23,7 @@ pub const MAX_COLD_RESIDENCY_PCT: f64 = 5.0;
 
 /// The dataset directory a workload uses under `data_dir` (either may be an `s3://` URL).
 pub fn dataset_root(workload: &Workload, data_dir: &Path) -> anyhow::Result<PathBuf> {
-    let spec = &workload.dataset;
+    let spec = &workload.spec.dataset;
     Ok(match &spec.path {
         Some(path) if path.is_absolute() || datasets::files::is_remote(path) => path.clone(),
         Some(path) => datasets::files::join(data_dir, &path.to_string_lossy()),
@@ -53,35 +53,37 @@ pub fn open_dataset(
             (datasets::files::local(), root.clone())
         };
     let request = GenerateRequest {
-        options: workload.dataset.options.clone(),
+        options: workload.spec.dataset.options.clone(),
         root: listed_root,
         samples,
-        seed: workload.dataset.seed,
+        seed: workload.spec.dataset.seed,
         threads,
     };
     let bar = progress.bar(
         samples as u64,
-        &format!("generate {}", workload.dataset.kind),
+        &format!("generate {}", workload.spec.dataset.kind),
     );
     let context = || {
         format!(
             "preparing dataset `{}` in {}",
-            workload.dataset.kind,
+            workload.spec.dataset.kind,
             root.display()
         )
     };
     // A dataset the workload names is the user's: read as it is, never generated into.
-    if workload.dataset.path.is_some() {
-        let source =
-            datasets::open_named(&files, &workload.dataset.kind, &request).with_context(context)?;
+    if workload.spec.dataset.path.is_some() {
+        let source = datasets::open_named(&files, &workload.spec.dataset.kind, &request)
+            .with_context(context)?;
         return Ok(source);
     }
     let (source, generated) =
-        datasets::prepare_counted(&files, &workload.dataset.kind, &request, &|_| bar.inc(1))
-            .with_context(context)?;
+        datasets::prepare_counted(&files, &workload.spec.dataset.kind, &request, &|_| {
+            bar.inc(1)
+        })
+        .with_context(context)?;
     bar.finish_and_clear();
     if generated > 0 {
-        let kind = datasets::find_kind(&workload.dataset.kind)?;
+        let kind = datasets::find_kind(&workload.spec.dataset.kind)?;
         progress.note(&format!(
             "generated {generated} files of `{}` samples, stand-ins for {} in its layout, in \
              {} (prepbench's data directory, --data-dir); to measure your own data, set the \
@@ -97,14 +99,15 @@ pub fn open_dataset(
 /// Resolves strategy names (`all` or none means every strategy), with the workload's errors.
 pub fn resolve_strategies(workload: &Workload, names: &[String]) -> anyhow::Result<Vec<Strategy>> {
     if names.is_empty() || names.iter().any(|n| n == "all") {
-        return Ok(workload.strategies());
+        return Ok(workload.spec.strategies());
     }
     names
         .iter()
         .map(|name| {
             workload
+                .spec
                 .strategy(name)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", workload.origin))
+                .map_err(|e| anyhow::anyhow!("{}: {e}", workload.spec.origin))
         })
         .collect()
 }
@@ -226,7 +229,7 @@ impl Session {
             (None, None)
         };
         Ok(Session {
-            on_error: workload.on_error,
+            on_error: workload.spec.on_error,
             workload,
             source_fingerprint: source.fingerprint(),
             source,
@@ -272,7 +275,7 @@ impl Session {
     ) -> anyhow::Result<Materialized> {
         let items = items.max(1);
         let key = StoreKey {
-            workload: self.workload.name.clone(),
+            workload: self.workload.spec.label(),
             strategy: strategy.name.clone(),
             split: strategy.split,
             codec,
@@ -391,6 +394,7 @@ impl Session {
         seed: u64,
     ) -> OnlineJob<'s> {
         OnlineJob {
+            engine: crate::measure::online::default_engine(),
             workload: &self.workload,
             split: strategy.split,
             source: &self.source,
@@ -410,12 +414,7 @@ impl Session {
 
     /// The workload as the manifest records it.
     pub fn workload_entry(&self) -> WorkloadEntry {
-        WorkloadEntry {
-            name: self.workload.name.clone(),
-            origin: self.workload.origin.clone(),
-            yaml_hash: self.workload.yaml_hash(),
-            yaml: self.workload.yaml.clone(),
-        }
+        WorkloadEntry::of(&self.workload.spec)
     }
 
     /// Records an invocation of this session in `out`'s manifest: when it started, the command
@@ -490,7 +489,7 @@ mod tests {
             Progress { quiet: true },
         )
         .unwrap();
-        let strategy = session.workload.strategy("resized").unwrap();
+        let strategy = session.workload.spec.strategy("resized").unwrap();
         for items in [2, 6, 15] {
             let m = session
                 .store_sized(&strategy, Codec::None, (4, items), 2, false, false)
@@ -500,7 +499,7 @@ mod tests {
             let v = session.verify(&strategy, Some(&m), 2, 0).unwrap();
             assert!(v.passed(), "{items} items: {v:?}");
             assert_eq!(v.checked, items.min(6), "{items} items");
-            let read = crate::measure::execute::run_online(
+            let read = crate::measure::online::run(
                 &session.online_job(&strategy, m.input(), 2, 0),
                 &indicatif::ProgressBar::hidden(),
             )

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use indicatif::ProgressBar;
 
-use crate::measure::execute::{run_online, OnlineInput, OnlineJob};
-use crate::measure::pipeline::RunError;
+use crate::measure::errors::RunError;
+use crate::measure::online::{run as run_online, OnlineInput, OnlineJob};
 
 #[derive(Debug, PartialEq)]
 pub struct Verification {
@@ -93,7 +93,7 @@ mod tests {
         };
         let source = datasets::prepare("imagenet", &request, &|_| ()).unwrap();
         let workload = workloads::load("cv").unwrap();
-        let strategy = workload.strategy("resized").unwrap();
+        let strategy = workload.spec.strategy("resized").unwrap();
         let key = StoreKey {
             workload: "cv".into(),
             strategy: strategy.name.clone(),
@@ -115,6 +115,7 @@ mod tests {
         };
         let manifest = materialize(&job, &ProgressBar::hidden()).unwrap();
         let online = OnlineJob {
+            engine: crate::measure::online::default_engine(),
             items: source.len(),
             workload: &workload,
             split: strategy.split,

@@ -38,7 +38,7 @@ pub struct Plan {
 
 impl Plan {
     pub fn new(workload: &Workload, opts: &SweepOptions) -> anyhow::Result<Plan> {
-        let sweep = &workload.sweep;
+        let sweep = &workload.spec.sweep;
         let names = opts
             .strategies
             .clone()
@@ -58,8 +58,9 @@ impl Plan {
             .iter()
             .map(|name| {
                 workload
+                    .spec
                     .storage_profile(name)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", workload.origin))
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", workload.spec.origin))
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
         anyhow::ensure!(!storage.is_empty(), "--storage needs at least one profile");
@@ -116,7 +117,10 @@ impl Plan {
                 }
             }
         }
-        let samples = opts.settings.samples.unwrap_or(workload.dataset.samples);
+        let samples = opts
+            .settings
+            .samples
+            .unwrap_or(workload.spec.dataset.samples);
         if let Some(shards) = opts.settings.shards.filter(|&n| n > samples) {
             // Every shard beyond the samples would be an empty file.
             anyhow::bail!(
@@ -130,7 +134,7 @@ impl Plan {
             shards: opts.settings.shards.unwrap_or(sweep.shards).max(1),
             cells,
             consumer: opts.settings.consumer,
-            on_error: opts.settings.on_error.unwrap_or(workload.on_error),
+            on_error: opts.settings.on_error.unwrap_or(workload.spec.on_error),
             min_epoch_s: opts.settings.min_epoch_s,
         })
     }
@@ -152,8 +156,8 @@ impl Plan {
     pub fn run_id(&self, workload: &Workload, seed: u64, cell: &Cell) -> String {
         let mut key = format!(
             "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
-            workload.name,
-            workload.yaml_hash(),
+            workload.spec.label(),
+            workload.spec.identity(),
             self.samples,
             seed,
             self.epochs,
@@ -215,8 +219,8 @@ impl Plan {
     ) -> String {
         let mut key = format!(
             "offline|{}|{}|{}|{}|{}|{codec}|{trial}",
-            workload.name,
-            workload.yaml_hash(),
+            workload.spec.label(),
+            workload.spec.identity(),
             self.samples,
             self.shards,
             strategy.name

@@ -26,15 +26,15 @@ pub fn load_workload(
     name_or_path: &str,
     dataset: Option<&std::path::Path>,
 ) -> anyhow::Result<workloads::Workload> {
-    let mut workload = workloads::load(name_or_path)?;
+    let mut spec = workloads::load_spec(name_or_path)?;
     if let Some(path) = dataset {
         let path = if datasets::files::is_remote(path) {
             path.to_path_buf()
         } else {
             std::path::absolute(path)?
         };
-        workload = workload.with_dataset(path);
+        spec = spec.with_dataset(path);
     }
-    datasets::check_workload(&workload)?;
-    Ok(workload)
+    datasets::check_workload(&spec)?;
+    Ok(workloads::Workload::build(spec)?)
 }

@@ -162,7 +162,13 @@ fn ranked(
                 })
                 .collect();
             let epochs = epoch_figures(&measured.rows, &all, &hosts);
-            let rows = rank_rows(&run_id, &session.workload.name, strategy, opts, &epochs);
+            let rows = rank_rows(
+                &run_id,
+                &session.workload.spec.label(),
+                strategy,
+                opts,
+                &epochs,
+            );
             printed.push_str(&describe(strategy, &epochs));
             if let Some(t) = &table {
                 t.append(&rows)?;

@@ -195,9 +195,9 @@ pub fn sweep_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
     let loaded = workloads::load(workload).ok();
     let kind = loaded
         .as_ref()
-        .map(|w| w.dataset.kind.clone())
+        .map(|w| w.spec.dataset.kind.clone())
         .unwrap_or_default();
-    let variants = loaded.is_some_and(|w| !w.dataset_variants().is_empty());
+    let variants = loaded.is_some_and(|w| !w.spec.dataset_variants().is_empty());
     SweepOptions {
         workload: workload.to_string(),
         codecs: Some(codecs(s.codecs)),
@@ -345,7 +345,7 @@ pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
 /// Whether a cell was recorded by the sweep `opts` asks for: its workload (or a dataset
 /// variant of it) under the same storage.
 fn swept_by(opts: &SweepOptions, key: &CellKey) -> bool {
-    let (base, _) = workloads::Workload::split_variant(&key.workload);
+    let base = workloads::WorkloadLabel::parse(&key.workload).base;
     let storage = opts.storage.as_ref().and_then(|p| p.first());
     base == opts.workload && key.condition.storage.as_ref() == storage
 }

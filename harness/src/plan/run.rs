@@ -87,7 +87,7 @@ impl Resolved {
         let storage = opts
             .storage
             .clone()
-            .unwrap_or_else(|| workload.sweep.storage[0].clone());
+            .unwrap_or_else(|| workload.spec.sweep.storage[0].clone());
         let plan = Plan::new(
             &workload,
             &SweepOptions {

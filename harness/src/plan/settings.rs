@@ -55,10 +55,10 @@ impl Places {
     /// results folder's lock).
     pub fn load_workload(&self, name_or_path: &str) -> anyhow::Result<workloads::Workload> {
         let workload = crate::plan::load_workload(name_or_path, self.dataset.as_deref())?;
-        if workload.dataset.path.is_some() {
+        if workload.spec.dataset.path.is_some() {
             let root = dataset_root(&workload, &self.data_dir)?;
             if !datasets::files::is_remote(&root) {
-                datasets::check_present(datasets::find_kind(&workload.dataset.kind)?, &root)?;
+                datasets::check_present(datasets::find_kind(&workload.spec.dataset.kind)?, &root)?;
             }
         }
         Ok(workload)

@@ -94,7 +94,7 @@ pub fn sweep(
     // before the folders are known to lie outside the dataset.
     places.check_outside_dataset(&workload)?;
     let _lock = crate::results::lock::folder(&places.out)?;
-    let variants = spread(workload.dataset_variants(), opts.variants);
+    let variants = spread(workload.spec.dataset_variants(), opts.variants);
     if variants.is_empty() {
         return sweep_workload(workload, opts, places, command_line);
     }
@@ -106,31 +106,33 @@ pub fn sweep(
         verify_failures: Vec::new(),
     };
     for options in &variants {
-        let variant = workload.variant(options)?;
+        let variant = Workload::build(workload.spec.variant(options))?;
         if !opts.trials_at_least.is_empty()
             && !opts
                 .trials_at_least
                 .iter()
-                .any(|t| t.key.workload == variant.name)
+                .any(|t| t.key.workload == variant.spec.label())
         {
             continue;
         }
-        let mb = opts.dataset_mb.or(workload.sweep.dataset_mb);
+        let mb = opts.dataset_mb.or(workload.spec.sweep.dataset_mb);
         let samples = match (opts.settings.samples, mb) {
             (Some(n), _) => n,
             (None, Some(mb)) => {
-                let per_sample =
-                    datasets::expected_mb(&variant.dataset.kind, &variant.dataset.options)?
-                        .ok_or_else(|| {
-                            anyhow::anyhow!(
-                            "dataset kind `{}` cannot say its MB per sample, so sweep.dataset_mb \
+                let per_sample = datasets::expected_mb(
+                    &variant.spec.dataset.kind,
+                    &variant.spec.dataset.options,
+                )?
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "dataset kind `{}` cannot say its MB per sample, so sweep.dataset_mb \
                              cannot size its variants; give --samples",
-                            variant.dataset.kind
-                        )
-                        })?;
+                        variant.spec.dataset.kind
+                    )
+                })?;
                 ((mb / per_sample).round() as usize).max(1)
             }
-            (None, None) => variant.dataset.samples,
+            (None, None) => variant.spec.dataset.samples,
         };
         // A variant sized by MB may hold fewer samples than --shards asks for (one 20 MB
         // sample): it gets one shard per sample, where --shards above --samples is refused.
@@ -196,7 +198,7 @@ fn sweep_workload(
     let fingerprint = crate::plan::partition::plan_fingerprint(&all_ids);
     let total_cells = plan.cells.len();
     // Trials asked for beyond the plan: not part of its fingerprint, like the noise rule's.
-    let asked = targeted(&plan, &workload.name, &opts.trials_at_least);
+    let asked = targeted(&plan, &workload.spec.label(), &opts.trials_at_least);
     plan.cells.extend(asked);
     if let Some(shard) = &opts.shard {
         let owner = crate::plan::partition::assign(
@@ -215,7 +217,7 @@ fn sweep_workload(
             .collect();
         places.progress.note(&format!(
             "{}: shard {} of {} (from {}): {} of {} cells, results in {}",
-            workload.name,
+            workload.spec.label(),
             shard.index,
             shard.count,
             shard.source,
@@ -227,7 +229,7 @@ fn sweep_workload(
     places.check_outside_dataset(&workload)?;
     Manifest::update(&places.out, |m| {
         m.plans.insert(
-            workload.name.clone(),
+            workload.spec.label(),
             PlanEntry {
                 fingerprint: fingerprint.clone(),
                 cells: total_cells,
@@ -238,7 +240,7 @@ fn sweep_workload(
         }
     })?;
     let max_threads = plan.cells.iter().map(|c| c.threads).max().unwrap_or(1);
-    let name = workload.name.clone();
+    let name = workload.spec.label();
     let mut executor = Executor::open(
         workload,
         places,
@@ -266,7 +268,7 @@ fn sweep_workload(
         let calibration = calibrate(&executor.session)?;
         let items = executor.session.source.len();
         let per_item = plan.samples as f64 / items.max(1) as f64;
-        let cheap = datasets::find_kind(&executor.session.workload.dataset.kind)
+        let cheap = datasets::find_kind(&executor.session.workload.spec.dataset.kind)
             .is_ok_and(|k| k.cheap_to_generate);
         let growth = sizing::growth_cap(cheap, executor.session.source.total_bytes());
         sizes = sizing::sizes(&plan, &name, &calibration, floor, (items, per_item), growth);
@@ -337,7 +339,7 @@ fn sweep_workload(
     if pending.is_empty() && skipped > 0 {
         places.progress.note(&format!(
             "{}: all {} runs already recorded in {}",
-            executor.session.workload.name,
+            executor.session.workload.spec.label(),
             skipped,
             tables.runs.path().display()
         ));
@@ -373,7 +375,7 @@ fn sweep_workload(
             let info = &m.manifest;
             let row = OfflineRow {
                 run_id: id,
-                workload: workload.name.clone(),
+                workload: workload.spec.label(),
                 strategy: strategy.name.clone(),
                 split: strategy.split,
                 codec: *codec,
@@ -432,7 +434,7 @@ fn sweep_workload(
     let session = &executor.session;
     let bar = places.progress.bar(
         order.len() as u64,
-        &format!("sweep {}", session.workload.name),
+        &format!("sweep {}", session.workload.spec.label()),
     );
     let mut run_ids = Vec::new();
     let mut round = 0u64;
@@ -469,7 +471,7 @@ fn sweep_workload(
         round += 1;
         places.progress.note(&format!(
             "{}: {} settings still noisy, trial {}",
-            session.workload.name,
+            session.workload.spec.label(),
             extra.len(),
             extra.iter().map(|c| c.trial + 1).max().unwrap_or(0)
         ));
@@ -516,7 +518,7 @@ fn calibrate_cells(
     };
     let workload = &session.workload;
     for (strategy, codec) in plan.strategy_codecs() {
-        let key = results::calibration::key(&workload.name, &strategy.name, codec);
+        let key = results::calibration::key(&workload.spec.label(), &strategy.name, codec);
         if recorded.strategies.contains_key(&key) && !opts.recalibrate {
             continue;
         }

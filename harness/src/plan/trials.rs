@@ -252,7 +252,7 @@ mod tests {
             ..Default::default()
         });
         let key = |strategy: &str, threads: usize, cache: CacheState| CellKey {
-            workload: cv.name.clone(),
+            workload: cv.spec.label(),
             condition: Default::default(),
             split: 2,
             strategy: strategy.into(),
@@ -273,7 +273,7 @@ mod tests {
                 trials: 2,
             },
         ];
-        let extra = targeted(&plan, &cv.name, &targets);
+        let extra = targeted(&plan, &cv.spec.label(), &targets);
         let got: Vec<(&str, usize, String, usize)> = extra
             .iter()
             .map(|c| {
@@ -299,7 +299,12 @@ mod tests {
         let mut emulated = key("resized", 2, CacheState::Warm);
         emulated.condition.storage = Some("paper-ceph-hdd".into());
         for k in [other, emulated, key("resized", 2, CacheState::App)] {
-            assert!(targeted(&plan, &cv.name, &[TrialTarget { key: k, trials: 6 }]).is_empty());
+            assert!(targeted(
+                &plan,
+                &cv.spec.label(),
+                &[TrialTarget { key: k, trials: 6 }]
+            )
+            .is_empty());
         }
     }
 }

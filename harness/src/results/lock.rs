@@ -17,7 +17,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::ResultsError;
+use super::error::ResultsError;
 
 /// The lock file of a results folder.
 pub const FOLDER_LOCK: &str = ".prepbench.lock";

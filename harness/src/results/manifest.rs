@@ -7,24 +7,65 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use workloads::WorkloadSpec;
 
 use super::calibration::Calibration;
-use super::ResultsError;
+use super::error::ResultsError;
 use crate::results::system::{self, Build, Filesystem, Machine};
 
-/// One workload as run: its YAML and where it came from.
+/// One workload as run: its spec (older folders: its YAML), its identity and where it came from.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct WorkloadEntry {
+    /// The label its runs are recorded under (`name`, or `name@key=value` for a variant).
     pub name: String,
     pub origin: String,
-    pub yaml_hash: String,
+    /// [`WorkloadSpec::identity`] (a hash of the YAML text in folders written before specs).
+    #[serde(alias = "yaml_hash")]
+    pub identity: String,
+    /// The spec as run; `None` in folders written before specs (they keep the YAML), or when a
+    /// later version's spec cannot be read by this one.
+    #[serde(
+        default,
+        deserialize_with = "spec_if_readable",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub spec: Option<WorkloadSpec>,
+    /// The YAML text, in folders written before specs.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub yaml: String,
 }
 
+/// A recorded spec, or `None` when it is not one this version can read.
+fn spec_if_readable<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<WorkloadSpec>, D::Error> {
+    let value = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(value.and_then(|v| serde_json::from_value(v).ok()))
+}
+
 impl WorkloadEntry {
-    /// The key the manifest files it under: `name@yaml_hash`.
+    /// The entry of a workload about to run.
+    pub fn of(spec: &WorkloadSpec) -> WorkloadEntry {
+        WorkloadEntry {
+            name: spec.label(),
+            origin: spec.origin.file.clone(),
+            identity: spec.identity(),
+            spec: Some(spec.clone()),
+            yaml: String::new(),
+        }
+    }
+
+    /// The key the manifest files it under: `name@identity`.
     pub fn key(&self) -> String {
-        format!("{}@{}", self.name, self.yaml_hash)
+        format!("{}@{}", self.name, self.identity)
+    }
+
+    /// The spec as run: recorded, or read from the recorded YAML of an older folder.
+    pub fn spec(&self) -> Option<WorkloadSpec> {
+        self.spec.clone().or_else(|| {
+            let origin = workloads::Origin::file(&self.origin, None);
+            WorkloadSpec::from_yaml(&self.yaml, origin).ok()
+        })
     }
 }
 
@@ -286,12 +327,12 @@ impl Manifest {
             .merge(calibration);
     }
 
-    /// The YAML recorded for the workload named `name` (any of its versions).
-    pub fn workload_yaml<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> {
+    /// The specs recorded for the workload labelled `name` (any of its versions).
+    pub fn workload_specs<'a>(&'a self, name: &'a str) -> impl Iterator<Item = WorkloadSpec> + 'a {
         self.workloads
             .values()
             .filter(move |w| w.name == name)
-            .map(|w| w.yaml.as_str())
+            .filter_map(WorkloadEntry::spec)
     }
 
     /// The calibration, when it has the machine and at least one strategy.
@@ -348,10 +389,8 @@ mod tests {
     fn manifest_accumulates_invocations_and_refuses_other_machines() {
         let dir = tempfile::tempdir().unwrap();
         let w = WorkloadEntry {
-            name: "cv".into(),
-            origin: "builtin".into(),
-            yaml: "name: cv".into(),
-            yaml_hash: "abc".into(),
+            identity: "abc".into(),
+            ..WorkloadEntry::of(&workloads::load_spec("cv").unwrap())
         };
         for id in ["r1", "r2"] {
             Manifest::update(dir.path(), |m| {
@@ -362,7 +401,9 @@ mod tests {
         let m = Manifest::read(dir.path()).unwrap().unwrap();
         assert_eq!(m.invocations.len(), 2);
         assert_eq!(m.invocations[1].workload, "cv@abc");
-        assert_eq!(m.workloads["cv@abc"].yaml, "name: cv");
+        let recorded = m.workloads["cv@abc"].spec().unwrap();
+        assert_eq!(recorded, workloads::load_spec("cv").unwrap());
+        assert_eq!(m.workload_specs("cv").count(), 1);
         assert!(!m.machine.as_ref().unwrap().cpu_model.is_empty());
         let dataset = m.invocations[0].dataset.as_ref().unwrap();
         assert_eq!(dataset.path, "s3://bucket/imagenet");
@@ -377,7 +418,7 @@ mod tests {
 
     #[test]
     fn committed_reference_manifests_load() {
-        for dir in crate::results::reference_folders() {
+        for dir in crate::results::folder::reference_folders() {
             let m = Manifest::read(&dir).unwrap().unwrap();
             assert!(!m.invocations.is_empty(), "{}", dir.display());
             assert!(m.complete_calibration().is_some());

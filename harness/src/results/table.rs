@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::ResultsError;
+use super::error::ResultsError;
 
 /// The field names of a struct, in order, as serde sees them: its CSV header.
 pub fn columns<T: DeserializeOwned>() -> &'static [&'static str] {

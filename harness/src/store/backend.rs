@@ -8,7 +8,8 @@ use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::{io_error, StoreError, StoreKey, StoreManifest};
+use crate::store::error::{io_error, StoreError};
+use crate::store::folder::{find_complete, StoreKey, StoreManifest};
 
 pub trait StoreBackend: Send + Sync + fmt::Debug {
     /// The store's location for messages: its folder, or its `s3://` URL.
@@ -40,7 +41,7 @@ impl StoreBackend for LocalStore {
     }
 
     fn find_complete(&self, key: &StoreKey) -> Result<Option<StoreManifest>, StoreError> {
-        super::find_complete(&self.dir, key)
+        find_complete(&self.dir, key)
     }
 
     fn publish(&self, made: &Path, _manifest: &mut StoreManifest) -> Result<(), StoreError> {

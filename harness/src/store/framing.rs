@@ -279,7 +279,7 @@ mod tests {
 
     fn read_all(bytes: &[u8]) -> Result<Vec<Vec<u8>>, FramingError> {
         let mut r = RecordReader::new(bytes);
-        crate::store::drain(|buf| r.next_into(buf))
+        crate::store::folder::drain(|buf| r.next_into(buf))
     }
 
     #[test]

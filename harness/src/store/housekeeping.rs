@@ -9,7 +9,8 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use super::{io_error, StoreError, StoreManifest, FORMAT_VERSION, STORE_MANIFEST, STORE_MARKER};
+use super::error::{io_error, StoreError};
+use super::folder::{StoreManifest, FORMAT_VERSION, STORE_MANIFEST, STORE_MARKER};
 
 /// Whether a store can be reused.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

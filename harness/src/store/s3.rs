@@ -17,7 +17,7 @@ use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
 
-use crate::store::remote::RemoteStore;
+use crate::store::object::RemoteStore;
 
 const PART: usize = 8 << 20;
 

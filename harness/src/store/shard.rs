@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use workloads::Codec;
 
 use super::codec::{self, CodecWriter};
+use super::error::{io_error, StoreError};
+use super::folder::{shard_file_name, ShardInfo};
 use super::framing::{FramingError, RecordReader, RecordWriter};
-use super::{io_error, shard_file_name, ShardInfo, StoreError};
 
 /// Writes one shard under a temporary name; [`ShardWriter::finish`] syncs and renames it.
 pub struct ShardWriter {

@@ -4,7 +4,9 @@
 //! its doc comment; the default is `#[param(default = "...")]`, implied as `none` for an
 //! `Option` and `false` for a `bool` with `#[serde(default)]` and as `NAME` for a field-name
 //! helper `default_NAME_field` (whose value the steps' tests check), and required for any
-//! other field with a serde default.
+//! other field with a serde default. `#[param(reads)]` and `#[param(writes)]` mark a parameter
+//! whose value names a field of the sample the step reads or writes (`READS`, `WRITES`), so
+//! that `validate` can follow fields through a pipeline without knowing parameter names.
 
 use proc_macro::TokenStream;
 use quote::quote;
@@ -69,17 +71,32 @@ fn field_helper_default(path: &str) -> Option<String> {
     Some(field.to_string())
 }
 
-/// `#[param(default = "...")]`.
-fn param_default(attrs: &[syn::Attribute]) -> syn::Result<Option<String>> {
-    let mut found = None;
+/// What `#[param(...)]` says of a field: its default as `list steps` shows it, and whether its
+/// value names a field of the sample the step reads or writes.
+#[derive(Default)]
+struct ParamAttrs {
+    default: Option<String>,
+    reads: bool,
+    writes: bool,
+}
+
+/// `#[param(default = "...", reads, writes)]`.
+fn param_attrs(attrs: &[syn::Attribute]) -> syn::Result<ParamAttrs> {
+    let mut found = ParamAttrs::default();
     for attr in attrs.iter().filter(|a| a.path().is_ident("param")) {
         attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("default") {
                 let value: syn::LitStr = meta.value()?.parse()?;
-                found = Some(value.value());
+                found.default = Some(value.value());
+                Ok(())
+            } else if meta.path.is_ident("reads") {
+                found.reads = true;
+                Ok(())
+            } else if meta.path.is_ident("writes") {
+                found.writes = true;
                 Ok(())
             } else {
-                Err(meta.error("expected `default = \"...\"`"))
+                Err(meta.error("expected `default = \"...\"`, `reads` or `writes`"))
             }
         })?;
     }
@@ -111,6 +128,7 @@ fn param_docs(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         ));
     };
     let mut docs = Vec::new();
+    let (mut reads, mut writes) = (Vec::new(), Vec::new());
     for field in &fields.named {
         let ident = field.ident.as_ref().expect("named fields");
         let param = ident.to_string();
@@ -121,8 +139,15 @@ fn param_docs(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
                 "document the parameter: its doc comment is what `list steps` prints",
             ));
         }
+        let attrs = param_attrs(&field.attrs)?;
+        if attrs.reads {
+            reads.push(param.clone());
+        }
+        if attrs.writes {
+            writes.push(param.clone());
+        }
         let default =
-            match (param_default(&field.attrs)?, serde_default(&field.attrs)?) {
+            match (attrs.default, serde_default(&field.attrs)?) {
                 (Some(text), Some(_)) => quote!(Some(#text)),
                 (Some(_), None) => {
                     return Err(syn::Error::new_spanned(
@@ -148,17 +173,19 @@ fn param_docs(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             };
         let ty = &field.ty;
         docs.push(quote! {
-            crate::registry::ParamDoc {
+            crate::op::ParamDoc {
                 name: #param,
-                kind: <#ty as crate::registry::ParamKind>::KIND,
+                kind: <#ty as crate::op::ParamKind>::KIND,
                 default: #default,
                 doc: #doc,
             }
         });
     }
     Ok(quote! {
-        impl crate::registry::ParamDocs for #name {
-            const DOCS: &'static [crate::registry::ParamDoc] = &[#(#docs),*];
+        impl crate::op::ParamDocs for #name {
+            const DOCS: &'static [crate::op::ParamDoc] = &[#(#docs),*];
+            const READS: &'static [&'static str] = &[#(#reads),*];
+            const WRITES: &'static [&'static str] = &[#(#writes),*];
         }
     })
 }

@@ -5,10 +5,10 @@ use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
 use std::sync::{Arc, Mutex, RwLock};
 
+use super::link::Link;
 use super::worker::{Gone, Outcome, Request, Worker};
-use super::Link;
+use crate::error::StepError;
 use crate::sample::{FieldName, Sample};
-use crate::step::StepError;
 
 /// Why a chain failed on a sample: the link (its index in the chain) and the error.
 #[derive(Debug)]

@@ -5,14 +5,15 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::sync::{Arc, Mutex};
 
+use super::interpreter::{cannot_start, driver, interpreter, LIVE};
+use super::link::Link;
 use super::memory::{Memory, HEADER};
-use super::{cannot_start, driver, interpreter, Link, LIVE};
 use crate::sample::{DType, Field, Tensor, TensorData};
 
 /// Lines of a worker's stderr kept to explain its death.
 const STDERR_LINES: usize = 20;
 /// Largest field or message a worker may send (as the decoders' tensor budget).
-const MAX_FIELD_BYTES: u64 = crate::steps::MAX_TENSOR_BYTES;
+const MAX_FIELD_BYTES: u64 = crate::sample::MAX_TENSOR_BYTES;
 /// Largest memory a worker may grow the shared file to: one field at the limit, and room.
 const MAX_MEMORY: u64 = MAX_FIELD_BYTES + (64 << 20);
 /// Most fields in one reply.

@@ -1,8 +1,8 @@
 //! Bounding boxes that travel with an image: a float32 [k, 4] field of COCO boxes (x, y, width,
 //! height in pixels, from the top-left corner), transformed with every geometric step.
 
+use crate::error::StepError;
 use crate::sample::{Sample, TensorData};
-use crate::step::StepError;
 
 /// One COCO box.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -2,25 +2,28 @@
 //! offline; ids identical to OpenAI's tiktoken `encode_ordinary`, so `<|endoftext|>` in the text
 //! is ordinary text) -> int32 `tokens` [n]. The encoder is built once per process.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{FieldName, Sample, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
 /// GPT-2's end-of-text token id.
 pub const END_OF_TEXT: i32 = 50_256;
 /// Size of GPT-2's vocabulary (ids 0..50257).
 pub const VOCABULARY: usize = 50_257;
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// text field to encode; removed
     #[serde(default = "super::default_text_field")]
+    #[param(reads)]
     pub from: FieldName,
     /// int32 tensor [n] to write
     #[serde(default = "super::default_tokens_field")]
+    #[param(writes)]
     pub to: FieldName,
     /// Append `<|endoftext|>` (50256), as GPT-2's training data separates documents.
     #[serde(default)]

@@ -1,18 +1,20 @@
 //! `brightness`: scales an image's values by a factor, saturating uint8 at 0 and 255. The example
 //! step of `docs/adding-a-step.md`, which shows this file whole; change both together.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{FieldName, Sample, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
 /// The parameters, read strictly from the workload YAML (an unknown key is an error).
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// The image to change, uint8 or float32, any shape.
     #[serde(default = "super::default_image_field")]
+    #[param(reads, writes)]
     pub field: FieldName,
     /// What every value is multiplied by.
     pub factor: f32,

@@ -9,7 +9,7 @@
 
 use std::io::Cursor;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use symphonia::core::codecs::audio::AudioDecoderOptions;
 use symphonia::core::errors::Error as AudioError;
 use symphonia::core::formats::probe::Hint;
@@ -19,22 +19,23 @@ use symphonia::core::meta::MetadataOptions;
 
 use super::pcm::f32_to_i16;
 use super::resample::Resampler;
-use crate::registry::{ParamDocs, StepFacts};
+use crate::error::StepError;
+use crate::op::{ParamDocs, StepFacts};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PcmType {
     Int16,
     Float32,
 }
 
-impl crate::registry::ParamKind for PcmType {
+impl crate::op::ParamKind for PcmType {
     const KIND: &'static str = "int16 | float32";
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Container {
     Auto,
@@ -44,18 +45,20 @@ pub enum Container {
     Ogg,
 }
 
-impl crate::registry::ParamKind for Container {
+impl crate::op::ParamKind for Container {
     const KIND: &'static str = "auto | mp3 | flac | wav | ogg";
 }
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// bytes field holding the file
     #[serde(default = "super::default_data_field")]
+    #[param(reads)]
     pub from: FieldName,
     /// PCM tensor to write: [samples] mono, else [samples, channels]
     #[serde(default = "super::default_audio_field")]
+    #[param(writes)]
     pub to: FieldName,
     /// int16 is x * 32768 rounded and clipped
     #[serde(default = "default_dtype")]
@@ -97,7 +100,7 @@ fn default_max_seconds() -> f64 {
     3.0 * 3600.0
 }
 
-step_spec! { DecodeAudio, "decode_audio", "decode MP3 / FLAC / WAV / Ogg Vorbis bytes to PCM, int16 or float32, optionally mono and resampled", StepFacts { audio: true, ..StepFacts::PURE } }
+step_spec! { DecodeAudio, "decode_audio", "decode MP3 / FLAC / WAV / Ogg Vorbis bytes to PCM, int16 or float32, optionally mono and resampled", StepFacts { audio: true, also_writes: &[super::SAMPLE_RATE_FIELD], ..StepFacts::PURE } }
 
 #[derive(Debug)]
 pub struct DecodeAudio {

@@ -4,26 +4,31 @@
 //! zune-jpeg's for the rest.
 
 use image::ImageFormat;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
 mod bits;
 mod decoder;
 mod entropy;
+mod frame;
 mod pixels;
 mod scans;
+mod ycbcr;
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// bytes field holding the JPEG
     #[serde(default = "super::default_data_field")]
+    #[param(reads)]
     pub from: FieldName,
     /// image field to write
     #[serde(default = "super::default_image_field")]
+    #[param(writes)]
     pub to: FieldName,
     /// refuse larger images before decoding
     #[serde(default = "super::default_max_pixels")]

@@ -1,21 +1,24 @@
 //! `decode_npy`: parses a NumPy `.npy` file (format 1.0 to 3.0, C order, little-endian uint8,
 //! uint16, int16, int32, float32 or float64) into a tensor of its shape.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{DType, Field, FieldName, Sample, Tensor, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// bytes field holding the .npy file
     #[serde(default = "super::default_data_field")]
+    #[param(reads)]
     pub from: FieldName,
     /// tensor to write
     #[serde(default = "default_to")]
     #[param(default = "array")]
+    #[param(writes)]
     pub to: FieldName,
 }
 

@@ -2,20 +2,23 @@
 //! uint8, or uint16 for 16-bit files unless `to_uint8` (the paper's pipelines down-convert).
 
 use image::{DynamicImage, ImageFormat};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{FieldName, Sample, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// bytes field holding the PNG
     #[serde(default = "super::default_data_field")]
+    #[param(reads)]
     pub from: FieldName,
     /// image field to write
     #[serde(default = "super::default_image_field")]
+    #[param(writes)]
     pub to: FieldName,
     /// Convert 16-bit images to uint8 (v * 255 / 65535, rounded), as the paper's pipelines do.
     #[serde(default = "default_true")]

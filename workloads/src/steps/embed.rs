@@ -6,22 +6,25 @@
 
 use std::sync::{Arc, OnceLock};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::rng::SeededRng;
 use crate::sample::{FieldName, Sample, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// int32 ids [n]; removed
     #[serde(default = "super::default_tokens_field")]
+    #[param(reads)]
     pub from: FieldName,
     /// float32 [n, dim] to write
     #[serde(default = "default_to")]
     #[param(default = "embedded")]
+    #[param(writes)]
     pub to: FieldName,
     /// rows of the table; larger ids are an error
     #[serde(default = "default_vocabulary")]

@@ -10,13 +10,14 @@
 //! string (documented, not an error: BPE then gives zero tokens).
 
 use scraper::{ElementRef, Html, Node};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{Field, FieldName, Sample};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum InvalidUtf8 {
     /// Refuse the page, naming the byte offset.
@@ -25,18 +26,20 @@ pub enum InvalidUtf8 {
     Replace,
 }
 
-impl crate::registry::ParamKind for InvalidUtf8 {
+impl crate::op::ParamKind for InvalidUtf8 {
     const KIND: &'static str = "error | replace";
 }
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// bytes field holding the page (UTF-8)
     #[serde(default = "super::default_data_field")]
+    #[param(reads)]
     pub from: FieldName,
     /// text field to write; paragraphs separated by a blank line
     #[serde(default = "super::default_text_field")]
+    #[param(writes)]
     pub to: FieldName,
     /// what to do with bytes that are not UTF-8
     #[serde(default = "default_invalid")]

@@ -1,18 +1,20 @@
 //! `grayscale`: RGB to one luma channel with ITU-R 601-2 weights (0.299 R + 0.587 G + 0.114 B),
 //! for uint8 with Pillow's `convert("L")` fixed-point rounding, for float32 in floating point.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::image_dims;
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{FieldName, Sample, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// uint8 or float32 image [h, w, 3]
     #[serde(default = "super::default_image_field")]
+    #[param(reads, writes)]
     pub field: FieldName,
 }
 

@@ -1,17 +1,19 @@
 //! `log`: natural log of a float32 tensor after adding an offset, ln(x + offset), the last step
 //! of the paper's log-mel spectrogram (its offset, 1e-8, keeps silent bins finite).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{FieldName, Sample, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// float32 tensor, replaced
     #[serde(default = "super::default_spectrogram_field")]
+    #[param(reads, writes)]
     pub field: FieldName,
     /// added before the log
     #[serde(default = "default_offset")]

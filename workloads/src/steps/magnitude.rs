@@ -1,17 +1,19 @@
 //! `magnitude`: |z|^power of a complex tensor [..., 2] (real, imaginary) -> [...] float32;
 //! power 1 is the magnitude spectrogram (tf.abs), power 2 the power spectrogram.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{FieldName, Sample, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// complex tensor [..., 2] (real, imaginary), replaced
     #[serde(default = "super::default_spectrogram_field")]
+    #[param(reads, writes)]
     pub field: FieldName,
     /// exponent of the magnitude
     #[serde(default = "default_power")]

@@ -14,28 +14,30 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{FieldName, Sample, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Filterbank {
     Tf,
     Slaney,
 }
 
-impl crate::registry::ParamKind for Filterbank {
+impl crate::op::ParamKind for Filterbank {
     const KIND: &'static str = "tf | slaney";
 }
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// float32 spectrogram [frames, fft_size / 2 + 1], replaced by [frames, bins]
     #[serde(default = "super::default_spectrogram_field")]
+    #[param(reads, writes)]
     pub field: FieldName,
     /// number of mel bands
     #[serde(default = "default_bins")]

@@ -1,5 +1,5 @@
 //! The reference steps, one module per op. Each module exposes `SPEC`, registered in
-//! [`crate::registry::REGISTRY`].
+//! [`crate::op::REGISTRY`].
 
 /// Registers a step as `SPEC`: what `prepbench list steps` shows and how the step is built from
 /// YAML. `step_spec! { Type, "op", "summary" }`, or with the facts the harness needs when they
@@ -8,16 +8,19 @@
 macro_rules! step_spec {
     ($ty:ident, $op:literal, $summary:literal $(, $facts:expr)? $(,)?) => {
         /// What `prepbench list steps` shows, and how the step is built from YAML.
-        pub static SPEC: $crate::registry::StepSpec = $crate::registry::StepSpec {
+        pub static SPEC: $crate::op::StepSpec = $crate::op::StepSpec {
             op: $op,
             summary: $summary,
             facts: step_spec!(@facts $($facts)?),
-            params: <Params as $crate::registry::ParamDocs>::DOCS,
-            build: |de| $crate::registry::build_step(de, $ty::new),
+            params: <Params as $crate::op::ParamDocs>::DOCS,
+            reads: <Params as $crate::op::ParamDocs>::READS,
+            writes: <Params as $crate::op::ParamDocs>::WRITES,
+            canonical: $crate::op::canonical_params::<Params>,
+            build: |de| $crate::op::build_step(de, $ty::new),
         };
     };
     (@facts) => {
-        $crate::registry::StepFacts::PURE
+        $crate::op::StepFacts::PURE
     };
     (@facts $facts:expr) => {
         $facts
@@ -57,8 +60,8 @@ pub mod window;
 
 use std::sync::{Arc, RwLock};
 
+use crate::error::StepError;
 use crate::sample::{FieldName, Tensor};
-use crate::step::StepError;
 
 /// Values a step builds once per key and shares between threads (resamplers per rate pair, mel
 /// banks per spectrogram size): a short list behind a read-write lock, read-locked on the hot
@@ -191,10 +194,7 @@ pub(crate) fn check_expansion(
     Ok(())
 }
 
-/// The largest tensor a step allocates for one sample, in bytes (4 GiB, far above any
-/// reference pipeline's): a parameter or a header asking for more is refused before the
-/// allocation, which would otherwise abort the process.
-pub const MAX_TENSOR_BYTES: u64 = 4 << 30;
+pub use crate::sample::MAX_TENSOR_BYTES;
 
 /// The element count of a tensor of `dims` with `bytes_per` bytes per element that `field`
 /// would become, refused when it overflows or exceeds [`MAX_TENSOR_BYTES`].

@@ -3,21 +3,24 @@
 //! the active power mean(v * i), the RMS current sqrt(mean(i^2)), and the cumulative sum of the
 //! RMS current minus its mean over the window.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{FieldName, Sample, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// float64 [2, samples]: voltage, current; removed
     #[serde(default = "super::default_signal_field")]
+    #[param(reads)]
     pub from: FieldName,
     /// float64 [3, periods] to write
     #[serde(default = "default_to")]
     #[param(default = "features")]
+    #[param(writes)]
     pub to: FieldName,
     /// samples per period (one mains cycle)
     #[serde(default = "default_period")]

@@ -1,17 +1,19 @@
 //! `normalize`: uint8 or float32 image to float32, per channel (x * scale - mean[c]) / std[c];
 //! the defaults are the ImageNet statistics used by torchvision models, on x / 255.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{FieldName, Sample, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// uint8 or float32 image [h, w, c]
     #[serde(default = "super::default_image_field")]
+    #[param(reads, writes)]
     pub field: FieldName,
     /// per-channel mean, after scaling
     #[serde(default = "default_mean")]

@@ -3,17 +3,19 @@
 //! GPT-2's `<|endoftext|>` 50256 by default). The original length can be kept in an int32
 //! field, for attention masks.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// tensor to fix, replaced
     #[serde(default = "super::default_tokens_field")]
+    #[param(reads, writes)]
     pub field: FieldName,
     /// rows after the step
     pub length: usize,
@@ -23,6 +25,7 @@ pub struct Params {
     pub pad: f64,
     /// Write the length before padding or truncation to this int32 field.
     #[serde(default)]
+    #[param(writes)]
     pub length_field: Option<FieldName>,
 }
 

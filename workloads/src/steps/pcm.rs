@@ -1,8 +1,8 @@
 //! PCM helpers shared by the audio steps: the sample rate a sample carries, PCM tensors as
 //! float32, and float32 back to int16.
 
+use crate::error::StepError;
 use crate::sample::{Field, Sample, Tensor, TensorData};
-use crate::step::StepError;
 
 /// The sample's `sample_rate` field, when it has one.
 pub(crate) fn sample_rate_of(sample: &Sample) -> Result<Option<u32>, StepError> {

@@ -1,17 +1,19 @@
 //! `pixel_center`: converts a uint8 tensor to float32 as x / scale + offset; the defaults give
 //! the paper's x / 127.5 - 1, mapping [0, 255] to [-1, 1].
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{FieldName, Sample, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// uint8 tensor to convert
     #[serde(default = "super::default_image_field")]
+    #[param(reads, writes)]
     pub field: FieldName,
     /// divisor
     #[serde(default = "default_scale")]

@@ -16,14 +16,15 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::python::{Chain, Link};
-use crate::registry::ParamDocs;
 use crate::sample::{FieldName, Sample};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// the callable, `module:name` (a function or an object with `__call__`; `module:obj.attr` reaches attributes)
@@ -33,16 +34,18 @@ pub struct Params {
     pub path: Option<String>,
     /// the one field the callable gets (unset: a dict of every field)
     #[serde(default)]
+    #[param(reads)]
     pub from: Option<FieldName>,
     /// field a single returned value is written to (default: `from`, else `data`)
     #[serde(default)]
+    #[param(writes)]
     pub to: Option<FieldName>,
     /// arguments the callable is first called with, once per worker, to make the callable that runs on samples (a transform class and its settings: `function: "torchvision.transforms:Resize"`, `init: {size: 256}`); a list is positional, a map keyword arguments
     #[serde(default)]
     pub init: Option<serde_yaml_ng::Value>,
 }
 
-step_spec! { Python, "python", "run a Python callable of your own on each sample, in persistent worker processes", crate::registry::StepFacts { fields_at_run_time: true, ..crate::registry::StepFacts::PURE } }
+step_spec! { Python, "python", "run a Python callable of your own on each sample, in persistent worker processes", crate::op::StepFacts { fields_at_run_time: true, ..crate::op::StepFacts::PURE } }
 
 /// Largest amount of Python source hashed into the step's identity.
 const MAX_SOURCE_BYTES: u64 = 16 << 20;

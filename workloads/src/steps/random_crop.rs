@@ -1,18 +1,20 @@
 //! `random_crop`: cuts a [height, width, channels] window at a random offset (any dtype), drawn
 //! from the run seed, the sample id and the epoch. Always online.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::image_dims;
-use crate::registry::{ParamDocs, StepFacts};
+use crate::error::StepError;
+use crate::op::{ParamDocs, StepFacts};
 use crate::sample::{FieldName, Sample, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// image tensor [h, w, c], any dtype
     #[serde(default = "super::default_image_field")]
+    #[param(reads, writes)]
     pub field: FieldName,
     /// crop height
     pub height: usize,
@@ -21,6 +23,7 @@ pub struct Params {
     /// A boxes field [k, 4] moved with the crop and clipped to it (boxes left outside keep
     /// zero width or height, so they stay aligned with their categories).
     #[serde(default)]
+    #[param(reads, writes)]
     pub boxes: Option<FieldName>,
 }
 

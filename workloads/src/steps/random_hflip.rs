@@ -1,21 +1,24 @@
 //! `random_hflip`: mirrors an image [h, w, c] (any dtype) left to right with probability `p`,
 //! drawn from the run seed, sample id and epoch, and mirrors its boxes with it. Always online.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::image_dims;
-use crate::registry::{ParamDocs, StepFacts};
+use crate::error::StepError;
+use crate::op::{ParamDocs, StepFacts};
 use crate::sample::{FieldName, Sample, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// image tensor [h, w, c], any dtype
     #[serde(default = "super::default_image_field")]
+    #[param(reads, writes)]
     pub field: FieldName,
     /// optional boxes field [k, 4] mirrored with the image
     #[serde(default)]
+    #[param(reads, writes)]
     pub boxes: Option<FieldName>,
     /// probability of mirroring
     #[serde(default = "default_p")]

@@ -10,20 +10,23 @@
 //! sample; the current's offset is the voltage's times 1/sqrt(2). `offsets: mean` subtracts each
 //! channel's own mean instead (cheaper, and exact for a constant offset).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// bytes field holding the HDF5 file
     #[serde(default = "super::default_data_field")]
+    #[param(reads)]
     pub from: FieldName,
     /// float64 [2, samples] to write: volts, amperes
     #[serde(default = "super::default_signal_field")]
+    #[param(writes)]
     pub to: FieldName,
     /// how the ADC offset is removed
     #[serde(default)]
@@ -32,7 +35,7 @@ pub struct Params {
 }
 
 /// How `read_cream_hour` removes the ADC's offset.
-#[derive(Debug, Deserialize, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Deserialize, Serialize, Clone, Copy, Default, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Offsets {
     /// The paper's: per-period voltage means interpolated per sample; current's / sqrt(2).
@@ -42,7 +45,7 @@ pub enum Offsets {
     Mean,
 }
 
-impl crate::registry::ParamKind for Offsets {
+impl crate::op::ParamKind for Offsets {
     const KIND: &'static str = "per_period | mean";
 }
 

@@ -1,20 +1,23 @@
 //! `read_file`: reads the file named by a text field into a bytes field (the paper's "read";
 //! its output, materialized, is the `concatenated` strategy).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::{ParamDocs, StepFacts};
+use crate::error::StepError;
+use crate::op::{ParamDocs, StepFacts};
 use crate::sample::{Field, FieldName, Sample};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// text field holding the file path
     #[serde(default = "super::default_path_field")]
+    #[param(reads)]
     pub from: FieldName,
     /// bytes field to write
     #[serde(default = "super::default_data_field")]
+    #[param(writes)]
     pub to: FieldName,
     /// Keep the path field after reading (off: stored records then hold only the bytes).
     #[serde(default)]

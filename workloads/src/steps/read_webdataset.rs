@@ -3,21 +3,23 @@
 //! it, and gives each member as a bytes field named by its extension (`jpg`, `cls`,
 //! `seg.png`). The sample keeps its `__key__`.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::{ParamDocs, StepFacts};
+use crate::error::StepError;
+use crate::op::{ParamDocs, StepFacts};
 use crate::sample::{Field, FieldName, Sample, Tensor};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
 /// The fields the `webdataset` kind gives each sample (besides `path`, the shard).
 pub const SPAN_FIELD: &str = "__span__";
 pub const MEMBERS_FIELD: &str = "__members__";
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// text field holding the shard's path
     #[serde(default = "super::default_path_field")]
+    #[param(reads)]
     pub from: FieldName,
     /// extensions to keep, comma-separated (`jpg,cls`); each must be there. Unset: every member
     #[serde(default)]

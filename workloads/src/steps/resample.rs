@@ -6,12 +6,13 @@
 //! low-pass sinc cut at `rolloff` x the lower of the two Nyquist frequencies, shaped by a Kaiser
 //! window. The L distinct fractional offsets of t have their taps computed once at construction.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::pcm::{f32_to_i16, pcm_into_f32, sample_rate_of};
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
 /// Zero crossings of the sinc on each side of the centre, in units of the cut-off period.
 const ZERO_CROSSINGS: f64 = 24.0;
@@ -174,11 +175,12 @@ impl Resampler {
     }
 }
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// mono PCM tensor [samples], int16 or float32 (kept)
     #[serde(default = "super::default_audio_field")]
+    #[param(reads, writes)]
     pub field: FieldName,
     /// Rate of the input when the sample has no `sample_rate` field.
     #[serde(default)]
@@ -196,7 +198,7 @@ fn default_rolloff() -> f64 {
     DEFAULT_ROLLOFF
 }
 
-step_spec! { Resample, "resample", "band-limited resampling of mono PCM (polyphase windowed sinc, ~90 dB stop band)" }
+step_spec! { Resample, "resample", "band-limited resampling of mono PCM (polyphase windowed sinc, ~90 dB stop band)", crate::op::StepFacts { also_writes: &[super::SAMPLE_RATE_FIELD], ..crate::op::StepFacts::PURE } }
 
 #[derive(Debug)]
 pub struct Resample {

@@ -3,19 +3,21 @@
 //! boxes with it, and records [scale, pad_top, pad_left] so predictions can be mapped back.
 
 use fast_image_resize::{ResizeAlg, ResizeOptions};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::image_dims;
 use super::resize_shorter::{resize_image, Filter};
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{FieldName, Sample, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// uint8 image [h, w, c]
     #[serde(default = "super::default_image_field")]
+    #[param(reads, writes)]
     pub field: FieldName,
     /// side of the square output
     pub size: usize,
@@ -25,10 +27,12 @@ pub struct Params {
     pub fill: u8,
     /// optional boxes field [k, 4] moved with the image
     #[serde(default)]
+    #[param(reads, writes)]
     pub boxes: Option<FieldName>,
     /// float32 [3] field: scale, pad_top, pad_left
     #[serde(default = "default_record")]
     #[param(default = "letterbox")]
+    #[param(writes)]
     pub record: FieldName,
     /// convolution filter
     #[serde(default = "default_filter")]

@@ -12,14 +12,15 @@ use std::cell::RefCell;
 
 use fast_image_resize::images::{Image, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{image_dims, MAX_IMAGE_PIXELS};
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Filter {
     Box,
@@ -29,7 +30,7 @@ pub enum Filter {
     Lanczos3,
 }
 
-impl crate::registry::ParamKind for Filter {
+impl crate::op::ParamKind for Filter {
     const KIND: &'static str = "box | bilinear | hamming | bicubic | lanczos3";
 }
 
@@ -45,11 +46,12 @@ impl Filter {
     }
 }
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// uint8 image [h, w, c], c in 1..=4
     #[serde(default = "super::default_image_field")]
+    #[param(reads, writes)]
     pub field: FieldName,
     /// length of the shorter side after resizing
     pub size: usize,
@@ -63,6 +65,7 @@ pub struct Params {
     pub antialias: bool,
     /// A boxes field [k, 4] (COCO x, y, w, h) to scale with the image.
     #[serde(default)]
+    #[param(reads, writes)]
     pub boxes: Option<FieldName>,
 }
 

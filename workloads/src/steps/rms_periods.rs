@@ -2,18 +2,20 @@
 //! float32 [rows / period, cols] (the paper's synthetic processing workload: periods of 500
 //! rows of a [2500, k] array). A partial last period is dropped.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{FieldName, Sample, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// uint8 or float32 [rows, cols], replaced
     #[serde(default = "default_field")]
     #[param(default = "array")]
+    #[param(reads, writes)]
     pub field: FieldName,
     /// rows per period
     #[serde(default = "default_period")]

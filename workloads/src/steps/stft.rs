@@ -10,14 +10,15 @@ use std::cell::RefCell;
 
 use realfft::num_complex::Complex32;
 use realfft::RealFftPlanner;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::pcm::pcm_into_f32;
-use crate::registry::ParamDocs;
+use crate::error::StepError;
+use crate::op::ParamDocs;
 use crate::sample::{FieldName, Sample, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Window {
     /// tf.signal.hann_window(periodic=True), scipy's `hann` with `sym=False`, librosa's default.
@@ -27,11 +28,11 @@ pub enum Window {
     Rectangular,
 }
 
-impl crate::registry::ParamKind for Window {
+impl crate::op::ParamKind for Window {
     const KIND: &'static str = "hann | hann-symmetric | rectangular";
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Center {
     /// No padding (tf.signal.stft).
@@ -42,18 +43,20 @@ pub enum Center {
     Reflect,
 }
 
-impl crate::registry::ParamKind for Center {
+impl crate::op::ParamKind for Center {
     const KIND: &'static str = "none | zeros | reflect";
 }
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// mono PCM [samples], int16 (read as x / 32768) or float32; removed
     #[serde(default = "super::default_audio_field")]
+    #[param(reads)]
     pub from: FieldName,
     /// complex spectrogram to write, [frames, fft_size / 2 + 1, 2]
     #[serde(default = "super::default_spectrogram_field")]
+    #[param(writes)]
     pub to: FieldName,
     /// window length in samples
     pub frame_length: usize,

@@ -3,17 +3,19 @@
 //! a fan-out step: one input sample becomes one output sample per window, each carrying the
 //! input's other fields. A partial last window is dropped.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::registry::{ParamDocs, StepFacts};
+use crate::error::StepError;
+use crate::op::{ParamDocs, StepFacts};
 use crate::sample::{Field, FieldName, Sample, Tensor, TensorData};
-use crate::step::{Step, StepContext, StepError};
+use crate::step::{Step, StepContext};
 
-#[derive(Debug, Deserialize, ParamDocs)]
+#[derive(Debug, Deserialize, Serialize, ParamDocs)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// tensor [channels, samples] (any dtype)
     #[serde(default = "super::default_signal_field")]
+    #[param(reads, writes)]
     pub field: FieldName,
     /// window length in samples
     pub length: usize,

@@ -126,7 +126,7 @@ fn size_series(views: &[WorkloadView]) -> Vec<SizeSeries> {
         let Some(mb) = tables::variant_mb(view) else {
             continue;
         };
-        let base = view.variant().0;
+        let base = view.label().base;
         let t = view.max_threads();
         for (_, strategy) in &view.strategies {
             let rate = |cell: Option<&Cell>| {
@@ -181,7 +181,7 @@ pub fn observations(results: &Results, views: &[WorkloadView]) -> Observations {
     let cores = machine.map_or(1, |m| m.logical_cores);
     let pipelines = views
         .iter()
-        .filter(|v| v.variant().1.is_none() && !v.simulated_consumer())
+        .filter(|v| v.label().tag.is_none() && !v.simulated_consumer())
         .filter_map(|view| {
             Some(Pipeline {
                 pipeline: view.paper_name.clone()?,

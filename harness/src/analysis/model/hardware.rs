@@ -3,7 +3,7 @@
 
 use workloads::StorageProfile;
 
-use super::*;
+use super::predict::*;
 
 /// The paper's machine: 8 cores (the paper's thread count), its Ceph-over-HDD storage as
 /// measured with fio (`paper-ceph-hdd`), CPU speed as here (the paper's CPU is not calibrated).
@@ -40,7 +40,7 @@ pub fn hardware_file(path: &std::path::Path) -> anyhow::Result<Hardware> {
                 .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
         })
         .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
-    workloads::workload::check_yaml_shape(&text).map_err(|(line, e)| {
+    workloads::spec::check_yaml_shape(&text).map_err(|(line, e)| {
         let at = line.map(|l| format!(":{l}")).unwrap_or_default();
         anyhow::anyhow!("{}{at}: {e}", path.display())
     })?;

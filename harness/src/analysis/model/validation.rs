@@ -6,7 +6,7 @@ use workloads::Codec;
 
 use crate::results::{CacheState, Condition, StrategyCalibration};
 
-use super::*;
+use super::predict::*;
 
 /// One measured configuration beside its prediction.
 #[derive(Clone, Debug, Serialize)]

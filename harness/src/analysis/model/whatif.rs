@@ -5,10 +5,10 @@ use std::fmt::Write;
 
 use workloads::Codec;
 
-use crate::results::{Calibration, MachineCalibration};
-
+use super::hardware::{hardware_file, paper_hardware, storage_of};
+use super::predict::*;
 use super::validation::paper_comparison;
-use super::*;
+use crate::results::{Calibration, MachineCalibration, StrategyCalibration};
 
 /// A workload's paper pipeline, if it has one.
 pub type PaperName<'a> = dyn Fn(&str) -> Option<String> + 'a;
@@ -117,7 +117,7 @@ pub fn whatif_in(
     if let Some(format) = rows {
         return crate::markdown::rows_as(format, &whatif_rows(calibration, &hw, request.codec));
     }
-    let paper_name = |workload: &str| crate::analysis::report::paper_name_in(&manifest, workload);
+    let paper_name = |workload: &str| crate::analysis::recorded::paper_name_in(&manifest, workload);
     let paper = request.profile.as_deref() == Some("paper");
     Ok(whatif(
         calibration,
@@ -382,6 +382,8 @@ fn sensitivity(cal: &Calibration, workload: &str, codec: Codec, hw: &Hardware) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::StrategyCalibration;
+    use workloads::StorageProfile;
 
     fn stored(strategy: &str, bytes: f64, files: f64, worker: f64) -> StrategyCalibration {
         StrategyCalibration {

@@ -3,7 +3,6 @@
 
 pub mod peers;
 pub mod plots;
-mod reference;
 pub mod roofline;
 pub mod tables;
 pub mod threats;
@@ -16,34 +15,14 @@ use serde_json::json;
 
 use crate::analysis::cells::{Cell, Results};
 use crate::analysis::findings;
+use crate::analysis::recorded::{is_reference, paper_name, recorded_workload};
 use crate::analysis::view::WorkloadView;
-use crate::results::{Manifest, Verdict};
-
-use reference::is_reference;
-pub use reference::paper_name_in;
+use crate::results::Verdict;
 
 /// Cells whose throughput coefficient of variation exceeds this get a warning.
 pub const MAX_CV: f64 = 0.10;
 /// Cells with fewer trials than this get a warning.
 pub const MIN_TRIALS: usize = 3;
-
-/// A workload as recorded in the manifest (its YAML), else the reference workload of that name.
-pub(crate) fn recorded_workload(results: &Results, workload: &str) -> Option<workloads::Workload> {
-    recorded_workload_in(&results.manifest, workload)
-}
-
-/// [`recorded_workload`] from a manifest alone.
-pub fn recorded_workload_in(manifest: &Manifest, workload: &str) -> Option<workloads::Workload> {
-    manifest
-        .workload_yaml(workload)
-        .find_map(|yaml| workloads::Workload::from_yaml(yaml, "manifest").ok())
-        .or_else(|| workloads::load(workload).ok())
-}
-
-/// The paper pipeline of a workload, from its recorded YAML.
-pub(crate) fn paper_name(results: &Results, workload: &str) -> Option<String> {
-    paper_name_in(&results.manifest, workload)
-}
 
 /// What a view's runs were measured under, in words: the storage profile's figures and the
 /// consumer; `None` for plain runs.
@@ -428,11 +407,12 @@ pub fn write_report_with(
     // Dataset variants (`name@k=v`) get one table per workload instead of a section each.
     let mut variant_groups: Vec<(String, Vec<&WorkloadView>)> = Vec::new();
     for view in &views {
-        if let (base, Some(_)) = view.variant() {
+        let label = view.label();
+        if label.tag.is_some() {
             let base = if view.condition.is_plain() {
-                base.to_string()
+                label.base
             } else {
-                format!("{base} [{}]", view.condition)
+                format!("{} [{}]", label.base, view.condition)
             };
             match variant_groups.iter_mut().find(|(b, _)| *b == base) {
                 Some((_, group)) => group.push(view),
@@ -449,7 +429,7 @@ pub fn write_report_with(
         });
         let _ = writeln!(md, "## {base}\n\n{}", tables::variants(base, group));
     }
-    for view in views.iter().filter(|v| v.variant().1.is_none()) {
+    for view in views.iter().filter(|v| v.label().tag.is_none()) {
         let _ = writeln!(md, "## {}\n", view.title());
         if let Some(p) = &view.paper_name {
             let _ = writeln!(md, "Reproduces the paper's `{p}` pipeline.\n");
@@ -498,7 +478,7 @@ pub fn write_report_with(
     }
     // A workload read under several storage profiles (one consumer): the profiles side by side.
     let mut by_storage: Vec<(&str, Option<String>, Vec<&WorkloadView>)> = Vec::new();
-    for view in views.iter().filter(|v| v.variant().1.is_none()) {
+    for view in views.iter().filter(|v| v.label().tag.is_none()) {
         let consumer = view.condition.consumer.map(|c| c.to_string());
         match by_storage
             .iter_mut()

@@ -42,7 +42,7 @@ pub fn check_all(results: &Results, cal: &Calibration, cells: &[Cell]) -> Vec<Ch
                 let found = profiles
                     .entry((k.workload.clone(), name.to_string()))
                     .or_insert_with(|| {
-                        super::recorded_workload(results, &k.workload)
+                        crate::analysis::recorded::recorded_workload(results, &k.workload)
                             .and_then(|w| w.storage_profile(name).ok())
                             .or_else(|| {
                                 workloads::storage::find_profile(name, &Default::default()).ok()
@@ -287,7 +287,7 @@ fn paper_rankings(results: &Results, cal: &Calibration) -> (String, serde_json::
     let mut json = serde_json::Map::new();
     let mut agree = 0;
     for workload in cal.workloads() {
-        let Some(paper) = super::paper_name(results, workload) else {
+        let Some(paper) = crate::analysis::recorded::paper_name(results, workload) else {
             continue;
         };
         let ranked = model::ranking(cal, workload, Codec::None, &hw);

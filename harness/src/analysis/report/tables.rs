@@ -265,12 +265,9 @@ pub fn threads(view: &WorkloadView) -> Option<String> {
     Some(out)
 }
 
-/// The sample size (MB) a dataset variant's name carries (`...@mb_per_sample=0.01`).
+/// The sample size (MB) a dataset variant sets (`...@mb_per_sample=0.01`).
 pub fn variant_mb(view: &WorkloadView) -> Option<f64> {
-    let (_, tag) = view.variant();
-    tag?.split(',')
-        .find_map(|kv| kv.strip_prefix("mb_per_sample="))
-        .and_then(|v| v.parse().ok())
+    view.label().variant.get("mb_per_sample")?.parse().ok()
 }
 
 /// One table for the dataset variants of a workload (e.g. the twelve synthetic sample sizes):
@@ -301,10 +298,10 @@ pub fn variants(base: &str, group: &[&WorkloadView]) -> String {
     let _ = writeln!(out);
     let _ = writeln!(out, "|---|---|{}", "---|---|---|".repeat(strategies.len()));
     for view in group {
-        let (_, tag) = view.variant();
+        let tag = view.label().tag;
         let mb = variant_mb(view);
         let samples = view.cells.first().map(|c| c.samples).unwrap_or(0);
-        let _ = write!(out, "| {} | {samples} |", tag.unwrap_or("-"));
+        let _ = write!(out, "| {} | {samples} |", tag.as_deref().unwrap_or("-"));
         for s in &strategies {
             let cold = view.cold(s, Codec::None, t).map(|c| c.throughput.mean);
             let warm = view.warm(s, Codec::None, t).map(|c| c.throughput.mean);

@@ -19,7 +19,7 @@ fn copy_tree(from: &Path, to: &Path) {
 /// the code makes of its runs is stale, or the code changed its results.
 #[test]
 fn committed_references_report_as_committed() {
-    for dir in crate::results::reference_folders() {
+    for dir in crate::results::folder::reference_folders() {
         let copy = tempfile::tempdir().unwrap();
         copy_tree(&dir, copy.path());
         write_report(copy.path()).unwrap();
@@ -39,7 +39,7 @@ fn committed_references_report_as_committed() {
 /// refuses a folder holding a file a report would overwrite but did not write.
 #[test]
 fn a_report_written_elsewhere_overwrites_nothing_of_the_users() {
-    let dir = crate::results::reference_folders().remove(0);
+    let dir = crate::results::folder::reference_folders().remove(0);
     let copy = tempfile::tempdir().unwrap();
     copy_tree(&dir, copy.path());
     let before = std::fs::read(copy.path().join("report.md")).unwrap();

@@ -163,7 +163,7 @@ pub fn section(results: &Results, cells: &[Cell], found: &[Finding]) -> String {
         .workloads
         .values()
         .filter_map(|w| {
-            let p = paper::pipeline(&super::paper_name(results, &w.name)?)?;
+            let p = paper::pipeline(&crate::analysis::recorded::paper_name(results, &w.name)?)?;
             let samples = results
                 .rows
                 .iter()

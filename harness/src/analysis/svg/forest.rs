@@ -3,7 +3,8 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::{escape, format_number, text_width, title_svg, wrap, Axis, Scale};
+use super::axis::{Axis, Scale};
+use super::text::{escape, format_number, text_width, title_svg, wrap};
 
 /// One row of a [`Forest`] plot: an estimate and its interval.
 #[derive(Clone, Debug)]

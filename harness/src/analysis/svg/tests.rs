@@ -1,5 +1,7 @@
 //! The chart writer's layout: ticks, labels, bars, titles, legends.
 
+use super::axis::Axis;
+use super::chart::{overlap, Rect};
 use super::*;
 
 fn chart() -> Chart {

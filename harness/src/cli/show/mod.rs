@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use workloads::{DType, Field, Sample, StepContext, Tensor, TensorData, Workload};
 
-use crate::measure::pipeline::apply_steps;
+use crate::measure::steps::apply_steps;
 
 /// What to show.
 pub struct ShowOptions {
@@ -43,8 +43,9 @@ pub fn resolve_end(
     match (after, strategy) {
         (Some(_), Some(_)) => bail!("give --after or --strategy, not both"),
         (None, Some(name)) => Ok(workload
+            .spec
             .strategy(name)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", workload.origin))?
+            .map_err(|e| anyhow::anyhow!("{}: {e}", workload.spec.origin))?
             .split),
         (None, None) => Ok(steps.len()),
         (Some(name), None) => {
@@ -61,7 +62,7 @@ pub fn resolve_end(
                 [i] => Ok(i + 1),
                 _ => bail!(
                     "{}: no step `{name}`; steps: {}",
-                    workload.origin,
+                    workload.spec.origin,
                     steps
                         .iter()
                         .map(|d| format!("{} ({})", d.name, d.spec.op))
@@ -84,7 +85,7 @@ fn run_steps(
     ctx: StepContext,
 ) -> anyhow::Result<Sample> {
     // Without the fan-out step in the range, a sample stays one sample.
-    let part = match workload.fan_out_step() {
+    let part = match workload.spec.fan_out_step() {
         Some(i) if steps.contains(&i) => part,
         _ => 0,
     };
@@ -96,7 +97,7 @@ fn run_steps(
         sample,
         source,
         ctx,
-        crate::measure::pipeline::StepSeconds::wall(&mut seconds),
+        crate::measure::steps::StepSeconds::wall(&mut seconds),
         &mut |s| {
             outputs.push(s);
             Ok(outputs.len() <= part)
@@ -135,9 +136,9 @@ fn list_table(
     let _ = writeln!(
         out,
         "{} sample {}{}: fields after every step (record = the encoded sample a store would hold)\n",
-        workload.name,
+        workload.spec.label(),
         opts.sample,
-        if workload.fan_out_step().is_some() {
+        if workload.spec.fan_out_step().is_some() {
             format!(", part {}", opts.part)
         } else {
             String::new()
@@ -156,13 +157,11 @@ fn list_table(
         }
         let record = workloads::encoding::encode(&sample).len();
         let (after, strategy) = if end == 0 {
-            (
-                "(source)".to_string(),
-                workloads::workload::UNPROCESSED.to_string(),
-            )
+            ("(source)".to_string(), workloads::UNPROCESSED.to_string())
         } else {
             let def = &workload.steps[end - 1];
             let stored = workload
+                .spec
                 .strategies()
                 .into_iter()
                 .find(|s| s.split == end)
@@ -472,12 +471,12 @@ pub fn show(opts: &ShowOptions) -> anyhow::Result<String> {
     }
     // Showing sample N generates the first N + 1 when the data is missing: only within the
     // workload's own samples, never a dataset far larger than asked for by a typo.
-    let samples = workload.dataset.samples;
+    let samples = workload.spec.dataset.samples;
     if opts.sample >= samples {
         bail!(
             "--sample {}: the workload `{}` has {samples} samples; show one from 0 to {}",
             opts.sample,
-            workload.name,
+            workload.spec.label(),
             samples.saturating_sub(1)
         );
     }
@@ -525,7 +524,11 @@ pub fn show(opts: &ShowOptions) -> anyhow::Result<String> {
     } else {
         format!("step `{}`", workload.steps[end - 1].name)
     };
-    let mut text = format!("{} sample {} after {after}:\n", workload.name, opts.sample);
+    let mut text = format!(
+        "{} sample {} after {after}:\n",
+        workload.spec.label(),
+        opts.sample
+    );
     for (name, field) in sample.fields() {
         let (kind, dtype, shape) = describe(field);
         let _ = writeln!(

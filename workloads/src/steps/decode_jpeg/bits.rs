@@ -2,7 +2,9 @@
 //! restart markers, a big-endian bit reader over them, and Huffman tables with one-look-up
 //! decoding of short codes (and, for AC tables, of a short code and its value together).
 
-use super::entropy::Bad;
+/// Why the fast decoder gave up on a file; the caller then decodes it with zune-jpeg, so this
+/// is never shown to a user (zune-jpeg's own message is).
+pub(super) type Bad = &'static str;
 
 /// Zero bytes after a scan's data: the reader loads 8 bytes at a time and may run ahead.
 const PAD: usize = 64;

@@ -6,7 +6,7 @@
 //! with a mask of the non-zero ones in zigzag order (the order a scan visits them), so a
 //! refinement finds them without reading the block.
 
-use super::bits::{Bits, Huffman};
+use super::bits::{Bad, Bits, Huffman};
 
 /// Natural (row-major) position of each zigzag index.
 pub(super) const NATURAL: [usize; 64] = [
@@ -14,10 +14,6 @@ pub(super) const NATURAL: [usize; 64] = [
     13, 6, 7, 14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59,
     52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63,
 ];
-
-/// Why the fast decoder gave up on a file; the caller then decodes it with zune-jpeg, so this
-/// is never shown to a user (zune-jpeg's own message is).
-pub(super) type Bad = &'static str;
 
 /// What a scan refines: its band of zigzag positions and its successive-approximation bits.
 #[derive(Clone, Copy)]

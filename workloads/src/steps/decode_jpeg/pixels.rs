@@ -5,8 +5,9 @@
 
 use std::mem::MaybeUninit;
 
-use super::decoder::{Coefs, Component, Frame};
 use super::entropy::NATURAL;
+use super::frame::{Coefs, Component, Frame};
+use super::ycbcr::ycbcr;
 
 /// Mask bits (zigzag order) of the coefficients in a block's top-left 4x4 corner.
 const TOP_LEFT: u64 = {
@@ -397,21 +398,6 @@ fn horizontal(row: &[i16], out: &mut [i16]) {
         if 2 * i + 1 < out.len() {
             out[2 * i + 1] = (mid + right) >> 2;
         }
-    }
-}
-
-/// YCbCr -> RGB with 14-bit BT.601 full-range constants, rounding down from y + 0.49994.
-#[inline(always)]
-fn ycbcr(y: &[u8], cb: &[i16], cr: &[i16], out: &mut [MaybeUninit<u8>]) {
-    for (((px, &y), &cb), &cr) in out.chunks_exact_mut(3).zip(y).zip(cb).zip(cr) {
-        let (cb, cr) = (i32::from(cb) - 128, i32::from(cr) - 128);
-        let y0 = i32::from(y) * 16384 + 8191;
-        let r = (y0 + cr * 22970) >> 14;
-        let g = (y0 - cr * 11700 - cb * 5638) >> 14;
-        let b = (y0 + cb * 29032) >> 14;
-        px[0].write(r.clamp(0, 255) as u8);
-        px[1].write(g.clamp(0, 255) as u8);
-        px[2].write(b.clamp(0, 255) as u8);
     }
 }
 

@@ -1,9 +1,11 @@
 //! Decoding a scan's data into the frame's coefficients: MCU by MCU or block by block,
 //! interval by interval (T.81 E.2 and G.1.2).
 
+use super::bits::Bad;
 use super::bits::{Bits, Huffman, ScanData};
-use super::decoder::{Coefs, Decoder};
-use super::entropy::{self, Bad, Band};
+use super::decoder::Decoder;
+use super::entropy::{self, Band};
+use super::frame::Coefs;
 use super::pixels;
 
 impl Decoder {

@@ -260,7 +260,7 @@ pub(super) fn ycbcr(y: &[u8], cb: &[i16], cr: &[i16], out: &mut [MaybeUninit<u8>
         }
         i += 16;
     }
-    super::ycbcr(&y[i..n], &cb[i..n], &cr[i..n], &mut out[3 * i..3 * n]);
+    super::super::ycbcr::ycbcr(&y[i..n], &cb[i..n], &cr[i..n], &mut out[3 * i..3 * n]);
 }
 
 #[cfg(test)]

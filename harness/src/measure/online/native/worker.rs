@@ -7,11 +7,23 @@ use std::sync::mpsc;
 
 use workloads::{encoding, OnError, ReadFiles, Sample, StepContext};
 
-use crate::measure::execute::{AppCache, Message, OnlineInput, OnlineJob, StageTimes};
+use crate::measure::app_cache::AppCache;
+use crate::measure::errors::RunError;
+use crate::measure::online::engine::{OnlineInput, OnlineJob, StageTimes};
 use crate::measure::passes::Passes;
-use crate::measure::pipeline::{apply_steps, Lookahead, RunError, StepSeconds};
+use crate::measure::steps::{apply_steps, Lookahead, StepSeconds};
 use crate::results::Skipped;
 use crate::store::{ShardInfo, ShardReader};
+
+/// What a worker hands the consumer: a sample and its content hash (0 unless hashing), or the
+/// error that stops the epoch.
+pub(super) type Message = Result<(Sample, u64), RunError>;
+
+/// What one worker thread measured: its stage times and the samples it skipped.
+pub(super) struct Tally {
+    pub times: StageTimes,
+    pub skipped: Vec<Skipped>,
+}
 
 /// Where a worker thread's samples go: the consumer's queue, after those it keeps queued in a
 /// Python worker (see [`Lookahead`]).
@@ -57,14 +69,14 @@ fn online_steps(
     job: &OnlineJob,
     sample: Sample,
     outlet: &Outlet,
-    times: &mut StageTimes,
+    tally: &mut Tally,
 ) -> Result<bool, RunError> {
     let StageTimes {
         steps,
         transfer,
         send_wait,
         ..
-    } = times;
+    } = &mut tally.times;
     let mut ahead = outlet.ahead.borrow_mut();
     apply_steps(
         job.workload,
@@ -84,18 +96,14 @@ fn online_steps(
 /// Finishes the samples a worker keeps queued in a Python worker (the end of a pass): each
 /// through the rest of its steps to the consumer, an error skipped or returned as
 /// `process` does. `Ok(false)` when the consumer is gone.
-fn finish_queued(
-    job: &OnlineJob,
-    outlet: &Outlet,
-    times: &mut StageTimes,
-) -> Result<bool, RunError> {
+fn finish_queued(job: &OnlineJob, outlet: &Outlet, tally: &mut Tally) -> Result<bool, RunError> {
     loop {
         let StageTimes {
             steps,
             transfer,
             send_wait,
             ..
-        } = &mut *times;
+        } = &mut tally.times;
         let next = outlet.ahead.borrow_mut().finish_next(
             job.workload,
             job.source,
@@ -111,17 +119,17 @@ fn finish_queued(
             None => return Ok(true),
             Some(Ok(true)) => {}
             Some(Ok(false)) => return Ok(false),
-            Some(Err(e)) => skip_or_fail(job, e, times)?,
+            Some(Err(e)) => skip_or_fail(job, e, tally)?,
         }
     }
 }
 
 /// Under `on_error: skip`, records an error about one sample and lets the worker go on;
 /// otherwise, or for an error of the machine rather than the input, returns it.
-fn skip_or_fail(job: &OnlineJob, error: RunError, times: &mut StageTimes) -> Result<(), RunError> {
+fn skip_or_fail(job: &OnlineJob, error: RunError, tally: &mut Tally) -> Result<(), RunError> {
     if job.on_error == OnError::Skip {
         if let Some(skipped) = error.skipped() {
-            times.skipped.push(skipped);
+            tally.skipped.push(skipped);
             return Ok(());
         }
     }
@@ -134,10 +142,10 @@ fn process(
     job: &OnlineJob,
     sample: Sample,
     outlet: &Outlet,
-    times: &mut StageTimes,
+    tally: &mut Tally,
 ) -> Result<bool, RunError> {
-    match online_steps(job, sample, outlet, times) {
-        Err(e) => skip_or_fail(job, e, times).map(|()| true),
+    match online_steps(job, sample, outlet, tally) {
+        Err(e) => skip_or_fail(job, e, tally).map(|()| true),
         other => other,
     }
 }
@@ -147,11 +155,11 @@ fn raw_worker(
     worker: usize,
     stop: &AtomicBool,
     outlet: &Outlet,
-    times: &mut StageTimes,
+    tally: &mut Tally,
 ) -> Result<(), RunError> {
     for id in (worker..job.items).step_by(job.threads) {
         if stop.load(Ordering::Relaxed)
-            || !process(job, job.source.cycled_sample(id), outlet, times)?
+            || !process(job, job.source.cycled_sample(id), outlet, tally)?
         {
             break;
         }
@@ -167,8 +175,11 @@ pub(crate) fn online_worker(
     stop: &AtomicBool,
     passes: &Passes,
     tx: mpsc::SyncSender<Message>,
-) -> StageTimes {
-    let mut times = StageTimes::new(job.workload.steps.len());
+) -> Tally {
+    let mut tally = Tally {
+        times: StageTimes::new(job.workload.steps.len()),
+        skipped: Vec::new(),
+    };
     let mine: Vec<&ShardInfo> = match job.input {
         OnlineInput::Store { manifest, .. } => {
             manifest.shards.iter().skip(w).step_by(threads).collect()
@@ -188,16 +199,16 @@ pub(crate) fn online_worker(
     let mut done = 0;
     let outcome = loop {
         let pass = match job.input {
-            OnlineInput::Raw => raw_worker(job, w, stop, &out, &mut times),
-            OnlineInput::Memory(cache) => memory_worker(job, cache, w, stop, &out, &mut times),
-            OnlineInput::Store { .. } => store_worker(job, &mine, stop, &out, &mut times),
+            OnlineInput::Raw => raw_worker(job, w, stop, &out, &mut tally),
+            OnlineInput::Memory(cache) => memory_worker(job, cache, w, stop, &out, &mut tally),
+            OnlineInput::Store { .. } => store_worker(job, &mine, stop, &out, &mut tally),
         };
         // The samples still queued in a Python worker belong to this pass.
         let pass = pass.and_then(|()| {
             if stop.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            finish_queued(job, &out, &mut times).map(|_| ())
+            finish_queued(job, &out, &mut tally).map(|_| ())
         });
         // Whatever is left (an error, a stop) is given up with its worker's replies.
         out.ahead.replace(Lookahead::default());
@@ -210,7 +221,7 @@ pub(crate) fn online_worker(
         stop.store(true, Ordering::Relaxed);
         let _ = tx.send(Err(e));
     }
-    times
+    tally
 }
 
 fn store_worker(
@@ -218,7 +229,7 @@ fn store_worker(
     shards: &[&ShardInfo],
     stop: &AtomicBool,
     outlet: &Outlet,
-    times: &mut StageTimes,
+    tally: &mut Tally,
 ) -> Result<(), RunError> {
     let OnlineInput::Store { backend, manifest } = job.input else {
         unreachable!("store_worker reads stores only");
@@ -243,11 +254,11 @@ fn store_worker(
             stop,
             outlet,
             &mut payload,
-            times,
+            tally,
             &mut kept,
         );
-        times.read += reader.read_seconds();
-        times.decompress += reader.unframe_seconds();
+        tally.times.read += reader.read_seconds();
+        tally.times.decompress += reader.unframe_seconds();
         match result {
             Ok(true) => {}
             Ok(false) => break,
@@ -272,7 +283,7 @@ fn memory_worker(
     worker: usize,
     stop: &AtomicBool,
     outlet: &Outlet,
-    times: &mut StageTimes,
+    tally: &mut Tally,
 ) -> Result<(), RunError> {
     // Take this worker's parts and let go of the lock: workers serve in parallel.
     let mine: Vec<std::sync::Arc<Vec<Sample>>> = cache
@@ -290,8 +301,8 @@ fn memory_worker(
         }
         let start = std::time::Instant::now();
         let sample = sample.clone();
-        times.deserialize += start.elapsed().as_secs_f64();
-        if !process(job, sample, outlet, times)? {
+        tally.times.deserialize += start.elapsed().as_secs_f64();
+        if !process(job, sample, outlet, tally)? {
             break;
         }
     }
@@ -309,7 +320,7 @@ fn read_shard(
     stop: &AtomicBool,
     outlet: &Outlet,
     payload: &mut Vec<u8>,
-    times: &mut StageTimes,
+    tally: &mut Tally,
     kept: &mut Vec<Sample>,
 ) -> Result<bool, RunError> {
     // A store may hold more items than the source (it cycles over it): ids run up to its own
@@ -327,13 +338,13 @@ fn read_shard(
             Ok(true) => {}
             Ok(false) => return Ok(true),
             Err(e) => {
-                skip_or_fail(job, e.into(), times)?;
+                skip_or_fail(job, e.into(), tally)?;
                 if reader.can_continue() {
                     continue;
                 }
                 let rest = records.saturating_sub(record + 1);
                 if rest > 0 {
-                    times.skipped.push(Skipped {
+                    tally.skipped.push(Skipped {
                         sample: format!("records {} to {}", record + 1, records - 1),
                         file: reader.path().display().to_string(),
                         stage: crate::results::StageName::Read,
@@ -352,11 +363,11 @@ fn read_shard(
             record,
             source,
         });
-        times.deserialize += start.elapsed().as_secs_f64();
+        tally.times.deserialize += start.elapsed().as_secs_f64();
         let sample = match decoded {
             Ok(sample) => sample,
             Err(e) => {
-                skip_or_fail(job, e, times)?;
+                skip_or_fail(job, e, tally)?;
                 continue;
             }
         };
@@ -369,14 +380,14 @@ fn read_shard(
                     id: sample.id,
                     samples: items,
                 },
-                times,
+                tally,
             )?;
             continue;
         }
         if let Some(cache) = job.fill {
             cache.keep(&sample, kept);
         }
-        if !process(job, sample, outlet, times)? {
+        if !process(job, sample, outlet, tally)? {
             return Ok(false);
         }
     }

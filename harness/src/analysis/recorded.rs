@@ -1,11 +1,30 @@
-//! Which workloads are prepbench's reference workloads, and which of those are the paper's
-//! pipelines: the report compares only those with the paper, and leads every other workload
-//! with its recommendation.
+//! The workloads a results folder recorded, as specs (from its manifest, else the reference
+//! workload of that name); which of them are prepbench's reference workloads, and which of
+//! those are the paper's pipelines: the report compares only those with the paper, and leads
+//! every other workload with its recommendation.
+
+use workloads::WorkloadSpec;
 
 use crate::analysis::cells::Results;
 use crate::results::Manifest;
 
-use super::{recorded_workload, recorded_workload_in};
+/// A workload as recorded in the manifest (its spec), else the reference workload of that name.
+pub(crate) fn recorded_workload(results: &Results, workload: &str) -> Option<WorkloadSpec> {
+    recorded_workload_in(&results.manifest, workload)
+}
+
+/// [`recorded_workload`] from a manifest alone.
+pub fn recorded_workload_in(manifest: &Manifest, workload: &str) -> Option<WorkloadSpec> {
+    manifest
+        .workload_specs(workload)
+        .next()
+        .or_else(|| workloads::load_spec(workload).ok())
+}
+
+/// The paper pipeline of a workload, from its recorded YAML.
+pub(crate) fn paper_name(results: &Results, workload: &str) -> Option<String> {
+    paper_name_in(&results.manifest, workload)
+}
 
 /// [`paper_name`] from a manifest alone. A workload is compared with the paper only when it is
 /// the paper's pipeline: the `paper:` key of a reference workload whose dataset kind and steps
@@ -24,13 +43,13 @@ pub fn paper_name_in(manifest: &Manifest, workload: &str) -> Option<String> {
 }
 
 /// What makes a workload one pipeline: its dataset kind and its steps' names and ops, in order.
-type Pipeline = (String, Vec<(String, &'static str)>);
+type Pipeline = (String, Vec<(String, String)>);
 
-fn pipeline(w: &workloads::Workload) -> Pipeline {
+fn pipeline(w: &workloads::WorkloadSpec) -> Pipeline {
     let steps = w
         .steps
         .iter()
-        .map(|d| (d.name.clone(), d.spec.op))
+        .map(|d| (d.name.clone(), d.op.clone()))
         .collect();
     (w.dataset.kind.clone(), steps)
 }
@@ -42,7 +61,7 @@ fn reference_pipelines() -> &'static [(Pipeline, Option<String>)] {
     REFERENCES.get_or_init(|| {
         workloads::BUILTIN
             .iter()
-            .filter_map(|(name, _)| workloads::load(name).ok())
+            .filter_map(|(name, _)| workloads::load_spec(name).ok())
             .map(|w| (pipeline(&w), w.paper.clone()))
             .collect()
     })
@@ -51,9 +70,9 @@ fn reference_pipelines() -> &'static [(Pipeline, Option<String>)] {
 /// Whether the view named `view` (a workload, or a dataset variant `name@k=v`) is one of
 /// prepbench's reference workloads (whatever copy of the data it read) rather than the user's
 /// own.
-pub(super) fn is_reference(results: &Results, view: &str) -> bool {
-    let (base, _) = workloads::Workload::split_variant(view);
-    recorded_workload(results, base).is_some_and(|w| {
+pub(crate) fn is_reference(results: &Results, view: &str) -> bool {
+    let base = workloads::WorkloadLabel::parse(view).base;
+    recorded_workload(results, &base).is_some_and(|w| {
         let ours = pipeline(&w);
         reference_pipelines().iter().any(|(r, _)| *r == ours)
     })

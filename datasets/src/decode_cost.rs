@@ -1,0 +1,75 @@
+//! What decoding a dataset's JPEG files costs, measured once and kept in its generation marker.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{io_err, DatasetError};
+use crate::files::LocalFiles;
+
+/// prepbench's JPEG decode (`decode_jpeg`, one thread) timed on a spread of a dataset's JPEG
+/// files, to compare with real photographs of the same bit rate (docs/decisions.md, Datasets).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecodeCost {
+    /// Files decoded.
+    pub files: usize,
+    /// Milliseconds per megapixel: the fastest of three decodes of each file, summed, over
+    /// their megapixels.
+    pub ms_per_mp: f64,
+    /// Compressed bits per pixel of those files.
+    pub bits_per_pixel: f64,
+}
+
+/// Most files and megapixels timed by [`measure_decode`].
+const DECODE_FILES: usize = 24;
+const DECODE_MEGAPIXELS: f64 = 12.0;
+
+/// Times prepbench's JPEG decode on up to 24 JPEG files spread evenly over `root` (sorted
+/// paths), stopping after 12 megapixels: `None` when there is none. A file that does not decode
+/// is an error naming it.
+pub fn measure_decode(root: &Path) -> Result<Option<DecodeCost>, DatasetError> {
+    let mut found = Vec::new();
+    crate::folder::walk(&LocalFiles, root, "", 0, &mut found)?;
+    let mut jpegs: Vec<PathBuf> = found
+        .into_iter()
+        .filter(|(_, e)| {
+            let name = e.name.to_ascii_lowercase();
+            name.ends_with(".jpg") || name.ends_with(".jpeg")
+        })
+        .map(|(rel, _)| root.join(rel))
+        .collect();
+    jpegs.sort();
+    if jpegs.is_empty() {
+        return Ok(None);
+    }
+    let step = jpegs.len().div_ceil(DECODE_FILES);
+    let (mut seconds, mut pixels, mut bytes, mut files) = (0.0, 0.0, 0.0, 0);
+    for path in jpegs.iter().step_by(step) {
+        let data = std::fs::read(path).map_err(io_err(path))?;
+        let mut best = f64::INFINITY;
+        let mut size = 0.0;
+        for _ in 0..3 {
+            let start = std::time::Instant::now();
+            let image = workloads::steps::decode_jpeg::decode_rgb8(
+                &data,
+                workloads::steps::MAX_IMAGE_PIXELS,
+                f64::INFINITY,
+            )
+            .map_err(|e| DatasetError::Generate(format!("{}: {}", path.display(), e.message)))?;
+            best = best.min(start.elapsed().as_secs_f64());
+            size = (image.shape()[0] * image.shape()[1]) as f64;
+        }
+        seconds += best;
+        pixels += size;
+        bytes += data.len() as f64;
+        files += 1;
+        if pixels >= DECODE_MEGAPIXELS * 1e6 {
+            break;
+        }
+    }
+    Ok(Some(DecodeCost {
+        files,
+        ms_per_mp: 1e3 * seconds / (pixels / 1e6).max(1e-9),
+        bits_per_pixel: 8.0 * bytes / pixels.max(1.0),
+    }))
+}

@@ -1,0 +1,32 @@
+//! The online phase: every epoch's reading and online steps, behind one interface ([`Engine`],
+//! given an [`OnlineJob`], giving back an [`OnlineResult`]). `native` is prepbench's own engine
+//! (worker threads reading shards or raw files, the steps in process); another engine (a
+//! loader a team trains with) is one file or folder here implementing [`Engine`] plus one line
+//! in [`ENGINES`].
+
+pub mod engine;
+pub mod native;
+
+pub use engine::{Engine, OnlineInput, OnlineJob, OnlineResult, StageTimes};
+
+use indicatif::ProgressBar;
+
+use crate::measure::errors::RunError;
+
+/// Every online engine, by name; the first is the default.
+pub static ENGINES: &[&dyn Engine] = &[&native::Native];
+
+/// The engine named `name` (`native`).
+pub fn engine(name: &str) -> Option<&'static dyn Engine> {
+    ENGINES.iter().copied().find(|e| e.name() == name)
+}
+
+/// prepbench's own engine, the default.
+pub fn default_engine() -> &'static dyn Engine {
+    ENGINES[0]
+}
+
+/// Runs one epoch of `job` on its engine.
+pub fn run(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {
+    job.engine.run(job, progress)
+}

@@ -1,0 +1,419 @@
+//! A store's folder: its manifest and key, its marker and lock, how it is made complete, found
+//! again and cleared, and the space it may take.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use workloads::Codec;
+
+use crate::store::error::{io_error, StoreError};
+
+pub const STORE_MANIFEST: &str = "store.json";
+/// The file that marks a directory as a store prepbench made (and so may clear).
+pub const STORE_MARKER: &str = ".prepbench-store";
+
+/// The lock file of the store `dir`: a hidden file beside it (`.NAME.lock`), held while the
+/// store is materialized; `None` for a path without a parent and a name.
+pub fn lock_path(dir: &Path) -> Option<PathBuf> {
+    let (parent, name) = (dir.parent()?, dir.file_name()?);
+    Some(parent.join(format!(".{}.lock", name.to_string_lossy())))
+}
+
+/// Creates `dir` (and its parents) as a store directory, with its marker.
+pub fn create(dir: &Path) -> Result<(), StoreError> {
+    std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+    let marker = dir.join(STORE_MARKER);
+    std::fs::write(
+        &marker,
+        b"a prepbench store: prepbench may clear this directory\n",
+    )
+    .map_err(io_error(&marker))
+}
+pub(crate) const FORMAT_VERSION: u32 = 1;
+
+/// Bytes available to this user on the filesystem holding `dir` (statvfs), when it can be asked.
+pub fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs writes into the zeroed struct we pass and reads the NUL-terminated path.
+    unsafe {
+        let mut stat: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(path.as_ptr(), &mut stat) != 0 {
+            return None;
+        }
+        Some(stat.f_bavail as u64 * stat.f_frsize as u64)
+    }
+}
+
+/// One shard file of a complete store.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ShardInfo {
+    pub file: String,
+    pub bytes: u64,
+    pub records: u64,
+    /// CRC-32C of the first record's payload: a shard file replaced by another (a copy of a
+    /// sibling) is found when read. Absent in stores from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_crc: Option<u32>,
+    /// The longest record written: a longer declared length is refused before it is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_record: Option<u64>,
+}
+
+/// What a store holds and how it was made; written last, so its presence means complete.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct StoreManifest {
+    pub format: u32,
+    pub prepbench_version: String,
+    pub workload: String,
+    pub strategy: String,
+    pub split: usize,
+    pub codec: Codec,
+    /// Source items materialized (a fan-out step makes several records of one).
+    pub samples: u64,
+    /// Items of the source it was made from: fewer than `samples` when the store cycles over
+    /// its source to hold more records than the data has (distinct records, repeated content);
+    /// 0 in stores from before it was recorded.
+    #[serde(default)]
+    pub source_items: u64,
+    pub source_fingerprint: String,
+    pub prefix_fingerprint: String,
+    pub offline_s: f64,
+    pub offline_cpu_user_s: f64,
+    pub offline_cpu_sys_s: f64,
+    /// Worker seconds running the offline steps, and encoding, compressing and writing their
+    /// output (summed over workers, so up to threads x offline_s).
+    #[serde(default)]
+    pub offline_processing_s: f64,
+    #[serde(default)]
+    pub offline_writing_s: f64,
+    pub shards: Vec<ShardInfo>,
+    /// Samples the offline steps failed on and left out (`on_error: skip`).
+    #[serde(default)]
+    pub skipped: Vec<crate::results::Skipped>,
+}
+
+impl StoreManifest {
+    pub fn storage_bytes(&self) -> u64 {
+        self.shards.iter().map(|s| s.bytes).sum()
+    }
+
+    /// How many times the store repeats its source (1 when it does not cycle).
+    pub fn cycles(&self) -> f64 {
+        if self.source_items == 0 {
+            1.0
+        } else {
+            self.samples as f64 / self.source_items as f64
+        }
+    }
+}
+
+/// Identifies a materialization: equal keys mean equal stored bytes.
+#[derive(Clone, Debug)]
+pub struct StoreKey {
+    pub workload: String,
+    pub strategy: String,
+    pub split: usize,
+    pub codec: Codec,
+    pub shards: usize,
+    pub samples: u64,
+    pub source_fingerprint: String,
+    pub prefix_fingerprint: String,
+}
+
+impl StoreKey {
+    fn hash(&self) -> String {
+        let text = format!(
+            "{}\n{}\n{}\n{}\n{}\n{}",
+            env!("CARGO_PKG_VERSION"),
+            self.codec,
+            self.shards,
+            self.samples,
+            self.source_fingerprint,
+            self.prefix_fingerprint
+        );
+        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
+    }
+
+    /// `ROOT/<workload>/<strategy>/<codec>-<shards>sh-<samples>n-<hash>`.
+    pub fn dir(&self, root: &Path) -> PathBuf {
+        let codec = self.codec.to_string().replace(':', "");
+        let hash = self.hash();
+        // Names become folders here: a variant's name holds its options' values.
+        root.join(workloads::path_component(&self.workload))
+            .join(workloads::path_component(&self.strategy))
+            .join(format!(
+                "{codec}-{}sh-{}n-{}",
+                self.shards,
+                self.samples,
+                &hash[..10]
+            ))
+    }
+
+    pub(crate) fn matches(&self, m: &StoreManifest) -> bool {
+        m.format == FORMAT_VERSION
+            && m.prepbench_version == env!("CARGO_PKG_VERSION")
+            && m.codec == self.codec
+            && m.shards.len() == self.shards
+            && m.samples == self.samples
+            && m.source_fingerprint == self.source_fingerprint
+            && m.prefix_fingerprint == self.prefix_fingerprint
+    }
+
+    pub fn manifest(
+        &self,
+        shards: Vec<ShardInfo>,
+        offline_s: f64,
+        cpu_user_s: f64,
+        cpu_sys_s: f64,
+    ) -> StoreManifest {
+        StoreManifest {
+            format: FORMAT_VERSION,
+            prepbench_version: env!("CARGO_PKG_VERSION").to_string(),
+            workload: self.workload.clone(),
+            strategy: self.strategy.clone(),
+            split: self.split,
+            codec: self.codec,
+            samples: self.samples,
+            source_items: self.samples,
+            source_fingerprint: self.source_fingerprint.clone(),
+            prefix_fingerprint: self.prefix_fingerprint.clone(),
+            offline_s,
+            offline_cpu_user_s: cpu_user_s,
+            offline_cpu_sys_s: cpu_sys_s,
+            offline_processing_s: 0.0,
+            offline_writing_s: 0.0,
+            shards,
+            skipped: Vec::new(),
+        }
+    }
+}
+
+/// The file name of shard `index` of `count`.
+pub fn shard_file_name(index: usize, count: usize, codec: Codec) -> String {
+    format!(
+        "shard-{index:05}-of-{count:05}.tfrecord{}",
+        codec.extension()
+    )
+}
+
+/// Reads `dir/store.json` if the store there is complete, matches `key` and all its shards are
+/// present with their recorded sizes.
+pub fn find_complete(dir: &Path, key: &StoreKey) -> Result<Option<StoreManifest>, StoreError> {
+    let path = dir.join(STORE_MANIFEST);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_error(&path)(e)),
+    };
+    let manifest: StoreManifest = serde_json::from_str(&text).map_err(|e| StoreError::Invalid {
+        path: path.display().to_string(),
+        message: format!("unreadable store manifest: {e}"),
+    })?;
+    if !key.matches(&manifest) {
+        return Ok(None);
+    }
+    for shard in &manifest.shards {
+        let shard_path = dir.join(&shard.file);
+        match std::fs::metadata(&shard_path) {
+            Ok(m) if m.len() == shard.bytes => {}
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(manifest))
+}
+
+/// Removes what an earlier materialization left in `dir` (its shards, temporaries and manifest).
+/// Refuses a non-empty directory without prepbench's marker (or, from before markers, a store
+/// manifest), and one holding anything else.
+pub fn clear(dir: &Path) -> Result<(), StoreError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_error(dir)(e)),
+    };
+    let entries: Vec<std::fs::DirEntry> =
+        entries.collect::<Result<_, _>>().map_err(io_error(dir))?;
+    let owned = dir.join(STORE_MARKER).is_file() || dir.join(STORE_MANIFEST).is_file();
+    if !entries.is_empty() && !owned {
+        return Err(StoreError::Invalid {
+            path: dir.display().to_string(),
+            message: format!(
+                "is not empty and has no `{STORE_MARKER}` marker, so prepbench did not make it: \
+                 refusing to clear it (choose another --store-dir)"
+            ),
+        });
+    }
+    let mut ours = Vec::new();
+    for entry in entries {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("shard-")
+            || name.starts_with(".shard-")
+            || name == STORE_MANIFEST
+            || name == STORE_MARKER
+        {
+            ours.push(entry.path());
+        } else {
+            return Err(StoreError::Invalid {
+                path: dir.display().to_string(),
+                message: format!(
+                    "holds `{name}`, which prepbench did not write: refusing to clear it"
+                ),
+            });
+        }
+    }
+    for path in ours {
+        std::fs::remove_file(&path).map_err(io_error(&path))?;
+    }
+    Ok(())
+}
+
+/// Writes `manifest` as `dir/store.json` atomically, completing the store.
+pub fn complete(dir: &Path, manifest: &StoreManifest) -> Result<(), StoreError> {
+    let path = dir.join(STORE_MANIFEST);
+    let tmp = dir.join(".store.json.tmp");
+    let text = serde_json::to_string_pretty(manifest).expect("manifest serializes");
+    let mut file = File::create(&tmp).map_err(io_error(&tmp))?;
+    file.write_all(text.as_bytes()).map_err(io_error(&tmp))?;
+    file.sync_all().map_err(io_error(&tmp))?;
+    std::fs::rename(&tmp, &path).map_err(io_error(&path))?;
+    sync_dir(dir)
+}
+
+fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_error(dir))
+}
+
+/// Every record `next` yields (it fills its buffer and says whether it did), for tests.
+#[cfg(test)]
+pub(crate) fn drain<E>(
+    mut next: impl FnMut(&mut Vec<u8>) -> Result<bool, E>,
+) -> Result<Vec<Vec<u8>>, E> {
+    let (mut out, mut buf) = (Vec::new(), Vec::new());
+    while next(&mut buf)? {
+        out.push(buf.clone());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::shard::{ShardReader, ShardWriter};
+
+    fn key(codec: Codec) -> StoreKey {
+        StoreKey {
+            workload: "w".into(),
+            strategy: "decoded".into(),
+            split: 2,
+            codec,
+            shards: 2,
+            samples: 4,
+            source_fingerprint: "src".into(),
+            prefix_fingerprint: "steps".into(),
+        }
+    }
+
+    fn write_store(dir: &Path, codec: Codec) -> StoreManifest {
+        create(dir).unwrap();
+        let mut shards = Vec::new();
+        for s in 0..2 {
+            let mut w = ShardWriter::create(dir, s, 2, codec).unwrap();
+            for r in 0..2u8 {
+                w.write(&[s as u8, r, 42]).unwrap();
+            }
+            shards.push(w.finish().unwrap());
+        }
+        let m = key(codec).manifest(shards, 1.0, 0.5, 0.1);
+        complete(dir, &m).unwrap();
+        m
+    }
+
+    fn read_shard(path: &Path, codec: Codec) -> Result<Vec<Vec<u8>>, StoreError> {
+        let mut r = ShardReader::open(path, codec)?;
+        drain(|buf| r.next_into(buf))
+    }
+
+    #[test]
+    fn complete_stores_are_found_and_read_back_for_every_codec() {
+        for name in ["none", "gzip", "zlib", "zstd", "lz4"] {
+            let codec: Codec = name.parse().unwrap();
+            let root = tempfile::tempdir().unwrap();
+            let dir = key(codec).dir(root.path());
+            let written = write_store(&dir, codec);
+            let found = find_complete(&dir, &key(codec)).unwrap().expect("complete");
+            assert_eq!(found, written);
+            assert_eq!(found.shards[0].file, shard_file_name(0, 2, codec));
+            let records = read_shard(&dir.join(&found.shards[1].file), codec).unwrap();
+            assert_eq!(records, vec![vec![1, 0, 42], vec![1, 1, 42]], "{name}");
+            assert!(!std::fs::read_dir(&dir).unwrap().any(|e| e
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".tmp")));
+        }
+    }
+
+    #[test]
+    fn a_store_without_manifest_or_with_another_key_is_not_reused() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = key(Codec::None).dir(root.path());
+        write_store(&dir, Codec::None);
+        let mut other = key(Codec::None);
+        other.prefix_fingerprint = "changed".into();
+        assert!(find_complete(&dir, &other).unwrap().is_none());
+        std::fs::remove_file(dir.join(STORE_MANIFEST)).unwrap();
+        assert!(find_complete(&dir, &key(Codec::None)).unwrap().is_none());
+        // Interrupted (no manifest) but marked as ours: cleared, marker and all.
+        clear(&dir).unwrap();
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        // Someone else's directory: refused, whatever its files are called.
+        std::fs::write(dir.join("shard-00000-of-00001.tfrecord"), b"theirs").unwrap();
+        let err = clear(&dir).unwrap_err().to_string();
+        assert!(err.contains("marker"), "{err}");
+        assert!(dir.join("shard-00000-of-00001.tfrecord").exists());
+        // Ours, but holding a file prepbench did not write: refused too.
+        create(&dir).unwrap();
+        std::fs::write(dir.join("notes.txt"), b"mine").unwrap();
+        assert!(clear(&dir).unwrap_err().to_string().contains("notes.txt"));
+        assert!(dir.join("notes.txt").exists());
+    }
+
+    #[test]
+    fn a_flipped_byte_in_a_shard_names_shard_record_and_offset() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("s");
+        let m = write_store(&dir, Codec::None);
+        let path = dir.join(&m.shards[0].file);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[19 + 13] ^= 0x40; // inside the second record's payload
+        std::fs::write(&path, bytes).unwrap();
+        let err = read_shard(&path, Codec::None).unwrap_err().to_string();
+        assert!(
+            err.contains(&m.shards[0].file)
+                && err.contains("record 1 at byte 19")
+                && err.contains("checksum"),
+            "{err}"
+        );
+        // The manifest still matches on size: corruption is caught when reading, not skipped.
+        assert!(find_complete(&dir, &key(Codec::None)).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_shard_compressed_with_another_codec_is_an_error() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("s");
+        let m = write_store(&dir, Codec::Zstd { level: 3 });
+        let path = dir.join(&m.shards[0].file);
+        for wrong in ["none", "gzip", "lz4"] {
+            assert!(
+                read_shard(&path, wrong.parse().unwrap()).is_err(),
+                "{wrong}"
+            );
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! The user's Python interpreter and how prepbench starts it: which one, with which driver and
+//! environment, the live workers' process ids, and the folder a workload's Python paths are
+//! relative to.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+use crate::python::link::Link;
+
+/// The worker's source, run with `python -c`.
+pub const DRIVER: &str = include_str!("driver.py");
+
+static INTERPRETER: OnceLock<PathBuf> = OnceLock::new();
+
+/// Sets the interpreter Python steps use (the CLI's `--python`); the first call wins.
+pub fn set_interpreter(path: PathBuf) {
+    let _ = INTERPRETER.set(path);
+}
+
+/// The interpreter Python steps run: `--python`, else `PREPBENCH_PYTHON`, else `python3`.
+pub fn interpreter() -> PathBuf {
+    INTERPRETER
+        .get()
+        .cloned()
+        .or_else(|| std::env::var_os("PREPBENCH_PYTHON").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("python3"))
+}
+
+/// Process ids of the live workers, for CPU accounting (their time is this run's).
+pub(super) static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// The process ids of every live Python worker.
+pub fn worker_pids() -> Vec<u32> {
+    LIVE.lock().map(|l| l.clone()).unwrap_or_default()
+}
+
+thread_local! {
+    /// The folder of the workload file being loaded on this thread: a Python step's module
+    /// search path is relative to it.
+    static WORKLOAD_DIR: std::cell::RefCell<Option<PathBuf>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `load` with `dir` as the folder Python steps' paths are relative to.
+pub(crate) fn in_workload_dir<T>(dir: &Path, load: impl FnOnce() -> T) -> T {
+    let before = WORKLOAD_DIR.with(|d| d.replace(Some(dir.to_path_buf())));
+    let out = load();
+    WORKLOAD_DIR.with(|d| *d.borrow_mut() = before);
+    out
+}
+
+/// The folder of the workload file being loaded (the current folder for a built-in or
+/// in-memory workload).
+pub(crate) fn workload_dir() -> PathBuf {
+    WORKLOAD_DIR
+        .with(|d| d.borrow().clone())
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Why `python` did not start, and how to name another.
+pub(super) fn cannot_start(python: &Path, e: &std::io::Error) -> String {
+    format!(
+        "cannot start the Python interpreter `{}`: {e} (set it with --python or \
+         PREPBENCH_PYTHON)",
+        python.display()
+    )
+}
+
+/// The driver run by the user's interpreter with `mode` (and its arguments) for `links`; Python
+/// writes no `__pycache__` into the user's folders (prepbench writes only in its own).
+pub(super) fn driver(mode: &[&str], links: &[Link]) -> Command {
+    let mut command = Command::new(interpreter());
+    command
+        .arg("-c")
+        .arg(DRIVER)
+        .args(mode)
+        .args(links.iter().flat_map(Link::args))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONUNBUFFERED", "1")
+        // prepbench's Python API refuses to start prepbench from a module a worker imports
+        // (a script without an `if __name__ == "__main__":` guard).
+        .env("PREPBENCH_WORKER", "1");
+    command
+}
+
+/// Checks in one interpreter, running nothing else, that every link's callable imports and is
+/// callable: the index of the first that does not, and the Python error.
+pub fn check(links: &[Link]) -> Result<(), (usize, String)> {
+    if links.is_empty() {
+        return Ok(());
+    }
+    let out = driver(&["check"], links)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| (0, cannot_start(&interpreter(), &e)))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    let last = err.lines().last().unwrap_or("failed");
+    Err(match last.split_once(' ') {
+        Some((index, message)) if index.parse::<usize>().is_ok_and(|i| i < links.len()) => {
+            (index.parse().unwrap_or(0), message.to_string())
+        }
+        _ => (0, last.to_string()),
+    })
+}
