@@ -2,11 +2,13 @@
 
 pub mod commands;
 mod parse;
+mod places;
 mod reading;
 pub mod show;
 pub mod terminal;
 
-use parse::{count_in, mb_per_s, megabytes, milliseconds, positive_seconds, speed_factor};
+use parse::{count_in, megabytes, positive_seconds};
+pub use places::PlaceArgs;
 pub use reading::{CalibrateArgs, CompareArgs, StoreWhat, WhatifArgs};
 
 use std::path::{Path, PathBuf};
@@ -14,11 +16,9 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 use workloads::{CacheMode, Codec};
 
-use crate::measure::cache::EvictPolicy;
 use crate::plan::run::RunOptions;
 use crate::plan::sweep::SweepOptions;
-use crate::plan::{Places, Settings};
-use crate::progress::Progress;
+use crate::plan::Settings;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -375,47 +375,10 @@ impl MeasureArgs {
     }
 }
 
-/// Where results, datasets and stores live, and how caches are evicted.
-#[derive(Debug, Args, Clone)]
-pub struct PlaceArgs {
-    /// Results folder (runs.csv, manifest.json); default: under results/local/, named after
-    /// the workload (`-sweep` for a sweep) or the scale.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Where datasets live: a folder (datasets generated there when missing), or with
-    /// `--features s3` an `s3://bucket/prefix` (read there, never generated there).
-    #[arg(long, default_value = "data")]
-    pub data_dir: PathBuf,
-    /// Your dataset, read in place of the workload's (its `dataset.path`): a folder in the
-    /// workload's dataset kind's layout. Never generated: a missing or empty folder is an error.
-    #[arg(long)]
-    pub dataset: Option<PathBuf>,
-    /// Where materialized strategies are stored.
-    #[arg(long, default_value = "store")]
-    pub store_dir: PathBuf,
-    /// How to evict the page cache before cold epochs.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub evict: EvictPolicy,
-}
-
-impl PlaceArgs {
-    /// Where to read and write: results in `--out`, else in `default_out`.
-    pub fn places(&self, default_out: PathBuf, progress: Progress) -> Places {
-        Places {
-            out: self.out.clone().unwrap_or(default_out),
-            data_dir: self.data_dir.clone(),
-            dataset: self.dataset.clone(),
-            store_dir: self.store_dir.clone(),
-            evict: self.evict,
-            progress,
-        }
-    }
-}
-
 /// `results/local/<workload><suffix>`, the workload named as its file names it.
 pub fn default_out(workload: &str, suffix: &str) -> PathBuf {
-    let name = workloads::load(workload)
-        .map(|w| w.spec.label())
+    let name = workloads::load_spec(workload)
+        .map(|w| w.label())
         .unwrap_or_else(|_| "workload".into());
     Path::new("results/local").join(workloads::path_component(&format!("{name}{suffix}")))
 }

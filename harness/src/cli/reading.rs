@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use workloads::Codec;
 
-use super::{count_in, mb_per_s, milliseconds, speed_factor, PlaceArgs};
+use super::parse::{count_in, mb_per_s, milliseconds, speed_factor};
+use super::places::PlaceArgs;
 use crate::plan::sweep::SweepOptions;
 use crate::plan::Settings;
 

@@ -8,8 +8,8 @@ use workloads::{CacheMode, Codec, OnError, StorageProfile, Strategy, Workload};
 
 use crate::measure::epochs::RunSpec;
 use crate::measure::session::{app_cache_bytes, resolve_strategies, Materialized};
+use crate::plan::options::SweepOptions;
 use crate::plan::settings::Settings;
-use crate::plan::sweep::SweepOptions;
 use workloads::ConsumerSpec;
 
 /// One online run of the matrix.

@@ -6,6 +6,7 @@
 pub mod executor;
 pub mod matrix;
 pub mod merge;
+pub mod options;
 pub mod partition;
 #[cfg(feature = "mpi")]
 pub mod ranks;
@@ -16,25 +17,5 @@ pub mod sizing;
 pub mod sweep;
 pub mod trials;
 
-pub use settings::{Places, Settings};
-
-/// Loads a reference workload or a workload file, reading the dataset at `dataset` when given
-/// (`--dataset`, in place of the file's `dataset.path`), and checks what it asks of its dataset
-/// (a known kind, options the kind has, fields its steps read): what `validate` checks, so that
-/// `run` and `sweep` refuse the same files before doing anything.
-pub fn load_workload(
-    name_or_path: &str,
-    dataset: Option<&std::path::Path>,
-) -> anyhow::Result<workloads::Workload> {
-    let mut spec = workloads::load_spec(name_or_path)?;
-    if let Some(path) = dataset {
-        let path = if datasets::files::is_remote(path) {
-            path.to_path_buf()
-        } else {
-            std::path::absolute(path)?
-        };
-        spec = spec.with_dataset(path);
-    }
-    datasets::check_workload(&spec)?;
-    Ok(workloads::Workload::build(spec)?)
-}
+pub use options::SweepOptions;
+pub use settings::{load_workload, Places, Settings};

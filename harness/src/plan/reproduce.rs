@@ -9,9 +9,9 @@ use workloads::{CacheMode, Codec};
 use crate::analysis::cells::{CellKey, Results};
 use crate::analysis::findings::measured;
 use crate::analysis::report::{views, write_report, ReportFiles};
+use crate::plan::options::TrialTarget;
 use crate::plan::settings::Settings;
 use crate::plan::sweep::{sweep, Places, SweepOptions, SweepOutcome};
-use crate::plan::trials::TrialTarget;
 
 /// How much of the paper's protocol a reproduction runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -9,8 +9,8 @@ use crate::measure::session::resolve_strategies;
 use crate::measure::warnings::Warning;
 use crate::plan::executor::Executor;
 use crate::plan::matrix::Plan;
+use crate::plan::options::SweepOptions;
 use crate::plan::settings::{Places, Settings};
-use crate::plan::sweep::SweepOptions;
 use crate::results::{Bound, RunRow};
 
 /// A run id unique to this process and moment: `r<unix seconds>-<pid>`.

@@ -54,7 +54,7 @@ impl Places {
     /// A dataset the workload names must be there before anything is written (not even the
     /// results folder's lock).
     pub fn load_workload(&self, name_or_path: &str) -> anyhow::Result<workloads::Workload> {
-        let workload = crate::plan::load_workload(name_or_path, self.dataset.as_deref())?;
+        let workload = load_workload(name_or_path, self.dataset.as_deref())?;
         if workload.spec.dataset.path.is_some() {
             let root = dataset_root(&workload, &self.data_dir)?;
             if !datasets::files::is_remote(&root) {
@@ -75,4 +75,24 @@ impl Places {
             ],
         )
     }
+}
+/// Loads a reference workload or a workload file, reading the dataset at `dataset` when given
+/// (`--dataset`, in place of the file's `dataset.path`), and checks what it asks of its dataset
+/// (a known kind, options the kind has, fields its steps read): what `validate` checks, so that
+/// `run` and `sweep` refuse the same files before doing anything.
+pub fn load_workload(
+    name_or_path: &str,
+    dataset: Option<&std::path::Path>,
+) -> anyhow::Result<workloads::Workload> {
+    let mut spec = workloads::load_spec(name_or_path)?;
+    if let Some(path) = dataset {
+        let path = if datasets::files::is_remote(path) {
+            path.to_path_buf()
+        } else {
+            std::path::absolute(path)?
+        };
+        spec = spec.with_dataset(path);
+    }
+    datasets::check_workload(&spec)?;
+    Ok(workloads::Workload::build(spec)?)
 }

@@ -12,53 +12,13 @@ use crate::measure::session::{Materialized, Session};
 use crate::measure::warnings::Warning;
 use crate::plan::executor::Executor;
 pub use crate::plan::matrix::{shuffled, Cell, Plan};
+pub use crate::plan::options::SweepOptions;
 use crate::plan::run::setting_warnings;
 pub use crate::plan::settings::{Places, Settings};
 use crate::plan::sizing::{self, Sizes};
-use crate::plan::trials::{more_trials, targeted, TrialTarget};
+use crate::plan::trials::{more_trials, targeted};
 use crate::progress::Progress;
 use crate::results::{self, Calibration, Manifest, OfflineRow, PlanEntry, Verdict};
-
-/// Settings of a sweep; `None` takes the workload's `sweep:` default.
-#[derive(Clone, Debug, Default)]
-pub struct SweepOptions {
-    pub workload: String,
-    pub strategies: Option<Vec<String>>,
-    pub codecs: Option<Vec<Codec>>,
-    pub threads: Option<Vec<usize>>,
-    /// Thread counts below the most run only these strategies (`None`: every strategy at
-    /// every count): a thread-scaling check without the whole matrix at every count.
-    pub scaling_strategies: Option<Vec<String>>,
-    pub cache: Option<Vec<CacheMode>>,
-    pub trials: Option<usize>,
-    /// Materializations per (strategy, codec); each is timed and recorded in `offline.csv`.
-    pub offline_trials: usize,
-    /// Add trials, one at a time, to settings whose 95 % CI half-width is over 5 % of the mean,
-    /// up to this many; `None`: `trials` only.
-    pub max_trials: Option<usize>,
-    /// MB per dataset variant (see `sweep.dataset_mb`); `samples` wins when both are set.
-    pub dataset_mb: Option<f64>,
-    /// At most this many dataset variants, evenly spread with the first and last kept;
-    /// `None`: all.
-    pub variants: Option<usize>,
-    /// Storage profiles to measure under (a sweep dimension); `None`: the workload's
-    /// `sweep.storage`.
-    pub storage: Option<Vec<String>>,
-    /// How each run is measured.
-    pub settings: Settings,
-    /// Calibrate the prediction model before the online runs (`calibrate.rs`): the machine
-    /// (cached) and each (strategy, codec) not yet calibrated in the results folder.
-    pub calibrate: bool,
-    /// Measure the machine again instead of using its cached calibration.
-    pub recalibrate: bool,
-    /// Only calibrate (`prepbench calibrate`): no runs.
-    pub calibrate_only: bool,
-    /// Run only this shard's cells, into `OUT/shard-I-of-N` (`shard.rs`).
-    pub shard: Option<crate::results::Shard>,
-    /// At least so many trials of the settings behind some cells (`reproduce` settling a
-    /// finding's check); when set, dataset variants that no target names are left alone.
-    pub trials_at_least: Vec<TrialTarget>,
-}
 
 /// What a sweep did.
 pub struct SweepOutcome {

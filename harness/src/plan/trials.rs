@@ -14,14 +14,8 @@ use workloads::{CacheMode, Workload};
 
 use crate::analysis::cells::CellKey;
 use crate::plan::matrix::{Cell, Plan};
+use crate::plan::options::TrialTarget;
 use crate::results::{self, CacheState};
-
-/// At least `trials` trials of the setting whose runs record the cell `key`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TrialTarget {
-    pub key: CellKey,
-    pub trials: usize,
-}
 
 /// Whether the runs of `cell` (a cell of `plan` for `workload`) record rows of the cell `key`:
 /// the same workload, strategy, codec, threads, storage and consumer, and a cache mode whose

@@ -4,8 +4,10 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::*;
-use crate::analysis::findings::{self, Verdict};
+use super::conclusions::Conclusions;
+use super::pairing::*;
+use crate::analysis::cells::MIN_EPOCH_S;
+
 use crate::analysis::svg::{Forest, ForestRow};
 use crate::units::rate;
 
@@ -257,39 +259,6 @@ impl Comparison {
         }
         .to_svg()
     }
-}
-
-/// What a results folder concludes: every sub-claim's verdict, and per workload and condition
-/// the fastest strategy cold (codec none, at the most threads, epochs long enough).
-#[derive(Clone, Debug)]
-pub struct Conclusions {
-    verdicts: Vec<(String, Verdict)>,
-    best: Vec<(String, String)>,
-}
-
-/// The conclusions of a loaded folder and its cells.
-pub(super) fn conclusions_of(results: &Results, cells: &[Cell]) -> Conclusions {
-    let views = crate::analysis::report::views(results, cells);
-    let found = findings::measured::judge(results, &views);
-    let verdicts = found
-        .iter()
-        .flat_map(|f| &f.sub_claims)
-        .map(|s| (s.id.to_string(), s.verdict))
-        .collect();
-    let best = views
-        .iter()
-        .filter_map(|v| {
-            let t = v.max_threads();
-            let fastest = v
-                .strategies
-                .iter()
-                .filter_map(|(_, s)| v.cold(s, workloads::Codec::None, t))
-                .filter(|c| c.long_enough())
-                .max_by(|x, y| x.throughput.mean.total_cmp(&y.throughput.mean))?;
-            Some((v.title(), fastest.key.strategy.clone()))
-        })
-        .collect();
-    Conclusions { verdicts, best }
 }
 
 /// Whether the two folders conclude the same: the paper's findings' verdicts (for the paper's

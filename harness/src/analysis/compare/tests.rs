@@ -1,6 +1,7 @@
 //! Pairing and verdicts of `compare`.
 
 use super::*;
+use crate::analysis::cells::Cell;
 use crate::analysis::cells::CellKey;
 use crate::analysis::stats::Summary;
 

@@ -464,7 +464,7 @@ fn write_outputs(
 
 /// `prepbench show`: the text to print.
 pub fn show(opts: &ShowOptions) -> anyhow::Result<String> {
-    let workload = crate::plan::load_workload(&opts.workload, opts.dataset.as_deref())?;
+    let workload = crate::plan::settings::load_workload(&opts.workload, opts.dataset.as_deref())?;
     let end = resolve_end(&workload, opts.after.as_deref(), opts.strategy.as_deref())?;
     if !opts.list && opts.out.is_none() {
         bail!("say what to show: --out PATH (.npy, .png or a directory) or --list");

@@ -1,5 +1,6 @@
 //! The sweep's matrix, order and resumption, on small real sweeps where it needs one.
 use super::*;
+use crate::plan::options::TrialTarget;
 
 fn cv() -> Workload {
     workloads::load("cv").unwrap()
