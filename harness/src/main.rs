@@ -178,23 +178,20 @@ fn main() -> ExitCode {
         workloads::python::set_interpreter(python.clone());
     }
     let progress = Progress { quiet: cli.quiet };
-    let result = match cli.command {
+    dispatch(cli.command, progress).unwrap_or_else(|e| {
+        eprintln!("error: {}", error_text(&e));
+        ExitCode::FAILURE
+    })
+}
+
+/// Runs one subcommand.
+fn dispatch(command: Command, progress: Progress) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Run(args) => run_command(args, progress),
         Command::Sweep(args) => sweep_command(args, progress),
         Command::Calibrate(args) => calibrate_command(args, progress),
         Command::Whatif(args) => whatif_command(args),
-        Command::Merge { dirs, out } => {
-            harness::plan::merge::merge(&dirs, out.as_deref()).map(|m| {
-                progress.note(&format!(
-                    "merged {} shards ({} rows) into {}; `prepbench report {}` writes its report",
-                    m.shards,
-                    m.rows,
-                    m.out.display(),
-                    m.out.display()
-                ));
-                ExitCode::SUCCESS
-            })
-        }
+        Command::Merge { dirs, out } => merge_command(&dirs, out.as_deref(), progress),
         Command::Report {
             dir,
             out,
@@ -207,20 +204,19 @@ fn main() -> ExitCode {
                 epochs,
                 ..harness::analysis::recommend::DEFAULT_PLAN
             };
-            harness::analysis::report::write_report_with(
+            let out = out.as_deref().unwrap_or(&dir);
+            let written = harness::analysis::report::write_report_with(
                 &dir,
-                out.as_deref().unwrap_or(&dir),
+                out,
                 peers.as_deref(),
                 &plan,
-            )
-            .map(|written| {
-                progress.note(&format!(
-                    "wrote {} files; start with {}",
-                    written.files.len(),
-                    written.report_md.display()
-                ));
-                ExitCode::SUCCESS
-            })
+            )?;
+            progress.note(&format!(
+                "wrote {} files; start with {}",
+                written.files.len(),
+                written.report_md.display()
+            ));
+            Ok(ExitCode::SUCCESS)
         }
         Command::Recommend {
             dir,
@@ -237,19 +233,12 @@ fn main() -> ExitCode {
                 memory_bytes,
                 dataset_samples,
             };
-            let text = match harness::markdown::Rows::from_flags(csv, json) {
+            printed(match harness::markdown::Rows::from_flags(csv, json) {
                 Some(rows) => harness::analysis::recommend::recommend_rows(&dir, &opts, rows),
                 None => harness::analysis::recommend::recommend(&dir, &opts),
-            };
-            text.map(|text| {
-                print!("{text}");
-                ExitCode::SUCCESS
             })
         }
-        Command::Compare(args) => commands::compare(&args).map(|text| {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }),
+        Command::Compare(args) => printed(commands::compare(&args)),
         Command::Reproduce {
             scale,
             seed,
@@ -260,45 +249,38 @@ fn main() -> ExitCode {
         } else {
             ExitCode::FAILURE
         }),
-        Command::Workload { what } => commands::workload(&what).map(|text| {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }),
-        Command::Store { what } => commands::store(&what).map(|text| {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }),
-        Command::List { what } => commands::list(&what).map(|text| {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }),
-        Command::Generate(args) => commands::generate(&args, progress).map(|lines| {
+        Command::Workload { what } => printed(commands::workload(&what)),
+        Command::Store { what } => printed(commands::store(&what)),
+        Command::List { what } => printed(commands::list(&what)),
+        Command::Generate(args) => {
+            let lines = commands::generate(&args, progress)?;
             lines.iter().for_each(|line| println!("{line}"));
-            ExitCode::SUCCESS
-        }),
-        Command::Show(args) => harness::cli::show::show(&harness::cli::show::ShowOptions {
-            workload: args.workload,
-            sample: args.sample,
-            part: args.part,
-            after: args.after,
-            strategy: args.strategy,
-            field: args.field,
-            out: args.out,
-            list: args.list,
-            seed: args.seed,
-            epoch: args.epoch,
-            data_dir: args.data_dir,
-            dataset: args.dataset,
-        })
-        .map(|text| {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }),
-    };
-    result.unwrap_or_else(|e| {
-        eprintln!("error: {}", error_text(&e));
-        ExitCode::FAILURE
-    })
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Show(args) => printed(harness::cli::show::show(&args.options())),
+    }
+}
+
+/// A command's text, printed as it is.
+fn printed(text: anyhow::Result<String>) -> anyhow::Result<ExitCode> {
+    print!("{}", text?);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn merge_command(
+    dirs: &[std::path::PathBuf],
+    out: Option<&std::path::Path>,
+    progress: Progress,
+) -> anyhow::Result<ExitCode> {
+    let m = harness::plan::merge::merge(dirs, out)?;
+    progress.note(&format!(
+        "merged {} shards ({} rows) into {}; `prepbench report {}` writes its report",
+        m.shards,
+        m.rows,
+        m.out.display(),
+        m.out.display()
+    ));
+    Ok(ExitCode::SUCCESS)
 }
 
 /// An error and its causes, outermost first, joined by ": " as `{:#}` would, but each said

@@ -79,6 +79,23 @@ impl serde::Serialize for Codec {
     }
 }
 
+impl Codec {
+    /// The codec as a folder name holds it: its text without `:` (`gzip6`, `zstd3`, `lz4`).
+    pub fn folder_name(self) -> String {
+        self.to_string().replace(':', "")
+    }
+
+    /// The codec a folder name holds ([`Codec::folder_name`]); `None` for no codec's.
+    pub fn from_folder_name(name: &str) -> Option<Codec> {
+        if let Ok(codec) = name.parse() {
+            return Some(codec);
+        }
+        let digits = name.bytes().rev().take_while(u8::is_ascii_digit).count();
+        let (base, level) = name.split_at(name.len() - digits);
+        format!("{base}:{level}").parse().ok()
+    }
+}
+
 impl fmt::Display for Codec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -232,6 +249,17 @@ impl<'de> Deserialize<'de> for OnError {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn codecs_round_trip_through_folder_names() {
+        for text in ["none", "lz4", "gzip:6", "zlib:1", "zstd:22", "zstd:3"] {
+            let codec: Codec = text.parse().unwrap();
+            assert_eq!(Codec::from_folder_name(&codec.folder_name()), Some(codec), "{text}");
+        }
+        assert_eq!(Codec::from_folder_name("gzip6"), Some(Codec::Gzip { level: 6 }));
+        assert_eq!(Codec::from_folder_name("brotli3"), None);
+    }
+
     use super::*;
 
     #[test]

@@ -1,6 +1,6 @@
 //! The small subcommands: `validate`, `list`, `generate`. (`run` lives in `run.rs`.)
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use datasets::GenerateRequest;
@@ -9,7 +9,9 @@ use workloads::Workload;
 
 use crate::cli::{default_threads, GenerateArgs, ListWhat, WorkloadWhat};
 use crate::progress::Progress;
+use crate::store::housekeeping::{self, StoreEntry};
 use crate::store::remote;
+use crate::units;
 
 /// Validates each file; returns how many failed (each failure printed to stderr).
 pub fn validate(files: &[PathBuf]) -> usize {
@@ -361,65 +363,12 @@ pub fn compare(args: &crate::cli::CompareArgs) -> anyhow::Result<String> {
 /// `prepbench store list` and `prepbench store remove`.
 pub fn store(what: &crate::cli::StoreWhat) -> anyhow::Result<String> {
     use crate::cli::StoreWhat;
-    use crate::store::housekeeping::{self, Selection};
-    use crate::units::{bytes, duration};
-    let now = std::time::SystemTime::now();
-    let age = |e: &housekeeping::StoreEntry| {
-        now.duration_since(e.modified)
-            .map_or_else(|_| "-".to_string(), |d| duration(d.as_secs_f64()))
-    };
-    let table = |entries: &[&housekeeping::StoreEntry]| {
-        let rows: Vec<Vec<String>> = entries
-            .iter()
-            .map(|e| {
-                vec![
-                    e.workload.clone(),
-                    e.strategy.clone(),
-                    e.codec.clone(),
-                    e.shards.to_string(),
-                    e.samples.to_string(),
-                    bytes(e.bytes as f64),
-                    e.state.text().to_string(),
-                    age(e),
-                    e.path.display().to_string(),
-                ]
-            })
-            .collect();
-        crate::markdown::table(
-            &[
-                "workload", "strategy", "codec", "shards", "samples", "size", "state", "age",
-                "path",
-            ],
-            &rows,
-        )
-    };
-    let total = |entries: &[&housekeeping::StoreEntry]| {
-        bytes(entries.iter().map(|e| e.bytes as f64).sum::<f64>())
-    };
     match what {
         StoreWhat::List {
             store_dir,
             workload,
             json,
-        } => {
-            let all = housekeeping::list(store_dir)?;
-            let shown: Vec<&housekeeping::StoreEntry> = all
-                .iter()
-                .filter(|e| workload.as_ref().is_none_or(|w| *w == e.workload))
-                .collect();
-            if *json {
-                return Ok(serde_json::to_string_pretty(&shown)? + "\n");
-            }
-            if shown.is_empty() {
-                return Ok(format!("{} holds no stores\n", store_dir.display()));
-            }
-            Ok(format!(
-                "{}\n{} in {} stores.\n",
-                table(&shown),
-                total(&shown),
-                shown.len()
-            ))
-        }
+        } => store_list(store_dir, workload.as_deref(), *json),
         StoreWhat::Remove {
             store_dir,
             workload,
@@ -430,7 +379,7 @@ pub fn store(what: &crate::cli::StoreWhat) -> anyhow::Result<String> {
             all,
             dry_run,
         } => {
-            let selection = Selection {
+            let selection = crate::store::housekeeping::Selection {
                 workload: workload.clone(),
                 strategy: strategy.clone(),
                 older_than: *older_than,
@@ -438,52 +387,118 @@ pub fn store(what: &crate::cli::StoreWhat) -> anyhow::Result<String> {
                 stale: *stale,
                 all: *all,
             };
-            if selection.is_empty() {
-                anyhow::bail!(
-                    "say which stores to remove: --workload, --strategy, --older-than, --incomplete, --stale, or --all for every store in {}",
-                    store_dir.display()
-                );
-            }
-            let every = housekeeping::list(store_dir)?;
-            let chosen: Vec<&housekeeping::StoreEntry> =
-                every.iter().filter(|e| selection.selects(e, now)).collect();
-            if chosen.is_empty() {
-                return Ok(format!(
-                    "no store in {} matches; nothing removed\n",
-                    store_dir.display()
-                ));
-            }
-            if *dry_run {
-                return Ok(format!(
-                    "{}\nWould remove these {} stores ({}); nothing removed (--dry-run).\n",
-                    table(&chosen),
-                    chosen.len(),
-                    total(&chosen)
-                ));
-            }
-            let mut removed = Vec::new();
-            let mut refused = Vec::new();
-            for e in &chosen {
-                match housekeeping::remove(e, store_dir) {
-                    Ok(()) => removed.push(*e),
-                    Err(err) => refused.push(format!("- {}: {err:#}", e.path.display())),
-                }
-            }
-            let mut text = format!(
-                "{}\nRemoved {} stores ({}).\n",
-                table(&removed),
-                removed.len(),
-                total(&removed)
-            );
-            if !refused.is_empty() {
-                anyhow::bail!(
-                    "{text}{} stores were not removed:\n{}",
-                    refused.len(),
-                    refused.join("\n")
-                );
-            }
-            text.push('\n');
-            Ok(text)
+            store_remove(store_dir, &selection, *dry_run)
         }
     }
+}
+
+/// The stores `entries` as a table: what each holds, its size, state, age and place.
+fn store_table(entries: &[&StoreEntry]) -> String {
+    let now = std::time::SystemTime::now();
+    let rows: Vec<Vec<String>> = entries
+        .iter()
+        .map(|e| {
+            let age = now
+                .duration_since(e.modified)
+                .map_or_else(|_| "-".to_string(), |d| units::duration(d.as_secs_f64()));
+            vec![
+                e.workload.clone(),
+                e.strategy.clone(),
+                e.codec.map_or_else(|| "-".to_string(), |c| c.to_string()),
+                e.shards.to_string(),
+                e.samples.to_string(),
+                units::bytes(e.bytes as f64),
+                e.state.text().to_string(),
+                age,
+                e.path.display().to_string(),
+            ]
+        })
+        .collect();
+    crate::markdown::table(
+        &[
+            "workload", "strategy", "codec", "shards", "samples", "size", "state", "age", "path",
+        ],
+        &rows,
+    )
+}
+
+/// The size of `entries` together.
+fn store_total(entries: &[&StoreEntry]) -> String {
+    units::bytes(entries.iter().map(|e| e.bytes as f64).sum::<f64>())
+}
+
+/// `prepbench store list`: every store (of `workload`), as a table or JSON.
+fn store_list(store_dir: &Path, workload: Option<&str>, json: bool) -> anyhow::Result<String> {
+    let all = housekeeping::list(store_dir)?;
+    let shown: Vec<&StoreEntry> = all
+        .iter()
+        .filter(|e| workload.is_none_or(|w| w == e.workload))
+        .collect();
+    if json {
+        return Ok(serde_json::to_string_pretty(&shown)? + "\n");
+    }
+    if shown.is_empty() {
+        return Ok(format!("{} holds no stores\n", store_dir.display()));
+    }
+    Ok(format!(
+        "{}\n{} in {} stores.\n",
+        store_table(&shown),
+        store_total(&shown),
+        shown.len()
+    ))
+}
+
+/// `prepbench store remove`: the stores `selection` selects, removed (or listed, with
+/// `dry_run`); a store that cannot be removed is named in the error.
+fn store_remove(
+    store_dir: &Path,
+    selection: &housekeeping::Selection,
+    dry_run: bool,
+) -> anyhow::Result<String> {
+    if selection.is_empty() {
+        anyhow::bail!(
+            "say which stores to remove: --workload, --strategy, --older-than, --incomplete, --stale, or --all for every store in {}",
+            store_dir.display()
+        );
+    }
+    let now = std::time::SystemTime::now();
+    let every = housekeeping::list(store_dir)?;
+    let chosen: Vec<&StoreEntry> = every.iter().filter(|e| selection.selects(e, now)).collect();
+    if chosen.is_empty() {
+        return Ok(format!(
+            "no store in {} matches; nothing removed\n",
+            store_dir.display()
+        ));
+    }
+    if dry_run {
+        return Ok(format!(
+            "{}\nWould remove these {} stores ({}); nothing removed (--dry-run).\n",
+            store_table(&chosen),
+            chosen.len(),
+            store_total(&chosen)
+        ));
+    }
+    let mut removed = Vec::new();
+    let mut refused = Vec::new();
+    for e in &chosen {
+        match housekeeping::remove(e, store_dir) {
+            Ok(()) => removed.push(*e),
+            Err(err) => refused.push(format!("- {}: {err:#}", e.path.display())),
+        }
+    }
+    let mut text = format!(
+        "{}\nRemoved {} stores ({}).\n",
+        store_table(&removed),
+        removed.len(),
+        store_total(&removed)
+    );
+    if !refused.is_empty() {
+        anyhow::bail!(
+            "{text}{} stores were not removed:\n{}",
+            refused.len(),
+            refused.join("\n")
+        );
+    }
+    text.push('\n');
+    Ok(text)
 }

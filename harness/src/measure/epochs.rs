@@ -9,7 +9,8 @@ use workloads::{CacheMode, Codec, OnError, Sample, StorageProfile, Strategy};
 
 use crate::measure::cache;
 use crate::measure::emulate::Throttle;
-use crate::measure::online::{OnlineInput, OnlineJob};
+use crate::measure::app_cache::AppCache;
+use crate::measure::online::{OnlineInput, OnlineJob, OnlineResult};
 use crate::measure::session::{Materialized, Session, MAX_COLD_RESIDENCY_PCT};
 use crate::measure::verify::Verification;
 use crate::measure::warnings::Warning;
@@ -156,29 +157,74 @@ impl Session {
         }
     }
 
-    /// Runs `spec.epochs` epochs of the online phase and, when asked, verifies the output.
+    /// Runs `spec.epochs` epochs of the online phase and, when asked, verifies the output:
+    /// the checks, then each epoch (its cache prepared, run, recorded), then the null-I/O
+    /// control of a run with a consumer, then verification.
     pub fn measure(&self, spec: &RunSpec) -> anyhow::Result<Measured> {
+        let input = self.run_input(spec);
+        self.check_run(spec)?;
+        let store_skipped: &[results::Skipped] = spec.stored.map_or(&[], |m| &m.manifest.skipped);
+        let mut measured = Measured {
+            rows: Vec::new(),
+            epoch_stages: Vec::new(),
+            bounds: Vec::new(),
+            samples: Vec::new(),
+            errors: store_skipped
+                .iter()
+                .map(|s| s.row(&spec.run_id, None))
+                .collect(),
+            warnings: Vec::new(),
+            verification: None,
+        };
+        let app_cache = crate::measure::app_cache::AppCache::new(spec.app_cache_bytes);
+        // The last epoch's first sample, which the null-I/O control serves.
+        let mut template = None;
+        for epoch in 0..spec.epochs {
+            let run = self.run_epoch(spec, &input, epoch, &app_cache, &mut measured)?;
+            if epoch + 1 == spec.epochs {
+                template = run.result.template.clone();
+            }
+            record_epoch(self, spec, &input, run, &mut measured);
+        }
+        if let (Some(consumer), Some(template), Some(last)) =
+            (spec.consumer, template, measured.rows.last())
+        {
+            measured
+                .rows
+                .push(null_io_row(last, consumer, &template, spec.seed));
+            measured.bounds.push(None);
+        }
+        if spec.verify {
+            self.verify_run(spec, &mut measured)?;
+        }
+        Ok(measured)
+    }
+
+    /// What a run reads: the raw files, or its store.
+    fn run_input<'s>(&'s self, spec: &RunSpec<'s>) -> RunInput<'s> {
+        match spec.stored {
+            None => RunInput {
+                files: self.source.paths(),
+                storage_bytes: self.source.total_bytes(),
+                online: OnlineInput::Raw,
+                codec: Codec::None,
+                shards: 0,
+            },
+            Some(m) => RunInput {
+                files: m.local_paths(),
+                storage_bytes: m.manifest.storage_bytes(),
+                online: m.input(),
+                codec: m.manifest.codec,
+                shards: m.manifest.shards.len(),
+            },
+        }
+    }
+
+    /// Refuses what the run cannot measure before any epoch: a store with left-out samples
+    /// under `on_error: fail`, the application cache of raw files, and a remote input warmed
+    /// or under emulated storage.
+    fn check_run(&self, spec: &RunSpec) -> anyhow::Result<()> {
         let strategy = spec.strategy;
-        let (files, storage_bytes, input, codec, shards) = match spec.stored {
-            None => (
-                self.source.paths(),
-                self.source.total_bytes(),
-                OnlineInput::Raw,
-                Codec::None,
-                0,
-            ),
-            Some(m) => (
-                m.local_paths(),
-                m.manifest.storage_bytes(),
-                m.input(),
-                m.manifest.codec,
-                m.manifest.shards.len(),
-            ),
-        };
-        let job = OnlineJob {
-            consumer: spec.consumer,
-            ..self.online_job(strategy, input, spec.threads, spec.seed)
-        };
         let store_skipped: &[results::Skipped] = spec.stored.map_or(&[], |m| &m.manifest.skipped);
         if let (OnError::Fail, Some(first)) = (self.on_error, store_skipped.first()) {
             bail!(
@@ -193,29 +239,7 @@ impl Session {
                 first.message
             );
         }
-        let store_skipped_count: u64 = store_skipped.iter().map(|s| s.count).sum();
         check_cache_mode(strategy, spec.cache)?;
-        let app_cache = crate::measure::app_cache::AppCache::new(spec.app_cache_bytes);
-        let mut measured = Measured {
-            rows: Vec::new(),
-            epoch_stages: Vec::new(),
-            bounds: Vec::new(),
-            samples: Vec::new(),
-            errors: store_skipped
-                .iter()
-                .map(|s| s.row(&spec.run_id, None))
-                .collect(),
-            warnings: Vec::new(),
-            verification: None,
-        };
-        // Outputs per source item: a fan-out step (NILM's windows) makes the kind's count.
-        let per_item = match self.workload.spec.fan_out_step() {
-            Some(_) => datasets::find_kind(&self.workload.spec.dataset.kind)
-                .map_or(1, |k| k.samples_per_file),
-            None => 1,
-        };
-        // The last epoch's first sample, which the null-I/O control serves.
-        let mut template = None;
         let remote = self.input_is_remote(spec.stored);
         if remote && spec.cache == CacheMode::Warm {
             bail!(
@@ -232,182 +256,255 @@ impl Session {
                 strategy.name
             );
         }
-        for epoch in 0..spec.epochs {
-            // Nothing in object storage is cached here; the service's own caches are not ours
-            // to drop (docs/cluster.md).
-            let mut prep = if remote {
-                CachePrep {
-                    state: if spec.cache == CacheMode::App && epoch == 0 {
-                        CacheState::AppFill
-                    } else {
-                        CacheState::Cold
-                    },
-                    method: results::rows::EVICT_REMOTE.into(),
-                    before_pct: 0.0,
-                    after_pct: 0.0,
-                }
+        Ok(())
+    }
+
+    /// The page cache at the start of `epoch`, prepared as the run's cache mode asks. Nothing
+    /// in object storage is cached here; the service's own caches are not ours to drop
+    /// (docs/cluster.md).
+    fn epoch_cache(&self, spec: &RunSpec, files: &[PathBuf], epoch: u64) -> anyhow::Result<CachePrep> {
+        if !self.input_is_remote(spec.stored) {
+            return self.prepare_cache(files, epoch, spec.cache);
+        }
+        Ok(CachePrep {
+            state: if spec.cache == CacheMode::App && epoch == 0 {
+                CacheState::AppFill
             } else {
-                self.prepare_cache(&files, epoch, spec.cache)?
-            };
-            let app = spec.cache == CacheMode::App;
-            let mut epoch_job = OnlineJob { epoch, ..job };
-            if app && epoch == 0 {
-                epoch_job.fill = Some(&app_cache);
-            } else if app && app_cache.fits() {
-                prep.state = CacheState::App;
-                epoch_job.input = OnlineInput::Memory(&app_cache);
-            } else if app {
-                prep.state = CacheState::AppMiss;
-                if epoch == 1 {
-                    measured.warnings.push(Warning::AppCacheTooSmall {
-                        strategy: strategy.name.clone(),
-                        limit_mb: app_cache.limit_bytes as f64 / 1e6,
-                    });
-                }
-            }
-            if matches!(prep.state, CacheState::Warm | CacheState::App) {
-                epoch_job.min_s = spec.min_epoch_s;
-            }
-            let valid =
-                !(prep.state == CacheState::Cold && prep.after_pct > MAX_COLD_RESIDENCY_PCT);
-            if !valid {
-                let fs_type = files
-                    .first()
-                    .and_then(|f| crate::results::system::filesystem_of(f))
-                    .map(|f| f.fs_type)
-                    .unwrap_or_else(|| "unknown".into());
-                measured.warnings.push(Warning::StillResident {
+                CacheState::Cold
+            },
+            method: results::rows::EVICT_REMOTE.into(),
+            before_pct: 0.0,
+            after_pct: 0.0,
+        })
+    }
+
+    /// One epoch: its cache prepared, its job set (the application cache filled or served, a
+    /// cached epoch's floor), run on the job's engine while the system is sampled.
+    fn run_epoch(
+        &self,
+        spec: &RunSpec,
+        input: &RunInput,
+        epoch: u64,
+        app_cache: &AppCache,
+        measured: &mut Measured,
+    ) -> anyhow::Result<EpochRun> {
+        let strategy = spec.strategy;
+        let mut prep = self.epoch_cache(spec, &input.files, epoch)?;
+        let mut job = OnlineJob {
+            consumer: spec.consumer,
+            epoch,
+            ..self.online_job(strategy, input.online, spec.threads, spec.seed)
+        };
+        let app = spec.cache == CacheMode::App;
+        if app && epoch == 0 {
+            job.fill = Some(app_cache);
+        } else if app && app_cache.fits() {
+            prep.state = CacheState::App;
+            job.input = OnlineInput::Memory(app_cache);
+        } else if app {
+            prep.state = CacheState::AppMiss;
+            if epoch == 1 {
+                measured.warnings.push(Warning::AppCacheTooSmall {
                     strategy: strategy.name.clone(),
-                    pct: prep.after_pct,
-                    fs_type,
+                    limit_mb: app_cache.limit_bytes as f64 / 1e6,
                 });
             }
-            let bar = self.progress.bar(
-                (self.source.len() * per_item) as u64,
-                &format!("{} t{} epoch {epoch}", strategy.name, spec.threads),
-            );
-            // A fresh emulated storage per epoch: its links start idle.
-            let throttle = Throttle::new(spec.storage);
-            epoch_job.throttle = throttle.as_ref();
-            if let Some(gate) = spec.start_gate {
-                gate();
-            }
-            let sampler = crate::measure::sysmon::Sampler::start(
-                &self.source.root,
-                crate::measure::sysmon::SAMPLE_PERIOD,
-            );
-            let result = crate::measure::online::run(&epoch_job, &bar)
-                .with_context(|| format!("online phase of `{}`, epoch {epoch}", strategy.name))?;
-            let device = sampler.device.clone();
-            let system = sampler.finish();
-            let (device_read_mb_s, cpu_busy_pct) = crate::measure::sysmon::means(&system);
-            measured.samples.extend(crate::measure::sysmon::rows(
-                &spec.run_id,
-                Some(epoch),
-                &device,
-                &system,
-            ));
-            bar.finish_and_clear();
-            let online_s = result.delta.wall_s;
-            let stages =
-                crate::measure::attribution::stages(&result.stages, &self.workload, strategy.split);
-            measured
-                .bounds
-                .push(crate::results::stages::classify(&stages).0);
-            measured.epoch_stages.push(stages);
-            if epoch + 1 == spec.epochs {
-                template = result.template.clone();
-            }
-            let training = result.consumer.as_ref();
-            measured.errors.extend(
-                result
-                    .skipped
-                    .iter()
-                    .map(|s| s.row(&spec.run_id, Some(epoch))),
-            );
-            let skipped_samples =
-                store_skipped_count + result.skipped.iter().map(|s| s.count).sum::<u64>();
-            // An epoch of no samples has no throughput to speak of, whatever its time.
-            let delivered = result.samples > 0;
-            if !delivered {
-                measured.warnings.push(Warning::NothingDelivered {
-                    strategy: strategy.name.clone(),
-                    epoch,
-                    skipped: skipped_samples,
-                });
-            }
-            measured.rows.push(RunRow {
-                run_id: spec.run_id.clone(),
-                started_utc: results::utc_now(),
-                workload: self.workload.spec.label(),
+        }
+        if matches!(prep.state, CacheState::Warm | CacheState::App) {
+            job.min_s = spec.min_epoch_s;
+        }
+        let valid = !(prep.state == CacheState::Cold && prep.after_pct > MAX_COLD_RESIDENCY_PCT);
+        if !valid {
+            let fs_type = input
+                .files
+                .first()
+                .and_then(|f| crate::results::system::filesystem_of(f))
+                .map(|f| f.fs_type)
+                .unwrap_or_else(|| "unknown".into());
+            measured.warnings.push(Warning::StillResident {
                 strategy: strategy.name.clone(),
-                split: strategy.split,
-                codec,
-                shards,
-                threads: spec.threads,
-                samples: result.samples,
-                trial: spec.trial,
-                epoch,
-                cache: prep.state,
-                seed: spec.seed,
-                offline_s: spec.stored.map_or(0.0, |m| m.manifest.offline_s),
-                offline_reused: spec.stored.is_some_and(|m| m.reused),
-                storage_bytes,
-                online_s,
-                throughput_sps: if online_s > 0.0 {
-                    result.samples as f64 / online_s
-                } else {
-                    0.0
-                },
-                read_bytes: result.delta.read_bytes,
-                read_chars: result.delta.read_chars,
-                output_bytes: result.output_bytes,
-                cpu_user_s: result.delta.cpu_user_s,
-                cpu_sys_s: result.delta.cpu_sys_s,
-                evict_method: prep.method,
-                residency_before_pct: prep.before_pct,
-                residency_after_pct: prep.after_pct,
-                valid: valid && delivered,
-                verified: None,
-                storage: spec.storage.name.clone(),
-                consumer: spec.consumer,
-                au_pct: training.map(|m| m.au_pct(online_s)),
-                stall_pct: training.map(|m| m.stall_pct(online_s)),
-                first_batch_s: training.map(|m| m.first_batch_s),
-                batch_wait_p50_ms: training.map(|m| m.wait_p50_ms),
-                batch_wait_p99_ms: training.map(|m| m.wait_p99_ms),
-                device_read_mb_s,
-                cpu_busy_pct,
-                skipped_samples,
-                first_sample_s: result.first_sample_s(),
-                steady_sps: result.steady_sps(),
-                foreign_load_pct: result.delta.foreign_load_pct(),
-                steal_pct: result.delta.steal_pct(),
-                passes: result.passes,
+                pct: prep.after_pct,
+                fs_type,
             });
         }
-        if let (Some(consumer), Some(template), Some(last)) =
-            (spec.consumer, template, measured.rows.last())
-        {
-            measured
-                .rows
-                .push(null_io_row(last, consumer, &template, spec.seed));
-            measured.bounds.push(None);
+        // Outputs per source item: a fan-out step (NILM's windows) makes the kind's count.
+        let per_item = match self.workload.spec.fan_out_step() {
+            Some(_) => datasets::find_kind(&self.workload.spec.dataset.kind)
+                .map_or(1, |k| k.samples_per_file),
+            None => 1,
+        };
+        let bar = self.progress.bar(
+            (self.source.len() * per_item) as u64,
+            &format!("{} t{} epoch {epoch}", strategy.name, spec.threads),
+        );
+        // A fresh emulated storage per epoch: its links start idle.
+        let throttle = Throttle::new(spec.storage);
+        job.throttle = throttle.as_ref();
+        if let Some(gate) = spec.start_gate {
+            gate();
         }
-        if spec.verify {
-            let outcome = self.verify(strategy, spec.stored, spec.threads, spec.seed)?;
-            let verdict = if outcome.passed() {
-                Verdict::Pass
-            } else {
-                Verdict::Fail
-            };
-            measured
-                .rows
-                .iter_mut()
-                .for_each(|r| r.verified = Some(verdict));
-            measured.verification = Some(outcome);
-        }
-        Ok(measured)
+        let sampler = crate::measure::sysmon::Sampler::start(
+            &self.source.root,
+            crate::measure::sysmon::SAMPLE_PERIOD,
+        );
+        let result = crate::measure::online::run(&job, &bar)
+            .with_context(|| format!("online phase of `{}`, epoch {epoch}", strategy.name))?;
+        let device = sampler.device.clone();
+        let system = sampler.finish();
+        let (device_read_mb_s, cpu_busy_pct) = crate::measure::sysmon::means(&system);
+        measured.samples.extend(crate::measure::sysmon::rows(
+            &spec.run_id,
+            Some(epoch),
+            &device,
+            &system,
+        ));
+        bar.finish_and_clear();
+        Ok(EpochRun {
+            epoch,
+            result,
+            prep,
+            valid,
+            device_read_mb_s,
+            cpu_busy_pct,
+        })
+    }
+
+    /// Checks the run's output against fully-online processing and marks its rows.
+    fn verify_run(&self, spec: &RunSpec, measured: &mut Measured) -> anyhow::Result<()> {
+        let outcome = self.verify(spec.strategy, spec.stored, spec.threads, spec.seed)?;
+        let verdict = if outcome.passed() {
+            Verdict::Pass
+        } else {
+            Verdict::Fail
+        };
+        measured
+            .rows
+            .iter_mut()
+            .for_each(|r| r.verified = Some(verdict));
+        measured.verification = Some(outcome);
+        Ok(())
+    }
+}
+
+/// What a run reads, in the terms its rows record.
+struct RunInput<'s> {
+    /// The local files whose page cache is prepared (none for object storage).
+    files: Vec<PathBuf>,
+    storage_bytes: u64,
+    online: OnlineInput<'s>,
+    codec: Codec,
+    shards: usize,
+}
+
+/// One epoch as run: its result, the cache it started from, whether it started cold enough to
+/// count, and what the system did meanwhile.
+struct EpochRun {
+    epoch: u64,
+    result: OnlineResult,
+    prep: CachePrep,
+    valid: bool,
+    device_read_mb_s: Option<f64>,
+    cpu_busy_pct: Option<f64>,
+}
+
+/// Records one epoch: where its time went, what bound it, its skipped samples and its row.
+fn record_epoch(
+    session: &Session,
+    spec: &RunSpec,
+    input: &RunInput,
+    run: EpochRun,
+    measured: &mut Measured,
+) {
+    let (strategy, epoch, result) = (spec.strategy, run.epoch, &run.result);
+    let stages =
+        crate::measure::attribution::stages(&result.stages, &session.workload, strategy.split);
+    measured
+        .bounds
+        .push(crate::results::stages::classify(&stages).0);
+    measured.epoch_stages.push(stages);
+    measured.errors.extend(
+        result
+            .skipped
+            .iter()
+            .map(|s| s.row(&spec.run_id, Some(epoch))),
+    );
+    let store_skipped: u64 = spec
+        .stored
+        .map_or(0, |m| m.manifest.skipped.iter().map(|s| s.count).sum());
+    let skipped_samples = store_skipped + result.skipped.iter().map(|s| s.count).sum::<u64>();
+    // An epoch of no samples has no throughput to speak of, whatever its time.
+    let delivered = result.samples > 0;
+    if !delivered {
+        measured.warnings.push(Warning::NothingDelivered {
+            strategy: strategy.name.clone(),
+            epoch,
+            skipped: skipped_samples,
+        });
+    }
+    let row = epoch_row(session, spec, input, &run, delivered, skipped_samples);
+    measured.rows.push(row);
+}
+
+/// The runs.csv row of one epoch.
+fn epoch_row(
+    session: &Session,
+    spec: &RunSpec,
+    input: &RunInput,
+    run: &EpochRun,
+    delivered: bool,
+    skipped_samples: u64,
+) -> RunRow {
+    let (strategy, result) = (spec.strategy, &run.result);
+    let online_s = result.delta.wall_s;
+    let training = result.consumer.as_ref();
+    RunRow {
+        run_id: spec.run_id.clone(),
+        started_utc: results::utc_now(),
+        workload: session.workload.spec.label(),
+        strategy: strategy.name.clone(),
+        split: strategy.split,
+        codec: input.codec,
+        shards: input.shards,
+        threads: spec.threads,
+        samples: result.samples,
+        trial: spec.trial,
+        epoch: run.epoch,
+        cache: run.prep.state,
+        seed: spec.seed,
+        offline_s: spec.stored.map_or(0.0, |m| m.manifest.offline_s),
+        offline_reused: spec.stored.is_some_and(|m| m.reused),
+        storage_bytes: input.storage_bytes,
+        online_s,
+        throughput_sps: if online_s > 0.0 {
+            result.samples as f64 / online_s
+        } else {
+            0.0
+        },
+        read_bytes: result.delta.read_bytes,
+        read_chars: result.delta.read_chars,
+        output_bytes: result.output_bytes,
+        cpu_user_s: result.delta.cpu_user_s,
+        cpu_sys_s: result.delta.cpu_sys_s,
+        evict_method: run.prep.method.clone(),
+        residency_before_pct: run.prep.before_pct,
+        residency_after_pct: run.prep.after_pct,
+        valid: run.valid && delivered,
+        verified: None,
+        storage: spec.storage.name.clone(),
+        consumer: spec.consumer,
+        au_pct: training.map(|m| m.au_pct(online_s)),
+        stall_pct: training.map(|m| m.stall_pct(online_s)),
+        first_batch_s: training.map(|m| m.first_batch_s),
+        batch_wait_p50_ms: training.map(|m| m.wait_p50_ms),
+        batch_wait_p99_ms: training.map(|m| m.wait_p99_ms),
+        device_read_mb_s: run.device_read_mb_s,
+        cpu_busy_pct: run.cpu_busy_pct,
+        skipped_samples,
+        first_sample_s: result.first_sample_s(),
+        steady_sps: result.steady_sps(),
+        foreign_load_pct: result.delta.foreign_load_pct(),
+        steal_pct: result.delta.steal_pct(),
+        passes: result.passes,
     }
 }
 

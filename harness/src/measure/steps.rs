@@ -166,123 +166,167 @@ pub fn apply_steps(
     emit: &mut dyn FnMut(Sample) -> Result<bool, RunError>,
 ) -> Result<bool, RunError> {
     let StepSeconds {
-        wall: step_seconds,
-        transfer: mut transfer_seconds,
+        wall,
+        mut transfer,
         mut ahead,
     } = seconds;
     let mut step_index = range.start;
     while step_index < range.end {
         let def = &workload.steps[step_index];
-        let ctx = StepContext { step_index, ..base };
-        let id = sample.id;
-        let failed =
-            |at: usize, error: workloads::StepError| step_failed(workload, source, id, at, error);
-        let start = std::time::Instant::now();
         if def.step.python_link().is_some() {
-            let end = workload.python_run(step_index, range.end).end;
-            let chain = workload.python_chain(step_index..end);
-            let seeds: Vec<u64> = (step_index..end)
-                .map(|i| {
-                    StepContext {
-                        step_index: i,
-                        ..base
-                    }
-                    .rng(id)
-                    .next_u64()
-                })
-                .collect();
+            let steps = workload.python_run(step_index, range.end);
+            let seeds = chain_seeds(base, steps.clone(), sample.id);
             // The first chain a thread's samples reach (the same for all of them) queues them;
             // any other runs one sample at a time.
             let queued = ahead.as_deref_mut().filter(|a| {
                 a.lease
                     .as_ref()
-                    .is_none_or(|(_, steps, to)| steps.start == step_index && *to == range.end)
+                    .is_none_or(|(_, s, to)| s.start == step_index && *to == range.end)
             });
             if let Some(ahead) = queued {
                 let lease = &mut ahead
                     .lease
                     .get_or_insert_with(|| {
-                        (
-                            workloads::python::Lease::new(chain.clone()),
-                            step_index..end,
-                            range.end,
-                        )
+                        let chain = workload.python_chain(steps.clone());
+                        (workloads::python::Lease::new(chain), steps, range.end)
                     })
                     .0;
                 lease.push(sample, seeds, base.epoch);
                 if lease.len() < AHEAD {
                     return Ok(true);
                 }
+                let seconds = StepSeconds {
+                    wall,
+                    transfer,
+                    ahead: None,
+                };
                 return ahead
-                    .finish_next(
-                        workload,
-                        source,
-                        base,
-                        StepSeconds {
-                            wall: step_seconds,
-                            transfer: transfer_seconds,
-                            ahead: None,
-                        },
-                        emit,
-                    )
+                    .finish_next(workload, source, base, seconds, emit)
                     .unwrap_or(Ok(true));
             }
-            let mut inside_ns = Vec::with_capacity(end - step_index);
-            let mut at = step_index;
-            sample = guarded(|| {
-                chain
-                    .apply(sample, &seeds, base.epoch, &mut inside_ns)
-                    .map_err(|e| {
-                        at = step_index + e.link;
-                        e.error
-                    })
-            })
-            .map_err(|e| failed(at, e))?;
-            let elapsed = start.elapsed().as_secs_f64();
-            let inside: Vec<f64> = inside_ns.iter().map(|ns| *ns as f64 / 1e9).collect();
-            let later: f64 = inside.iter().skip(1).sum();
-            for (k, seconds) in inside.iter().enumerate().skip(1) {
-                step_seconds[step_index + k] += seconds;
-            }
-            step_seconds[step_index] += (elapsed - later).max(0.0);
-            if let Some(transfer) = transfer_seconds.as_deref_mut() {
-                transfer[step_index] += (elapsed - later - inside.first().unwrap_or(&0.0)).max(0.0);
-            }
-            step_index = end;
+            sample = run_chain(workload, source, base, steps.clone(), sample, &seeds, wall, transfer.as_deref_mut())?;
+            step_index = steps.end;
             continue;
         }
         if def.spec.facts.fan_out {
-            let mut children = Vec::new();
-            guarded(|| def.step.apply_many(sample, &ctx, &mut children))
-                .map_err(|e| failed(step_index, e))?;
-            step_seconds[step_index] += start.elapsed().as_secs_f64();
-            for (j, mut child) in children.into_iter().enumerate() {
-                child.id = workloads::child_id(id, j).map_err(|e| failed(step_index, e))?;
-                let rest = step_index + 1..range.end;
-                let more = apply_steps(
-                    workload,
-                    rest,
-                    child,
-                    source,
-                    base,
-                    StepSeconds {
-                        wall: step_seconds,
-                        transfer: transfer_seconds.as_deref_mut(),
-                        ahead: ahead.as_deref_mut(),
-                    },
-                    emit,
-                )?;
-                if !more {
-                    return Ok(false);
-                }
-            }
-            return Ok(true);
+            let seconds = StepSeconds {
+                wall,
+                transfer,
+                ahead,
+            };
+            return fan_out(workload, step_index..range.end, sample, source, base, seconds, emit);
         }
-        sample = guarded(|| def.step.apply(sample, &ctx)).map_err(|e| failed(step_index, e))?;
-        step_seconds[step_index] += start.elapsed().as_secs_f64();
+        let start = std::time::Instant::now();
+        let ctx = StepContext { step_index, ..base };
+        let id = sample.id;
+        sample = guarded(|| def.step.apply(sample, &ctx))
+            .map_err(|e| step_failed(workload, source, id, step_index, e))?;
+        wall[step_index] += start.elapsed().as_secs_f64();
         step_index += 1;
     }
     emit(sample)
+}
+
+/// The seed of each Python step of `steps` for sample `id`: the draws a Rust step at that
+/// position would start from.
+fn chain_seeds(base: StepContext, steps: Range<usize>, id: u64) -> Vec<u64> {
+    steps
+        .map(|i| {
+            StepContext {
+                step_index: i,
+                ..base
+            }
+            .rng(id)
+            .next_u64()
+        })
+        .collect()
+}
+
+/// Runs the chain of Python steps `steps` on one sample in one round trip: each step gets the
+/// time inside its callable, the chain's first step the rest of the round trip (its transfer,
+/// also added to `transfer` when given).
+#[allow(clippy::too_many_arguments)]
+fn run_chain(
+    workload: &Workload,
+    source: &Source,
+    base: StepContext,
+    steps: Range<usize>,
+    sample: Sample,
+    seeds: &[u64],
+    wall: &mut [f64],
+    transfer: Option<&mut [f64]>,
+) -> Result<Sample, RunError> {
+    let start = std::time::Instant::now();
+    let (first, id) = (steps.start, sample.id);
+    let chain = workload.python_chain(steps.clone());
+    let mut inside_ns = Vec::with_capacity(steps.len());
+    let mut at = first;
+    let sample = guarded(|| {
+        chain
+            .apply(sample, seeds, base.epoch, &mut inside_ns)
+            .map_err(|e| {
+                at = first + e.link;
+                e.error
+            })
+    })
+    .map_err(|e| step_failed(workload, source, id, at, e))?;
+    let elapsed = start.elapsed().as_secs_f64();
+    let inside: Vec<f64> = inside_ns.iter().map(|ns| *ns as f64 / 1e9).collect();
+    let later: f64 = inside.iter().skip(1).sum();
+    for (k, seconds) in inside.iter().enumerate().skip(1) {
+        wall[first + k] += seconds;
+    }
+    wall[first] += (elapsed - later).max(0.0);
+    if let Some(transfer) = transfer {
+        transfer[first] += (elapsed - later - inside.first().unwrap_or(&0.0)).max(0.0);
+    }
+    Ok(sample)
+}
+
+/// Runs the fan-out step at `range.start` on `sample`, then the rest of `range` on each of its
+/// children (numbered by [`workloads::child_id`]); `Ok(false)` when nobody wants more.
+fn fan_out(
+    workload: &Workload,
+    range: Range<usize>,
+    sample: Sample,
+    source: &Source,
+    base: StepContext,
+    seconds: StepSeconds,
+    emit: &mut dyn FnMut(Sample) -> Result<bool, RunError>,
+) -> Result<bool, RunError> {
+    let StepSeconds {
+        wall,
+        mut transfer,
+        mut ahead,
+    } = seconds;
+    let (step_index, id) = (range.start, sample.id);
+    let def = &workload.steps[step_index];
+    let failed = |error| step_failed(workload, source, id, step_index, error);
+    let ctx = StepContext { step_index, ..base };
+    let start = std::time::Instant::now();
+    let mut children = Vec::new();
+    guarded(|| def.step.apply_many(sample, &ctx, &mut children)).map_err(failed)?;
+    wall[step_index] += start.elapsed().as_secs_f64();
+    for (j, mut child) in children.into_iter().enumerate() {
+        child.id = workloads::child_id(id, j).map_err(failed)?;
+        let more = apply_steps(
+            workload,
+            step_index + 1..range.end,
+            child,
+            source,
+            base,
+            StepSeconds {
+                wall,
+                transfer: transfer.as_deref_mut(),
+                ahead: ahead.as_deref_mut(),
+            },
+            emit,
+        )?;
+        if !more {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Starts what the steps `range` of `workload` need on `threads` threads (the workers of its

@@ -54,6 +54,9 @@ pub struct Merged {
     pub rows: usize,
 }
 
+/// A shard's folder, its place in the sweep, and its manifest.
+type ShardManifest = (PathBuf, Shard, Manifest);
+
 /// Merges the shards named by `inputs` into `out` (default: the one input folder holding the
 /// shards). Refuses shards of different workloads or sweep configurations, a shard given
 /// twice or missing, and an `out` that already holds results.
@@ -72,8 +75,35 @@ pub fn merge(inputs: &[PathBuf], out: Option<&Path>) -> anyhow::Result<Merged> {
             out.display()
         );
     }
-    let mut manifests: Vec<(PathBuf, Shard, Manifest)> = Vec::new();
-    for dir in &folders {
+    let mut manifests = read_shards(&folders)?;
+    check_complete(&manifests)?;
+    check_same_sweep(&manifests)?;
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    // Tables: every shard's rows, in shard order.
+    manifests.sort_by_key(|(_, s, _)| s.index);
+    let tables = Tables::open(&out)?;
+    let mut rows = 0;
+    for (dir, _, _) in &manifests {
+        let recorded = Recorded::load(dir)?;
+        tables.samples.append(&recorded.samples)?;
+        tables.stages.append(&recorded.stages)?;
+        tables.errors.append(&recorded.errors)?;
+        tables.offline.append(&recorded.offline)?;
+        tables.runs.append(&recorded.runs)?;
+        rows += recorded.runs.len();
+    }
+    merged_manifest(&manifests).write(&out)?;
+    Ok(Merged {
+        out,
+        shards: manifests.len(),
+        rows,
+    })
+}
+
+/// Each folder's manifest and shard; a folder that is not a shard's is an error naming it.
+fn read_shards(folders: &[PathBuf]) -> anyhow::Result<Vec<ShardManifest>> {
+    let mut manifests = Vec::new();
+    for dir in folders {
         let m = Manifest::read(dir)?
             .with_context(|| format!("{} has no manifest.json", dir.display()))?;
         let shard = m.shard.clone().with_context(|| {
@@ -84,9 +114,14 @@ pub fn merge(inputs: &[PathBuf], out: Option<&Path>) -> anyhow::Result<Merged> {
         })?;
         manifests.push((dir.clone(), shard, m));
     }
+    Ok(manifests)
+}
+
+/// Refuses shards of sweeps split differently, a shard given twice, and a missing one.
+fn check_complete(manifests: &[ShardManifest]) -> anyhow::Result<()> {
     let count = manifests[0].1.count;
     let mut seen = BTreeSet::new();
-    for (dir, shard, _) in &manifests {
+    for (dir, shard, _) in manifests {
         if shard.count != count {
             bail!(
                 "{} is shard {} of {}, but {} is of {count}: these are different sweeps",
@@ -114,7 +149,11 @@ pub fn merge(inputs: &[PathBuf], out: Option<&Path>) -> anyhow::Result<Merged> {
             missing.join(", ")
         );
     }
-    // Same workloads (by YAML hash) and the same plan for each.
+    Ok(())
+}
+
+/// Refuses shards that ran other workloads (by identity) or another plan than the first.
+fn check_same_sweep(manifests: &[ShardManifest]) -> anyhow::Result<()> {
     let first = &manifests[0];
     for (dir, _, m) in &manifests[1..] {
         let (workloads, plans) = (
@@ -143,28 +182,18 @@ pub fn merge(inputs: &[PathBuf], out: Option<&Path>) -> anyhow::Result<Merged> {
             );
         }
     }
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    // Tables: every shard's rows, in shard order.
-    let mut ordered: Vec<&(PathBuf, Shard, Manifest)> = manifests.iter().collect();
-    ordered.sort_by_key(|(_, s, _)| s.index);
-    let tables = Tables::open(&out)?;
-    let mut rows = 0;
-    for (dir, _, _) in &ordered {
-        let recorded = Recorded::load(dir)?;
-        tables.samples.append(&recorded.samples)?;
-        tables.stages.append(&recorded.stages)?;
-        tables.errors.append(&recorded.errors)?;
-        tables.offline.append(&recorded.offline)?;
-        tables.runs.append(&recorded.runs)?;
-        rows += recorded.runs.len();
-    }
-    // The manifest: the first shard's machine and build, every shard's machine, invocations
-    // and calibrated strategies.
-    let mut merged = first.2.clone();
+    Ok(())
+}
+
+/// The merged manifest: the first shard's machine and build, every shard's machine,
+/// invocations and calibrated strategies (`manifests` in shard order).
+fn merged_manifest(manifests: &[ShardManifest]) -> Manifest {
+    let first = &manifests[0].2;
+    let mut merged = first.clone();
     merged.shard = None;
     merged.invocations.clear();
-    let mut calibration = first.2.calibration.clone().unwrap_or_default();
-    for (dir, shard, m) in ordered {
+    let mut calibration = first.calibration.clone().unwrap_or_default();
+    for (dir, shard, m) in manifests {
         merged
             .invocations
             .extend(m.invocations.iter().cloned().map(|mut inv| {
@@ -183,10 +212,5 @@ pub fn merge(inputs: &[PathBuf], out: Option<&Path>) -> anyhow::Result<Merged> {
     if calibration != Calibration::default() {
         merged.calibration = Some(calibration);
     }
-    merged.write(&out)?;
-    Ok(Merged {
-        out,
-        shards: count,
-        rows,
-    })
+    merged
 }

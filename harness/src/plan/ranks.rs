@@ -67,12 +67,73 @@ fn ranked(
     } else {
         None
     };
-    // Rank 0 generates the dataset (when needed), then the others open it.
+    let mut session = open_session(opts, places, plan.samples, world, rank)?;
+    let host = crate::results::system::machine().hostname;
+    let run_prefix = crate::plan::run::fresh_run_prefix();
+    let mut printed = String::new();
+    let mut run_ids = Vec::new();
+    for (i, cell) in plan.cells.iter().enumerate() {
+        let strategy = &cell.strategy;
+        let stored = rank_store(&session, cell, opts, shards, world, (rank, size))?;
+        let run_id = format!("{run_prefix}-ranks-{i}");
+        let gate = || world.barrier();
+        let spec = RunSpec {
+            // Ranks measure reading alone: no simulated consumer.
+            consumer: None,
+            start_gate: Some(&gate),
+            // One pass per epoch on every rank, so the ranks' epochs line up.
+            min_epoch_s: None,
+            ..plan.spec(cell, run_id.clone(), stored.as_ref(), &opts.settings)
+        };
+        // Raw files: this rank reads its part of the dataset.
+        let full = stored.is_none().then(|| {
+            let part = partition_source(&session.source, rank, size);
+            std::mem::replace(&mut session.source, part)
+        });
+        let measured = session.measure(&spec);
+        if let Some(full) = full {
+            session.source = full;
+        }
+        let measured = measured?;
+        let Some((all, hosts)) = gather(world, (rank, size), &measured.rows, &host) else {
+            continue;
+        };
+        let epochs = epoch_figures(&measured.rows, &all, &hosts);
+        let label = session.workload.spec.label();
+        let rows = rank_rows(&run_id, &label, strategy, opts, &epochs);
+        printed.push_str(&describe(strategy, &epochs));
+        if let Some(t) = &table {
+            t.append(&rows)?;
+        }
+        run_ids.push(run_id);
+    }
+    if rank != 0 {
+        return Ok(None);
+    }
+    session.record_invocation(
+        &places.out,
+        started_utc,
+        command_line,
+        (&places.data_dir, &places.store_dir),
+        run_ids,
+    )?;
+    Ok(Some(printed))
+}
+
+/// The session of this rank: rank 0 opens it first (generating the dataset when needed), then
+/// the others open the same dataset.
+fn open_session(
+    opts: &RunOptions,
+    places: &Places,
+    samples: usize,
+    world: &mpi::topology::SimpleCommunicator,
+    rank: usize,
+) -> anyhow::Result<Session> {
     let open = || {
         Session::open(
             places.load_workload(&opts.workload)?,
             &places.data_dir,
-            plan.samples,
+            samples,
             opts.threads,
             &places.store_dir,
             places.evict,
@@ -88,108 +149,73 @@ fn ranked(
     if let Some(on_error) = opts.settings.on_error {
         session.on_error = on_error;
     }
-    let cold = opts.cache == workloads::options::CacheMode::Cold;
-    let host = crate::results::system::machine().hostname;
-    let run_prefix = crate::plan::run::fresh_run_prefix();
-    let mut printed = String::new();
-    let mut run_ids = Vec::new();
-    for (i, cell) in plan.cells.iter().enumerate() {
-        let strategy = &cell.strategy;
-        let stored = if strategy.split > 0 {
-            let made = if rank == 0 {
-                Some(session.store(
-                    strategy,
-                    opts.codec,
-                    shards,
-                    opts.threads,
-                    opts.settings.rematerialize,
-                    cold,
-                )?)
-            } else {
-                None
-            };
-            world.barrier();
-            let m = match made {
-                Some(m) => m,
-                None => session.store(strategy, opts.codec, shards, opts.threads, false, cold)?,
-            };
-            Some(partition_store(&m, rank, size))
-        } else {
-            None
-        };
-        let full = if stored.is_none() {
-            let part = partition_source(&session.source, rank, size);
-            Some(std::mem::replace(&mut session.source, part))
-        } else {
-            None
-        };
-        let run_id = format!("{run_prefix}-ranks-{i}");
-        let gate = || world.barrier();
-        let spec = RunSpec {
-            // Ranks measure reading alone: no simulated consumer.
-            consumer: None,
-            start_gate: Some(&gate),
-            // One pass per epoch on every rank, so the ranks' epochs line up.
-            min_epoch_s: None,
-            ..plan.spec(cell, run_id.clone(), stored.as_ref(), &opts.settings)
-        };
-        let measured = session.measure(&spec);
-        if let Some(full) = full {
-            session.source = full;
-        }
-        let measured = measured?;
-        // Per epoch: samples, bytes, seconds.
-        let mine: Vec<f64> = measured
-            .rows
-            .iter()
-            .flat_map(|r| [r.samples as f64, r.storage_bytes as f64, r.online_s])
-            .collect();
-        let mut name = [0u8; HOST_BYTES];
-        let take = host.len().min(HOST_BYTES);
-        name[..take].copy_from_slice(&host.as_bytes()[..take]);
-        let root = world.process_at_rank(0);
-        if rank == 0 {
-            let mut all = vec![0f64; mine.len() * size];
-            root.gather_into_root(&mine[..], &mut all[..]);
-            let mut hosts = vec![0u8; HOST_BYTES * size];
-            root.gather_into_root(&name[..], &mut hosts[..]);
-            let hosts: Vec<String> = hosts
-                .chunks(HOST_BYTES)
-                .map(|h| {
-                    String::from_utf8_lossy(h)
-                        .trim_end_matches('\0')
-                        .to_string()
-                })
-                .collect();
-            let epochs = epoch_figures(&measured.rows, &all, &hosts);
-            let rows = rank_rows(
-                &run_id,
-                &session.workload.spec.label(),
-                strategy,
-                opts,
-                &epochs,
-            );
-            printed.push_str(&describe(strategy, &epochs));
-            if let Some(t) = &table {
-                t.append(&rows)?;
-            }
-            run_ids.push(run_id);
-        } else {
-            root.gather_into(&mine[..]);
-            root.gather_into(&name[..]);
-        }
-    }
-    if rank != 0 {
+    Ok(session)
+}
+
+/// This rank's part of the store `cell` reads (rank 0 makes or finds it, then the others find
+/// it); `None` for raw files.
+fn rank_store(
+    session: &Session,
+    cell: &crate::plan::matrix::Cell,
+    opts: &RunOptions,
+    shards: usize,
+    world: &mpi::topology::SimpleCommunicator,
+    (rank, size): (usize, usize),
+) -> anyhow::Result<Option<Materialized>> {
+    let strategy = &cell.strategy;
+    if strategy.split == 0 {
         return Ok(None);
     }
-    session.record_invocation(
-        &places.out,
-        started_utc,
-        command_line,
-        (&places.data_dir, &places.store_dir),
-        run_ids,
-    )?;
-    Ok(Some(printed))
+    let cold = opts.cache == workloads::options::CacheMode::Cold;
+    let (codec, threads) = (opts.codec, opts.threads);
+    let made = if rank == 0 {
+        let fresh = opts.settings.rematerialize;
+        Some(session.store(strategy, codec, shards, threads, fresh, cold)?)
+    } else {
+        None
+    };
+    world.barrier();
+    let m = match made {
+        Some(m) => m,
+        None => session.store(strategy, codec, shards, threads, false, cold)?,
+    };
+    Ok(Some(partition_store(&m, rank, size)))
+}
+
+/// Gathers every rank's samples, bytes and seconds per epoch, and its host name, at rank 0:
+/// `Some((figures, hosts))` there, `None` on the other ranks.
+fn gather(
+    world: &mpi::topology::SimpleCommunicator,
+    (rank, size): (usize, usize),
+    rows: &[crate::results::RunRow],
+    host: &str,
+) -> Option<(Vec<f64>, Vec<String>)> {
+    let mine: Vec<f64> = rows
+        .iter()
+        .flat_map(|r| [r.samples as f64, r.storage_bytes as f64, r.online_s])
+        .collect();
+    let mut name = [0u8; HOST_BYTES];
+    let take = host.len().min(HOST_BYTES);
+    name[..take].copy_from_slice(&host.as_bytes()[..take]);
+    let root = world.process_at_rank(0);
+    if rank != 0 {
+        root.gather_into(&mine[..]);
+        root.gather_into(&name[..]);
+        return None;
+    }
+    let mut all = vec![0f64; mine.len() * size];
+    root.gather_into_root(&mine[..], &mut all[..]);
+    let mut hosts = vec![0u8; HOST_BYTES * size];
+    root.gather_into_root(&name[..], &mut hosts[..]);
+    let hosts = hosts
+        .chunks(HOST_BYTES)
+        .map(|h| {
+            String::from_utf8_lossy(h)
+                .trim_end_matches('\0')
+                .to_string()
+        })
+        .collect();
+    Some((all, hosts))
 }
 
 /// Every `size`-th shard of a store from `rank` on.

@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use workloads::{CacheMode, Codec, Workload};
+use workloads::{CacheMode, Codec, Strategy, Workload};
 
 use crate::measure::session::{Materialized, Session};
 use crate::measure::warnings::Warning;
@@ -142,18 +142,95 @@ fn spread<T>(all: Vec<T>, keep: Option<usize>) -> Vec<T> {
     }
 }
 
-/// Sweeps one (already loaded) workload.
+/// Sweeps one (already loaded) workload: its plan (and this shard's part of it) recorded, its
+/// epochs sized, what is pending found, the stores made (and verified), then the online runs
+/// with noise rounds.
 fn sweep_workload(
     workload: Workload,
     opts: &SweepOptions,
     places: &Places,
     command_line: Vec<String>,
 ) -> anyhow::Result<SweepOutcome> {
-    let mut plan = Plan::new(&workload, opts)?;
+    let (plan, fingerprint, total_cells) = shard_plan(&workload, opts, places)?;
+    places.check_outside_dataset(&workload)?;
+    let name = workload.spec.label();
+    Manifest::update(&places.out, |m| {
+        m.plans.insert(
+            name.clone(),
+            PlanEntry {
+                fingerprint: fingerprint.clone(),
+                cells: total_cells,
+            },
+        );
+        if let Some(shard) = &opts.shard {
+            m.shard = Some(shard.clone());
+        }
+    })?;
+    let max_threads = plan.cells.iter().map(|c| c.threads).max().unwrap_or(1);
+    let executor = Executor::open(
+        workload,
+        places,
+        plan.samples,
+        max_threads,
+        Some(plan.on_error),
+        command_line,
+    )?;
+    let sweep = SweepRun {
+        cold: plan.cells.iter().any(|c| c.cache == CacheMode::Cold),
+        // The dataset as asked for: offline times are measured on stores of it, whatever the
+        // raw files' epochs grow it to.
+        base_items: executor.session.source.len(),
+        plan,
+        opts,
+        places,
+        max_threads,
+        name,
+        executor,
+    };
+    let (mut sweep, sizes) = sweep.size_epochs()?;
+    let pending = sweep.pending()?;
+    let mut outcome = SweepOutcome {
+        calibration: None,
+        ran: 0,
+        skipped: sweep.plan.cells.len() - pending.cells.len(),
+        warnings: Vec::new(),
+        verify_failures: Vec::new(),
+    };
+    if pending.cells.is_empty() && outcome.skipped > 0 {
+        places.progress.note(&format!(
+            "{}: all {} runs already recorded in {}",
+            sweep.name,
+            outcome.skipped,
+            sweep.executor.tables.runs.path().display()
+        ));
+    }
+    if opts.calibrate_only {
+        let calibration = sweep.calibrate(&mut HashMap::new())?;
+        outcome.calibration = Some(crate::results::calibration::describe(&calibration));
+        // The workload and command are recorded too, so the folder says what was calibrated.
+        sweep.executor.finish(Vec::new())?;
+        return Ok(outcome);
+    }
+    let (mut stores, verdicts) = sweep.make_stores(&pending, &sizes, &mut outcome)?;
+    if opts.calibrate && !pending.cells.is_empty() {
+        sweep.calibrate(&mut stores)?;
+    }
+    sweep.run_online(pending.cells, &stores, &verdicts, &mut outcome)?;
+    Ok(outcome)
+}
+
+/// The plan of a sweep, its fingerprint and its size before this shard took its part: the
+/// trials `reproduce` asks for added, and under `--shard` only this shard's cells kept.
+fn shard_plan(
+    workload: &Workload,
+    opts: &SweepOptions,
+    places: &Places,
+) -> anyhow::Result<(Plan, String, usize)> {
+    let mut plan = Plan::new(workload, opts)?;
     let all_ids: Vec<String> = plan
         .cells
         .iter()
-        .map(|c| plan.run_id(&workload, opts.settings.seed, c))
+        .map(|c| plan.run_id(workload, opts.settings.seed, c))
         .collect();
     let fingerprint = crate::plan::partition::plan_fingerprint(&all_ids);
     let total_cells = plan.cells.len();
@@ -186,160 +263,218 @@ fn sweep_workload(
             places.out.display()
         ));
     }
-    places.check_outside_dataset(&workload)?;
-    Manifest::update(&places.out, |m| {
-        m.plans.insert(
-            workload.spec.label(),
-            PlanEntry {
-                fingerprint: fingerprint.clone(),
-                cells: total_cells,
-            },
-        );
-        if let Some(shard) = &opts.shard {
-            m.shard = Some(shard.clone());
-        }
-    })?;
-    let max_threads = plan.cells.iter().map(|c| c.threads).max().unwrap_or(1);
-    let name = workload.spec.label();
-    let mut executor = Executor::open(
-        workload,
-        places,
-        plan.samples,
-        max_threads,
-        Some(plan.on_error),
-        command_line,
-    )?;
-    let cold = plan.cells.iter().any(|c| c.cache == CacheMode::Cold);
-    // Epochs sized by time: calibrate first, then give each store (and the dataset, for raw
-    // files) enough items that its fastest epoch lasts the floor.
-    // The dataset as asked for: offline times are measured on stores of it, whatever the
-    // raw files' epochs grow it to.
-    let base_items = executor.session.source.len();
-    let mut sizes = Sizes {
-        source_items: base_items,
-        ..Sizes::default()
-    };
-    // The calibration of the plan's (strategy, codec)s not calibrated yet in the folder.
-    let calibrate = |session: &Session| {
-        let no_stores = &mut HashMap::new();
-        calibrate_cells(session, &plan, no_stores, places, opts, max_threads, cold)
-    };
-    if let (Some(floor), false) = (opts.settings.min_epoch_s, opts.calibrate_only) {
-        let calibration = calibrate(&executor.session)?;
-        let items = executor.session.source.len();
-        let per_item = plan.samples as f64 / items.max(1) as f64;
-        let cheap = datasets::find_kind(&executor.session.workload.spec.dataset.kind)
+    Ok((plan, fingerprint, total_cells))
+}
+
+/// A sweep of one workload under way: its plan, options and places, and the executor its
+/// runs are measured and recorded through.
+struct SweepRun<'a> {
+    plan: Plan,
+    opts: &'a SweepOptions,
+    places: &'a Places,
+    max_threads: usize,
+    /// Whether any cell starts cold (stores are then evicted after they are made).
+    cold: bool,
+    /// Items of the dataset as asked for, before raw epochs grew it.
+    base_items: usize,
+    /// The workload's label.
+    name: String,
+    executor: Executor<'a>,
+}
+
+/// The runs a sweep has still to make, and what the folder already holds.
+struct Pending {
+    cells: Vec<Cell>,
+    /// Stores whose recorded runs passed verification and never failed it: reused unchanged,
+    /// they keep that verdict instead of being verified again.
+    passed: HashSet<(String, Codec)>,
+    /// Offline trials already in offline.csv.
+    done_offline: HashSet<String>,
+}
+
+impl<'a> SweepRun<'a> {
+    /// The calibration of the plan's (strategy, codec)s not calibrated yet in the folder.
+    fn calibrate(
+        &self,
+        stores: &mut HashMap<(String, Codec), Materialized>,
+    ) -> anyhow::Result<Calibration> {
+        let s = self;
+        calibrate_cells(
+            &s.executor.session,
+            &s.plan,
+            stores,
+            s.places,
+            s.opts,
+            s.max_threads,
+            s.cold,
+        )
+    }
+
+    /// Epochs sized by time: with `--min-epoch-s`, calibrate first, then give each store (and
+    /// the dataset, for raw files) enough items that its fastest epoch lasts the floor.
+    fn size_epochs(mut self) -> anyhow::Result<(SweepRun<'a>, Sizes)> {
+        let mut sizes = Sizes {
+            source_items: self.base_items,
+            ..Sizes::default()
+        };
+        let (Some(floor), false) = (self.opts.settings.min_epoch_s, self.opts.calibrate_only)
+        else {
+            return Ok((self, sizes));
+        };
+        let calibration = self.calibrate(&mut HashMap::new())?;
+        let session = &self.executor.session;
+        let items = session.source.len();
+        let per_item = self.plan.samples as f64 / items.max(1) as f64;
+        let cheap = datasets::find_kind(&session.workload.spec.dataset.kind)
             .is_ok_and(|k| k.cheap_to_generate);
-        let growth = sizing::growth_cap(cheap, executor.session.source.total_bytes());
-        sizes = sizing::sizes(&plan, &name, &calibration, floor, (items, per_item), growth);
+        let growth = sizing::growth_cap(cheap, session.source.total_bytes());
+        let name = self.name.clone();
+        sizes = sizing::sizes(&self.plan, &name, &calibration, floor, (items, per_item), growth);
         if sizes.source_items > items {
             let samples = (sizes.source_items as f64 * per_item).round() as usize;
-            places.progress.note(&format!(
+            self.places.progress.note(&format!(
                 "{name}: {samples} samples so that raw epochs last {floor} s"
             ));
-            executor = executor.reopen(samples, max_threads)?;
-            sizes.source_items = executor.session.source.len();
+            self.executor = self.executor.reopen(samples, self.max_threads)?;
+            sizes.source_items = self.executor.session.source.len();
         }
         for line in &sizes.capped {
-            places
+            self.places
                 .progress
                 .note(&format!("{name}: epochs may stay short: {line}"));
         }
         let recorded = sizes.to_entry(floor);
-        Manifest::update(&places.out, |m| {
+        Manifest::update(&self.places.out, |m| {
             m.sizing.insert(name.clone(), recorded);
         })?;
+        Ok((self, sizes))
     }
-    let tables = &executor.tables;
-    let recorded = tables.runs.read()?;
-    let done: HashSet<&str> = recorded.iter().map(|r| r.run_id.as_str()).collect();
-    // Stores whose recorded runs passed verification and never failed it: reused unchanged,
-    // they keep that verdict instead of being verified again.
-    let profiles: HashSet<&str> = plan.cells.iter().map(|c| c.storage.name.as_str()).collect();
-    let verified = |want: Verdict| -> HashSet<(&str, Codec)> {
-        recorded
-            .iter()
-            .filter(|r| r.workload == name && profiles.contains(r.storage.as_str()))
-            .filter(|r| r.verified == Some(want))
-            .map(|r| (r.strategy.as_str(), r.codec))
-            .collect()
-    };
-    let passed = &verified(Verdict::Pass) - &verified(Verdict::Fail);
-    let done_offline: HashSet<String> = tables
-        .offline
-        .read()?
-        .into_iter()
-        .map(|r| r.run_id)
-        .collect();
-    let pending: Vec<Cell> = plan
-        .cells
-        .iter()
-        .filter(|c| {
-            let id = plan.run_id(&executor.session.workload, opts.settings.seed, c);
-            !done.contains(id.as_str())
-        })
-        .cloned()
-        .collect();
-    let skipped = plan.cells.len() - pending.len();
-    let caches: Vec<CacheMode> = plan.cells.iter().map(|c| c.cache).collect();
-    let mut warnings = setting_warnings(
-        &caches,
-        places.evict,
-        plan.shards,
-        max_threads,
-        plan.cells.iter().any(|c| c.strategy.split > 0),
-    );
-    let mut outcome = SweepOutcome {
-        calibration: None,
-        ran: 0,
-        skipped,
-        warnings: Vec::new(),
-        verify_failures: Vec::new(),
-    };
-    if pending.is_empty() && skipped > 0 {
-        places.progress.note(&format!(
-            "{}: all {} runs already recorded in {}",
-            executor.session.workload.spec.label(),
-            skipped,
-            tables.runs.path().display()
-        ));
-    }
-    if opts.calibrate_only {
-        let calibration = calibrate(&executor.session)?;
-        outcome.calibration = Some(crate::results::calibration::describe(&calibration));
-        // The workload and command are recorded too, so the folder says what was calibrated.
-        executor.finish(Vec::new())?;
-        return Ok(outcome);
-    }
-    let session = &executor.session;
-    let workload = &session.workload;
 
-    // Offline phase: each (strategy, codec) that a pending run or a missing offline trial needs.
-    let mut stores: HashMap<(String, Codec), Materialized> = HashMap::new();
-    let mut verdicts: HashMap<(String, Codec), Verdict> = HashMap::new();
-    for (strategy, codec) in plan.strategy_codecs().iter().filter(|(s, _)| s.split > 0) {
-        let needed_online = pending
+    /// The plan's runs not yet in runs.csv, and what the folder says of its stores.
+    fn pending(&self) -> anyhow::Result<Pending> {
+        let tables = &self.executor.tables;
+        let recorded = tables.runs.read()?;
+        let done: HashSet<&str> = recorded.iter().map(|r| r.run_id.as_str()).collect();
+        let profiles: HashSet<&str> = self
+            .plan
+            .cells
             .iter()
-            .any(|c| c.strategy == *strategy && c.codec == *codec);
-        let mut current: Option<Materialized> = None;
-        for trial in 0..opts.offline_trials.max(1) {
-            let id = plan.offline_id(workload, strategy, *codec, trial);
-            if done_offline.contains(&id) {
+            .map(|c| c.storage.name.as_str())
+            .collect();
+        let verified = |want: Verdict| -> HashSet<(String, Codec)> {
+            recorded
+                .iter()
+                .filter(|r| r.workload == self.name && profiles.contains(r.storage.as_str()))
+                .filter(|r| r.verified == Some(want))
+                .map(|r| (r.strategy.clone(), r.codec))
+                .collect()
+        };
+        let passed = &verified(Verdict::Pass) - &verified(Verdict::Fail);
+        let done_offline: HashSet<String> = tables
+            .offline
+            .read()?
+            .into_iter()
+            .map(|r| r.run_id)
+            .collect();
+        let workload = &self.executor.session.workload;
+        let seed = self.opts.settings.seed;
+        let cells = self
+            .plan
+            .cells
+            .iter()
+            .filter(|c| !done.contains(self.plan.run_id(workload, seed, c).as_str()))
+            .cloned()
+            .collect();
+        Ok(Pending {
+            cells,
+            passed,
+            done_offline,
+        })
+    }
+
+    /// The offline phase: each (strategy, codec) that a pending run or a missing offline trial
+    /// needs, timed into offline.csv; the stores the online runs read, verified once each.
+    #[allow(clippy::type_complexity)]
+    fn make_stores(
+        &mut self,
+        pending: &Pending,
+        sizes: &Sizes,
+        outcome: &mut SweepOutcome,
+    ) -> anyhow::Result<(
+        HashMap<(String, Codec), Materialized>,
+        HashMap<(String, Codec), Verdict>,
+    )> {
+        let mut stores: HashMap<(String, Codec), Materialized> = HashMap::new();
+        let mut verdicts: HashMap<(String, Codec), Verdict> = HashMap::new();
+        for (strategy, codec) in self.plan.strategy_codecs().iter().filter(|(s, _)| s.split > 0) {
+            let current = self.offline_trials(strategy, *codec, pending)?;
+            let needed_online = pending
+                .cells
+                .iter()
+                .any(|c| c.strategy == *strategy && c.codec == *codec);
+            if !needed_online {
                 continue;
             }
-            // Offline time is measured on a store of the dataset as asked for, once over each
-            // item (a store sized for the epochs' length cycles, or holds fewer items).
-            let fresh = trial > 0 || opts.settings.rematerialize;
-            let layout = (plan.shards, base_items);
-            let m = session.store_sized(strategy, *codec, layout, max_threads, fresh, cold)?;
+            let session = &self.executor.session;
+            let items = sizes.store_items(&strategy.name, *codec);
+            let m = match current {
+                Some(m) if m.manifest.samples as usize == items => m,
+                _ => {
+                    let layout = (self.plan.shards, items);
+                    session.store_sized(strategy, *codec, layout, self.max_threads, false, self.cold)?
+                }
+            };
+            if self.opts.settings.verify {
+                let key = (strategy.name.clone(), *codec);
+                let verdict = if m.reused && pending.passed.contains(&key) {
+                    Verdict::Pass
+                } else {
+                    let seed = self.opts.settings.seed;
+                    let v = session.verify(strategy, Some(&m), self.max_threads, seed)?;
+                    if v.passed() {
+                        Verdict::Pass
+                    } else {
+                        outcome
+                            .verify_failures
+                            .push((format!("{} ({codec})", strategy.name), v.mismatched));
+                        Verdict::Fail
+                    }
+                };
+                verdicts.insert(key, verdict);
+            }
+            stores.insert((strategy.name.clone(), *codec), m);
+        }
+        Ok((stores, verdicts))
+    }
+
+    /// The offline trials of (`strategy`, `codec`) not yet recorded, each timed into
+    /// offline.csv on a store of the dataset as asked for (once over each item); the last one
+    /// made, if any.
+    fn offline_trials(
+        &mut self,
+        strategy: &Strategy,
+        codec: Codec,
+        pending: &Pending,
+    ) -> anyhow::Result<Option<Materialized>> {
+        let mut current = None;
+        for trial in 0..self.opts.offline_trials.max(1) {
+            let session = &self.executor.session;
+            let workload = &session.workload;
+            let id = self.plan.offline_id(workload, strategy, codec, trial);
+            if pending.done_offline.contains(&id) {
+                continue;
+            }
+            let fresh = trial > 0 || self.opts.settings.rematerialize;
+            let layout = (self.plan.shards, self.base_items);
+            let m = session.store_sized(strategy, codec, layout, self.max_threads, fresh, self.cold)?;
             let info = &m.manifest;
             let row = OfflineRow {
                 run_id: id,
                 workload: workload.spec.label(),
                 strategy: strategy.name.clone(),
                 split: strategy.split,
-                codec: *codec,
-                shards: plan.shards,
+                codec,
+                shards: self.plan.shards,
                 samples: info.samples,
                 offline_trial: trial,
                 offline_s: info.offline_s,
@@ -352,98 +487,87 @@ fn sweep_workload(
                 cpu_s_per_sample: (info.offline_cpu_user_s + info.offline_cpu_sys_s)
                     / info.samples.max(1) as f64,
             };
-            executor.record_store(&row.run_id.clone(), &m, Some(row))?;
+            self.executor.record_store(&row.run_id.clone(), &m, Some(row))?;
             current = Some(m);
         }
-        if needed_online {
-            let items = sizes.store_items(&strategy.name, *codec);
-            let m = match current {
-                Some(m) if m.manifest.samples as usize == items => m,
-                _ => {
-                    let layout = (plan.shards, items);
-                    session.store_sized(strategy, *codec, layout, max_threads, false, cold)?
-                }
-            };
-            if opts.settings.verify {
-                let verdict = if m.reused && passed.contains(&(strategy.name.as_str(), *codec)) {
-                    Verdict::Pass
-                } else {
-                    let v = session.verify(strategy, Some(&m), max_threads, opts.settings.seed)?;
-                    if v.passed() {
-                        Verdict::Pass
-                    } else {
-                        outcome
-                            .verify_failures
-                            .push((format!("{} ({codec})", strategy.name), v.mismatched));
-                        Verdict::Fail
+        Ok(current)
+    }
+
+    /// The online phase: pending runs in a seeded random order under one progress bar, then
+    /// rounds of one more trial for every setting still noisy (as benchmark tools handle
+    /// noise), up to `--max-trials`.
+    fn run_online(
+        mut self,
+        pending: Vec<Cell>,
+        stores: &HashMap<(String, Codec), Materialized>,
+        verdicts: &HashMap<(String, Codec), Verdict>,
+        outcome: &mut SweepOutcome,
+    ) -> anyhow::Result<()> {
+        let (opts, places) = (self.opts, self.places);
+        let caches: Vec<CacheMode> = self.plan.cells.iter().map(|c| c.cache).collect();
+        let mut warnings = setting_warnings(
+            &caches,
+            places.evict,
+            self.plan.shards,
+            self.max_threads,
+            self.plan.cells.iter().any(|c| c.strategy.split > 0),
+        );
+        let mut order = shuffled(pending, opts.settings.seed);
+        self.executor.session.progress = Progress { quiet: true };
+        let bar = places
+            .progress
+            .bar(order.len() as u64, &format!("sweep {}", self.name));
+        let mut run_ids = Vec::new();
+        let mut round = 0u64;
+        loop {
+            for cell in &order {
+                let session = &self.executor.session;
+                let run_id = self.plan.run_id(&session.workload, opts.settings.seed, cell);
+                bar.set_message(format!(
+                    "{} {} t{} {} {}",
+                    cell.strategy.name, cell.codec, cell.threads, cell.cache, cell.storage.name
+                ));
+                let key = (cell.strategy.name.clone(), cell.codec);
+                let spec = self
+                    .plan
+                    .spec(cell, run_id.clone(), stores.get(&key), &opts.settings);
+                let verdict = verdicts.get(&key);
+                let measured = self.executor.measure(&spec, |m| {
+                    if let Some(verdict) = verdict {
+                        m.rows.iter_mut().for_each(|r| r.verified = Some(*verdict));
                     }
-                };
-                verdicts.insert((strategy.name.clone(), *codec), verdict);
+                })?;
+                warnings.extend(measured.warnings);
+                run_ids.push(run_id);
+                outcome.ran += 1;
+                bar.inc(1);
             }
-            stores.insert((strategy.name.clone(), *codec), m);
-        }
-    }
-
-    if opts.calibrate && !pending.is_empty() {
-        calibrate_cells(session, &plan, &mut stores, places, opts, max_threads, cold)?;
-    }
-
-    // Online phase: pending runs in a seeded random order, one progress bar over the matrix.
-    let mut order = shuffled(pending, opts.settings.seed);
-    executor.session.progress = Progress { quiet: true };
-    let session = &executor.session;
-    let bar = places.progress.bar(
-        order.len() as u64,
-        &format!("sweep {}", session.workload.spec.label()),
-    );
-    let mut run_ids = Vec::new();
-    let mut round = 0u64;
-    loop {
-        for cell in &order {
-            let run_id = plan.run_id(&session.workload, opts.settings.seed, cell);
-            bar.set_message(format!(
-                "{} {} t{} {} {}",
-                cell.strategy.name, cell.codec, cell.threads, cell.cache, cell.storage.name
+            let Some(max) = opts.max_trials else {
+                break;
+            };
+            let rows = self.executor.tables.runs.read()?;
+            let workload = &self.executor.session.workload;
+            let extra = more_trials(&self.plan, workload, opts.settings.seed, &rows, max);
+            if extra.is_empty() {
+                break;
+            }
+            round += 1;
+            places.progress.note(&format!(
+                "{}: {} settings still noisy, trial {}",
+                self.name,
+                extra.len(),
+                extra.iter().map(|c| c.trial + 1).max().unwrap_or(0)
             ));
-            let stored = stores.get(&(cell.strategy.name.clone(), cell.codec));
-            let spec = plan.spec(cell, run_id.clone(), stored, &opts.settings);
-            let verdict = verdicts.get(&(cell.strategy.name.clone(), cell.codec));
-            let measured = executor.measure(&spec, |m| {
-                if let Some(verdict) = verdict {
-                    m.rows.iter_mut().for_each(|r| r.verified = Some(*verdict));
-                }
-            })?;
-            warnings.extend(measured.warnings);
-            run_ids.push(run_id);
-            outcome.ran += 1;
-            bar.inc(1);
+            bar.inc_length(extra.len() as u64);
+            self.plan.cells.extend(extra.iter().cloned());
+            order = shuffled(extra, opts.settings.seed ^ round);
         }
-        // Noise handled as benchmark tools do: one more trial of every setting whose 95 % CI
-        // is still wider than the target, up to the maximum.
-        let Some(max) = opts.max_trials else {
-            break;
-        };
-        let rows = executor.tables.runs.read()?;
-        let extra = more_trials(&plan, &session.workload, opts.settings.seed, &rows, max);
-        if extra.is_empty() {
-            break;
-        }
-        round += 1;
-        places.progress.note(&format!(
-            "{}: {} settings still noisy, trial {}",
-            session.workload.spec.label(),
-            extra.len(),
-            extra.iter().map(|c| c.trial + 1).max().unwrap_or(0)
-        ));
-        bar.inc_length(extra.len() as u64);
-        plan.cells.extend(extra.iter().cloned());
-        order = shuffled(extra, opts.settings.seed ^ round);
+        bar.finish_and_clear();
+        warnings.dedup();
+        outcome.warnings = warnings;
+        self.executor.finish(run_ids)?;
+        Ok(())
     }
-    bar.finish_and_clear();
-    warnings.dedup();
-    outcome.warnings = warnings;
-    executor.finish(run_ids)?;
-    Ok(outcome)
 }
 
 /// Calibrates the machine (cached per machine) and every (strategy, codec) of the plan that

@@ -139,7 +139,7 @@ impl StoreKey {
 
     /// `ROOT/<workload>/<strategy>/<codec>-<shards>sh-<samples>n-<hash>`.
     pub fn dir(&self, root: &Path) -> PathBuf {
-        let codec = self.codec.to_string().replace(':', "");
+        let codec = self.codec.folder_name();
         let hash = self.hash();
         // Names become folders here: a variant's name holds its options' values.
         root.join(workloads::path_component(&self.workload))

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
+use workloads::Codec;
 
 use super::error::{io_error, StoreError};
 use super::folder::{StoreManifest, FORMAT_VERSION, STORE_MANIFEST, STORE_MARKER};
@@ -43,8 +44,9 @@ pub struct StoreEntry {
     pub path: PathBuf,
     pub workload: String,
     pub strategy: String,
-    /// From the manifest when it has one, else from the directory's name.
-    pub codec: String,
+    /// From the manifest when it has one, else from the directory's name; `None` when neither
+    /// says.
+    pub codec: Option<Codec>,
     pub shards: usize,
     pub samples: u64,
     /// Bytes of the files in the directory.
@@ -83,13 +85,13 @@ fn subdirectories(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
 }
 
 /// `codec`, shards and samples from a store directory's name (`gzip6-16sh-300n-<hash>`).
-fn parse_name(name: &str) -> Option<(String, usize, u64)> {
+fn parse_name(name: &str) -> Option<(Option<Codec>, usize, u64)> {
     let parts: Vec<&str> = name.rsplitn(4, '-').collect();
     let [_hash, samples, shards, codec] = parts.as_slice() else {
         return None;
     };
     Some((
-        codec.to_string(),
+        Codec::from_folder_name(codec),
         shards.strip_suffix("sh")?.parse().ok()?,
         samples.strip_suffix('n')?.parse().ok()?,
     ))
@@ -120,7 +122,7 @@ fn entry(dir: &Path, workload: &str, strategy: &str) -> Result<StoreEntry, Store
         Ok(text) => match serde_json::from_str::<StoreManifest>(&text) {
             Err(_) => (State::Damaged, None),
             Ok(m) => {
-                codec = m.codec.to_string();
+                codec = Some(m.codec);
                 shards = m.shards.len();
                 samples = m.samples;
                 let current =
@@ -290,12 +292,8 @@ mod tests {
         let incomplete = all.iter().find(|e| e.strategy == "resized").unwrap();
         assert_eq!(incomplete.state, State::Incomplete);
         assert_eq!(
-            (
-                incomplete.codec.as_str(),
-                incomplete.shards,
-                incomplete.samples
-            ),
-            ("gzip6", 16, 300),
+            (incomplete.codec, incomplete.shards, incomplete.samples),
+            (Some(Codec::Gzip { level: 6 }), 16, 300),
             "read from the name without a manifest"
         );
         assert!(all.iter().all(|e| e.bytes >= 1000));

@@ -1,6 +1,7 @@
 //! The report's plots per workload: throughput vs storage with the Pareto front (the paper's
 //! central figure), thread scaling, codec effect and cache effect.
 
+use crate::analysis::report::model::Figure;
 use crate::analysis::svg::{Chart, Scale, Series};
 use crate::analysis::view::WorkloadView;
 use workloads::Codec;
@@ -43,11 +44,25 @@ fn chart(
     }
 }
 
-/// (file name, chart) for each plot the workload's cells support.
-pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
+/// Each plot the workload's cells support.
+pub fn plots(view: &WorkloadView) -> Vec<Figure> {
+    [tradeoff(view), threads(view), codecs(view), cache(view)]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+fn figure(view: &WorkloadView, kind: &str, chart: Chart) -> Figure {
+    Figure {
+        file: format!("{}-{kind}.svg", view.file_stem()),
+        chart,
+    }
+}
+
+/// Cold throughput against storage per sample, with the Pareto front.
+fn tradeoff(view: &WorkloadView) -> Option<Figure> {
     let t = view.max_threads();
     let threads_text = crate::units::count(t as u64, "thread", "threads");
-    let mut out = Vec::new();
     let (mut points, mut labels, mut intervals) = (Vec::new(), Vec::new(), Vec::new());
     for (_, s) in &view.strategies {
         if let Some(c) = view.cold(s, Codec::None, t) {
@@ -56,97 +71,100 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
             intervals.push(c.throughput.ci95);
         }
     }
-    if !points.is_empty() {
-        let front: Vec<(f64, f64)> = pareto_front(&points)
-            .into_iter()
-            .map(|i| points[i])
-            .collect();
-        let series = vec![
-            Series::labelled_dots("strategies", points, labels).with_intervals(intervals),
-            Series::dashed_line("Pareto front", front),
-        ];
-        out.push((
-            format!("{}-tradeoff.svg", view.file_stem()),
-            chart(
-                format!(
-                    "{}: throughput vs storage ({threads_text}, codec none)",
-                    view.title()
-                ),
-                MB,
-                SPS,
-                Scale::Log,
-                Scale::Log,
-                series,
-            ),
-        ));
+    if points.is_empty() {
+        return None;
     }
-    if view.threads.len() >= 2 {
-        let series = view
-            .strategies
-            .iter()
-            .map(|(_, s)| {
-                let cells: Vec<_> = view
-                    .threads
+    let front: Vec<(f64, f64)> = pareto_front(&points)
+        .into_iter()
+        .map(|i| points[i])
+        .collect();
+    let series = vec![
+        Series::labelled_dots("strategies", points, labels).with_intervals(intervals),
+        Series::dashed_line("Pareto front", front),
+    ];
+    let title = format!(
+        "{}: throughput vs storage ({threads_text}, codec none)",
+        view.title()
+    );
+    let chart = chart(title, MB, SPS, Scale::Log, Scale::Log, series);
+    Some(figure(view, "tradeoff", chart))
+}
+
+/// Cold throughput per strategy against the thread count.
+fn threads(view: &WorkloadView) -> Option<Figure> {
+    if view.threads.len() < 2 {
+        return None;
+    }
+    let series = view
+        .strategies
+        .iter()
+        .map(|(_, s)| {
+            let cells: Vec<_> = view
+                .threads
+                .iter()
+                .filter_map(|&th| view.cold(s, Codec::None, th).map(|c| (th, c)))
+                .collect();
+            Series {
+                name: s.clone(),
+                points: cells
                     .iter()
-                    .filter_map(|&th| view.cold(s, Codec::None, th).map(|c| (th, c)))
-                    .collect();
-                Series {
-                    name: s.clone(),
-                    points: cells
-                        .iter()
-                        .map(|(th, c)| (*th as f64, c.throughput.mean))
-                        .collect(),
-                    line: true,
-                    ..Series::default()
-                }
-                .with_intervals(cells.iter().map(|(_, c)| c.throughput.ci95).collect())
-            })
-            .collect();
-        let mut c = chart(
-            format!("{}: thread scaling (codec none)", view.title()),
-            "worker threads",
-            SPS,
-            Scale::Linear,
-            Scale::Linear,
-            series,
-        );
-        c.x_ticks = view.threads.iter().map(|&t| t as f64).collect();
-        out.push((format!("{}-threads.svg", view.file_stem()), c));
+                    .map(|(th, c)| (*th as f64, c.throughput.mean))
+                    .collect(),
+                line: true,
+                ..Series::default()
+            }
+            .with_intervals(cells.iter().map(|(_, c)| c.throughput.ci95).collect())
+        })
+        .collect();
+    let mut c = chart(
+        format!("{}: thread scaling (codec none)", view.title()),
+        "worker threads",
+        SPS,
+        Scale::Linear,
+        Scale::Linear,
+        series,
+    );
+    c.x_ticks = view.threads.iter().map(|&t| t as f64).collect();
+    Some(figure(view, "threads", c))
+}
+
+/// Cold throughput against storage per sample, one series per codec.
+fn codecs(view: &WorkloadView) -> Option<Figure> {
+    if view.codecs.len() < 2 {
+        return None;
     }
-    if view.codecs.len() >= 2 {
-        let series = view
-            .codecs
-            .iter()
-            .map(|codec| {
-                let cells: Vec<_> = view
-                    .strategies
+    let t = view.max_threads();
+    let threads_text = crate::units::count(t as u64, "thread", "threads");
+    let series = view
+        .codecs
+        .iter()
+        .map(|codec| {
+            let cells: Vec<_> = view
+                .strategies
+                .iter()
+                .filter(|(split, _)| *split > 0)
+                .filter_map(|(_, s)| view.cold(s, *codec, t).map(|c| (s.clone(), c)))
+                .collect();
+            Series::labelled_dots(
+                &codec.to_string(),
+                cells
                     .iter()
-                    .filter(|(split, _)| *split > 0)
-                    .filter_map(|(_, s)| view.cold(s, *codec, t).map(|c| (s.clone(), c)))
-                    .collect();
-                Series::labelled_dots(
-                    &codec.to_string(),
-                    cells
-                        .iter()
-                        .map(|(_, c)| (c.mb_per_sample(), c.throughput.mean))
-                        .collect(),
-                    cells.iter().map(|(s, _)| s.clone()).collect(),
-                )
-                .with_intervals(cells.iter().map(|(_, c)| c.throughput.ci95).collect())
-            })
-            .collect();
-        out.push((
-            format!("{}-codecs.svg", view.file_stem()),
-            chart(
-                format!("{}: codec effect ({threads_text})", view.title()),
-                MB,
-                SPS,
-                Scale::Log,
-                Scale::Log,
-                series,
-            ),
-        ));
-    }
+                    .map(|(_, c)| (c.mb_per_sample(), c.throughput.mean))
+                    .collect(),
+                cells.iter().map(|(s, _)| s.clone()).collect(),
+            )
+            .with_intervals(cells.iter().map(|(_, c)| c.throughput.ci95).collect())
+        })
+        .collect();
+    let title = format!("{}: codec effect ({threads_text})", view.title());
+    let chart = chart(title, MB, SPS, Scale::Log, Scale::Log, series);
+    Some(figure(view, "codecs", chart))
+}
+
+/// Cold and page-cache throughput per strategy.
+fn cache(view: &WorkloadView) -> Option<Figure> {
+    let t = view.max_threads();
+    let threads_text = crate::units::count(t as u64, "thread", "threads");
     let names: Vec<String> = view.strategies.iter().map(|(_, s)| s.clone()).collect();
     let series_for = |label: &str, warm: bool| {
         let cells: Vec<_> = names
@@ -175,28 +193,28 @@ pub fn plots(view: &WorkloadView) -> Vec<(String, Chart)> {
         series_for("cold (evicted)", false),
         series_for("page cache (epoch 1)", true),
     ];
-    if series.iter().any(|s| !s.points.is_empty()) {
-        let mut c = chart(
-            format!(
-                "{}: cache effect ({threads_text}, codec none)",
-                view.title()
-            ),
-            "strategy",
-            "throughput (samples/s)",
-            Scale::Linear,
-            Scale::Log,
-            series,
-        );
-        c.x_categories = names;
-        out.push((format!("{}-cache.svg", view.file_stem()), c));
+    if series.iter().all(|s| s.points.is_empty()) {
+        return None;
     }
-    out
+    let mut c = chart(
+        format!(
+            "{}: cache effect ({threads_text}, codec none)",
+            view.title()
+        ),
+        "strategy",
+        "throughput (samples/s)",
+        Scale::Linear,
+        Scale::Log,
+        series,
+    );
+    c.x_categories = names;
+    Some(figure(view, "cache", c))
 }
 
 /// One workload's cold throughput per strategy under each storage profile it was read under
 /// (codec none, at the most threads all of them ran), the profiles side by side with their CIs:
 /// `None` unless the views (one workload, one consumer) cover two or more profiles.
-pub fn across_storage(views: &[&WorkloadView]) -> Option<(String, Chart)> {
+pub fn across_storage(views: &[&WorkloadView]) -> Option<Figure> {
     if views.len() < 2 {
         return None;
     }
@@ -259,7 +277,10 @@ pub fn across_storage(views: &[&WorkloadView]) -> Option<(String, Chart)> {
     );
     c.x_categories = names;
     let stem = crate::analysis::view::file_stem_of(&first.name);
-    Some((format!("{stem}-storage-profiles.svg"), c))
+    Some(Figure {
+        file: format!("{stem}-storage-profiles.svg"),
+        chart: c,
+    })
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use workloads::StorageProfile;
 use workloads::Codec;
 
 use crate::analysis::model::{self, Checked, Reading, Setting};
+use crate::analysis::report::model::{Figure, Table};
 use crate::analysis::svg::{Chart, Scale, Series};
 use crate::results::{CacheState, Calibration};
 
@@ -105,7 +106,7 @@ fn view_checks<'c>(view: &WorkloadView, checked: &'c [Checked]) -> Vec<&'c Check
 
 /// The roofline table of one view: bounds, the binding one, the prediction and the
 /// measurement.
-pub fn table(view: &WorkloadView, checked: &[Checked]) -> Option<String> {
+pub fn table(view: &WorkloadView, checked: &[Checked]) -> Option<Table> {
     let checks = view_checks(view, checked);
     if checks.is_empty() {
         return None;
@@ -148,15 +149,21 @@ pub fn table(view: &WorkloadView, checked: &[Checked]) -> Option<String> {
             row
         })
         .collect();
-    Some(format!(
-        "{} threads, epoch 0; samples/s. Bounds from the calibration in the manifest (docs/measurement.md, \"Prediction model\"): storage = readers / device time per sample, capped by the storage's aggregate rate; CPU = min(threads / worker CPU, cores / (worker + consumer CPU), 1 / consumer CPU).\n\n{}",
-        view.max_threads(),
-        crate::markdown::table(&header, &rows)
-    ))
+    Some(Table {
+        rows,
+        ..Table::with_columns(
+            "roofline",
+            format!(
+                "{} threads, epoch 0; samples/s. Bounds from the calibration in the manifest (docs/measurement.md, \"Prediction model\"): storage = readers / device time per sample, capped by the storage's aggregate rate; CPU = min(threads / worker CPU, cores / (worker + consumer CPU), 1 / consumer CPU).",
+                view.max_threads()
+            ),
+            &header,
+        )
+    })
 }
 
 /// Measured against bound per strategy (log-log), with the line measured = bound.
-pub fn plot(view: &WorkloadView, checked: &[Checked]) -> Option<(String, Chart)> {
+pub fn plot(view: &WorkloadView, checked: &[Checked]) -> Option<Figure> {
     let checks: Vec<&Checked> = view_checks(view, checked)
         .into_iter()
         .filter(|c| c.prediction.bound.is_finite())
@@ -177,9 +184,9 @@ pub fn plot(view: &WorkloadView, checked: &[Checked]) -> Option<(String, Chart)>
         .flat_map(|p| [p.0, p.1])
         .fold(f64::INFINITY, f64::min);
     let hi = points.iter().flat_map(|p| [p.0, p.1]).fold(0.0, f64::max);
-    Some((
-        format!("{}-roofline.svg", view.file_stem()),
-        Chart {
+    Some(Figure {
+        file:         format!("{}-roofline.svg", view.file_stem()),
+        chart: Chart {
             title: format!("{}: measured vs roofline bound", view.title()),
             x_label: "roofline bound (samples/s)".into(),
             y_label: "measured (samples/s)".into(),
@@ -193,7 +200,7 @@ pub fn plot(view: &WorkloadView, checked: &[Checked]) -> Option<(String, Chart)>
                 Series::dashed_line("measured = bound", vec![(lo, lo), (hi, hi)]),
             ],
         },
-    ))
+    })
 }
 
 /// The report's "Prediction model" section: the calibration and the validation over every

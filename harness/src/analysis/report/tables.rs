@@ -1,10 +1,11 @@
-//! The report's tables, as Markdown: the paper's per-strategy table with the paper's figures
-//! beside ours, compression, caching and thread scaling.
+//! The report's tables per workload, as data: the paper's per-strategy table with the paper's
+//! figures beside ours, compression, caching, thread scaling, where the time goes, simulated
+//! training, and the dataset variants.
 
 use workloads::Codec;
 
+use crate::analysis::report::model::Table;
 use crate::results::CacheState;
-use std::fmt::Write;
 
 use crate::analysis::stats::ratio_ci;
 use crate::analysis::svg::format_number;
@@ -35,26 +36,33 @@ fn ratio(num: Option<f64>, den: Option<f64>) -> String {
 
 /// strategy | MB/sample | storage | storage at the real dataset's size | offline | cold | warm |
 /// speedup vs unprocessed | the paper's storage, throughput and speedup.
-pub fn strategies(view: &WorkloadView) -> String {
+pub fn strategies(view: &WorkloadView) -> Table {
     let t = view.max_threads();
     let threads_text = crate::units::count(t as u64, "thread", "threads");
-    let mut out = String::new();
     let paper_samples = view.paper.as_ref().map(|p| p.samples);
-    let _ = writeln!(
-        out,
-        "Codec none, {threads_text}; throughput in samples/s, mean [95 % CI]; cold = epoch 0 after eviction, warm = epoch 1; (short): epochs under {} s, not judged; steady = samples/s between the 10th and 90th percentile of arrivals, first = seconds to the first sample (cold).{}\n",
+    let caption = format!(
+        "Codec none, {threads_text}; throughput in samples/s, mean [95 % CI]; cold = epoch 0 after eviction, warm = epoch 1; (short): epochs under {} s, not judged; steady = samples/s between the 10th and 90th percentile of arrivals, first = seconds to the first sample (cold).{}",
         crate::analysis::cells::MIN_EPOCH_S,
         paper_samples.map(|n| format!(" Storage extrapolated to the paper's {n} samples.")).unwrap_or_default()
     );
     // The paper's columns belong to the paper's pipelines only.
     let with_paper = view.paper.is_some();
+    let mut columns = vec![
+        "strategy",
+        "MB/sample",
+        "storage MB",
+        "offline s",
+        "cold",
+        "steady cold",
+        "first s",
+        "warm",
+        "speedup vs unprocessed",
+    ];
     if with_paper {
-        let _ = writeln!(out, "| strategy | MB/sample | storage MB | storage at full size GB | offline s | cold | steady cold | first s | warm | speedup vs unprocessed | paper GB | paper cold -> warm | paper speedup |");
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-    } else {
-        let _ = writeln!(out, "| strategy | MB/sample | storage MB | offline s | cold | steady cold | first s | warm | speedup vs unprocessed |");
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+        columns.insert(3, "storage at full size GB");
+        columns.extend(["paper GB", "paper cold -> warm", "paper speedup"]);
     }
+    let mut table = Table::with_columns("strategies", caption, &columns);
     let base = view
         .cold("unprocessed", Codec::None, t)
         .map(|c| c.throughput.mean);
@@ -88,15 +96,11 @@ pub fn strategies(view: &WorkloadView) -> String {
             ),
             None => ("-".into(), "-".into(), "-".into()),
         };
-        let measured = format!(
-            "| {name} | {:.4} | {:.1} |{} {offline} | {} | {} | {} | {} | {} |",
-            cold.mb_per_sample(),
-            cold.storage_bytes / 1e6,
-            if with_paper {
-                format!(" {full} |")
-            } else {
-                String::new()
-            },
+        let mut row = vec![
+            name.clone(),
+            format!("{:.4}", cold.mb_per_sample()),
+            format!("{:.1}", cold.storage_bytes / 1e6),
+            offline,
             sps(Some(cold)),
             cold.steady
                 .as_ref()
@@ -106,34 +110,37 @@ pub fn strategies(view: &WorkloadView) -> String {
                 .map_or_else(|| "-".into(), |s| format!("{:.3}", s.median)),
             sps(warm),
             ratio(Some(cold.throughput.mean), base),
-        );
+        ];
         if with_paper {
-            let _ = writeln!(
-                out,
-                "{measured} {paper_gb} | {paper_sps} | {paper_speedup} |"
-            );
-        } else {
-            let _ = writeln!(out, "{measured}");
+            row.insert(3, full);
+            row.extend([paper_gb, paper_sps, paper_speedup]);
         }
+        table.rows.push(row);
     }
-    out
+    table
 }
 
 /// codec x strategy: storage saved, cold throughput ratio vs none (95 % CI), offline time ratio.
-pub fn compression(view: &WorkloadView) -> Option<String> {
+pub fn compression(view: &WorkloadView) -> Option<Table> {
     let codecs: Vec<&Codec> = view.codecs.iter().filter(|c| **c != Codec::None).collect();
     if codecs.is_empty() {
         return None;
     }
     let t = view.max_threads();
     let threads_text = crate::units::count(t as u64, "thread", "threads");
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{threads_text}, cold epochs; ratios are codec / none.\n"
+    let mut table = Table::with_columns(
+        "compression",
+        format!("{threads_text}, cold epochs; ratios are codec / none."),
+        &[
+            "strategy",
+            "codec",
+            "storage saved",
+            "throughput ratio [95 % CI]",
+            "offline time ratio",
+            "paper saved",
+            "paper gzip / zlib ratio",
+        ],
     );
-    let _ = writeln!(out, "| strategy | codec | storage saved | throughput ratio [95 % CI] | offline time ratio | paper saved | paper gzip / zlib ratio |");
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for (split, name) in view.strategies.iter().filter(|(s, _)| *s > 0) {
         let _ = split;
         let Some(none) = view.cold(name, Codec::None, t) else {
@@ -168,23 +175,37 @@ pub fn compression(view: &WorkloadView) -> Option<String> {
                 ),
                 None => ("-".into(), "-".into()),
             };
-            let _ = writeln!(out, "| {name} | {codec} | {saved:.1} % | {through} | {offline} | {p_saved} | {p_ratio} |");
+            table.rows.push(vec![
+                name.clone(),
+                codec.to_string(),
+                format!("{saved:.1} %"),
+                through,
+                offline,
+                p_saved,
+                p_ratio,
+            ]);
         }
     }
-    Some(out)
+    Some(table)
 }
 
 /// Per strategy: cold, warm (page cache) and the warm/cold ratio, with the paper's caching row.
-pub fn caching(view: &WorkloadView) -> String {
+pub fn caching(view: &WorkloadView) -> Table {
     let t = view.max_threads();
     let threads_text = crate::units::count(t as u64, "thread", "threads");
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "Codec none, {threads_text}. Page cache = epoch 1 after a cold epoch 0; application cache = epoch 1 served from the in-process cache that epoch 0 filled (`--cache app`; `-` when not measured or when the strategy did not fit).\n"
+    let mut table = Table::with_columns(
+        "caching",
+        format!("Codec none, {threads_text}. Page cache = epoch 1 after a cold epoch 0; application cache = epoch 1 served from the in-process cache that epoch 0 filled (`--cache app`; `-` when not measured or when the strategy did not fit)."),
+        &[
+            "strategy",
+            "cold",
+            "page cache (epoch 1)",
+            "ratio",
+            "application cache (epoch 1)",
+            "ratio",
+            "paper no cache -> system -> application",
+        ],
     );
-    let _ = writeln!(out, "| strategy | cold | page cache (epoch 1) | ratio | application cache (epoch 1) | ratio | paper no cache -> system -> application |");
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for (_, name) in &view.strategies {
         let (cold, warm) = (
             view.cold(name, Codec::None, t),
@@ -206,39 +227,42 @@ pub fn caching(view: &WorkloadView) -> String {
             })
             .unwrap_or_else(|| "-".into());
         let app = view.cell(name, Codec::None, t, CacheState::App, 1);
-        let _ = writeln!(
-            out,
-            "| {name} | {} | {} | {} | {} | {} | {paper} |",
+        table.rows.push(vec![
+            name.clone(),
             sps(cold),
             sps(warm),
             ratio(
                 warm.map(|c| c.throughput.mean),
-                cold.map(|c| c.throughput.mean)
+                cold.map(|c| c.throughput.mean),
             ),
             sps(app),
             ratio(
                 app.map(|c| c.throughput.mean),
-                cold.map(|c| c.throughput.mean)
-            )
-        );
+                cold.map(|c| c.throughput.mean),
+            ),
+            paper,
+        ]);
     }
-    out
+    table
 }
 
 /// Per strategy and thread count: cold throughput, speedup over one thread and efficiency.
-pub fn threads(view: &WorkloadView) -> Option<String> {
+pub fn threads(view: &WorkloadView) -> Option<Table> {
     if view.threads.len() < 2 {
         return None;
     }
-    let mut out = String::new();
-    let _ = writeln!(out, "Codec none, cold epochs; each entry is samples/s (speedup over 1 thread, parallel efficiency).\n");
-    let header: Vec<String> = view
-        .threads
-        .iter()
-        .map(|t| crate::units::count(*t as u64, "thread", "threads"))
+    let columns = std::iter::once("strategy".to_string())
+        .chain(
+            view.threads
+                .iter()
+                .map(|t| crate::units::count(*t as u64, "thread", "threads")),
+        )
         .collect();
-    let _ = writeln!(out, "| strategy | {} |", header.join(" | "));
-    let _ = writeln!(out, "|---|{}", "---|".repeat(view.threads.len()));
+    let mut table = Table::new(
+        "threads",
+        "Codec none, cold epochs; each entry is samples/s (speedup over 1 thread, parallel efficiency).".into(),
+        columns,
+    );
     let first = view.threads[0];
     for (_, name) in &view.strategies {
         let base = view
@@ -260,9 +284,11 @@ pub fn threads(view: &WorkloadView) -> Option<String> {
                 _ => "-".into(),
             })
             .collect();
-        let _ = writeln!(out, "| {name} | {} |", entries.join(" | "));
+        table
+            .rows
+            .push(std::iter::once(name.clone()).chain(entries).collect());
     }
-    Some(out)
+    Some(table)
 }
 
 /// The sample size (MB) a dataset variant sets (`...@mb_per_sample=0.01`).
@@ -273,8 +299,7 @@ pub fn variant_mb(view: &WorkloadView) -> Option<f64> {
 /// One table for the dataset variants of a workload (e.g. the twelve synthetic sample sizes):
 /// per variant and strategy, cold and warm throughput in samples/s and MB/s, codec none, at
 /// the most threads measured.
-pub fn variants(base: &str, group: &[&WorkloadView]) -> String {
-    let mut out = String::new();
+pub fn variants(base: &str, group: &[&WorkloadView]) -> Table {
     let strategies: Vec<String> = {
         let mut s: Vec<(usize, String)> = group
             .iter()
@@ -286,22 +311,24 @@ pub fn variants(base: &str, group: &[&WorkloadView]) -> String {
     };
     let t = group.iter().map(|v| v.max_threads()).max().unwrap_or(1);
     let threads_text = crate::units::count(t as u64, "thread", "threads");
-    let _ = writeln!(
-        out,
-        "{} dataset variants of `{base}`, each its own dataset; codec none, {threads_text}; cold = epoch 0 after eviction, warm = epoch 1; MB/s = samples/s x the variant's MB per sample.\n",
+    let caption = format!(
+        "{} dataset variants of `{base}`, each its own dataset; codec none, {threads_text}; cold = epoch 0 after eviction, warm = epoch 1; MB/s = samples/s x the variant's MB per sample.",
         group.len()
     );
-    let _ = write!(out, "| variant | samples |");
+    let mut columns = vec!["variant".to_string(), "samples".to_string()];
     for s in &strategies {
-        let _ = write!(out, " {s} cold /s | {s} cold MB/s | {s} warm MB/s |");
+        columns.extend([
+            format!("{s} cold /s"),
+            format!("{s} cold MB/s"),
+            format!("{s} warm MB/s"),
+        ]);
     }
-    let _ = writeln!(out);
-    let _ = writeln!(out, "|---|---|{}", "---|---|---|".repeat(strategies.len()));
+    let mut table = Table::new("variants", caption, columns);
     for view in group {
         let tag = view.label().tag;
         let mb = variant_mb(view);
         let samples = view.cells.first().map(|c| c.samples).unwrap_or(0);
-        let _ = write!(out, "| {} | {samples} |", tag.as_deref().unwrap_or("-"));
+        let mut row = vec![tag.unwrap_or_else(|| "-".into()), samples.to_string()];
         for s in &strategies {
             let cold = view.cold(s, Codec::None, t).map(|c| c.throughput.mean);
             let warm = view.warm(s, Codec::None, t).map(|c| c.throughput.mean);
@@ -309,17 +336,15 @@ pub fn variants(base: &str, group: &[&WorkloadView]) -> String {
                 (Some(v), Some(mb)) => format!("{:.0}", v * mb),
                 _ => "-".into(),
             };
-            let _ = write!(
-                out,
-                " {} | {} | {} |",
+            row.extend([
                 cold.map(format_number).unwrap_or_else(|| "-".into()),
                 mbps(cold),
-                mbps(warm)
-            );
+                mbps(warm),
+            ]);
         }
-        let _ = writeln!(out);
+        table.rows.push(row);
     }
-    out
+    table
 }
 
 /// Per strategy (cold epoch 0, codec none, most threads, trials summed): what bounds the
@@ -327,20 +352,22 @@ pub fn variants(base: &str, group: &[&WorkloadView]) -> String {
 pub fn bottlenecks(
     view: &WorkloadView,
     results: &crate::analysis::cells::Results,
-) -> Option<String> {
+) -> Option<Table> {
     let t = view.max_threads();
     let threads_text = crate::units::count(t as u64, "thread", "threads");
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "Codec none, {threads_text}, cold epoch 0, trials summed. Shares are of the workers' time (read = in the shard files' read calls; decompress = decompression, CRC checks and framing; step:NAME = an online step; wait:consumer = blocked on a full queue); the consumer's wait is a share of wall time. Device read MB/s and CPU busy (all cores, not idle or iowait) come from samples.csv, the system sampled every second.\n"
+    let mut table = Table::with_columns(
+        "bottlenecks",
+        format!("Codec none, {threads_text}, cold epoch 0, trials summed. Shares are of the workers' time (read = in the shard files' read calls; decompress = decompression, CRC checks and framing; step:NAME = an online step; wait:consumer = blocked on a full queue); the consumer's wait is a share of wall time. Device read MB/s and CPU busy (all cores, not idle or iowait) come from samples.csv, the system sampled every second."),
+        &[
+            "strategy",
+            "bound",
+            "evidence",
+            "consumer waiting",
+            "device read MB/s",
+            "CPU busy",
+            "CPU ms/sample",
+        ],
     );
-    let _ = writeln!(
-        out,
-        "| strategy | bound | evidence | consumer waiting | device read MB/s | CPU busy | CPU ms/sample |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
-    let mut any = false;
     for (_, s) in &view.strategies {
         let Some(cell) = view.cold(s, Codec::None, t) else {
             continue;
@@ -348,7 +375,6 @@ pub fn bottlenecks(
         let Some((stages, wall)) = results.cell_stages(cell) else {
             continue;
         };
-        any = true;
         let (bound, evidence) = crate::results::stages::classify(&stages);
         let consumer = stages
             .iter()
@@ -373,18 +399,22 @@ pub fn bottlenecks(
         } else {
             "-".into()
         };
-        let _ = writeln!(
-            out,
-            "| {s} | {} | {evidence} | {consumer} | {read} | {busy} | {cpu_ms} |",
-            bound.map_or("-", crate::results::Bound::label)
-        );
+        table.rows.push(vec![
+            s.clone(),
+            bound.map_or("-", crate::results::Bound::label).to_string(),
+            evidence,
+            consumer,
+            read,
+            busy,
+            cpu_ms,
+        ]);
     }
-    any.then_some(out)
+    (!table.rows.is_empty()).then_some(table)
 }
 
 /// Per strategy and epoch of a view with a simulated consumer (codec none, most threads): what
 /// the training saw, beside the null-I/O control's utilisation (the consumer's own ceiling).
-pub fn training(view: &WorkloadView, results: &crate::analysis::cells::Results) -> Option<String> {
+pub fn training(view: &WorkloadView, results: &crate::analysis::cells::Results) -> Option<Table> {
     let t = view.max_threads();
     let threads_text = crate::units::count(t as u64, "thread", "threads");
     let mean = |cell: &crate::analysis::cells::Cell,
@@ -395,17 +425,22 @@ pub fn training(view: &WorkloadView, results: &crate::analysis::cells::Results) 
     let show = |v: Option<f64>, digits: usize| {
         v.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"))
     };
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "Codec none, {threads_text}, means over trials. AU (accelerator utilisation) = compute time / wall time, as MLPerf Storage defines it; stall = time waiting for a batch / wall time; the null-I/O control feeds the same consumer copies of one sample from memory, so its AU is the most this consumer can reach.\n"
+    let mut table = Table::with_columns(
+        "training",
+        format!("Codec none, {threads_text}, means over trials. AU (accelerator utilisation) = compute time / wall time, as MLPerf Storage defines it; stall = time waiting for a batch / wall time; the null-I/O control feeds the same consumer copies of one sample from memory, so its AU is the most this consumer can reach."),
+        &[
+            "strategy",
+            "cache",
+            "epoch",
+            "samples/s",
+            "AU",
+            "stall",
+            "first batch s",
+            "batch wait p50 ms",
+            "p99 ms",
+            "null-I/O AU",
+        ],
     );
-    let _ = writeln!(
-        out,
-        "| strategy | cache | epoch | samples/s | AU | stall | first batch s | batch wait p50 ms | p99 ms | null-I/O AU |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
-    let mut any = false;
     for (_, s) in &view.strategies {
         let control = view
             .cells
@@ -432,20 +467,19 @@ pub fn training(view: &WorkloadView, results: &crate::analysis::cells::Results) 
             let Some(au) = mean(cell, |r| r.au_pct) else {
                 continue;
             };
-            any = true;
-            let _ = writeln!(
-                out,
-                "| {s} | {} | {} | {:.0} | {au:.1} % | {} % | {} | {} | {} | {} |",
-                cell.key.cache,
-                cell.key.epoch,
-                cell.throughput.mean,
-                show(mean(cell, |r| r.stall_pct), 1),
+            table.rows.push(vec![
+                s.clone(),
+                cell.key.cache.to_string(),
+                cell.key.epoch.to_string(),
+                format!("{:.0}", cell.throughput.mean),
+                format!("{au:.1} %"),
+                format!("{} %", show(mean(cell, |r| r.stall_pct), 1)),
                 show(mean(cell, |r| r.first_batch_s), 3),
                 show(mean(cell, |r| r.batch_wait_p50_ms), 2),
                 show(mean(cell, |r| r.batch_wait_p99_ms), 2),
                 control.map_or_else(|| "-".to_string(), |c| format!("{c:.1} %")),
-            );
+            ]);
         }
     }
-    any.then_some(out)
+    (!table.rows.is_empty()).then_some(table)
 }

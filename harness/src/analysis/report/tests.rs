@@ -1,5 +1,7 @@
 //! Reports of the committed references, and reports written elsewhere.
 
+use std::path::Path;
+
 use super::*;
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -61,4 +63,47 @@ fn a_report_written_elsewhere_overwrites_nothing_of_the_users() {
         std::fs::read_to_string(mine.join("report.md")).unwrap(),
         "my notes"
     );
+}
+
+/// Every table is written once as data and appears in every format: in report.md under its
+/// caption, in report.json with its rows, and as `tables/<section>-<id>.csv`.
+#[test]
+fn every_table_is_in_markdown_json_and_csv() {
+    let dir = crate::results::folder::reference_folders().remove(0);
+    let copy = tempfile::tempdir().unwrap();
+    copy_tree(&dir, copy.path());
+    write_report(copy.path()).unwrap();
+    let md = std::fs::read_to_string(copy.path().join("report.md")).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(copy.path().join("report.json")).unwrap()).unwrap();
+    let tables = json["tables"].as_array().unwrap();
+    assert!(tables.len() >= 5, "{} tables", tables.len());
+    for t in tables {
+        let caption = t["caption"].as_str().unwrap();
+        assert!(md.contains(caption), "report.md lacks {caption}");
+        let header = format!(
+            "| {} |",
+            t["columns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_str().unwrap())
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        assert!(md.contains(&header), "report.md lacks {header}");
+        let file = format!(
+            "{}-{}.csv",
+            crate::analysis::view::file_stem_of(t["section"].as_str().unwrap()),
+            t["id"].as_str().unwrap()
+        );
+        let csv = std::fs::read_to_string(copy.path().join("tables").join(&file)).unwrap();
+        let mut reader = csv::Reader::from_reader(csv.as_bytes());
+        let rows: Vec<Vec<String>> = reader
+            .records()
+            .map(|r| r.unwrap().iter().map(String::from).collect())
+            .collect();
+        let json_rows: Vec<Vec<String>> = serde_json::from_value(t["rows"].clone()).unwrap();
+        assert_eq!(rows, json_rows, "{file}");
+    }
 }

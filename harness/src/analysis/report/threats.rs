@@ -1,8 +1,6 @@
 //! "Threats to validity", computed from the run: what about this machine, these epochs, these
 //! trials, this storage and this data limits what the report can say against the paper.
 
-use std::fmt::Write as _;
-
 use crate::analysis::cells::{Cell, Results, MIN_EPOCH_S};
 use crate::analysis::findings::{Finding, Verdict};
 use crate::analysis::first_seen;
@@ -21,17 +19,24 @@ fn pct(part: usize, whole: usize) -> f64 {
     }
 }
 
-/// The section's Markdown.
-pub fn section(results: &Results, cells: &[Cell], found: &[Finding]) -> String {
-    let mut md = String::new();
-    let mut line = |text: String| {
-        let _ = writeln!(md, "- {text}");
-    };
+/// The section's items, one per threat.
+pub fn items(results: &Results, cells: &[Cell], found: &[Finding]) -> Vec<String> {
+    let mut out = vec![parallelism(results, cells)];
+    out.extend(epochs(results));
+    out.extend(trials(cells));
+    out.push(load(results));
+    out.push(storage(results, cells));
+    out.push(data(results));
+    out.extend(scale(results));
+    out.push(not_testable(found));
+    out
+}
 
-    // Cores and threads.
+/// Cores and threads against the paper's 8.
+fn parallelism(results: &Results, cells: &[Cell]) -> String {
     let cores = results.manifest.machine.as_ref().map(|m| m.logical_cores);
     let threads = cells.iter().map(|c| c.key.threads).max().unwrap_or(0);
-    line(match cores {
+    match cores {
         Some(cores) if cores < paper::THREADS || threads < paper::THREADS => format!(
             "**Parallelism.** {cores} cores, runs up to {threads} threads; the paper ran {} threads on 8 vCPUs. Claims about 8 threads are not testable here, and a thread count above the cores measures time-sharing, not parallelism.",
             paper::THREADS
@@ -41,78 +46,88 @@ pub fn section(results: &Results, cells: &[Cell], found: &[Finding]) -> String {
             paper::THREADS
         ),
         None => "**Parallelism.** The machine's cores were not recorded.".into(),
-    });
+    }
+}
 
-    // Epoch lengths, over the rows that feed the tables (cold and warm epochs).
+/// Epoch lengths and start-up, over the rows that feed the tables (cold and warm epochs).
+fn epochs(results: &Results) -> Vec<String> {
     let timed: Vec<&crate::results::RunRow> = results
         .rows
         .iter()
         .filter(|r| matches!(r.cache, CacheState::Cold | CacheState::Warm))
         .collect();
-    if !timed.is_empty() {
-        let seconds: Vec<f64> = timed.iter().map(|r| r.online_s).collect();
-        let short = seconds.iter().filter(|s| **s < MIN_EPOCH_S).count();
-        line(format!(
-            "**Epoch length.** Median epoch {:.2} s; {short} of {} epochs ({:.0} %) last under {MIN_EPOCH_S} s. Those cells are marked (short) and not judged: at that length thread start, file opens and first reads weigh on the figure.",
-            median(&seconds),
-            seconds.len(),
-            pct(short, seconds.len())
-        ));
-        let first: Vec<f64> = timed.iter().filter_map(|r| r.first_sample_s).collect();
-        if !first.is_empty() {
-            line(format!(
-                "**Start-up.** Median time to the first sample {:.3} s; the strategies table gives steady-state throughput beside whole-epoch throughput.",
-                median(&first)
-            ));
-        }
+    if timed.is_empty() {
+        return Vec::new();
     }
+    let seconds: Vec<f64> = timed.iter().map(|r| r.online_s).collect();
+    let short = seconds.iter().filter(|s| **s < MIN_EPOCH_S).count();
+    let mut out = vec![format!(
+        "**Epoch length.** Median epoch {:.2} s; {short} of {} epochs ({:.0} %) last under {MIN_EPOCH_S} s. Those cells are marked (short) and not judged: at that length thread start, file opens and first reads weigh on the figure.",
+        median(&seconds),
+        seconds.len(),
+        pct(short, seconds.len())
+    )];
+    let first: Vec<f64> = timed.iter().filter_map(|r| r.first_sample_s).collect();
+    if !first.is_empty() {
+        out.push(format!(
+            "**Start-up.** Median time to the first sample {:.3} s; the strategies table gives steady-state throughput beside whole-epoch throughput.",
+            median(&first)
+        ));
+    }
+    out
+}
 
-    // Trials and CI widths.
+/// Trials per cell and the width of their intervals.
+fn trials(cells: &[Cell]) -> Option<String> {
     let judged: Vec<&Cell> = cells
         .iter()
         .filter(|c| matches!(c.key.cache, CacheState::Cold | CacheState::Warm))
         .collect();
-    if !judged.is_empty() {
-        let trials: Vec<f64> = judged.iter().map(|c| c.throughput.n as f64).collect();
-        let widths: Vec<f64> = judged
-            .iter()
-            .filter_map(|c| {
-                let (lo, hi) = c.throughput.ci95?;
-                (c.throughput.mean > 0.0).then(|| (hi - lo) / 2.0 / c.throughput.mean)
-            })
-            .collect();
-        let wide = widths.iter().filter(|w| **w > WIDE_CI).count();
-        line(format!(
-            "**Trials.** Median {:.0} trials per cell; {} cells have a 95 % CI; its median half-width is {:.1} % of the mean, and {wide} cells ({:.0} %) are wider than {:.0} %. Ratios between such cells are judged on their intervals, not their means.",
-            median(&trials),
-            widths.len(),
-            100.0 * if widths.is_empty() { 0.0 } else { median(&widths) },
-            pct(wide, widths.len()),
-            100.0 * WIDE_CI
-        ));
+    if judged.is_empty() {
+        return None;
     }
+    let trials: Vec<f64> = judged.iter().map(|c| c.throughput.n as f64).collect();
+    let widths: Vec<f64> = judged
+        .iter()
+        .filter_map(|c| {
+            let (lo, hi) = c.throughput.ci95?;
+            (c.throughput.mean > 0.0).then(|| (hi - lo) / 2.0 / c.throughput.mean)
+        })
+        .collect();
+    let wide = widths.iter().filter(|w| **w > WIDE_CI).count();
+    Some(format!(
+        "**Trials.** Median {:.0} trials per cell; {} cells have a 95 % CI; its median half-width is {:.1} % of the mean, and {wide} cells ({:.0} %) are wider than {:.0} %. Ratios between such cells are judged on their intervals, not their means.",
+        median(&trials),
+        widths.len(),
+        100.0 * if widths.is_empty() { 0.0 } else { median(&widths) },
+        pct(wide, widths.len()),
+        100.0 * WIDE_CI
+    ))
+}
 
-    // Foreign load.
+/// What other processes and the hypervisor took during the epochs.
+fn load(results: &Results) -> String {
     let load: Vec<f64> = results
         .rows
         .iter()
         .filter_map(|r| r.foreign_load_pct)
         .collect();
     let steal: Vec<f64> = results.rows.iter().filter_map(|r| r.steal_pct).collect();
-    if !load.is_empty() {
-        line(format!(
-            "**Other load.** Other processes used a median {:.1} % (max {:.1} %) of the machine during the epochs; the hypervisor stole a median {:.1} % (max {:.1} %). Runs above {:.0} % were measured again.",
-            median(&load),
-            load.iter().copied().fold(0.0, f64::max),
-            if steal.is_empty() { 0.0 } else { median(&steal) },
-            steal.iter().copied().fold(0.0, f64::max),
-            crate::results::rows::HEAVY_FOREIGN_LOAD_PCT
-        ));
-    } else {
-        line("**Other load.** Not recorded (runs from before prepbench measured it, or no /proc/stat).".into());
+    if load.is_empty() {
+        return "**Other load.** Not recorded (runs from before prepbench measured it, or no /proc/stat).".into();
     }
+    format!(
+        "**Other load.** Other processes used a median {:.1} % (max {:.1} %) of the machine during the epochs; the hypervisor stole a median {:.1} % (max {:.1} %). Runs above {:.0} % were measured again.",
+        median(&load),
+        load.iter().copied().fold(0.0, f64::max),
+        if steal.is_empty() { 0.0 } else { median(&steal) },
+        steal.iter().copied().fold(0.0, f64::max),
+        crate::results::rows::HEAVY_FOREIGN_LOAD_PCT
+    )
+}
 
-    // Storage.
+/// Where the stores were, and what ran under emulated network storage.
+fn storage(results: &Results, cells: &[Cell]) -> String {
     let emulated = first_seen(cells.iter().filter_map(|c| {
         let profile = c.key.condition.storage.as_ref()?;
         Some(format!("{} ({profile})", c.key.workload))
@@ -125,7 +140,7 @@ pub fn section(results: &Results, cells: &[Cell], found: &[Finding]) -> String {
             .filter_map(|i| i.store_dir.filesystem.as_ref())
             .map(|f| format!("{} on {}", f.fs_type, f.device)),
     );
-    line(format!(
+    format!(
         "**Storage.** The paper read from HDD-backed Ceph over a 10 Gb/s network. Here stores were on {}{}.",
         if places.is_empty() {
             "an unrecorded file system".to_string()
@@ -140,16 +155,18 @@ pub fn section(results: &Results, cells: &[Cell], found: &[Finding]) -> String {
                 emulated.join(", ")
             )
         }
-    ));
+    )
+}
 
-    // Data.
+/// Whether the data was generated or the user's own.
+fn data(results: &Results) -> String {
     let generated = results
         .manifest
         .invocations
         .iter()
         .filter_map(|i| i.dataset_generated)
         .collect::<Vec<bool>>();
-    line(if generated.is_empty() {
+    if generated.is_empty() {
         "**Data.** Whether the datasets were generated was not recorded.".into()
     } else if generated.iter().all(|g| *g) {
         "**Data.** Every dataset was generated by prepbench to the real datasets' sizes per sample, not the real ImageNet, Cube++, OpenWebText, CREAM, Common Voice or LibriSpeech: costs that depend on content (JPEG entropy, text length, audio) are approximated.".into()
@@ -157,7 +174,11 @@ pub fn section(results: &Results, cells: &[Cell], found: &[Finding]) -> String {
         "**Data.** Some datasets were generated by prepbench, others are the user's own.".into()
     } else {
         "**Data.** Every dataset is the user's own (none generated).".into()
-    });
+    }
+}
+
+/// Samples per epoch against the paper's full datasets.
+fn scale(results: &Results) -> Option<String> {
     let scale: Vec<String> = results
         .manifest
         .workloads
@@ -173,14 +194,14 @@ pub fn section(results: &Results, cells: &[Cell], found: &[Finding]) -> String {
             Some(format!("{} {samples} of {}", w.name, p.samples))
         })
         .collect();
-    if !scale.is_empty() {
-        line(format!(
-            "**Scale.** Samples per epoch against the paper's full datasets: {}. Storage beyond memory and full-dataset offline times are extrapolated, not measured.",
-            scale.join(", ")
-        ));
-    }
+    (!scale.is_empty()).then(|| format!(
+        "**Scale.** Samples per epoch against the paper's full datasets: {}. Storage beyond memory and full-dataset offline times are extrapolated, not measured.",
+        scale.join(", ")
+    ))
+}
 
-    // What was not testable.
+/// The paper's claims not testable here, each with its reason.
+fn not_testable(found: &[Finding]) -> String {
     let untestable: Vec<String> = found
         .iter()
         .flat_map(|f| &f.sub_claims)
@@ -196,7 +217,7 @@ pub fn section(results: &Results, cells: &[Cell], found: &[Finding]) -> String {
             format!("{} ({why})", s.id)
         })
         .collect();
-    line(if untestable.is_empty() {
+    if untestable.is_empty() {
         "**Not testable.** Every claim of the paper was testable here.".into()
     } else {
         format!(
@@ -204,6 +225,5 @@ pub fn section(results: &Results, cells: &[Cell], found: &[Finding]) -> String {
             untestable.len(),
             untestable.join("; ")
         )
-    });
-    md
+    }
 }

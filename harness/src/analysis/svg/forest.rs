@@ -31,10 +31,66 @@ pub struct Forest {
     pub band_label: String,
 }
 
+/// Height of one row, and width of the plot area, in pixels.
+const ROW: f64 = 18.0;
+const PLOT_W: f64 = 460.0;
+
+/// Where a forest plot is drawn: the canvas, the plot area's left and top edges and height,
+/// the log axis, and the title and subtitle lines.
+struct Layout {
+    width: f64,
+    height: f64,
+    left: f64,
+    top: f64,
+    ph: f64,
+    axis: Axis,
+    title: String,
+    title_h: f64,
+    sub_lines: Vec<String>,
+}
+
+impl Layout {
+    fn px(&self, v: f64) -> f64 {
+        self.left + self.axis.frac(v) * PLOT_W
+    }
+}
+
 impl Forest {
     pub fn to_svg(&self) -> String {
-        const ROW: f64 = 18.0;
-        const PLOT_W: f64 = 460.0;
+        let l = self.layout();
+        let mut svg = String::new();
+        let (width, height) = (l.width, l.height);
+        let _ = writeln!(
+            svg,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="12">"#
+        );
+        let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
+        svg.push_str(&l.title);
+        for (i, line) in l.sub_lines.iter().enumerate() {
+            let _ = writeln!(
+                svg,
+                r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="11" fill="#444">{}</text>"##,
+                width / 2.0,
+                10.0 + l.title_h + 6.0 + 15.0 * i as f64,
+                escape(line)
+            );
+        }
+        self.write_axis(&l, &mut svg);
+        self.write_rows(&l, &mut svg);
+        let _ = writeln!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            l.left + PLOT_W / 2.0,
+            l.top + l.ph + 36.0,
+            escape(&self.x_label)
+        );
+        self.write_legend(&l, &mut svg);
+        svg.push_str("</svg>\n");
+        svg
+    }
+
+    /// The canvas sized for the labels, title and rows, and a log axis over every value.
+    fn layout(&self) -> Layout {
         let label_w = self
             .rows
             .iter()
@@ -46,7 +102,6 @@ impl Forest {
         let sub_lines = wrap(&self.subtitle, 11.0, width - 20.0);
         let top = 10.0 + title_h + 15.0 * sub_lines.len() as f64 + 8.0;
         let ph = ROW * self.rows.len().max(1) as f64;
-        let height = top + ph + 96.0;
         let mut values: Vec<f64> = self
             .rows
             .iter()
@@ -59,35 +114,32 @@ impl Forest {
         if let Some((lo, hi)) = self.band {
             values.extend([lo, hi]);
         }
-        let axis = Axis::new(&values, Scale::Log, false);
-        let left = label_w;
-        let px = |v: f64| left + axis.frac(v) * PLOT_W;
-        let mut svg = String::new();
-        let _ = writeln!(
-            svg,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="12">"#
-        );
-        let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
-        svg.push_str(&title);
-        for (i, line) in sub_lines.iter().enumerate() {
-            let _ = writeln!(
-                svg,
-                r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="11" fill="#444">{}</text>"##,
-                width / 2.0,
-                10.0 + title_h + 6.0 + 15.0 * i as f64,
-                escape(line)
-            );
+        Layout {
+            width,
+            height: top + ph + 96.0,
+            left: label_w,
+            top,
+            ph,
+            axis: Axis::new(&values, Scale::Log, false),
+            title,
+            title_h,
+            sub_lines,
         }
+    }
+
+    /// The noise band, the ticks and gridlines, the reference line and the plot's border.
+    fn write_axis(&self, l: &Layout, svg: &mut String) {
+        let (left, top, ph) = (l.left, l.top, l.ph);
         if let Some((lo, hi)) = self.band {
-            let (x0, x1) = (px(lo).max(left), px(hi).min(left + PLOT_W));
+            let (x0, x1) = (l.px(lo).max(left), l.px(hi).min(left + PLOT_W));
             let _ = writeln!(
                 svg,
                 r##"<rect x="{x0:.1}" y="{top:.1}" width="{:.1}" height="{ph:.1}" fill="#ececec"/>"##,
                 (x1 - x0).max(0.0)
             );
         }
-        for &t in &axis.ticks {
-            let x = px(t);
+        for &t in &l.axis.ticks {
+            let x = l.px(t);
             let _ = writeln!(
                 svg,
                 r##"<line x1="{x:.1}" y1="{top:.1}" x2="{x:.1}" y2="{:.1}" stroke="#e4e4e4"/>"##,
@@ -100,7 +152,7 @@ impl Forest {
                 format_number(t)
             );
         }
-        let x = px(self.reference);
+        let x = l.px(self.reference);
         let _ = writeln!(
             svg,
             r##"<line x1="{x:.1}" y1="{top:.1}" x2="{x:.1}" y2="{:.1}" stroke="#333" stroke-width="1.2"/>"##,
@@ -110,8 +162,13 @@ impl Forest {
             svg,
             r#"<rect x="{left:.1}" y="{top:.1}" width="{PLOT_W}" height="{ph:.1}" fill="none" stroke="black"/>"#
         );
+    }
+
+    /// Each row: its label, its interval's bar and its estimate's dot.
+    fn write_rows(&self, l: &Layout, svg: &mut String) {
+        let left = l.left;
         for (i, row) in self.rows.iter().enumerate() {
-            let y = top + ROW * (i as f64 + 0.5);
+            let y = l.top + ROW * (i as f64 + 0.5);
             let colour = self.groups.get(row.group).map_or("#000", |g| g.1);
             let _ = writeln!(
                 svg,
@@ -122,8 +179,8 @@ impl Forest {
             );
             if let Some((lo, hi)) = row.interval {
                 let (x0, x1) = (
-                    px(lo).clamp(left, left + PLOT_W),
-                    px(hi).clamp(left, left + PLOT_W),
+                    l.px(lo).clamp(left, left + PLOT_W),
+                    l.px(hi).clamp(left, left + PLOT_W),
                 );
                 let _ = writeln!(
                     svg,
@@ -135,19 +192,15 @@ impl Forest {
             let _ = writeln!(
                 svg,
                 r#"<circle cx="{:.1}" cy="{y:.1}" r="3.5" fill="{colour}"/>"#,
-                px(row.value)
+                l.px(row.value)
             );
         }
-        let _ = writeln!(
-            svg,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            left + PLOT_W / 2.0,
-            top + ph + 36.0,
-            escape(&self.x_label)
-        );
-        // Legend: the groups present, then the band, on one line under the axis title.
-        let mut lx = left;
-        let ly = top + ph + 62.0;
+    }
+
+    /// The legend: the groups present, then the band, on one line under the axis title.
+    fn write_legend(&self, l: &Layout, svg: &mut String) {
+        let mut lx = l.left;
+        let ly = l.top + l.ph + 62.0;
         let used: BTreeSet<usize> = self.rows.iter().map(|r| r.group).collect();
         for (g, (name, colour)) in self.groups.iter().enumerate() {
             if !used.contains(&g) {
@@ -180,7 +233,5 @@ impl Forest {
                 escape(&self.band_label)
             );
         }
-        svg.push_str("</svg>\n");
-        svg
     }
 }

@@ -1,0 +1,120 @@
+//! The report's sentences about the folder as a whole and about a view: the machine, the
+//! storage profiles, and what a view's runs were measured under.
+
+use crate::analysis::cells::Results;
+use crate::analysis::recorded::recorded_workload;
+use crate::analysis::view::WorkloadView;
+
+/// What a view's runs were measured under, in words: the storage profile's figures and the
+/// consumer; `None` for plain runs.
+pub fn condition_line(results: &Results, view: &WorkloadView) -> Option<String> {
+    let row = view
+        .cells
+        .first()
+        .and_then(|c| results.cell_rows(c).next())?;
+    let mut parts = Vec::new();
+    if let Some(storage) = row.emulated_storage() {
+        let profile = recorded_workload(results, &view.name)
+            .and_then(|w| w.storage_profile(storage).ok())
+            .or_else(|| workloads::storage::find_profile(storage, &Default::default()).ok());
+        parts.push(match profile {
+            Some(p) => format!(
+                "Measured under the emulated storage profile `{}`{}: {}. Online reads were delayed to it (docs/measurement.md)",
+                p.name,
+                if p.description.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", p.description)
+                },
+                profile_figures(&p)
+            ),
+            None => format!("Measured under the emulated storage profile `{storage}`"),
+        });
+    }
+    if let Some(consumer) = row.consumer {
+        parts.push(format!(
+            "With the simulated training consumer `{consumer}` (batch x compute time - sleep or spin - prefetch depth in batches)"
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join(". ") + ".")
+}
+
+/// A storage profile's figures in words.
+fn profile_figures(p: &workloads::StorageProfile) -> String {
+    let limit = |v: Option<f64>, unit: &str| {
+        v.map_or_else(|| "unlimited".to_string(), |v| format!("{v} {unit}"))
+    };
+    format!(
+        "files of {} KiB and more stream at {} per reader and {} in all after {:.3} ms; smaller files take {:.3} ms per {} KiB request, {}",
+        p.small_file_kb,
+        limit(p.stream_mb_s, "MB/s"),
+        limit(p.aggregate_mb_s, "MB/s"),
+        p.latency_ms,
+        p.latency_ms,
+        p.request_kb,
+        limit(p.iops, "requests/s in all")
+    )
+}
+
+/// The storage profiles the runs were measured under, with their run counts.
+pub fn storage_line(results: &Results) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for row in &results.rows {
+        if !seen.insert(&row.run_id) {
+            continue;
+        }
+        match counts.iter_mut().find(|(n, _)| *n == row.storage) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((row.storage.clone(), 1)),
+        }
+    }
+    let list: Vec<String> = counts
+        .iter()
+        .map(|(name, n)| {
+            let what = if name == workloads::storage::LOCAL {
+                "the disk as it is".to_string()
+            } else {
+                "emulated".to_string()
+            };
+            format!("`{name}` ({what}, {n} runs)")
+        })
+        .collect();
+    let mut line = format!("Storage profiles: {}.", list.join(", "));
+    // Runs whose input came from object storage (raw files or shards): no page cache of ours.
+    let mut remote: Vec<(String, String)> = results
+        .rows
+        .iter()
+        .filter(|r| r.read_remote())
+        .map(|r| (r.workload.clone(), r.strategy.clone()))
+        .collect();
+    remote.sort();
+    remote.dedup();
+    if !remote.is_empty() {
+        let names: Vec<String> = remote.iter().map(|(w, s)| format!("{w}/{s}")).collect();
+        line.push_str(&format!(
+            " Read from object storage (the `local` profile there means not emulated): {}; \
+             nothing of it is cached on this machine, so every epoch of theirs is cold, \
+             whatever the service caches (docs/cluster.md).",
+            names.join(", ")
+        ));
+    }
+    line
+}
+
+/// The machine and the build that measured the folder.
+pub fn machine_line(results: &Results) -> String {
+    let (m, b) = (&results.manifest.machine, &results.manifest.build);
+    let build = |f: fn(&crate::results::system::Build) -> &str| b.as_ref().map_or("?", f);
+    format!(
+        "Machine: {} ({} cores, {:.1} GB memory, {}); prepbench {} ({}), {}.",
+        m.as_ref().map_or("unknown CPU", |m| &m.cpu_model),
+        m.as_ref().map_or(0, |m| m.logical_cores),
+        m.as_ref().map_or(0.0, |m| m.memory_bytes as f64) / 1e9,
+        m.as_ref().map_or("unknown kernel", |m| &m.kernel),
+        build(|b| &b.prepbench_version),
+        build(|b| &b.git_commit),
+        build(|b| &b.rustc),
+    )
+}
+
