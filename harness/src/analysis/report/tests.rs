@@ -25,9 +25,20 @@ fn committed_references_report_as_committed() {
         let copy = tempfile::tempdir().unwrap();
         copy_tree(&dir, copy.path());
         write_report(copy.path()).unwrap();
-        for file in ["report.md", "summary.csv", "report.json"] {
-            let committed = std::fs::read(dir.join(file)).unwrap();
-            let written = std::fs::read(copy.path().join(file)).unwrap();
+        let tables = std::fs::read_dir(dir.join("tables"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| format!("tables/{}", e.file_name().to_string_lossy()))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        let files = ["report.md", "summary.csv", "report.json"]
+            .map(String::from)
+            .into_iter()
+            .chain(tables);
+        for file in files {
+            let committed = std::fs::read(dir.join(&file)).unwrap();
+            let written = std::fs::read(copy.path().join(&file)).unwrap();
             assert!(
                 committed == written,
                 "{}: {file} differs from what `prepbench report` writes",
