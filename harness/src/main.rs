@@ -205,12 +205,8 @@ fn dispatch(command: Command, progress: Progress) -> anyhow::Result<ExitCode> {
                 ..harness::analysis::recommend::DEFAULT_PLAN
             };
             let out = out.as_deref().unwrap_or(&dir);
-            let written = harness::analysis::report::write_report_with(
-                &dir,
-                out,
-                peers.as_deref(),
-                &plan,
-            )?;
+            let written =
+                harness::analysis::report::write_report_with(&dir, out, peers.as_deref(), &plan)?;
             progress.note(&format!(
                 "wrote {} files; start with {}",
                 written.files.len(),
@@ -257,7 +253,7 @@ fn dispatch(command: Command, progress: Progress) -> anyhow::Result<ExitCode> {
             lines.iter().for_each(|line| println!("{line}"));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Show(args) => printed(harness::cli::show::show(&args.options())),
+        Command::Show(args) => printed(harness::cli::show::show(&args.into())),
     }
 }
 

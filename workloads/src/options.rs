@@ -254,9 +254,16 @@ mod tests {
     fn codecs_round_trip_through_folder_names() {
         for text in ["none", "lz4", "gzip:6", "zlib:1", "zstd:22", "zstd:3"] {
             let codec: Codec = text.parse().unwrap();
-            assert_eq!(Codec::from_folder_name(&codec.folder_name()), Some(codec), "{text}");
+            assert_eq!(
+                Codec::from_folder_name(&codec.folder_name()),
+                Some(codec),
+                "{text}"
+            );
         }
-        assert_eq!(Codec::from_folder_name("gzip6"), Some(Codec::Gzip { level: 6 }));
+        assert_eq!(
+            Codec::from_folder_name("gzip6"),
+            Some(Codec::Gzip { level: 6 })
+        );
         assert_eq!(Codec::from_folder_name("brotli3"), None);
     }
 

@@ -243,26 +243,6 @@ pub struct ShowArgs {
     pub dataset: Option<PathBuf>,
 }
 
-impl ShowArgs {
-    /// What `show` is asked for.
-    pub fn options(self) -> crate::cli::show::ShowOptions {
-        crate::cli::show::ShowOptions {
-            workload: self.workload,
-            sample: self.sample,
-            part: self.part,
-            after: self.after,
-            strategy: self.strategy,
-            field: self.field,
-            out: self.out,
-            list: self.list,
-            seed: self.seed,
-            epoch: self.epoch,
-            data_dir: self.data_dir,
-            dataset: self.dataset,
-        }
-    }
-}
-
 #[derive(Debug, Subcommand)]
 pub enum WorkloadWhat {
     /// Print a reference workload's YAML (as shipped), e.g. `prepbench workload show cv >

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use workloads::{CacheMode, Codec, OnError, Sample, StorageProfile, Strategy};
 
+use crate::measure::app_cache::AppCache;
 use crate::measure::cache;
 use crate::measure::emulate::Throttle;
-use crate::measure::app_cache::AppCache;
 use crate::measure::online::{OnlineInput, OnlineJob, OnlineResult};
 use crate::measure::session::{Materialized, Session, MAX_COLD_RESIDENCY_PCT};
 use crate::measure::verify::Verification;
@@ -262,7 +262,12 @@ impl Session {
     /// The page cache at the start of `epoch`, prepared as the run's cache mode asks. Nothing
     /// in object storage is cached here; the service's own caches are not ours to drop
     /// (docs/cluster.md).
-    fn epoch_cache(&self, spec: &RunSpec, files: &[PathBuf], epoch: u64) -> anyhow::Result<CachePrep> {
+    fn epoch_cache(
+        &self,
+        spec: &RunSpec,
+        files: &[PathBuf],
+        epoch: u64,
+    ) -> anyhow::Result<CachePrep> {
         if !self.input_is_remote(spec.stored) {
             return self.prepare_cache(files, epoch, spec.cache);
         }

@@ -204,7 +204,16 @@ pub fn apply_steps(
                     .finish_next(workload, source, base, seconds, emit)
                     .unwrap_or(Ok(true));
             }
-            sample = run_chain(workload, source, base, steps.clone(), sample, &seeds, wall, transfer.as_deref_mut())?;
+            sample = run_chain(
+                workload,
+                source,
+                base,
+                steps.clone(),
+                sample,
+                &seeds,
+                wall,
+                transfer.as_deref_mut(),
+            )?;
             step_index = steps.end;
             continue;
         }
@@ -214,7 +223,15 @@ pub fn apply_steps(
                 transfer,
                 ahead,
             };
-            return fan_out(workload, step_index..range.end, sample, source, base, seconds, emit);
+            return fan_out(
+                workload,
+                step_index..range.end,
+                sample,
+                source,
+                base,
+                seconds,
+                emit,
+            );
         }
         let start = std::time::Instant::now();
         let ctx = StepContext { step_index, ..base };

@@ -3,6 +3,7 @@
 //! concurrent reading by MPI ranks ([`ranks`], feature `mpi`), and every reference workload at
 //! a named scale ([`reproduce`]).
 
+pub mod calibrate;
 pub mod executor;
 pub mod matrix;
 pub mod merge;

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use workloads::{CacheMode, Codec, Strategy, Workload};
 
-use crate::measure::session::{Materialized, Session};
+use crate::measure::session::Materialized;
 use crate::measure::warnings::Warning;
 use crate::plan::executor::Executor;
 pub use crate::plan::matrix::{shuffled, Cell, Plan};
@@ -18,7 +18,7 @@ pub use crate::plan::settings::{Places, Settings};
 use crate::plan::sizing::{self, Sizes};
 use crate::plan::trials::{more_trials, targeted};
 use crate::progress::Progress;
-use crate::results::{self, Calibration, Manifest, OfflineRow, PlanEntry, Verdict};
+use crate::results::{Calibration, Manifest, OfflineRow, PlanEntry, Verdict};
 
 /// What a sweep did.
 pub struct SweepOutcome {
@@ -299,7 +299,7 @@ impl<'a> SweepRun<'a> {
         stores: &mut HashMap<(String, Codec), Materialized>,
     ) -> anyhow::Result<Calibration> {
         let s = self;
-        calibrate_cells(
+        crate::plan::calibrate::calibrate_cells(
             &s.executor.session,
             &s.plan,
             stores,
@@ -329,7 +329,14 @@ impl<'a> SweepRun<'a> {
             .is_ok_and(|k| k.cheap_to_generate);
         let growth = sizing::growth_cap(cheap, session.source.total_bytes());
         let name = self.name.clone();
-        sizes = sizing::sizes(&self.plan, &name, &calibration, floor, (items, per_item), growth);
+        sizes = sizing::sizes(
+            &self.plan,
+            &name,
+            &calibration,
+            floor,
+            (items, per_item),
+            growth,
+        );
         if sizes.source_items > items {
             let samples = (sizes.source_items as f64 * per_item).round() as usize;
             self.places.progress.note(&format!(
@@ -406,7 +413,12 @@ impl<'a> SweepRun<'a> {
     )> {
         let mut stores: HashMap<(String, Codec), Materialized> = HashMap::new();
         let mut verdicts: HashMap<(String, Codec), Verdict> = HashMap::new();
-        for (strategy, codec) in self.plan.strategy_codecs().iter().filter(|(s, _)| s.split > 0) {
+        for (strategy, codec) in self
+            .plan
+            .strategy_codecs()
+            .iter()
+            .filter(|(s, _)| s.split > 0)
+        {
             let current = self.offline_trials(strategy, *codec, pending)?;
             let needed_online = pending
                 .cells
@@ -421,7 +433,14 @@ impl<'a> SweepRun<'a> {
                 Some(m) if m.manifest.samples as usize == items => m,
                 _ => {
                     let layout = (self.plan.shards, items);
-                    session.store_sized(strategy, *codec, layout, self.max_threads, false, self.cold)?
+                    session.store_sized(
+                        strategy,
+                        *codec,
+                        layout,
+                        self.max_threads,
+                        false,
+                        self.cold,
+                    )?
                 }
             };
             if self.opts.settings.verify {
@@ -466,7 +485,8 @@ impl<'a> SweepRun<'a> {
             }
             let fresh = trial > 0 || self.opts.settings.rematerialize;
             let layout = (self.plan.shards, self.base_items);
-            let m = session.store_sized(strategy, codec, layout, self.max_threads, fresh, self.cold)?;
+            let m =
+                session.store_sized(strategy, codec, layout, self.max_threads, fresh, self.cold)?;
             let info = &m.manifest;
             let row = OfflineRow {
                 run_id: id,
@@ -487,7 +507,8 @@ impl<'a> SweepRun<'a> {
                 cpu_s_per_sample: (info.offline_cpu_user_s + info.offline_cpu_sys_s)
                     / info.samples.max(1) as f64,
             };
-            self.executor.record_store(&row.run_id.clone(), &m, Some(row))?;
+            self.executor
+                .record_store(&row.run_id.clone(), &m, Some(row))?;
             current = Some(m);
         }
         Ok(current)
@@ -522,7 +543,9 @@ impl<'a> SweepRun<'a> {
         loop {
             for cell in &order {
                 let session = &self.executor.session;
-                let run_id = self.plan.run_id(&session.workload, opts.settings.seed, cell);
+                let run_id = self
+                    .plan
+                    .run_id(&session.workload, opts.settings.seed, cell);
                 bar.set_message(format!(
                     "{} {} t{} {} {}",
                     cell.strategy.name, cell.codec, cell.threads, cell.cache, cell.storage.name
@@ -568,71 +591,6 @@ impl<'a> SweepRun<'a> {
         self.executor.finish(run_ids)?;
         Ok(())
     }
-}
-
-/// Calibrates the machine (cached per machine) and every (strategy, codec) of the plan that
-/// the results folder's manifest does not hold yet; stores are reused (or made) as the
-/// online runs would use them.
-fn calibrate_cells(
-    session: &Session,
-    plan: &Plan,
-    stores: &mut HashMap<(String, Codec), Materialized>,
-    places: &Places,
-    opts: &SweepOptions,
-    max_threads: usize,
-    cold: bool,
-) -> anyhow::Result<Calibration> {
-    let recorded = Manifest::read(&places.out)?
-        .and_then(|m| m.calibration)
-        .unwrap_or_default();
-    let mut calibration = Calibration {
-        // The disk the stores are on; for stores in object storage, the data directory's, and
-        // with both there, the temporary directory's (the model's storage figures are of a
-        // local disk: docs/cluster.md).
-        machine: Some(crate::measure::calibrate::machine(
-            [&places.store_dir, &places.data_dir]
-                .into_iter()
-                .find(|d| !datasets::files::is_remote(d))
-                .map_or_else(std::env::temp_dir, |d| d.to_path_buf())
-                .as_path(),
-            opts.recalibrate,
-            256,
-        )?),
-        ..Default::default()
-    };
-    let workload = &session.workload;
-    for (strategy, codec) in plan.strategy_codecs() {
-        let key = results::calibration::key(&workload.spec.label(), &strategy.name, codec);
-        if recorded.strategies.contains_key(&key) && !opts.recalibrate {
-            continue;
-        }
-        places
-            .progress
-            .note(&format!("calibrating {} ({codec})", strategy.name));
-        let stored = if strategy.split > 0 {
-            let entry = (strategy.name.clone(), codec);
-            if !stores.contains_key(&entry) {
-                let m = session.store(&strategy, codec, plan.shards, max_threads, false, cold)?;
-                stores.insert(entry.clone(), m);
-            }
-            stores.get(&entry)
-        } else {
-            None
-        };
-        let c = crate::measure::calibrate::strategy(
-            session,
-            &strategy,
-            stored,
-            codec,
-            opts.settings.seed,
-        )?;
-        calibration.strategies.insert(key, c);
-    }
-    // Recorded now, so that a sweep stopped during its runs keeps it.
-    Manifest::update(&places.out, |m| m.record_calibration(calibration.clone()))?;
-    let mut all = recorded;
-    all.merge(calibration);
-    Ok(all)
 }
 
 #[cfg(test)]

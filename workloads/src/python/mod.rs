@@ -8,11 +8,16 @@
 
 mod chain;
 mod interpreter;
+mod lease;
 mod link;
 mod memory;
+mod pools;
+mod wire;
 mod worker;
 
-pub use chain::{Chain, ChainError, Finished, Lease, Pools};
+pub use chain::{Chain, ChainError};
 pub use interpreter::{check, interpreter, set_interpreter, worker_pids, DRIVER};
 pub(crate) use interpreter::{in_workload_dir, workload_dir};
+pub use lease::{Finished, Lease};
 pub use link::Link;
+pub use pools::Pools;

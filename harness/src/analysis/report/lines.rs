@@ -117,4 +117,3 @@ pub fn machine_line(results: &Results) -> String {
         build(|b| &b.rustc),
     )
 }
-

@@ -185,7 +185,7 @@ pub fn plot(view: &WorkloadView, checked: &[Checked]) -> Option<Figure> {
         .fold(f64::INFINITY, f64::min);
     let hi = points.iter().flat_map(|p| [p.0, p.1]).fold(0.0, f64::max);
     Some(Figure {
-        file:         format!("{}-roofline.svg", view.file_stem()),
+        file: format!("{}-roofline.svg", view.file_stem()),
         chart: Chart {
             title: format!("{}: measured vs roofline bound", view.title()),
             x_label: "roofline bound (samples/s)".into(),

@@ -84,4 +84,3 @@ pub fn summary_csv(cells: &[Cell]) -> String {
 pub(super) fn verdict_or_dash(v: Option<Verdict>) -> &'static str {
     v.map_or("-", Verdict::label)
 }
-

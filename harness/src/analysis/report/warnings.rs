@@ -69,4 +69,3 @@ pub fn warnings(cells: &[Cell]) -> Vec<String> {
     }
     out
 }
-

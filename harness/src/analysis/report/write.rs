@@ -20,7 +20,6 @@ pub struct ReportFiles {
     pub files: Vec<PathBuf>,
 }
 
-
 /// Every (workload, condition) of `results` viewed over `cells`, with its paper pipeline.
 pub fn views<'c>(results: &Results, cells: &'c [Cell]) -> Vec<WorkloadView<'c>> {
     results
@@ -29,7 +28,6 @@ pub fn views<'c>(results: &Results, cells: &'c [Cell]) -> Vec<WorkloadView<'c>> 
         .map(|(n, condition)| WorkloadView::new(n, condition, cells, paper_name(results, n)))
         .collect()
 }
-
 
 /// The files a report writes, which `--out` must not find there unless a report wrote them.
 const REPORT_FILES: [&str; 5] = ["summary.csv", "report.md", "report.json", "plots", "tables"];
@@ -102,7 +100,10 @@ pub fn write_report_with(
     files.write(out.join("summary.csv"), &summary::summary_csv(&cells))?;
     write_figures(out, &assembled.report, &mut files)?;
     write_tables(out, &assembled.report, &mut files)?;
-    files.write(out.join("report.md"), &markdown::markdown(&assembled.report))?;
+    files.write(
+        out.join("report.md"),
+        &markdown::markdown(&assembled.report),
+    )?;
     let report = json::json(&results, &cells, &found, &warned, &assembled);
     files.write(
         out.join("report.json"),

@@ -543,5 +543,25 @@ pub fn show(opts: &ShowOptions) -> anyhow::Result<String> {
     Ok(text)
 }
 
+impl From<crate::cli::ShowArgs> for ShowOptions {
+    /// What `show` is asked for.
+    fn from(args: crate::cli::ShowArgs) -> ShowOptions {
+        ShowOptions {
+            workload: args.workload,
+            sample: args.sample,
+            part: args.part,
+            after: args.after,
+            strategy: args.strategy,
+            field: args.field,
+            out: args.out,
+            list: args.list,
+            seed: args.seed,
+            epoch: args.epoch,
+            data_dir: args.data_dir,
+            dataset: args.dataset,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;
