@@ -249,15 +249,8 @@ fn commands(guide: &str, marker: &str, replace: &[(&str, &str)]) -> Vec<Vec<Stri
         .collect()
 }
 
-#[test]
-fn the_pipeline_guide_sweeps_a_python_pipeline_and_leads_with_the_recommendation() {
-    let Some(python) = common::numpy_python() else {
-        return;
-    };
-    let work = tempfile::tempdir().unwrap();
-    let guide = "your-own-pipeline.md";
-    // An ImageFolder of the shared generated JPEGs, two classes.
-    let photos = work.path().join("my-photos");
+/// An `ImageFolder` of `n` of the shared generated JPEGs at `photos`, in two classes.
+fn photo_folder(photos: &Path, n: usize) {
     let mut jpegs = Vec::new();
     let mut dirs = vec![data_dir().to_path_buf()];
     while let Some(d) = dirs.pop() {
@@ -271,12 +264,107 @@ fn the_pipeline_guide_sweeps_a_python_pipeline_and_leads_with_the_recommendation
         }
     }
     jpegs.sort();
-    for (i, jpeg) in jpegs.iter().take(12).enumerate() {
+    assert!(jpegs.len() >= n, "{} shared JPEGs", jpegs.len());
+    for (i, jpeg) in jpegs.iter().take(n).enumerate() {
         let class = if i % 2 == 0 { "cats" } else { "dogs" };
         let to = photos.join(class).join(format!("IMG_{:04}.JPEG", i + 1));
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(jpeg, &to).unwrap();
     }
+}
+
+/// The README's "Your pipeline in five minutes" as written: its example files are the guide's
+/// (one pipeline, shown in both), and its commands validate, sweep (at test scale), report and
+/// recommend, the report leading with the recommendation.
+#[test]
+fn the_readme_quickstart_runs_as_written() {
+    let readme = "../README.md";
+    let quickstart = block(readme, "quickstart");
+    let guide = "your-own-pipeline.md";
+    let examples = repo().join("examples/my-photos");
+    for (file, marker) in [("my_pipeline.py", "module"), ("my-photos.yaml", "workload")] {
+        assert_eq!(
+            std::fs::read_to_string(examples.join(file)).unwrap(),
+            block(guide, marker),
+            "examples/my-photos/{file} is the guide's {marker} block"
+        );
+        assert!(quickstart.contains("cp examples/my-photos/*"));
+    }
+    let words = std::fs::read_to_string(repo().join("README.md"))
+        .unwrap()
+        .split_whitespace()
+        .count();
+    assert!(words <= 1500, "README.md has {words} words");
+    let Some(python) = common::numpy_python() else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    for file in ["my_pipeline.py", "my-photos.yaml"] {
+        std::fs::copy(examples.join(file), work.path().join(file)).unwrap();
+    }
+    let photos = work.path().join("photos");
+    photo_folder(&photos, 12);
+    let (yaml, results) = (
+        work.path().join("my-photos.yaml"),
+        work.path().join("results"),
+    );
+    let (yaml, results) = (yaml.display().to_string(), results.display().to_string());
+    let photos = photos.display().to_string();
+    let replace = [
+        ("my-photos.yaml", yaml.as_str()),
+        ("~/my-photos", photos.as_str()),
+        ("results", results.as_str()),
+        ("100", "12"),
+    ];
+    let mut ran = Vec::new();
+    for line in quickstart.lines() {
+        let command = line.split(" #").next().unwrap_or(line).trim();
+        let Some(rest) = command.strip_prefix("prepbench ") else {
+            continue;
+        };
+        let mut args: Vec<String> = rest
+            .split_whitespace()
+            .map(|w| {
+                replace
+                    .iter()
+                    .find(|(from, _)| *from == w)
+                    .map_or(w.to_string(), |(_, to)| to.to_string())
+            })
+            .collect();
+        if args[0] == "sweep" {
+            // At test scale: fewer trials and epochs, no machine calibration, stores here.
+            let store = work.path().join("store").display().to_string();
+            args.extend(argv![
+                "--trials 2 --epochs 1 --no-calibrate --evict fadvise --quiet --store-dir",
+                &store
+            ]);
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_prepbench"))
+            .args(&args)
+            .env("PREPBENCH_PYTHON", &python)
+            .current_dir(work.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "prepbench {args:?}: {}", stderr(&out));
+        ran.push(args[0].clone());
+    }
+    assert_eq!(ran, ["validate", "sweep", "report", "recommend"]);
+    let md = std::fs::read_to_string(work.path().join("results/report.md")).unwrap();
+    let first_section = md.find("\n## ").map(|i| &md[i..]).unwrap_or("");
+    assert!(
+        first_section.starts_with("\n## Recommendation: my-photos"),
+        "{md}"
+    );
+}
+
+#[test]
+fn the_pipeline_guide_sweeps_a_python_pipeline_and_leads_with_the_recommendation() {
+    let Some(python) = common::numpy_python() else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let guide = "your-own-pipeline.md";
+    photo_folder(&work.path().join("my-photos"), 12);
     write(work.path(), "my_pipeline.py", &block(guide, "module"));
     let yaml = write(work.path(), "my-photos.yaml", &block(guide, "workload"));
     let checked = prepbench_ok(&["--python", &python, "validate", &yaml]);
@@ -462,8 +550,7 @@ fn the_dataset_kind_guide_quotes_the_tree_and_its_workload_runs() {
     let guide = "adding-a-dataset-kind.md";
     for (marker, file) in [
         ("kind", "datasets/src/webdataset.rs"),
-        ("kinds-line", "datasets/src/lib.rs"),
-        ("source-fields", "datasets/src/lib.rs"),
+        ("kinds-line", "datasets/src/registry.rs"),
     ] {
         let shown = block(guide, marker);
         let text = std::fs::read_to_string(repo().join(file)).unwrap();

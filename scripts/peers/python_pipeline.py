@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_peers import evict  # noqa: E402 - the peers' eviction, shared
+from reading import evict  # noqa: E402 - the peers' eviction, shared
 
 REPO = Path(__file__).resolve().parents[2]
 GUIDE = REPO / "docs" / "your-own-pipeline.md"

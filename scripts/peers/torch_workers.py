@@ -235,7 +235,7 @@ def main():
                       f"warm {rows[-1][-1]:8.1f} samples/s", flush=True)
                 del loader
 
-    lines = [f"# PyTorch DataLoader, CV pipeline, num_workers scaling",
+    lines = ["# PyTorch DataLoader, CV pipeline, num_workers scaling",
              "",
              f"torch {torch.__version__}, torchvision {torchvision.__version__}, {os.cpu_count()} "
              f"CPUs, {len(paths)} files from {args.data}, batch {args.batch_size}, "
