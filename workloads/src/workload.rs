@@ -199,23 +199,7 @@ impl Workload {
 mod tests {
     use super::*;
 
-    const GOOD: &str = "\
-name: tiny
-dataset:
-  kind: imagenet
-  samples: 10
-steps:
-  - name: concatenated
-    op: read_file
-  - name: decoded
-    op: decode_jpeg
-  - name: resized
-    op: resize_shorter
-    params: {size: 32}
-  - name: cropped
-    op: random_crop
-    params: {height: 8, width: 8}
-";
+    use crate::spec::tests::GOOD;
 
     #[test]
     fn prefix_fingerprint_changes_with_parameters() {

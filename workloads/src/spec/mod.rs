@@ -13,7 +13,7 @@ mod variant;
 mod yaml;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use dataset::DatasetSpec;
 pub use model::{Origin, StepConfig, Strategy, WorkloadSpec, UNPROCESSED};

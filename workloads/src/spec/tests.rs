@@ -68,7 +68,8 @@ fn names_that_could_be_paths_are_refused_and_folder_names_are_safe() {
     }
 }
 
-const GOOD: &str = "\
+/// A small valid workload, shared with the built workload's tests.
+pub(crate) const GOOD: &str = "\
 name: tiny
 dataset:
   kind: imagenet

@@ -253,15 +253,26 @@ pub fn ranking<'c>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use crate::analysis::model::*;
     use crate::results::{CacheState, StrategyCalibration};
     use workloads::{Codec, ConsumerSpec, StorageProfile};
 
     fn cal(bytes: f64, files: f64, worker: f64) -> StrategyCalibration {
+        calibrated("s", bytes, files, worker)
+    }
+
+    /// A stored strategy's calibration: `bytes` and `files` read and `worker` CPU seconds per
+    /// sample, 100 samples.
+    pub(in crate::analysis::model) fn calibrated(
+        strategy: &str,
+        bytes: f64,
+        files: f64,
+        worker: f64,
+    ) -> StrategyCalibration {
         StrategyCalibration {
             workload: "w".into(),
-            strategy: "s".into(),
+            strategy: strategy.into(),
             split: 1,
             codec: Codec::None,
             samples: 100,

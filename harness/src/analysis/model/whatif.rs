@@ -387,20 +387,8 @@ mod tests {
 
     fn stored(strategy: &str, bytes: f64, files: f64, worker: f64) -> StrategyCalibration {
         StrategyCalibration {
-            workload: "w".into(),
-            strategy: strategy.into(),
-            split: 1,
-            codec: Codec::None,
             samples: 48,
-            bytes_per_sample: bytes,
-            files_per_sample: files,
-            output_bytes_per_sample: bytes,
-            read_s: 0.0,
-            decompress_s: 0.0,
-            deserialize_s: 0.0,
-            steps: vec![("step".into(), worker)],
-            consumer_s: 1e-6,
-            epoch_s: 0.0,
+            ..super::super::predict::tests::calibrated(strategy, bytes, files, worker)
         }
     }
 
