@@ -171,7 +171,21 @@ fn reproduce_command(
     Ok(failed_if(failed, verify_status(&failures)))
 }
 
+/// Set by prepbench for its Python workers (`workloads::python`): a module a worker imports
+/// that starts prepbench again (a script without an `if __name__ == "__main__":` guard) would
+/// recurse, run after run.
+const WORKER_ENV: &str = "PREPBENCH_WORKER";
+
 fn main() -> ExitCode {
+    if std::env::var_os(WORKER_ENV).is_some() {
+        eprintln!(
+            "error: prepbench was started inside one of its own Python workers ({WORKER_ENV} is \
+             set): a module your steps import runs prepbench when it is imported. Put that call \
+             under `if __name__ == \"__main__\":`, so that importing the module defines your \
+             steps and runs nothing"
+        );
+        return ExitCode::from(2);
+    }
     harness::results::system::keep_freed_memory();
     let cli = Cli::parse();
     if let Some(python) = &cli.python {

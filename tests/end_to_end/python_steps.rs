@@ -487,3 +487,42 @@ fn the_numpy_nilm_variant_matches_the_rust_features() {
         stderr(&compared)
     );
 }
+
+/// A module that starts prepbench when it is imported (no `if __name__ == "__main__":` guard)
+/// does not recurse when a worker imports it: the prepbench it starts there refuses at once,
+/// saying why, and writes nothing.
+#[test]
+fn prepbench_started_inside_a_worker_refuses_instead_of_recursing() {
+    if !common::have_python3() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let workload = setup(
+        work.path(),
+        "  - name: same\n    op: python\n    params: {function: \"recurse:same\", from: data}\n",
+    );
+    let nested = work.path().join("nested");
+    let report = work.path().join("nested-exit.txt");
+    let module = format!(
+        "import subprocess\nr = subprocess.run([{bin:?}, \"run\", \"cv\", \"--samples\", \"2\", \
+         \"--out\", {out:?}], capture_output=True)\nopen({report:?}, \"w\").write(\
+         str(r.returncode) + \"\\n\" + r.stderr.decode())\n\n\ndef same(data):\n    return data\n",
+        bin = env!("CARGO_BIN_EXE_prepbench"),
+        out = nested.display().to_string(),
+        report = report.display().to_string(),
+    );
+    std::fs::write(workload.parent().unwrap().join("recurse.py"), module).unwrap();
+    let out = prepbench(&["validate", workload.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = std::fs::read_to_string(&report).unwrap();
+    assert!(said.starts_with("2\n"), "{said}");
+    assert!(
+        said.contains("PREPBENCH_WORKER") && said.contains("__name__"),
+        "{said}"
+    );
+    assert!(
+        !nested.exists(),
+        "the nested prepbench wrote {}",
+        nested.display()
+    );
+}
