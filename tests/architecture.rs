@@ -701,7 +701,7 @@ fn function_name(line: &str) -> Option<String> {
             rest = rest[rest.find(')')? + 1..].trim_start();
         }
     }
-    for qualifier in ["const ", "async ", "unsafe ", "extern    ", "extern "] {
+    for qualifier in ["const ", "async ", "unsafe ", "extern "] {
         if let Some(r) = rest.strip_prefix(qualifier) {
             rest = r.trim_start();
         }

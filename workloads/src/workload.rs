@@ -77,7 +77,7 @@ impl Workload {
                 .collect::<Result<Vec<_>, _>>()
         })?;
         Ok(Workload {
-            fan_out: steps.iter().position(|d| d.spec.facts.fan_out),
+            fan_out: spec.fan_out_step(),
             spec,
             steps,
             python: Default::default(),
@@ -102,6 +102,11 @@ impl Workload {
             Some(f) if f < next_step => crate::step::parent_of(id).0,
             _ => id,
         }
+    }
+
+    /// Index of the step that emits several samples per input, if any (found once, at build).
+    pub fn fan_out_step(&self) -> Option<usize> {
+        self.fan_out
     }
 
     /// The built step named `name`, if the workload has one.

@@ -45,6 +45,13 @@ pub struct RunSpec<'a> {
     pub start_gate: Option<&'a dyn Fn()>,
 }
 
+impl RunSpec<'_> {
+    /// The samples its store left out when it was made (`on_error: skip`); none for raw files.
+    fn store_skipped(&self) -> &[results::Skipped] {
+        self.stored.map_or(&[], |m| &m.manifest.skipped)
+    }
+}
+
 /// Refuses the application cache for a strategy that stores nothing: the cache keeps stored
 /// records, and raw files have none.
 pub fn check_cache_mode(strategy: &Strategy, cache: CacheMode) -> anyhow::Result<()> {
@@ -163,13 +170,13 @@ impl Session {
     pub fn measure(&self, spec: &RunSpec) -> anyhow::Result<Measured> {
         let input = self.run_input(spec);
         self.check_run(spec)?;
-        let store_skipped: &[results::Skipped] = spec.stored.map_or(&[], |m| &m.manifest.skipped);
         let mut measured = Measured {
             rows: Vec::new(),
             epoch_stages: Vec::new(),
             bounds: Vec::new(),
             samples: Vec::new(),
-            errors: store_skipped
+            errors: spec
+                .store_skipped()
                 .iter()
                 .map(|s| s.row(&spec.run_id, None))
                 .collect(),
@@ -225,7 +232,7 @@ impl Session {
     /// or under emulated storage.
     fn check_run(&self, spec: &RunSpec) -> anyhow::Result<()> {
         let strategy = spec.strategy;
-        let store_skipped: &[results::Skipped] = spec.stored.map_or(&[], |m| &m.manifest.skipped);
+        let store_skipped = spec.store_skipped();
         if let (OnError::Fail, Some(first)) = (self.on_error, store_skipped.first()) {
             bail!(
                 "the store of `{}` was made with on_error: skip and left out {} samples (first: \
@@ -333,7 +340,7 @@ impl Session {
             });
         }
         // Outputs per source item: a fan-out step (NILM's windows) makes the kind's count.
-        let per_item = match self.workload.spec.fan_out_step() {
+        let per_item = match self.workload.fan_out_step() {
             Some(_) => datasets::find_kind(&self.workload.spec.dataset.kind)
                 .map_or(1, |k| k.samples_per_file),
             None => 1,
@@ -433,10 +440,12 @@ fn record_epoch(
             .iter()
             .map(|s| s.row(&spec.run_id, Some(epoch))),
     );
-    let store_skipped: u64 = spec
-        .stored
-        .map_or(0, |m| m.manifest.skipped.iter().map(|s| s.count).sum());
-    let skipped_samples = store_skipped + result.skipped.iter().map(|s| s.count).sum::<u64>();
+    let skipped_samples = spec
+        .store_skipped()
+        .iter()
+        .chain(&result.skipped)
+        .map(|s| s.count)
+        .sum::<u64>();
     // An epoch of no samples has no throughput to speak of, whatever its time.
     let delivered = result.samples > 0;
     if !delivered {

@@ -298,15 +298,14 @@ impl<'a> SweepRun<'a> {
         &self,
         stores: &mut HashMap<(String, Codec), Materialized>,
     ) -> anyhow::Result<Calibration> {
-        let s = self;
         crate::plan::calibrate::calibrate_cells(
-            &s.executor.session,
-            &s.plan,
+            &self.executor.session,
+            &self.plan,
             stores,
-            s.places,
-            s.opts,
-            s.max_threads,
-            s.cold,
+            self.places,
+            self.opts,
+            self.max_threads,
+            self.cold,
         )
     }
 

@@ -93,7 +93,7 @@ impl StepConfig {
     }
 
     /// The text parameter `name`, when the step has it set.
-    pub fn text_param(&self, name: &str) -> Option<&str> {
+    fn text_param(&self, name: &str) -> Option<&str> {
         self.params.get(name).and_then(serde_json::Value::as_str)
     }
 }
@@ -308,10 +308,5 @@ impl WorkloadSpec {
     /// Index of the step that emits several samples per input, if any.
     pub fn fan_out_step(&self) -> Option<usize> {
         self.steps.iter().position(|d| d.facts().fan_out)
-    }
-
-    /// The step named `name`, if the workload has one.
-    pub fn step_named(&self, name: &str) -> Option<&StepConfig> {
-        self.steps.iter().find(|s| s.name == name)
     }
 }

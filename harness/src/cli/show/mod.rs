@@ -85,7 +85,7 @@ fn run_steps(
     ctx: StepContext,
 ) -> anyhow::Result<Sample> {
     // Without the fan-out step in the range, a sample stays one sample.
-    let part = match workload.spec.fan_out_step() {
+    let part = match workload.fan_out_step() {
         Some(i) if steps.contains(&i) => part,
         _ => 0,
     };
@@ -138,7 +138,7 @@ fn list_table(
         "{} sample {}{}: fields after every step (record = the encoded sample a store would hold)\n",
         workload.spec.label(),
         opts.sample,
-        if workload.spec.fan_out_step().is_some() {
+        if workload.fan_out_step().is_some() {
             format!(", part {}", opts.part)
         } else {
             String::new()

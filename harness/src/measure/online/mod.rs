@@ -30,3 +30,19 @@ pub fn default_engine() -> &'static dyn Engine {
 pub fn run(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {
     job.engine.run(job, progress)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engines_are_found_by_their_unique_names() {
+        let names: Vec<&str> = ENGINES.iter().map(|e| e.name()).collect();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        assert_eq!(default_engine().name(), "native");
+        assert!(engine("native").is_some() && engine("no-such-loader").is_none());
+    }
+}
