@@ -532,12 +532,14 @@ print("ok")
         .unwrap();
     assert!(stderr(&ran).contains("__name__"), "{}", stderr(&ran));
     assert!(!work.path().join("x").exists(), "nothing was written");
-    // The packaging: a maturin `bin` build of the CLI crate with this Python folder.
+    // The packaging: a maturin build of the native module (reader and CLI) with this folder.
     let pyproject = std::fs::read_to_string(repo().join("pyproject.toml")).unwrap();
     for needle in [
         "build-backend = \"maturin\"",
-        "bindings = \"bin\"",
-        "manifest-path = \"harness/Cargo.toml\"",
+        "bindings = \"pyo3\"",
+        "manifest-path = \"python/native/Cargo.toml\"",
+        "module-name = \"prepbench._native\"",
+        "prepbench = \"prepbench._cli:main\"",
         "python-source = \"python\"",
     ] {
         assert!(pyproject.contains(needle), "no {needle} in pyproject.toml");

@@ -20,6 +20,9 @@ at your files, and sweep every split point between offline and online preprocess
     pipeline.report("results")                          # rows of summary.csv (+ report.md)
     best = pipeline.recommend("results", epochs=10)     # ranked candidates, best first
 
+Then read the chosen strategy's store from your training loop: `prepbench.open_store(PATH)`
+(see `prepbench.store`), or a PyTorch DataLoader over `prepbench.torch.StoreDataset(PATH)`.
+
 Rows are lists of dicts, so `pandas.DataFrame(rows)` loads them as they are. The pipeline is
 written as an ordinary workload YAML (`Pipeline.write`), which the prepbench CLI runs: every
 command and option of the CLI applies to it. Steps run in worker processes of this
@@ -27,6 +30,7 @@ interpreter (`sys.executable`), so the packages your steps import must be instal
 """
 
 import csv
+import importlib.util
 import inspect
 import io
 import json
@@ -37,7 +41,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-__all__ = ["Pipeline", "Step", "PrepbenchError", "binary"]
+__all__ = ["Pipeline", "Step", "PrepbenchError", "StoreError", "binary", "open_store", "native"]
 
 #: Set by prepbench's Python workers: a module they import must not start prepbench again.
 WORKER_ENV = "PREPBENCH_WORKER"
@@ -45,6 +49,52 @@ WORKER_ENV = "PREPBENCH_WORKER"
 
 class PrepbenchError(RuntimeError):
     """A prepbench command failed (its message is prepbench's), or the pipeline is wrong."""
+
+
+_NATIVE = []
+
+
+def native():
+    """prepbench's native module (`prepbench._native`, built by cargo when the package is
+    installed): from `$PREPBENCH_NATIVE` when set (a built `lib_native.so`), else installed."""
+    if _NATIVE:
+        return _NATIVE[0]
+    path = os.environ.get("PREPBENCH_NATIVE")
+    if path:
+        spec = importlib.util.spec_from_file_location("prepbench._native", path)
+        if spec is None:
+            raise PrepbenchError(f"PREPBENCH_NATIVE={path}: not a loadable module")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules["prepbench._native"] = module
+    else:
+        try:
+            from . import _native as module
+        except ImportError as e:
+            raise PrepbenchError(
+                "prepbench's native module is not installed: install this package with "
+                "`pip install .` from the prepbench repository (cargo builds it), or set "
+                f"PREPBENCH_NATIVE to a built lib_native.so ({e})"
+            ) from None
+    _NATIVE.append(module)
+    return module
+
+
+def open_store(path, cache_bytes=None):
+    """Opens a store prepbench materialized (a folder holding `store.json`): see
+    `prepbench.store`."""
+    from .store import Store
+
+    return Store(path, cache_bytes)
+
+
+def __getattr__(name):
+    # `prepbench.StoreError` without importing the reader (and NumPy) for the rest.
+    if name == "StoreError":
+        from .store import StoreError
+
+        return StoreError
+    raise AttributeError(f"module 'prepbench' has no attribute {name!r}")
 
 
 def binary():

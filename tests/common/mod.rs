@@ -355,3 +355,81 @@ pub fn run_in(work: &Path, workload: &Path, flags: &str) -> Vec<String> {
     }
     args
 }
+
+/// The Python package's native module (`prepbench._native`) as `cargo test --workspace` built
+/// it beside the test binaries, for `PREPBENCH_NATIVE`; `None` after saying on stderr why the
+/// test skips (it is built only when the workspace is: `cargo test -p harness` alone does not).
+#[allow(dead_code)]
+pub fn native_module() -> Option<PathBuf> {
+    let exe = std::env::current_exe().unwrap();
+    let beside = exe.parent().unwrap();
+    let found = [
+        beside.join("lib_native.so"),
+        beside.join("../lib_native.so"),
+    ]
+    .into_iter()
+    .find(|p| p.is_file());
+    if found.is_none() {
+        eprintln!(
+            "skipped: no lib_native.so beside {} (the workspace's test command builds it: cargo \
+             test --workspace --release)",
+            beside.display()
+        );
+    }
+    found
+}
+
+/// The packages the PyTorch tests need, as Debian packages them for its Python 3.11: PyTorch
+/// 1.13 (CPU only; PyPI's 2.x brings 3 GB of CUDA libraries) and torchvision, NumPy, Pillow.
+#[allow(dead_code)]
+pub const TORCH_PACKAGES: [&str; 4] = [
+    "python3-torch",
+    "python3-torchvision",
+    "python3-numpy",
+    "python3-pil",
+];
+
+/// An interpreter with PyTorch, torchvision, NumPy and Pillow: `$PREPBENCH_TORCH_PYTHON` when
+/// set, else Debian's `/usr/bin/python3` with [`TORCH_PACKAGES`] (installed by apt when missing
+/// and running as root: kept outside the clone and reused by every later run); `None` after
+/// saying on stderr why the test skips.
+#[allow(dead_code)]
+pub fn torch_python() -> Option<String> {
+    static FOUND: OnceLock<Result<String, String>> = OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        let imports = |python: &str| {
+            Command::new(python)
+                .args(["-c", "import torch, torchvision, numpy, PIL"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        if let Ok(python) = std::env::var("PREPBENCH_TORCH_PYTHON") {
+            return if imports(&python) {
+                Ok(python)
+            } else {
+                Err(format!(
+                    "PREPBENCH_TORCH_PYTHON={python} cannot import torch, torchvision, numpy, PIL"
+                ))
+            };
+        }
+        let python = "/usr/bin/python3".to_string();
+        if !imports(&python) {
+            apt_install(&TORCH_PACKAGES)?;
+        }
+        if imports(&python) {
+            Ok(python)
+        } else {
+            Err(format!(
+                "{} installed, but {python} cannot import them",
+                TORCH_PACKAGES.join(" ")
+            ))
+        }
+    });
+    match found {
+        Ok(python) => Some(python.clone()),
+        Err(why) => {
+            eprintln!("skipped: no Python with PyTorch ({why})");
+            None
+        }
+    }
+}

@@ -11,6 +11,7 @@ mod domains;
 mod measurement;
 mod python_steps;
 mod runs;
+mod store_reader;
 
 pub use std::path::Path;
 pub use std::process::{Command, Output};

@@ -1,6 +1,7 @@
 //! Command-line options, in the user's words.
 
 pub mod commands;
+pub mod entry;
 mod parse;
 mod places;
 mod reading;

@@ -289,6 +289,7 @@ fn write_store(job: &MaterializeJob, progress: &ProgressBar) -> Result<StoreMani
     manifest.offline_processing_s = split.processing_s;
     manifest.offline_writing_s = split.writing_s;
     manifest.skipped = split.skipped;
+    manifest.spec = serde_json::to_value(&job.workload.spec).ok();
     store::complete(job.dir, &manifest)?;
     Ok(manifest)
 }

@@ -93,6 +93,10 @@ pub struct StoreManifest {
     /// Samples the offline steps failed on and left out (`on_error: skip`).
     #[serde(default)]
     pub skipped: Vec<crate::results::Skipped>,
+    /// The workload spec it was made from (canonical), so that a reader knows which steps
+    /// are left to run online; absent in stores from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<serde_json::Value>,
 }
 
 impl StoreManifest {
@@ -187,6 +191,7 @@ impl StoreKey {
             offline_writing_s: 0.0,
             shards,
             skipped: Vec::new(),
+            spec: None,
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod folder;
 pub mod framing;
 pub mod housekeeping;
 pub mod object;
+pub mod open;
 pub mod remote;
 #[cfg(feature = "s3")]
 pub mod s3;
@@ -21,4 +22,5 @@ pub use folder::{
     clear, complete, create, find_complete, free_bytes, lock_path, shard_file_name, ShardInfo,
     StoreKey, StoreManifest, STORE_MANIFEST, STORE_MARKER,
 };
+pub use open::{OpenStore, DEFAULT_CACHE_BYTES};
 pub use shard::{ShardReader, ShardWriter};

@@ -1,0 +1,508 @@
+//! A complete store read by record number, outside a measured run: what the Python package's
+//! `prepbench.open_store` is made of. Every frame is checked as the measured reader checks it
+//! (both checksums, the recorded longest record, the recorded record counts and first records),
+//! and an error names the shard file and the record.
+//!
+//! Uncompressed shards are read record by record with positioned reads (one read per record
+//! once a shard's frames are indexed, so many processes may share nothing but the files).
+//! Compressed shards (the codec covers the whole stream, as TFRecord's does) cannot be entered
+//! in the middle: a shard read by record number is decompressed once and kept, within a byte
+//! budget (least recently used shards go first). In order, [`OpenStore::shard_reader`] streams
+//! any codec without keeping anything.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use workloads::Codec;
+
+use super::error::{io_error, StoreError};
+use super::folder::{StoreManifest, FORMAT_VERSION, STORE_MANIFEST};
+use super::framing::{masked_crc32c, FRAMING_BYTES, MAX_RECORD_BYTES};
+use super::shard::ShardReader;
+
+/// Decompressed shards kept for reading by record number unless told otherwise: 1 GiB.
+pub const DEFAULT_CACHE_BYTES: u64 = 1 << 30;
+
+/// Where one record's payload lies in its shard's (decompressed) stream.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Frame {
+    /// Offset of the record's header.
+    offset: u64,
+    len: u64,
+}
+
+/// A shard as far as it has been opened: its file, and its frames once indexed.
+#[derive(Default)]
+struct Shard {
+    file: Option<File>,
+    frames: Option<Vec<Frame>>,
+}
+
+/// A complete store, opened for reading by record number.
+pub struct OpenStore {
+    dir: PathBuf,
+    manifest: StoreManifest,
+    /// `starts[k]`: global number of shard k's first record; one more entry, the total.
+    starts: Vec<u64>,
+    shards: Vec<Shard>,
+    /// Decompressed shards, least recently used first.
+    cache: Vec<(usize, Vec<u8>)>,
+    cache_bytes: u64,
+}
+
+fn invalid(path: &Path, message: impl Into<String>) -> StoreError {
+    StoreError::Invalid {
+        path: path.display().to_string(),
+        message: message.into(),
+    }
+}
+
+impl OpenStore {
+    /// Opens the store in `dir` (the folder holding `store.json` and its shards): refused,
+    /// naming the file, when it is not a complete store, was written by another format, or a
+    /// shard is missing or has another size than the store recorded.
+    pub fn open(dir: &Path, cache_bytes: u64) -> Result<OpenStore, StoreError> {
+        let path = dir.join(STORE_MANIFEST);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                invalid(
+                    dir,
+                    format!(
+                        "not a complete prepbench store (no {STORE_MANIFEST}): name the folder \
+                         of one materialized strategy, as `prepbench store list` prints it"
+                    ),
+                )
+            } else {
+                io_error(&path)(e)
+            }
+        })?;
+        let manifest: StoreManifest = serde_json::from_str(&text)
+            .map_err(|e| invalid(&path, format!("unreadable store manifest: {e}")))?;
+        if manifest.format != FORMAT_VERSION {
+            return Err(invalid(
+                &path,
+                format!(
+                    "store format {} where this prepbench reads format {FORMAT_VERSION}",
+                    manifest.format
+                ),
+            ));
+        }
+        let mut starts = vec![0u64];
+        for shard in &manifest.shards {
+            let file = dir.join(&shard.file);
+            if shard.file.contains('/') || shard.file.starts_with('.') {
+                return Err(invalid(&path, format!("names a shard `{}`", shard.file)));
+            }
+            let bytes = std::fs::metadata(&file).map_err(io_error(&file))?.len();
+            if bytes != shard.bytes {
+                return Err(invalid(
+                    &file,
+                    format!(
+                        "{bytes} bytes where the store wrote {} (changed since it was made; \
+                         rematerialize it)",
+                        shard.bytes
+                    ),
+                ));
+            }
+            starts.push(starts.last().expect("one start") + shard.records);
+        }
+        let shards = manifest.shards.iter().map(|_| Shard::default()).collect();
+        Ok(OpenStore {
+            dir: dir.to_path_buf(),
+            manifest,
+            starts,
+            shards,
+            cache: Vec::new(),
+            cache_bytes,
+        })
+    }
+
+    pub fn manifest(&self) -> &StoreManifest {
+        &self.manifest
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Records in the store (fan-out steps make several of one source item).
+    pub fn len(&self) -> u64 {
+        *self.starts.last().expect("one start")
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Global number of shard `shard`'s first record.
+    pub fn shard_start(&self, shard: usize) -> u64 {
+        self.starts[shard]
+    }
+
+    /// The shard holding record `index`, and the record's number within it.
+    pub fn locate(&self, index: u64) -> Option<(usize, u64)> {
+        if index >= self.len() {
+            return None;
+        }
+        let shard = self.starts.partition_point(|&s| s <= index) - 1;
+        Some((shard, index - self.starts[shard]))
+    }
+
+    fn shard_path(&self, shard: usize) -> PathBuf {
+        self.dir.join(&self.manifest.shards[shard].file)
+    }
+
+    /// Reads shard `shard` in order, every frame checked against what the store recorded.
+    pub fn shard_reader(&self, shard: usize) -> Result<ShardReader, StoreError> {
+        let info = &self.manifest.shards[shard];
+        Ok(ShardReader::open(&self.shard_path(shard), self.manifest.codec)?.expecting(info))
+    }
+
+    /// The payload of record `index` (of all the store's records, in shard order), checked.
+    pub fn read(&mut self, index: u64) -> Result<Vec<u8>, StoreError> {
+        let Some((shard, local)) = self.locate(index) else {
+            return Err(invalid(
+                &self.dir,
+                format!("record {index} of a store holding {}", self.len()),
+            ));
+        };
+        if self.manifest.codec == Codec::None {
+            self.read_uncompressed(shard, local)
+        } else {
+            self.read_compressed(shard, local)
+        }
+    }
+
+    fn corrupt(
+        &self,
+        shard: usize,
+        record: u64,
+        offset: u64,
+        what: impl Into<String>,
+    ) -> StoreError {
+        StoreError::Corrupt {
+            shard: self.shard_path(shard).display().to_string(),
+            record,
+            offset,
+            compressed: self.manifest.codec != Codec::None,
+            what: what.into(),
+        }
+    }
+
+    fn longest(&self, shard: usize) -> u64 {
+        self.manifest.shards[shard]
+            .max_record
+            .unwrap_or(MAX_RECORD_BYTES)
+    }
+
+    /// Checks a payload against its stored checksum, and a shard's first record against the
+    /// one the store wrote there.
+    fn check(
+        &self,
+        shard: usize,
+        local: u64,
+        frame: Frame,
+        payload: &[u8],
+        crc: u32,
+    ) -> Result<(), StoreError> {
+        if masked_crc32c(payload) != crc {
+            return Err(self.corrupt(shard, local, frame.offset, "payload checksum mismatch"));
+        }
+        let first = self.manifest.shards[shard].first_crc;
+        if local == 0 && first.is_some_and(|c| c != crc32c::crc32c(payload)) {
+            return Err(self.corrupt(
+                shard,
+                0,
+                0,
+                "not the shard its store wrote: its first record is not the one written there \
+                 (the file was replaced, e.g. by a copy of another shard)",
+            ));
+        }
+        Ok(())
+    }
+
+    fn read_uncompressed(&mut self, shard: usize, local: u64) -> Result<Vec<u8>, StoreError> {
+        if self.shards[shard].file.is_none() {
+            let path = self.shard_path(shard);
+            self.shards[shard].file = Some(File::open(&path).map_err(io_error(&path))?);
+        }
+        if self.shards[shard].frames.is_none() {
+            let frames = self.index_file(shard)?;
+            self.shards[shard].frames = Some(frames);
+        }
+        let frame = self.shards[shard].frames.as_ref().expect("indexed")[local as usize];
+        let file = self.shards[shard].file.as_ref().expect("opened");
+        let mut buf = vec![0u8; frame.len as usize + 4];
+        file.read_exact_at(&mut buf, frame.offset + 12)
+            .map_err(|e| self.corrupt(shard, local, frame.offset, format!("reading: {e}")))?;
+        let crc = u32::from_le_bytes(buf[frame.len as usize..].try_into().expect("4 bytes"));
+        buf.truncate(frame.len as usize);
+        self.check(shard, local, frame, &buf, crc)?;
+        Ok(buf)
+    }
+
+    /// The frames of an uncompressed shard, found by reading each header where the previous
+    /// record ends.
+    fn index_file(&self, shard: usize) -> Result<Vec<Frame>, StoreError> {
+        let file = self.shards[shard].file.as_ref().expect("opened");
+        let size = self.manifest.shards[shard].bytes;
+        let mut frames = Vec::with_capacity(self.manifest.shards[shard].records as usize);
+        let mut offset = 0u64;
+        while offset < size {
+            let mut header = [0u8; 12];
+            let record = frames.len() as u64;
+            if offset + 12 > size {
+                return Err(self.corrupt(shard, record, offset, "truncated header"));
+            }
+            file.read_exact_at(&mut header, offset)
+                .map_err(|e| self.corrupt(shard, record, offset, format!("reading: {e}")))?;
+            let frame = self.frame(shard, record, offset, &header, size)?;
+            frames.push(frame);
+            offset += FRAMING_BYTES + frame.len;
+        }
+        self.counted(shard, frames)
+    }
+
+    /// Parses and checks one record header at `offset` of a stream of `size` bytes.
+    fn frame(
+        &self,
+        shard: usize,
+        record: u64,
+        offset: u64,
+        header: &[u8],
+        size: u64,
+    ) -> Result<Frame, StoreError> {
+        let len_bytes: [u8; 8] = header[..8].try_into().expect("8 bytes");
+        let len_crc = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
+        if masked_crc32c(&len_bytes) != len_crc {
+            return Err(self.corrupt(
+                shard,
+                record,
+                offset,
+                "length checksum mismatch (corrupt or not a TFRecord file)",
+            ));
+        }
+        let len = u64::from_le_bytes(len_bytes);
+        if len > self.longest(shard) {
+            return Err(self.corrupt(
+                shard,
+                record,
+                offset,
+                format!(
+                    "the record declares {len} bytes, more than the {} this shard may hold",
+                    self.longest(shard)
+                ),
+            ));
+        }
+        if offset + FRAMING_BYTES + len > size {
+            return Err(self.corrupt(shard, record, offset, "truncated payload"));
+        }
+        Ok(Frame { offset, len })
+    }
+
+    /// `frames`, if the shard holds as many records as the store wrote there.
+    fn counted(&self, shard: usize, frames: Vec<Frame>) -> Result<Vec<Frame>, StoreError> {
+        let expected = self.manifest.shards[shard].records;
+        if frames.len() as u64 != expected {
+            return Err(invalid(
+                &self.shard_path(shard),
+                format!(
+                    "not the shard its store wrote: it holds {} records where the store wrote {expected}",
+                    frames.len()
+                ),
+            ));
+        }
+        Ok(frames)
+    }
+
+    fn read_compressed(&mut self, shard: usize, local: u64) -> Result<Vec<u8>, StoreError> {
+        let at = match self.cache.iter().position(|(k, _)| *k == shard) {
+            Some(at) => at,
+            None => {
+                let stream = self.decompress(shard)?;
+                if self.shards[shard].frames.is_none() {
+                    let frames = self.index_stream(shard, &stream)?;
+                    self.shards[shard].frames = Some(frames);
+                }
+                // Least recently used first: make room, keeping at least the one just read.
+                let mut held: u64 = self.cache.iter().map(|(_, s)| s.len() as u64).sum();
+                while !self.cache.is_empty() && held + stream.len() as u64 > self.cache_bytes {
+                    held -= self.cache.remove(0).1.len() as u64;
+                }
+                self.cache.push((shard, stream));
+                self.cache.len() - 1
+            }
+        };
+        let entry = self.cache.remove(at);
+        self.cache.push(entry);
+        let stream = &self.cache.last().expect("just pushed").1;
+        let frame = self.shards[shard].frames.as_ref().expect("indexed")[local as usize];
+        let start = (frame.offset + 12) as usize;
+        let end = start + frame.len as usize;
+        let payload = stream[start..end].to_vec();
+        let crc = u32::from_le_bytes(stream[end..end + 4].try_into().expect("4 bytes"));
+        self.check(shard, local, frame, &payload, crc)?;
+        Ok(payload)
+    }
+
+    /// A compressed shard's whole stream, bounded by what its records may hold.
+    fn decompress(&self, shard: usize) -> Result<Vec<u8>, StoreError> {
+        use std::io::Read;
+        let path = self.shard_path(shard);
+        let info = &self.manifest.shards[shard];
+        let bound = info.records * (FRAMING_BYTES + self.longest(shard));
+        let file = File::open(&path).map_err(io_error(&path))?;
+        let mut stream = Vec::new();
+        super::codec::reader(self.manifest.codec, file)
+            .map_err(io_error(&path))?
+            .take(bound + 1)
+            .read_to_end(&mut stream)
+            .map_err(|e| self.corrupt(shard, 0, 0, format!("decompressing: {e}")))?;
+        if stream.len() as u64 > bound {
+            return Err(self.corrupt(
+                shard,
+                info.records,
+                bound,
+                "decompresses to more than its records may hold",
+            ));
+        }
+        Ok(stream)
+    }
+
+    fn index_stream(&self, shard: usize, stream: &[u8]) -> Result<Vec<Frame>, StoreError> {
+        let size = stream.len() as u64;
+        let mut frames = Vec::new();
+        let mut offset = 0u64;
+        while offset < size {
+            let record = frames.len() as u64;
+            if offset + 12 > size {
+                return Err(self.corrupt(shard, record, offset, "truncated header"));
+            }
+            let header = &stream[offset as usize..offset as usize + 12];
+            let frame = self.frame(shard, record, offset, header, size)?;
+            frames.push(frame);
+            offset += FRAMING_BYTES + frame.len;
+        }
+        self.counted(shard, frames)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{complete, create, ShardWriter};
+
+    /// A store of `shards` shards of `per` records each (record i's payload: i as text,
+    /// repeated), and its manifest.
+    fn make(dir: &Path, codec: Codec, shards: usize, per: u64) -> StoreManifest {
+        create(dir).unwrap();
+        let mut infos = Vec::new();
+        for k in 0..shards {
+            let mut w = ShardWriter::create(dir, k, shards, codec).unwrap();
+            for r in 0..per {
+                w.write(payload(k as u64 * per + r).as_slice()).unwrap();
+            }
+            infos.push(w.finish().unwrap());
+        }
+        let key = crate::store::StoreKey {
+            workload: "t".into(),
+            strategy: "s".into(),
+            split: 1,
+            codec,
+            shards,
+            samples: shards as u64 * per,
+            source_fingerprint: "f".into(),
+            prefix_fingerprint: "p".into(),
+        };
+        let m = key.manifest(infos, 1.0, 0.0, 0.0);
+        complete(dir, &m).unwrap();
+        m
+    }
+
+    fn payload(i: u64) -> Vec<u8> {
+        format!("record {i} ")
+            .repeat(1 + (i % 7) as usize)
+            .into_bytes()
+    }
+
+    #[test]
+    fn every_codec_reads_every_record_by_number_in_any_order() {
+        for name in ["none", "gzip", "zlib", "zstd", "lz4"] {
+            let dir = tempfile::tempdir().unwrap();
+            make(dir.path(), name.parse().unwrap(), 3, 5);
+            // A budget of one shard: reading across shards evicts and decompresses again.
+            let mut store = OpenStore::open(dir.path(), 1).unwrap();
+            assert_eq!(store.len(), 15);
+            for i in [14, 0, 7, 3, 12, 5, 0, 14] {
+                assert_eq!(store.read(i).unwrap(), payload(i), "{name} record {i}");
+            }
+            assert_eq!(store.locate(5), Some((1, 0)));
+            assert!(store.read(15).is_err());
+        }
+    }
+
+    #[test]
+    fn a_damaged_record_is_named_and_its_neighbours_still_read() {
+        for name in ["none", "gzip"] {
+            let dir = tempfile::tempdir().unwrap();
+            let m = make(dir.path(), name.parse().unwrap(), 1, 4);
+            let path = dir.path().join(&m.shards[0].file);
+            let mut bytes = std::fs::read(&path).unwrap();
+            if name == "none" {
+                // The last byte of record 1's payload.
+                let at = (16 + payload(0).len() + 12 + payload(1).len() - 1) as usize;
+                bytes[at] ^= 0xff;
+                std::fs::write(&path, &bytes).unwrap();
+                let mut store = OpenStore::open(dir.path(), DEFAULT_CACHE_BYTES).unwrap();
+                let e = store.read(1).unwrap_err().to_string();
+                assert!(
+                    e.contains("record 1") && e.contains(&m.shards[0].file),
+                    "{e}"
+                );
+                assert!(e.contains("payload checksum mismatch"), "{e}");
+                assert_eq!(store.read(2).unwrap(), payload(2));
+            } else {
+                // A damaged compressed stream is named with its shard.
+                let at = bytes.len() / 2;
+                bytes[at] ^= 0xff;
+                std::fs::write(&path, &bytes).unwrap();
+                let mut store = OpenStore::open(dir.path(), DEFAULT_CACHE_BYTES).unwrap();
+                let e = store.read(0).unwrap_err().to_string();
+                assert!(e.contains(&m.shards[0].file), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_folder_that_is_not_a_complete_store_or_changed_since_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = OpenStore::open(dir.path(), 1).err().unwrap().to_string();
+        assert!(e.contains("not a complete prepbench store"), "{e}");
+        let m = make(dir.path(), Codec::None, 2, 2);
+        // A shard replaced by its sibling (same size here: both hold records of equal lengths
+        // only by chance, so truncate instead to change its size).
+        let path = dir.path().join(&m.shards[1].file);
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+        let e = OpenStore::open(dir.path(), 1).err().unwrap().to_string();
+        assert!(
+            e.contains(&m.shards[1].file) && e.contains("rematerialize"),
+            "{e}"
+        );
+        // A copy of shard 0 over shard 1 (the same size): its first record is refused.
+        let dir = tempfile::tempdir().unwrap();
+        let m = make(dir.path(), Codec::None, 2, 1);
+        let mut manifest = m.clone();
+        std::fs::copy(
+            dir.path().join(&m.shards[0].file),
+            dir.path().join(&m.shards[1].file),
+        )
+        .unwrap();
+        manifest.shards[1].bytes = m.shards[0].bytes;
+        complete(dir.path(), &manifest).unwrap();
+        let mut store = OpenStore::open(dir.path(), 1).unwrap();
+        let e = store.read(1).unwrap_err().to_string();
+        assert!(e.contains("not the shard its store wrote"), "{e}");
+    }
+}

@@ -1,0 +1,307 @@
+//! `prepbench._native`, the part of the Python package written in Rust: a materialized store
+//! read at the speed of prepbench's own reader (`harness::store::OpenStore`: every codec,
+//! every checksum, damaged records named), and the command line, run in the interpreter's
+//! process by the package's `prepbench` command (maturin puts one artifact in a wheel, so the
+//! CLI travels inside the module rather than beside it).
+//!
+//! A record crosses as its payload (one owned buffer, which NumPy arrays view in place through
+//! the buffer protocol) and a description of its fields (name, kind, dtype, shape, where its
+//! bytes lie); `prepbench/store.py` makes the arrays, bytes and strings of that description.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use harness::store::{OpenStore, ShardReader, DEFAULT_CACHE_BYTES};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyIndexError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use workloads::encoding::SampleView;
+use workloads::DType;
+
+create_exception!(
+    _native,
+    StoreError,
+    PyException,
+    "A store that cannot be read: not a complete store, or a damaged shard or record (the \
+     message names the file and the record)."
+);
+
+fn store_error(e: impl std::fmt::Display) -> PyErr {
+    StoreError::new_err(e.to_string())
+}
+
+/// One record's bytes, owned by this object; arrays made of it with `numpy.frombuffer` view
+/// them in place and keep it alive. Writable: every record read is its own copy, so changing
+/// one sample's array in place changes nothing else.
+#[pyclass(frozen, module = "prepbench._native")]
+struct Payload {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the buffer is owned by this object alone; Rust reads it only to free it on drop.
+unsafe impl Send for Payload {}
+unsafe impl Sync for Payload {}
+
+impl Payload {
+    fn new(bytes: Vec<u8>) -> Payload {
+        let boxed = bytes.into_boxed_slice();
+        let len = boxed.len();
+        Payload {
+            ptr: Box::into_raw(boxed) as *mut u8,
+            len,
+        }
+    }
+}
+
+impl Drop for Payload {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` and `len` come from `Box::into_raw` of a boxed slice in `new`.
+        unsafe {
+            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                self.ptr, self.len,
+            )));
+        }
+    }
+}
+
+#[pymethods]
+impl Payload {
+    /// The buffer protocol: one contiguous, writable run of bytes.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut ffi::Py_buffer,
+        flags: std::os::raw::c_int,
+    ) -> PyResult<()> {
+        let (ptr, len) = (slf.get().ptr, slf.get().len);
+        // SAFETY: `view` is the caller's buffer struct; the bytes live as long as `slf`, which
+        // the view holds a reference to.
+        let done = unsafe {
+            ffi::PyBuffer_FillInfo(view, slf.as_ptr(), ptr.cast(), len as isize, 0, flags)
+        };
+        if done == -1 {
+            return Err(PyErr::fetch(slf.py()));
+        }
+        Ok(())
+    }
+
+    unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {}
+
+    fn __len__(&self) -> usize {
+        self.len
+    }
+}
+
+/// How one field of a record is laid out: (name, "tensor" | "bytes" | "text", NumPy dtype or
+/// None, shape, byte offset in the payload, byte length).
+type FieldLayout = (
+    String,
+    &'static str,
+    Option<&'static str>,
+    Vec<usize>,
+    usize,
+    usize,
+);
+
+/// (payload, sample id, fields).
+type Record = (Payload, u64, Vec<FieldLayout>);
+
+fn numpy_dtype(dtype: DType) -> &'static str {
+    match dtype {
+        DType::U8 => "<u1",
+        DType::U16 => "<u2",
+        DType::I16 => "<i2",
+        DType::I32 => "<i4",
+        DType::F32 => "<f4",
+        DType::F64 => "<f8",
+    }
+}
+
+/// Parses a payload (every length and offset checked) into its record; `place` names the
+/// record in an error.
+fn record(payload: Vec<u8>, place: impl FnOnce() -> String) -> PyResult<Record> {
+    let view = SampleView::parse(&payload).map_err(|e| store_error(format!("{}: {e}", place())))?;
+    let base = payload.as_ptr() as usize;
+    let fields = view
+        .fields
+        .iter()
+        .map(|f| {
+            let kind = match (f.dtype, f.is_text) {
+                (Some(_), _) => "tensor",
+                (None, true) => "text",
+                (None, false) => "bytes",
+            };
+            (
+                f.name.to_string(),
+                kind,
+                f.dtype.map(numpy_dtype),
+                f.shape.clone(),
+                f.data.as_ptr() as usize - base,
+                f.data.len(),
+            )
+        })
+        .collect();
+    let id = view.id;
+    Ok((Payload::new(payload), id, fields))
+}
+
+/// A complete store opened for reading by record number (`prepbench.open_store` wraps it).
+#[pyclass(frozen, module = "prepbench._native")]
+struct Store {
+    inner: Mutex<OpenStore>,
+    manifest: String,
+    shard_records: Vec<u64>,
+    shard_files: Vec<PathBuf>,
+    len: u64,
+}
+
+#[pymethods]
+impl Store {
+    /// Opens the store folder `path`; decompressed shards read by record number are kept up
+    /// to `cache_bytes` (default 1 GiB).
+    #[new]
+    #[pyo3(signature = (path, cache_bytes=None))]
+    fn new(py: Python<'_>, path: PathBuf, cache_bytes: Option<u64>) -> PyResult<Store> {
+        let budget = cache_bytes.unwrap_or(DEFAULT_CACHE_BYTES);
+        let store = py
+            .detach(|| OpenStore::open(&path, budget))
+            .map_err(store_error)?;
+        let manifest = serde_json::to_string(store.manifest()).map_err(store_error)?;
+        let shard_records = store.manifest().shards.iter().map(|s| s.records).collect();
+        let shard_files = store
+            .manifest()
+            .shards
+            .iter()
+            .map(|s| store.dir().join(&s.file))
+            .collect();
+        Ok(Store {
+            len: store.len(),
+            inner: Mutex::new(store),
+            manifest,
+            shard_records,
+            shard_files,
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.len as usize
+    }
+
+    /// The store's `store.json`, as JSON text.
+    #[getter]
+    fn manifest(&self) -> &str {
+        &self.manifest
+    }
+
+    /// Records in each shard, in shard order.
+    #[getter]
+    fn shard_records(&self) -> Vec<u64> {
+        self.shard_records.clone()
+    }
+
+    /// Record `index` (0 to len - 1, in shard order): (payload, sample id, fields).
+    fn read(&self, py: Python<'_>, index: u64) -> PyResult<Record> {
+        if index >= self.len {
+            return Err(PyIndexError::new_err(format!(
+                "record {index} of a store holding {}",
+                self.len
+            )));
+        }
+        let payload = py.detach(|| {
+            let mut store = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            store.read(index)
+        });
+        let payload = payload.map_err(store_error)?;
+        record(payload, || self.place(index))
+    }
+
+    /// Shard `shard`'s records in order, streamed (any codec, nothing kept): an iterator of
+    /// (record number, payload, sample id, fields).
+    fn shard(&self, py: Python<'_>, shard: usize) -> PyResult<ShardIter> {
+        if shard >= self.shard_records.len() {
+            return Err(PyIndexError::new_err(format!(
+                "shard {shard} of a store of {}",
+                self.shard_records.len()
+            )));
+        }
+        let reader = py.detach(|| {
+            let store = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            store
+                .shard_reader(shard)
+                .map(|r| (r, store.shard_start(shard)))
+        });
+        let (reader, start) = reader.map_err(store_error)?;
+        Ok(ShardIter {
+            reader: Mutex::new(reader),
+            file: self.shard_files[shard].clone(),
+            start,
+            buf: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+impl Store {
+    /// "SHARD-FILE: record N", for record `index`.
+    fn place(&self, index: u64) -> String {
+        let store = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        match store.locate(index) {
+            Some((shard, local)) => {
+                format!("{}: record {local}", self.shard_files[shard].display())
+            }
+            None => format!("record {index}"),
+        }
+    }
+}
+
+/// One shard read in order (`Store.shard`).
+#[pyclass(module = "prepbench._native")]
+struct ShardIter {
+    reader: Mutex<ShardReader>,
+    file: PathBuf,
+    /// Global number of the shard's first record.
+    start: u64,
+    buf: Mutex<Vec<u8>>,
+}
+
+#[pymethods]
+impl ShardIter {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<(u64, Payload, u64, Vec<FieldLayout>)>> {
+        let got = py.detach(|| {
+            let mut reader = self.reader.lock().unwrap_or_else(|e| e.into_inner());
+            let mut buf = self.buf.lock().unwrap_or_else(|e| e.into_inner());
+            let local = reader.record_index();
+            reader
+                .next_into(&mut buf)
+                .map(|more| more.then(|| (local, std::mem::take(&mut *buf))))
+        });
+        let Some((local, payload)) = got.map_err(store_error)? else {
+            return Ok(None);
+        };
+        let (payload, id, fields) = record(payload, || {
+            format!("{}: record {local}", self.file.display())
+        })?;
+        Ok(Some((self.start + local, payload, id, fields)))
+    }
+}
+
+/// Runs the prepbench command line `argv` (the program's name first) in this process and
+/// returns its exit status; the interpreter's lock is released meanwhile.
+#[pyfunction]
+fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
+    py.detach(|| harness::cli::entry::main(argv).0)
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Store>()?;
+    m.add_class::<Payload>()?;
+    m.add_class::<ShardIter>()?;
+    m.add("StoreError", m.py().get_type::<StoreError>())?;
+    m.add_function(wrap_pyfunction!(main, m)?)?;
+    Ok(())
+}

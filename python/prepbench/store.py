@@ -1,0 +1,167 @@
+"""Reading a store prepbench materialized, from your training loop.
+
+`prepbench recommend` names a strategy; `prepbench store list` names the folder where its
+store lies (one folder per materialization, holding `store.json` and its shards)::
+
+    store = prepbench.open_store("stores/my-photos/resized/none-4sh-120n-0a1b2c3d4e")
+    len(store), store.strategy, store.online_steps    # what is left to run each epoch
+    sample = store[0]                                   # {"data": ndarray, "label": ..., ...}
+    for sample in store:                                # every record, in shard order
+        ...
+
+Records are read by prepbench's own reader (Rust, `prepbench._native`): every codec (none,
+gzip, zlib, zstd, lz4), both TFRecord checksums of every record, and an error naming the shard
+file and the record when one is damaged. A sample is a dict (`Sample`, whose `.id` is the
+record's sample id) of NumPy arrays (tensors), bytes and str; arrays view the record's own
+buffer in place (no copy after the read) and are writable, each record being its own copy.
+NumPy is needed to read tensors.
+"""
+
+import json
+import os
+
+from . import PrepbenchError, native
+
+__all__ = ["Store", "Sample", "StoreError", "open_store"]
+
+
+class StoreError(PrepbenchError):
+    """A store that cannot be read: the message names the folder or the shard file and the
+    record."""
+
+
+class Sample(dict):
+    """One record: its fields by name; `id` is its sample id (a fan-out step's outputs share
+    their source item's in the high bits)."""
+
+    id = None
+
+
+def _fields(payload, sample_id, layout):
+    import numpy as np
+
+    sample = Sample()
+    sample.id = sample_id
+    view = None
+    for name, kind, dtype, shape, offset, nbytes in layout:
+        if kind == "tensor":
+            dt = np.dtype(dtype)
+            array = np.frombuffer(payload, dt, nbytes // dt.itemsize, offset)
+            if not array.flags.aligned:
+                array = array.copy()
+            sample[name] = array.reshape(shape)
+        else:
+            if view is None:
+                view = memoryview(payload)
+            data = bytes(view[offset:offset + nbytes])
+            sample[name] = data.decode("utf-8") if kind == "text" else data
+    return sample
+
+
+def _raised(error):
+    return StoreError(str(error))
+
+
+class Store:
+    """A complete store, opened (see the module's doc). `cache_bytes` bounds the decompressed
+    shards kept for reading a compressed store by record number (default 1 GiB); reading in
+    order keeps nothing."""
+
+    def __init__(self, path, cache_bytes=None):
+        self.path = os.fspath(path)
+        self.cache_bytes = cache_bytes
+        module = native()
+        try:
+            self._native = module.Store(self.path, cache_bytes)
+        except module.StoreError as e:
+            raise _raised(e) from None
+        self._error = module.StoreError
+        self.manifest = json.loads(self._native.manifest)
+
+    # What the store is.
+    @property
+    def workload(self):
+        return self.manifest["workload"]
+
+    @property
+    def strategy(self):
+        return self.manifest["strategy"]
+
+    @property
+    def split(self):
+        """Steps done before storing (the read step counts as one)."""
+        return self.manifest["split"]
+
+    @property
+    def codec(self):
+        return self.manifest["codec"]
+
+    @property
+    def spec(self):
+        """The workload spec it was made from (a dict, as `prepbench workload show` would read
+        it), or None for a store made before prepbench recorded it."""
+        return self.manifest.get("spec")
+
+    @property
+    def online_steps(self):
+        """The steps left to run on every record (a list of step dicts), or None when the store
+        does not record its spec."""
+        spec = self.spec
+        return None if spec is None else spec["steps"][self.split:]
+
+    @property
+    def shard_records(self):
+        """Records in each shard, in shard order."""
+        return list(self._native.shard_records)
+
+    def __len__(self):
+        return len(self._native)
+
+    def __repr__(self):
+        return (f"<prepbench store {self.workload}/{self.strategy}: {len(self)} records in "
+                f"{len(self.shard_records)} shards ({self.codec}) at {self.path}>")
+
+    # Reading.
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        index = int(index)
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(f"record {index} of a store holding {len(self)}")
+        try:
+            return _fields(*self._native.read(index))
+        except self._error as e:
+            raise _raised(e) from None
+
+    def iter_shard(self, shard):
+        """Shard `shard`'s samples, read in order (streamed: any codec, nothing kept)."""
+        for _, sample in self.records([shard]):
+            yield sample
+
+    def records(self, shards=None):
+        """(record number, sample) for the records of `shards` (default: all, in order)."""
+        for shard in range(len(self.shard_records)) if shards is None else shards:
+            try:
+                for index, payload, sample_id, layout in self._native.shard(shard):
+                    yield index, _fields(payload, sample_id, layout)
+            except self._error as e:
+                raise _raised(e) from None
+
+    def __iter__(self):
+        for _, sample in self.records():
+            yield sample
+
+    # A store travels to another process (a DataLoader worker) as its path, and opens its
+    # own files there.
+    def __getstate__(self):
+        return {"path": self.path, "cache_bytes": self.cache_bytes}
+
+    def __setstate__(self, state):
+        self.__init__(state["path"], state["cache_bytes"])
+
+
+def open_store(path, cache_bytes=None):
+    """Opens the store in folder `path` (see the module's doc)."""
+    return Store(path, cache_bytes)

@@ -1,0 +1,122 @@
+"""A materialized store as a PyTorch dataset, for the training loop that follows a sweep::
+
+    from torch.utils.data import DataLoader
+    from prepbench.torch import StoreDataset
+
+    data = StoreDataset("stores/my-photos/resized/none-4sh-120n-0a1b2c3d4e", transform=online)
+    for batch in DataLoader(data, batch_size=32, shuffle=True, num_workers=4):
+        ...
+
+`StoreDataset` is map-style (any sampler, `shuffle=True`); `StoreIterable` reads whole shards
+in order, split across DataLoader workers and distributed ranks, the better choice for a
+compressed store (a compressed shard is read from its start; by record number it is
+decompressed once and kept per worker, within `cache_bytes`). Each worker process opens its
+own files: a dataset travels to a worker as its path. `transform` is called with each sample
+(a dict of NumPy arrays, bytes and str) and returns what the loader batches.
+"""
+
+import os
+import random
+import warnings
+
+import torch  # noqa: F401  (the module needs PyTorch; fail here with its own message)
+from torch.utils.data import Dataset, IterableDataset, get_worker_info
+
+from .store import Store
+
+__all__ = ["StoreDataset", "StoreIterable"]
+
+
+def _rank_and_world(rank, world_size):
+    """This process's rank and the number of ranks: as given, else torch.distributed's when
+    it is initialized, else the launcher's RANK and WORLD_SIZE, else a single process."""
+    if rank is not None and world_size is not None:
+        return int(rank), int(world_size)
+    dist = getattr(torch, "distributed", None)
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+
+
+class StoreDataset(Dataset):
+    """Map-style: `dataset[i]` is record i (in shard order) after `transform`."""
+
+    def __init__(self, path, transform=None, cache_bytes=None):
+        self.path = os.fspath(path)
+        self.transform = transform
+        self.cache_bytes = cache_bytes
+        # Opened here so that a wrong path fails at once, in the training script's process.
+        store = Store(self.path, cache_bytes)
+        self.strategy = store.strategy
+        self.online_steps = store.online_steps
+        self._len = len(store)
+        self._store, self._pid = store, os.getpid()
+
+    def _opened(self):
+        # A forked worker inherits the parent's object: it opens its own files.
+        if self._store is None or self._pid != os.getpid():
+            self._store, self._pid = Store(self.path, self.cache_bytes), os.getpid()
+        return self._store
+
+    def __len__(self):
+        return self._len
+
+    def __getitem__(self, index):
+        sample = self._opened()[index]
+        return self.transform(sample) if self.transform is not None else sample
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_store"] = None
+        return state
+
+
+class StoreIterable(IterableDataset):
+    """Whole shards in order, each read by one consumer: the shards are dealt round-robin over
+    (rank, worker) pairs, in an order shuffled per epoch when `shuffle_shards` (call
+    `set_epoch`). With fewer shards than consumers, records are dealt instead (read by number),
+    with a warning: make the store with more shards (`--shards`)."""
+
+    def __init__(self, path, transform=None, shuffle_shards=False, seed=0, rank=None,
+                 world_size=None, cache_bytes=None):
+        self.path = os.fspath(path)
+        self.transform = transform
+        self.shuffle_shards = shuffle_shards
+        self.seed = seed
+        self.epoch = 0
+        self.rank, self.world_size = rank, world_size
+        self.cache_bytes = cache_bytes
+        store = Store(self.path, cache_bytes)
+        self.strategy = store.strategy
+        self.online_steps = store.online_steps
+        self.shard_records = store.shard_records
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+    def _consumer(self):
+        rank, world = _rank_and_world(self.rank, self.world_size)
+        info = get_worker_info()
+        worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        return rank * workers + worker, world * workers
+
+    def __iter__(self):
+        store = Store(self.path, self.cache_bytes)
+        me, consumers = self._consumer()
+        order = list(range(len(self.shard_records)))
+        if self.shuffle_shards:
+            random.Random(self.seed * 1_000_003 + self.epoch).shuffle(order)
+        if len(order) >= consumers:
+            samples = store.records(order[me::consumers])
+            samples = (s for _, s in samples)
+        else:
+            if me == 0:
+                warnings.warn(
+                    f"{self.path}: {len(order)} shards for {consumers} readers (ranks x "
+                    "workers): records are dealt one by one instead of whole shards; make the "
+                    "store with at least as many shards as readers",
+                    stacklevel=2,
+                )
+            samples = (store[i] for i in range(me, len(store), consumers))
+        for sample in samples:
+            yield self.transform(sample) if self.transform is not None else sample

@@ -1,0 +1,186 @@
+//! The Python package's store reader (`prepbench.open_store`, `prepbench.torch`): a store of
+//! every codec read from Python gives the samples `prepbench show` gives, in any order and
+//! under a DataLoader's worker processes; damaged records and wrong folders are named.
+
+use super::*;
+
+const CODECS: [&str; 5] = ["none", "gzip", "zlib", "zstd", "lz4"];
+const STRATEGY: &str = "resized";
+
+/// Stores of CV's `resized` under every codec (3 shards) in `work/stores`, and `prepbench
+/// show`'s output of each sample as that strategy stores it in `work/show/N/`.
+fn stores_and_shows(work: &Path) {
+    for codec in CODECS {
+        prepbench_ok(&argv![
+            "run cv --samples",
+            SAMPLES,
+            "--strategy",
+            STRATEGY,
+            "--codec",
+            codec,
+            "--shards 3 --epochs 1 --threads 2 --evict fadvise --quiet --data-dir",
+            data_dir().to_str().unwrap(),
+            "--store-dir",
+            work.join("stores").to_str().unwrap(),
+            "--out",
+            work.join("out").to_str().unwrap()
+        ]);
+    }
+    let samples: usize = SAMPLES.parse().unwrap();
+    for sample in 0..samples {
+        prepbench_ok(&argv![
+            "show cv --strategy",
+            STRATEGY,
+            "--sample",
+            sample.to_string(),
+            "--data-dir",
+            data_dir().to_str().unwrap(),
+            "--out",
+            work.join(format!("show/{sample}")).to_str().unwrap()
+        ]);
+    }
+}
+
+/// Python that defines `stores` (every store folder, by codec), `shown(i)` (sample i's fields
+/// as `show` wrote them) and `same(sample, i)`.
+fn prelude(work: &Path) -> String {
+    format!(
+        r#"
+import glob, os, numpy as np, prepbench
+work = {work:?}
+stores = {{os.path.basename(d).split("-")[0]: d for d in glob.glob(work + "/stores/cv/{STRATEGY}/*")}}
+assert len(stores) == {codecs}, stores
+def shown(i):
+    d = f"{{work}}/show/{{i}}"
+    return {{f[:-4]: np.load(os.path.join(d, f)) for f in os.listdir(d) if f.endswith(".npy")}}
+def same(sample, i):
+    want = shown(i)
+    assert set(sample) == set(want), (set(sample), set(want))
+    for name, array in want.items():
+        got = np.asarray(sample[name])
+        assert got.dtype == array.dtype and got.shape == array.shape, (name, got.dtype, got.shape, array.dtype, array.shape)
+        assert (got == array).all(), (name, i)
+"#,
+        work = work.display().to_string(),
+        codecs = CODECS.len(),
+    )
+}
+
+fn python_ok(python: &str, native: &Path, script: &str, cwd: &Path) -> String {
+    let out = Command::new(python)
+        .args(["-c", script])
+        .current_dir(cwd)
+        .env("PREPBENCH_NATIVE", native)
+        .env(
+            "PYTHONPATH",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../python"),
+        )
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{said}{}", stderr(&out));
+    said
+}
+
+#[test]
+fn the_python_reader_gives_the_samples_show_gives_under_every_codec_and_loader() {
+    let Some(native) = common::native_module() else {
+        return;
+    };
+    let Some(python) = numpy_python() else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    stores_and_shows(work.path());
+    let check = prelude(work.path())
+        + r#"
+n = int(os.environ.get("SAMPLES", "0")) or None
+for codec, path in sorted(stores.items()):
+    store = prepbench.open_store(path)
+    assert store.strategy == "resized" and store.workload == "cv", store
+    assert [s["name"] for s in store.online_steps] == ["pixel-centered", "cropped"], store.online_steps
+    assert sum(store.shard_records) == len(store)
+    # By number, in a scattered order (a compressed store decompresses each shard once).
+    order = list(range(len(store)))[::-3] + list(range(len(store)))
+    for i in order:
+        sample = store[i]
+        same(sample, sample.id)
+    # In shard order: the same records.
+    ids = [s.id for s in store]
+    assert ids == [store[i].id for i in range(len(store))], codec
+    assert sorted(ids) == list(range(len(store))), ids
+    assert store[-1].id == store[len(store) - 1].id
+    # Arrays are writable, and writing one changes no later read.
+    sample = store[0]
+    sample["image"][...] = 0
+    same(store[0], store[0].id)
+# A damaged record of an uncompressed store is named, with its shard; the next one reads.
+import shutil
+copy = work + "/damaged"
+shutil.copytree(stores["none"], copy)
+store = prepbench.open_store(copy)
+shard = os.path.join(copy, store.manifest["shards"][1]["file"])
+first = store.shard_records[0]
+with open(shard, "r+b") as f:
+    f.seek(12 + 1000)
+    byte = f.read(1)
+    f.seek(12 + 1000)
+    f.write(bytes([byte[0] ^ 0xFF]))
+store = prepbench.open_store(copy)
+try:
+    store[first]
+except prepbench.StoreError as e:
+    assert "record 0" in str(e) and os.path.basename(shard) in str(e) and "checksum" in str(e), e
+else:
+    raise AssertionError("a damaged record was read")
+store[first + 1]
+try:
+    list(store)
+except prepbench.StoreError as e:
+    assert os.path.basename(shard) in str(e), e
+else:
+    raise AssertionError("a damaged record was read in order")
+for bad in (work, work + "/nowhere"):
+    try:
+        prepbench.open_store(bad)
+    except prepbench.StoreError as e:
+        assert bad in str(e), e
+    else:
+        raise AssertionError(f"{bad} opened as a store")
+print("ok")
+"#;
+    assert!(python_ok(&python, &native, &check, work.path()).contains("ok"));
+
+    // Under PyTorch: a DataLoader with two worker processes over each kind of dataset.
+    let Some(torch) = common::torch_python() else {
+        return;
+    };
+    let check = prelude(work.path())
+        + r#"
+import torch
+from torch.utils.data import DataLoader
+from prepbench.torch import StoreDataset, StoreIterable
+keep = lambda batch: batch
+for codec, path in sorted(stores.items()):
+    for dataset in (StoreDataset(path), StoreIterable(path)):
+        seen = []
+        for batch in DataLoader(dataset, batch_size=3, num_workers=2, collate_fn=keep):
+            seen += batch
+        assert sorted(s.id for s in seen) == list(range(len(prepbench.open_store(path)))), (codec, type(dataset))
+        for sample in seen:
+            same(sample, sample.id)
+    # The default collate batches the fixed-size labels as tensors.
+    labels = next(iter(DataLoader(StoreDataset(path, transform=lambda s: s["label"]), batch_size=4, num_workers=2)))
+    assert isinstance(labels, torch.Tensor) and labels.shape == (4,), labels
+# Ranks split the shards: two ranks of two workers read every record once between them.
+path = stores["none"]
+ids = []
+for rank in (0, 1):
+    for batch in DataLoader(StoreIterable(path, rank=rank, world_size=2), batch_size=2, num_workers=2, collate_fn=keep):
+        ids += [s.id for s in batch]
+assert sorted(ids) == list(range(len(prepbench.open_store(path)))), ids
+print("ok")
+"#;
+    assert!(python_ok(&torch, &native, &check, work.path()).contains("ok"));
+}
