@@ -267,6 +267,20 @@ impl Sample {
     pub fn content_hash(&self) -> u64 {
         xxhash_rust::xxh3::xxh3_64(&encode(self))
     }
+
+    /// [`Sample::content_hash`] of the sample with its fields in name order: equal for two
+    /// samples with the same fields whichever order each was built in (what `--verify`
+    /// compares across engines, which may assemble a sample's fields in different orders).
+    pub fn unordered_hash(&self) -> u64 {
+        let mut fields: Vec<&(String, Field)> = self.fields().iter().collect();
+        fields.sort_by(|a, b| a.0.cmp(&b.0));
+        let sorted = fields
+            .into_iter()
+            .fold(Sample::new(self.id), |s, (name, field)| {
+                s.with(name, field.clone())
+            });
+        sorted.content_hash()
+    }
 }
 
 #[cfg(test)]

@@ -183,7 +183,7 @@ fn reproduce_command(
 /// Set by prepbench for its Python workers (`workloads::python`): a module a worker imports
 /// that starts prepbench again (a script without an `if __name__ == "__main__":` guard) would
 /// recurse, run after run.
-const WORKER_ENV: &str = "PREPBENCH_WORKER";
+use workloads::python::WORKER_ENV;
 
 /// A command's exit status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

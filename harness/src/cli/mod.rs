@@ -290,6 +290,11 @@ pub struct RunArgs {
     /// defined under the workload's storage_profiles (default: its first sweep.storage).
     #[arg(long)]
     pub storage: Option<String>,
+    /// The loader that runs the online phase: native (prepbench's own engine) or torch (a
+    /// PyTorch DataLoader with num_workers = --threads, in the --python interpreter, which
+    /// needs PyTorch and this package: pip install ".[torch]").
+    #[arg(long, default_value = "native")]
+    pub loader: String,
     /// Print the rows as JSON lines on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -315,6 +320,7 @@ impl RunArgs {
             codec: self.codec,
             cache: self.cache,
             storage: self.storage.clone(),
+            loader: self.loader.clone(),
             settings: self.measure.settings(),
         }
     }
@@ -415,6 +421,11 @@ pub struct SweepArgs {
     /// (default: the workload's sweep.storage).
     #[arg(long, value_delimiter = ',')]
     pub storage: Option<Vec<String>>,
+    /// Loaders, comma-separated: native (prepbench's own engine), torch (a PyTorch
+    /// DataLoader, num_workers = the threads); every loader reads the same stores under the
+    /// same protocol (default: native).
+    #[arg(long, value_delimiter = ',')]
+    pub loaders: Option<Vec<String>>,
     /// MB of data per dataset variant, for workloads that sweep dataset options (synthetic
     /// sample sizes): each variant gets this many MB of samples.
     #[arg(long, value_parser = megabytes)]
@@ -471,6 +482,7 @@ impl SweepArgs {
             dataset_mb: self.dataset_mb,
             variants: self.variants,
             storage: self.storage.clone(),
+            loaders: self.loaders.clone(),
             settings: Settings {
                 min_epoch_s: self.min_epoch_s,
                 ..self.measure.settings()

@@ -288,6 +288,7 @@ pub fn strategy(
         app_cache_bytes: 0,
         storage: &local,
         consumer: None,
+        loader: crate::measure::online::default_engine(),
         // One pass: the calibration times a pass, not a floor.
         min_epoch_s: None,
         start_gate: None,

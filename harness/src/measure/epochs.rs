@@ -37,6 +37,8 @@ pub struct RunSpec<'a> {
     pub storage: &'a StorageProfile,
     /// A simulated training consumer, measured with its null-I/O control after the epochs.
     pub consumer: Option<ConsumerSpec>,
+    /// The loader that runs the online phase (`crate::measure::online::ENGINES`).
+    pub loader: &'static dyn crate::measure::online::Engine,
     /// Epochs served from a cache repeat their passes until they last this long
     /// (`OnlineJob::min_s`); cold epochs are sized by their store instead.
     pub min_epoch_s: Option<f64>,
@@ -303,6 +305,7 @@ impl Session {
         let strategy = spec.strategy;
         let mut prep = self.epoch_cache(spec, &input.files, epoch)?;
         let mut job = OnlineJob {
+            engine: spec.loader,
             consumer: spec.consumer,
             epoch,
             ..self.online_job(strategy, input.online, spec.threads, spec.seed)
@@ -383,7 +386,13 @@ impl Session {
 
     /// Checks the run's output against fully-online processing and marks its rows.
     fn verify_run(&self, spec: &RunSpec, measured: &mut Measured) -> anyhow::Result<()> {
-        let outcome = self.verify(spec.strategy, spec.stored, spec.threads, spec.seed)?;
+        let outcome = self.verify(
+            spec.strategy,
+            spec.stored,
+            spec.threads,
+            spec.seed,
+            spec.loader,
+        )?;
         let verdict = if outcome.passed() {
             Verdict::Pass
         } else {
@@ -505,6 +514,8 @@ fn epoch_row(
         valid: run.valid && delivered,
         verified: None,
         storage: spec.storage.name.clone(),
+        loader: spec.loader.name().to_string(),
+        loader_options: spec.loader.options(),
         consumer: spec.consumer,
         au_pct: training.map(|m| m.au_pct(online_s)),
         stall_pct: training.map(|m| m.stall_pct(online_s)),

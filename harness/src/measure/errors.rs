@@ -40,6 +40,11 @@ pub enum RunError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Dataset(#[from] datasets::DatasetError),
+    #[error("the {loader} loader {message}")]
+    Loader {
+        loader: &'static str,
+        message: String,
+    },
     #[error("a worker thread panicked: {0}")]
     Panic(String),
     #[error("starting step `{step}`: {message}")]

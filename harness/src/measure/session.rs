@@ -359,6 +359,7 @@ impl Session {
         stored: Option<&Materialized>,
         threads: usize,
         seed: u64,
+        engine: &'static dyn crate::measure::online::Engine,
     ) -> anyhow::Result<Verification> {
         let input = stored.map_or(OnlineInput::Raw, Materialized::input);
         // The reference reads the source once; a store that cycles over it is checked on its
@@ -372,6 +373,7 @@ impl Session {
         let job = OnlineJob {
             hash: true,
             items,
+            engine,
             ..self.online_job(strategy, input, threads, seed)
         };
         let mut references = self.references.lock().unwrap_or_else(|e| e.into_inner());
@@ -496,7 +498,15 @@ mod tests {
                 .unwrap();
             assert_eq!(m.manifest.samples, items as u64);
             assert_eq!(m.manifest.source_items, items.min(6) as u64);
-            let v = session.verify(&strategy, Some(&m), 2, 0).unwrap();
+            let v = session
+                .verify(
+                    &strategy,
+                    Some(&m),
+                    2,
+                    0,
+                    crate::measure::online::default_engine(),
+                )
+                .unwrap();
             assert!(v.passed(), "{items} items: {v:?}");
             assert_eq!(v.checked, items.min(6), "{items} items");
             let read = crate::measure::online::run(

@@ -29,11 +29,14 @@ pub fn verify(job: &OnlineJob) -> Result<Verification, RunError> {
 }
 
 /// The fully-online reference of `job`: the hash of every output of its first `job.items` raw
-/// files, by sample id. It depends on the items, the seed and the epoch, not on the strategy,
-/// so one serves every store of a source (`Session::verify` keeps it).
+/// files, by sample id, as prepbench's own engine makes them (whichever loader the job runs
+/// under: every loader is judged against native processing). It depends on the items, the
+/// seed and the epoch, not on the strategy or the loader, so one serves every store of a
+/// source (`Session::verify` keeps it).
 pub fn reference(job: &OnlineJob) -> Result<HashMap<u64, u64>, RunError> {
     let reference = run_online(
         &OnlineJob {
+            engine: crate::measure::online::default_engine(),
             hash: true,
             split: 0,
             input: OnlineInput::Raw,

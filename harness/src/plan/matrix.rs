@@ -20,6 +20,8 @@ pub struct Cell {
     pub threads: usize,
     pub cache: CacheMode,
     pub storage: StorageProfile,
+    /// The loader that runs its online phase (`crate::measure::online::ENGINES`).
+    pub loader: &'static str,
     pub trial: usize,
 }
 
@@ -34,6 +36,34 @@ pub struct Plan {
     pub on_error: OnError,
     /// Epochs sized to last this long (stores sized from the calibration); `None`: `samples`.
     pub min_epoch_s: Option<f64>,
+}
+
+/// The loaders a sweep asks for (default: prepbench's own), each found by name, and able to
+/// run every strategy's online steps: refused before anything runs, naming the step.
+fn loaders(
+    workload: &Workload,
+    strategies: &[Strategy],
+    names: Option<&[String]>,
+) -> anyhow::Result<Vec<&'static str>> {
+    use crate::measure::online::{default_engine, engine, ENGINES};
+    let names = names.map_or_else(|| vec![default_engine().name().to_string()], <[_]>::to_vec);
+    anyhow::ensure!(!names.is_empty(), "--loaders needs at least one loader");
+    let mut found = Vec::new();
+    for name in &names {
+        let Some(loader) = engine(name) else {
+            let known: Vec<&str> = ENGINES.iter().map(|e| e.name()).collect();
+            anyhow::bail!("no loader `{name}`; loaders: {}", known.join(", "));
+        };
+        for strategy in strategies {
+            if let Some(why) = loader.refusal(workload, strategy.split) {
+                anyhow::bail!("strategy `{}`: {why}", strategy.name);
+            }
+        }
+        if !found.contains(&loader.name()) {
+            found.push(loader.name());
+        }
+    }
+    Ok(found)
 }
 
 impl Plan {
@@ -64,6 +94,7 @@ impl Plan {
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
         anyhow::ensure!(!storage.is_empty(), "--storage needs at least one profile");
+        let loaders = loaders(workload, &strategies, opts.loaders.as_deref())?;
         anyhow::ensure!(
             !codecs.is_empty() && !threads.is_empty() && !cache.is_empty(),
             "codecs, threads and cache need at least one value each"
@@ -101,7 +132,10 @@ impl Plan {
                         .iter()
                         .filter(|&&c| !(strategy.split == 0 && c == CacheMode::App))
                     {
-                        for profile in &storage {
+                        for (profile, &loader) in storage
+                            .iter()
+                            .flat_map(|p| loaders.iter().map(move |l| (p, l)))
+                        {
                             for trial in 0..trials {
                                 cells.push(Cell {
                                     strategy: strategy.clone(),
@@ -109,6 +143,7 @@ impl Plan {
                                     threads: t,
                                     cache: c,
                                     storage: profile.clone(),
+                                    loader,
                                     trial,
                                 });
                             }
@@ -140,6 +175,17 @@ impl Plan {
     }
 
     /// Each (strategy, codec) the plan runs, once, by split then codec.
+    /// The loaders the cells run under, in the order asked for.
+    pub fn loaders(&self) -> Vec<&'static str> {
+        let mut loaders = Vec::new();
+        for cell in &self.cells {
+            if !loaders.contains(&cell.loader) {
+                loaders.push(cell.loader);
+            }
+        }
+        loaders
+    }
+
     pub fn strategy_codecs(&self) -> Vec<(Strategy, Codec)> {
         let mut pairs: BTreeMap<(usize, String), (Strategy, Codec)> = BTreeMap::new();
         for cell in &self.cells {
@@ -174,6 +220,9 @@ impl Plan {
         if let Some(consumer) = self.consumer {
             key.push_str(&format!("|consumer:{consumer}"));
         }
+        if cell.loader != crate::measure::online::default_engine().name() {
+            key.push_str(&format!("|loader:{}", cell.loader));
+        }
         if self.on_error == OnError::Skip {
             key.push_str("|skip");
         }
@@ -205,6 +254,7 @@ impl Plan {
             app_cache_bytes: app_cache_bytes(settings.app_cache_mb),
             storage: &cell.storage,
             consumer: self.consumer,
+            loader: crate::measure::online::engine(cell.loader).expect("checked by Plan::new"),
             start_gate: None,
             min_epoch_s: settings.min_epoch_s,
         }

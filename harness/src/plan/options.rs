@@ -30,6 +30,8 @@ pub struct SweepOptions {
     /// Storage profiles to measure under (a sweep dimension); `None`: the workload's
     /// `sweep.storage`.
     pub storage: Option<Vec<String>>,
+    /// Loaders to measure under (a sweep dimension: `native`, `torch`); `None`: `native`.
+    pub loaders: Option<Vec<String>>,
     /// How each run is measured.
     pub settings: Settings,
     /// Calibrate the prediction model before the online runs (`calibrate.rs`): the machine

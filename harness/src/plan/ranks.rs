@@ -80,6 +80,7 @@ fn ranked(
         let spec = RunSpec {
             // Ranks measure reading alone: no simulated consumer.
             consumer: None,
+            loader: crate::measure::online::default_engine(),
             start_gate: Some(&gate),
             // One pass per epoch on every rank, so the ranks' epochs line up.
             min_epoch_s: None,

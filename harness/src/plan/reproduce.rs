@@ -455,6 +455,7 @@ mod tests {
             condition: Condition {
                 storage: storage.map(str::to_string),
                 consumer: None,
+                loader: None,
             },
             split: 2,
             strategy: "decoded".into(),

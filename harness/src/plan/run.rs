@@ -33,6 +33,8 @@ pub struct RunOptions {
     pub cache: CacheMode,
     /// The storage profile to emulate; `None`: the workload's first `sweep.storage` (`local`).
     pub storage: Option<String>,
+    /// The loader of the online phase (`native`, `torch`).
+    pub loader: String,
     pub settings: Settings,
 }
 
@@ -98,6 +100,7 @@ impl Resolved {
                 cache: Some(vec![opts.cache]),
                 trials: Some(1),
                 storage: Some(vec![storage]),
+                loaders: Some(vec![opts.loader.clone()]),
                 settings: opts.settings.clone(),
                 ..SweepOptions::default()
             },

@@ -283,11 +283,14 @@ struct SweepRun<'a> {
 }
 
 /// The runs a sweep has still to make, and what the folder already holds.
+/// (strategy, codec, loader): what one verification judges.
+type VerdictKey = (String, Codec, &'static str);
+
 struct Pending {
     cells: Vec<Cell>,
     /// Stores whose recorded runs passed verification and never failed it: reused unchanged,
     /// they keep that verdict instead of being verified again.
-    passed: HashSet<(String, Codec)>,
+    passed: HashSet<VerdictKey>,
     /// Offline trials already in offline.csv.
     done_offline: HashSet<String>,
 }
@@ -367,12 +370,15 @@ impl<'a> SweepRun<'a> {
             .iter()
             .map(|c| c.storage.name.as_str())
             .collect();
-        let verified = |want: Verdict| -> HashSet<(String, Codec)> {
+        let verified = |want: Verdict| -> HashSet<VerdictKey> {
             recorded
                 .iter()
                 .filter(|r| r.workload == self.name && profiles.contains(r.storage.as_str()))
                 .filter(|r| r.verified == Some(want))
-                .map(|r| (r.strategy.clone(), r.codec))
+                .filter_map(|r| {
+                    let loader = crate::measure::online::engine(&r.loader)?.name();
+                    Some((r.strategy.clone(), r.codec, loader))
+                })
                 .collect()
         };
         let passed = &verified(Verdict::Pass) - &verified(Verdict::Fail);
@@ -408,10 +414,10 @@ impl<'a> SweepRun<'a> {
         outcome: &mut SweepOutcome,
     ) -> anyhow::Result<(
         HashMap<(String, Codec), Materialized>,
-        HashMap<(String, Codec), Verdict>,
+        HashMap<VerdictKey, Verdict>,
     )> {
         let mut stores: HashMap<(String, Codec), Materialized> = HashMap::new();
-        let mut verdicts: HashMap<(String, Codec), Verdict> = HashMap::new();
+        let mut verdicts: HashMap<VerdictKey, Verdict> = HashMap::new();
         for (strategy, codec) in self
             .plan
             .strategy_codecs()
@@ -443,26 +449,69 @@ impl<'a> SweepRun<'a> {
                 }
             };
             if self.opts.settings.verify {
-                let key = (strategy.name.clone(), *codec);
-                let verdict = if m.reused && pending.passed.contains(&key) {
-                    Verdict::Pass
-                } else {
-                    let seed = self.opts.settings.seed;
-                    let v = session.verify(strategy, Some(&m), self.max_threads, seed)?;
-                    if v.passed() {
+                for loader in self.plan.loaders() {
+                    let key = (strategy.name.clone(), *codec, loader);
+                    let verdict = if m.reused && pending.passed.contains(&key) {
                         Verdict::Pass
                     } else {
-                        outcome
-                            .verify_failures
-                            .push((format!("{} ({codec})", strategy.name), v.mismatched));
-                        Verdict::Fail
-                    }
-                };
-                verdicts.insert(key, verdict);
+                        self.verdict(strategy, Some(&m), loader, outcome)?
+                    };
+                    verdicts.insert(key, verdict);
+                }
             }
             stores.insert((strategy.name.clone(), *codec), m);
         }
+        // Raw files under a loader other than prepbench's own are checked as stores are.
+        if self.opts.settings.verify {
+            let raw: Vec<(Strategy, Codec)> = self
+                .plan
+                .strategy_codecs()
+                .into_iter()
+                .filter(|(s, _)| s.split == 0)
+                .collect();
+            for (strategy, codec) in raw {
+                for loader in self.plan.loaders() {
+                    let key = (strategy.name.clone(), codec, loader);
+                    let native = loader == crate::measure::online::default_engine().name();
+                    if native || pending.passed.contains(&key) {
+                        continue;
+                    }
+                    let verdict = self.verdict(&strategy, None, loader, outcome)?;
+                    verdicts.insert(key, verdict);
+                }
+            }
+        }
         Ok((stores, verdicts))
+    }
+
+    /// Verifies `strategy` (reading `stored`, or the raw files) under `loader` against native
+    /// fully-online processing.
+    fn verdict(
+        &self,
+        strategy: &Strategy,
+        stored: Option<&Materialized>,
+        loader: &'static str,
+        outcome: &mut SweepOutcome,
+    ) -> anyhow::Result<Verdict> {
+        let seed = self.opts.settings.seed;
+        let engine = crate::measure::online::engine(loader).expect("checked by Plan::new");
+        let session = &self.executor.session;
+        let v = session.verify(strategy, stored, self.max_threads, seed, engine)?;
+        Ok(if v.passed() {
+            Verdict::Pass
+        } else {
+            let codec = stored.map_or(Codec::None, |m| m.manifest.codec);
+            let native = loader == crate::measure::online::default_engine().name();
+            let under = if native {
+                String::new()
+            } else {
+                format!(", {loader} loader")
+            };
+            outcome
+                .verify_failures
+                .push((format!("{} ({codec}{under})", strategy.name), v.mismatched));
+            Verdict::Fail
+        })
     }
 
     /// The offline trials of (`strategy`, `codec`) not yet recorded, each timed into
@@ -520,7 +569,7 @@ impl<'a> SweepRun<'a> {
         mut self,
         pending: Vec<Cell>,
         stores: &HashMap<(String, Codec), Materialized>,
-        verdicts: &HashMap<(String, Codec), Verdict>,
+        verdicts: &HashMap<VerdictKey, Verdict>,
         outcome: &mut SweepOutcome,
     ) -> anyhow::Result<()> {
         let (opts, places) = (self.opts, self.places);
@@ -553,7 +602,7 @@ impl<'a> SweepRun<'a> {
                 let spec = self
                     .plan
                     .spec(cell, run_id.clone(), stores.get(&key), &opts.settings);
-                let verdict = verdicts.get(&key);
+                let verdict = verdicts.get(&(key.0.clone(), key.1, cell.loader));
                 let measured = self.executor.measure(&spec, |m| {
                     if let Some(verdict) = verdict {
                         m.rows.iter_mut().for_each(|r| r.verified = Some(*verdict));

@@ -226,11 +226,13 @@ pub struct Condition {
     /// The emulated storage profile; `None` for the local disk as it is.
     pub storage: Option<String>,
     pub consumer: Option<ConsumerSpec>,
+    /// The loader of the online phase; `None` for prepbench's own.
+    pub loader: Option<String>,
 }
 
 impl Condition {
     pub fn is_plain(&self) -> bool {
-        self.storage.is_none() && self.consumer.is_none()
+        self.storage.is_none() && self.consumer.is_none() && self.loader.is_none()
     }
 }
 
@@ -245,6 +247,12 @@ impl fmt::Display for Condition {
                 f.write_str(", ")?;
             }
             write!(f, "consumer {consumer}")?;
+        }
+        if let Some(loader) = &self.loader {
+            if self.storage.is_some() || self.consumer.is_some() {
+                f.write_str(", ")?;
+            }
+            write!(f, "loader {loader}")?;
         }
         Ok(())
     }
@@ -266,6 +274,7 @@ impl Ord for Condition {
         self.storage
             .cmp(&other.storage)
             .then_with(|| consumer(self).cmp(&consumer(other)))
+            .then_with(|| self.loader.cmp(&other.loader))
     }
 }
 
@@ -279,6 +288,7 @@ impl std::hash::Hash for Condition {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.storage.hash(state);
         self.consumer.map(|c| c.to_string()).hash(state);
+        self.loader.hash(state);
     }
 }
 
@@ -326,14 +336,22 @@ mod tests {
             Condition {
                 storage: None,
                 consumer: Some(consumer),
+                loader: None,
             },
             Condition {
                 storage: Some("paper-ceph-hdd".into()),
                 consumer: None,
+                loader: None,
             },
             Condition {
                 storage: Some("paper-ceph-hdd".into()),
                 consumer: Some(consumer),
+                loader: None,
+            },
+            Condition {
+                storage: Some("paper-ceph-hdd".into()),
+                consumer: Some(consumer),
+                loader: Some("torch".into()),
             },
         ];
         let texts: Vec<String> = conditions.iter().map(|c| c.to_string()).collect();
@@ -343,7 +361,8 @@ mod tests {
                 "",
                 "consumer 32x100ms-sleep-p2",
                 "storage paper-ceph-hdd",
-                "storage paper-ceph-hdd, consumer 32x100ms-sleep-p2"
+                "storage paper-ceph-hdd, consumer 32x100ms-sleep-p2",
+                "storage paper-ceph-hdd, consumer 32x100ms-sleep-p2, loader torch"
             ]
         );
         let mut sorted_texts = texts.clone();

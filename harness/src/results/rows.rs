@@ -172,10 +172,29 @@ pub struct RunRow {
     /// passes to last the floor (`--min-epoch-s`); `samples` counts every pass.
     #[serde(default = "one_pass")]
     pub passes: u64,
+    /// The loader that ran the online phase (`native`: prepbench's own engine; `torch`: a
+    /// PyTorch DataLoader); `native` in folders from before the column.
+    #[serde(default = "native_loader", deserialize_with = "loader_or_native")]
+    pub loader: String,
+    /// The loader's options (`batch=32 prefetch=2 pin=false persistent=false` for torch);
+    /// empty for prepbench's own.
+    #[serde(default)]
+    pub loader_options: String,
 }
 
 fn one_pass() -> u64 {
     1
+}
+
+/// The name runs of prepbench's own engine record.
+pub const NATIVE_LOADER: &str = "native";
+
+fn native_loader() -> String {
+    NATIVE_LOADER.to_string()
+}
+
+fn loader_or_native<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(dash_or_empty::<D, String>(d)?.unwrap_or_else(native_loader))
 }
 
 impl Default for RunRow {
@@ -224,6 +243,8 @@ impl Default for RunRow {
             foreign_load_pct: None,
             steal_pct: None,
             passes: 1,
+            loader: native_loader(),
+            loader_options: String::new(),
         }
     }
 }
@@ -240,6 +261,7 @@ impl RunRow {
         Condition {
             storage: self.emulated_storage().map(str::to_string),
             consumer: self.consumer,
+            loader: (self.loader != NATIVE_LOADER).then(|| self.loader.clone()),
         }
     }
 

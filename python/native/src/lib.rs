@@ -8,6 +8,8 @@
 //! the buffer protocol) and a description of its fields (name, kind, dtype, shape, where its
 //! bytes lie); `prepbench/store.py` makes the arrays, bytes and strings of that description.
 
+mod online;
+
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -35,7 +37,7 @@ fn store_error(e: impl std::fmt::Display) -> PyErr {
 /// them in place and keep it alive. Writable: every record read is its own copy, so changing
 /// one sample's array in place changes nothing else.
 #[pyclass(frozen, module = "prepbench._native")]
-struct Payload {
+pub(crate) struct Payload {
     ptr: *mut u8,
     len: usize,
 }
@@ -105,7 +107,7 @@ type FieldLayout = (
 );
 
 /// (payload, sample id, fields).
-type Record = (Payload, u64, Vec<FieldLayout>);
+pub(crate) type Record = (Payload, u64, Vec<FieldLayout>);
 
 fn numpy_dtype(dtype: DType) -> &'static str {
     match dtype {
@@ -120,7 +122,7 @@ fn numpy_dtype(dtype: DType) -> &'static str {
 
 /// Parses a payload (every length and offset checked) into its record; `place` names the
 /// record in an error.
-fn record(payload: Vec<u8>, place: impl FnOnce() -> String) -> PyResult<Record> {
+pub(crate) fn record(payload: Vec<u8>, place: impl FnOnce() -> String) -> PyResult<Record> {
     let view = SampleView::parse(&payload).map_err(|e| store_error(format!("{}: {e}", place())))?;
     let base = payload.as_ptr() as usize;
     let fields = view
@@ -303,5 +305,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ShardIter>()?;
     m.add("StoreError", m.py().get_type::<StoreError>())?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
+    m.add_class::<online::Online>()?;
+    m.add("StepFailed", m.py().get_type::<online::StepFailed>())?;
+    m.add_function(wrap_pyfunction!(online::verify_hash, m)?)?;
+    // The Python steps' driver, whose chain the torch loader runs as the native engine's
+    // workers do.
+    m.add("DRIVER", workloads::python::DRIVER)?;
+    m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -146,6 +146,13 @@ def views_other(value):
     return not (value.base is None or type(value.base) is bytes)
 
 
+def valid_name(name):
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"returned a dict with key {name!r}; field names are non-empty str")
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        raise TypeError(f"returned field {name[:40]!r}...: names are at most {MAX_NAME_BYTES} bytes")
+
+
 def crossed(pair, whole):
     """`pair` ([name, value]; `whole`: from a returned dict) made a value the next step can be
     given as a Compose would give it, but safe to keep: bytes, str, or a C-order little-endian
@@ -155,10 +162,7 @@ def crossed(pair, whole):
     name, value = pair
     pair[1] = None
     if whole:
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"returned a dict with key {name!r}; field names are non-empty str")
-        if len(name.encode("utf-8")) > MAX_NAME_BYTES:
-            raise TypeError(f"returned field {name[:40]!r}...: names are at most {MAX_NAME_BYTES} bytes")
+        valid_name(name)
     if isinstance(value, (bytes, str)):
         pair[1] = value
         return
@@ -312,6 +316,7 @@ def run_chain(links, fields, seeds, sample_id, epoch, mm, insides, spent):
     returned array takes a path of a few attribute reads."""
     clock = time.perf_counter_ns
     refs = sys.getrefcount
+    last = len(links) - 1
     for index, link in enumerate(links):
         if index < 256:
             mm[0] = index
@@ -339,7 +344,17 @@ def run_chain(links, fields, seeds, sample_id, epoch, mm, insides, spent):
             insides.append(clock() - began)
             del argument
             whole = type(value) is dict
-            if whole:
+            if index != last:
+                # Within the chain a value crosses as it is (a PIL Image stays one, as in a
+                # Compose); it is made an array or bytes only where it leaves Python (settle).
+                if whole:
+                    pairs = [[name, v] for name, v in value.items()]
+                    del value
+                    for name, _ in pairs:
+                        valid_name(name)
+                elif value is None:
+                    raise TypeError("returned None; return a dict of fields or one value")
+            elif whole:
                 pairs = [[name, v] for name, v in value.items()]
                 del value
                 for pair in pairs:
@@ -382,6 +397,22 @@ def run_chain(links, fields, seeds, sample_id, epoch, mm, insides, spent):
                     spent.append(fields[name])
                 fields[name] = v
             del pairs
+    try:
+        settle(fields)
+    except Exception as e:  # noqa: BLE001 - the sample fails, the worker goes on
+        raise Failed(2, [text(f"{type(e).__name__}: {e}"), text(traceback.format_exc())]) from None
+
+
+def settle(fields):
+    """Makes every field an earlier link of the chain left as a Python value (a PIL Image, a
+    tensor, a list) what crosses out of Python: an array, bytes or str."""
+    for name, value in fields.items():
+        if value is KEEP or type(value) is bytes or type(value) is str or fast(value):
+            continue
+        pair = [name, value]
+        del value
+        crossed(pair, True)
+        fields[name] = pair[1]
 
 
 def reply(memory, slot, status, began, insides, parts):

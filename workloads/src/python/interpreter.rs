@@ -9,6 +9,10 @@ use std::sync::{Mutex, OnceLock};
 use crate::python::link::Link;
 
 /// The worker's source, run with `python -c`.
+/// Set in every Python process prepbench starts (step workers, loaders): a module one of them
+/// imports that starts prepbench again is refused rather than recursed into.
+pub const WORKER_ENV: &str = "PREPBENCH_WORKER";
+
 pub const DRIVER: &str = include_str!("driver.py");
 
 static INTERPRETER: OnceLock<PathBuf> = OnceLock::new();
@@ -79,7 +83,7 @@ pub(super) fn driver(mode: &[&str], links: &[Link]) -> Command {
         .env("PYTHONUNBUFFERED", "1")
         // prepbench's Python API refuses to start prepbench from a module a worker imports
         // (a script without an `if __name__ == "__main__":` guard).
-        .env("PREPBENCH_WORKER", "1");
+        .env(WORKER_ENV, "1");
     command
 }
 

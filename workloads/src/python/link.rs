@@ -29,7 +29,7 @@ impl Link {
     }
 
     /// The link as the driver's six arguments.
-    pub(super) fn args(&self) -> [OsString; 6] {
+    pub fn args(&self) -> [OsString; 6] {
         [
             self.search_path.clone().into_os_string(),
             self.function.clone().into(),

@@ -32,6 +32,8 @@ pub enum Across {
     Storage,
     /// The codec of the stored strategies.
     Codec,
+    /// The loader of the online phase (`native`, `torch`).
+    Loader,
 }
 
 impl Across {
@@ -41,6 +43,7 @@ impl Across {
             Across::Threads => "threads",
             Across::Storage => "storage",
             Across::Codec => "codec",
+            Across::Loader => "loader",
         }
     }
 }
@@ -152,12 +155,13 @@ impl ChangeVerdict {
 /// Every setting of a cell that pairing looks at, as text, in the order columns show them. The
 /// samples an epoch read are not one: stores sized by time (`--min-epoch-s`) hold different
 /// counts from sweep to sweep, and throughput is per sample. They are shown beside the pair.
-pub(super) const SETTINGS: [&str; 9] = [
+pub(super) const SETTINGS: [&str; 10] = [
     "workload", "storage", "consumer", "strategy", "codec", "threads", "cache", "epoch", "shards",
+    "loader",
 ];
 
 /// A cell's settings ([`SETTINGS`]) as text.
-fn settings(cell: &Cell, shards: usize) -> [String; 9] {
+fn settings(cell: &Cell, shards: usize) -> [String; 10] {
     let k = &cell.key;
     [
         k.workload.clone(),
@@ -174,6 +178,10 @@ fn settings(cell: &Cell, shards: usize) -> [String; 9] {
         k.cache.to_string(),
         k.epoch.to_string(),
         shards.to_string(),
+        k.condition
+            .loader
+            .clone()
+            .unwrap_or_else(|| crate::results::rows::NATIVE_LOADER.to_string()),
     ]
 }
 
@@ -195,13 +203,14 @@ pub(super) fn across_index(across: Across) -> Option<usize> {
         Across::Threads => Some(5),
         Across::Storage => Some(1),
         Across::Codec => Some(4),
+        Across::Loader => Some(9),
     }
 }
 
 /// One cell with its settings.
 struct Entry<'a> {
     cell: &'a Cell,
-    settings: [String; 9],
+    settings: [String; 10],
 }
 
 fn entries<'a>(results: &Results, cells: &'a [Cell]) -> Vec<Entry<'a>> {
@@ -229,6 +238,7 @@ pub struct Change {
     pub cache: String,
     pub epoch: String,
     pub shards: String,
+    pub loader: String,
     /// Samples one epoch read in A and in B.
     pub a_samples: u64,
     pub b_samples: u64,
@@ -314,7 +324,7 @@ fn judge(pairs: Vec<(&Entry, &Entry)>, opts: &CompareOptions) -> Vec<Change> {
                 ChangeVerdict::NoChange
             }
         };
-        let [workload, storage, consumer, strategy, codec, threads, cache, epoch, shards] =
+        let [workload, storage, consumer, strategy, codec, threads, cache, epoch, shards, loader] =
             eb.settings.clone();
         changes.push(Change {
             workload,
@@ -326,6 +336,7 @@ fn judge(pairs: Vec<(&Entry, &Entry)>, opts: &CompareOptions) -> Vec<Change> {
             cache,
             epoch,
             shards,
+            loader,
             a_samples: ca.samples,
             b_samples: cb.samples,
             a_value: index.map_or_else(String::new, |i| ea.settings[i].clone()),
@@ -403,9 +414,14 @@ fn unpaired_error(a_dir: &Path, b_dir: &Path, a: &[Entry], b: &[Entry], across: 
         let texts: Vec<&str> = disjoint.iter().map(|d| d.1.as_str()).collect();
         let _ = write!(message, ": they differ in {}", texts.join("; "));
         if let [(name, _)] = disjoint.as_slice() {
-            if let Some(dim) = [Across::Threads, Across::Storage, Across::Codec]
-                .into_iter()
-                .find(|d| d.name() == *name)
+            if let Some(dim) = [
+                Across::Threads,
+                Across::Storage,
+                Across::Codec,
+                Across::Loader,
+            ]
+            .into_iter()
+            .find(|d| d.name() == *name)
             {
                 let _ = write!(
                     message,
@@ -465,7 +481,7 @@ fn normalize(across: Across, value: &str) -> anyhow::Result<String> {
             .parse::<usize>()
             .map_err(|_| anyhow::anyhow!("--values: `{value}` is not a thread count"))?
             .to_string(),
-        Across::Storage | Across::Machine => value.to_string(),
+        Across::Storage | Across::Loader | Across::Machine => value.to_string(),
     })
 }
 

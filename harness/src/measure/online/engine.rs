@@ -174,4 +174,16 @@ pub trait Engine: Sync {
     fn name(&self) -> &'static str;
 
     fn run(&self, job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError>;
+
+    /// Why this engine cannot run the online steps from `split` of `workload` (a step it has
+    /// no implementation of, its runtime missing), asked before anything runs; `None` when
+    /// it can.
+    fn refusal(&self, _workload: &Workload, _split: usize) -> Option<String> {
+        None
+    }
+
+    /// Its options as runs record them (empty when it has none).
+    fn options(&self) -> String {
+        String::new()
+    }
 }

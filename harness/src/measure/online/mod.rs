@@ -6,6 +6,7 @@
 
 pub mod engine;
 pub mod native;
+pub mod torch;
 
 pub use engine::{Engine, OnlineInput, OnlineJob, OnlineResult, StageTimes};
 
@@ -14,7 +15,7 @@ use indicatif::ProgressBar;
 use crate::measure::errors::RunError;
 
 /// Every online engine, by name; the first is the default.
-pub static ENGINES: &[&dyn Engine] = &[&native::Native];
+pub static ENGINES: &[&dyn Engine] = &[&native::Native, &torch::Torch];
 
 /// The engine named `name` (`native`).
 pub fn engine(name: &str) -> Option<&'static dyn Engine> {

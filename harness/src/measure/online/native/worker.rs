@@ -50,7 +50,7 @@ fn online_context<'a>(job: &'a OnlineJob<'a>) -> StepContext<'a> {
 /// Hands a sample to the consumer; only time blocked on a full queue counts as waiting (a send
 /// that succeeds at once costs nothing here, whatever the scheduler does around it).
 fn send(job: &OnlineJob, outlet: &Outlet, sample: Sample, wait: &mut f64) -> bool {
-    let hash = if job.hash { sample.content_hash() } else { 0 };
+    let hash = if job.hash { sample.unordered_hash() } else { 0 };
     match outlet.queue.try_send(Ok((sample, hash))) {
         Ok(()) => true,
         Err(mpsc::TrySendError::Disconnected(_)) => false,

@@ -1,0 +1,233 @@
+//! What a loader written in Python (the `torch` loader, `prepbench/_loader.py`) needs of a
+//! workload to run its online phase as prepbench's own engine does: the raw items read by the
+//! workload's read step (prepbench's Rust, as for every loader), the Python steps as the
+//! driver runs them (their links and each sample's seeds), and a hash of an output sample that
+//! `--verify` compares with the native engine's.
+
+use std::path::PathBuf;
+
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use workloads::{DType, Field, Sample, StepContext, Tensor, TensorData, Workload, WorkloadSpec};
+
+use crate::{record, Record};
+
+pyo3::create_exception!(
+    _native,
+    StepFailed,
+    PyException,
+    "A step failed on a sample (the message names the step, the sample and its file)."
+);
+
+/// The workload's online phase from `split`, for a loader in Python.
+#[pyclass(frozen, module = "prepbench._native")]
+pub struct Online {
+    workload: Workload,
+    source: Option<datasets::Source>,
+    split: usize,
+    seed: u64,
+    /// The Python steps' indices among the workload's steps.
+    python: Vec<usize>,
+}
+
+#[pymethods]
+impl Online {
+    /// `spec`: the workload spec as JSON; `root`: the dataset's folder, for raw input (split
+    /// 0); `items`: how many of its items to open.
+    #[new]
+    #[pyo3(signature = (spec, split, seed, root=None, items=0))]
+    fn new(
+        py: Python<'_>,
+        spec: &str,
+        split: usize,
+        seed: u64,
+        root: Option<PathBuf>,
+        items: usize,
+    ) -> PyResult<Online> {
+        let spec: WorkloadSpec = serde_json::from_str(spec)
+            .map_err(|e| PyValueError::new_err(format!("workload spec: {e}")))?;
+        let workload = Workload::build(spec).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        if split > workload.steps.len() {
+            return Err(PyValueError::new_err(format!(
+                "split {split} of a workload of {} steps",
+                workload.steps.len()
+            )));
+        }
+        if let Some(why) = harness::measure::online::torch::step_refusal(&workload, split, "torch")
+        {
+            return Err(PyValueError::new_err(why));
+        }
+        let source = match root {
+            None => None,
+            Some(root) => Some(
+                py.detach(|| {
+                    let request = datasets::GenerateRequest {
+                        root,
+                        samples: items,
+                        seed: workload.spec.dataset.seed,
+                        threads: 1,
+                        options: workload.spec.dataset.options.clone(),
+                    };
+                    datasets::open_named(
+                        &datasets::files::local(),
+                        &workload.spec.dataset.kind,
+                        &request,
+                    )
+                })
+                .map_err(|e| PyValueError::new_err(e.to_string()))?,
+            ),
+        };
+        let python = (split.max(1)..workload.steps.len()).collect();
+        Ok(Online {
+            workload,
+            source,
+            split,
+            seed,
+            python,
+        })
+    }
+
+    /// Raw items the dataset holds (0 without raw input).
+    #[getter]
+    fn source_items(&self) -> usize {
+        self.source.as_ref().map_or(0, |s| s.len())
+    }
+
+    /// The Python steps as the driver's links: (search path, `module:callable`, from field
+    /// or "", to field, "1" for a random step or "0", init arguments as JSON or ""), and each
+    /// one's step name.
+    fn links(&self) -> Vec<(String, Vec<String>)> {
+        self.python
+            .iter()
+            .map(|&i| {
+                let def = &self.workload.steps[i];
+                let link = def
+                    .step
+                    .python_link()
+                    .expect("only Python steps after the read");
+                let args = link
+                    .args()
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect();
+                (def.name.clone(), args)
+            })
+            .collect()
+    }
+
+    /// The seed of each Python step for sample `sample_id` in `epoch`: the draws the native
+    /// engine hands the driver.
+    fn seeds(&self, epoch: u64, sample_id: u64) -> Vec<u64> {
+        self.python
+            .iter()
+            .map(|&step_index| {
+                StepContext {
+                    seed: self.seed,
+                    epoch,
+                    step_index,
+                    files: None,
+                }
+                .rng(sample_id)
+                .next_u64()
+            })
+            .collect()
+    }
+
+    /// Raw item `index` (cycling over the source beyond its length) after the read step.
+    fn read(&self, py: Python<'_>, index: usize, epoch: u64) -> PyResult<Record> {
+        let Some(source) = &self.source else {
+            return Err(PyValueError::new_err(
+                "no raw input: opened without a dataset root",
+            ));
+        };
+        debug_assert_eq!(self.split, 0);
+        let sample = source.cycled_sample(index);
+        let ctx = StepContext {
+            seed: self.seed,
+            epoch,
+            step_index: 0,
+            files: None,
+        };
+        let def = &self.workload.steps[0];
+        let done = py.detach(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                def.step.apply(sample, &ctx)
+            }))
+        });
+        let file = || {
+            source
+                .items
+                .get(index % source.len().max(1))
+                .map(|i| i.path.display().to_string())
+                .unwrap_or_default()
+        };
+        let sample = match done {
+            Ok(Ok(sample)) => sample,
+            Ok(Err(e)) => {
+                return Err(StepFailed::new_err(format!(
+                    "step `{}` failed on sample {index} ({}): {}",
+                    def.name,
+                    file(),
+                    e.message
+                )))
+            }
+            Err(_) => {
+                return Err(StepFailed::new_err(format!(
+                    "step `{}` panicked on sample {index} ({})",
+                    def.name,
+                    file()
+                )))
+            }
+        };
+        let payload = workloads::encoding::encode(&sample);
+        record(payload, || format!("sample {index}"))
+    }
+}
+
+/// The `--verify` hash of a sample (`Sample::unordered_hash`) from its id and fields, each
+/// (name, "tensor" | "bytes" | "text", NumPy dtype string or None, shape, bytes).
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn verify_hash(
+    id: u64,
+    fields: Vec<(String, String, Option<String>, Vec<usize>, Vec<u8>)>,
+) -> PyResult<u64> {
+    let mut sample = Sample::new(id);
+    for (name, kind, dtype, shape, data) in fields {
+        let field = match kind.as_str() {
+            "bytes" => Field::Bytes(data),
+            "text" => Field::Text(
+                String::from_utf8(data)
+                    .map_err(|_| PyValueError::new_err(format!("field `{name}` is not UTF-8")))?,
+            ),
+            "tensor" => {
+                let dtype = dtype.as_deref().and_then(dtype_of).ok_or_else(|| {
+                    PyValueError::new_err(format!("field `{name}`: dtype {dtype:?}"))
+                })?;
+                Field::Tensor(
+                    Tensor::new(shape, TensorData::from_bytes(dtype, &data))
+                        .map_err(|e| PyValueError::new_err(format!("field `{name}`: {e}")))?,
+                )
+            }
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "field `{name}`: kind {other}"
+                )))
+            }
+        };
+        sample.set(&name, field);
+    }
+    Ok(sample.unordered_hash())
+}
+
+fn dtype_of(numpy: &str) -> Option<DType> {
+    Some(match numpy.trim_start_matches(['<', '|', '=']) {
+        "u1" => DType::U8,
+        "u2" => DType::U16,
+        "i2" => DType::I16,
+        "i4" => DType::I32,
+        "f4" => DType::F32,
+        "f8" => DType::F64,
+        _ => return None,
+    })
+}

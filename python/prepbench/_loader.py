@@ -1,0 +1,250 @@
+"""The `torch` loader's process: one epoch of a workload's online phase in a real PyTorch
+DataLoader, started by prepbench (`--loader torch`) in the interpreter the run names.
+
+prepbench writes the job (one JSON line) on stdin. The process imports PyTorch and the
+workload's Python steps, makes its dataset (a materialized store read by prepbench's reader,
+or the raw items read by the workload's read step), and answers `ready` with what it has used
+so far; on `go` it runs the epoch as a training loop iterates: a DataLoader with `num_workers`
+= the run's threads, its batch size, prefetch factor and memory pinning, each worker running
+the online Python steps on its samples exactly as prepbench's own workers do (the same chain
+code, the same per-sample seeds). Then it answers with every batch's arrival, the samples'
+bytes, the skipped samples, (with --verify) each output's hash, and the CPU and I/O of this
+process and its reaped workers. Everything the user's code prints goes to stderr.
+"""
+
+import json
+import os
+import resource
+import sys
+import time
+import types
+
+#: Bumped when the job or the answer changes: prepbench refuses a package of another version.
+PROTOCOL = 1
+
+
+def _usage():
+    """CPU seconds (user, system) of this process and its waited-for children, and its I/O
+    (bytes fetched from storage, bytes read through syscalls): reaped DataLoader workers
+    included."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    io = {}
+    try:
+        with open("/proc/self/io") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                io[key] = int(value)
+    except OSError:
+        pass
+    return {
+        "user_s": own.ru_utime + kids.ru_utime,
+        "sys_s": own.ru_stime + kids.ru_stime,
+        "read_bytes": io.get("read_bytes", 0),
+        "read_chars": io.get("rchar", 0),
+    }
+
+
+def _driver(native):
+    """The Python steps' driver (prepbench's own chain code) as a module."""
+    module = types.ModuleType("prepbench._driver")
+    exec(compile(native.DRIVER, "prepbench/driver.py", "exec"), module.__dict__)  # noqa: S102
+    sys.modules["prepbench._driver"] = module
+    return module
+
+
+class Item:
+    """One sample as the dataset gives it: its id, bytes, hash, fields; or the error that
+    stopped it (`step`, `message`, `detail`)."""
+
+    __slots__ = ("id", "nbytes", "hash", "sample", "error")
+
+    def __init__(self, sample_id, nbytes=0, digest=0, sample=None, error=None):
+        self.id, self.nbytes, self.hash, self.sample, self.error = (
+            sample_id, nbytes, digest, sample, error)
+
+
+def _layout(fields):
+    """Each field as verify_hash takes it, and the sample's bytes."""
+    out, nbytes = [], 0
+    for name, value in fields.items():
+        if isinstance(value, bytes):
+            out.append((name, "bytes", None, [], value))
+            nbytes += len(value)
+        elif isinstance(value, str):
+            data = value.encode("utf-8")
+            out.append((name, "text", None, [], data))
+            nbytes += len(data)
+        else:
+            out.append((name, "tensor", value.dtype.str, list(value.shape), value.tobytes()))
+            nbytes += value.nbytes
+    return out, nbytes
+
+
+def _nbytes(fields):
+    total = 0
+    for value in fields.values():
+        total += len(value) if isinstance(value, (bytes, str)) else value.nbytes
+    return total
+
+
+def dataset_class():
+    import torch.utils.data
+
+    class OnlineDataset(torch.utils.data.Dataset):
+        """Sample i of the epoch: read (a store's record i, or raw item i after the read
+        step), then the online Python steps."""
+
+        def __init__(self, job, native, driver):
+            from .store import Store
+
+            self.native, self.driver = native, driver
+            self.epoch = job["epoch"]
+            self.hash = job["hash"]
+            raw = job["input"] == "raw"
+            self.online = native.Online(json.dumps(job["spec"]), job["split"], job["seed"],
+                                        job.get("root") if raw else None, job.get("items", 0))
+            self.store = None if raw else Store(job["store"])
+            self.count = job["items"] if raw else len(self.store)
+            links = self.online.links()
+            self.names = [name for name, _ in links]
+            self.links = []
+            for name, args in links:
+                try:
+                    self.links.append(driver.Link(*args))
+                except BaseException as e:  # noqa: BLE001 - named, then the run stops
+                    raise RuntimeError(f"step `{name}`: {type(e).__name__}: {e}") from None
+            self.mm = bytearray(driver.HEADER)
+
+        def __len__(self):
+            return self.count
+
+        def _fields(self, index):
+            from .store import _fields
+
+            if self.store is not None:
+                sample = self.store[index]
+                return sample.id, dict(sample)
+            payload, sample_id, layout = self.online.read(index, self.epoch)
+            return sample_id, dict(_fields(payload, sample_id, layout))
+
+        def __getitem__(self, index):
+            driver = self.driver
+            sample_id = index
+            try:
+                sample_id, fields = self._fields(index)
+                if self.links:
+                    seeds = self.online.seeds(self.epoch, sample_id)
+                    driver.run_chain(self.links, fields, seeds, sample_id, self.epoch, self.mm,
+                                     [], [])
+                if self.hash:
+                    layout, nbytes = _layout(fields)
+                    digest = self.native.verify_hash(sample_id, layout)
+                else:
+                    nbytes, digest = _nbytes(fields), 0
+                return Item(sample_id, nbytes, digest, fields)
+            except driver.Failed as failed:
+                step = self.names[int(self.mm[0])]
+                if failed.status == 3:
+                    link = self.links[int(self.mm[0])]
+                    message = (f"reads field `{link.source}`, which the sample does not have "
+                               f"(it has: {failed.payload[0].decode()})")
+                    return Item(sample_id, error=(step, message, ""))
+                message, detail = (p.decode("utf-8", "replace") for p in failed.payload)
+                return Item(sample_id, error=(step, message, detail))
+            except Exception as e:  # noqa: BLE001 - the read step or the store: named
+                step = "read" if self.store is None else "deserialize"
+                return Item(sample_id, error=(step, f"{type(e).__name__}: {e}", ""))
+
+    return OnlineDataset
+
+
+def collate(items):
+    """(items, batch): the batch as PyTorch's default collation makes it, or the list of
+    samples where their fields cannot be stacked (shapes that differ)."""
+    from torch.utils.data import default_collate
+
+    good = [item.sample for item in items if item.sample is not None]
+    for item in items:
+        item.sample = None
+    try:
+        batch = default_collate(good) if good else []
+    except (TypeError, RuntimeError):
+        batch = good
+    return items, batch
+
+
+def run(job, proto_in, proto_out):
+    from . import native as load_native
+
+    native = load_native()
+    if native.VERSION != job["version"]:
+        raise RuntimeError(f"the prepbench package here is version {native.VERSION}, the "
+                           f"command line {job['version']}: install the same version")
+    import torch
+    from torch.utils.data import DataLoader
+
+    driver = _driver(native)
+    dataset = dataset_class()(job, native, driver)
+    options = dict(batch_size=job["batch_size"], num_workers=job["threads"],
+                   pin_memory=job["pin_memory"], collate_fn=collate, shuffle=False)
+    if job["threads"] > 0:
+        options["persistent_workers"] = job["persistent_workers"]
+        if job["prefetch_factor"] is not None:
+            options["prefetch_factor"] = job["prefetch_factor"]
+    loader = DataLoader(dataset, **options)
+    ready = _usage()
+    os.write(proto_out, (json.dumps({"ready": ready, "torch": torch.__version__}) + "\n").encode())
+    if sys.stdin.buffer.readline().strip() != b"go":
+        return
+    started = time.perf_counter()
+    arrivals, hashes, skipped, failed = [], [], [], None
+    samples = nbytes = passes = 0
+    while failed is None:
+        passes += 1
+        for items, _batch in loader:
+            at = time.perf_counter() - started
+            good = 0
+            for item in items:
+                if item.error is None:
+                    good += 1
+                    nbytes += item.nbytes
+                    if job["hash"]:
+                        hashes.append([item.id, item.hash])
+                elif job["on_error"] == "skip":
+                    skipped.append([item.id, *item.error])
+                else:
+                    failed = [item.id, *item.error]
+                    break
+            samples += good
+            if good:
+                arrivals.append([good, at])
+            if failed is not None:
+                break
+        if job["min_s"] is None or time.perf_counter() - started >= job["min_s"]:
+            break
+    wall = time.perf_counter() - started
+    del loader  # its workers are shut down and waited for: their CPU and I/O count below
+    answer = {"arrivals": arrivals, "samples": samples, "bytes": nbytes, "hashes": hashes,
+              "skipped": skipped, "failed": failed, "passes": passes, "wall_s": wall,
+              "usage": _usage()}
+    os.write(proto_out, (json.dumps(answer) + "\n").encode())
+
+
+def main():
+    proto_in, proto_out = 0, os.dup(1)
+    os.dup2(2, 1)  # the user's prints go to stderr
+    sys.stdout = sys.stderr
+    job = json.loads(sys.stdin.buffer.readline())
+    try:
+        run(job, proto_in, proto_out)
+    except BaseException as e:  # noqa: BLE001 - prepbench reports it
+        import traceback
+
+        message = {"error": f"{type(e).__name__}: {e}", "detail": traceback.format_exc()}
+        os.write(proto_out, (json.dumps(message) + "\n").encode())
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
