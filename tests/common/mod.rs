@@ -433,3 +433,28 @@ pub fn torch_python() -> Option<String> {
         }
     }
 }
+
+/// An `ImageFolder` of `n` of the shared generated JPEGs at `photos`, in two classes.
+#[allow(dead_code)]
+pub fn photo_folder(photos: &Path, n: usize) {
+    let mut jpegs = Vec::new();
+    let mut dirs = vec![data_dir().to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "JPEG") {
+                jpegs.push(path);
+            }
+        }
+    }
+    jpegs.sort();
+    assert!(jpegs.len() >= n, "{} shared JPEGs", jpegs.len());
+    for (i, jpeg) in jpegs.iter().take(n).enumerate() {
+        let class = if i % 2 == 0 { "cats" } else { "dogs" };
+        let to = photos.join(class).join(format!("IMG_{:04}.JPEG", i + 1));
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(jpeg, &to).unwrap();
+    }
+}

@@ -8,6 +8,7 @@ mod common;
 mod bad_input;
 mod corpus;
 mod domains;
+mod loaders;
 mod measurement;
 mod python_steps;
 mod runs;

@@ -126,9 +126,9 @@ fn header(report: &mut Report, results: &Results, cells: &[Cell]) {
 
 /// Your own workloads start with the answer: what to store, and the evidence for it.
 fn recommendations(report: &mut Report, inputs: &Inputs, references: &[bool]) {
-    let memory = crate::analysis::recommend::memory_of(inputs.results, inputs.plan);
+    let machine = crate::analysis::recommend::machine_of(inputs.results, inputs.plan);
     for (view, _) in inputs.views.iter().zip(references).filter(|(_, r)| !**r) {
-        if let Some(text) = crate::analysis::recommend::section(view, inputs.plan, memory) {
+        if let Some(text) = crate::analysis::recommend::section(view, inputs.plan, &machine) {
             report.heading(2, format!("Recommendation: {}", view.title()));
             report.push(Block::Markdown(text));
         }

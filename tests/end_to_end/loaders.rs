@@ -1,0 +1,238 @@
+//! Loaders beside prepbench's own engine: a PyTorch DataLoader (`--loader torch`) runs a
+//! files-kind pipeline of Pillow/NumPy/torchvision steps under the same protocol, its outputs
+//! verified against native fully-online processing; runs record the loader, `compare` pairs
+//! across it, `recommend` names a worker count; torchvision values cross a chain as they are;
+//! a step a loader cannot run is refused before anything runs.
+
+use super::*;
+
+const MODULE: &str = r#"
+import io
+import random
+
+import numpy as np
+from PIL import Image
+import torchvision.transforms as T
+
+
+def decode(data):
+    # A PIL Image, as torchvision's transforms take it: it crosses to the next step as it is.
+    return Image.open(io.BytesIO(data)).convert("RGB")
+
+
+def resize(image):
+    if isinstance(image, np.ndarray):  # stored between the steps: an array
+        image = Image.fromarray(image)
+    return image.resize((48, 40), Image.BILINEAR)
+
+
+def crop(image):
+    array = np.asarray(image)
+    top = random.randint(0, array.shape[0] - 32)
+    left = random.randint(0, array.shape[1] - 32)
+    return np.ascontiguousarray(array[top:top + 32, left:left + 32])
+
+
+COMPOSE = T.Compose([T.Resize((40, 48)), T.CenterCrop(32), T.PILToTensor()])
+"#;
+
+/// A photo folder of 12 JPEGs in two classes, `pipe.py` and the workload `name.yaml` whose
+/// steps after reading are `steps` (YAML list items).
+fn setup(work: &Path, name: &str, steps: &str) -> std::path::PathBuf {
+    let photos = work.join("photos");
+    if !photos.exists() {
+        common::photo_folder(&photos, 12);
+    }
+    std::fs::write(work.join("pipe.py"), MODULE).unwrap();
+    let yaml = format!(
+        "name: {name}\ndataset:\n  kind: files\n  path: {}\n  options: {{glob: \"**/*.JPEG\", \
+         label: parent}}\n  samples: 12\nsteps:\n  - name: concatenated\n    op: read_file\n{steps}",
+        photos.display()
+    );
+    let path = work.join(format!("{name}.yaml"));
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+const STEPS: &str = "  - name: decoded\n    op: python\n    params: {function: \"pipe:decode\", from: data}\n  - name: resized\n    op: python\n    params: {function: \"pipe:resize\", from: data}\n  - name: cropped\n    op: python\n    random: true\n    params: {function: \"pipe:crop\", from: data}\n";
+
+/// `prepbench` with the interpreter `python` and the Python package from the tree.
+fn prepbench_in(python: &str, native: &Path, args: &[String]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_prepbench"))
+        .arg("--python")
+        .arg(python)
+        .args(args)
+        .env("PREPBENCH_NATIVE", native)
+        .env(
+            "PYTHONPATH",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../python"),
+        )
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_torch_loader_runs_beside_native_verified_paired_and_answers_num_workers() {
+    let Some(native) = common::native_module() else {
+        return;
+    };
+    let Some(python) = common::torch_python() else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let yaml = setup(work.path(), "photos", STEPS);
+    let out = work.path().join("results");
+    let swept = prepbench_in(
+        &python,
+        &native,
+        &argv![
+            "sweep",
+            yaml.to_str().unwrap(),
+            "--loaders native,torch --verify --strategies unprocessed,concatenated,resized",
+            "--threads 1,2 --trials 2 --epochs 1 --no-calibrate --evict fadvise --quiet",
+            "--store-dir",
+            work.path().join("stores").to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap()
+        ],
+    );
+    assert!(swept.status.success(), "{}", stderr(&swept));
+    let runs = Csv::read(&out.join("runs.csv"));
+    let torch: Vec<&Vec<String>> = runs
+        .rows
+        .iter()
+        .filter(|r| runs.col(r, "loader") == "torch")
+        .collect();
+    // 3 strategies x 2 thread counts x 2 trials under each loader.
+    assert_eq!(torch.len(), 12, "{:?}", runs.rows);
+    assert_eq!(runs.rows.len(), 24);
+    for row in &torch {
+        assert_eq!(runs.col(row, "verified"), "pass", "{row:?}");
+        assert!(
+            runs.col(row, "loader_options").contains("batch=32"),
+            "{row:?}"
+        );
+        assert_eq!(runs.col(row, "samples"), "12", "{row:?}");
+        assert!(
+            runs.col(row, "cpu_user_s").parse::<f64>().unwrap() > 0.0,
+            "{row:?}"
+        );
+    }
+    // Paired across the loader, cell by cell.
+    let compared = prepbench_ok(&argv![
+        "compare",
+        out.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--across loader --values native,torch"
+    ]);
+    let text = String::from_utf8_lossy(&compared.stdout);
+    assert!(text.contains("6 pairs"), "{text}");
+    assert!(text.contains("native → torch"), "{text}");
+    // A worker count for each loader's recommendation.
+    let recommended = prepbench_ok(&argv!["recommend", out.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&recommended.stdout);
+    assert!(text.contains("loader torch"), "{text}");
+    assert!(
+        text.contains("**Workers:**") && text.contains("num_workers = "),
+        "{text}"
+    );
+    assert!(text.contains("threads = "), "{text}");
+}
+
+/// A torchvision `Compose` as one step and its transforms as steps give the same samples
+/// (PIL Images crossing between them as they are), natively and under the torch loader.
+#[test]
+fn torchvision_transforms_work_as_one_step_and_as_steps_under_every_loader() {
+    let Some(native) = common::native_module() else {
+        return;
+    };
+    let Some(python) = common::torch_python() else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let decode =
+        "  - name: decoded\n    op: python\n    params: {function: \"pipe:decode\", from: data}\n";
+    let one = setup(
+        work.path(),
+        "one",
+        &format!("{decode}  - name: composed\n    op: python\n    params: {{function: \"pipe:COMPOSE\", from: data}}\n"),
+    );
+    let steps = setup(
+        work.path(),
+        "steps",
+        &format!(
+            "{decode}  - name: resized\n    op: python\n    params: {{function: \"torchvision.transforms:Resize\", from: data, init: [[40, 48]]}}\n  - name: centred\n    op: python\n    params: {{function: \"torchvision.transforms:CenterCrop\", from: data, init: [32]}}\n  - name: tensor\n    op: python\n    params: {{function: \"torchvision.transforms:PILToTensor\", from: data, init: []}}\n"
+        ),
+    );
+    let mut shown = Vec::new();
+    for yaml in [&one, &steps] {
+        let dir = work.path().join(format!("show-{}", shown.len()));
+        let out = prepbench_in(
+            &python,
+            &native,
+            &argv![
+                "show",
+                yaml.to_str().unwrap(),
+                "--sample 3 --out",
+                dir.to_str().unwrap()
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        shown.push(std::fs::read(dir.join("data.npy")).unwrap());
+    }
+    assert_eq!(
+        shown[0], shown[1],
+        "Compose as one step and as steps differ"
+    );
+    for yaml in [&one, &steps] {
+        let out = prepbench_in(
+            &python,
+            &native,
+            &argv![
+                "run",
+                yaml.to_str().unwrap(),
+                "--loader torch --strategy unprocessed,concatenated --verify --epochs 1",
+                "--threads 2 --evict fadvise --quiet --store-dir",
+                work.path().join("stores").to_str().unwrap(),
+                "--out",
+                work.path().join("out").to_str().unwrap()
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    assert!(
+        runs.rows.iter().all(|r| runs.col(r, "verified") == "pass"),
+        "{:?}",
+        runs.rows
+    );
+}
+
+/// A reference step has no implementation under the torch loader: refused before any store or
+/// result is written, naming the step and the loader.
+#[test]
+fn a_step_a_loader_cannot_run_is_refused_before_anything_runs() {
+    let work = tempfile::tempdir().unwrap();
+    let out = prepbench(&argv![
+        "run cv --loader torch --strategy resized --samples 8 --data-dir",
+        data_dir().to_str().unwrap(),
+        "--store-dir",
+        work.path().join("stores").to_str().unwrap(),
+        "--out",
+        work.path().join("out").to_str().unwrap()
+    ]);
+    assert!(!out.status.success());
+    let said = stderr(&out);
+    assert!(
+        said.contains("step `pixel-centered`") && said.contains("torch loader"),
+        "{said}"
+    );
+    assert!(!work.path().join("stores").exists() && !work.path().join("out").exists());
+    let out = prepbench(&argv!["run cv --loader tf-datum --strategy resized"]);
+    assert!(
+        stderr(&out).contains("no loader `tf-datum`; loaders: native, torch"),
+        "{}",
+        stderr(&out)
+    );
+}
