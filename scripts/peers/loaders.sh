@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The torch loader measured, in one short run (for a many-core machine): the CV chain as a
+# PyTorch user writes it in Pillow and NumPy (examples/my-photos: decode, resize the shorter
+# side to 256, normalize, random 224 crop) over generated ImageNet-style JPEGs.
+#  1. Overhead: `prepbench sweep --loaders torch` of `unprocessed` with warm epochs against the
+#     same DataLoader written bare (scripts/peers/torch_bare.py) on the same files, at
+#     WORKERS (default 8) workers, TRIALS x EPOCHS epochs each.
+#  2. How far the answer moves with the loader: `sweep --loaders native,torch` of every
+#     strategy, cold epochs, at WORKERS threads / num_workers.
+#  3. SPDL beside them, when the interpreter has it (`pip install spdl`; reported as missing
+#     otherwise).
+# Needs a built prepbench and its Python module (PREPBENCH, PREPBENCH_NATIVE; default
+# target/release/prepbench and lib_native.so) and a python3 with torch (PYTHON). Writes OUT
+# (default results/local/loaders): machine.txt, log.txt, overhead/ and loaders/ (results
+# folders), bare.txt.
+#
+#   OUT=/tmp/loaders SAMPLES=1200 WORKERS=8 scripts/peers/loaders.sh
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+bin=${PREPBENCH:-$repo/target/release/prepbench}
+out=${OUT:-$repo/results/local/loaders}
+python=${PYTHON:-python3}
+workers=${WORKERS:-8}
+samples=${SAMPLES:-1200}
+trials=${TRIALS:-3}
+epochs=${EPOCHS:-2}
+export PYTHONPATH=$repo/python
+export PREPBENCH_NATIVE=${PREPBENCH_NATIVE:-$repo/target/release/lib_native.so}
+if [ -z "${WORK:-}" ]; then
+  work=$(mktemp -d /tmp/prepbench-loaders.XXXXXX)
+  trap 'rm -rf "$work"' EXIT
+else
+  work=$WORK
+fi
+mkdir -p "$out"
+exec > >(tee -a "$out/log.txt") 2>&1
+
+{
+  echo "date: $(date -u +%FT%TZ)"
+  echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "nproc: $(nproc)"
+  uname -a
+  grep -m1 'model name' /proc/cpuinfo
+  free -g | head -2
+  df -h "$work" | tail -1
+  "$python" -c 'import sys, torch, torchvision, numpy, PIL; print("python", sys.version.split()[0], "torch", torch.__version__, "torchvision", torchvision.__version__, "numpy", numpy.__version__, "pillow", PIL.__version__)'
+  "$python" -c 'import spdl; print("spdl", getattr(spdl, "__version__", "?"))' 2>/dev/null || echo "spdl: not installed"
+} > "$out/machine.txt" 2>&1
+cat "$out/machine.txt"
+
+data=$work/data/imagenet-seed0
+"$bin" generate imagenet --samples "$samples" --out "$data" --quiet
+sed "s|path: my-photos .*|path: $data/train|" "$repo/examples/my-photos/my-photos.yaml" > "$work/photos.yaml"
+cp "$repo/examples/my-photos/my_pipeline.py" "$work/"
+cd "$work" || exit 1
+common=(--samples "$samples" --no-calibrate --store-dir "$work/stores" --quiet)
+
+start=$(date +%s)
+"$python" "$repo/scripts/peers/torch_bare.py" --data "$data/train" \
+  --module "$work/my_pipeline.py" --steps decode,resize,normalize,random_crop \
+  --workers "$workers" --trials "$trials" --epochs "$epochs" --samples "$samples" > "$out/bare.txt"
+echo "bare DataLoader: rc $? after $(( $(date +%s) - start )) s"
+start=$(date +%s)
+"$bin" --python "$python" sweep "$work/photos.yaml" --loaders torch --strategies unprocessed \
+  --threads "$workers" --cache warm --trials "$trials" --epochs "$epochs" "${common[@]}" \
+  --out "$out/overhead"
+echo "prepbench torch loader, warm: rc $? after $(( $(date +%s) - start )) s"
+
+start=$(date +%s)
+"$bin" --python "$python" sweep "$work/photos.yaml" --loaders native,torch \
+  --strategies unprocessed,concatenated,decoded,resized,normalized --threads "$workers" \
+  --cache cold --trials "$trials" --epochs 1 "${common[@]}" --out "$out/loaders"
+echo "prepbench native and torch, cold: rc $? after $(( $(date +%s) - start )) s"
+"$bin" compare "$out/loaders" "$out/loaders" --across loader --values native,torch > "$out/loaders/compare.md"
+"$bin" recommend "$out/loaders" > "$out/loaders/recommend.md"
