@@ -24,6 +24,7 @@ workers=${WORKERS:-8}
 samples=${SAMPLES:-1200}
 trials=${TRIALS:-3}
 epochs=${EPOCHS:-2}
+strategies=${STRATEGIES:-unprocessed,concatenated,decoded,resized,normalized}
 export PYTHONPATH=$repo/python
 export PREPBENCH_NATIVE=${PREPBENCH_NATIVE:-$repo/target/release/lib_native.so}
 if [ -z "${WORK:-}" ]; then
@@ -68,7 +69,7 @@ echo "prepbench torch loader, warm: rc $? after $(( $(date +%s) - start )) s"
 
 start=$(date +%s)
 "$bin" --python "$python" sweep "$work/photos.yaml" --loaders native,torch \
-  --strategies unprocessed,concatenated,decoded,resized,normalized --threads "$workers" \
+  --strategies "$strategies" --threads "$workers" \
   --cache cold --trials "$trials" --epochs 1 "${common[@]}" --out "$out/loaders"
 echo "prepbench native and torch, cold: rc $? after $(( $(date +%s) - start )) s"
 "$bin" compare "$out/loaders" "$out/loaders" --across loader --values native,torch > "$out/loaders/compare.md"

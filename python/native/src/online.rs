@@ -105,6 +105,12 @@ impl Online {
                     .step
                     .python_link()
                     .expect("only Python steps after the read");
+                // Seeded only when the workload marks the step random, as the native engine's
+                // chains are.
+                let link = workloads::python::Link {
+                    random: def.random,
+                    ..link.clone()
+                };
                 let args = link
                     .args()
                     .iter()
