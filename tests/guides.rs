@@ -430,6 +430,49 @@ fn the_pipeline_guide_sweeps_a_python_pipeline_and_leads_with_the_recommendation
     assert!(runs.rows.iter().any(|r| runs.col(r, "verified") == "pass"));
     assert!(work.path().join("results-api/my-photos.yaml").is_file());
     assert!(work.path().join("results-api/report.md").is_file());
+    read_the_store_from_a_training_loop(work.path(), &store);
+}
+
+/// The guide's last section as written: `store list` names the sweep's stores, and its
+/// training script reads one with a DataLoader over `StoreDataset`, the store's online steps
+/// run by `OnlineSteps`.
+fn read_the_store_from_a_training_loop(work: &Path, store: &str) {
+    let guide = "your-own-pipeline.md";
+    let mut listed = commands(guide, "store-list", &[]).remove(0);
+    let at = listed.iter().position(|w| w == "--store-dir").unwrap() + 1;
+    listed[at] = store.to_string();
+    let out = prepbench_ok(&listed);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("| my-photos | resized |"), "{text}");
+    let (Some(native), Some(python)) = (common::native_module(), common::torch_python()) else {
+        return;
+    };
+    let resized = std::fs::read_dir(Path::new(store).join("my-photos/resized"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("store.json").is_file())
+        .expect("the sweep stored `resized`");
+    write(work, "train.py", &block(guide, "train"));
+    let ran = Command::new(&python)
+        .arg("train.py")
+        .arg(&resized)
+        .current_dir(work)
+        .env("PYTHONPATH", repo().join("python"))
+        .env("PREPBENCH_NATIVE", &native)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&ran.stdout);
+    assert!(ran.status.success(), "{said}{}", stderr(&ran));
+    assert!(
+        said.contains("12 samples of `resized`, online: normalized, cropped"),
+        "{said}"
+    );
+    assert!(
+        said.contains("last batch: images (12, 224, 224, 3), labels (12,)"),
+        "{said}"
+    );
 }
 
 /// The Python package names every kind of callable a worker can import, and refuses, saying

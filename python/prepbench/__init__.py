@@ -41,7 +41,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
-__all__ = ["Pipeline", "Step", "PrepbenchError", "StoreError", "binary", "open_store", "native"]
+__all__ = ["Pipeline", "Step", "PrepbenchError", "StoreError", "OnlineSteps", "binary", "open_store",
+           "native"]
 
 #: Set by prepbench's Python workers: a module they import must not start prepbench again.
 WORKER_ENV = "PREPBENCH_WORKER"
@@ -89,11 +90,11 @@ def open_store(path, cache_bytes=None):
 
 
 def __getattr__(name):
-    # `prepbench.StoreError` without importing the reader (and NumPy) for the rest.
-    if name == "StoreError":
-        from .store import StoreError
+    # The reader's names without importing it (and NumPy) for the rest of the package.
+    if name in ("StoreError", "OnlineSteps", "Store", "Sample"):
+        from . import store
 
-        return StoreError
+        return getattr(store, name)
     raise AttributeError(f"module 'prepbench' has no attribute {name!r}")
 
 

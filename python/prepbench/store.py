@@ -22,7 +22,7 @@ import os
 
 from . import PrepbenchError, native
 
-__all__ = ["Store", "Sample", "StoreError", "open_store"]
+__all__ = ["Store", "Sample", "StoreError", "OnlineSteps", "open_store"]
 
 
 class StoreError(PrepbenchError):
@@ -165,3 +165,65 @@ class Store:
 def open_store(path, cache_bytes=None):
     """Opens the store in folder `path` (see the module's doc)."""
     return Store(path, cache_bytes)
+
+
+class OnlineSteps:
+    """The steps a store leaves to run on every record (its workload's steps after the split),
+    as one callable on a sample: your Python steps as prepbench ran them, with the same fields
+    in and out, values crossing between them as they are and arrays at the end. Refused, naming
+    the step, when one is prepbench's own (those run in prepbench, `--loader native`).
+
+    Random steps draw fresh values on every call (a new seed per sample, drawn in the process
+    that calls, so DataLoader workers do not repeat each other's draws); with `seed`, they draw
+    what prepbench's runs drew for that seed, sample and epoch (`set_epoch`)."""
+
+    def __init__(self, store, seed=None):
+        store = store if isinstance(store, Store) else Store(store)
+        if store.spec is None:
+            raise StoreError(f"{store.path}: made before stores recorded their workload; "
+                             "rematerialize it to read its online steps")
+        self.spec_json = json.dumps(store.spec)
+        self.split = store.split
+        self.seed = seed
+        self.epoch = 0
+        module = native()
+        try:
+            online = module.Online(self.spec_json, self.split, seed or 0)
+        except ValueError as e:
+            raise StoreError(f"{store.path}: {e}") from None
+        self.names = [name for name, _ in online.links()]
+        self._loaded = None
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+    def _ready(self):
+        if self._loaded is None or self._loaded[0] != os.getpid():
+            from ._loader import _driver
+
+            module = native()
+            online = module.Online(self.spec_json, self.split, self.seed or 0)
+            driver = _driver(module)
+            links = [driver.Link(*args) for _, args in online.links()]
+            self._loaded = (os.getpid(), online, driver, links, bytearray(driver.HEADER))
+        return self._loaded
+
+    def __call__(self, sample):
+        _, online, driver, links, mm = self._ready()
+        sample_id = getattr(sample, "id", None) or 0
+        if self.seed is None:
+            seeds = [int.from_bytes(os.urandom(8), "little") for _ in links]
+        else:
+            seeds = online.seeds(self.epoch, sample_id)
+        fields = dict(sample)
+        try:
+            driver.run_chain(links, fields, seeds, sample_id, self.epoch, mm, [], [])
+        except driver.Failed as failed:
+            step = self.names[int(mm[0])]
+            detail = failed.payload[0].decode("utf-8", "replace")
+            if failed.status == 3:
+                detail = f"reads a field the sample does not have (it has: {detail})"
+            raise StoreError(f"step `{step}` failed on sample {sample_id}: {detail}") from None
+        out = Sample(fields)
+        out.id = getattr(sample, "id", None)
+        return out
