@@ -3,10 +3,11 @@
 //!
 //! The callable (`function: module:name`, `module:object.method` reaching attributes) gets the
 //! field `from` alone, or without `from` a dict of every field; fields cross as NumPy arrays
-//! (dtype and shape kept), `bytes` and `str`. It returns a dict of fields (which, without
+//! (dtype and shape kept), `bytes` and `str`, and between two steps of one chain as they are (a
+//! PIL Image stays one, as in a `Compose`). It returns a dict of fields (which, without
 //! `from`, become the sample's fields; with it, join the other fields in place of `from`) or
 //! one value, written to `to`. Before each call of a step marked `random: true` the worker
-//! seeds Python's `random`, NumPy's and (when imported) torch's global generators from the
+//! seeds Python's `random`, NumPy's and (when imported) torch's CPU generators from the
 //! run's seed, the sample id, the epoch and the step's position, so that it gets a fresh draw
 //! per sample and epoch that is the same whichever strategy runs it; a callable whose
 //! signature names `sample_id`, `epoch` or `seed` gets them. An exception fails the sample (its message
