@@ -22,5 +22,5 @@ pub use folder::{
     clear, complete, create, find_complete, free_bytes, lock_path, shard_file_name, ShardInfo,
     StoreKey, StoreManifest, STORE_MANIFEST, STORE_MARKER,
 };
-pub use open::{OpenStore, DEFAULT_CACHE_BYTES};
+pub use open::{InOrder, OpenStore, DEFAULT_CACHE_BYTES};
 pub use shard::{ShardReader, ShardWriter};

@@ -13,7 +13,7 @@ mod online;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use harness::store::{OpenStore, ShardReader, DEFAULT_CACHE_BYTES};
+use harness::store::{InOrder, OpenStore, ShardReader, DEFAULT_CACHE_BYTES};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyIndexError};
 use pyo3::ffi;
@@ -229,16 +229,19 @@ impl Store {
         }
         let reader = py.detach(|| {
             let store = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            store
-                .shard_reader(shard)
-                .map(|r| (r, store.shard_start(shard)))
+            let start = store.shard_start(shard);
+            match store.in_order(shard)? {
+                Some(records) => Ok((Records::Positioned(records), start)),
+                None => store
+                    .shard_reader(shard)
+                    .map(|r| (Records::Streamed(r, Vec::new()), start)),
+            }
         });
-        let (reader, start) = reader.map_err(store_error)?;
+        let (records, start) = reader.map_err(store_error)?;
         Ok(ShardIter {
-            reader: Mutex::new(reader),
+            records: Mutex::new(records),
             file: self.shard_files[shard].clone(),
             start,
-            buf: Mutex::new(Vec::new()),
         })
     }
 }
@@ -256,14 +259,31 @@ impl Store {
     }
 }
 
+/// How a shard is read in order: uncompressed by positioned reads, compressed streamed.
+enum Records {
+    Positioned(InOrder),
+    Streamed(ShardReader, Vec<u8>),
+}
+
+impl Records {
+    fn next(&mut self) -> Result<Option<(u64, Vec<u8>)>, harness::store::StoreError> {
+        match self {
+            Records::Positioned(records) => records.next_record(),
+            Records::Streamed(reader, buf) => {
+                let local = reader.record_index();
+                Ok(reader.next_into(buf)?.then(|| (local, std::mem::take(buf))))
+            }
+        }
+    }
+}
+
 /// One shard read in order (`Store.shard`).
 #[pyclass(module = "prepbench._native")]
 struct ShardIter {
-    reader: Mutex<ShardReader>,
+    records: Mutex<Records>,
     file: PathBuf,
     /// Global number of the shard's first record.
     start: u64,
-    buf: Mutex<Vec<u8>>,
 }
 
 #[pymethods]
@@ -274,12 +294,8 @@ impl ShardIter {
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<(u64, Payload, u64, Vec<FieldLayout>)>> {
         let got = py.detach(|| {
-            let mut reader = self.reader.lock().unwrap_or_else(|e| e.into_inner());
-            let mut buf = self.buf.lock().unwrap_or_else(|e| e.into_inner());
-            let local = reader.record_index();
-            reader
-                .next_into(&mut buf)
-                .map(|more| more.then(|| (local, std::mem::take(&mut *buf))))
+            let mut records = self.records.lock().unwrap_or_else(|e| e.into_inner());
+            records.next()
         });
         let Some((local, payload)) = got.map_err(store_error)? else {
             return Ok(None);
