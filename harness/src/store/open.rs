@@ -630,7 +630,7 @@ mod tests {
             let mut bytes = std::fs::read(&path).unwrap();
             if name == "none" {
                 // The last byte of record 1's payload.
-                let at = (16 + payload(0).len() + 12 + payload(1).len() - 1) as usize;
+                let at = 16 + payload(0).len() + 12 + payload(1).len() - 1;
                 bytes[at] ^= 0xff;
                 std::fs::write(&path, &bytes).unwrap();
                 let mut store = OpenStore::open(dir.path(), DEFAULT_CACHE_BYTES).unwrap();

@@ -109,6 +109,9 @@ type FieldLayout = (
 /// (payload, sample id, fields).
 pub(crate) type Record = (Payload, u64, Vec<FieldLayout>);
 
+/// (record number in the store, payload, sample id, fields).
+type Numbered = (u64, Payload, u64, Vec<FieldLayout>);
+
 fn numpy_dtype(dtype: DType) -> &'static str {
     match dtype {
         DType::U8 => "<u1",
@@ -292,7 +295,7 @@ impl ShardIter {
         slf
     }
 
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<(u64, Payload, u64, Vec<FieldLayout>)>> {
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Numbered>> {
         let got = py.detach(|| {
             let mut records = self.records.lock().unwrap_or_else(|e| e.into_inner());
             records.next()
