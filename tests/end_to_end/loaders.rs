@@ -236,3 +236,53 @@ fn a_step_a_loader_cannot_run_is_refused_before_anything_runs() {
         stderr(&out)
     );
 }
+
+/// `--on-error skip` under the torch loader: the sample a step fails on is skipped and named,
+/// the others delivered; without it the run fails naming the step, the sample and its file.
+#[test]
+fn the_torch_loader_skips_or_fails_on_a_bad_sample_as_native_does() {
+    let Some(native) = common::native_module() else {
+        return;
+    };
+    let Some(python) = common::torch_python() else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let yaml = setup(work.path(), "photos", STEPS);
+    // One file that is not a JPEG: its decode step fails.
+    std::fs::write(work.path().join("photos/cats/IMG_9999.JPEG"), b"not a jpeg").unwrap();
+    let run = |extra: &str| {
+        prepbench_in(
+            &python,
+            &native,
+            &argv![
+                "run",
+                yaml.to_str().unwrap(),
+                "--loader torch --strategy unprocessed --samples 13 --epochs 1 --threads 2",
+                "--evict fadvise --quiet --store-dir",
+                work.path().join("stores").to_str().unwrap(),
+                "--out",
+                work.path().join("out").to_str().unwrap(),
+                extra
+            ],
+        )
+    };
+    let failed = run("--on-error=fail");
+    assert!(!failed.status.success());
+    let said = stderr(&failed);
+    assert!(
+        said.contains("step `decoded`") && said.contains("IMG_9999.JPEG"),
+        "{said}"
+    );
+    let skipped = run("--on-error=skip");
+    assert!(skipped.status.success(), "{}", stderr(&skipped));
+    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    let row = runs.rows.last().unwrap();
+    assert_eq!(runs.col(row, "skipped_samples"), "1", "{row:?}");
+    assert_eq!(runs.col(row, "loader"), "torch");
+    let errors = std::fs::read_to_string(work.path().join("out/errors.csv")).unwrap();
+    assert!(
+        errors.contains("IMG_9999.JPEG") && errors.contains("decoded"),
+        "{errors}"
+    );
+}

@@ -15,6 +15,7 @@ pub mod report;
 pub mod stats;
 pub mod svg;
 pub mod view;
+pub mod workers;
 
 /// Each distinct item of `items` once, in the order first seen.
 pub fn first_seen<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {

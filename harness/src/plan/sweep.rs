@@ -461,57 +461,10 @@ impl<'a> SweepRun<'a> {
             }
             stores.insert((strategy.name.clone(), *codec), m);
         }
-        // Raw files under a loader other than prepbench's own are checked as stores are.
         if self.opts.settings.verify {
-            let raw: Vec<(Strategy, Codec)> = self
-                .plan
-                .strategy_codecs()
-                .into_iter()
-                .filter(|(s, _)| s.split == 0)
-                .collect();
-            for (strategy, codec) in raw {
-                for loader in self.plan.loaders() {
-                    let key = (strategy.name.clone(), codec, loader);
-                    let native = loader == crate::measure::online::default_engine().name();
-                    if native || pending.passed.contains(&key) {
-                        continue;
-                    }
-                    let verdict = self.verdict(&strategy, None, loader, outcome)?;
-                    verdicts.insert(key, verdict);
-                }
-            }
+            self.verify_raw(pending, &mut verdicts, outcome)?;
         }
         Ok((stores, verdicts))
-    }
-
-    /// Verifies `strategy` (reading `stored`, or the raw files) under `loader` against native
-    /// fully-online processing.
-    fn verdict(
-        &self,
-        strategy: &Strategy,
-        stored: Option<&Materialized>,
-        loader: &'static str,
-        outcome: &mut SweepOutcome,
-    ) -> anyhow::Result<Verdict> {
-        let seed = self.opts.settings.seed;
-        let engine = crate::measure::online::engine(loader).expect("checked by Plan::new");
-        let session = &self.executor.session;
-        let v = session.verify(strategy, stored, self.max_threads, seed, engine)?;
-        Ok(if v.passed() {
-            Verdict::Pass
-        } else {
-            let codec = stored.map_or(Codec::None, |m| m.manifest.codec);
-            let native = loader == crate::measure::online::default_engine().name();
-            let under = if native {
-                String::new()
-            } else {
-                format!(", {loader} loader")
-            };
-            outcome
-                .verify_failures
-                .push((format!("{} ({codec}{under})", strategy.name), v.mismatched));
-            Verdict::Fail
-        })
     }
 
     /// The offline trials of (`strategy`, `codec`) not yet recorded, each timed into
@@ -643,3 +596,4 @@ impl<'a> SweepRun<'a> {
 
 #[cfg(test)]
 mod tests;
+mod verdicts;

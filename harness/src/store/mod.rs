@@ -8,6 +8,7 @@ pub mod error;
 pub mod folder;
 pub mod framing;
 pub mod housekeeping;
+pub mod in_order;
 pub mod object;
 pub mod open;
 pub mod remote;
@@ -22,5 +23,6 @@ pub use folder::{
     clear, complete, create, find_complete, free_bytes, lock_path, shard_file_name, ShardInfo,
     StoreKey, StoreManifest, STORE_MANIFEST, STORE_MARKER,
 };
-pub use open::{InOrder, OpenStore, DEFAULT_CACHE_BYTES};
+pub use in_order::InOrder;
+pub use open::{OpenStore, DEFAULT_CACHE_BYTES};
 pub use shard::{ShardReader, ShardWriter};

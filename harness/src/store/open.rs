@@ -149,7 +149,7 @@ impl OpenStore {
         Some((shard, index - self.starts[shard]))
     }
 
-    fn shard_path(&self, shard: usize) -> PathBuf {
+    pub(super) fn shard_path(&self, shard: usize) -> PathBuf {
         self.dir.join(&self.manifest.shards[shard].file)
     }
 
@@ -190,7 +190,7 @@ impl OpenStore {
         }
     }
 
-    fn longest(&self, shard: usize) -> u64 {
+    pub(super) fn longest(&self, shard: usize) -> u64 {
         self.manifest.shards[shard]
             .max_record
             .unwrap_or(MAX_RECORD_BYTES)
@@ -385,159 +385,6 @@ impl OpenStore {
             offset += FRAMING_BYTES + frame.len;
         }
         self.counted(shard, frames)
-    }
-}
-
-/// Bytes read ahead of an in-order reader of an uncompressed shard (`posix_fadvise` WILLNEED,
-/// asynchronous), so that the disk reads the next records while this one is checked and handed
-/// over: without it a cold read alternates between waiting for the disk and working.
-const READ_AHEAD_BYTES: u64 = 32 << 20;
-
-/// An uncompressed shard's records in order: one positioned read per record, which also reads
-/// the next record's header; the file read ahead as it goes.
-pub struct InOrder {
-    file: File,
-    path: PathBuf,
-    shard: usize,
-    size: u64,
-    longest: u64,
-    records: u64,
-    first_crc: Option<u32>,
-    offset: u64,
-    record: u64,
-    header: Option<[u8; 12]>,
-    advised_to: u64,
-}
-
-impl InOrder {
-    fn corrupt(&self, what: impl Into<String>) -> StoreError {
-        StoreError::Corrupt {
-            shard: self.path.display().to_string(),
-            record: self.record,
-            offset: self.offset,
-            compressed: false,
-            what: what.into(),
-        }
-    }
-
-    fn advise(&mut self) {
-        use std::os::fd::AsRawFd;
-        if self.offset + READ_AHEAD_BYTES / 2 >= self.advised_to && self.advised_to < self.size {
-            let from = self.advised_to.max(self.offset);
-            // SAFETY: a valid descriptor; advice only, its failure changes nothing.
-            unsafe {
-                libc::posix_fadvise(
-                    self.file.as_raw_fd(),
-                    from as libc::off_t,
-                    READ_AHEAD_BYTES as libc::off_t,
-                    libc::POSIX_FADV_WILLNEED,
-                );
-            }
-            self.advised_to = from + READ_AHEAD_BYTES;
-        }
-    }
-
-    /// The next record's number in the shard and payload; `None` at the end.
-    pub fn next_record(&mut self) -> Result<Option<(u64, Vec<u8>)>, StoreError> {
-        if self.offset >= self.size {
-            if self.record != self.records {
-                return Err(self.corrupt(format!(
-                    "not the shard its store wrote: it holds {} records where the store wrote {}",
-                    self.record, self.records
-                )));
-            }
-            return Ok(None);
-        }
-        self.advise();
-        let header = match self.header.take() {
-            Some(h) => h,
-            None => {
-                if self.offset + 12 > self.size {
-                    return Err(self.corrupt("truncated header"));
-                }
-                let mut h = [0u8; 12];
-                self.file
-                    .read_exact_at(&mut h, self.offset)
-                    .map_err(|e| self.corrupt(format!("reading: {e}")))?;
-                h
-            }
-        };
-        let len_bytes: [u8; 8] = header[..8].try_into().expect("8 bytes");
-        if masked_crc32c(&len_bytes) != u32::from_le_bytes(header[8..].try_into().expect("4 bytes"))
-        {
-            return Err(self.corrupt("length checksum mismatch (corrupt or not a TFRecord file)"));
-        }
-        let len = u64::from_le_bytes(len_bytes);
-        if len > self.longest {
-            return Err(self.corrupt(format!(
-                "the record declares {len} bytes, more than the {} this shard may hold",
-                self.longest
-            )));
-        }
-        let end = self.offset + FRAMING_BYTES + len;
-        if end > self.size {
-            return Err(self.corrupt("truncated payload"));
-        }
-        // The payload, its checksum, and the next record's header when there is one.
-        let next = if end + 12 <= self.size { 12 } else { 0 };
-        let mut buf = vec![0u8; len as usize + 4 + next];
-        self.file
-            .read_exact_at(&mut buf, self.offset + 12)
-            .map_err(|e| self.corrupt(format!("reading: {e}")))?;
-        if next > 0 {
-            self.header = Some(buf[len as usize + 4..].try_into().expect("12 bytes"));
-        }
-        let crc = u32::from_le_bytes(buf[len as usize..len as usize + 4].try_into().expect("4"));
-        buf.truncate(len as usize);
-        if masked_crc32c(&buf) != crc {
-            // The frame is intact: the next record can still be read.
-            let e = self.corrupt("payload checksum mismatch");
-            self.offset = end;
-            self.record += 1;
-            return Err(e);
-        }
-        if self.record == 0 && self.first_crc.is_some_and(|c| c != crc32c::crc32c(&buf)) {
-            return Err(self.corrupt(
-                "not the shard its store wrote: its first record is not the one written there \
-                 (the file was replaced, e.g. by a copy of another shard)",
-            ));
-        }
-        let record = self.record;
-        self.offset = end;
-        self.record += 1;
-        let _ = self.shard;
-        Ok(Some((record, buf)))
-    }
-}
-
-impl OpenStore {
-    /// Shard `shard`'s records in order, for an uncompressed store (`None` for a compressed
-    /// one: [`OpenStore::shard_reader`] streams those).
-    pub fn in_order(&self, shard: usize) -> Result<Option<InOrder>, StoreError> {
-        if self.manifest.codec != Codec::None {
-            return Ok(None);
-        }
-        use std::os::fd::AsRawFd;
-        let path = self.shard_path(shard);
-        let file = File::open(&path).map_err(io_error(&path))?;
-        // SAFETY: a valid descriptor; advice only.
-        unsafe {
-            libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL);
-        }
-        let info = &self.manifest.shards[shard];
-        Ok(Some(InOrder {
-            file,
-            path,
-            shard,
-            size: info.bytes,
-            longest: self.longest(shard),
-            records: info.records,
-            first_crc: info.first_crc,
-            offset: 0,
-            record: 0,
-            header: None,
-            advised_to: 0,
-        }))
     }
 }
 

@@ -14,10 +14,7 @@ use super::conclusions::{conclusions_of, Conclusions};
 
 /// Significance level of the verdicts, after the correction for multiple comparisons.
 pub const ALPHA: f64 = 0.05;
-/// Changes smaller than this (as a fraction) are noise, whatever their p-value: criterion's
-/// rule (its default is 1 %, for microbenchmarks on a quiet machine; docs/decisions.md, "Recommend
-/// and compare").
-pub const DEFAULT_NOISE: f64 = 0.02;
+pub use crate::analysis::stats::DEFAULT_NOISE;
 
 /// The setting two folders are paired across: the cells match on every other one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, Serialize)]

@@ -160,6 +160,11 @@ pub fn t_quantile(p: f64, df: f64) -> f64 {
 /// Outliers", ASQC 1993).
 pub const OUTLIER_Z: f64 = 3.5;
 
+/// Changes smaller than this (as a fraction) are noise, whatever their p-value: criterion's
+/// rule (its default is 1 %, for microbenchmarks on a quiet machine; docs/decisions.md, "Recommend
+/// and compare").
+pub const DEFAULT_NOISE: f64 = 0.02;
+
 /// A summary of repeated measurements of one cell.
 ///
 /// Invariants (checked by [`Summary::of`]): at least one observation, all finite. `sd`, `ci95`

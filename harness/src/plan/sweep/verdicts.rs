@@ -1,0 +1,71 @@
+//! The sweep's verification verdicts: each (strategy, codec, loader) judged once against
+//! native fully-online processing, stores when they are made, raw files under loaders other
+//! than prepbench's own.
+
+use std::collections::HashMap;
+
+use workloads::{Codec, Strategy};
+
+use super::{Pending, SweepOutcome, SweepRun, VerdictKey};
+use crate::measure::session::Materialized;
+use crate::results::Verdict;
+
+impl SweepRun<'_> {
+    /// Raw files (`unprocessed`) under a loader other than prepbench's own, checked as stores
+    /// are (natively they are the reference itself).
+    pub(super) fn verify_raw(
+        &self,
+        pending: &Pending,
+        verdicts: &mut HashMap<VerdictKey, Verdict>,
+        outcome: &mut SweepOutcome,
+    ) -> anyhow::Result<()> {
+        let raw: Vec<(Strategy, Codec)> = self
+            .plan
+            .strategy_codecs()
+            .into_iter()
+            .filter(|(s, _)| s.split == 0)
+            .collect();
+        for (strategy, codec) in raw {
+            for loader in self.plan.loaders() {
+                let key = (strategy.name.clone(), codec, loader);
+                let native = loader == crate::measure::online::default_engine().name();
+                if native || pending.passed.contains(&key) {
+                    continue;
+                }
+                let verdict = self.verdict(&strategy, None, loader, outcome)?;
+                verdicts.insert(key, verdict);
+            }
+        }
+        Ok(())
+    }
+
+    /// Verifies `strategy` (reading `stored`, or the raw files) under `loader` against native
+    /// fully-online processing.
+    pub(super) fn verdict(
+        &self,
+        strategy: &Strategy,
+        stored: Option<&Materialized>,
+        loader: &'static str,
+        outcome: &mut SweepOutcome,
+    ) -> anyhow::Result<Verdict> {
+        let seed = self.opts.settings.seed;
+        let engine = crate::measure::online::engine(loader).expect("checked by Plan::new");
+        let session = &self.executor.session;
+        let v = session.verify(strategy, stored, self.max_threads, seed, engine)?;
+        Ok(if v.passed() {
+            Verdict::Pass
+        } else {
+            let codec = stored.map_or(Codec::None, |m| m.manifest.codec);
+            let native = loader == crate::measure::online::default_engine().name();
+            let under = if native {
+                String::new()
+            } else {
+                format!(", {loader} loader")
+            };
+            outcome
+                .verify_failures
+                .push((format!("{} ({codec}{under})", strategy.name), v.mismatched));
+            Verdict::Fail
+        })
+    }
+}
