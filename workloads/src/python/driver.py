@@ -134,6 +134,15 @@ CODES = {"B": 0, "H": 1, "h": 2, "i": 3, "f": 4, "d": 5}
 _LITTLE = sys.byteorder == "little"
 
 
+def is_array(value):
+    """Whether value is a NumPy array (NumPy made ready when a step has imported it)."""
+    if Arrays.ndarray is None:
+        if "numpy" not in sys.modules:
+            return False
+        Arrays.ready()
+    return type(value) is Arrays.ndarray
+
+
 def fast(value):
     """Whether value is an array that crosses as it is (no conversion)."""
     return (type(value) is Arrays.ndarray and _LITTLE and value.dtype.char in CODES
@@ -347,21 +356,21 @@ def run_chain(links, fields, seeds, sample_id, epoch, mm, insides, spent):
             insides.append(clock() - began)
             del argument
             whole = type(value) is dict
-            if index != last:
-                # Within the chain a value crosses as it is (a PIL Image stays one, as in a
-                # Compose); it is made an array or bytes only where it leaves Python (settle).
-                if whole:
-                    pairs = [[name, v] for name, v in value.items()]
-                    del value
-                    for name, _ in pairs:
-                        valid_name(name)
-                elif value is None:
+            if index != last and not (whole or is_array(value)):
+                # Within the chain a value that is not an array crosses as it is (a PIL Image
+                # or a tensor stays one, as in a Compose); it is made an array or bytes only
+                # where it leaves Python (settle). Arrays cross as across a split (below), so
+                # that a step changing one in place changes nothing else.
+                if value is None:
                     raise TypeError("returned None; return a dict of fields or one value")
             elif whole:
                 pairs = [[name, v] for name, v in value.items()]
                 del value
                 for pair in pairs:
-                    crossed(pair, True)
+                    if index != last and not is_array(pair[1]):
+                        valid_name(pair[0])
+                    else:
+                        crossed(pair, True)
             else:
                 if value is None:
                     raise TypeError("returned None; return a dict of fields or one value")
