@@ -270,6 +270,7 @@ impl Change {
             &self.cache,
             &self.epoch,
             &self.shards,
+            &self.loader,
         ][i]
     }
 }
