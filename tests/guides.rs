@@ -444,7 +444,7 @@ fn read_the_store_from_a_training_loop(work: &Path, store: &str) {
     let out = prepbench_ok(&listed);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("| my-photos | resized |"), "{text}");
-    let (Some(native), Some(python)) = (common::native_module(), common::torch_python()) else {
+    let Some((native, python)) = common::torch_with_package() else {
         return;
     };
     let resized = std::fs::read_dir(Path::new(store).join("my-photos/resized"))
@@ -454,13 +454,10 @@ fn read_the_store_from_a_training_loop(work: &Path, store: &str) {
         .find(|p| p.join("store.json").is_file())
         .expect("the sweep stored `resized`");
     write(work, "train.py", &block(guide, "train"));
-    let ran = Command::new(&python)
+    let ran = common::with_package(&mut Command::new(&python), &native)
         .arg("train.py")
         .arg(&resized)
         .current_dir(work)
-        .env("PYTHONPATH", repo().join("python"))
-        .env("PREPBENCH_NATIVE", &native)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&ran.stdout);

@@ -19,6 +19,8 @@ import sys
 import time
 import types
 
+from .store import Store, _fields
+
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
 PROTOCOL = 1
 
@@ -46,11 +48,48 @@ def _usage():
 
 
 def _driver(native):
-    """The Python steps' driver (prepbench's own chain code) as a module."""
-    module = types.ModuleType("prepbench._driver")
-    exec(compile(native.DRIVER, "prepbench/driver.py", "exec"), module.__dict__)  # noqa: S102
-    sys.modules["prepbench._driver"] = module
+    """The Python steps' driver (prepbench's own chain code) as a module, made once per
+    process."""
+    module = sys.modules.get("prepbench._driver")
+    if module is None:
+        module = types.ModuleType("prepbench._driver")
+        exec(compile(native.DRIVER, "prepbench/driver.py", "exec"), module.__dict__)  # noqa: S102
+        sys.modules["prepbench._driver"] = module
     return module
+
+
+class Chain:
+    """A workload's online Python steps (`native.Online`'s links) run in this process as
+    prepbench's workers run them: the driver's own chain code, values crossing as it lets
+    them."""
+
+    def __init__(self, native, online):
+        self.driver = driver = _driver(native)
+        links = online.links()
+        self.names = [name for name, _ in links]
+        self.links = []
+        for name, args in links:
+            try:
+                self.links.append(driver.Link(*args))
+            except BaseException as e:  # noqa: BLE001 - named, then the run stops
+                raise RuntimeError(f"step `{name}`: {type(e).__name__}: {e}") from None
+        self.mm = bytearray(driver.HEADER)
+
+    def run(self, fields, seeds, sample_id, epoch):
+        """Runs the steps on `fields` (changed in place): None, or (step, message, detail) of
+        the step that failed."""
+        driver = self.driver
+        try:
+            driver.run_chain(self.links, fields, seeds, sample_id, epoch, self.mm, [], [])
+            return None
+        except driver.Failed as failed:
+            at = int(self.mm[0])
+            if failed.status == 3:
+                message = (f"reads field `{self.links[at].source}`, which the sample does not "
+                           f"have (it has: {failed.payload[0].decode()})")
+                return self.names[at], message, ""
+            message, detail = (p.decode("utf-8", "replace") for p in failed.payload)
+            return self.names[at], message, detail
 
 
 class Item:
@@ -65,26 +104,25 @@ class Item:
 
 
 def _layout(fields):
-    """Each field as verify_hash takes it, and the sample's bytes."""
-    out, nbytes = [], 0
+    """Each field as verify_hash takes it."""
+    out = []
     for name, value in fields.items():
         if isinstance(value, bytes):
             out.append((name, "bytes", None, [], value))
-            nbytes += len(value)
         elif isinstance(value, str):
-            data = value.encode("utf-8")
-            out.append((name, "text", None, [], data))
-            nbytes += len(data)
+            out.append((name, "text", None, [], value.encode("utf-8")))
         else:
             out.append((name, "tensor", value.dtype.str, list(value.shape), value.tobytes()))
-            nbytes += value.nbytes
-    return out, nbytes
+    return out
 
 
 def _nbytes(fields):
     total = 0
     for value in fields.values():
-        total += len(value) if isinstance(value, (bytes, str)) else value.nbytes
+        if isinstance(value, str):
+            total += len(value.encode("utf-8"))
+        else:
+            total += len(value) if isinstance(value, bytes) else value.nbytes
     return total
 
 
@@ -95,10 +133,8 @@ def dataset_class():
         """Sample i of the epoch: read (a store's record i, or raw item i after the read
         step), then the online Python steps."""
 
-        def __init__(self, job, native, driver):
-            from .store import Store
-
-            self.native, self.driver = native, driver
+        def __init__(self, job, native):
+            self.native = native
             self.epoch = job["epoch"]
             self.hash = job["hash"]
             raw = job["input"] == "raw"
@@ -106,22 +142,12 @@ def dataset_class():
                                         job.get("root") if raw else None, job.get("items", 0))
             self.store = None if raw else Store(job["store"])
             self.count = job["items"] if raw else len(self.store)
-            links = self.online.links()
-            self.names = [name for name, _ in links]
-            self.links = []
-            for name, args in links:
-                try:
-                    self.links.append(driver.Link(*args))
-                except BaseException as e:  # noqa: BLE001 - named, then the run stops
-                    raise RuntimeError(f"step `{name}`: {type(e).__name__}: {e}") from None
-            self.mm = bytearray(driver.HEADER)
+            self.chain = Chain(native, self.online)
 
         def __len__(self):
             return self.count
 
         def _fields(self, index):
-            from .store import _fields
-
             if self.store is not None:
                 sample = self.store[index]
                 return sample.id, dict(sample)
@@ -129,29 +155,17 @@ def dataset_class():
             return sample_id, dict(_fields(payload, sample_id, layout))
 
         def __getitem__(self, index):
-            driver = self.driver
             sample_id = index
             try:
                 sample_id, fields = self._fields(index)
-                if self.links:
+                if self.chain.links:
                     seeds = self.online.seeds(self.epoch, sample_id)
-                    driver.run_chain(self.links, fields, seeds, sample_id, self.epoch, self.mm,
-                                     [], [])
-                if self.hash:
-                    layout, nbytes = _layout(fields)
-                    digest = self.native.verify_hash(sample_id, layout)
-                else:
-                    nbytes, digest = _nbytes(fields), 0
+                    error = self.chain.run(fields, seeds, sample_id, self.epoch)
+                    if error is not None:
+                        return Item(sample_id, error=error)
+                nbytes = _nbytes(fields)
+                digest = self.native.verify_hash(sample_id, _layout(fields)) if self.hash else 0
                 return Item(sample_id, nbytes, digest, fields)
-            except driver.Failed as failed:
-                step = self.names[int(self.mm[0])]
-                if failed.status == 3:
-                    link = self.links[int(self.mm[0])]
-                    message = (f"reads field `{link.source}`, which the sample does not have "
-                               f"(it has: {failed.payload[0].decode()})")
-                    return Item(sample_id, error=(step, message, ""))
-                message, detail = (p.decode("utf-8", "replace") for p in failed.payload)
-                return Item(sample_id, error=(step, message, detail))
             except Exception as e:  # noqa: BLE001 - the read step or the store: named
                 step = "read" if self.store is None else "deserialize"
                 return Item(sample_id, error=(step, f"{type(e).__name__}: {e}", ""))
@@ -178,14 +192,16 @@ def run(job, proto_in, proto_out):
     from . import native as load_native
 
     native = load_native()
+    if job.get("protocol") != PROTOCOL:
+        raise RuntimeError(f"the prepbench package here speaks loader protocol {PROTOCOL}, the "
+                           f"command line {job.get('protocol')}: install the same version")
     if native.VERSION != job["version"]:
         raise RuntimeError(f"the prepbench package here is version {native.VERSION}, the "
                            f"command line {job['version']}: install the same version")
     import torch
     from torch.utils.data import DataLoader
 
-    driver = _driver(native)
-    dataset = dataset_class()(job, native, driver)
+    dataset = dataset_class()(job, native)
     options = dict(batch_size=job["batch_size"], num_workers=job["threads"],
                    pin_memory=job["pin_memory"], collate_fn=collate, shuffle=False)
     if job["threads"] > 0:

@@ -37,9 +37,15 @@ class Sample(dict):
     id = None
 
 
-def _fields(payload, sample_id, layout):
-    import numpy as np
+_NUMPY = []
 
+
+def _fields(payload, sample_id, layout):
+    if not _NUMPY:
+        import numpy
+
+        _NUMPY.append(numpy)
+    np = _NUMPY[0]
     sample = Sample()
     sample.id = sample_id
     view = None
@@ -188,42 +194,37 @@ class OnlineSteps:
         self.epoch = 0
         module = native()
         try:
-            online = module.Online(self.spec_json, self.split, seed or 0)
+            # Refused here, naming the step, when one of them is prepbench's own.
+            module.Online(self.spec_json, self.split, seed or 0)
         except ValueError as e:
             raise StoreError(f"{store.path}: {e}") from None
-        self.names = [name for name, _ in online.links()]
         self._loaded = None
 
     def set_epoch(self, epoch):
         self.epoch = epoch
 
     def _ready(self):
+        # Made in the process that calls (a DataLoader worker imports the steps itself).
         if self._loaded is None or self._loaded[0] != os.getpid():
-            from ._loader import _driver
+            from ._loader import Chain
 
             module = native()
             online = module.Online(self.spec_json, self.split, self.seed or 0)
-            driver = _driver(module)
-            links = [driver.Link(*args) for _, args in online.links()]
-            self._loaded = (os.getpid(), online, driver, links, bytearray(driver.HEADER))
+            self._loaded = (os.getpid(), online, Chain(module, online))
         return self._loaded
 
     def __call__(self, sample):
-        _, online, driver, links, mm = self._ready()
+        _, online, chain = self._ready()
         sample_id = getattr(sample, "id", None) or 0
         if self.seed is None:
-            seeds = [int.from_bytes(os.urandom(8), "little") for _ in links]
+            seeds = [int.from_bytes(os.urandom(8), "little") for _ in chain.links]
         else:
             seeds = online.seeds(self.epoch, sample_id)
         fields = dict(sample)
-        try:
-            driver.run_chain(links, fields, seeds, sample_id, self.epoch, mm, [], [])
-        except driver.Failed as failed:
-            step = self.names[int(mm[0])]
-            detail = failed.payload[0].decode("utf-8", "replace")
-            if failed.status == 3:
-                detail = f"reads a field the sample does not have (it has: {detail})"
-            raise StoreError(f"step `{step}` failed on sample {sample_id}: {detail}") from None
+        error = chain.run(fields, seeds, sample_id, self.epoch)
+        if error is not None:
+            step, message, _ = error
+            raise StoreError(f"step `{step}` failed on sample {sample_id}: {message}")
         out = Sample(fields)
         out.id = getattr(sample, "id", None)
         return out

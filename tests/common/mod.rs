@@ -458,3 +458,23 @@ pub fn photo_folder(photos: &Path, n: usize) {
         std::fs::copy(jpeg, &to).unwrap();
     }
 }
+
+/// `command` run with the Python package from the tree (`python/`) and the native module
+/// `native` ([`native_module`]), writing no bytecode into the tree.
+#[allow(dead_code)]
+pub fn with_package<'c>(command: &'c mut Command, native: &Path) -> &'c mut Command {
+    command
+        .env("PREPBENCH_NATIVE", native)
+        .env(
+            "PYTHONPATH",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../python"),
+        )
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+}
+
+/// The native module and an interpreter with PyTorch ([`native_module`], [`torch_python`]);
+/// `None` after saying why the test skips.
+#[allow(dead_code)]
+pub fn torch_with_package() -> Option<(PathBuf, String)> {
+    Some((native_module()?, torch_python()?))
+}

@@ -58,26 +58,17 @@ const STEPS: &str = "  - name: decoded\n    op: python\n    params: {function: \
 
 /// `prepbench` with the interpreter `python` and the Python package from the tree.
 fn prepbench_in(python: &str, native: &Path, args: &[String]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_prepbench"))
+    common::with_package(&mut Command::new(env!("CARGO_BIN_EXE_prepbench")), native)
         .arg("--python")
         .arg(python)
         .args(args)
-        .env("PREPBENCH_NATIVE", native)
-        .env(
-            "PYTHONPATH",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../python"),
-        )
-        .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .unwrap()
 }
 
 #[test]
 fn the_torch_loader_runs_beside_native_verified_paired_and_answers_num_workers() {
-    let Some(native) = common::native_module() else {
-        return;
-    };
-    let Some(python) = common::torch_python() else {
+    let Some((native, python)) = common::torch_with_package() else {
         return;
     };
     let work = tempfile::tempdir().unwrap();
@@ -144,10 +135,7 @@ fn the_torch_loader_runs_beside_native_verified_paired_and_answers_num_workers()
 /// (PIL Images crossing between them as they are), natively and under the torch loader.
 #[test]
 fn torchvision_transforms_work_as_one_step_and_as_steps_under_every_loader() {
-    let Some(native) = common::native_module() else {
-        return;
-    };
-    let Some(python) = common::torch_python() else {
+    let Some((native, python)) = common::torch_with_package() else {
         return;
     };
     let work = tempfile::tempdir().unwrap();
@@ -241,10 +229,7 @@ fn a_step_a_loader_cannot_run_is_refused_before_anything_runs() {
 /// the others delivered; without it the run fails naming the step, the sample and its file.
 #[test]
 fn the_torch_loader_skips_or_fails_on_a_bad_sample_as_native_does() {
-    let Some(native) = common::native_module() else {
-        return;
-    };
-    let Some(python) = common::torch_python() else {
+    let Some((native, python)) = common::torch_with_package() else {
         return;
     };
     let work = tempfile::tempdir().unwrap();

@@ -67,15 +67,9 @@ def same(sample, i):
 }
 
 fn python_ok(python: &str, native: &Path, script: &str, cwd: &Path) -> String {
-    let out = Command::new(python)
+    let out = common::with_package(&mut Command::new(python), native)
         .args(["-c", script])
         .current_dir(cwd)
-        .env("PREPBENCH_NATIVE", native)
-        .env(
-            "PYTHONPATH",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../python"),
-        )
-        .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&out.stdout).into_owned();

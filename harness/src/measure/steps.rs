@@ -99,7 +99,7 @@ impl Lookahead {
 
 /// The error of `workload`'s step `at` on sample `id` (an item, or a part of one after a
 /// fan-out), naming its source file.
-fn step_failed(
+pub(crate) fn step_failed(
     workload: &Workload,
     source: &Source,
     id: u64,

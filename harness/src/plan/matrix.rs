@@ -220,7 +220,7 @@ impl Plan {
         if let Some(consumer) = self.consumer {
             key.push_str(&format!("|consumer:{consumer}"));
         }
-        if cell.loader != crate::measure::online::default_engine().name() {
+        if !crate::measure::online::is_default(cell.loader) {
             key.push_str(&format!("|loader:{}", cell.loader));
         }
         if self.on_error == OnError::Skip {

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use workloads::Codec;
 
 use super::error::{io_error, StoreError};
-use super::framing::{masked_crc32c, FRAMING_BYTES};
-use super::open::OpenStore;
+use super::framing::FRAMING_BYTES;
+use super::open::{check_payload, declared_len, BadPayload, OpenStore};
 
 /// Bytes read ahead of an in-order reader of an uncompressed shard (`posix_fadvise` WILLNEED,
 /// asynchronous), so that the disk reads the next records while this one is checked and handed
@@ -86,22 +86,9 @@ impl InOrder {
                 h
             }
         };
-        let len_bytes: [u8; 8] = header[..8].try_into().expect("8 bytes");
-        if masked_crc32c(&len_bytes) != u32::from_le_bytes(header[8..].try_into().expect("4 bytes"))
-        {
-            return Err(self.corrupt("length checksum mismatch (corrupt or not a TFRecord file)"));
-        }
-        let len = u64::from_le_bytes(len_bytes);
-        if len > self.longest {
-            return Err(self.corrupt(format!(
-                "the record declares {len} bytes, more than the {} this shard may hold",
-                self.longest
-            )));
-        }
+        let len = declared_len(&header, self.offset, self.size, self.longest)
+            .map_err(|what| self.corrupt(what))?;
         let end = self.offset + FRAMING_BYTES + len;
-        if end > self.size {
-            return Err(self.corrupt("truncated payload"));
-        }
         // The payload, its checksum, and the next record's header when there is one.
         let next = if end + 12 <= self.size { 12 } else { 0 };
         let mut buf = vec![0u8; len as usize + 4 + next];
@@ -113,18 +100,14 @@ impl InOrder {
         }
         let crc = u32::from_le_bytes(buf[len as usize..len as usize + 4].try_into().expect("4"));
         buf.truncate(len as usize);
-        if masked_crc32c(&buf) != crc {
-            // The frame is intact: the next record can still be read.
-            let e = self.corrupt("payload checksum mismatch");
-            self.offset = end;
-            self.record += 1;
+        if let Err(bad) = check_payload(&buf, crc, self.record, self.first_crc) {
+            let e = self.corrupt(bad.what());
+            if matches!(bad, BadPayload::Checksum) {
+                // The frame is intact: the next record can still be read.
+                self.offset = end;
+                self.record += 1;
+            }
             return Err(e);
-        }
-        if self.record == 0 && self.first_crc.is_some_and(|c| c != crc32c::crc32c(&buf)) {
-            return Err(self.corrupt(
-                "not the shard its store wrote: its first record is not the one written there \
-                 (the file was replaced, e.g. by a copy of another shard)",
-            ));
         }
         let record = self.record;
         self.offset = end;

@@ -58,6 +58,68 @@ fn invalid(path: &Path, message: impl Into<String>) -> StoreError {
     }
 }
 
+/// The payload length a record header declares at `offset` of a stream of `size` bytes, checked
+/// against its length checksum, the shard's longest record and the stream's end; else what is
+/// wrong with it.
+pub(super) fn declared_len(
+    header: &[u8],
+    offset: u64,
+    size: u64,
+    longest: u64,
+) -> Result<u64, String> {
+    let len_bytes: [u8; 8] = header[..8].try_into().expect("8 bytes");
+    let len_crc = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
+    if masked_crc32c(&len_bytes) != len_crc {
+        return Err("length checksum mismatch (corrupt or not a TFRecord file)".into());
+    }
+    let len = u64::from_le_bytes(len_bytes);
+    if len > longest {
+        return Err(format!(
+            "the record declares {len} bytes, more than the {longest} this shard may hold"
+        ));
+    }
+    if offset + FRAMING_BYTES + len > size {
+        return Err("truncated payload".into());
+    }
+    Ok(len)
+}
+
+/// What is wrong with record `local`'s payload: its checksum (the frame intact: the next record
+/// can be read), or as a shard's first record, not the one its store wrote there.
+pub(super) enum BadPayload {
+    Checksum,
+    Replaced,
+}
+
+impl BadPayload {
+    pub(super) fn what(&self) -> &'static str {
+        match self {
+            BadPayload::Checksum => "payload checksum mismatch",
+            BadPayload::Replaced => {
+                "not the shard its store wrote: its first record is not the one written there \
+                 (the file was replaced, e.g. by a copy of another shard)"
+            }
+        }
+    }
+}
+
+/// Checks a payload against its stored checksum, and a shard's first record against the CRC the
+/// store recorded of it.
+pub(super) fn check_payload(
+    payload: &[u8],
+    crc: u32,
+    local: u64,
+    first_crc: Option<u32>,
+) -> Result<(), BadPayload> {
+    if masked_crc32c(payload) != crc {
+        return Err(BadPayload::Checksum);
+    }
+    if local == 0 && first_crc.is_some_and(|c| c != crc32c::crc32c(payload)) {
+        return Err(BadPayload::Replaced);
+    }
+    Ok(())
+}
+
 impl OpenStore {
     /// Opens the store in `dir` (the folder holding `store.json` and its shards): refused,
     /// naming the file, when it is not a complete store, was written by another format, or a
@@ -196,8 +258,7 @@ impl OpenStore {
             .unwrap_or(MAX_RECORD_BYTES)
     }
 
-    /// Checks a payload against its stored checksum, and a shard's first record against the
-    /// one the store wrote there.
+    /// Checks a payload (see [`check_payload`]).
     fn check(
         &self,
         shard: usize,
@@ -206,20 +267,9 @@ impl OpenStore {
         payload: &[u8],
         crc: u32,
     ) -> Result<(), StoreError> {
-        if masked_crc32c(payload) != crc {
-            return Err(self.corrupt(shard, local, frame.offset, "payload checksum mismatch"));
-        }
         let first = self.manifest.shards[shard].first_crc;
-        if local == 0 && first.is_some_and(|c| c != crc32c::crc32c(payload)) {
-            return Err(self.corrupt(
-                shard,
-                0,
-                0,
-                "not the shard its store wrote: its first record is not the one written there \
-                 (the file was replaced, e.g. by a copy of another shard)",
-            ));
-        }
-        Ok(())
+        check_payload(payload, crc, local, first)
+            .map_err(|bad| self.corrupt(shard, local, frame.offset, bad.what()))
     }
 
     fn read_uncompressed(&mut self, shard: usize, local: u64) -> Result<Vec<u8>, StoreError> {
@@ -273,32 +323,9 @@ impl OpenStore {
         header: &[u8],
         size: u64,
     ) -> Result<Frame, StoreError> {
-        let len_bytes: [u8; 8] = header[..8].try_into().expect("8 bytes");
-        let len_crc = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
-        if masked_crc32c(&len_bytes) != len_crc {
-            return Err(self.corrupt(
-                shard,
-                record,
-                offset,
-                "length checksum mismatch (corrupt or not a TFRecord file)",
-            ));
-        }
-        let len = u64::from_le_bytes(len_bytes);
-        if len > self.longest(shard) {
-            return Err(self.corrupt(
-                shard,
-                record,
-                offset,
-                format!(
-                    "the record declares {len} bytes, more than the {} this shard may hold",
-                    self.longest(shard)
-                ),
-            ));
-        }
-        if offset + FRAMING_BYTES + len > size {
-            return Err(self.corrupt(shard, record, offset, "truncated payload"));
-        }
-        Ok(Frame { offset, len })
+        declared_len(header, offset, size, self.longest(shard))
+            .map(|len| Frame { offset, len })
+            .map_err(|what| self.corrupt(shard, record, offset, what))
     }
 
     /// `frames`, if the shard holds as many records as the store wrote there.

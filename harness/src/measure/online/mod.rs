@@ -27,6 +27,11 @@ pub fn default_engine() -> &'static dyn Engine {
     ENGINES[0]
 }
 
+/// Whether `name` is prepbench's own engine (runs under it are the plain ones).
+pub fn is_default(name: &str) -> bool {
+    name == default_engine().name()
+}
+
 /// Runs one epoch of `job` on its engine.
 pub fn run(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {
     job.engine.run(job, progress)
@@ -44,6 +49,8 @@ mod tests {
         unique.dedup();
         assert_eq!(unique.len(), names.len(), "{names:?}");
         assert_eq!(default_engine().name(), "native");
+        // The name rows record for it, where results cannot ask the engines.
+        assert!(is_default(crate::results::rows::NATIVE_LOADER));
         assert!(engine("native").is_some() && engine("no-such-loader").is_none());
     }
 }

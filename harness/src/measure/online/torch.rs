@@ -17,10 +17,10 @@ use indicatif::ProgressBar;
 use serde::Deserialize;
 use workloads::{OnError, Workload};
 
-use super::engine::{Engine, OnlineInput, OnlineJob, OnlineResult, StageTimes};
+use super::engine::{Engine, OnlineInput, OnlineJob, OnlineResult};
 use crate::measure::errors::RunError;
 use crate::measure::metrics::Snapshot;
-use crate::results::{Skipped, StageName};
+use crate::measure::steps::step_failed;
 
 /// The loader's options, recorded with every run it makes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -119,8 +119,8 @@ struct Answer {
     bytes: u64,
     hashes: Vec<(u64, u64)>,
     /// (sample id, step, message, detail).
-    skipped: Vec<(u64, String, String, String)>,
-    failed: Option<(u64, String, String, String)>,
+    skipped: Vec<Failure>,
+    failed: Option<Failure>,
     passes: u64,
     usage: Usage,
 }
@@ -341,6 +341,36 @@ impl Engine for Torch {
     }
 }
 
+/// (sample id, step, message, detail) of a sample the loader could not deliver.
+type Failure = (u64, String, String, String);
+
+/// A sample the loader could not deliver, as the native engine names it: by the workload's step
+/// (the read step for raw input), or, for a stored record it could not read, as `deserialize`.
+fn failure(job: &OnlineJob, (id, step, message, detail): Failure) -> RunError {
+    let at = job.workload.steps.iter().position(|d| d.name == step);
+    let error = workloads::StepError {
+        message,
+        detail: (!detail.is_empty()).then_some(detail),
+    };
+    match step_failed(job.workload, job.source, id, at.unwrap_or(0), error) {
+        RunError::Step {
+            sample,
+            file,
+            message,
+            detail,
+            ..
+        } if at.is_none() && step != "read" => RunError::Step {
+            sample,
+            file,
+            step,
+            op: "python",
+            message,
+            detail,
+        },
+        named => named,
+    }
+}
+
 impl Torch {
     fn result(
         &self,
@@ -351,28 +381,8 @@ impl Torch {
         answer: Answer,
         progress: &ProgressBar,
     ) -> Result<OnlineResult, RunError> {
-        let file = |id: u64| {
-            let items = &job.source.items;
-            items
-                .get(job.workload.item_of(id, job.split) as usize % items.len().max(1))
-                .map(|i| i.path.display().to_string())
-                .unwrap_or_default()
-        };
-        if let Some((id, step, message, detail)) = answer.failed {
-            let op = job
-                .workload
-                .steps
-                .iter()
-                .find(|d| d.name == step)
-                .map_or("python", |d| d.spec.op);
-            return Err(RunError::Step {
-                sample: id.to_string(),
-                file: file(id),
-                step,
-                op,
-                message,
-                detail: (!detail.is_empty()).then(|| Box::new(detail)),
-            });
+        if let Some(failed) = answer.failed {
+            return Err(failure(job, failed));
         }
         let mut delta = end.since(&start);
         let user = (answer.usage.user_s - before.user_s).max(0.0);
@@ -384,7 +394,6 @@ impl Torch {
         // The loader's processes are this run's, not the machine's other load.
         delta.foreign_cpu_s = delta.foreign_cpu_s.map(|f| (f - user - sys).max(0.0));
         let mut result = OnlineResult::empty(job.workload.steps.len());
-        result.stages = StageTimes::new(job.workload.steps.len());
         result.samples = answer.samples;
         result.output_bytes = answer.bytes;
         result.delta = delta;
@@ -398,14 +407,7 @@ impl Torch {
         result.skipped = answer
             .skipped
             .into_iter()
-            .map(|(id, step, message, detail)| Skipped {
-                sample: id.to_string(),
-                file: file(id),
-                stage: StageName::Step(step),
-                count: 1,
-                message,
-                detail,
-            })
+            .filter_map(|f| failure(job, f).skipped())
             .collect();
         progress.inc(answer.samples);
         Ok(result)

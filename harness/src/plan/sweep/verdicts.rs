@@ -28,8 +28,7 @@ impl SweepRun<'_> {
         for (strategy, codec) in raw {
             for loader in self.plan.loaders() {
                 let key = (strategy.name.clone(), codec, loader);
-                let native = loader == crate::measure::online::default_engine().name();
-                if native || pending.passed.contains(&key) {
+                if crate::measure::online::is_default(loader) || pending.passed.contains(&key) {
                     continue;
                 }
                 let verdict = self.verdict(&strategy, None, loader, outcome)?;
@@ -56,8 +55,7 @@ impl SweepRun<'_> {
             Verdict::Pass
         } else {
             let codec = stored.map_or(Codec::None, |m| m.manifest.codec);
-            let native = loader == crate::measure::online::default_engine().name();
-            let under = if native {
+            let under = if crate::measure::online::is_default(loader) {
                 String::new()
             } else {
                 format!(", {loader} loader")
