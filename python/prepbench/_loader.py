@@ -22,7 +22,7 @@ import types
 from .store import Store, _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
-PROTOCOL = 1
+PROTOCOL = 2
 
 
 def _usage():
@@ -59,21 +59,56 @@ def _driver(native):
 
 
 class Chain:
-    """A workload's online Python steps (`native.Online`'s links) run in this process as
-    prepbench's workers run them: the driver's own chain code, values crossing as it lets
-    them."""
+    """A workload's online steps (`native.Online`'s links) run in this process as prepbench's
+    workers run them: your Python steps with the driver's own chain code, prepbench's ops in
+    their PyTorch form (`_torch_steps`), values crossing between them as the driver lets them.
 
-    def __init__(self, native, online):
+    A random op draws what the native step draws for the run's seed (`fresh`: from the seed
+    `run` is given for it, as a Python step's generators are seeded)."""
+
+    def __init__(self, native, online, fresh=False):
         self.driver = driver = _driver(native)
         links = online.links()
-        self.names = [name for name, _ in links]
+        self.names = [name for name, _, _ in links]
         self.links = []
-        for name, args in links:
+        self.ops = []
+        for name, kind, args in links:
             try:
-                self.links.append(driver.Link(*args))
+                if kind == "op":
+                    link = self._op(native, online, args, fresh)
+                    self.ops.append(link)
+                else:
+                    link = driver.Link(*args)
+                self.links.append(link)
             except BaseException as e:  # noqa: BLE001 - named, then the run stops
                 raise RuntimeError(f"step `{name}`: {type(e).__name__}: {e}") from None
         self.mm = bytearray(driver.HEADER)
+        # --verify's bounds, when every online step is prepbench's (see `_torch_steps`).
+        self.bounds = None
+        if self.ops and len(self.ops) == len(self.links):
+            from . import _torch_steps
+
+            self.bounds = _torch_steps.tolerance(self.ops)
+
+    @staticmethod
+    def _op(native, online, args, fresh):
+        from . import _torch_steps
+
+        op, params, step_index = args[0], json.loads(args[1]), int(args[2])
+        if fresh:
+            def rng(epoch, sample_id, seed):
+                return native.Rng(seed)
+        else:
+            def rng(epoch, sample_id, seed):
+                return online.rng(epoch, sample_id, step_index)
+        link = _torch_steps.make(op, params, rng)
+        link.target = link
+        if link.random:
+            link.keywords = ["sample_id", "epoch", "seed"]
+            link.random = False  # draws from its own generator, not the seeded modules'
+        else:
+            link.keywords = []
+        return link
 
     def run(self, fields, seeds, sample_id, epoch):
         """Runs the steps on `fields` (changed in place): None, or (step, message, detail) of
@@ -143,6 +178,13 @@ def dataset_class():
             self.store = None if raw else Store(job["store"])
             self.count = job["items"] if raw else len(self.store)
             self.chain = Chain(native, self.online)
+            # With --verify, where prepbench's ops run in their PyTorch form (outputs that may
+            # differ from native processing within stated bounds): each sample's native
+            # processing, to compare with.
+            self.reference = None
+            if self.hash and self.chain.bounds is not None:
+                self.reference = native.Online(json.dumps(job["spec"]), 0, job["seed"],
+                                               job["root"], job["items"])
 
         def __len__(self):
             return self.count
@@ -164,11 +206,26 @@ def dataset_class():
                     if error is not None:
                         return Item(sample_id, error=error)
                 nbytes = _nbytes(fields)
-                digest = self.native.verify_hash(sample_id, _layout(fields)) if self.hash else 0
+                digest = self._digest(sample_id, fields) if self.hash else 0
                 return Item(sample_id, nbytes, digest, fields)
             except Exception as e:  # noqa: BLE001 - the read step or the store: named
                 step = "read" if self.store is None else "deserialize"
                 return Item(sample_id, error=(step, f"{type(e).__name__}: {e}", ""))
+
+        def _digest(self, sample_id, fields):
+            """The sample's --verify hash; where the output may differ from native processing
+            within the chain's bounds and does so no more, the native output's hash (what the
+            reference has), else this output's (a mismatch, named by its sample)."""
+            if self.reference is not None and sample_id < self.reference.source_items:
+                from ._torch_steps import within
+
+                payload, _, layout = self.reference.reference(sample_id, self.epoch)
+                expected = dict(_fields(payload, sample_id, layout))
+                why = within(fields, expected, self.chain.bounds)
+                if why is None:
+                    return self.native.verify_hash(sample_id, _layout(expected))
+                print(f"prepbench: sample {sample_id}: {why}", file=sys.stderr)
+            return self.native.verify_hash(sample_id, _layout(fields))
 
     return OnlineDataset
 

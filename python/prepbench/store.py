@@ -175,9 +175,10 @@ def open_store(path, cache_bytes=None):
 
 class OnlineSteps:
     """The steps a store leaves to run on every record (its workload's steps after the split),
-    as one callable on a sample: your Python steps as prepbench ran them, with the same fields
-    in and out, values crossing between them as they are and arrays at the end. Refused, naming
-    the step, when one is prepbench's own (those run in prepbench, `--loader native`).
+    as one callable on a sample: your Python steps as prepbench ran them, and prepbench's image
+    ops in their PyTorch form (torchvision, as `--loader torch` runs them), with the same
+    fields in and out, values crossing between them as they are and arrays at the end. Refused,
+    naming the step, when one has no such form (it runs in prepbench, `--loader native`).
 
     Random steps draw fresh values on every call (a new seed per sample, drawn in the process
     that calls, so DataLoader workers do not repeat each other's draws); with `seed`, they draw
@@ -210,7 +211,8 @@ class OnlineSteps:
 
             module = native()
             online = module.Online(self.spec_json, self.split, self.seed or 0)
-            self._loaded = (os.getpid(), online, Chain(module, online))
+            self._loaded = (os.getpid(), online,
+                            Chain(module, online, fresh=self.seed is None))
         return self._loaded
 
     def __call__(self, sample):

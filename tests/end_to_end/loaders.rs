@@ -173,13 +173,19 @@ fn torchvision_transforms_work_as_one_step_and_as_steps_under_every_loader() {
         shown[0], shown[1],
         "Compose as one step and as steps differ"
     );
-    for yaml in [&one, &steps] {
+    // The second with the loader's options set: recorded, and the same samples.
+    for (yaml, options) in [
+        (&one, "batch=32"),
+        (&steps, "batch=4,prefetch=3,persistent=true"),
+    ] {
         let out = prepbench_in(
             &python,
             &native,
             &argv![
                 "run",
                 yaml.to_str().unwrap(),
+                "--loader-options",
+                options,
                 "--loader torch --strategy unprocessed,concatenated --verify --epochs 1",
                 "--threads 2 --evict fadvise --quiet --store-dir",
                 work.path().join("stores").to_str().unwrap(),
@@ -195,15 +201,108 @@ fn torchvision_transforms_work_as_one_step_and_as_steps_under_every_loader() {
         "{:?}",
         runs.rows
     );
+    for row in &runs.rows {
+        let expected = if runs.col(row, "workload") == "steps" {
+            "batch=4 prefetch=3 pin=false persistent=true"
+        } else {
+            "batch=32 prefetch=default pin=false persistent=false"
+        };
+        assert_eq!(runs.col(row, "loader_options"), expected, "{row:?}");
+    }
 }
 
-/// A reference step has no implementation under the torch loader: refused before any store or
+/// Checks, in the package's own code, that the PyTorch forms of the paper's CV chain stay within
+/// the bounds `--verify` allows of native processing while a crop of another epoch and one a
+/// pixel off do not, and that the ops it implements are those prepbench lets run under torch.
+const BOUNDS_CHECK: &str = r#"
+import glob, json, sys
+import numpy as np
+from prepbench import native
+from prepbench._loader import Chain
+from prepbench.store import _fields
+from prepbench import _torch_steps as ts
+
+ops, stores, root = sys.argv[1].split(","), sys.argv[2], sys.argv[3]
+assert list(ts.OPS) == ops, (ts.OPS, ops)
+spec = json.load(open(glob.glob(f"{stores}/cv/*/*/store.json")[0]))["spec"]
+n = native()
+online = n.Online(json.dumps(spec), 0, 0, root, 8)
+chain = Chain(n, online)
+assert chain.bounds is not None
+differ = other_epoch = shifted = 0
+for i in range(8):
+    def output(epoch):
+        payload, sample_id, layout = online.read(i, epoch)
+        fields = dict(_fields(payload, sample_id, layout))
+        assert chain.run(fields, online.seeds(epoch, sample_id), sample_id, epoch) is None
+        return fields
+    got = output(0)
+    payload, _, layout = online.reference(i, 0)
+    expected = dict(_fields(payload, i, layout))
+    assert ts.within(got, expected, chain.bounds) is None, ts.within(got, expected, chain.bounds)
+    differ += not np.array_equal(got["image"], expected["image"])
+    other_epoch += ts.within(output(1), expected, chain.bounds) is not None
+    off = dict(expected, image=np.roll(expected["image"], 1, axis=1))
+    shifted += ts.within(off, expected, chain.bounds) is not None
+# The forms differ from native (an exact check would fail), and the bounds still catch a crop
+# in the wrong place.
+assert differ >= 6 and other_epoch >= 7 and shifted == 8, (differ, other_epoch, shifted)
+print("ok")
+"#;
+
+/// The paper's CV chain, prepbench's own steps, under the torch loader as a PyTorch user writes
+/// it (torchvision's decoder and resize): every strategy verified against native processing
+/// within the bounds its ops state, and those bounds tight enough to catch a misplaced crop.
+#[test]
+fn the_papers_cv_chain_runs_under_torch_in_torchvision_and_verifies() {
+    let Some((native, python)) = common::torch_with_package() else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let stores = work.path().join("stores");
+    let out = prepbench_in(
+        &python,
+        &native,
+        &argv![
+            "sweep cv --loaders native,torch --verify --strategies unprocessed,resized,pixel-centered",
+            "--samples 40",
+            "--threads 2 --trials 1 --epochs 1 --no-calibrate --evict fadvise --quiet --data-dir",
+            data_dir().to_str().unwrap(),
+            "--store-dir",
+            stores.to_str().unwrap(),
+            "--out",
+            work.path().join("out").to_str().unwrap()
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    let torch: Vec<_> = runs
+        .rows
+        .iter()
+        .filter(|r| runs.col(r, "loader") == "torch")
+        .collect();
+    assert_eq!(torch.len(), 3, "{:?}", runs.rows);
+    assert!(
+        torch.iter().all(|r| runs.col(r, "verified") == "pass"),
+        "{torch:?}"
+    );
+    let ops = harness::measure::online::torch::steps::OPS.join(",");
+    let checked = common::with_package(&mut Command::new(&python), &native)
+        .args(["-c", BOUNDS_CHECK, &ops])
+        .arg(&stores)
+        .arg(data_dir().join("imagenet-seed0"))
+        .output()
+        .unwrap();
+    assert!(checked.status.success(), "{}", stderr(&checked));
+}
+
+/// A reference step with no PyTorch form is refused under the torch loader before any store or
 /// result is written, naming the step and the loader.
 #[test]
 fn a_step_a_loader_cannot_run_is_refused_before_anything_runs() {
     let work = tempfile::tempdir().unwrap();
     let out = prepbench(&argv![
-        "run cv --loader torch --strategy resized --samples 8 --data-dir",
+        "run mp3 --loader torch --strategy unprocessed --samples 8 --data-dir",
         data_dir().to_str().unwrap(),
         "--store-dir",
         work.path().join("stores").to_str().unwrap(),
@@ -213,7 +312,7 @@ fn a_step_a_loader_cannot_run_is_refused_before_anything_runs() {
     assert!(!out.status.success());
     let said = stderr(&out);
     assert!(
-        said.contains("step `pixel-centered`") && said.contains("torch loader"),
+        said.contains("step `decoded`") && said.contains("torch loader"),
         "{said}"
     );
     assert!(!work.path().join("stores").exists() && !work.path().join("out").exists());

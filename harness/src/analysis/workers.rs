@@ -41,7 +41,8 @@ pub fn workers_note(
         }
     };
     let chosen = cells.iter().find(|c| within(c)).copied().unwrap_or(best);
-    let workers = if view.condition.loader.as_deref() == Some("torch") {
+    let torch = |loader: &str| loader == "torch" || loader.starts_with("torch[");
+    let workers = if view.condition.loader.as_deref().is_some_and(torch) {
         "num_workers"
     } else {
         "threads"

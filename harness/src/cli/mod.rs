@@ -363,6 +363,12 @@ pub struct MeasureArgs {
     /// on_error, else fail.
     #[arg(long)]
     pub on_error: Option<workloads::OnError>,
+    /// Options of the loaders that take them, comma-separated: for torch,
+    /// batch=N,prefetch=K|default,pin=true|false,persistent=true|false (default:
+    /// batch=32,prefetch=default,pin=false,persistent=false). Recorded in runs.csv
+    /// loader_options; runs with other options are another condition, never pooled.
+    #[arg(long)]
+    pub loader_options: Option<String>,
 }
 
 impl MeasureArgs {
@@ -378,6 +384,7 @@ impl MeasureArgs {
             consumer: self.consumer,
             on_error: self.on_error,
             min_epoch_s: None,
+            loader_options: self.loader_options.clone(),
         }
     }
 }

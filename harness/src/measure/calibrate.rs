@@ -289,6 +289,7 @@ pub fn strategy(
         storage: &local,
         consumer: None,
         loader: crate::measure::online::default_engine(),
+        loader_options: "",
         // One pass: the calibration times a pass, not a floor.
         min_epoch_s: None,
         start_gate: None,

@@ -39,6 +39,8 @@ pub struct RunSpec<'a> {
     pub consumer: Option<ConsumerSpec>,
     /// The loader that runs the online phase (`crate::measure::online::ENGINES`).
     pub loader: &'static dyn crate::measure::online::Engine,
+    /// Its options as [`crate::measure::online::Engine::options`] spelled them out.
+    pub loader_options: &'a str,
     /// Epochs served from a cache repeat their passes until they last this long
     /// (`OnlineJob::min_s`); cold epochs are sized by their store instead.
     pub min_epoch_s: Option<f64>,
@@ -306,6 +308,7 @@ impl Session {
         let mut prep = self.epoch_cache(spec, &input.files, epoch)?;
         let mut job = OnlineJob {
             engine: spec.loader,
+            loader_options: spec.loader_options,
             consumer: spec.consumer,
             epoch,
             ..self.online_job(strategy, input.online, spec.threads, spec.seed)
@@ -391,7 +394,7 @@ impl Session {
             spec.stored,
             spec.threads,
             spec.seed,
-            spec.loader,
+            (spec.loader, spec.loader_options),
         )?;
         let verdict = if outcome.passed() {
             Verdict::Pass
@@ -515,7 +518,7 @@ fn epoch_row(
         verified: None,
         storage: spec.storage.name.clone(),
         loader: spec.loader.name().to_string(),
-        loader_options: spec.loader.options(),
+        loader_options: spec.loader_options.to_string(),
         consumer: spec.consumer,
         au_pct: training.map(|m| m.au_pct(online_s)),
         stall_pct: training.map(|m| m.stall_pct(online_s)),

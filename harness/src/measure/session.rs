@@ -359,7 +359,7 @@ impl Session {
         stored: Option<&Materialized>,
         threads: usize,
         seed: u64,
-        engine: &'static dyn crate::measure::online::Engine,
+        (engine, loader_options): (&'static dyn crate::measure::online::Engine, &str),
     ) -> anyhow::Result<Verification> {
         let input = stored.map_or(OnlineInput::Raw, Materialized::input);
         // The reference reads the source once; a store that cycles over it is checked on its
@@ -374,6 +374,7 @@ impl Session {
             hash: true,
             items,
             engine,
+            loader_options,
             ..self.online_job(strategy, input, threads, seed)
         };
         let mut references = self.references.lock().unwrap_or_else(|e| e.into_inner());
@@ -411,6 +412,7 @@ impl Session {
             consumer: None,
             on_error: self.on_error,
             min_s: None,
+            loader_options: "",
         }
     }
 
@@ -504,7 +506,7 @@ mod tests {
                     Some(&m),
                     2,
                     0,
-                    crate::measure::online::default_engine(),
+                    (crate::measure::online::default_engine(), ""),
                 )
                 .unwrap();
             assert!(v.passed(), "{items} items: {v:?}");

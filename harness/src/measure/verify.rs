@@ -37,6 +37,7 @@ pub fn reference(job: &OnlineJob) -> Result<HashMap<u64, u64>, RunError> {
     let reference = run_online(
         &OnlineJob {
             engine: crate::measure::online::default_engine(),
+            loader_options: "",
             hash: true,
             split: 0,
             input: OnlineInput::Raw,
@@ -138,6 +139,7 @@ mod tests {
             min_s: None,
             consumer: None,
             on_error: workloads::OnError::Fail,
+            loader_options: "",
         };
         assert_eq!(
             verify(&online).unwrap(),

@@ -36,6 +36,8 @@ pub struct Plan {
     pub on_error: OnError,
     /// Epochs sized to last this long (stores sized from the calibration); `None`: `samples`.
     pub min_epoch_s: Option<f64>,
+    /// Each loader's options as its runs record them (`Engine::options`).
+    pub loader_options: Vec<(&'static str, String)>,
 }
 
 /// The loaders a sweep asks for (default: prepbench's own), each found by name, and able to
@@ -64,6 +66,36 @@ fn loaders(
         }
     }
     Ok(found)
+}
+
+/// Each loader's options spelled out, from `--loader-options` for those that take options and
+/// their defaults otherwise; options no loader of the sweep takes are refused.
+fn loader_options(
+    loaders: &[&'static str],
+    asked: Option<&str>,
+) -> anyhow::Result<Vec<(&'static str, String)>> {
+    use crate::measure::online::engine;
+    let mut options = Vec::new();
+    let mut taken = asked.is_none();
+    let mut refusals = Vec::new();
+    for &name in loaders {
+        let loader = engine(name).expect("found by `loaders`");
+        let spelled = match loader.options(asked) {
+            Ok(spelled) => {
+                taken = true;
+                spelled
+            }
+            Err(why) => {
+                refusals.push(why);
+                loader.options(None).map_err(anyhow::Error::msg)?
+            }
+        };
+        options.push((name, spelled));
+    }
+    if !taken {
+        anyhow::bail!("--loader-options: {}", refusals.join("; "));
+    }
+    Ok(options)
 }
 
 impl Plan {
@@ -95,6 +127,7 @@ impl Plan {
             .collect::<anyhow::Result<Vec<_>>>()?;
         anyhow::ensure!(!storage.is_empty(), "--storage needs at least one profile");
         let loaders = loaders(workload, &strategies, opts.loaders.as_deref())?;
+        let loader_options = loader_options(&loaders, opts.settings.loader_options.as_deref())?;
         anyhow::ensure!(
             !codecs.is_empty() && !threads.is_empty() && !cache.is_empty(),
             "codecs, threads and cache need at least one value each"
@@ -171,7 +204,16 @@ impl Plan {
             consumer: opts.settings.consumer,
             on_error: opts.settings.on_error.unwrap_or(workload.spec.on_error),
             min_epoch_s: opts.settings.min_epoch_s,
+            loader_options,
         })
+    }
+
+    /// The options `loader`'s runs record.
+    pub fn loader_options(&self, loader: &str) -> &str {
+        self.loader_options
+            .iter()
+            .find(|(name, _)| *name == loader)
+            .map_or("", |(_, options)| options.as_str())
     }
 
     /// Each (strategy, codec) the plan runs, once, by split then codec.
@@ -222,6 +264,10 @@ impl Plan {
         }
         if !crate::measure::online::is_default(cell.loader) {
             key.push_str(&format!("|loader:{}", cell.loader));
+            let options = self.loader_options(cell.loader);
+            if options != crate::results::rows::default_loader_options(cell.loader) {
+                key.push_str(&format!("|loader_options:{options}"));
+            }
         }
         if self.on_error == OnError::Skip {
             key.push_str("|skip");
@@ -235,7 +281,7 @@ impl Plan {
     /// The run of `cell` with id `run_id`, reading `stored` (the raw files when `None`); not
     /// verified, and with no start gate.
     pub fn spec<'c>(
-        &self,
+        &'c self,
         cell: &'c Cell,
         run_id: String,
         stored: Option<&'c Materialized>,
@@ -255,6 +301,7 @@ impl Plan {
             storage: &cell.storage,
             consumer: self.consumer,
             loader: crate::measure::online::engine(cell.loader).expect("checked by Plan::new"),
+            loader_options: self.loader_options(cell.loader),
             start_gate: None,
             min_epoch_s: settings.min_epoch_s,
         }

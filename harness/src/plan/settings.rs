@@ -34,6 +34,8 @@ pub struct Settings {
     /// Size stores (and the dataset, for raw files) from the calibration so every epoch lasts
     /// at least this many seconds; `None`: the samples asked for, whatever the epoch length.
     pub min_epoch_s: Option<f64>,
+    /// The options of the loaders that take them (`--loader-options`); `None`: their defaults.
+    pub loader_options: Option<String>,
 }
 
 /// Where a run or sweep reads and writes.

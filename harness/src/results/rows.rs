@@ -189,6 +189,37 @@ fn one_pass() -> u64 {
 /// The name runs of prepbench's own engine record.
 pub const NATIVE_LOADER: &str = "native";
 
+/// The options each loader's runs record when none are asked for: a run with other options is
+/// another condition (`RunRow::condition`). Results cannot ask the engines; a test ties each
+/// to its engine's `options(None)`.
+pub const DEFAULT_LOADER_OPTIONS: &[(&str, &str)] = &[(
+    "torch",
+    "batch=32 prefetch=default pin=false persistent=false",
+)];
+
+/// The options `loader` runs with unless told otherwise (empty for one with none).
+pub fn default_loader_options(loader: &str) -> &'static str {
+    DEFAULT_LOADER_OPTIONS
+        .iter()
+        .find(|(name, _)| *name == loader)
+        .map_or("", |(_, options)| options)
+}
+
+/// The loader as conditions name it: its name, and the options that differ from its defaults
+/// in brackets (`torch[batch=64,pin=true]`).
+pub fn loader_label(loader: &str, options: &str) -> String {
+    let defaults: Vec<&str> = default_loader_options(loader).split_whitespace().collect();
+    let changed: Vec<&str> = options
+        .split_whitespace()
+        .filter(|option| !defaults.contains(option))
+        .collect();
+    if changed.is_empty() {
+        loader.to_string()
+    } else {
+        format!("{loader}[{}]", changed.join(","))
+    }
+}
+
 fn native_loader() -> String {
     NATIVE_LOADER.to_string()
 }
@@ -261,7 +292,8 @@ impl RunRow {
         Condition {
             storage: self.emulated_storage().map(str::to_string),
             consumer: self.consumer,
-            loader: (self.loader != NATIVE_LOADER).then(|| self.loader.clone()),
+            loader: (self.loader != NATIVE_LOADER)
+                .then(|| loader_label(&self.loader, &self.loader_options)),
         }
     }
 

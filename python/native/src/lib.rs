@@ -325,6 +325,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("StoreError", m.py().get_type::<StoreError>())?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
     m.add_class::<online::Online>()?;
+    m.add_class::<online::Rng>()?;
     m.add("StepFailed", m.py().get_type::<online::StepFailed>())?;
     m.add_function(wrap_pyfunction!(online::verify_hash, m)?)?;
     // The Python steps' driver, whose chain the torch loader runs as the native engine's

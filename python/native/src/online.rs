@@ -93,18 +93,20 @@ impl Online {
         self.source.as_ref().map_or(0, |s| s.len())
     }
 
-    /// The Python steps as the driver's links: (search path, `module:callable`, from field
-    /// or "", to field, "1" for a random step or "0", init arguments as JSON or ""), and each
-    /// one's step name.
-    fn links(&self) -> Vec<(String, Vec<String>)> {
+    /// The online steps after the read as (step name, kind, arguments): kind `python`, the
+    /// driver's link (search path, `module:callable`, from field or "", to field, "1" for a
+    /// random step or "0", init arguments as JSON or ""); kind `op`, one of prepbench's ops
+    /// for `prepbench/_torch_steps.py` (op, canonical parameters as JSON, step index).
+    fn links(&self) -> Vec<(String, &'static str, Vec<String>)> {
         self.python
             .iter()
             .map(|&i| {
                 let def = &self.workload.steps[i];
-                let link = def
-                    .step
-                    .python_link()
-                    .expect("only Python steps after the read");
+                let Some(link) = def.step.python_link() else {
+                    let params = self.workload.spec.steps[i].params.to_string();
+                    let args = vec![def.spec.op.to_string(), params, i.to_string()];
+                    return (def.name.clone(), "op", args);
+                };
                 // Seeded only when the workload marks the step random, as the native engine's
                 // chains are.
                 let link = workloads::python::Link {
@@ -116,9 +118,37 @@ impl Online {
                     .iter()
                     .map(|a| a.to_string_lossy().into_owned())
                     .collect();
-                (def.name.clone(), args)
+                (def.name.clone(), "python", args)
             })
             .collect()
+    }
+
+    /// The generator step `step_index` draws from for sample `sample_id` in `epoch`, as the
+    /// native step does.
+    fn rng(&self, epoch: u64, sample_id: u64, step_index: usize) -> Rng {
+        Rng(StepContext {
+            seed: self.seed,
+            epoch,
+            step_index,
+            files: None,
+        }
+        .rng(sample_id))
+    }
+
+    /// Sample `sample_id` (raw item `sample_id`, cycling over the source) processed fully
+    /// online by prepbench's own steps, as `--verify`'s reference makes it; `None` when a step
+    /// is Python (run by the driver's workers, not here).
+    fn reference(&self, py: Python<'_>, sample_id: usize, epoch: u64) -> PyResult<Option<Record>> {
+        if self
+            .workload
+            .steps
+            .iter()
+            .any(|def| def.step.python_link().is_some())
+        {
+            return Ok(None);
+        }
+        self.native(py, sample_id, epoch, self.workload.steps.len())
+            .map(Some)
     }
 
     /// The seed of each Python step for sample `sample_id` in `epoch`: the draws the native
@@ -141,25 +171,19 @@ impl Online {
 
     /// Raw item `index` (cycling over the source beyond its length) after the read step.
     fn read(&self, py: Python<'_>, index: usize, epoch: u64) -> PyResult<Record> {
+        debug_assert_eq!(self.split, 0);
+        self.native(py, index, epoch, 1)
+    }
+}
+
+impl Online {
+    /// Raw item `index` (cycling over the source) after its first `steps` steps, run here.
+    fn native(&self, py: Python<'_>, index: usize, epoch: u64, steps: usize) -> PyResult<Record> {
         let Some(source) = &self.source else {
             return Err(PyValueError::new_err(
                 "no raw input: opened without a dataset root",
             ));
         };
-        debug_assert_eq!(self.split, 0);
-        let sample = source.cycled_sample(index);
-        let ctx = StepContext {
-            seed: self.seed,
-            epoch,
-            step_index: 0,
-            files: None,
-        };
-        let def = &self.workload.steps[0];
-        let done = py.detach(|| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                def.step.apply(sample, &ctx)
-            }))
-        });
         let file = || {
             source
                 .items
@@ -167,26 +191,61 @@ impl Online {
                 .map(|i| i.path.display().to_string())
                 .unwrap_or_default()
         };
-        let sample = match done {
-            Ok(Ok(sample)) => sample,
-            Ok(Err(e)) => {
-                return Err(StepFailed::new_err(format!(
-                    "step `{}` failed on sample {index} ({}): {}",
-                    def.name,
-                    file(),
-                    e.message
-                )))
-            }
-            Err(_) => {
-                return Err(StepFailed::new_err(format!(
-                    "step `{}` panicked on sample {index} ({})",
-                    def.name,
-                    file()
-                )))
-            }
-        };
+        let mut sample = source.cycled_sample(index);
+        for (step_index, def) in self.workload.steps[..steps].iter().enumerate() {
+            let ctx = StepContext {
+                seed: self.seed,
+                epoch,
+                step_index,
+                files: None,
+            };
+            let done = py.detach(|| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    def.step.apply(sample, &ctx)
+                }))
+            });
+            sample = match done {
+                Ok(Ok(sample)) => sample,
+                Ok(Err(e)) => {
+                    return Err(StepFailed::new_err(format!(
+                        "step `{}` failed on sample {index} ({}): {}",
+                        def.name,
+                        file(),
+                        e.message
+                    )))
+                }
+                Err(_) => {
+                    return Err(StepFailed::new_err(format!(
+                        "step `{}` panicked on sample {index} ({})",
+                        def.name,
+                        file()
+                    )))
+                }
+            };
+        }
         let payload = workloads::encoding::encode(&sample);
         record(payload, || format!("sample {index}"))
+    }
+}
+
+/// A step's generator (prepbench's `SeededRng`), for a Python form of a random step to draw
+/// what the native step draws.
+#[pyclass(module = "prepbench._native")]
+pub struct Rng(workloads::rng::SeededRng);
+
+#[pymethods]
+impl Rng {
+    /// A uniform integer in `[0, n)`.
+    fn below(&mut self, n: u64) -> PyResult<u64> {
+        if n == 0 {
+            return Err(PyValueError::new_err("below(0)"));
+        }
+        Ok(self.0.below(n))
+    }
+
+    /// A uniform float in `[0, 1)`.
+    fn unit(&mut self) -> f64 {
+        self.0.unit_f64()
     }
 }
 

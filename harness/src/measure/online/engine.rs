@@ -58,6 +58,8 @@ pub struct OnlineJob<'a> {
     pub consumer: Option<ConsumerSpec>,
     /// Whether a sample that cannot be read or processed stops the run or is skipped.
     pub on_error: OnError,
+    /// The engine's options, as [`Engine::options`] spelled them out.
+    pub loader_options: &'a str,
     /// An epoch served from a cache (the page cache warm, or the application cache) reads its
     /// input again, every worker its whole part, until it has lasted this long: a cached epoch
     /// lasts the floor without a store sized for the cache's speed. `None`: one pass (cold
@@ -182,8 +184,13 @@ pub trait Engine: Sync {
         None
     }
 
-    /// Its options as runs record them (empty when it has none).
-    fn options(&self) -> String {
-        String::new()
+    /// Its options as runs record them, every one spelled out, from those asked for
+    /// (`--loader-options`, `None`: its defaults); empty when it has none. An error says
+    /// which option is wrong and what it takes.
+    fn options(&self, asked: Option<&str>) -> Result<String, String> {
+        match asked {
+            None => Ok(String::new()),
+            Some(_) => Err(format!("the {} loader takes no options", self.name())),
+        }
     }
 }

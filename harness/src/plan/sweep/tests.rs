@@ -37,6 +37,39 @@ fn plan_crosses_settings_and_gives_unprocessed_one_codec() {
 }
 
 #[test]
+fn loader_options_are_checked_and_other_options_are_other_runs() {
+    let mut opts = SweepOptions {
+        workload: "cv".into(),
+        strategies: Some(vec!["resized".into()]),
+        codecs: Some(vec![Codec::None]),
+        threads: Some(vec![2]),
+        cache: Some(vec![CacheMode::Cold]),
+        trials: Some(1),
+        ..Default::default()
+    };
+    opts.settings.loader_options = Some("batch=64".into());
+    // Options no loader of the sweep takes are refused, naming the loader.
+    let err = Plan::new(&cv(), &opts).err().unwrap().to_string();
+    assert!(
+        err.contains("--loader-options") && err.contains("native"),
+        "{err}"
+    );
+    opts.settings.loader_options = None;
+    let mut plan = Plan::new(&cv(), &opts).unwrap();
+    assert_eq!(plan.loader_options("native"), "");
+    // A torch cell (cv's steps are refused under torch, so set by hand): its options enter
+    // the run id only when they differ from the defaults, so default runs keep their ids.
+    let mut cell = plan.cells[0].clone();
+    cell.loader = "torch";
+    let defaults = crate::results::rows::default_loader_options("torch").to_string();
+    plan.loader_options = vec![("torch", defaults.clone())];
+    let default_id = plan.run_id(&cv(), 0, &cell);
+    plan.loader_options = vec![("torch", defaults.replace("batch=32", "batch=64"))];
+    assert_ne!(plan.run_id(&cv(), 0, &cell), default_id);
+    assert_ne!(plan.run_id(&cv(), 0, &plan.cells[0]), default_id);
+}
+
+#[test]
 fn thread_scaling_can_be_limited_to_some_strategies() {
     let mut opts = SweepOptions {
         workload: "cv".into(),

@@ -50,7 +50,8 @@ impl SweepRun<'_> {
         let seed = self.opts.settings.seed;
         let engine = crate::measure::online::engine(loader).expect("checked by Plan::new");
         let session = &self.executor.session;
-        let v = session.verify(strategy, stored, self.max_threads, seed, engine)?;
+        let options = self.plan.loader_options(loader);
+        let v = session.verify(strategy, stored, self.max_threads, seed, (engine, options))?;
         Ok(if v.passed() {
             Verdict::Pass
         } else {

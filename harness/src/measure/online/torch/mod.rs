@@ -57,13 +57,53 @@ impl std::fmt::Display for TorchOptions {
     }
 }
 
+impl std::str::FromStr for TorchOptions {
+    type Err = String;
+
+    /// `batch=64,prefetch=4,pin=true,persistent=true` (commas or spaces between them), each
+    /// optional; those not named keep their defaults.
+    fn from_str(text: &str) -> Result<TorchOptions, String> {
+        let mut options = TorchOptions::default();
+        let known = "batch=N, prefetch=K|default, pin=true|false, persistent=true|false";
+        for option in text.split([',', ' ']).filter(|o| !o.trim().is_empty()) {
+            let (key, value) = option.trim().split_once('=').ok_or_else(|| {
+                format!("`{option}` is not KEY=VALUE; the torch loader takes {known}")
+            })?;
+            let count = |max: usize| {
+                value
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| (1..=max).contains(n))
+                    .ok_or_else(|| format!("{key}={value}: a count from 1 to {max}"))
+            };
+            let flag = || {
+                value
+                    .parse::<bool>()
+                    .map_err(|_| format!("{key}={value}: true or false"))
+            };
+            match key {
+                "batch" => options.batch_size = count(65_536)?,
+                "prefetch" if value == "default" => options.prefetch_factor = None,
+                "prefetch" => options.prefetch_factor = Some(count(1_024)?),
+                "pin" => options.pin_memory = flag()?,
+                "persistent" => options.persistent_workers = flag()?,
+                _ => return Err(format!("no option `{key}`; the torch loader takes {known}")),
+            }
+        }
+        Ok(options)
+    }
+}
+
 /// Bumped with `PROTOCOL` in `prepbench/_loader.py`.
-const PROTOCOL: u32 = 1;
+const PROTOCOL: u32 = 2;
 
 pub struct Torch;
 
-/// Why the online steps `[split, n)` of `workload` cannot run under a loader that runs only
-/// Python steps (after the read step, for raw input); `None` when they can.
+pub mod steps;
+
+/// Why the online steps `[split, n)` of `workload` cannot run under a loader that runs Python
+/// steps and the ops of [`steps::OPS`] (after the read step, for raw input); `None` when they
+/// can.
 pub fn step_refusal(workload: &Workload, split: usize, loader: &str) -> Option<String> {
     let first = if split == 0 {
         let read = &workload.steps[0];
@@ -77,17 +117,12 @@ pub fn step_refusal(workload: &Workload, split: usize, loader: &str) -> Option<S
     } else {
         split
     };
-    workload.steps[first.min(workload.steps.len())..]
+    let first = first.min(workload.steps.len());
+    workload.steps[first..]
         .iter()
-        .find(|def| def.step.python_link().is_none())
-        .map(|def| {
-            format!(
-                "step `{}` (op {}) has no implementation under the {loader} loader, which runs \
-                 your Python steps (op python) as they are; prepbench's own steps run under \
-                 --loader native",
-                def.name, def.spec.op
-            )
-        })
+        .zip(&workload.spec.steps[first..])
+        .filter(|(def, _)| def.step.python_link().is_none())
+        .find_map(|(def, config)| steps::refusal(def, &config.params))
 }
 
 fn loader_error(message: impl Into<String>) -> RunError {
@@ -158,6 +193,10 @@ fn job_json(job: &OnlineJob, options: &TorchOptions) -> Result<serde_json::Value
             let dir = manifest.parent().expect("a store file has a folder");
             value["input"] = "store".into();
             value["store"] = dir.display().to_string().into();
+            // The raw items, for --verify's native processing of each sample where prepbench's
+            // ops run in their PyTorch form.
+            value["root"] = job.source.root.display().to_string().into();
+            value["items"] = job.items.into();
         }
         OnlineInput::Memory(_) => {
             return Err(loader_error(
@@ -272,8 +311,9 @@ impl Engine for Torch {
         "torch"
     }
 
-    fn options(&self) -> String {
-        TorchOptions::default().to_string()
+    fn options(&self, asked: Option<&str>) -> Result<String, String> {
+        let options: TorchOptions = asked.unwrap_or("").parse()?;
+        Ok(options.to_string())
     }
 
     fn refusal(&self, workload: &Workload, split: usize) -> Option<String> {
@@ -286,7 +326,7 @@ impl Engine for Torch {
         if let Some(why) = refused(job) {
             return Err(loader_error(why));
         }
-        let options = TorchOptions::default();
+        let options: TorchOptions = job.loader_options.parse().map_err(loader_error)?;
         let request = job_json(job, &options)?;
         let (mut child, stderr) = self.spawn()?;
         let mut stdin = child.stdin.take().expect("piped");
@@ -411,5 +451,53 @@ impl Torch {
             .collect();
         progress.inc(answer.samples);
         Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::online::{default_engine, ENGINES};
+    use crate::results::rows::{default_loader_options, loader_label, DEFAULT_LOADER_OPTIONS};
+
+    #[test]
+    fn options_are_spelled_out_checked_and_their_defaults_known_to_results() {
+        assert_eq!(
+            Torch.options(Some("batch=64, pin=true")).unwrap(),
+            "batch=64 prefetch=default pin=true persistent=false"
+        );
+        let spelled = Torch.options(Some("prefetch=4,persistent=true")).unwrap();
+        // What runs record parses back to the same options.
+        assert_eq!(Torch.options(Some(&spelled)).unwrap(), spelled);
+        for (bad, says) in [
+            ("batch=0", "from 1 to"),
+            ("batch=x", "from 1 to"),
+            ("pin=yes", "true or false"),
+            ("workers=4", "no option `workers`"),
+            ("batch", "KEY=VALUE"),
+        ] {
+            let error = Torch.options(Some(bad)).unwrap_err();
+            assert!(error.contains(says), "{bad}: {error}");
+        }
+        assert!(default_engine().options(Some("batch=64")).is_err());
+        assert_eq!(default_engine().options(None).unwrap(), "");
+        // Every engine's defaults are the ones results compare rows with.
+        for engine in ENGINES {
+            assert_eq!(
+                engine.options(None).unwrap(),
+                default_loader_options(engine.name()),
+                "{}",
+                engine.name()
+            );
+        }
+        assert_eq!(DEFAULT_LOADER_OPTIONS.len(), ENGINES.len() - 1);
+        // A run with other options is another condition, named by what differs.
+        let defaults = Torch.options(None).unwrap();
+        assert_eq!(loader_label("torch", &defaults), "torch");
+        assert_eq!(loader_label("torch", ""), "torch");
+        assert_eq!(
+            loader_label("torch", &spelled),
+            "torch[prefetch=4,persistent=true]"
+        );
     }
 }

@@ -1,0 +1,114 @@
+//! Which of prepbench's own steps the torch loader runs, as a PyTorch user writes them
+//! (`prepbench/_torch_steps.py`: torchvision's JPEG decoder and resize, Pillow for PNG, tensor
+//! arithmetic for the rest), and which parameters it refuses. Each takes and gives the fields
+//! its native step does, so a store made natively feeds it at any split point; `--verify`
+//! compares its outputs with native processing within the differences each op states.
+
+use workloads::StepDef;
+
+/// prepbench's ops the torch loader runs; `OPS` in `prepbench/_torch_steps.py` is the same
+/// list (a test ties them).
+pub const OPS: &[&str] = &[
+    "decode_jpeg",
+    "decode_png",
+    "decode_npy",
+    "resize_shorter",
+    "pixel_center",
+    "grayscale",
+    "normalize",
+    "random_crop",
+    "random_hflip",
+];
+
+/// Why step `def`, with its canonical `params`, cannot run under the torch loader; `None` when
+/// it can.
+pub fn refusal(def: &StepDef, params: &serde_json::Value) -> Option<String> {
+    let op = def.spec.op;
+    if !OPS.contains(&op) {
+        return Some(format!(
+            "step `{}` (op {op}) has no implementation under the torch loader, which runs your \
+             Python steps (op python) and, as torchvision and NumPy, {}; the rest run under \
+             --loader native",
+            def.name,
+            OPS.join(", ")
+        ));
+    }
+    let param = |name: &str| params.get(name).filter(|v| !v.is_null());
+    let why = if param("boxes").is_some() {
+        Some("moves a boxes field, which its torch form does not")
+    } else if op == "resize_shorter" && param("filter").and_then(|f| f.as_str()) != Some("bilinear")
+    {
+        Some("resizes with a filter other than bilinear, which its torch form does not")
+    } else if op == "decode_png" && param("to_uint8").and_then(|v| v.as_bool()) == Some(false) {
+        Some("keeps 16-bit samples (to_uint8: false), which its torch form (Pillow) does not")
+    } else {
+        None
+    };
+    why.map(|why| {
+        format!(
+            "step `{}` (op {op}) {why} under the torch loader; run it under --loader native",
+            def.name
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::step_refusal;
+
+    fn workload(steps: &str) -> workloads::Workload {
+        let yaml = format!(
+            "name: t\ndataset: {{kind: imagenet, samples: 4}}\nsteps:\n  - name: concatenated\n    \
+             op: read_file\n  - name: decoded\n    op: decode_jpeg\n{steps}"
+        );
+        workloads::Workload::from_yaml(&yaml, "t.yaml").unwrap()
+    }
+
+    #[test]
+    fn the_papers_image_chains_run_and_what_has_no_torch_form_is_refused_by_name() {
+        for name in [
+            "cv",
+            "cv2-jpg",
+            "cv2-png",
+            "cv-greyscale-before",
+            "cv-greyscale-after",
+        ] {
+            let cv = workloads::load(name).unwrap();
+            for split in 0..cv.steps.len() {
+                assert_eq!(
+                    step_refusal(&cv, split, "torch"),
+                    None,
+                    "{name} split {split}"
+                );
+            }
+        }
+        for name in ["mp3", "nlp", "detection"] {
+            let w = workloads::load(name).unwrap();
+            let why = step_refusal(&w, 0, "torch").unwrap();
+            assert!(
+                why.contains("no implementation under the torch loader"),
+                "{why}"
+            );
+            assert!(why.contains("decode_jpeg, decode_png"), "{why}");
+        }
+        for (steps, says) in [
+            (
+                "  - name: r\n    op: resize_shorter\n    params: {size: 64, filter: bicubic}\n",
+                "filter other than bilinear",
+            ),
+            (
+                "  - name: c\n    op: random_crop\n    params: {height: 8, width: 8, boxes: boxes}\n",
+                "boxes",
+            ),
+        ] {
+            let why = step_refusal(&workload(steps), 1, "torch").unwrap();
+            assert!(why.contains(says) && why.contains("--loader native"), "{why}");
+        }
+        let why = step_refusal(
+            &workload("  - name: r\n    op: resize_shorter\n    params: {size: 64}\n"),
+            1,
+            "torch",
+        );
+        assert_eq!(why, None);
+    }
+}

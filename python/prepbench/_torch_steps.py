@@ -1,0 +1,274 @@
+"""prepbench's own steps as a PyTorch user writes them, for the `torch` loader: torchvision's
+JPEG decoder and resize, Pillow for PNG, tensor arithmetic for the rest.
+
+Each op takes and gives the field its native step does, in prepbench's layout (an image is
+[height, width, channels]), so that a store made by prepbench's offline phase feeds them at any
+split point; inside, images are viewed channels-first where torchvision wants them (a view, not
+a copy). Random ops draw from the native step's own generator (`native.Rng`, seeded from the
+run's seed, the sample, the epoch and the step), so a crop takes the same window natively and
+here; a PyTorch job would draw from torch's generator, at the same cost.
+
+Where this code cannot give the native step's bytes (another JPEG decoder, torchvision's
+rounding where prepbench truncates as the paper's tf.cast does), the op says by how much it may
+differ, in 8-bit levels (`levels`: per value, on average), and what the ops after it multiply
+a difference by (`gain`): `--verify` compares each output with native processing within what
+the chain adds up to (`tolerance`), allowing `BEYOND` of the values past the per-value bound
+(a JPEG decoder's rare far pixels).
+"""
+
+import io
+import warnings
+
+#: Ops implemented here, with the parameters they refuse; the Rust side keeps the same list
+#: (`harness/src/measure/online/torch/steps.rs`), and a test ties them.
+OPS = ("decode_jpeg", "decode_png", "decode_npy", "resize_shorter", "pixel_center",
+       "grayscale", "normalize", "random_crop", "random_hflip")
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def _tensor(value):
+    """A field's value as a tensor, sharing its memory (a NumPy array from a store, or the
+    tensor an earlier op made)."""
+    torch = _torch()
+    if isinstance(value, torch.Tensor):
+        return value
+    import numpy as np
+
+    array = np.asarray(value)
+    if not array.flags.writeable:
+        # torch.from_numpy warns on read-only memory (a record's view of immutable bytes);
+        # the ops here never write into their input.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return torch.from_numpy(array)
+    return torch.from_numpy(array)
+
+
+def _image(value, op):
+    tensor = _tensor(value)
+    if tensor.dim() != 3:
+        raise ValueError(f"{op}: expected an image [height, width, channels], got shape "
+                         f"{list(tensor.shape)}")
+    return tensor
+
+
+class Op:
+    """One step: reads `source`, writes `to`; `levels` and `gain` as the module says."""
+
+    levels = (0.0, 0.0)
+    gain = 1.0
+    random = False
+
+    def __init__(self, params):
+        self.params = params
+        self.source = params.get("field") or params.get("from")
+        self.to = params.get("field") or params.get("to")
+
+
+class DecodeJpeg(Op):
+    # torchvision.io (libjpeg-turbo) against prepbench's decoder: 0.33 levels apart on average
+    # on photographs (docs/decisions.md); a few pixels of an image further (up to 34 levels on
+    # generated images, under 0.02 % of them beyond 8).
+    levels = (8.0, 1.0)
+
+    def __call__(self, data):
+        torch = _torch()
+        from torchvision.io import ImageReadMode, decode_jpeg
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # a read-only buffer: not written
+            encoded = torch.frombuffer(data, dtype=torch.uint8)
+        return decode_jpeg(encoded, mode=ImageReadMode.RGB).permute(1, 2, 0)
+
+
+class DecodePng(Op):
+    # Pillow reads a 16-bit PNG's high byte where prepbench rounds v * 255 / 65535.
+    levels = (1.0, 1.0)
+
+    def __call__(self, data):
+        import numpy as np
+        from PIL import Image
+
+        with Image.open(io.BytesIO(data)) as image:
+            return _tensor(np.asarray(image.convert("RGB")))
+
+
+class DecodeNpy(Op):
+    def __call__(self, data):
+        import numpy as np
+
+        return _tensor(np.load(io.BytesIO(data), allow_pickle=False))
+
+
+def target_dims(height, width, size):
+    """The shorter side `size`, the other scaled and truncated (torchvision's Resize(int))."""
+    if height <= width:
+        return size, max(1, width * size // height)
+    return max(1, height * size // width), size
+
+
+class ResizeShorter(Op):
+    # torchvision rounds to uint8 where prepbench truncates (the paper's tf.cast), and sums in
+    # another order: one level at most.
+    levels = (1.0, 1.0)
+
+    def __call__(self, image):
+        from torchvision.transforms import InterpolationMode
+        from torchvision.transforms.functional import resize
+
+        image = _image(image, "resize_shorter")
+        height, width = image.shape[:2]
+        size = target_dims(height, width, self.params["size"])
+        out = resize(image.permute(2, 0, 1), list(size),
+                     interpolation=InterpolationMode.BILINEAR,
+                     antialias=bool(self.params["antialias"]))
+        return out.permute(1, 2, 0)
+
+
+class PixelCenter(Op):
+    def __init__(self, params):
+        super().__init__(params)
+        self.gain = 1.0 / abs(params["scale"])
+
+    def __call__(self, image):
+        torch = _torch()
+        image = _tensor(image)
+        if image.dtype != torch.uint8:
+            raise TypeError(f"field `{self.source}` is {image.dtype}, expected uint8")
+        return image.float() / self.params["scale"] + self.params["offset"]
+
+
+class Grayscale(Op):
+    # torchvision's weights are 0.2989, 0.587, 0.114 and it truncates; Pillow's (prepbench's)
+    # are 0.299, 0.587, 0.114 in fixed point, rounded.
+    levels = (1.0, 1.0)
+
+    def __call__(self, image):
+        from torchvision.transforms.functional import rgb_to_grayscale
+
+        image = _image(image, "grayscale")
+        if image.shape[2] != 3:
+            raise ValueError(f"field `{self.source}` has {image.shape[2]} channels, grayscale "
+                             "needs 3 (RGB)")
+        return rgb_to_grayscale(image.permute(2, 0, 1)).permute(1, 2, 0)
+
+
+class Normalize(Op):
+    def __init__(self, params):
+        super().__init__(params)
+        self.gain = abs(params["scale"]) / min(abs(s) for s in params["std"])
+        self.constants = None
+
+    def __call__(self, image):
+        torch = _torch()
+        image = _image(image, "normalize")
+        if image.shape[2] != len(self.params["mean"]):
+            raise ValueError(f"field `{self.source}` has {image.shape[2]} channels, mean/std "
+                             f"have {len(self.params['mean'])}")
+        if self.constants is None:
+            self.constants = (torch.tensor(self.params["mean"], dtype=torch.float32),
+                              torch.tensor(self.params["std"], dtype=torch.float32))
+        mean, std = self.constants
+        return (image.float() * self.params["scale"] - mean) / std
+
+
+class RandomCrop(Op):
+    random = True
+
+    def __call__(self, image, sample_id, epoch, seed):
+        image = _image(image, "random_crop")
+        height, width = image.shape[:2]
+        ch, cw = self.params["height"], self.params["width"]
+        if height < ch or width < cw:
+            raise ValueError(f"cannot crop {ch}x{cw} from a {height}x{width} image in "
+                             f"`{self.source}`")
+        rng = self.rng(epoch, sample_id, seed)
+        top = rng.below(height - ch + 1)
+        left = rng.below(width - cw + 1)
+        return image[top:top + ch, left:left + cw]
+
+
+class RandomHflip(Op):
+    random = True
+
+    def __call__(self, image, sample_id, epoch, seed):
+        image = _image(image, "random_hflip")
+        if self.rng(epoch, sample_id, seed).unit() >= self.params["p"]:
+            return image
+        return image.flip(1)
+
+
+CLASSES = {
+    "decode_jpeg": DecodeJpeg,
+    "decode_png": DecodePng,
+    "decode_npy": DecodeNpy,
+    "resize_shorter": ResizeShorter,
+    "pixel_center": PixelCenter,
+    "grayscale": Grayscale,
+    "normalize": Normalize,
+    "random_crop": RandomCrop,
+    "random_hflip": RandomHflip,
+}
+assert tuple(CLASSES) == OPS
+
+
+def make(op, params, rng):
+    """The step `op` with its (canonical) parameters; `rng(epoch, sample_id, seed)` gives the
+    generator a random op draws from for a sample."""
+    step = CLASSES[op](params)
+    step.rng = rng
+    return step
+
+
+#: The share of an output's values allowed past the per-value bound.
+BEYOND = 0.001
+
+
+def tolerance(ops):
+    """(per value, mean) difference from native processing that a chain of these ops may give, in
+    the units of its output: each op's own levels (in what one 8-bit level has become where it
+    runs) added to what came before, then carried through the gain of every op after it."""
+    largest = mean = 0.0
+    level = 1.0
+    for op in ops:
+        largest = (largest + op.levels[0] * level) * op.gain
+        mean = (mean + op.levels[1] * level) * op.gain
+        level *= op.gain
+    return largest, mean
+
+
+def within(got, expected, bounds):
+    """None when every field of `got` matches `expected` (same names, kinds, shapes and dtypes;
+    arrays within `bounds`, a (per value, mean) pair, with at most `BEYOND` of their values
+    past the first; the rest equal); else what differs."""
+    import numpy as np
+
+    largest, mean = bounds
+    if set(got) != set(expected):
+        return f"fields {sorted(got)} against {sorted(expected)}"
+    for name, value in got.items():
+        reference = expected[name]
+        if isinstance(value, (bytes, str)) or isinstance(reference, (bytes, str)):
+            if value != reference:
+                return f"field `{name}` differs"
+            continue
+        a, b = np.asarray(value), np.asarray(reference)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return f"field `{name}`: {a.dtype}{list(a.shape)} against {b.dtype}{list(b.shape)}"
+        if a.size == 0:
+            continue
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        # float32 arithmetic in another order: a few units in the last place beside the levels.
+        slack = 1e-5 * max(1.0, float(np.abs(b).max())) if b.dtype.kind == "f" else 0.0
+        beyond = float(np.count_nonzero(diff > largest + slack)) / diff.size
+        average = float(diff.mean())
+        if beyond > BEYOND or average > mean + slack:
+            return (f"field `{name}`: {beyond:.3%} of its values differ by more than "
+                    f"{largest:.4g} (allowed {BEYOND:.1%}), {average:.4g} on average (allowed "
+                    f"{mean:.4g}); at most {float(diff.max()):.4g}")
+    return None
