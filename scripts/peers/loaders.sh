@@ -7,12 +7,16 @@
 #     WORKERS (default 8) workers, TRIALS x EPOCHS epochs each.
 #  2. How far the answer moves with the loader: `sweep --loaders native,torch` of every
 #     strategy, cold epochs, at WORKERS threads / num_workers.
-#  3. SPDL beside them, when the interpreter has it (`pip install spdl`; reported as missing
-#     otherwise).
+#  3. SPDL beside them (scripts/peers/spdl_bare.py, the same steps in an SPDL pipeline of
+#     WORKERS threads, and with SPDL's own decode and resize), when the interpreter has it
+#     (`pip install spdl`; said missing otherwise): spdl-module.txt, spdl-decode.txt.
+#  4. The paper's CV chain (prepbench's own steps; under torch in their torchvision form),
+#     `sweep cv --loaders native,torch` of every strategy, cold, verified: cv/.
+# Epochs of steps 2 and 4 are sized to last MIN_EPOCH_S (default 2) from a calibration.
 # Needs a built prepbench and its Python module (PREPBENCH, PREPBENCH_NATIVE; default
-# target/release/prepbench and lib_native.so) and a python3 with torch (PYTHON). Writes OUT
-# (default results/local/loaders): machine.txt, log.txt, overhead/ and loaders/ (results
-# folders), bare.txt.
+# target/release/prepbench and lib_native.so) and a python3 with torch and torchvision
+# (PYTHON). Writes OUT (default results/local/loaders): machine.txt, log.txt, overhead/,
+# loaders/ and cv/ (results folders), bare.txt and the SPDL files.
 #
 #   OUT=/tmp/loaders SAMPLES=1200 WORKERS=8 scripts/peers/loaders.sh
 set -uo pipefail
@@ -22,6 +26,7 @@ out=${OUT:-$repo/results/local/loaders}
 python=${PYTHON:-python3}
 workers=${WORKERS:-8}
 samples=${SAMPLES:-1200}
+min_epoch_s=${MIN_EPOCH_S:-2}
 trials=${TRIALS:-3}
 epochs=${EPOCHS:-2}
 strategies=${STRATEGIES:-unprocessed,concatenated,decoded,resized,normalized}
@@ -67,10 +72,38 @@ start=$(date +%s)
   --out "$out/overhead"
 echo "prepbench torch loader, warm: rc $? after $(( $(date +%s) - start )) s"
 
+# Raw files cannot cycle over a folder: `unprocessed` reads the SAMPLES files, the stored
+# strategies are sized to MIN_EPOCH_S.
 start=$(date +%s)
 "$bin" --python "$python" sweep "$work/photos.yaml" --loaders native,torch \
-  --strategies "$strategies" --threads "$workers" \
-  --cache cold --trials "$trials" --epochs 1 "${common[@]}" --out "$out/loaders"
+  --strategies unprocessed --threads "$workers" --cache cold --trials "$trials" --epochs 1 \
+  "${common[@]}" --out "$out/loaders"
+"$bin" --python "$python" sweep "$work/photos.yaml" --loaders native,torch \
+  --strategies "${strategies#unprocessed,}" --threads "$workers" --min-epoch-s "$min_epoch_s" \
+  --cache cold --trials "$trials" --epochs 1 --store-dir "$work/stores" --quiet \
+  --out "$out/loaders"
 echo "prepbench native and torch, cold: rc $? after $(( $(date +%s) - start )) s"
+
+if "$python" -c 'import spdl.io, spdl.pipeline' 2>/dev/null; then
+  for decode in module spdl; do
+    start=$(date +%s)
+    "$python" "$repo/scripts/peers/spdl_bare.py" --data "$data/train" --decode "$decode" \
+      --module "$work/my_pipeline.py" --steps decode,resize,normalize,random_crop \
+      --workers "$workers" --trials "$trials" --epochs "$epochs" --samples "$samples" \
+      > "$out/spdl-$decode.txt"
+    echo "SPDL ($decode decode): rc $? after $(( $(date +%s) - start )) s"
+  done
+else
+  echo "SPDL: not installed in $python (pip install spdl)"
+fi
+
+start=$(date +%s)
+"$bin" --python "$python" sweep cv --loaders native,torch --verify \
+  --strategies unprocessed,concatenated,decoded,resized,pixel-centered --threads "$workers" \
+  --min-epoch-s "$min_epoch_s" --cache cold --trials "$trials" --epochs 1 \
+  --data-dir "$work/data" --store-dir "$work/stores" --quiet --out "$out/cv"
+echo "the paper's cv, native and torch, cold: rc $? after $(( $(date +%s) - start )) s"
+"$bin" compare "$out/cv" "$out/cv" --across loader --values native,torch > "$out/cv/compare.md"
+"$bin" recommend "$out/cv" > "$out/cv/recommend.md"
 "$bin" compare "$out/loaders" "$out/loaders" --across loader --values native,torch > "$out/loaders/compare.md"
 "$bin" recommend "$out/loaders" > "$out/loaders/recommend.md"
