@@ -22,7 +22,7 @@ import types
 from .store import Store, _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
-PROTOCOL = 2
+PROTOCOL = 3
 
 
 def _usage():
@@ -259,12 +259,13 @@ def run(job, proto_in, proto_out):
     from torch.utils.data import DataLoader
 
     dataset = dataset_class()(job, native)
-    options = dict(batch_size=job["batch_size"], num_workers=job["threads"],
-                   pin_memory=job["pin_memory"], collate_fn=collate, shuffle=False)
+    asked = job["options"]
+    options = dict(batch_size=asked["batch_size"], num_workers=job["threads"],
+                   pin_memory=asked["pin_memory"], collate_fn=collate, shuffle=False)
     if job["threads"] > 0:
-        options["persistent_workers"] = job["persistent_workers"]
-        if job["prefetch_factor"] is not None:
-            options["prefetch_factor"] = job["prefetch_factor"]
+        options["persistent_workers"] = asked["persistent_workers"]
+        if asked["prefetch_factor"] is not None:
+            options["prefetch_factor"] = asked["prefetch_factor"]
     loader = DataLoader(dataset, **options)
     ready = _usage()
     os.write(proto_out, (json.dumps({"ready": ready, "torch": torch.__version__}) + "\n").encode())

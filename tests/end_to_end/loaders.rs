@@ -34,6 +34,13 @@ def crop(image):
 
 
 COMPOSE = T.Compose([T.Resize((40, 48)), T.CenterCrop(32), T.PILToTensor()])
+
+try:  # torchvision 0.15 and later
+    import torchvision.transforms.v2 as T2
+
+    COMPOSE_V2 = T2.Compose([T2.Resize((40, 48)), T2.CenterCrop(32), T2.PILToTensor()])
+except ImportError:
+    COMPOSE_V2 = None
 "#;
 
 /// A photo folder of 12 JPEGs in two classes, `pipe.py` and the workload `name.yaml` whose
@@ -153,8 +160,25 @@ fn torchvision_transforms_work_as_one_step_and_as_steps_under_every_loader() {
             "{decode}  - name: resized\n    op: python\n    params: {{function: \"torchvision.transforms:Resize\", from: data, init: [[40, 48]]}}\n  - name: centred\n    op: python\n    params: {{function: \"torchvision.transforms:CenterCrop\", from: data, init: [32]}}\n  - name: tensor\n    op: python\n    params: {{function: \"torchvision.transforms:PILToTensor\", from: data, init: []}}\n"
         ),
     );
+    // torchvision's v2 transforms where the interpreter has them (0.15 and later).
+    let has_v2 = common::with_package(&mut Command::new(&python), &native)
+        .args(["-c", "import torchvision.transforms.v2"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let mut yamls = vec![one.clone(), steps.clone()];
+    if has_v2 {
+        yamls.push(setup(
+            work.path(),
+            "two",
+            &format!("{decode}  - name: composed\n    op: python\n    params: {{function: \"pipe:COMPOSE_V2\", from: data}}\n"),
+        ));
+    } else {
+        eprintln!(
+            "torchvision in {python} has no transforms.v2 (before 0.15): v2's Compose not run"
+        );
+    }
     let mut shown = Vec::new();
-    for yaml in [&one, &steps] {
+    for yaml in &yamls {
         let dir = work.path().join(format!("show-{}", shown.len()));
         let out = prepbench_in(
             &python,
@@ -169,15 +193,17 @@ fn torchvision_transforms_work_as_one_step_and_as_steps_under_every_loader() {
         assert!(out.status.success(), "{}", stderr(&out));
         shown.push(std::fs::read(dir.join("data.npy")).unwrap());
     }
-    assert_eq!(
-        shown[0], shown[1],
-        "Compose as one step and as steps differ"
-    );
+    for (i, other) in shown.iter().enumerate().skip(1) {
+        assert_eq!(
+            &shown[0],
+            other,
+            "{} and the Compose as one step differ",
+            yamls[i].display()
+        );
+    }
     // The second with the loader's options set: recorded, and the same samples.
-    for (yaml, options) in [
-        (&one, "batch=32"),
-        (&steps, "batch=4,prefetch=3,persistent=true"),
-    ] {
+    let options = ["batch=32", "batch=4,prefetch=3,persistent=true", "batch=8"];
+    for (yaml, options) in yamls.iter().zip(options) {
         let out = prepbench_in(
             &python,
             &native,
@@ -202,10 +228,10 @@ fn torchvision_transforms_work_as_one_step_and_as_steps_under_every_loader() {
         runs.rows
     );
     for row in &runs.rows {
-        let expected = if runs.col(row, "workload") == "steps" {
-            "batch=4 prefetch=3 pin=false persistent=true"
-        } else {
-            "batch=32 prefetch=default pin=false persistent=false"
+        let expected = match runs.col(row, "workload").as_str() {
+            "steps" => "batch=4 prefetch=3 pin=false persistent=true",
+            "two" => "batch=8 prefetch=default pin=false persistent=false",
+            _ => "batch=32 prefetch=default pin=false persistent=false",
         };
         assert_eq!(runs.col(row, "loader_options"), expected, "{row:?}");
     }

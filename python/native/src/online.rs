@@ -33,9 +33,11 @@ pub struct Online {
 #[pymethods]
 impl Online {
     /// `spec`: the workload spec as JSON; `root`: the dataset's folder, for raw input (split
-    /// 0); `items`: how many of its items to open.
+    /// 0); `items`: how many of its items to open; `loader`: the loader whose forms of
+    /// prepbench's steps will run the online steps (refused, naming the step, where it has
+    /// none).
     #[new]
-    #[pyo3(signature = (spec, split, seed, root=None, items=0))]
+    #[pyo3(signature = (spec, split, seed, root=None, items=0, loader="torch"))]
     fn new(
         py: Python<'_>,
         spec: &str,
@@ -43,6 +45,7 @@ impl Online {
         seed: u64,
         root: Option<PathBuf>,
         items: usize,
+        loader: &str,
     ) -> PyResult<Online> {
         let spec: WorkloadSpec = serde_json::from_str(spec)
             .map_err(|e| PyValueError::new_err(format!("workload spec: {e}")))?;
@@ -53,8 +56,9 @@ impl Online {
                 workload.steps.len()
             )));
         }
-        if let Some(why) = harness::measure::online::torch::step_refusal(&workload, split, "torch")
-        {
+        let engine = harness::measure::online::engine(loader)
+            .ok_or_else(|| PyValueError::new_err(format!("no loader `{loader}`")))?;
+        if let Some(why) = engine.step_refusal(&workload, split) {
             return Err(PyValueError::new_err(why));
         }
         let source = match root {

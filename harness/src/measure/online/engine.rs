@@ -177,11 +177,17 @@ pub trait Engine: Sync {
 
     fn run(&self, job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError>;
 
+    /// Why this engine cannot run the online steps from `split` of `workload`: a step it has
+    /// no implementation of; `None` when it has one of each.
+    fn step_refusal(&self, _workload: &Workload, _split: usize) -> Option<String> {
+        None
+    }
+
     /// Why this engine cannot run the online steps from `split` of `workload` (a step it has
     /// no implementation of, its runtime missing), asked before anything runs; `None` when
     /// it can.
-    fn refusal(&self, _workload: &Workload, _split: usize) -> Option<String> {
-        None
+    fn refusal(&self, workload: &Workload, split: usize) -> Option<String> {
+        self.step_refusal(workload, split)
     }
 
     /// Its options as runs record them, every one spelled out, from those asked for

@@ -6,6 +6,7 @@
 
 pub mod engine;
 pub mod native;
+mod process;
 pub mod torch;
 
 pub use engine::{Engine, OnlineInput, OnlineJob, OnlineResult, StageTimes};

@@ -54,7 +54,11 @@ pub fn refusal(def: &StepDef, params: &serde_json::Value) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::step_refusal;
+    use crate::measure::online::{torch::Torch, Engine};
+
+    fn step_refusal(workload: &workloads::Workload, split: usize, _: &str) -> Option<String> {
+        Torch.step_refusal(workload, split)
+    }
 
     fn workload(steps: &str) -> workloads::Workload {
         let yaml = format!(
