@@ -19,6 +19,8 @@ the chain adds up to (`tolerance`), allowing `BEYOND` of the values past the per
 import io
 import warnings
 
+from ._forms import tolerance, within  # noqa: F401 - the loader asks them here
+
 #: Ops implemented here, with the parameters they refuse; the Rust side keeps the same list
 #: (`harness/src/measure/online/torch/steps.rs`), and a test ties them.
 OPS = ("decode_jpeg", "decode_png", "decode_npy", "resize_shorter", "pixel_center",
@@ -223,52 +225,3 @@ def make(op, params, rng):
     step = CLASSES[op](params)
     step.rng = rng
     return step
-
-
-#: The share of an output's values allowed past the per-value bound.
-BEYOND = 0.001
-
-
-def tolerance(ops):
-    """(per value, mean) difference from native processing that a chain of these ops may give, in
-    the units of its output: each op's own levels (in what one 8-bit level has become where it
-    runs) added to what came before, then carried through the gain of every op after it."""
-    largest = mean = 0.0
-    level = 1.0
-    for op in ops:
-        largest = (largest + op.levels[0] * level) * op.gain
-        mean = (mean + op.levels[1] * level) * op.gain
-        level *= op.gain
-    return largest, mean
-
-
-def within(got, expected, bounds):
-    """None when every field of `got` matches `expected` (same names, kinds, shapes and dtypes;
-    arrays within `bounds`, a (per value, mean) pair, with at most `BEYOND` of their values
-    past the first; the rest equal); else what differs."""
-    import numpy as np
-
-    largest, mean = bounds
-    if set(got) != set(expected):
-        return f"fields {sorted(got)} against {sorted(expected)}"
-    for name, value in got.items():
-        reference = expected[name]
-        if isinstance(value, (bytes, str)) or isinstance(reference, (bytes, str)):
-            if value != reference:
-                return f"field `{name}` differs"
-            continue
-        a, b = np.asarray(value), np.asarray(reference)
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return f"field `{name}`: {a.dtype}{list(a.shape)} against {b.dtype}{list(b.shape)}"
-        if a.size == 0:
-            continue
-        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-        # float32 arithmetic in another order: a few units in the last place beside the levels.
-        slack = 1e-5 * max(1.0, float(np.abs(b).max())) if b.dtype.kind == "f" else 0.0
-        beyond = float(np.count_nonzero(diff > largest + slack)) / diff.size
-        average = float(diff.mean())
-        if beyond > BEYOND or average > mean + slack:
-            return (f"field `{name}`: {beyond:.3%} of its values differ by more than "
-                    f"{largest:.4g} (allowed {BEYOND:.1%}), {average:.4g} on average (allowed "
-                    f"{mean:.4g}); at most {float(diff.max()):.4g}")
-    return None

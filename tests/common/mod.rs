@@ -389,6 +389,85 @@ pub const TORCH_PACKAGES: [&str; 4] = [
     "python3-pil",
 ];
 
+/// A virtual environment kept outside the clone and shared by every checkout and run on this
+/// machine, keyed by its requirements: `$PREPBENCH_TEST_VENVS/NAME-KEY` (default
+/// `~/.cache/prepbench-tests`), with `packages` installed by pip, made once and reused while
+/// `import_check` imports (one left half-made is made again); an error saying why when it
+/// cannot be made (the caller skips, saying so).
+#[allow(dead_code)]
+pub fn shared_venv(name: &str, import_check: &str, packages: &[&str]) -> Result<PathBuf, String> {
+    use std::hash::{Hash, Hasher};
+    let root = std::env::var_os("PREPBENCH_TEST_VENVS")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/prepbench-tests")))
+        .ok_or("neither PREPBENCH_TEST_VENVS nor HOME is set")?;
+    let mut key = std::hash::DefaultHasher::new();
+    (packages, import_check).hash(&mut key);
+    let venv = root.join(format!("{name}-{:016x}", key.finish()));
+    let imports = |venv: &Path| {
+        Command::new(venv.join("bin/python"))
+            .args(["-c", &format!("import {import_check}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if imports(&venv) {
+        return Ok(venv);
+    }
+    std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+    // One left half-made by an interrupted run is made again.
+    let _ = std::fs::remove_dir_all(&venv);
+    let made = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .output()
+        .map_err(|e| format!("python3: {e}"))?;
+    if !made.status.success() {
+        return Err(format!("python3 -m venv failed: {}", stderr(&made)));
+    }
+    eprintln!(
+        "installing {} into {} (once)",
+        packages.join(" "),
+        venv.display()
+    );
+    let pip = Command::new(venv.join("bin/pip"))
+        .args(["install", "-q"])
+        .args(packages)
+        .output()
+        .map_err(|e| format!("pip: {e}"))?;
+    if !pip.status.success() || !imports(&venv) {
+        return Err(format!(
+            "pip install {} failed: {}",
+            packages.join(" "),
+            stderr(&pip)
+        ));
+    }
+    Ok(venv)
+}
+
+/// What the tf-data loader's tests install: the paper peers' TensorFlow.
+pub const TF_PACKAGES: [&str; 1] = ["tensorflow-cpu==2.16.2"];
+
+/// An interpreter with TensorFlow: `$PREPBENCH_TF_PYTHON`, else the shared virtualenv of
+/// [`TF_PACKAGES`] ([`shared_venv`]); `None` after saying why the test skips.
+#[allow(dead_code)]
+pub fn tf_python() -> Option<String> {
+    static FOUND: OnceLock<Result<String, String>> = OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        if let Ok(python) = std::env::var("PREPBENCH_TF_PYTHON") {
+            return Ok(python);
+        }
+        shared_venv("tf", "tensorflow, numpy", &TF_PACKAGES)
+            .map(|venv| venv.join("bin/python").display().to_string())
+    });
+    match found {
+        Ok(python) => Some(python.clone()),
+        Err(why) => {
+            eprintln!("skipped: no Python with TensorFlow ({why})");
+            None
+        }
+    }
+}
+
 /// An interpreter with PyTorch, torchvision, NumPy and Pillow: `$PREPBENCH_TORCH_PYTHON` when
 /// set, else Debian's `/usr/bin/python3` with [`TORCH_PACKAGES`] (installed by apt when missing
 /// and running as root: kept outside the clone and reused by every later run); `None` after

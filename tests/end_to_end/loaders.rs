@@ -344,7 +344,7 @@ fn a_step_a_loader_cannot_run_is_refused_before_anything_runs() {
     assert!(!work.path().join("stores").exists() && !work.path().join("out").exists());
     let out = prepbench(&argv!["run cv --loader tf-datum --strategy resized"]);
     assert!(
-        stderr(&out).contains("no loader `tf-datum`; loaders: native, torch"),
+        stderr(&out).contains("no loader `tf-datum`; loaders: native, torch, tf-data"),
         "{}",
         stderr(&out)
     );
@@ -394,5 +394,93 @@ fn the_torch_loader_skips_or_fails_on_a_bad_sample_as_native_does() {
     assert!(
         errors.contains("IMG_9999.JPEG") && errors.contains("decoded"),
         "{errors}"
+    );
+}
+
+/// Checks, in the package's own code, that the TensorFlow port of prepbench's generator draws
+/// what the native one draws, and that the ops it implements are those prepbench lets run
+/// under tf-data.
+const TF_CHECK: &str = r#"
+import random, sys
+from prepbench import native
+from prepbench import _tf_steps as ts
+
+assert list(ts.OPS) == sys.argv[1].split(","), (ts.OPS, sys.argv[1])
+n = native()
+random.seed(7)
+for _ in range(40):
+    parts = [random.getrandbits(64), random.getrandbits(40), random.getrandbits(8), 3]
+    a, b = n.Rng.from_parts(parts), ts.Rng(parts)
+    for bound in (1, 2, 33, 1000, 2**31 + 7, 2**32 - 1):
+        assert a.below(bound) == int(b.below(bound).numpy()), (parts, bound)
+    assert a.unit() == float(b.unit().numpy()), parts
+print("ok")
+"#;
+
+/// The paper's CV chain under the tf-data loader, as the paper's stack ran it (TFRecordDataset
+/// over the store's shards, TensorFlow's decode and resize in one parallel map): every
+/// strategy and TFRecord codec verified against native processing; its generator draws what
+/// prepbench's draws; a codec TFRecord does not know and a Python step are refused before
+/// anything runs, naming them.
+#[test]
+fn the_papers_cv_chain_runs_under_tf_data_in_tensorflow_and_verifies() {
+    let Some(native) = common::native_module() else {
+        return;
+    };
+    let Some(python) = common::tf_python() else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let places = |name: &str| {
+        vec![
+            "--data-dir".to_string(),
+            data_dir().display().to_string(),
+            "--store-dir".to_string(),
+            work.path().join("stores").display().to_string(),
+            "--out".to_string(),
+            work.path().join(name).display().to_string(),
+        ]
+    };
+    let mut args = argv![
+        "sweep cv --loaders native,tf-data --verify --strategies unprocessed,resized,pixel-centered",
+        "--codecs none,gzip --samples 40 --threads 2 --trials 1 --epochs 1 --no-calibrate",
+        "--evict fadvise --quiet"
+    ];
+    args.extend(places("out"));
+    let out = prepbench_in(&python, &native, &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    let tf: Vec<_> = runs
+        .rows
+        .iter()
+        .filter(|r| runs.col(r, "loader") == "tf-data")
+        .collect();
+    // unprocessed once, the two stored strategies under each codec.
+    assert_eq!(tf.len(), 5, "{:?}", runs.rows);
+    assert!(
+        tf.iter().all(|r| runs.col(r, "verified") == "pass"),
+        "{tf:?}"
+    );
+    let ops = harness::measure::online::tfdata::steps::OPS.join(",");
+    let checked = common::with_package(&mut Command::new(&python), &native)
+        .args(["-c", TF_CHECK, &ops])
+        .output()
+        .unwrap();
+    assert!(checked.status.success(), "{}", stderr(&checked));
+
+    let mut args = argv!["sweep cv --loaders tf-data --codecs zstd --strategies resized"];
+    args.extend(places("zstd"));
+    let out = prepbench_in(&python, &native, &args);
+    let said = stderr(&out);
+    assert!(!out.status.success() && said.contains("not zstd"), "{said}");
+    assert!(!work.path().join("zstd").exists());
+    let yaml = setup(work.path(), "photos", STEPS);
+    let mut args = argv!["sweep", yaml.to_str().unwrap(), "--loaders tf-data"];
+    args.extend(places("python"));
+    let out = prepbench_in(&python, &native, &args);
+    let said = stderr(&out);
+    assert!(
+        !out.status.success() && said.contains("step `decoded` (op python)"),
+        "{said}"
     );
 }

@@ -290,9 +290,10 @@ pub struct RunArgs {
     /// defined under the workload's storage_profiles (default: its first sweep.storage).
     #[arg(long)]
     pub storage: Option<String>,
-    /// The loader that runs the online phase: native (prepbench's own engine) or torch (a
+    /// The loader that runs the online phase: native (prepbench's own engine), torch (a
     /// PyTorch DataLoader with num_workers = --threads, in the --python interpreter, which
-    /// needs PyTorch and this package: pip install ".[torch]").
+    /// needs PyTorch and this package: pip install ".[torch]") or tf-data (the paper's stack:
+    /// TFRecordDataset and TensorFlow ops, pip install ".[tf]").
     #[arg(long, default_value = "native")]
     pub loader: String,
     /// Print the rows as JSON lines on stdout instead of the table.
@@ -429,8 +430,8 @@ pub struct SweepArgs {
     #[arg(long, value_delimiter = ',')]
     pub storage: Option<Vec<String>>,
     /// Loaders, comma-separated: native (prepbench's own engine), torch (a PyTorch
-    /// DataLoader, num_workers = the threads); every loader reads the same stores under the
-    /// same protocol (default: native).
+    /// DataLoader, num_workers = the threads), tf-data (the paper's tf.data); every loader
+    /// reads the same stores under the same protocol (default: native).
     #[arg(long, value_delimiter = ',')]
     pub loaders: Option<Vec<String>>,
     /// MB of data per dataset variant, for workloads that sweep dataset options (synthetic

@@ -45,6 +45,7 @@ pub struct Plan {
 fn loaders(
     workload: &Workload,
     strategies: &[Strategy],
+    codecs: &[Codec],
     names: Option<&[String]>,
 ) -> anyhow::Result<Vec<&'static str>> {
     use crate::measure::online::{default_engine, engine, ENGINES};
@@ -60,6 +61,10 @@ fn loaders(
             if let Some(why) = loader.refusal(workload, strategy.split) {
                 anyhow::bail!("strategy `{}`: {why}", strategy.name);
             }
+        }
+        let stored = strategies.iter().any(|s| s.split > 0);
+        if let Some(why) = codecs.iter().find_map(|&c| loader.codec_refusal(c)) {
+            anyhow::ensure!(!stored, "{why}: drop the codec, or the loader");
         }
         if !found.contains(&loader.name()) {
             found.push(loader.name());
@@ -126,7 +131,7 @@ impl Plan {
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
         anyhow::ensure!(!storage.is_empty(), "--storage needs at least one profile");
-        let loaders = loaders(workload, &strategies, opts.loaders.as_deref())?;
+        let loaders = loaders(workload, &strategies, &codecs, opts.loaders.as_deref())?;
         let loader_options = loader_options(&loaders, opts.settings.loader_options.as_deref())?;
         anyhow::ensure!(
             !codecs.is_empty() && !threads.is_empty() && !cache.is_empty(),

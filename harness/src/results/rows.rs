@@ -173,7 +173,8 @@ pub struct RunRow {
     #[serde(default = "one_pass")]
     pub passes: u64,
     /// The loader that ran the online phase (`native`: prepbench's own engine; `torch`: a
-    /// PyTorch DataLoader); `native` in folders from before the column.
+    /// PyTorch DataLoader; `tf-data`: the paper's tf.data); `native` in folders from before
+    /// the column.
     #[serde(default = "native_loader", deserialize_with = "loader_or_native")]
     pub loader: String,
     /// The loader's options (`batch=32 prefetch=2 pin=false persistent=false` for torch);

@@ -173,6 +173,18 @@ impl Online {
             .collect()
     }
 
+    /// Raw item `index` (cycling over the source beyond its length) as the dataset gives it,
+    /// before any step: its path and what its kind knows of it (a label).
+    fn source(&self, index: usize) -> PyResult<Record> {
+        let Some(source) = &self.source else {
+            return Err(PyValueError::new_err(
+                "no raw input: opened without a dataset root",
+            ));
+        };
+        let payload = workloads::encoding::encode(&source.cycled_sample(index));
+        record(payload, || format!("sample {index}"))
+    }
+
     /// Raw item `index` (cycling over the source beyond its length) after the read step.
     fn read(&self, py: Python<'_>, index: usize, epoch: u64) -> PyResult<Record> {
         debug_assert_eq!(self.split, 0);
@@ -239,6 +251,24 @@ pub struct Rng(workloads::rng::SeededRng);
 
 #[pymethods]
 impl Rng {
+    /// The generator of `seed`.
+    #[new]
+    fn new(seed: u64) -> Rng {
+        Rng(workloads::rng::SeededRng::new(seed))
+    }
+
+    /// The generator a step draws from: `parts` are the run's seed, the sample, the epoch and
+    /// the step's index.
+    #[staticmethod]
+    fn from_parts(parts: Vec<u64>) -> Rng {
+        Rng(workloads::rng::SeededRng::from_parts(&parts))
+    }
+
+    /// The next raw 64-bit draw.
+    fn next_u64(&mut self) -> u64 {
+        self.0.next_u64()
+    }
+
     /// A uniform integer in `[0, n)`.
     fn below(&mut self, n: u64) -> PyResult<u64> {
         if n == 0 {

@@ -183,6 +183,11 @@ pub trait Engine: Sync {
         None
     }
 
+    /// Why this engine cannot read a store of `codec`; `None` when it can.
+    fn codec_refusal(&self, _codec: workloads::Codec) -> Option<String> {
+        None
+    }
+
     /// Why this engine cannot run the online steps from `split` of `workload` (a step it has
     /// no implementation of, its runtime missing), asked before anything runs; `None` when
     /// it can.

@@ -7,6 +7,7 @@
 pub mod engine;
 pub mod native;
 mod process;
+pub mod tfdata;
 pub mod torch;
 
 pub use engine::{Engine, OnlineInput, OnlineJob, OnlineResult, StageTimes};
@@ -16,7 +17,7 @@ use indicatif::ProgressBar;
 use crate::measure::errors::RunError;
 
 /// Every online engine, by name; the first is the default.
-pub static ENGINES: &[&dyn Engine] = &[&native::Native, &torch::Torch];
+pub static ENGINES: &[&dyn Engine] = &[&native::Native, &torch::Torch, &tfdata::TfData];
 
 /// The engine named `name` (`native`).
 pub fn engine(name: &str) -> Option<&'static dyn Engine> {

@@ -25,16 +25,17 @@ use crate::measure::steps::step_failed;
 /// form of it (`None`: it has).
 pub type OpCheck = fn(&workloads::StepDef, &serde_json::Value) -> Option<String>;
 
-/// Why the online steps `[split, n)` of `workload` cannot run under a loader in Python that
-/// runs Python steps and the ops `ops` accepts (after the read step, for raw input); `None`
-/// when they can.
+/// Why the online steps `[split, n)` of `workload` cannot run under a loader in Python whose
+/// forms of steps `ops` judges (your Python steps among them); `None` when they can. For raw
+/// input (split 0) the read step runs in prepbench's Rust when `native_read`, else in the
+/// loader's own form.
 pub fn step_refusal(
     workload: &Workload,
     split: usize,
-    loader: &str,
+    (loader, native_read): (&str, bool),
     ops: OpCheck,
 ) -> Option<String> {
-    let first = if split == 0 {
+    let first = if split == 0 && native_read {
         let read = &workload.steps[0];
         if read.step.python_link().is_some() || read.spec.facts.fan_out {
             return Some(format!(
@@ -50,7 +51,6 @@ pub fn step_refusal(
     workload.steps[first..]
         .iter()
         .zip(&workload.spec.steps[first..])
-        .filter(|(def, _)| def.step.python_link().is_none())
         .find_map(|(def, config)| ops(def, &config.params))
 }
 

@@ -24,6 +24,9 @@ pub const OPS: &[&str] = &[
 /// it can.
 pub fn refusal(def: &StepDef, params: &serde_json::Value) -> Option<String> {
     let op = def.spec.op;
+    if def.step.python_link().is_some() {
+        return None; // your Python, run as it is
+    }
     if !OPS.contains(&op) {
         return Some(format!(
             "step `{}` (op {op}) has no implementation under the torch loader, which runs your \

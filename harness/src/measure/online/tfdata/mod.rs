@@ -1,0 +1,72 @@
+//! The `tf-data` loader: each epoch's online phase as the paper's stack ran it (tf.data, in
+//! the `--python` interpreter, which needs TensorFlow and this package: `pip install
+//! ".[tf]"`). Its process (`prepbench/_tfdata.py`; the plumbing every loader in Python shares
+//! is `super::process`) reads a store's shards with `TFRecordDataset` (prepbench's shards are
+//! TFRecord files; gzip and zlib shards TFRecord's own compression), `num_parallel_reads` =
+//! the run's threads, or slices the raw items' paths for `tf.io.read_file`; parses each record
+//! and runs the online steps in TensorFlow ops (`prepbench/_tf_steps.py`) in one `map` with
+//! `num_parallel_calls` = the threads; and iterates the dataset as a training loop does.
+//! `--verify` compares its outputs with native processing within the bounds its forms state.
+
+use indicatif::ProgressBar;
+use workloads::{Codec, Workload};
+
+use super::engine::{Engine, OnlineInput, OnlineJob, OnlineResult};
+use super::process::{loader_error, step_refusal, PythonLoader};
+use crate::measure::errors::RunError;
+
+pub mod steps;
+
+pub struct TfData;
+
+/// Bumped with `PROTOCOL` in `prepbench/_tfdata.py`.
+const PROTOCOL: u32 = 1;
+
+const PROCESS: PythonLoader = PythonLoader {
+    name: "tf-data",
+    module: "prepbench._tfdata",
+    imports: "tensorflow, numpy",
+    needs: "TensorFlow",
+    extra: "tf",
+    protocol: PROTOCOL,
+    steps: |workload, split| step_refusal(workload, split, ("tf-data", false), steps::refusal),
+};
+
+/// Why tf.data cannot read a store of `codec`: TFRecordDataset knows gzip and zlib only.
+pub fn codec_refusal(codec: Codec) -> Option<String> {
+    match codec {
+        Codec::None | Codec::Gzip { .. } | Codec::Zlib { .. } => None,
+        other => Some(format!(
+            "reads TFRecord's own compression (none, gzip, zlib), not {other} shards"
+        )),
+    }
+}
+
+impl Engine for TfData {
+    fn name(&self) -> &'static str {
+        "tf-data"
+    }
+
+    fn step_refusal(&self, workload: &Workload, split: usize) -> Option<String> {
+        (PROCESS.steps)(workload, split)
+    }
+
+    fn refusal(&self, workload: &Workload, split: usize) -> Option<String> {
+        (PROCESS.steps)(workload, split)
+            .or_else(|| PROCESS.runtime_refusal())
+            .map(|why| format!("the tf-data loader {why}"))
+    }
+
+    fn codec_refusal(&self, codec: Codec) -> Option<String> {
+        codec_refusal(codec).map(|why| format!("the tf-data loader {why}"))
+    }
+
+    fn run(&self, job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {
+        if let OnlineInput::Store { manifest, .. } = job.input {
+            if let Some(why) = codec_refusal(manifest.codec) {
+                return Err(loader_error("tf-data", why));
+            }
+        }
+        PROCESS.run(job, serde_json::json!({}), progress)
+    }
+}

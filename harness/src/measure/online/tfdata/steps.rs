@@ -1,0 +1,56 @@
+//! Which of prepbench's steps the tf-data loader runs in TensorFlow ops, as the paper's
+//! pipelines wrote them (`prepbench/_tf_steps.py`), and which parameters it refuses. Each
+//! takes and gives the fields its native step does, so a store made natively feeds it at any
+//! split point.
+
+use workloads::StepDef;
+
+/// prepbench's ops the tf-data loader runs; `OPS` in `prepbench/_tf_steps.py` is the same
+/// list (a test ties them).
+pub const OPS: &[&str] = &[
+    "read_file",
+    "decode_jpeg",
+    "decode_png",
+    "resize_shorter",
+    "pixel_center",
+    "grayscale",
+    "normalize",
+    "random_crop",
+    "random_hflip",
+];
+
+/// Why step `def`, with its canonical `params`, cannot run under the tf-data loader; `None`
+/// when it can.
+pub fn refusal(def: &StepDef, params: &serde_json::Value) -> Option<String> {
+    let op = def.spec.op;
+    if def.step.python_link().is_some() {
+        return Some(format!(
+            "step `{}` (op python) is your Python, which the tf-data loader does not run yet \
+             (tf.numpy_function); run it under --loader native or torch",
+            def.name
+        ));
+    }
+    if !OPS.contains(&op) {
+        return Some(format!(
+            "step `{}` (op {op}) has no implementation under the tf-data loader, which runs, \
+             in TensorFlow ops, {}; the rest run under --loader native",
+            def.name,
+            OPS.join(", ")
+        ));
+    }
+    let param = |name: &str| params.get(name).filter(|v| !v.is_null());
+    let why = if param("boxes").is_some() {
+        Some("moves a boxes field, which its TensorFlow form does not")
+    } else if op == "resize_shorter" && param("filter").and_then(|f| f.as_str()) != Some("bilinear")
+    {
+        Some("resizes with a filter other than bilinear, which its TensorFlow form does not")
+    } else {
+        None
+    };
+    why.map(|why| {
+        format!(
+            "step `{}` (op {op}) {why} under the tf-data loader; run it under --loader native",
+            def.name
+        )
+    })
+}

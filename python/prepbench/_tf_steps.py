@@ -1,0 +1,292 @@
+"""prepbench's steps in TensorFlow ops, for the `tf-data` loader, as the paper's pipelines
+wrote them: `tf.io.decode_jpeg`, `tf.io.decode_png` (16-bit down-converted),
+`tf.image.resize` without antialias cast to uint8, pixel centring, a random crop; and the
+store's records parsed by TensorFlow ops (`parser`), so that no Python runs per record unless
+a step is the user's Python (run through `tf.numpy_function`, as the paper ran its Python).
+
+Each form takes and gives the fields its native step does ([height, width, channels] images).
+Random forms draw from prepbench's own generator written in TensorFlow's uint64 ops (`Rng`:
+the same SplitMix64 stream, seeded from the run's seed, the sample, the epoch and the step),
+so a crop takes the same window natively and here. Where a form cannot give the native bytes
+it says by how much it may differ (`levels`, `gain`: see `_forms`).
+"""
+
+import struct
+
+from ._forms import tolerance, within  # noqa: F401 - the loader asks them here
+
+OPS = ("read_file", "decode_jpeg", "decode_png", "resize_shorter", "pixel_center", "grayscale",
+       "normalize", "random_crop", "random_hflip")
+
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+def _tf():
+    import tensorflow as tf
+
+    return tf
+
+
+class Rng:
+    """prepbench's `SeededRng` (workloads/src/rng.rs) in TensorFlow uint64 ops."""
+
+    def __init__(self, parts):
+        tf = _tf()
+        self.tf = tf
+        state = tf.constant(0x5EED, tf.uint64)
+        for part in parts:
+            part = self._c(part) if isinstance(part, int) else tf.cast(part, tf.uint64)
+            state = self._mix(tf.bitwise.bitwise_xor(state, part + self._c(_GOLDEN)))
+        self.state = state
+
+    def _c(self, value):
+        return self.tf.constant(value, self.tf.uint64)
+
+    def _mix(self, z):
+        tf = self.tf
+        shift = tf.bitwise.right_shift
+        z = tf.bitwise.bitwise_xor(z, shift(z, self._c(30))) * self._c(0xBF58476D1CE4E5B9)
+        z = tf.bitwise.bitwise_xor(z, shift(z, self._c(27))) * self._c(0x94D049BB133111EB)
+        return tf.bitwise.bitwise_xor(z, shift(z, self._c(31)))
+
+    def next_u64(self):
+        self.state = self.state + self._c(_GOLDEN)
+        return self._mix(self.state)
+
+    def below(self, n):
+        """A uniform integer in [0, n), n below 2^32 (an image's side), as `below` draws it:
+        the high 64 bits of a 128-bit product, redrawn under the rejection threshold."""
+        tf = self.tf
+        n = tf.cast(n, tf.uint64)
+        tf.debugging.assert_less(n, self._c(1 << 32), message="below(n): n must be < 2^32")
+        threshold = (self._c(0) - n) % n
+        low32 = self._c(0xFFFFFFFF)
+
+        def product(x):
+            # x * n as (high 64 bits, low 64 bits), n < 2^32.
+            high = tf.bitwise.right_shift(
+                tf.bitwise.right_shift(x, self._c(32)) * n
+                + tf.bitwise.right_shift(tf.bitwise.bitwise_and(x, low32) * n, self._c(32)),
+                self._c(32))
+            return high, x * n
+
+        def draw(state):
+            state = state + self._c(_GOLDEN)
+            return state, product(self._mix(state))
+
+        state, (high, low) = draw(self.state)
+        state, high, low = tf.while_loop(
+            lambda s, h, lo: lo < threshold,
+            lambda s, h, lo: (lambda d: (d[0], d[1][0], d[1][1]))(draw(s)),
+            (state, high, low))
+        self.state = state
+        return tf.cast(high, tf.int64)
+
+    def unit(self):
+        tf = self.tf
+        top = tf.bitwise.right_shift(self.next_u64(), self._c(11))
+        return tf.cast(top, tf.float64) * (1.0 / (1 << 53))
+
+
+class Form:
+    """One step in TensorFlow: `__call__(fields, context)` changes the dict of tensors."""
+
+    levels = (0.0, 0.0)
+    gain = 1.0
+
+    def __init__(self, params, step_index):
+        self.params = params
+        self.step_index = step_index
+        self.source = params.get("field") or params.get("from")
+        self.to = params.get("field") or params.get("to")
+
+    def rng(self, context):
+        seed, sample_id, epoch = context
+        return Rng([seed, sample_id, epoch, self.step_index])
+
+
+class ReadFile(Form):
+    def __call__(self, f, context):
+        tf = _tf()
+        path = f[self.source]
+        if not self.params.get("keep_path"):
+            del f[self.source]
+        f[self.to] = tf.io.read_file(path)
+
+
+class DecodeJpeg(Form):
+    # libjpeg-turbo against prepbench's decoder (as `_torch_steps.DecodeJpeg`).
+    levels = (8.0, 1.0)
+
+    def __call__(self, f, context):
+        f[self.to] = _tf().io.decode_jpeg(f.pop(self.source), channels=3)
+
+
+class DecodePng(Form):
+    def __call__(self, f, context):
+        tf = _tf()
+        image = tf.io.decode_png(f.pop(self.source), channels=3, dtype=tf.uint16)
+        if self.params.get("to_uint8", True):
+            # v * 255 / 65535 rounded (an 8-bit file decodes to v * 257: v again).
+            image = tf.cast(tf.math.round(tf.cast(image, tf.float64) * (255.0 / 65535.0)),
+                            tf.uint8)
+        f[self.to] = image
+
+
+class ResizeShorter(Form):
+    # The paper's tf.image.resize is what prepbench computes; the sums' order may differ:
+    # one level where a value lies on an integer boundary.
+    levels = (1.0, 1.0)
+
+    def __call__(self, f, context):
+        tf = _tf()
+        image = f[self.source]
+        shape = tf.shape(image, out_type=tf.int64)
+        h, w, size = shape[0], shape[1], tf.constant(self.params["size"], tf.int64)
+        short_h = h <= w
+        nh = tf.where(short_h, size, tf.maximum(h * size // w, 1))
+        nw = tf.where(short_h, tf.maximum(w * size // h, 1), size)
+        resized = tf.image.resize(image, tf.cast(tf.stack([nh, nw]), tf.int32), method="bilinear",
+                                  antialias=bool(self.params["antialias"]))
+        if self.params["antialias"]:
+            resized = tf.math.round(resized)
+        f[self.to] = tf.cast(tf.clip_by_value(resized, 0.0, 255.0), tf.uint8)
+
+
+class PixelCenter(Form):
+    def __init__(self, params, step_index):
+        super().__init__(params, step_index)
+        self.gain = 1.0 / abs(params["scale"])
+
+    def __call__(self, f, context):
+        tf = _tf()
+        f[self.to] = tf.cast(f[self.source], tf.float32) / self.params["scale"] \
+            + self.params["offset"]
+
+
+class Grayscale(Form):
+    def __call__(self, f, context):
+        tf = _tf()
+        image = f[self.source]
+        if image.dtype == tf.uint8:
+            # Pillow's (prepbench's) fixed-point weights, exactly.
+            x = tf.cast(image, tf.int32)
+            luma = (x[..., 0:1] * 19595 + x[..., 1:2] * 38470 + x[..., 2:3] * 7471 + 32768)
+            f[self.to] = tf.cast(tf.bitwise.right_shift(luma, 16), tf.uint8)
+        else:
+            f[self.to] = (0.299 * image[..., 0:1] + 0.587 * image[..., 1:2]
+                          + 0.114 * image[..., 2:3])
+
+
+class Normalize(Form):
+    def __init__(self, params, step_index):
+        super().__init__(params, step_index)
+        self.gain = abs(params["scale"]) / min(abs(s) for s in params["std"])
+
+    def __call__(self, f, context):
+        tf = _tf()
+        scale = self.params["scale"]
+        a = tf.constant([scale / s for s in self.params["std"]], tf.float32)
+        b = tf.constant([-m / s for m, s in zip(self.params["mean"], self.params["std"])],
+                        tf.float32)
+        f[self.to] = tf.cast(f[self.source], tf.float32) * a + b
+
+
+class RandomCrop(Form):
+    def __call__(self, f, context):
+        tf = _tf()
+        image = f[self.source]
+        shape = tf.shape(image, out_type=tf.int64)
+        ch, cw = self.params["height"], self.params["width"]
+        tf.debugging.assert_greater_equal(shape[0], tf.constant(ch, tf.int64),
+                                          message=f"cannot crop {ch}x{cw}: image too small")
+        tf.debugging.assert_greater_equal(shape[1], tf.constant(cw, tf.int64),
+                                          message=f"cannot crop {ch}x{cw}: image too small")
+        rng = self.rng(context)
+        top = rng.below(shape[0] - ch + 1)
+        left = rng.below(shape[1] - cw + 1)
+        f[self.to] = image[top:top + ch, left:left + cw]
+
+
+class RandomHflip(Form):
+    def __call__(self, f, context):
+        tf = _tf()
+        image = f[self.source]
+        flip = self.rng(context).unit() < self.params["p"]
+        f[self.to] = tf.cond(flip, lambda: tf.reverse(image, [1]), lambda: image)
+
+
+CLASSES = {
+    "read_file": ReadFile,
+    "decode_jpeg": DecodeJpeg,
+    "decode_png": DecodePng,
+    "resize_shorter": ResizeShorter,
+    "pixel_center": PixelCenter,
+    "grayscale": Grayscale,
+    "normalize": Normalize,
+    "random_crop": RandomCrop,
+    "random_hflip": RandomHflip,
+}
+assert tuple(CLASSES) == OPS
+
+
+def make(op, params, step_index):
+    return CLASSES[op](params, step_index)
+
+
+# prepbench's record payload (workloads/src/encoding.rs): "PBS1", u32 field count, u64 id; per
+# field u8 kind, u8 dtype, u8 ndim, u8 name length, u32 0, u64 data length, ndim x u64 dims,
+# the name and the data each padded to 8 bytes.
+_DTYPES = {1: "uint8", 2: "uint16", 3: "int16", 4: "int32", 5: "float32", 6: "float64"}
+_TENSOR, _BYTES, _TEXT = 1, 2, 3
+
+
+def _pad(n):
+    return (n + 7) // 8 * 8
+
+
+def schema(payload):
+    """The fields of one record, in order: (name, kind, dtype, ndim, name length)."""
+    if payload[:4] != b"PBS1":
+        raise ValueError("not a prepbench record")
+    count = struct.unpack_from("<I", payload, 4)[0]
+    offset, fields = 16, []
+    for _ in range(count):
+        kind, dtype, ndim, name_len = payload[offset:offset + 4]
+        data_len = struct.unpack_from("<Q", payload, offset + 8)[0]
+        start = offset + 16 + 8 * ndim
+        name = payload[start:start + name_len].decode()
+        fields.append((name, kind, _DTYPES.get(dtype), ndim, name_len))
+        offset = start + _pad(name_len) + _pad(data_len)
+    return fields
+
+
+def parser(fields):
+    """A function of a record (a scalar string tensor) giving its sample id and fields, in
+    TensorFlow ops, for records laid out as `fields` (every record of a store has its
+    strategy's fields; one that does not fails its map, named by its position)."""
+    tf = _tf()
+
+    def parse(record):
+        head = tf.bitcast(tf.io.decode_raw(tf.strings.substr(record, 0, 16), tf.int64),
+                          tf.uint64)
+        tf.debugging.assert_equal(tf.strings.substr(record, 0, 4), tf.constant(b"PBS1"),
+                                  message="not a prepbench record")
+        out = {}
+        offset = tf.constant(16, tf.int64)
+        for name, kind, dtype, ndim, name_len in fields:
+            words = tf.io.decode_raw(tf.strings.substr(record, offset, 16 + 8 * ndim),
+                                     tf.int64)
+            data_len = words[1]
+            start = offset + 16 + 8 * ndim + _pad(name_len)
+            data = tf.strings.substr(record, start, data_len)
+            if kind == _TENSOR:
+                value = tf.reshape(tf.io.decode_raw(data, getattr(tf, dtype)), words[2:2 + ndim])
+                value = tf.ensure_shape(value, [None] * ndim)
+            else:
+                value = data
+            out[name] = value
+            offset = start + (data_len + 7) // 8 * 8
+        return head[1], out
+
+    return parse

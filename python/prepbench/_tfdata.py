@@ -1,0 +1,201 @@
+"""The `tf-data` loader's process: one epoch of a workload's online phase as the paper's stack
+ran it, in the interpreter the run names.
+
+prepbench writes the job (one JSON line) on stdin, as for the torch loader (`_loader`). The
+process imports TensorFlow and builds the pipeline: for a store, `TFRecordDataset` over its
+shards (prepbench's shards are TFRecord files; gzip and zlib shards are TFRecord's own
+compression) with `num_parallel_reads` = the run's threads; for raw files, the source items'
+fields sliced into a dataset and the read step's `tf.io.read_file`. Then one
+`map(..., num_parallel_calls=threads)` parsing each record in TensorFlow ops and running the
+online steps in their TensorFlow form (`_tf_steps`), and the training loop iterating the
+dataset. It answers `ready`, waits for `go`, runs the epoch and answers with every sample's
+arrival, the bytes, (with --verify) each output's hash, and its CPU and I/O.
+"""
+
+import json
+import os
+import sys
+import time
+
+from ._loader import _layout, _nbytes, _usage
+from .store import _fields
+
+#: Bumped when the job or the answer changes: prepbench refuses a package of another version.
+PROTOCOL = 1
+
+_COMPRESSION = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}
+
+
+def _store_files(path):
+    with open(os.path.join(path, "store.json")) as f:
+        manifest = json.load(f)
+    codec = str(manifest.get("codec", "none")).split(":")[0]
+    if codec not in _COMPRESSION:
+        raise RuntimeError(f"{path}: {codec} shards are not TFRecord's compression; tf.data "
+                           "reads none, gzip and zlib")
+    files = [os.path.join(path, shard["file"]) for shard in manifest["shards"]]
+    return files, _COMPRESSION[codec], manifest
+
+
+class Pipeline:
+    """The job's tf.data pipeline and what the consumer needs to check its outputs."""
+
+    def __init__(self, job, native):
+        import tensorflow as tf
+
+        from . import _tf_steps
+
+        self.tf, self.native, self.job = tf, native, job
+        spec = json.dumps(job["spec"])
+        raw = job["input"] == "raw"
+        self.online = native.Online(spec, job["split"], job["seed"],
+                                    job.get("root"), job.get("items", 0), "tf-data")
+        steps = job["spec"]["steps"]
+        first = 0 if raw else job["split"]
+        self.forms = [_tf_steps.make(s["op"], s.get("params") or {}, i)
+                      for i, s in enumerate(steps) if i >= first]
+        self.bounds = _tf_steps.tolerance(self.forms)
+        threads = job["threads"]
+        context = (job["seed"], job["epoch"])
+        forms = self.forms
+
+        def steps_of(sample_id, fields):
+            seed, epoch = context
+            for form in forms:
+                form(fields, (seed, sample_id, epoch))
+            return sample_id, fields
+
+        if raw:
+            items = job["items"]
+            columns, self.texts = self._source(items)
+            ids = tf.constant(list(range(items)), tf.uint64)
+            data = tf.data.Dataset.from_tensor_slices((ids, columns))
+            self.count = items
+            self.dataset = data.map(steps_of, num_parallel_calls=threads)
+        else:
+            files, compression, manifest = _store_files(job["store"])
+            first_record = next(iter(tf.data.TFRecordDataset(files[:1], compression)))
+            layout = _tf_steps.schema(first_record.numpy())
+            self.texts = {name for name, kind, *_ in layout if kind == 3}
+            parse = _tf_steps.parser(layout)
+            self.count = int(manifest.get("samples", 0))
+
+            def record(serialized):
+                sample_id, fields = parse(serialized)
+                return steps_of(sample_id, fields)
+
+            data = tf.data.TFRecordDataset(files, compression, num_parallel_reads=threads)
+            self.dataset = data.map(record, num_parallel_calls=threads)
+        self.dataset = self.dataset.prefetch(tf.data.AUTOTUNE)
+        # With --verify: each sample's native processing, to compare with.
+        self.reference = None
+        if job["hash"]:
+            self.reference = native.Online(spec, 0, job["seed"], job["root"], job["items"],
+                                           "tf-data")
+
+    def _source(self, items):
+        """The source items' fields (before the read step) as columns, and the text ones."""
+        tf = self.tf
+        columns, texts = {}, set()
+        for index in range(items):
+            payload, sample_id, layout = self.online.source(index)
+            for name, value in _fields(payload, sample_id, layout).items():
+                if isinstance(value, str):
+                    texts.add(name)
+                columns.setdefault(name, []).append(value)
+        return {name: tf.constant(values) for name, values in columns.items()}, texts
+
+    def fields(self, element):
+        """An element's fields as NumPy arrays, bytes and str."""
+        out = {}
+        for name, value in element.items():
+            value = value.numpy()
+            if isinstance(value, bytes):
+                value = value.decode("utf-8") if name in self.texts else value
+            out[name] = value
+        return out
+
+    def digest(self, sample_id, fields):
+        """The sample's --verify hash: the native output's where this one is within the
+        chain's bounds of it (see `_forms`), else its own."""
+        if sample_id < self.reference.source_items:
+            from ._forms import within
+
+            payload, _, layout = self.reference.reference(sample_id, self.job["epoch"])
+            expected = dict(_fields(payload, sample_id, layout))
+            why = within(fields, expected, self.bounds)
+            if why is None:
+                return self.native.verify_hash(sample_id, _layout(expected))
+            print(f"prepbench: sample {sample_id}: {why}", file=sys.stderr)
+        return self.native.verify_hash(sample_id, _layout(fields))
+
+
+def run(job, proto_out):
+    from . import native as load_native
+
+    native = load_native()
+    if job.get("protocol") != PROTOCOL:
+        raise RuntimeError(f"the prepbench package here speaks tf-data protocol {PROTOCOL}, "
+                           f"the command line {job.get('protocol')}: install the same version")
+    if native.VERSION != job["version"]:
+        raise RuntimeError(f"the prepbench package here is version {native.VERSION}, the "
+                           f"command line {job['version']}: install the same version")
+    import tensorflow as tf
+
+    pipeline = Pipeline(job, native)
+    ready = _usage()
+    os.write(proto_out, (json.dumps({"ready": ready, "tensorflow": tf.__version__}) + "\n")
+             .encode())
+    if sys.stdin.buffer.readline().strip() != b"go":
+        return
+    started = time.perf_counter()
+    arrivals, hashes, skipped, failed = [], [], [], None
+    samples = nbytes = passes = 0
+    while failed is None:
+        passes += 1
+        iterator = iter(pipeline.dataset)
+        while True:
+            try:
+                sample_id, element = next(iterator)
+            except StopIteration:
+                break
+            except tf.errors.OpError as e:
+                # tf.data stops at a failed element: the sample is not known by id.
+                failed = [samples, "", f"{type(e).__name__}: {e.message}", ""]
+                break
+            fields = pipeline.fields(element)
+            sample_id = int(sample_id)
+            samples += 1
+            nbytes += _nbytes(fields)
+            arrivals.append([1, time.perf_counter() - started])
+            if job["hash"]:
+                hashes.append([sample_id, pipeline.digest(sample_id, fields)])
+        if failed is not None:
+            break
+        if job["min_s"] is None or time.perf_counter() - started >= job["min_s"]:
+            break
+    wall = time.perf_counter() - started
+    answer = {"arrivals": arrivals, "samples": samples, "bytes": nbytes, "hashes": hashes,
+              "skipped": skipped, "failed": failed, "passes": passes, "wall_s": wall,
+              "usage": _usage()}
+    os.write(proto_out, (json.dumps(answer) + "\n").encode())
+
+
+def main():
+    proto_out = os.dup(1)
+    os.dup2(2, 1)  # the user's prints and TensorFlow's go to stderr
+    sys.stdout = sys.stderr
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    job = json.loads(sys.stdin.buffer.readline())
+    try:
+        run(job, proto_out)
+    except BaseException as e:  # noqa: BLE001 - prepbench reports it
+        import traceback
+
+        message = {"error": f"{type(e).__name__}: {e}", "detail": traceback.format_exc()}
+        os.write(proto_out, (json.dumps(message) + "\n").encode())
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
