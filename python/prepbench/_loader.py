@@ -64,9 +64,10 @@ class Chain:
     their PyTorch form (`_torch_steps`), values crossing between them as the driver lets them.
 
     A random op draws what the native step draws for the run's seed (`fresh`: from the seed
-    `run` is given for it, as a Python step's generators are seeded)."""
+    `run` is given for it, as a Python step's generators are seeded). Without `ops`, only the
+    Python steps are made (prepbench's run in another loader's form)."""
 
-    def __init__(self, native, online, fresh=False):
+    def __init__(self, native, online, fresh=False, ops=True):
         self.driver = driver = _driver(native)
         links = online.links()
         self.names = [name for name, _, _ in links]
@@ -74,7 +75,9 @@ class Chain:
         self.ops = []
         for name, kind, args in links:
             try:
-                if kind == "op":
+                if kind == "op" and not ops:
+                    link = None  # run in another form (tf-data's)
+                elif kind == "op":
                     link = self._op(native, online, args, fresh)
                     self.ops.append(link)
                 else:
@@ -110,21 +113,27 @@ class Chain:
             link.keywords = []
         return link
 
-    def run(self, fields, seeds, sample_id, epoch):
-        """Runs the steps on `fields` (changed in place): None, or (step, message, detail) of
-        the step that failed."""
+    def run(self, fields, seeds, sample_id, epoch, only=None):
+        """Runs the steps (those at indices `only`, with their `seeds`) on `fields` (changed in
+        place): None, or (step, message, detail) of the step that failed."""
         driver = self.driver
+        links = self.links if only is None else [self.links[i] for i in only]
+        names = self.names if only is None else [self.names[i] for i in only]
         try:
-            driver.run_chain(self.links, fields, seeds, sample_id, epoch, self.mm, [], [])
+            driver.run_chain(links, fields, seeds, sample_id, epoch, self.mm, [], [])
             return None
         except driver.Failed as failed:
             at = int(self.mm[0])
-            if failed.status == 3:
-                message = (f"reads field `{self.links[at].source}`, which the sample does not "
-                           f"have (it has: {failed.payload[0].decode()})")
-                return self.names[at], message, ""
-            message, detail = (p.decode("utf-8", "replace") for p in failed.payload)
-            return self.names[at], message, detail
+            return self._failure(failed, at, links, names)
+
+    @staticmethod
+    def _failure(failed, at, links, names):
+        if failed.status == 3:
+            message = (f"reads field `{links[at].source}`, which the sample does not have "
+                       f"(it has: {failed.payload[0].decode()})")
+            return names[at], message, ""
+        message, detail = (p.decode("utf-8", "replace") for p in failed.payload)
+        return names[at], message, detail
 
 
 class Item:

@@ -234,6 +234,82 @@ def make(op, params, step_index):
     return CLASSES[op](params, step_index)
 
 
+class PythonSteps:
+    """Consecutive Python steps of the workload, run on each sample through one
+    `tf.numpy_function` (as the paper ran its Python), by the driver's own chain code with the
+    native engine's seeds. The fields they give (names, types, ranks) are learnt from the first
+    sample (`learn`), since TensorFlow needs them before the map is traced; a later sample
+    giving other fields fails, named."""
+
+    levels = (0.0, 0.0)
+    gain = 1.0
+
+    def __init__(self, chain, indices, online):
+        self.chain, self.indices, self.online = chain, indices, online
+        self.inputs = None
+        self.outputs = None  # [(name, tf dtype, rank, text)]
+
+    def _run(self, sample_id, epoch, names, values):
+        import numpy as np
+
+        fields = {}
+        for name, value in zip(names, values):
+            if isinstance(value, (bytes, np.bytes_)):
+                value = bytes(value)
+                if name in self.texts_in:
+                    value = value.decode("utf-8")
+            fields[name] = value
+        seeds = self.online.seeds(epoch, sample_id)
+        error = self.chain.run(fields, [seeds[i] for i in self.indices], sample_id, epoch,
+                               self.indices)
+        if error is not None:
+            step, message, _ = error
+            raise RuntimeError(f"step `{step}` failed on sample {sample_id}: {message}")
+        return fields
+
+    def learn(self, fields, sample_id, epoch, texts):
+        """Runs the steps on one sample's (eager) fields, learning what they give; the
+        fields after them."""
+        tf = _tf()
+        self.inputs = list(fields)
+        self.texts_in = set(texts)
+        values = [v.numpy() for v in fields.values()]
+        out = self._run(sample_id, epoch, self.inputs, values)
+        self.outputs = []
+        for name, value in out.items():
+            if isinstance(value, (bytes, str)):
+                self.outputs.append((name, tf.string, 0, isinstance(value, str)))
+            else:
+                self.outputs.append((name, tf.as_dtype(value.dtype), value.ndim, False))
+        return {name: tf.constant(self._value(out[name])) for name, *_ in self.outputs}
+
+    @staticmethod
+    def _value(value):
+        return value.encode("utf-8") if isinstance(value, str) else value
+
+    def texts(self):
+        return {name for name, _, _, text in self.outputs if text}
+
+    def __call__(self, f, context):
+        tf = _tf()
+        _, sample_id, epoch = context
+        names = list(self.inputs)
+
+        def run(sample_id, *values):
+            out = self._run(int(sample_id), epoch, names, values)
+            if [n for n, *_ in self.outputs] != list(out):
+                raise RuntimeError(f"sample {int(sample_id)}: the Python steps gave fields "
+                                   f"{list(out)}, the first sample "
+                                   f"{[n for n, *_ in self.outputs]}")
+            return [self._value(out[name]) for name, *_ in self.outputs]
+
+        values = tf.numpy_function(run, [sample_id] + [f[n] for n in names],
+                                   [dtype for _, dtype, _, _ in self.outputs], stateful=False)
+        f.clear()
+        for (name, _, rank, _), value in zip(self.outputs, values):
+            f[name] = tf.ensure_shape(value, [None] * rank)
+
+
 # prepbench's record payload (workloads/src/encoding.rs): "PBS1", u32 field count, u64 id; per
 # field u8 kind, u8 dtype, u8 ndim, u8 name length, u32 0, u64 data length, ndim x u64 dims,
 # the name and the data each padded to 8 bytes.

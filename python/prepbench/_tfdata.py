@@ -52,9 +52,9 @@ class Pipeline:
                                     job.get("root"), job.get("items", 0), "tf-data")
         steps = job["spec"]["steps"]
         first = 0 if raw else job["split"]
-        self.forms = [_tf_steps.make(s["op"], s.get("params") or {}, i)
-                      for i, s in enumerate(steps) if i >= first]
+        self.forms = self._forms(steps, first)
         self.bounds = _tf_steps.tolerance(self.forms)
+        python = any(isinstance(f, _tf_steps.PythonSteps) for f in self.forms)
         threads = job["threads"]
         context = (job["seed"], job["epoch"])
         forms = self.forms
@@ -71,7 +71,8 @@ class Pipeline:
             ids = tf.constant(list(range(items)), tf.uint64)
             data = tf.data.Dataset.from_tensor_slices((ids, columns))
             self.count = items
-            self.dataset = data.map(steps_of, num_parallel_calls=threads)
+            first_id, first_fields = 0, {k: v[0] for k, v in columns.items()}
+            make = data.map
         else:
             files, compression, manifest = _store_files(job["store"])
             first_record = next(iter(tf.data.TFRecordDataset(files[:1], compression)))
@@ -79,19 +80,64 @@ class Pipeline:
             self.texts = {name for name, kind, *_ in layout if kind == 3}
             parse = _tf_steps.parser(layout)
             self.count = int(manifest.get("samples", 0))
+            first_id, first_fields = parse(first_record)
 
             def record(serialized):
                 sample_id, fields = parse(serialized)
                 return steps_of(sample_id, fields)
 
             data = tf.data.TFRecordDataset(files, compression, num_parallel_reads=threads)
-            self.dataset = data.map(record, num_parallel_calls=threads)
+            make = lambda f, **kw: data.map(record, **kw)  # noqa: E731
+        if python:
+            self._learn(first_id, first_fields)
+        self.dataset = make(steps_of, num_parallel_calls=threads)
         self.dataset = self.dataset.prefetch(tf.data.AUTOTUNE)
-        # With --verify: each sample's native processing, to compare with.
+        # With --verify, where every step is prepbench's (their TensorFlow forms may differ
+        # from native processing within bounds): each sample's native processing, to compare
+        # with. With Python steps the outputs are compared exactly, as natively.
         self.reference = None
-        if job["hash"]:
+        if job["hash"] and not python:
             self.reference = native.Online(spec, 0, job["seed"], job["root"], job["items"],
                                            "tf-data")
+
+    def _forms(self, steps, first):
+        """The online steps' forms: prepbench's in TensorFlow, runs of Python steps each one
+        `PythonSteps`."""
+        from . import _tf_steps
+        from ._loader import Chain
+
+        chain = None
+        offset = max(self.job["split"], 1)  # the chain's first step
+        forms = []
+        for i, step in enumerate(steps):
+            if i < first:
+                continue
+            if step["op"] != "python":
+                forms.append(_tf_steps.make(step["op"], step.get("params") or {}, i))
+                continue
+            if chain is None:
+                chain = Chain(self.native, self.online, ops=False)
+            if forms and isinstance(forms[-1], _tf_steps.PythonSteps):
+                forms[-1].indices.append(i - offset)
+            else:
+                forms.append(_tf_steps.PythonSteps(chain, [i - offset], self.online))
+        return forms
+
+    def _learn(self, sample_id, fields):
+        """Runs the first sample through the forms in eager mode, so that each run of Python
+        steps learns the fields it gives."""
+        from . import _tf_steps
+
+        seed, epoch = self.job["seed"], self.job["epoch"]
+        fields = dict(fields)
+        texts = set(self.texts)
+        for form in self.forms:
+            if isinstance(form, _tf_steps.PythonSteps):
+                fields = form.learn(fields, int(sample_id), epoch, texts)
+                texts = form.texts()
+            else:
+                form(fields, (seed, sample_id, epoch))
+        self.texts = texts
 
     def _source(self, items):
         """The source items' fields (before the read step) as columns, and the text ones."""
@@ -118,7 +164,7 @@ class Pipeline:
     def digest(self, sample_id, fields):
         """The sample's --verify hash: the native output's where this one is within the
         chain's bounds of it (see `_forms`), else its own."""
-        if sample_id < self.reference.source_items:
+        if self.reference is not None and sample_id < self.reference.source_items:
             from ._forms import within
 
             payload, _, layout = self.reference.reference(sample_id, self.job["epoch"])

@@ -445,7 +445,7 @@ pub fn shared_venv(name: &str, import_check: &str, packages: &[&str]) -> Result<
 }
 
 /// What the tf-data loader's tests install: the paper peers' TensorFlow.
-pub const TF_PACKAGES: [&str; 1] = ["tensorflow-cpu==2.16.2"];
+pub const TF_PACKAGES: [&str; 2] = ["tensorflow-cpu==2.16.2", "pillow"];
 
 /// An interpreter with TensorFlow: `$PREPBENCH_TF_PYTHON`, else the shared virtualenv of
 /// [`TF_PACKAGES`] ([`shared_venv`]); `None` after saying why the test skips.
@@ -456,7 +456,7 @@ pub fn tf_python() -> Option<String> {
         if let Ok(python) = std::env::var("PREPBENCH_TF_PYTHON") {
             return Ok(python);
         }
-        shared_venv("tf", "tensorflow, numpy", &TF_PACKAGES)
+        shared_venv("tf", "tensorflow, numpy, PIL", &TF_PACKAGES)
             .map(|venv| venv.join("bin/python").display().to_string())
     });
     match found {

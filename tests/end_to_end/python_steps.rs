@@ -311,7 +311,7 @@ fn numpy_arrays_cross_with_their_dtype_and_shape() {
     for (field, dtype, shape) in [
         ("f", "float32", "[1, 6]"),
         ("d", "float64", "[1, 6]"),
-        ("n", "int32", ""),
+        ("n", "int32", "| [] |"),
         ("flags", "uint8", "[2]"),
         ("wide", "int32", "[3]"),
         ("be", "int32", "[3]"),

@@ -96,7 +96,9 @@ def as_array(value, name):
         array = array.astype(np.int32)
     elif kind.name not in DTYPES:
         raise TypeError(f"{name} is {type(value).__name__} of dtype {kind}; {WRONG_TYPE}")
-    return np.ascontiguousarray(array.astype(array.dtype.newbyteorder("<"), copy=False))
+    array = array.astype(array.dtype.newbyteorder("<"), copy=False)
+    # (ascontiguousarray would make a scalar's 0-d array one of shape [1].)
+    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
 
 
 def _refs(value):

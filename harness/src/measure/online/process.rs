@@ -35,7 +35,7 @@ pub fn step_refusal(
     (loader, native_read): (&str, bool),
     ops: OpCheck,
 ) -> Option<String> {
-    let first = if split == 0 && native_read {
+    let first = if split == 0 {
         let read = &workload.steps[0];
         if read.step.python_link().is_some() || read.spec.facts.fan_out {
             return Some(format!(
@@ -43,7 +43,7 @@ pub fn step_refusal(
                 read.name, read.spec.op
             ));
         }
-        1
+        usize::from(native_read)
     } else {
         split
     };
