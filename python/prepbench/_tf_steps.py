@@ -54,11 +54,11 @@ class Rng:
         return self._mix(self.state)
 
     def below(self, n):
-        """A uniform integer in [0, n), n below 2^32 (an image's side), as `below` draws it:
-        the high 64 bits of a 128-bit product, redrawn under the rejection threshold."""
+        """A uniform integer in [0, n), as `below` draws it: the high 64 bits of a 128-bit
+        product, redrawn under the rejection threshold. n is an image's side plus one, so below
+        2^32 (images above 178,956,970 pixels are refused), which the product relies on."""
         tf = self.tf
         n = tf.cast(n, tf.uint64)
-        tf.debugging.assert_less(n, self._c(1 << 32), message="below(n): n must be < 2^32")
         threshold = (self._c(0) - n) % n
         low32 = self._c(0xFFFFFFFF)
 
@@ -74,11 +74,17 @@ class Rng:
             state = state + self._c(_GOLDEN)
             return state, product(self._mix(state))
 
+        def redraw(state, high, low):
+            return tf.while_loop(
+                lambda s, h, lo: lo < threshold,
+                lambda s, h, lo: (lambda d: (d[0], d[1][0], d[1][1]))(draw(s)),
+                (state, high, low))
+
         state, (high, low) = draw(self.state)
-        state, high, low = tf.while_loop(
-            lambda s, h, lo: lo < threshold,
-            lambda s, h, lo: (lambda d: (d[0], d[1][0], d[1][1]))(draw(s)),
-            (state, high, low))
+        # A draw under the threshold (n in 2^64 of them) is drawn again; the loop is built
+        # only on that branch, since a loop in every map call costs more than the draw.
+        state, high, low = tf.cond(low < threshold, lambda: redraw(state, high, low),
+                                   lambda: (state, high, low))
         self.state = state
         return tf.cast(high, tf.int64)
 

@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-from ._loader import _layout, _nbytes, _usage
+from ._loader import _layout, _usage
 from .store import _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
@@ -35,6 +35,19 @@ def _store_files(path):
                            "reads none, gzip and zlib")
     files = [os.path.join(path, shard["file"]) for shard in manifest["shards"]]
     return files, _COMPRESSION[codec], manifest
+
+
+def _size(fields):
+    """A sample's bytes, in TensorFlow ops (the training loop gets tensors, not NumPy)."""
+    import tensorflow as tf
+
+    total = tf.constant(0, tf.int64)
+    for value in fields.values():
+        if value.dtype == tf.string:
+            total += tf.cast(tf.reduce_sum(tf.strings.length(value)), tf.int64)
+        else:
+            total += tf.size(value, out_type=tf.int64) * value.dtype.size
+    return total
 
 
 class Pipeline:
@@ -63,7 +76,7 @@ class Pipeline:
             seed, epoch = context
             for form in forms:
                 form(fields, (seed, sample_id, epoch))
-            return sample_id, fields
+            return sample_id, _size(fields), fields
 
         if raw:
             items = job["items"]
@@ -202,19 +215,19 @@ def run(job, proto_out):
         iterator = iter(pipeline.dataset)
         while True:
             try:
-                sample_id, element = next(iterator)
+                sample_id, size, element = next(iterator)
             except StopIteration:
                 break
             except tf.errors.OpError as e:
-                # tf.data stops at a failed element: the sample is not known by id.
-                failed = [samples, "", f"{type(e).__name__}: {e.message}", ""]
-                break
-            fields = pipeline.fields(element)
-            sample_id = int(sample_id)
+                # tf.data names the op, not the sample: said as it is.
+                raise RuntimeError(f"tf.data failed on an element after {samples} samples: "
+                                   f"{type(e).__name__}: {e.message}") from None
             samples += 1
-            nbytes += _nbytes(fields)
+            nbytes += int(size)
             arrivals.append([1, time.perf_counter() - started])
             if job["hash"]:
+                sample_id = int(sample_id)
+                fields = pipeline.fields(element)
                 hashes.append([sample_id, pipeline.digest(sample_id, fields)])
         if failed is not None:
             break

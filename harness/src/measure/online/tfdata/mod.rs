@@ -62,6 +62,13 @@ impl Engine for TfData {
     }
 
     fn run(&self, job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {
+        if job.on_error == workloads::OnError::Skip {
+            return Err(loader_error(
+                "tf-data",
+                "does not skip bad samples yet (tf.data names the op that failed, not the \
+                 sample): use --on-error fail, or --loader native or torch",
+            ));
+        }
         if let OnlineInput::Store { manifest, .. } = job.input {
             if let Some(why) = codec_refusal(manifest.codec) {
                 return Err(loader_error("tf-data", why));

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The tf-data loader measured, in one short run: the paper's CV chain on generated
+# ImageNet-style JPEGs.
+#  1. Overhead: `prepbench sweep cv --loaders tf-data` of `unprocessed`, warm, against the same
+#     pipeline written bare in tf.data (scripts/peers/tfdata_bare.py) on the same files, at
+#     THREADS (default 2) threads, TRIALS x EPOCHS epochs each.
+#  2. The paper on its own stack beside prepbench's engine: `sweep cv --loaders native,tf-data
+#     --verify` of every strategy, cold, epochs sized to MIN_EPOCH_S (default 2).
+# PARTS (default overhead,cv) picks which of them run.
+# Needs a built prepbench and its Python module (PREPBENCH, PREPBENCH_NATIVE) and a python3
+# with TensorFlow (PYTHON). Writes OUT (default results/local/tfdata): machine.txt, log.txt,
+# bare.txt, overhead/ and cv/ (results folders).
+#
+#   OUT=/tmp/tfdata SAMPLES=600 THREADS=2 PYTHON=.venv/bin/python scripts/peers/tfdata.sh
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+bin=${PREPBENCH:-$repo/target/release/prepbench}
+out=${OUT:-$repo/results/local/tfdata}
+python=${PYTHON:-python3}
+threads=${THREADS:-2}
+samples=${SAMPLES:-600}
+trials=${TRIALS:-3}
+epochs=${EPOCHS:-2}
+min_epoch_s=${MIN_EPOCH_S:-2}
+parts=${PARTS:-overhead,cv}
+export PYTHONPATH=$repo/python
+export PREPBENCH_NATIVE=${PREPBENCH_NATIVE:-$repo/target/release/lib_native.so}
+work=$(mktemp -d /tmp/prepbench-tfdata.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$out"
+exec > >(tee -a "$out/log.txt") 2>&1
+{
+  echo "date: $(date -u +%FT%TZ)"
+  echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "nproc: $(nproc)"
+  grep -m1 'model name' /proc/cpuinfo
+  "$python" -c 'import sys, tensorflow as tf, numpy; print("python", sys.version.split()[0], "tensorflow", tf.__version__, "numpy", numpy.__version__)' 2>/dev/null
+} > "$out/machine.txt"
+cat "$out/machine.txt"
+data=$work/data/imagenet-seed0
+"$bin" generate imagenet --samples "$samples" --out "$data" --quiet
+
+if [[ ,$parts, == *,overhead,* ]]; then
+start=$(date +%s)
+"$python" "$repo/scripts/peers/tfdata_bare.py" --data "$data/train" --threads "$threads" \
+  --trials "$trials" --epochs "$epochs" --samples "$samples" > "$out/bare.txt"
+echo "bare tf.data: rc $? after $(( $(date +%s) - start )) s"
+start=$(date +%s)
+"$bin" --python "$python" sweep cv --loaders tf-data --strategies unprocessed \
+  --threads "$threads" --cache warm --trials "$trials" --epochs "$epochs" --samples "$samples" \
+  --no-calibrate --data-dir "$work/data" --store-dir "$work/stores" --quiet --out "$out/overhead"
+echo "prepbench tf-data loader, warm: rc $? after $(( $(date +%s) - start )) s"
+fi
+
+if [[ ,$parts, == *,cv,* ]]; then
+start=$(date +%s)
+"$bin" --python "$python" sweep cv --loaders native,tf-data --verify \
+  --strategies unprocessed,concatenated,decoded,resized,pixel-centered --threads "$threads" \
+  --min-epoch-s "$min_epoch_s" --cache cold --trials "$trials" --epochs 1 \
+  --data-dir "$work/data" --store-dir "$work/stores" --quiet --out "$out/cv"
+echo "the paper's cv, native and tf-data, cold: rc $? after $(( $(date +%s) - start )) s"
+"$bin" compare "$out/cv" "$out/cv" --across loader --values native,tf-data > "$out/cv/compare.md"
+"$bin" recommend "$out/cv" > "$out/cv/recommend.md"
+fi
