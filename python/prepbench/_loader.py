@@ -254,16 +254,41 @@ def collate(items):
     return items, batch
 
 
-def run(job, proto_in, proto_out):
+def native_for(job, protocol, loader):
+    """The native module, after checking that this package speaks the job's protocol and is
+    the command line's version."""
     from . import native as load_native
 
     native = load_native()
-    if job.get("protocol") != PROTOCOL:
-        raise RuntimeError(f"the prepbench package here speaks loader protocol {PROTOCOL}, the "
-                           f"command line {job.get('protocol')}: install the same version")
+    if job.get("protocol") != protocol:
+        raise RuntimeError(f"the prepbench package here speaks {loader} protocol {protocol}, "
+                           f"the command line {job.get('protocol')}: install the same version")
     if native.VERSION != job["version"]:
         raise RuntimeError(f"the prepbench package here is version {native.VERSION}, the "
                            f"command line {job['version']}: install the same version")
+    return native
+
+
+def serve(run):
+    """A loader process's main: the job from stdin, `run(job, proto_out)` with the protocol on
+    the original stdout and everything else (the user's prints, the framework's) on stderr,
+    and an error reported as prepbench reads it."""
+    proto_out = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    job = json.loads(sys.stdin.buffer.readline())
+    try:
+        run(job, proto_out)
+    except BaseException as e:  # noqa: BLE001 - prepbench reports it
+        import traceback
+
+        message = {"error": f"{type(e).__name__}: {e}", "detail": traceback.format_exc()}
+        os.write(proto_out, (json.dumps(message) + "\n").encode())
+        sys.exit(1)
+
+
+def run(job, proto_out):
+    native = native_for(job, PROTOCOL, "torch loader")
     import torch
     from torch.utils.data import DataLoader
 
@@ -315,18 +340,7 @@ def run(job, proto_in, proto_out):
 
 
 def main():
-    proto_in, proto_out = 0, os.dup(1)
-    os.dup2(2, 1)  # the user's prints go to stderr
-    sys.stdout = sys.stderr
-    job = json.loads(sys.stdin.buffer.readline())
-    try:
-        run(job, proto_in, proto_out)
-    except BaseException as e:  # noqa: BLE001 - prepbench reports it
-        import traceback
-
-        message = {"error": f"{type(e).__name__}: {e}", "detail": traceback.format_exc()}
-        os.write(proto_out, (json.dumps(message) + "\n").encode())
-        sys.exit(1)
+    serve(run)
 
 
 if __name__ == "__main__":

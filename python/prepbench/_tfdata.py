@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-from ._loader import _layout, _usage
+from ._loader import _layout, _usage, native_for, serve
 from .store import _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
@@ -190,15 +190,7 @@ class Pipeline:
 
 
 def run(job, proto_out):
-    from . import native as load_native
-
-    native = load_native()
-    if job.get("protocol") != PROTOCOL:
-        raise RuntimeError(f"the prepbench package here speaks tf-data protocol {PROTOCOL}, "
-                           f"the command line {job.get('protocol')}: install the same version")
-    if native.VERSION != job["version"]:
-        raise RuntimeError(f"the prepbench package here is version {native.VERSION}, the "
-                           f"command line {job['version']}: install the same version")
+    native = native_for(job, PROTOCOL, "tf-data loader")
     import tensorflow as tf
 
     pipeline = Pipeline(job, native)
@@ -241,19 +233,8 @@ def run(job, proto_out):
 
 
 def main():
-    proto_out = os.dup(1)
-    os.dup2(2, 1)  # the user's prints and TensorFlow's go to stderr
-    sys.stdout = sys.stderr
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    job = json.loads(sys.stdin.buffer.readline())
-    try:
-        run(job, proto_out)
-    except BaseException as e:  # noqa: BLE001 - prepbench reports it
-        import traceback
-
-        message = {"error": f"{type(e).__name__}: {e}", "detail": traceback.format_exc()}
-        os.write(proto_out, (json.dumps(message) + "\n").encode())
-        sys.exit(1)
+    serve(run)
 
 
 if __name__ == "__main__":

@@ -287,9 +287,15 @@ pub fn venv(name: &str, import_check: &str, packages: &[&str]) -> Result<PathBuf
     if ready {
         return Ok(venv);
     }
+    make_venv(&venv, packages)?;
+    Ok(venv)
+}
+
+/// `python3 -m venv VENV`, then `packages` installed into it by pip.
+fn make_venv(venv: &Path, packages: &[&str]) -> Result<(), String> {
     let made = Command::new("python3")
         .args(["-m", "venv"])
-        .arg(&venv)
+        .arg(venv)
         .output()
         .map_err(|e| format!("python3: {e}"))?;
     if !made.status.success() {
@@ -307,7 +313,7 @@ pub fn venv(name: &str, import_check: &str, packages: &[&str]) -> Result<PathBuf
             stderr(&pip)
         ));
     }
-    Ok(venv)
+    Ok(())
 }
 
 /// The virtual environment with NumPy and Pillow for Python steps (see [`venv`]).
@@ -416,29 +422,16 @@ pub fn shared_venv(name: &str, import_check: &str, packages: &[&str]) -> Result<
     std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
     // One left half-made by an interrupted run is made again.
     let _ = std::fs::remove_dir_all(&venv);
-    let made = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .output()
-        .map_err(|e| format!("python3: {e}"))?;
-    if !made.status.success() {
-        return Err(format!("python3 -m venv failed: {}", stderr(&made)));
-    }
     eprintln!(
         "installing {} into {} (once)",
         packages.join(" "),
         venv.display()
     );
-    let pip = Command::new(venv.join("bin/pip"))
-        .args(["install", "-q"])
-        .args(packages)
-        .output()
-        .map_err(|e| format!("pip: {e}"))?;
-    if !pip.status.success() || !imports(&venv) {
+    make_venv(&venv, packages)?;
+    if !imports(&venv) {
         return Err(format!(
-            "pip install {} failed: {}",
-            packages.join(" "),
-            stderr(&pip)
+            "{} installed, but cannot import {import_check}",
+            packages.join(" ")
         ));
     }
     Ok(venv)

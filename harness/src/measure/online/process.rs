@@ -54,6 +54,20 @@ pub fn step_refusal(
         .find_map(|(def, config)| ops(def, &config.params))
 }
 
+/// What no form of prepbench's steps in another framework does yet: move a boxes field with an
+/// image, resize with a filter other than bilinear; `None` when `params` ask for neither.
+pub fn form_refusal(op: &str, params: &serde_json::Value) -> Option<&'static str> {
+    let param = |name: &str| params.get(name).filter(|v| !v.is_null());
+    if param("boxes").is_some() {
+        Some("moves a boxes field, which its form here does not")
+    } else if op == "resize_shorter" && param("filter").and_then(|f| f.as_str()) != Some("bilinear")
+    {
+        Some("resizes with a filter other than bilinear, which its form here does not")
+    } else {
+        None
+    }
+}
+
 /// A loader written in Python.
 pub(super) struct PythonLoader {
     /// The name runs record (`torch`).

@@ -34,15 +34,7 @@ pub fn refusal(def: &StepDef, params: &serde_json::Value) -> Option<String> {
             OPS.join(", ")
         ));
     }
-    let param = |name: &str| params.get(name).filter(|v| !v.is_null());
-    let why = if param("boxes").is_some() {
-        Some("moves a boxes field, which its TensorFlow form does not")
-    } else if op == "resize_shorter" && param("filter").and_then(|f| f.as_str()) != Some("bilinear")
-    {
-        Some("resizes with a filter other than bilinear, which its TensorFlow form does not")
-    } else {
-        None
-    };
+    let why = super::super::process::form_refusal(op, params);
     why.map(|why| {
         format!(
             "step `{}` (op {op}) {why} under the tf-data loader; run it under --loader native",

@@ -36,17 +36,12 @@ pub fn refusal(def: &StepDef, params: &serde_json::Value) -> Option<String> {
             OPS.join(", ")
         ));
     }
-    let param = |name: &str| params.get(name).filter(|v| !v.is_null());
-    let why = if param("boxes").is_some() {
-        Some("moves a boxes field, which its torch form does not")
-    } else if op == "resize_shorter" && param("filter").and_then(|f| f.as_str()) != Some("bilinear")
-    {
-        Some("resizes with a filter other than bilinear, which its torch form does not")
-    } else if op == "decode_png" && param("to_uint8").and_then(|v| v.as_bool()) == Some(false) {
-        Some("keeps 16-bit samples (to_uint8: false), which its torch form (Pillow) does not")
-    } else {
-        None
-    };
+    let why = super::super::process::form_refusal(op, params).or_else(|| {
+        let keeps_16_bit = params.get("to_uint8").and_then(|v| v.as_bool()) == Some(false);
+        (op == "decode_png" && keeps_16_bit).then_some(
+            "keeps 16-bit samples (to_uint8: false), which its torch form (Pillow) does not",
+        )
+    });
     why.map(|why| {
         format!(
             "step `{}` (op {op}) {why} under the torch loader; run it under --loader native",
