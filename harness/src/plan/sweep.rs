@@ -51,10 +51,8 @@ pub fn sweep(
     };
     let workload = places.load_workload(&opts.workload)?;
     // One writer of a results folder at a time, for the whole sweep; nothing is written
-    // before the folders are known to lie outside the dataset.
+    // before the folders are known to lie outside the dataset and the options are accepted.
     places.check_outside_dataset(&workload)?;
-    // What the options refuse (a loader that cannot run a step or read a codec, a strategy
-    // that does not exist) is refused before the results folder is made.
     Plan::new(&workload, opts)?;
     let _lock = crate::results::lock::folder(&places.out)?;
     let variants = spread(workload.spec.dataset_variants(), opts.variants);
