@@ -287,6 +287,21 @@ def serve(run):
         sys.exit(1)
 
 
+def ready(proto_out, versions):
+    """Says `ready` (the CPU and I/O used so far, the framework's `versions`) and waits for
+    `go`: whether it came."""
+    os.write(proto_out, (json.dumps({"ready": _usage(), **versions}) + "\n").encode())
+    return sys.stdin.buffer.readline().strip() == b"go"
+
+
+def answer(proto_out, started, arrivals, samples, nbytes, hashes, skipped, failed, passes):
+    """The epoch's answer, with the CPU and I/O used by its end."""
+    out = {"arrivals": arrivals, "samples": samples, "bytes": nbytes, "hashes": hashes,
+           "skipped": skipped, "failed": failed, "passes": passes,
+           "wall_s": time.perf_counter() - started, "usage": _usage()}
+    os.write(proto_out, (json.dumps(out) + "\n").encode())
+
+
 def run(job, proto_out):
     native = native_for(job, PROTOCOL, "torch loader")
     import torch
@@ -301,9 +316,7 @@ def run(job, proto_out):
         if asked["prefetch_factor"] is not None:
             options["prefetch_factor"] = asked["prefetch_factor"]
     loader = DataLoader(dataset, **options)
-    ready = _usage()
-    os.write(proto_out, (json.dumps({"ready": ready, "torch": torch.__version__}) + "\n").encode())
-    if sys.stdin.buffer.readline().strip() != b"go":
+    if not ready(proto_out, {"torch": torch.__version__}):
         return
     started = time.perf_counter()
     arrivals, hashes, skipped, failed = [], [], [], None
@@ -331,12 +344,8 @@ def run(job, proto_out):
                 break
         if job["min_s"] is None or time.perf_counter() - started >= job["min_s"]:
             break
-    wall = time.perf_counter() - started
     del loader  # its workers are shut down and waited for: their CPU and I/O count below
-    answer = {"arrivals": arrivals, "samples": samples, "bytes": nbytes, "hashes": hashes,
-              "skipped": skipped, "failed": failed, "passes": passes, "wall_s": wall,
-              "usage": _usage()}
-    os.write(proto_out, (json.dumps(answer) + "\n").encode())
+    answer(proto_out, started, arrivals, samples, nbytes, hashes, skipped, failed, passes)
 
 
 def main():

@@ -27,6 +27,13 @@ OPS = ("decode_jpeg", "decode_png", "decode_npy", "resize_shorter", "pixel_cente
        "grayscale", "normalize", "random_crop", "random_hflip")
 
 
+# torch warns each time it views read-only memory (a stored record's view of immutable bytes,
+# a JPEG's bytes); the ops here never write into their input. Set once, for the warnings this
+# module's calls raise only, rather than a catch_warnings block around every sample.
+warnings.filterwarnings("ignore", message=r"The given (buffer|NumPy array) is not writable",
+                        category=UserWarning, module=__name__)
+
+
 def _torch():
     import torch
 
@@ -41,14 +48,7 @@ def _tensor(value):
         return value
     import numpy as np
 
-    array = np.asarray(value)
-    if not array.flags.writeable:
-        # torch.from_numpy warns on read-only memory (a record's view of immutable bytes);
-        # the ops here never write into their input.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            return torch.from_numpy(array)
-    return torch.from_numpy(array)
+    return torch.from_numpy(np.asarray(value))
 
 
 def _image(value, op):
@@ -82,9 +82,7 @@ class DecodeJpeg(Op):
         torch = _torch()
         from torchvision.io import ImageReadMode, decode_jpeg
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # a read-only buffer: not written
-            encoded = torch.frombuffer(data, dtype=torch.uint8)
+        encoded = torch.frombuffer(data, dtype=torch.uint8)
         return decode_jpeg(encoded, mode=ImageReadMode.RGB).permute(1, 2, 0)
 
 

@@ -132,6 +132,15 @@ impl Plan {
             .collect::<anyhow::Result<Vec<_>>>()?;
         anyhow::ensure!(!storage.is_empty(), "--storage needs at least one profile");
         let loaders = loaders(workload, &strategies, &codecs, opts.loaders.as_deref())?;
+        let on_error = opts.settings.on_error.unwrap_or(workload.spec.on_error);
+        if on_error == OnError::Skip {
+            let engines = loaders
+                .iter()
+                .filter_map(|&l| crate::measure::online::engine(l));
+            if let Some(why) = engines.filter_map(|e| e.skip_refusal()).next() {
+                anyhow::bail!("{why}");
+            }
+        }
         let loader_options = loader_options(&loaders, opts.settings.loader_options.as_deref())?;
         anyhow::ensure!(
             !codecs.is_empty() && !threads.is_empty() && !cache.is_empty(),
@@ -207,7 +216,7 @@ impl Plan {
             shards: opts.settings.shards.unwrap_or(sweep.shards).max(1),
             cells,
             consumer: opts.settings.consumer,
-            on_error: opts.settings.on_error.unwrap_or(workload.spec.on_error),
+            on_error,
             min_epoch_s: opts.settings.min_epoch_s,
             loader_options,
         })

@@ -183,6 +183,11 @@ pub trait Engine: Sync {
         None
     }
 
+    /// Why this engine cannot skip bad samples (`--on-error skip`); `None` when it can.
+    fn skip_refusal(&self) -> Option<String> {
+        None
+    }
+
     /// Why this engine cannot read a store of `codec`; `None` when it can.
     fn codec_refusal(&self, _codec: workloads::Codec) -> Option<String> {
         None

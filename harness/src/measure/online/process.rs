@@ -54,18 +54,43 @@ pub fn step_refusal(
         .find_map(|(def, config)| ops(def, &config.params))
 }
 
-/// What no form of prepbench's steps in another framework does yet: move a boxes field with an
-/// image, resize with a filter other than bilinear; `None` when `params` ask for neither.
-pub fn form_refusal(op: &str, params: &serde_json::Value) -> Option<&'static str> {
+/// Why step `def` (with its canonical `params`) has no form under `loader`, whose forms of
+/// prepbench's ops are `ops`, written `as_` ("as torchvision and NumPy"); `extra` adds the
+/// loader's own refusals of parameters. Your Python steps run under every such loader; no form
+/// moves a boxes field or resizes with a filter other than bilinear yet. `None`: it has one.
+pub fn form_refusal(
+    def: &workloads::StepDef,
+    params: &serde_json::Value,
+    (loader, ops, as_): (&str, &[&str], &str),
+    extra: fn(&str, &serde_json::Value) -> Option<&'static str>,
+) -> Option<String> {
+    let op = def.spec.op;
+    if def.step.python_link().is_some() {
+        return None;
+    }
+    if !ops.contains(&op) {
+        return Some(format!(
+            "step `{}` (op {op}) has no implementation under the {loader} loader, which runs \
+             your Python steps (op python) and, {as_}, {}; the rest run under --loader native",
+            def.name,
+            ops.join(", ")
+        ));
+    }
     let param = |name: &str| params.get(name).filter(|v| !v.is_null());
-    if param("boxes").is_some() {
+    let why = if param("boxes").is_some() {
         Some("moves a boxes field, which its form here does not")
     } else if op == "resize_shorter" && param("filter").and_then(|f| f.as_str()) != Some("bilinear")
     {
         Some("resizes with a filter other than bilinear, which its form here does not")
     } else {
-        None
-    }
+        extra(op, params)
+    };
+    why.map(|why| {
+        format!(
+            "step `{}` (op {op}) {why} under the {loader} loader; run it under --loader native",
+            def.name
+        )
+    })
 }
 
 /// A loader written in Python.
@@ -238,6 +263,15 @@ fn tail(stderr: std::thread::JoinHandle<String>) -> String {
 }
 
 impl PythonLoader {
+    /// Why the loader cannot run the online steps from `split` of `workload`: a step it has no
+    /// form of, or its interpreter lacking what it needs.
+    pub(super) fn refusal(&self, workload: &Workload, split: usize) -> Option<String> {
+        (self.steps)(workload, split).or_else(|| {
+            self.runtime_refusal()
+                .map(|why| format!("the {} loader {why}", self.name))
+        })
+    }
+
     /// Why the interpreter cannot run the loader (its framework or prepbench's package
     /// missing, another version of it); asked once per interpreter and loader.
     pub(super) fn runtime_refusal(&self) -> Option<String> {

@@ -11,8 +11,8 @@
 use indicatif::ProgressBar;
 use workloads::{Codec, Workload};
 
-use super::engine::{Engine, OnlineInput, OnlineJob, OnlineResult};
-use super::process::{loader_error, step_refusal, PythonLoader};
+use super::engine::{Engine, OnlineJob, OnlineResult};
+use super::process::{step_refusal, PythonLoader};
 use crate::measure::errors::RunError;
 
 pub mod steps;
@@ -52,28 +52,24 @@ impl Engine for TfData {
     }
 
     fn refusal(&self, workload: &Workload, split: usize) -> Option<String> {
-        (PROCESS.steps)(workload, split)
-            .or_else(|| PROCESS.runtime_refusal())
-            .map(|why| format!("the tf-data loader {why}"))
+        PROCESS.refusal(workload, split)
+    }
+
+    fn skip_refusal(&self) -> Option<String> {
+        Some(
+            "the tf-data loader does not skip bad samples yet (tf.data names the op that \
+             failed, not the sample): use --on-error fail, or --loader native or torch"
+                .into(),
+        )
     }
 
     fn codec_refusal(&self, codec: Codec) -> Option<String> {
         codec_refusal(codec).map(|why| format!("the tf-data loader {why}"))
     }
 
+    /// (Codecs and `--on-error skip` are refused with the plan; the process refuses a store
+    /// of another codec itself.)
     fn run(&self, job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {
-        if job.on_error == workloads::OnError::Skip {
-            return Err(loader_error(
-                "tf-data",
-                "does not skip bad samples yet (tf.data names the op that failed, not the \
-                 sample): use --on-error fail, or --loader native or torch",
-            ));
-        }
-        if let OnlineInput::Store { manifest, .. } = job.input {
-            if let Some(why) = codec_refusal(manifest.codec) {
-                return Err(loader_error("tf-data", why));
-            }
-        }
         PROCESS.run(job, serde_json::json!({}), progress)
     }
 }

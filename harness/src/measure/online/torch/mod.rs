@@ -119,9 +119,7 @@ impl Engine for Torch {
     }
 
     fn refusal(&self, workload: &Workload, split: usize) -> Option<String> {
-        (PROCESS.steps)(workload, split)
-            .or_else(|| PROCESS.runtime_refusal())
-            .map(|why| format!("the torch loader {why}"))
+        PROCESS.refusal(workload, split)
     }
 
     fn run(&self, job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {

@@ -6,6 +6,8 @@
 
 use workloads::StepDef;
 
+use super::super::process::form_refusal;
+
 /// prepbench's ops the torch loader runs; `OPS` in `prepbench/_torch_steps.py` is the same
 /// list (a test ties them).
 pub const OPS: &[&str] = &[
@@ -23,40 +25,23 @@ pub const OPS: &[&str] = &[
 /// Why step `def`, with its canonical `params`, cannot run under the torch loader; `None` when
 /// it can.
 pub fn refusal(def: &StepDef, params: &serde_json::Value) -> Option<String> {
-    let op = def.spec.op;
-    if def.step.python_link().is_some() {
-        return None; // your Python, run as it is
-    }
-    if !OPS.contains(&op) {
-        return Some(format!(
-            "step `{}` (op {op}) has no implementation under the torch loader, which runs your \
-             Python steps (op python) and, as torchvision and NumPy, {}; the rest run under \
-             --loader native",
-            def.name,
-            OPS.join(", ")
-        ));
-    }
-    let why = super::super::process::form_refusal(op, params).or_else(|| {
+    let extra = |op: &str, params: &serde_json::Value| {
         let keeps_16_bit = params.get("to_uint8").and_then(|v| v.as_bool()) == Some(false);
         (op == "decode_png" && keeps_16_bit).then_some(
             "keeps 16-bit samples (to_uint8: false), which its torch form (Pillow) does not",
         )
-    });
-    why.map(|why| {
-        format!(
-            "step `{}` (op {op}) {why} under the torch loader; run it under --loader native",
-            def.name
-        )
-    })
+    };
+    form_refusal(
+        def,
+        params,
+        ("torch", OPS, "as torchvision and NumPy"),
+        extra,
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use crate::measure::online::{torch::Torch, Engine};
-
-    fn step_refusal(workload: &workloads::Workload, split: usize, _: &str) -> Option<String> {
-        Torch.step_refusal(workload, split)
-    }
 
     fn workload(steps: &str) -> workloads::Workload {
         let yaml = format!(
@@ -77,16 +62,12 @@ mod tests {
         ] {
             let cv = workloads::load(name).unwrap();
             for split in 0..cv.steps.len() {
-                assert_eq!(
-                    step_refusal(&cv, split, "torch"),
-                    None,
-                    "{name} split {split}"
-                );
+                assert_eq!(Torch.step_refusal(&cv, split), None, "{name} split {split}");
             }
         }
         for name in ["mp3", "nlp", "detection"] {
             let w = workloads::load(name).unwrap();
-            let why = step_refusal(&w, 0, "torch").unwrap();
+            let why = Torch.step_refusal(&w, 0).unwrap();
             assert!(
                 why.contains("no implementation under the torch loader"),
                 "{why}"
@@ -103,13 +84,12 @@ mod tests {
                 "boxes",
             ),
         ] {
-            let why = step_refusal(&workload(steps), 1, "torch").unwrap();
+            let why = Torch.step_refusal(&workload(steps), 1).unwrap();
             assert!(why.contains(says) && why.contains("--loader native"), "{why}");
         }
-        let why = step_refusal(
+        let why = Torch.step_refusal(
             &workload("  - name: r\n    op: resize_shorter\n    params: {size: 64}\n"),
             1,
-            "torch",
         );
         assert_eq!(why, None);
     }
