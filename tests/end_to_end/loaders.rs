@@ -253,8 +253,13 @@ assert list(ts.OPS) == ops, (ts.OPS, ops)
 spec = json.load(open(glob.glob(f"{stores}/cv/*/*/store.json")[0]))["spec"]
 n = native()
 online = n.Online(json.dumps(spec), 0, 0, root, 8)
+modules = set(sys.modules)
 chain = Chain(n, online)
 assert chain.bounds is not None
+# What the ops call is imported when the chain is made (in the loader's main process, before
+# the DataLoader forks its workers), not on a worker's first sample inside the timed epoch.
+made = set(sys.modules)
+assert {"torchvision.io", "torchvision.transforms.functional"} <= made - modules, made - modules
 differ = other_epoch = shifted = 0
 for i in range(8):
     def output(epoch):
@@ -273,6 +278,8 @@ for i in range(8):
 # The forms differ from native (an exact check would fail), and the bounds still catch a crop
 # in the wrong place.
 assert differ >= 6 and other_epoch >= 7 and shifted == 8, (differ, other_epoch, shifted)
+late = sorted(m for m in set(sys.modules) - made if m.split(".")[0] in ("torch", "torchvision", "PIL", "numpy"))
+assert not late, f"imported on the first sample: {late}"
 print("ok")
 "#;
 

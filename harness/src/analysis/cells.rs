@@ -281,13 +281,17 @@ impl Results {
             .into_iter()
             .filter_map(|(key, indices)| {
                 let rows: Vec<&RunRow> = indices.iter().map(|&i| &self.rows[i]).collect();
-                let throughput =
-                    Summary::of(&rows.iter().map(|r| r.throughput_sps).collect::<Vec<_>>()).ok()?;
+                // Times and rates: intervals on the log scale, never below zero.
+                let throughput = Summary::of_positive(
+                    &rows.iter().map(|r| r.throughput_sps).collect::<Vec<_>>(),
+                )
+                .ok()?;
                 let online =
-                    Summary::of(&rows.iter().map(|r| r.online_s).collect::<Vec<_>>()).ok()?;
+                    Summary::of_positive(&rows.iter().map(|r| r.online_s).collect::<Vec<_>>())
+                        .ok()?;
                 let optional = |f: fn(&RunRow) -> Option<f64>| {
                     let values: Vec<f64> = rows.iter().filter_map(|r| f(r)).collect();
-                    Summary::of(&values).ok()
+                    Summary::of_positive(&values).ok()
                 };
                 let first_sample = optional(|r| r.first_sample_s);
                 let steady = optional(|r| r.steady_sps);
@@ -295,7 +299,7 @@ impl Results {
                 let offline = self
                     .offline
                     .get(&(key.workload.clone(), key.strategy.clone(), key.codec))
-                    .and_then(|v| Summary::of(v).ok());
+                    .and_then(|v| Summary::of_positive(v).ok());
                 let verdicts = || rows.iter().filter_map(|r| r.verified);
                 let verified = verdicts()
                     .find(|v| *v == Verdict::Fail)

@@ -4,6 +4,8 @@
 //! ([`model`]), the report ([`report`]), `recommend` and `compare`. It reads the typed results
 //! only; it never measures.
 
+pub mod advice;
+pub mod candidate;
 pub mod cells;
 pub mod compare;
 pub mod findings;

@@ -5,28 +5,9 @@
 use std::fmt::Write;
 use std::path::Path;
 
+pub use crate::analysis::candidate::{Candidate, Weights};
 use crate::analysis::cells::Results;
 use crate::analysis::view::WorkloadView;
-
-/// Weights of offline time, storage and throughput, written `P,S,T` (PRESTO's default 0,0,1).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Weights(pub f64, pub f64, pub f64);
-
-impl std::str::FromStr for Weights {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Weights, String> {
-        let values: Vec<f64> = text
-            .split(',')
-            .map(|v| v.trim().parse::<f64>())
-            .collect::<Result<_, _>>()
-            .map_err(|_| format!("`{text}`: weights are three numbers P,S,T"))?;
-        match values[..] {
-            [p, s, t] if values.iter().all(|v| v.is_finite() && *v >= 0.0) && p + s + t > 0.0 => Ok(Weights(p, s, t)),
-            _ => Err(format!("`{text}`: weights are three non-negative numbers P,S,T (offline time, storage, throughput), not all zero")),
-        }
-    }
-}
 
 #[derive(Clone, Debug)]
 pub struct RecommendOptions {
@@ -36,34 +17,6 @@ pub struct RecommendOptions {
     pub memory_bytes: Option<u64>,
     /// Dataset size to plan for (times and storage scale linearly); default: the runs' size.
     pub dataset_samples: Option<u64>,
-}
-
-/// One (strategy, codec) at the largest thread count measured, scaled to the planned size.
-#[derive(Clone, Debug)]
-pub struct Candidate {
-    pub strategy: String,
-    pub codec: workloads::Codec,
-    /// The planned size its times and storage are for.
-    pub samples: f64,
-    pub offline_s: f64,
-    pub storage_bytes: f64,
-    pub cold_sps: f64,
-    /// The 95 % interval of `cold_sps` (`None` from one trial).
-    pub cold_ci95: Option<(f64, f64)>,
-    /// Whether its cold epochs lasted long enough to judge by.
-    pub long_enough: bool,
-    /// The evidence behind `cold_sps`: trials, the median cold epoch in seconds, and the
-    /// samples one epoch read.
-    pub trials: usize,
-    pub epoch_s: f64,
-    pub measured_samples: u64,
-    pub warm_sps: Option<f64>,
-    pub score_cold: f64,
-    pub score_warm: Option<f64>,
-    pub pareto: bool,
-    /// offline + first epoch cold + the rest warm (cold when the data does not fit in memory).
-    pub total_s: f64,
-    pub fits_in_memory: bool,
 }
 
 /// Min-max normalisation to [0, 1]; a constant column maps to 1 (nobody is worse).
@@ -159,6 +112,8 @@ pub fn candidates(
                 score_warm: None,
                 pareto: false,
                 total_s,
+                later_sps: later,
+                offline_n: cold.offline.as_ref().map_or(0, |o| o.n),
                 fits_in_memory: fits,
             });
         }
@@ -227,15 +182,6 @@ fn evidence(c: &Candidate) -> String {
     )
 }
 
-/// Whether the 95 % intervals of two candidates' cold throughput overlap (or either has none):
-/// the measurements do not tell them apart.
-fn indistinct(a: &Candidate, b: &Candidate) -> bool {
-    match (a.cold_ci95, b.cold_ci95) {
-        (Some((alo, ahi)), Some((blo, bhi))) => alo <= bhi && blo <= ahi,
-        _ => true,
-    }
-}
-
 /// The recommendation for one workload as Markdown (a table of every candidate and the
 /// answer, with its evidence); `None` without a cold run to recommend from.
 pub fn section(view: &WorkloadView, opts: &RecommendOptions, machine: &Machine) -> Option<String> {
@@ -274,10 +220,6 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, machine: &Machine) 
             duration(c.total_s)
         );
     }
-    let fastest_total = list
-        .iter()
-        .min_by(|a, b| a.total_s.total_cmp(&b.total_s))
-        .expect("non-empty");
     let pareto: Vec<String> = list
         .iter()
         .filter(|c| c.pareto)
@@ -288,33 +230,9 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, machine: &Machine) 
     } else {
         "does not fit in memory, so every epoch reads from storage at cold speed"
     };
-    let total_note = if fastest_total.strategy == best.strategy && fastest_total.codec == best.codec
-    {
-        format!(
-            "It is also the quickest way through {} epochs ({} including materialization).",
-            opts.epochs,
-            duration(best.total_s)
-        )
-    } else {
-        format!(
-            "Counting materialization once and {} epochs, `{}` ({}) finishes sooner: {} against {}; prefer it when the whole training run is short.",
-            opts.epochs, fastest_total.strategy, fastest_total.codec, duration(fastest_total.total_s), duration(best.total_s)
-        )
-    };
-    // Ranked on throughput, a runner-up inside the best's interval is not a measured loss.
-    let ties: Vec<String> = list[1..]
-        .iter()
-        .filter(|c| wp == 0.0 && ws == 0.0 && indistinct(best, c))
-        .map(|c| format!("`{}` ({})", c.strategy, c.codec))
-        .collect();
-    let tie_note = if ties.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " The measurements do not separate it from {}: their 95 % intervals of cold throughput overlap (run more trials, or prefer the one cheaper in storage and offline time).",
-            ties.join(", ")
-        )
-    };
+    let criterion = crate::analysis::advice::criterion(best, &list, opts.weights);
+    let total_note = crate::analysis::advice::run_length(best, &list, opts.epochs);
+    let tie_note = crate::analysis::advice::ties(best, &list, opts.weights);
     // Epochs too short to judge by make the ranking a hint, and it says so.
     let short = list.iter().filter(|c| !c.long_enough).count();
     let mut short_note = if short > 0 {
@@ -344,8 +262,8 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, machine: &Machine) 
     }
     let _ = writeln!(
         out,
-        "\n**Recommendation: `{}` ({})**. With these weights it scores highest ({:.3}) on cold throughput, reading {} samples/s ({}) from {} of stored data after {} of offline preprocessing; its data {memory_note}. {total_note}{tie_note} Pareto-optimal in (offline time, storage, throughput): {}.{short_note}\n",
-        best.strategy, best.codec, best.score_cold, with_interval(best), evidence(best), size(best.storage_bytes), duration(best.offline_s), pareto.join(", ")
+        "\n**Recommendation: `{}` ({})**. {criterion}: {} samples/s ({}), from {} of stored data after {} of offline preprocessing; its data {memory_note}. {total_note}{tie_note} Pareto-optimal in (offline time, storage, throughput): {}.{short_note}\n",
+        best.strategy, best.codec, with_interval(best), evidence(best), size(best.storage_bytes), duration(best.offline_s), pareto.join(", ")
     );
     if let Some(note) =
         crate::analysis::workers::workers_note(view, &best.strategy, best.codec, machine.cores)

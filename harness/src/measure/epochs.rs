@@ -365,6 +365,8 @@ impl Session {
             &self.source.root,
             crate::measure::sysmon::SAMPLE_PERIOD,
         );
+        let restart = sampler.restarter();
+        job.timed_start = Some(&restart);
         let result = crate::measure::online::run(&job, &bar)
             .with_context(|| format!("online phase of `{}`, epoch {epoch}", strategy.name))?;
         let device = sampler.device.clone();

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -154,6 +154,9 @@ pub fn device_of(path: &Path) -> (String, Option<(u32, u32)>) {
 /// A sampling thread for one phase.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
+    /// The counters at a restart, for the sampling thread to start from.
+    restart: Arc<Mutex<Option<Counters>>>,
+    counted: Option<(u32, u32)>,
     handle: Option<JoinHandle<Vec<SystemSample>>>,
     pub device: String,
 }
@@ -163,13 +166,21 @@ impl Sampler {
     pub fn start(data_dir: &Path, period: Duration) -> Sampler {
         let (name, device) = device_of(data_dir);
         let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+        let restart: Arc<Mutex<Option<Counters>>> = Arc::default();
+        let (flag, again) = (stop.clone(), restart.clone());
         let handle = std::thread::spawn(move || {
-            let start = Instant::now();
+            let mut start = Instant::now();
             let mut previous = read_counters(device);
             let mut samples = Vec::new();
             let mut next = start + period;
             loop {
+                let restarted = again.lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let Some(counters) = restarted {
+                    samples.clear();
+                    start = counters.at;
+                    previous = counters;
+                    next = start + period;
+                }
                 let stopping = flag.load(Ordering::Relaxed);
                 if stopping || Instant::now() >= next {
                     let now = read_counters(device);
@@ -185,8 +196,20 @@ impl Sampler {
         });
         Sampler {
             stop,
+            restart,
+            counted: device,
             handle: Some(handle),
             device: name,
+        }
+    }
+
+    /// What starts the intervals again from the moment it is called, dropping those before
+    /// (an online phase's timed part begins after its loader process has started).
+    pub fn restarter(&self) -> impl Fn() + Sync + use<> {
+        let (restart, device) = (self.restart.clone(), self.counted);
+        move || {
+            let counters = read_counters(device);
+            *restart.lock().unwrap_or_else(|e| e.into_inner()) = Some(counters);
         }
     }
 
@@ -276,5 +299,24 @@ mod tests {
             last.cpu_user_pct + last.cpu_system_pct + last.cpu_iowait_pct + last.cpu_idle_pct;
         assert!(total <= 100.5, "{total}");
         assert!(rows.iter().all(|r| r.memory_used_mb > 0.0));
+    }
+
+    #[test]
+    fn a_restart_drops_the_intervals_before_it() {
+        // A loader's start (here: 350 ms idle, three 100 ms intervals) is not its epoch's.
+        let dir = tempfile::tempdir().unwrap();
+        let sampler = Sampler::start(dir.path(), Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(350));
+        let restart = sampler.restarter();
+        restart();
+        let t = Instant::now();
+        std::thread::sleep(Duration::from_millis(150));
+        let rows = sampler.finish();
+        let covered: f64 = rows.iter().map(|r| r.interval_s).sum();
+        assert!(
+            covered <= t.elapsed().as_secs_f64() + 0.01,
+            "{covered} {rows:?}"
+        );
+        assert!(rows.first().is_some_and(|r| r.t_start_s == 0.0), "{rows:?}");
     }
 }

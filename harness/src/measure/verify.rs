@@ -137,6 +137,7 @@ mod tests {
             fill: None,
             throttle: None,
             min_s: None,
+            timed_start: None,
             consumer: None,
             on_error: workloads::OnError::Fail,
             loader_options: "",

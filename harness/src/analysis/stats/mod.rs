@@ -253,6 +253,23 @@ impl Summary {
     }
 }
 
+impl Summary {
+    /// As [`Summary::of`], for a quantity that cannot be negative (a throughput, a time): the
+    /// 95 % interval of the mean is taken on the log scale (the delta method, as
+    /// [`LogEstimate::of_mean`] and compare's ratios: mean · exp(± t(0.975, n-1) · cv / √n)),
+    /// so it holds the mean, never reaches below zero, and widens upwards; with a mean of zero,
+    /// the plain interval cut at zero.
+    pub fn of_positive(values: &[f64]) -> Result<Summary, StatsError> {
+        let mut summary = Summary::of(values)?;
+        if let Some(estimate) = LogEstimate::of_mean(&summary) {
+            summary.ci95 = Some(estimate.ci95());
+        } else if let Some((lo, hi)) = summary.ci95 {
+            summary.ci95 = Some((lo.max(0.0), hi));
+        }
+        Ok(summary)
+    }
+}
+
 /// Welch's unequal-variances t-test of two summaries.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Welch {

@@ -30,6 +30,36 @@ fn log_estimates_combine_and_stay_positive() {
 }
 
 #[test]
+fn intervals_of_times_and_rates_never_reach_below_zero() {
+    // Two trials far apart (as "1941 [-84.97, 3966]" was): the plain interval of the mean
+    // goes below zero, the one on the log scale does not, and it holds the mean.
+    let values = [1000.0, 2882.0];
+    let (plain_lo, _) = Summary::of(&values).unwrap().ci95.unwrap();
+    assert!(plain_lo < 0.0);
+    let s = Summary::of_positive(&values).unwrap();
+    let (lo, hi) = s.ci95.unwrap();
+    assert!(lo > 0.0 && lo < s.mean && s.mean < hi, "[{lo}, {hi}]");
+    assert_eq!(s.ci95, Some(LogEstimate::of_mean(&s).unwrap().ci95()));
+    // Tight trials: close to the plain interval.
+    let tight = Summary::of_positive(&[100.0, 101.0, 99.0])
+        .unwrap()
+        .ci95
+        .unwrap();
+    let plain = Summary::of(&[100.0, 101.0, 99.0]).unwrap().ci95.unwrap();
+    assert!(
+        close(tight.0, plain.0, 0.1) && close(tight.1, plain.1, 0.1),
+        "{tight:?} {plain:?}"
+    );
+    // A zero among the values: cut at zero; one value: no interval.
+    let (lo, _) = Summary::of_positive(&[0.0, 0.0, 30.0])
+        .unwrap()
+        .ci95
+        .unwrap();
+    assert!(lo >= 0.0);
+    assert_eq!(Summary::of_positive(&[5.0]).unwrap().ci95, None);
+}
+
+#[test]
 fn t_quantiles_match_the_printed_tables() {
     // Two-sided 95 % critical values from standard t tables.
     for (df, expected) in [

@@ -65,6 +65,10 @@ pub struct OnlineJob<'a> {
     /// lasts the floor without a store sized for the cache's speed. `None`: one pass (cold
     /// epochs, whose second pass would not be cold).
     pub min_s: Option<f64>,
+    /// Called as the timed epoch begins, where an engine first starts a process and builds its
+    /// pipeline (a loader in Python): the system sampler starts its intervals there, so that
+    /// an epoch's CPU share and device rate are not diluted by the interpreter's start.
+    pub timed_start: Option<&'a (dyn Fn() + Sync)>,
 }
 
 #[derive(Debug)]

@@ -365,6 +365,9 @@ impl PythonLoader {
                 ready.detail.unwrap_or_default()
             )));
         };
+        if let Some(timed) = job.timed_start {
+            timed();
+        }
         let start = Snapshot::now();
         writeln!(stdin, "go").map_err(|e| loader_error(format!("starting the epoch: {e}")))?;
         let line = answer_line(name, &mut stdout, &mut child)?;
