@@ -175,6 +175,68 @@ fn the_application_cache_serves_later_epochs_or_says_it_does_not_fit() {
     fails_naming(&out, &["stores none"]);
 }
 
+/// Runs that measure different things never pool in one cell: another definition of a
+/// workload's name is refused before anything is written, and runs of another size are kept
+/// out of the cell and named where its figures are read.
+#[test]
+fn another_definition_is_refused_and_another_size_kept_apart() {
+    let work = run_cv_ok(&argv!["--strategy resized"]);
+    let runs = work.path().join("out/runs.csv");
+    let before = std::fs::read(&runs).unwrap();
+    let changed = work.path().join("cv.yaml");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../workloads/defs/cv.yaml"),
+    )
+    .unwrap();
+    assert!(text.contains("height: 224"));
+    std::fs::write(&changed, text.replace("height: 224", "height: 200")).unwrap();
+    let args = argv![
+        "run",
+        changed.to_str().unwrap(),
+        "--strategy resized --samples",
+        SAMPLES,
+        "--threads 2 --shards 4 --quiet --data-dir",
+        data_dir().to_str().unwrap(),
+        "--store-dir",
+        work.path().join("store").to_str().unwrap(),
+        "--out",
+        work.path().join("out").to_str().unwrap()
+    ];
+    fails_naming(
+        &prepbench(&args),
+        &[
+            "holds runs of workload `cv`",
+            "other steps",
+            "another --out",
+        ],
+    );
+    assert_eq!(std::fs::read(&runs).unwrap(), before);
+
+    // Another sample count into the same folder: recorded, but the older size is left out of
+    // the cell, and recommend says so.
+    let args = argv![
+        "run cv --strategy resized --samples 12 --threads 2 --shards 4 --quiet --data-dir",
+        data_dir().to_str().unwrap(),
+        "--store-dir",
+        work.path().join("store").to_str().unwrap(),
+        "--out",
+        work.path().join("out").to_str().unwrap()
+    ];
+    let out = prepbench(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rec = prepbench(&argv![
+        "recommend",
+        work.path().join("out").to_str().unwrap()
+    ]);
+    let text = String::from_utf8_lossy(&rec.stdout);
+    assert!(text.contains("left out"), "{text}");
+    assert!(
+        text.contains("where the cell's latest runs read 12"),
+        "{text}"
+    );
+    assert!(text.contains("epochs of 12 samples"), "{text}");
+}
+
 #[test]
 fn a_simulated_consumer_reports_utilisation_beside_its_null_io_control() {
     let work = run_cv_ok(&argv![

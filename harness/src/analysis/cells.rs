@@ -123,6 +123,60 @@ fn unusable(row: &RunRow) -> Option<String> {
     })
 }
 
+/// The samples one pass of a row's epoch went through (delivered and skipped): the size
+/// of its input, the same for every trial of a cell however many passes a cached epoch made.
+fn pass_size(row: &RunRow) -> u64 {
+    (row.samples + row.skipped_samples) / row.passes.max(1)
+}
+
+/// Keeps, in each cell, the rows of the size its latest row read; the rows of another size
+/// (a run of `--samples 100` into a folder holding runs of 200) are left out and named, so
+/// that no mean or interval mixes epochs of two sizes.
+fn one_size_per_cell(rows: Vec<RunRow>, left_out: &mut Vec<String>) -> Vec<RunRow> {
+    let mut latest: BTreeMap<CellKey, (&str, u64)> = BTreeMap::new();
+    for row in &rows {
+        let entry = latest
+            .entry(key_of(row))
+            .or_insert((row.started_utc.as_str(), pass_size(row)));
+        if row.started_utc.as_str() >= entry.0 {
+            *entry = (row.started_utc.as_str(), pass_size(row));
+        }
+    }
+    let keep: BTreeMap<CellKey, u64> = latest.into_iter().map(|(k, (_, n))| (k, n)).collect();
+    rows.into_iter()
+        .filter(|row| {
+            let size = keep[&key_of(row)];
+            let same = pass_size(row) == size;
+            if !same {
+                left_out.push(format!(
+                    "run {} epoch {} ({} {}, {} threads): {} samples per epoch where the cell's latest runs read {size}; one size per cell (sweep the other size into another --out)",
+                    row.run_id,
+                    row.epoch,
+                    row.workload,
+                    row.strategy,
+                    row.threads,
+                    pass_size(row)
+                ));
+            }
+            same
+        })
+        .collect()
+}
+
+/// A row's cell.
+fn key_of(row: &RunRow) -> CellKey {
+    CellKey {
+        workload: row.workload.clone(),
+        condition: row.condition(),
+        split: row.split,
+        strategy: row.strategy.clone(),
+        codec: row.codec,
+        threads: row.threads,
+        cache: row.cache,
+        epoch: row.epoch,
+    }
+}
+
 /// Offline seconds of each materialization per (workload, strategy, codec).
 pub type OfflineTimes = BTreeMap<(String, String, Codec), Vec<f64>>;
 /// Stages of each (run id, epoch).
@@ -191,20 +245,26 @@ impl Results {
         Ok(Results::of(Recorded::load(dir)?))
     }
 
-    /// The cells' view of a loaded folder.
+    /// The cells' view of a loaded folder: rows that cannot be aggregated, repeated (run,
+    /// epoch) rows and rows of another epoch size than their cell's latest are left out, each
+    /// named in `left_out`, never pooled.
     pub fn of(recorded: Recorded) -> Results {
         let mut left_out = Vec::new();
-        let rows: Vec<RunRow> = recorded
-            .runs
-            .into_iter()
-            .filter(|row| match unusable(row) {
-                Some(why) => {
-                    left_out.push(why);
-                    false
-                }
-                None => true,
-            })
-            .collect();
+        let mut seen = std::collections::HashSet::new();
+        let mut rows = Vec::new();
+        for row in recorded.runs {
+            if let Some(why) = unusable(&row) {
+                left_out.push(why);
+            } else if !seen.insert((row.run_id.clone(), row.epoch)) {
+                left_out.push(format!(
+                    "run {} epoch {} ({} {}): a second row of the same run and epoch (a copied or twice-merged line); the first is kept",
+                    row.run_id, row.epoch, row.workload, row.strategy
+                ));
+            } else {
+                rows.push(row);
+            }
+        }
+        let rows = one_size_per_cell(rows, &mut left_out);
         Results {
             offline: load_offline(&recorded.offline, &rows),
             stages: load_stages(&recorded.stages),
@@ -265,17 +325,7 @@ impl Results {
     pub fn cells(&self) -> Vec<Cell> {
         let mut groups: BTreeMap<CellKey, Vec<usize>> = BTreeMap::new();
         for (index, row) in self.rows.iter().enumerate() {
-            let key = CellKey {
-                workload: row.workload.clone(),
-                condition: row.condition(),
-                split: row.split,
-                strategy: row.strategy.clone(),
-                codec: row.codec,
-                threads: row.threads,
-                cache: row.cache,
-                epoch: row.epoch,
-            };
-            groups.entry(key).or_default().push(index);
+            groups.entry(key_of(row)).or_default().push(index);
         }
         groups
             .into_iter()
@@ -390,5 +440,57 @@ mod tests {
         assert_eq!(results.left_out.len(), 2, "{:?}", results.left_out);
         assert!(results.left_out[0].contains("run b") && results.left_out[0].contains("NaN"));
         assert!(results.left_out[1].contains("run d") && results.left_out[1].contains("inf"));
+    }
+
+    /// A row copied twice, and runs of two epoch sizes in one cell, are never pooled: the copy
+    /// and the older size are left out and named; cached epochs that made more passes are one
+    /// size.
+    #[test]
+    fn repeated_rows_and_a_second_size_are_left_out_not_pooled() {
+        let row = |run: &str, at: &str, samples: u64, passes: u64| RunRow {
+            run_id: run.into(),
+            started_utc: at.into(),
+            workload: "w".into(),
+            strategy: "resized".into(),
+            samples,
+            passes,
+            online_s: 1.0,
+            throughput_sps: samples as f64,
+            ..RunRow::default()
+        };
+        let results = Results::of(Recorded {
+            runs: vec![
+                row("a", "2026-01-01T00:00:00Z", 200, 1),
+                row("b", "2026-01-01T00:01:00Z", 200, 1),
+                row("b", "2026-01-01T00:01:00Z", 200, 1),
+                row("c", "2026-01-02T00:00:00Z", 100, 1),
+                row("d", "2026-01-02T00:01:00Z", 100, 1),
+            ],
+            ..Recorded::default()
+        });
+        let cells = results.cells();
+        assert_eq!(cells.len(), 1);
+        assert_eq!(cells[0].throughput.n, 2, "{:?}", results.left_out);
+        assert_eq!(cells[0].samples, 100);
+        assert_eq!(results.left_out.len(), 3, "{:?}", results.left_out);
+        assert!(
+            results.left_out[0].contains("run b epoch 0")
+                && results.left_out[0].contains("second row")
+        );
+        assert!(
+            results.left_out[1].contains("run a")
+                && results.left_out[1]
+                    .contains("200 samples per epoch where the cell's latest runs read 100")
+        );
+        // Warm epochs of 3 and 4 passes over 100 samples: one size, nothing left out.
+        let results = Results::of(Recorded {
+            runs: vec![
+                row("e", "2026-01-01T00:00:00Z", 300, 3),
+                row("f", "2026-01-01T00:01:00Z", 400, 4),
+            ],
+            ..Recorded::default()
+        });
+        assert!(results.left_out.is_empty(), "{:?}", results.left_out);
+        assert_eq!(results.cells()[0].throughput.n, 2);
     }
 }

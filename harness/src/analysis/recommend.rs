@@ -302,7 +302,7 @@ fn for_each_view(
     dir: &Path,
     opts: &RecommendOptions,
     mut each: impl FnMut(&WorkloadView, &Machine) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<String>> {
     let results = Results::load(dir)?;
     let cells = results.cells();
     let machine = machine_of(&results, opts);
@@ -314,7 +314,26 @@ fn for_each_view(
             &machine,
         )?;
     }
-    Ok(())
+    Ok(results.left_out)
+}
+
+/// The rows of runs.csv no figure above counts, said where the recommendation is read.
+fn left_out_note(dir: &Path, left_out: &[String]) -> Option<String> {
+    const SHOWN: usize = 5;
+    let (first, more) = left_out.split_at(left_out.len().min(SHOWN));
+    (!first.is_empty()).then(|| {
+        let more = if more.is_empty() {
+            String::new()
+        } else {
+            format!("; and {} more (`prepbench report` lists them)", more.len())
+        };
+        format!(
+            "**{} of {}/runs.csv left out** of these figures: {}{more}.",
+            crate::units::count(left_out.len() as u64, "row", "rows"),
+            dir.display(),
+            first.join("; ")
+        )
+    })
 }
 
 /// One ranked candidate as named fields: the columns of `--csv` and the keys of `--json`.
@@ -357,7 +376,7 @@ fn ranked(
     opts: &RecommendOptions,
 ) -> anyhow::Result<Vec<Vec<(&'static str, serde_json::Value)>>> {
     let mut rows = Vec::new();
-    for_each_view(dir, opts, |view, machine| {
+    let left_out = for_each_view(dir, opts, |view, machine| {
         for (rank, c) in candidates(view, opts, machine.memory_bytes)
             .iter()
             .enumerate()
@@ -368,6 +387,9 @@ fn ranked(
     })?;
     if rows.is_empty() {
         anyhow::bail!("{}: no runs to recommend from", dir.display());
+    }
+    if let Some(note) = left_out_note(dir, &left_out) {
+        eprintln!("prepbench: {note}");
     }
     Ok(rows)
 }
@@ -385,7 +407,7 @@ pub fn recommend_rows(
 /// The recommendation for every workload in `dir`, as Markdown.
 pub fn recommend(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<String> {
     let mut out = String::new();
-    for_each_view(dir, opts, |view, machine| {
+    let left_out = for_each_view(dir, opts, |view, machine| {
         if let Some(text) = section(view, opts, machine) {
             let _ = writeln!(out, "## {}\n\n{text}", view.title());
         }
@@ -393,6 +415,9 @@ pub fn recommend(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<String> 
     })?;
     if out.is_empty() {
         anyhow::bail!("{}: no runs to recommend from", dir.display());
+    }
+    if let Some(note) = left_out_note(dir, &left_out) {
+        let _ = writeln!(out, "{note}\n");
     }
     Ok(out)
 }

@@ -1,6 +1,7 @@
 //! What `run` and `sweep` share: the measurement settings (resolved from the command line once,
 //! `None` taking the workload's defaults) and the places results, datasets and stores live.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use workloads::{ConsumerSpec, OnError};
@@ -66,8 +67,10 @@ impl Places {
         Ok(workload)
     }
 
-    /// Refuses a results or store directory inside `workload`'s dataset, before anything is
-    /// written: prepbench never writes into a dataset.
+    /// Refuses, before anything is written, a results or store directory inside `workload`'s
+    /// dataset (prepbench never writes into a dataset), and a results folder that holds runs
+    /// of a workload of the same name with other steps or another dataset (their strategies
+    /// would pool under the same names).
     pub fn check_outside_dataset(&self, workload: &workloads::Workload) -> anyhow::Result<()> {
         check_places(
             &dataset_root(workload, &self.data_dir)?,
@@ -75,7 +78,60 @@ impl Places {
                 ("the results directory", &self.out),
                 ("the store directory", &self.store_dir),
             ],
-        )
+        )?;
+        self.check_same_definition(&workload.spec)
+    }
+
+    fn check_same_definition(&self, spec: &workloads::WorkloadSpec) -> anyhow::Result<()> {
+        let Some(manifest) = crate::results::Manifest::read(&self.out)? else {
+            return Ok(());
+        };
+        let label = spec.label();
+        for entry in manifest.workloads.values().filter(|e| e.name == label) {
+            let Some(what) = entry.spec.as_ref().and_then(|old| difference(old, spec)) else {
+                continue;
+            };
+            let origin = if entry.origin.is_empty() {
+                String::new()
+            } else {
+                format!(" (from {})", entry.origin)
+            };
+            anyhow::bail!(
+                "{}: holds runs of workload `{label}`{origin} with other {what} than this one \
+                 ({}): their strategies would pool under the same names. Use another --out, \
+                 or give this workload another `name:`",
+                self.out.display(),
+                spec.origin.file
+            );
+        }
+        Ok(())
+    }
+}
+
+/// What makes two definitions of a workload name measure different things: their steps, or
+/// their dataset (kind, place, seed, options); its sample count and sweep defaults do not.
+fn difference(
+    old: &workloads::WorkloadSpec,
+    new: &workloads::WorkloadSpec,
+) -> Option<&'static str> {
+    let steps = |s: &workloads::WorkloadSpec| serde_json::to_value(&s.steps).ok();
+    fn data(
+        s: &workloads::WorkloadSpec,
+    ) -> (
+        &str,
+        Option<&std::path::Path>,
+        u64,
+        &BTreeMap<String, String>,
+    ) {
+        let d = &s.dataset;
+        (&d.kind, d.path.as_deref(), d.seed, &d.options)
+    }
+    if steps(old) != steps(new) {
+        Some("steps")
+    } else if data(old) != data(new) {
+        Some("dataset (kind, path, seed or options)")
+    } else {
+        None
     }
 }
 /// Loads a reference workload or a workload file, reading the dataset at `dataset` when given

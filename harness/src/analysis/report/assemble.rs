@@ -112,9 +112,10 @@ fn header(report: &mut Report, results: &Results, cells: &[Cell]) {
     }
     const SHOWN: usize = 10;
     report.paragraph(format!(
-        "**{} rows of runs.csv left out** of every table and verdict: a rate or time that is \
-         not a finite, non-negative number (the file was edited or damaged):",
-        results.left_out.len()
+        "**{} of runs.csv left out** of every table and verdict, each with its reason (a \
+         rate or time that is not a number, a repeated line, another epoch size than its \
+         cell's):",
+        crate::units::count(results.left_out.len() as u64, "row", "rows")
     ));
     let mut items: Vec<String> = results.left_out.iter().take(SHOWN).cloned().collect();
     if results.left_out.len() > SHOWN {
