@@ -340,6 +340,95 @@ fn every_split_verified(work: &Path, workload: &Path, extra: &[&str], samples: f
     }
 }
 
+/// `--min-epoch-s` on a folder of your own files: stores cycle over the folder, `unprocessed`
+/// reads what the folder holds (it cannot cycle and is never added to), and `recommend`
+/// plans for the folder's size with offline time per sample processed.
+#[test]
+fn epochs_sized_by_time_on_your_own_folder_read_what_it_holds() {
+    let work = tempfile::tempdir().unwrap();
+    let mine = work.path().join("mine");
+    let jpegs: Vec<_> = walk(data_dir())
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "JPEG"))
+        .collect();
+    for (i, jpeg) in jpegs.iter().take(8).enumerate() {
+        std::fs::create_dir_all(&mine).unwrap();
+        std::fs::copy(jpeg, mine.join(format!("{i}.JPEG"))).unwrap();
+    }
+    let yaml = format!(
+        "name: mine\ndataset:\n  kind: files\n  path: {}\n  samples: 8\nsteps:\n  - name: \
+         concatenated\n    op: read_file\n  - name: decoded\n    op: decode_jpeg\n  - name: \
+         resized\n    op: resize_shorter\n    params: {{size: 64}}\n",
+        mine.display()
+    );
+    let w = work.path().join("mine.yaml");
+    std::fs::write(&w, yaml).unwrap();
+    let before = walk(&mine);
+    let out = work.path().join("out");
+    prepbench_ok(&argv![
+        "sweep",
+        w.to_str().unwrap(),
+        "--strategies unprocessed,resized --samples 8 --min-epoch-s 0.3 --trials 2 --threads 2 --quiet --evict fadvise --store-dir",
+        work.path().join("store").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap()
+    ]);
+    assert_eq!(walk(&mine), before, "the folder is never added to");
+    let runs = Csv::read(&out.join("runs.csv"));
+    let samples = |strategy: &str| -> Vec<f64> {
+        runs.rows
+            .iter()
+            .filter(|r| runs.col(r, "strategy") == strategy)
+            .map(|r| runs.num(r, "samples") / runs.num(r, "passes"))
+            .collect()
+    };
+    assert!(
+        samples("unprocessed").iter().all(|n| *n == 8.0),
+        "{:?}",
+        samples("unprocessed")
+    );
+    let stored = samples("resized");
+    assert!(
+        stored.iter().all(|n| *n > 8.0),
+        "the store cycles: {stored:?}"
+    );
+    let rec = prepbench_ok(&["recommend", out.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&rec.stdout);
+    assert!(
+        text.contains("epochs of 8 samples (the dataset as `unprocessed` read it"),
+        "{text}"
+    );
+    if text.contains("`unprocessed` reads the dataset's 8 samples as they are") {
+        assert!(text.contains("never your own folder"), "{text}");
+    }
+    // Offline time per sample processed: the cycled store processed the 8 items once (later
+    // cycles write the same outputs again), so the plan for 8 samples carries its measured
+    // offline time, not 8 / records of it.
+    let offline = Csv::read(&out.join("offline.csv"));
+    let measured: Vec<f64> = offline
+        .rows
+        .iter()
+        .map(|r| offline.num(r, "offline_s"))
+        .collect();
+    let mean = measured.iter().sum::<f64>() / measured.len() as f64;
+    let ranked = prepbench_ok(&["recommend", out.to_str().unwrap(), "--csv"]);
+    let path = work.path().join("ranked.csv");
+    std::fs::write(&path, &ranked.stdout).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let resized = lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .find(|f| f[at("strategy")] == "resized")
+        .unwrap();
+    let planned: f64 = resized[at("offline_s")].parse().unwrap();
+    assert!(
+        (planned - mean).abs() <= 1e-6 * mean.max(1e-9),
+        "{planned} against {mean} measured"
+    );
+}
+
 #[test]
 fn a_folder_of_your_own_files_is_read_as_image_folder_and_every_split_verifies() {
     let work = tempfile::tempdir().unwrap();

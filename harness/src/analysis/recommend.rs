@@ -53,22 +53,67 @@ pub fn scores(
         .collect()
 }
 
+/// The size a recommendation plans for, and where it comes from: `--dataset-samples`, else
+/// the dataset as the runs read it (`unprocessed`'s epochs, or the sizing's record of the
+/// source), else the largest measured.
+pub fn planned_size(
+    view: &WorkloadView,
+    opts: &RecommendOptions,
+    machine: &Machine,
+) -> Option<(u64, &'static str)> {
+    let t = view.max_threads();
+    if let Some(n) = opts.dataset_samples {
+        return Some((n, "--dataset-samples"));
+    }
+    let raw = view
+        .strategies
+        .iter()
+        .find(|(split, _)| *split == 0)
+        .and_then(|(_, s)| view.codecs.iter().find_map(|c| view.cold(s, *c, t)))
+        .map(|cell| cell.samples);
+    let sized = machine
+        .sizing
+        .get(&view.name)
+        .and_then(|s| s.source_samples);
+    raw.map(|n| (n, "the dataset as `unprocessed` read it"))
+        .or(sized.map(|n| (n, "the dataset as the sweep read it")))
+        .or_else(|| {
+            view.strategies
+                .iter()
+                .flat_map(|(_, s)| view.codecs.iter().filter_map(move |c| view.cold(s, *c, t)))
+                .map(|cell| cell.samples)
+                .max()
+                .map(|n| (n, "the largest measured"))
+        })
+}
+
+/// The samples of a store whose offline steps ran: all of them, or, for a store that cycles
+/// over its source (`--min-epoch-s`), its first cycle (later cycles write the same outputs
+/// again), so that offline time scales per sample processed.
+fn processed(cell: &crate::analysis::cells::Cell, machine: &Machine, workload: &str) -> f64 {
+    let samples = cell.samples as f64;
+    let Some(entry) = machine.sizing.get(workload) else {
+        return samples;
+    };
+    let key = format!("{}/{}", cell.key.strategy, cell.key.codec);
+    match entry.stores.get(&key) {
+        Some(&items) if items > entry.source_items => {
+            samples * entry.source_items as f64 / items as f64
+        }
+        _ => samples,
+    }
+}
+
 pub fn candidates(
     view: &WorkloadView,
     opts: &RecommendOptions,
-    memory_bytes: u64,
+    machine: &Machine,
 ) -> Vec<Candidate> {
     let t = view.max_threads();
+    let memory_bytes = machine.memory_bytes;
     // One planned size for every candidate: stores sized by time (`--min-epoch-s`) hold
-    // different sample counts, and times and storage are compared at the same size (the
-    // largest measured, unless the options name one).
-    let planned = opts.dataset_samples.or_else(|| {
-        view.strategies
-            .iter()
-            .flat_map(|(_, s)| view.codecs.iter().filter_map(move |c| view.cold(s, *c, t)))
-            .map(|cell| cell.samples)
-            .max()
-    });
+    // different sample counts, and times and storage are compared at the same size.
+    let planned = planned_size(view, opts, machine).map(|(n, _)| n);
     let mut out: Vec<Candidate> = Vec::new();
     for (_, strategy) in &view.strategies {
         for codec in &view.codecs {
@@ -84,7 +129,10 @@ pub fn candidates(
             let scale = planned.map_or(1.0, |n| n as f64 / cold.samples.max(1) as f64);
             let samples = cold.samples as f64 * scale;
             let storage_bytes = cold.storage_bytes * scale;
-            let offline_s = cold.offline.as_ref().map_or(0.0, |o| o.mean) * scale;
+            let offline_s = cold.offline.as_ref().map_or(0.0, |o| o.mean)
+                * planned.map_or(1.0, |n| {
+                    n as f64 / processed(cold, machine, &view.name).max(1.0)
+                });
             let warm_sps = view.warm(strategy, *codec, t).map(|c| c.throughput.mean);
             let fits = storage_bytes <= memory_bytes as f64;
             let later = if fits {
@@ -187,15 +235,16 @@ fn evidence(c: &Candidate) -> String {
 pub fn section(view: &WorkloadView, opts: &RecommendOptions, machine: &Machine) -> Option<String> {
     let memory = machine.memory_bytes;
     let Weights(wp, ws, wt) = opts.weights;
-    let list = candidates(view, opts, memory);
+    let list = candidates(view, opts, machine);
     let best = list.first()?;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Weights offline {wp}, storage {ws}, throughput {wt}; {}; {} of {:.0} samples (offline time, storage and total time scaled to that size); memory {}.\n",
+        "Weights offline {wp}, storage {ws}, throughput {wt}; {}; {} of {:.0} samples ({}; offline time, storage and total time scaled to that size); memory {}.\n",
         crate::units::count(view.max_threads() as u64, "thread", "threads"),
         crate::units::count(opts.epochs, "epoch", "epochs"),
         best.samples,
+        planned_size(view, opts, machine).map_or("as measured", |(_, from)| from),
         size(memory as f64)
     );
     let _ = writeln!(out, "| rank | strategy | codec | offline time | storage | cold samples/s [95 % CI] | measured on | warm samples/s | score cold | score warm | Pareto | total time for {} |", crate::units::count(opts.epochs, "epoch", "epochs"));
@@ -233,8 +282,17 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, machine: &Machine) 
     let criterion = crate::analysis::advice::criterion(best, &list, opts.weights);
     let total_note = crate::analysis::advice::run_length(best, &list, opts.epochs);
     let tie_note = crate::analysis::advice::ties(best, &list, opts.weights);
-    // Epochs too short to judge by make the ranking a hint, and it says so.
-    let short = list.iter().filter(|c| !c.long_enough).count();
+    // Epochs too short to judge by make the ranking a hint, and it says so. Sized by time, the
+    // raw files' epochs can still be short: they do not cycle, and a user's folder does not
+    // grow (`sizing::dataset_growth`); that is said as what it is.
+    let raw = view
+        .strategies
+        .iter()
+        .find(|(split, _)| *split == 0)
+        .map(|(_, s)| s);
+    let sized = machine.sizing.contains_key(&view.name);
+    let as_is = |c: &Candidate| sized && Some(&c.strategy) == raw;
+    let short = list.iter().filter(|c| !c.long_enough && !as_is(c)).count();
     let mut short_note = if short > 0 {
         format!(
             " **Caution:** {short} of these {} candidates were measured on epochs under {} s, too short to judge by: sweep more samples (or `--min-epoch-s`) before acting on this.",
@@ -244,6 +302,15 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, machine: &Machine) 
     } else {
         String::new()
     };
+    if let Some(c) = list.iter().find(|c| !c.long_enough && as_is(c)) {
+        let _ = write!(
+            short_note,
+            " **Caution:** `{}` reads the dataset's {} samples as they are (raw files do not cycle, and a dataset grows for them only where prepbench generates it, never your own folder), so its epochs last {} whatever `--min-epoch-s` asks: its figure is a hint; more files would make it a measurement.",
+            c.strategy,
+            c.measured_samples,
+            duration(c.epoch_s)
+        );
+    }
     let single = list.iter().filter(|c| c.trials < 2).count();
     if single > 0 {
         let _ = write!(
@@ -277,11 +344,13 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, machine: &Machine) 
     Some(out)
 }
 
-/// The machine a recommendation plans for.
+/// The machine a recommendation plans for, and how the runs' epochs were sized.
 pub struct Machine {
     pub memory_bytes: u64,
     /// Its logical cores, where recorded.
     pub cores: Option<usize>,
+    /// The manifest's sizing of each workload's epochs (`--min-epoch-s`).
+    pub sizing: std::collections::BTreeMap<String, crate::results::SizingEntry>,
 }
 
 /// The memory to plan for: the option, else the measured machine's.
@@ -293,6 +362,7 @@ pub fn machine_of(results: &Results, opts: &RecommendOptions) -> Machine {
             .or_else(|| recorded.map(|m| m.memory_bytes))
             .unwrap_or(u64::MAX),
         cores: recorded.map(|m| m.logical_cores),
+        sizing: results.manifest.sizing.clone(),
     }
 }
 
@@ -377,10 +447,7 @@ fn ranked(
 ) -> anyhow::Result<Vec<Vec<(&'static str, serde_json::Value)>>> {
     let mut rows = Vec::new();
     let left_out = for_each_view(dir, opts, |view, machine| {
-        for (rank, c) in candidates(view, opts, machine.memory_bytes)
-            .iter()
-            .enumerate()
-        {
+        for (rank, c) in candidates(view, opts, machine).iter().enumerate() {
             rows.push(fields(view, rank + 1, c, opts));
         }
         Ok(())

@@ -39,6 +39,18 @@ pub fn growth_cap(cheap_to_generate: bool, bytes: u64) -> usize {
     }
 }
 
+/// How many times its size the dataset of `spec` may grow for raw epochs' length: not at all
+/// when it is the user's (a path, `--dataset`) or its kind cannot be generated (a folder of
+/// files is all there is: prepbench never writes into it), else [`growth_cap`].
+pub fn dataset_growth(spec: &workloads::WorkloadSpec, bytes: u64) -> usize {
+    match datasets::find_kind(&spec.dataset.kind) {
+        Ok(kind) if spec.dataset.path.is_none() && kind.generate_one.is_some() => {
+            growth_cap(kind.cheap_to_generate, bytes)
+        }
+        _ => 1,
+    }
+}
+
 /// How many source items each part of a sweep reads.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Sizes {
@@ -54,10 +66,11 @@ pub struct Sizes {
 
 impl Sizes {
     /// The manifest's record of these sizes for epochs of `floor_s`.
-    pub fn to_entry(&self, floor_s: f64) -> SizingEntry {
+    pub fn to_entry(&self, floor_s: f64, samples_per_item: f64) -> SizingEntry {
         SizingEntry {
             min_epoch_s: floor_s,
             source_items: self.source_items,
+            source_samples: Some((self.source_items as f64 * samples_per_item).round() as u64),
             stores: self
                 .store_items
                 .iter()

@@ -328,9 +328,7 @@ impl<'a> SweepRun<'a> {
         let session = &self.executor.session;
         let items = session.source.len();
         let per_item = self.plan.samples as f64 / items.max(1) as f64;
-        let cheap = datasets::find_kind(&session.workload.spec.dataset.kind)
-            .is_ok_and(|k| k.cheap_to_generate);
-        let growth = sizing::growth_cap(cheap, session.source.total_bytes());
+        let growth = sizing::dataset_growth(&session.workload.spec, session.source.total_bytes());
         let name = self.name.clone();
         sizes = sizing::sizes(
             &self.plan,
@@ -353,7 +351,7 @@ impl<'a> SweepRun<'a> {
                 .progress
                 .note(&format!("{name}: epochs may stay short: {line}"));
         }
-        let recorded = sizes.to_entry(floor);
+        let recorded = sizes.to_entry(floor, per_item);
         Manifest::update(&self.places.out, |m| {
             m.sizing.insert(name.clone(), recorded);
         })?;

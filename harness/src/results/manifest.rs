@@ -141,6 +141,10 @@ pub struct InvocationEntry {
 pub struct SizingEntry {
     pub min_epoch_s: f64,
     pub source_items: usize,
+    /// The samples those source items make (what `recommend` plans for by default); absent in
+    /// folders written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_samples: Option<u64>,
     /// `strategy/codec` -> items in its store.
     pub stores: BTreeMap<String, usize>,
     /// Where the caps kept epochs from reaching the floor.
