@@ -54,3 +54,51 @@ pub struct TrialTarget {
     pub key: CellKey,
     pub trials: usize,
 }
+
+/// The epoch floor a sweep of your own pipeline gets unless told otherwise.
+pub const USER_MIN_EPOCH_S: f64 = 1.0;
+
+impl SweepOptions {
+    /// A first sweep of your own pipeline that can be judged: for a workload that is not one of
+    /// the paper's, epochs of at least [`USER_MIN_EPOCH_S`] unless `--min-epoch-s` or
+    /// `--no-calibrate` says otherwise, and no more threads than this machine has cores unless
+    /// `--threads` names them; each said on the terminal. The paper's workloads keep their own.
+    pub fn for_workload(
+        &self,
+        spec: &workloads::WorkloadSpec,
+        progress: &crate::progress::Progress,
+    ) -> SweepOptions {
+        let mut opts = self.clone();
+        if spec.paper.is_some() {
+            return opts;
+        }
+        if opts.settings.min_epoch_s.is_none() && opts.calibrate && !opts.calibrate_only {
+            opts.settings.min_epoch_s = Some(USER_MIN_EPOCH_S);
+            progress.note(&format!(
+                "{}: epochs sized to last at least {USER_MIN_EPOCH_S} s (--min-epoch-s; \
+                 --no-calibrate runs the samples as asked)",
+                spec.name
+            ));
+        }
+        if opts.threads.is_none() {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let asked = &spec.sweep.threads;
+            let mut kept: Vec<usize> = asked.iter().copied().filter(|t| *t <= cores).collect();
+            if kept.len() < asked.len() {
+                if kept.is_empty() {
+                    kept.push(cores);
+                }
+                progress.note(&format!(
+                    "{}: threads {} (this machine has {cores} cores; --threads runs more)",
+                    spec.name,
+                    kept.iter()
+                        .map(|t| t.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ));
+                opts.threads = Some(kept);
+            }
+        }
+        opts
+    }
+}

@@ -57,14 +57,40 @@ impl Places {
     /// A dataset the workload names must be there before anything is written (not even the
     /// results folder's lock).
     pub fn load_workload(&self, name_or_path: &str) -> anyhow::Result<workloads::Workload> {
-        let workload = load_workload(name_or_path, self.dataset.as_deref())?;
+        let mut workload = load_workload(name_or_path, self.dataset.as_deref())?;
         if workload.spec.dataset.path.is_some() {
             let root = dataset_root(&workload, &self.data_dir)?;
             if !datasets::files::is_remote(&root) {
-                datasets::check_present(datasets::find_kind(&workload.spec.dataset.kind)?, &root)?;
+                let kind = datasets::find_kind(&workload.spec.dataset.kind)?;
+                datasets::check_present(kind, &root)?;
+                self.at_most_the_folder(&mut workload, kind, &root)?;
             }
         }
         Ok(workload)
+    }
+
+    /// A folder of your own holds what it holds: a workload's `dataset.samples` beyond it reads
+    /// every sample there, said on the terminal (`--samples` beyond it is still refused: an
+    /// explicit request).
+    fn at_most_the_folder(
+        &self,
+        workload: &mut workloads::Workload,
+        kind: &'static datasets::DatasetKind,
+        root: &std::path::Path,
+    ) -> anyhow::Result<()> {
+        let files = datasets::files::local();
+        let source = (kind.open)(&files, root, &workload.spec.dataset.options)?;
+        let have = source.len() * kind.samples_per_file;
+        let asked = workload.spec.dataset.samples;
+        if have < asked {
+            self.progress.note(&format!(
+                "{}: {} holds {have} samples where dataset.samples asks for {asked}: reading all {have}",
+                workload.spec.name,
+                root.display()
+            ));
+            workload.spec.dataset.samples = have;
+        }
+        Ok(())
     }
 
     /// Refuses, before anything is written, a results or store directory inside `workload`'s

@@ -50,6 +50,7 @@ pub fn sweep(
         None => places,
     };
     let workload = places.load_workload(&opts.workload)?;
+    let opts = &opts.for_workload(&workload.spec, &places.progress);
     // One writer of a results folder at a time, for the whole sweep; nothing is written
     // before the folders are known to lie outside the dataset and the options are accepted.
     places.check_outside_dataset(&workload)?;

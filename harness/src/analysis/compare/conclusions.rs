@@ -15,7 +15,15 @@ pub struct Conclusions {
 /// The conclusions of a loaded folder and its cells.
 pub fn conclusions_of(results: &Results, cells: &[Cell]) -> Conclusions {
     let views = crate::analysis::report::views(results, cells);
-    let found = findings::measured::judge(results, &views);
+    // The paper's claims are about its pipelines: judged only where one of them ran.
+    let paper = views
+        .iter()
+        .any(|v| crate::analysis::recorded::is_reference(results, &v.name));
+    let found = if paper {
+        findings::measured::judge(results, &views)
+    } else {
+        Vec::new()
+    };
     let verdicts = found
         .iter()
         .flat_map(|f| &f.sub_claims)
@@ -25,13 +33,31 @@ pub fn conclusions_of(results: &Results, cells: &[Cell]) -> Conclusions {
         .iter()
         .filter_map(|v| {
             let t = v.max_threads();
-            let fastest = v
+            let cold: Vec<&Cell> = v
                 .strategies
                 .iter()
                 .filter_map(|(_, s)| v.cold(s, workloads::Codec::None, t))
+                .collect();
+            let fastest = cold
+                .iter()
                 .filter(|c| c.long_enough())
                 .max_by(|x, y| x.throughput.mean.total_cmp(&y.throughput.mean))?;
-            Some((v.title(), fastest.key.strategy.clone()))
+            // A faster strategy measured on epochs too short to judge leaves the best open:
+            // naming the slower one judged would be wrong whichever way the short one goes.
+            let short: Vec<&str> = cold
+                .iter()
+                .filter(|c| !c.long_enough() && c.throughput.mean > fastest.throughput.mean)
+                .map(|c| c.key.strategy.as_str())
+                .collect();
+            let best = if short.is_empty() {
+                fastest.key.strategy.clone()
+            } else {
+                format!(
+                    "undetermined (`{}` reads faster on epochs under 1 s)",
+                    short.join("`, `")
+                )
+            };
+            Some((v.title(), best))
         })
         .collect();
     Conclusions { verdicts, best }

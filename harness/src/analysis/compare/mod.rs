@@ -5,7 +5,7 @@
 //! that log ratio, a multiple-comparison correction over all pairs tested, and a noise
 //! threshold, as criterion judges a change.
 
-mod conclusions;
+pub(crate) mod conclusions;
 mod output;
 mod pairing;
 

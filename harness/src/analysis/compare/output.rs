@@ -298,8 +298,11 @@ fn conclusions(a: &Conclusions, b: &Conclusions) -> String {
             continue;
         };
         common += 1;
-        same += usize::from(sa == sb);
-        let _ = writeln!(out, "| {name} | {sa} | {sb} | {} |", agree(sa, sb));
+        // An undetermined best agrees with nothing, itself included.
+        let open = sa.starts_with("undetermined") || sb.starts_with("undetermined");
+        same += usize::from(sa == sb && !open);
+        let verdict = if open { "-" } else { agree(sa, sb) };
+        let _ = writeln!(out, "| {name} | {sa} | {sb} | {verdict} |");
     }
     let _ = writeln!(out, "\n{same} of {common} best strategies agree.\n");
     out

@@ -183,3 +183,39 @@ fn what_cannot_pair_names_the_settings_that_differ_and_the_way_to_pair_them() {
         "{text}"
     );
 }
+
+/// Your own workload: no paper verdicts, and a best strategy left open where a faster one was
+/// measured on epochs too short to judge (not the slower one judged).
+#[test]
+fn a_users_folder_concludes_no_paper_verdicts_and_no_best_a_short_epoch_could_overturn() {
+    use crate::results::{Recorded, RunRow};
+    let row = |run: &str, strategy: &str, split: usize, online_s: f64, sps: f64| RunRow {
+        run_id: run.into(),
+        workload: "mine".into(),
+        strategy: strategy.into(),
+        split,
+        threads: 2,
+        samples: (online_s * sps) as u64,
+        online_s,
+        throughput_sps: sps,
+        ..RunRow::default()
+    };
+    let results = Results::of(Recorded {
+        runs: vec![
+            row("a", "decoded", 2, 2.0, 100.0),
+            row("b", "decoded", 2, 2.1, 101.0),
+            row("c", "aggregated", 3, 0.5, 400.0),
+            row("d", "aggregated", 3, 0.5, 410.0),
+        ],
+        ..Recorded::default()
+    });
+    let cells = results.cells();
+    let found = crate::analysis::compare::conclusions::conclusions_of(&results, &cells);
+    assert!(found.verdicts.is_empty(), "{:?}", found.verdicts);
+    assert_eq!(found.best.len(), 1);
+    assert!(
+        found.best[0].1.starts_with("undetermined (`aggregated`"),
+        "{:?}",
+        found.best
+    );
+}

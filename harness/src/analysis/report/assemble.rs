@@ -76,6 +76,7 @@ pub fn assemble(inputs: &Inputs) -> Assembled {
         inputs.results,
         inputs.cells,
         inputs.found,
+        references.contains(&true),
     )));
     report.push(Block::Gap);
     report.push(Block::Gap);
