@@ -29,6 +29,10 @@ def wrong(data):
     return object()
 
 
+def noisy(data):
+    return data + str(random.random()).encode()
+
+
 def same(data):
     return data
 
@@ -71,6 +75,26 @@ fn run_args(work: &Path, workload: &Path, extra: &str) -> Vec<String> {
         workload,
         &format!("--epochs 2 --threads 2 --quiet --evict fadvise {extra}"),
     )
+}
+
+/// A step that draws random numbers without `random: true` makes stored and online outputs
+/// differ: --verify fails, and says what the likeliest cause is.
+#[test]
+fn a_random_step_not_marked_random_fails_verify_with_the_likely_cause() {
+    if !common::have_python3() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let w = setup(
+        work.path(),
+        "  - name: noised\n    op: python\n    params: {function: \"pipe:noisy\", from: data}\n",
+    );
+    let mut args = run_args(work.path(), &w, "--verify");
+    args.extend(argv!["--strategy noised"]);
+    fails_naming(
+        &prepbench(&args),
+        &["differs from fully-online processing", "`random: true`"],
+    );
 }
 
 #[test]

@@ -19,6 +19,14 @@ fn verify_status(failures: &[(String, Vec<u64>)]) -> Status {
     for line in summary::verify_failures(failures) {
         eprintln!("error: {line}");
     }
+    if !failures.is_empty() {
+        eprintln!(
+            "hint: the likeliest cause is a step that draws random numbers (NumPy's or Python's \
+             random, torch) without `random: true` in the workload: prepbench seeds only the \
+             steps marked random, per sample and epoch, so that stored and online outputs agree \
+             (docs/your-own-pipeline.md); `prepbench show WORKLOAD --after STEP` writes a sample to look at"
+        );
+    }
     if failures.is_empty() {
         Status::SUCCESS
     } else {
@@ -99,12 +107,15 @@ fn sweep_command(args: SweepArgs, progress: Progress, line: &[String]) -> anyhow
         Some(shard) => shard.dir(&places.out),
         None => places.out.clone(),
     };
-    progress.note(&format!(
-        "{} runs done, {} already recorded; results in {}",
+    // The command's answer, on stdout as `run`'s table is: what was done, and what reads it.
+    println!(
+        "{} runs done, {} already recorded; results in {}\nnext: prepbench report {} ; prepbench recommend {}",
         outcome.ran,
         outcome.skipped,
+        written.display(),
+        written.display(),
         written.display()
-    ));
+    );
     let failed = outcome.warnings.iter().any(|w| w.fails_the_command());
     Ok(failed_if(failed, verify_status(&outcome.verify_failures)))
 }

@@ -93,7 +93,7 @@ pub enum Command {
         epochs: u64,
         /// Memory for the page cache: `16GB`, `64GiB`, or bytes (default: the measured
         /// machine's memory).
-        #[arg(long, alias = "memory", value_parser = crate::units::parse_bytes, value_name = "SIZE")]
+        #[arg(long, visible_alias = "memory", value_parser = crate::units::parse_bytes, value_name = "SIZE")]
         memory_bytes: Option<u64>,
         /// Dataset size to plan for, in samples; times and storage scale linearly (default:
         /// the runs'). Planning far beyond the samples measured gets a caution.
