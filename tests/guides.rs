@@ -430,6 +430,19 @@ fn the_pipeline_guide_sweeps_a_python_pipeline_and_leads_with_the_recommendation
     assert!(runs.rows.iter().any(|r| runs.col(r, "verified") == "pass"));
     assert!(work.path().join("results-api/my-photos.yaml").is_file());
     assert!(work.path().join("results-api/report.md").is_file());
+    // Rows keyed by the CSV's columns, numbers as numbers.
+    let typed = Command::new(&python)
+        .args([
+            "-c",
+            "import prepbench as p; r = p._rows('results-api/runs.csv'); \
+             assert isinstance(r, p.Rows) and isinstance(r[0]['samples'], int) \
+             and isinstance(r[0]['throughput_sps'], float), r[0]",
+        ])
+        .current_dir(work.path())
+        .env("PYTHONPATH", repo().join("python"))
+        .output()
+        .unwrap();
+    assert!(typed.status.success(), "{}", stderr(&typed));
     read_the_store_from_a_training_loop(work.path(), &store);
 }
 

@@ -23,7 +23,8 @@ at your files, and sweep every split point between offline and online preprocess
 Then read the chosen strategy's store from your training loop: `prepbench.open_store(PATH)`
 (see `prepbench.store`), or a PyTorch DataLoader over `prepbench.torch.StoreDataset(PATH)`.
 
-Rows are lists of dicts, so `pandas.DataFrame(rows)` loads them as they are. The pipeline is
+Rows come as lists of dicts keyed by the CSV files' own column names (docs/measurement.md),
+numbers as numbers; `rows.frame()` (or `pandas.DataFrame(rows)`) makes a DataFrame. The pipeline is
 written as an ordinary workload YAML (`Pipeline.write`), which the prepbench CLI runs: every
 command and option of the CLI applies to it. Steps run in worker processes of this
 interpreter (`sys.executable`), so the packages your steps import must be installed in it.
@@ -41,7 +42,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-__all__ = ["Pipeline", "Step", "PrepbenchError", "StoreError", "OnlineSteps", "binary", "open_store",
+__all__ = ["Pipeline", "Step", "Rows", "PrepbenchError", "StoreError", "OnlineSteps", "binary", "open_store",
            "native"]
 
 #: Set by prepbench's Python workers: a module they import must not start prepbench again.
@@ -218,9 +219,49 @@ def _not_in_worker():
         )
 
 
+def _value(text):
+    """A CSV cell as Python reads it: an int, a float, None for an empty cell, else the text."""
+    if text == "":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+class Rows(list):
+    """The rows of one of prepbench's CSV files, as dicts keyed by its own column names, with
+    numbers as numbers (None for an empty cell); `.frame()` gives them as a pandas DataFrame."""
+
+    def frame(self):
+        import pandas
+
+        return pandas.DataFrame(list(self))
+
+
+def _table(text):
+    return Rows({k: _value(v) for k, v in row.items()} for row in csv.DictReader(io.StringIO(text)))
+
+
 def _rows(path):
     with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+        return _table(f.read())
+
+
+#: The command line's flags as this API's keyword arguments, for its errors.
+_ARGUMENTS = (("--samples or dataset.samples", "samples="), ("--samples", "samples="),
+              ("--threads", "threads="), ("--strategies", "strategies="), ("--trials", "trials="),
+              ("--epochs", "epochs="), ("--cache", "cache="), ("--weights", "weights="),
+              ("--dataset-samples", "dataset_samples="), ("--out", "out"))
+
+
+def _in_python_terms(message):
+    """prepbench's message with the flags this API passes named as its arguments."""
+    for flag, argument in _ARGUMENTS:
+        message = message.replace(f"`{flag}`", f"`{argument}`").replace(flag, argument)
+    return message
 
 
 class Pipeline:
@@ -276,13 +317,35 @@ class Pipeline:
         path.write_text(self.yaml())
         return path
 
-    def _run(self, *args):
+    def _run(self, *args, progress=False):
+        """Runs the CLI and returns its stdout; with `progress`, its status lines reach this
+        process's stderr as they come (a sweep takes minutes). An error is raised with
+        prepbench's message, its flags named as this API's arguments."""
         _not_in_worker()
         command = [binary(), "--python", sys.executable, *map(str, args)]
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise PrepbenchError(done.stderr.strip() or f"{' '.join(command)} failed")
-        return done.stdout
+        if not progress:
+            done = subprocess.run(command, capture_output=True, text=True)
+            stdout, stderr, code = done.stdout, done.stderr, done.returncode
+        else:
+            with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) as child:
+                import threading
+
+                out = []
+                reader = threading.Thread(target=lambda: out.append(child.stdout.read()))
+                reader.start()
+                lines = []
+                for line in child.stderr:
+                    lines.append(line)
+                    sys.stderr.write(line)
+                    sys.stderr.flush()
+                reader.join()
+                code = child.wait()
+            stdout, stderr = "".join(out), "".join(lines)
+        if code != 0:
+            raise PrepbenchError(_in_python_terms(stderr.strip())
+                                 or f"{' '.join(command)} failed")
+        return stdout
 
     def sweep(self, out, *, threads=None, strategies=None, trials=None, epochs=None,
               samples=None, verify=False, cache=None, extra=()):
@@ -292,7 +355,7 @@ class Pipeline:
         _not_in_worker()
         out = Path(out)
         workload = self.write(out / f"{self.name}.yaml")
-        args = ["sweep", workload, "--out", out, "--quiet"]
+        args = ["sweep", workload, "--out", out]
         for flag, value in (("--threads", threads), ("--strategies", strategies),
                             ("--cache", cache)):
             if value is not None:
@@ -303,7 +366,7 @@ class Pipeline:
                 args += [flag, value]
         if verify:
             args.append("--verify")
-        self._run(*args, *extra)
+        self._run(*args, *extra, progress=True)
         return _rows(out / "runs.csv")
 
     def report(self, out, *, weights=None, epochs=None):
@@ -327,4 +390,4 @@ class Pipeline:
             args += ["--epochs", epochs]
         if dataset_samples is not None:
             args += ["--dataset-samples", dataset_samples]
-        return list(csv.DictReader(io.StringIO(self._run(*args))))
+        return _table(self._run(*args))
