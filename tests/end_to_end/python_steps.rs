@@ -8,6 +8,8 @@ use super::*;
 const MODULE: &str = r#"
 import os
 import random
+import sys
+import time
 
 
 def shout(data):
@@ -31,6 +33,20 @@ def wrong(data):
 
 def noisy(data):
     return data + str(random.random()).encode()
+
+
+def reads_stdin(data):
+    return data + sys.stdin.buffer.read(24)
+
+
+def asks(data):
+    input("continue? ")
+    return data
+
+
+def slow(data):
+    time.sleep(0.5)
+    return data
 
 
 def same(data):
@@ -59,8 +75,15 @@ fn setup(work: &Path, steps: &str) -> std::path::PathBuf {
     let code = work.join("code");
     std::fs::create_dir_all(&code).unwrap();
     std::fs::write(code.join("pipe.py"), MODULE).unwrap();
+    // One name per definition: a results folder refuses a second definition under one name.
+    let id = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        steps.hash(&mut h);
+        h.finish() % 100_000
+    };
     let yaml = format!(
-        "name: texts\ndataset:\n  kind: files\n  path: {}\n  samples: 8\nsteps:\n  - name: \
+        "name: texts-{id}\ndataset:\n  kind: files\n  path: {}\n  samples: 8\nsteps:\n  - name: \
          concatenated\n    op: read_file\n{steps}",
         data.display()
     );
@@ -95,6 +118,111 @@ fn a_random_step_not_marked_random_fails_verify_with_the_likely_cause() {
         &prepbench(&args),
         &["differs from fully-online processing", "`random: true`"],
     );
+}
+
+/// A step that reads stdin (a read, `input()`, a `breakpoint()` left in) reads nothing: it
+/// never eats the worker's requests and never waits for a terminal.
+#[test]
+fn a_step_that_reads_stdin_reads_nothing_and_never_hangs() {
+    if !common::have_python3() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let w = setup(
+        work.path(),
+        "  - name: read\n    op: python\n    params: {function: \"pipe:reads_stdin\", from: data}\n",
+    );
+    prepbench_ok(&run_args(work.path(), &w, "--verify"));
+    let w = setup(
+        work.path(),
+        "  - name: asked\n    op: python\n    params: {function: \"pipe:asks\", from: data}\n",
+    );
+    fails_naming(
+        &prepbench(&run_args(work.path(), &w, "")),
+        &["EOFError", "asked"],
+    );
+}
+
+/// `--python` naming something that is not Python: one that never answers is ended after
+/// PREPBENCH_PYTHON_START_S, one that prints a line and exits is not taken for Python.
+#[test]
+fn a_python_that_is_not_python_is_refused_not_waited_for() {
+    if !common::have_python3() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let w = setup(
+        work.path(),
+        "  - name: shouted\n    op: python\n    params: {function: \"pipe:shout\", from: data}\n",
+    );
+    let script = |name: &str, body: &str| {
+        let path = work.path().join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.display().to_string()
+    };
+    let silent = script("silent", "sleep 600");
+    let chatty = script("chatty", "echo Python 3.11.2");
+    for (python, needle) in [
+        (silent, "did not answer within 2 s"),
+        (chatty, "exited without running"),
+    ] {
+        let started = std::time::Instant::now();
+        let out = Command::new(env!("CARGO_BIN_EXE_prepbench"))
+            .args(["--python", &python, "validate", w.to_str().unwrap()])
+            .env("PREPBENCH_PYTHON_START_S", "2")
+            .output()
+            .unwrap();
+        fails_naming(&out, &[needle]);
+        assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+    }
+}
+
+/// prepbench killed with SIGKILL leaves no Python worker behind: each ends within seconds.
+#[test]
+fn python_workers_end_when_prepbench_is_killed() {
+    if !common::have_python3() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let w = setup(
+        work.path(),
+        "  - name: slowed\n    op: python\n    params: {function: \"pipe:slow\", from: data}\n",
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_prepbench"))
+        .args(common::run_in(
+            work.path(),
+            &w,
+            "--strategy unprocessed --epochs 3 --threads 2 --quiet --evict fadvise",
+        ))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let marker = work.path().join("code").display().to_string();
+    let workers = || -> Vec<String> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok().map(|c| (e, c)))
+            .filter(|(_, c)| String::from_utf8_lossy(c).contains(&marker))
+            .map(|(e, _)| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let began = std::time::Instant::now();
+    while workers().is_empty() && began.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(!workers().is_empty(), "no worker started");
+    child.kill().unwrap();
+    let _ = child.wait();
+    let began = std::time::Instant::now();
+    while !workers().is_empty() && began.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(workers().is_empty(), "left running: {:?}", workers());
 }
 
 #[test]

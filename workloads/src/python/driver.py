@@ -37,6 +37,7 @@ import os
 import random
 import struct
 import sys
+import threading
 import time
 import traceback
 
@@ -475,10 +476,30 @@ def write_all(fd, data):
         view = view[os.write(fd, view):]
 
 
+def watch_parent():
+    """Ends this worker within a second of prepbench's end, however it ended (kill -9
+    included): an orphan is adopted by another process, and its parent id changes."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="prepbench-parent", daemon=True).start()
+
+
 def serve(fds, spec):
+    # The requests and replies keep descriptors of their own (not inherited by a program a step
+    # starts); stdin becomes /dev/null, so a step that reads it (input(), breakpoint(), a
+    # read of sys.stdin) reads nothing instead of the requests, and stdout goes to stderr.
     proto_in, proto_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
     os.dup2(2, 1)  # the user's prints go to stderr
     sys.stdout = sys.stderr
+    watch_parent()
     links, failed = load_links(spec)
     if failed:
         index, message, trace = failed
@@ -522,12 +543,18 @@ def serve(fds, spec):
         del fields, sent, spent, parts
 
 
+#: What `check` says last on stdout when every link imported: prepbench knows then that the
+#: interpreter it started ran this driver (a `--python` that only exits 0 is not Python).
+CHECKED = "prepbench-driver: imports checked"
+
+
 def check(spec):
     links, failed = load_links(spec)
     if failed:
         index, message, _ = failed
         print(f"{index} {message}", file=sys.stderr)
         sys.exit(3)
+    print(CHECKED, flush=True)
 
 
 def links_of(args):

@@ -87,20 +87,98 @@ pub(super) fn driver(mode: &[&str], links: &[Link]) -> Command {
     command
 }
 
+/// What the driver's `check` mode prints last when every link imported (driver.py `CHECKED`).
+const CHECKED: &str = "prepbench-driver: imports checked";
+
+/// How long an interpreter may take to import the steps and answer
+/// (`PREPBENCH_PYTHON_START_S`, default 300 s: importing PyTorch or TensorFlow takes seconds,
+/// not minutes).
+pub(super) fn start_timeout() -> std::time::Duration {
+    let seconds = std::env::var("PREPBENCH_PYTHON_START_S")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .unwrap_or(300.0);
+    std::time::Duration::from_secs_f64(seconds.min(86_400.0))
+}
+
 /// Checks in one interpreter, running nothing else, that every link's callable imports and is
-/// callable: the index of the first that does not, and the Python error.
+/// callable: the index of the first that does not, and the Python error. An interpreter that
+/// does not answer within [`start_timeout`] is ended, and one that exits without running the
+/// driver (a script that prints a line) is not taken for Python.
 pub fn check(links: &[Link]) -> Result<(), (usize, String)> {
     if links.is_empty() {
         return Ok(());
     }
-    let out = driver(&["check"], links)
+    let python = interpreter();
+    let mut child = driver(&["check"], links)
         .stdin(Stdio::null())
-        .output()
-        .map_err(|e| (0, cannot_start(&interpreter(), &e)))?;
-    if out.status.success() {
-        return Ok(());
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| (0, cannot_start(&python, &e)))?;
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut text);
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    use std::io::Read;
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let (limit, began) = (start_timeout(), std::time::Instant::now());
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if began.elapsed() < limit => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err((
+                    0,
+                    format!(
+                        "{} did not answer within {} s (is it a Python interpreter? a module \
+                         that blocks when imported?); PREPBENCH_PYTHON_START_S sets the limit",
+                        python.display(),
+                        limit.as_secs()
+                    ),
+                ));
+            }
+        }
+    };
+    let (out, err) = (
+        stdout.join().unwrap_or_default(),
+        stderr.join().unwrap_or_default(),
+    );
+    if status.success() {
+        if out.lines().last() == Some(CHECKED) {
+            return Ok(());
+        }
+        return Err((
+            0,
+            format!(
+                "{} exited without running prepbench's Python driver (it printed {:?}): name a \
+                 Python interpreter with --python or PREPBENCH_PYTHON",
+                python.display(),
+                out.lines().last().unwrap_or("")
+            ),
+        ));
     }
-    let err = String::from_utf8_lossy(&out.stderr);
     let last = err.lines().last().unwrap_or("failed");
     Err(match last.split_once(' ') {
         Some((index, message)) if index.parse::<usize>().is_ok_and(|i| i < links.len()) => {
