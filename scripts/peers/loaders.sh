@@ -32,27 +32,11 @@ epochs=${EPOCHS:-2}
 strategies=${STRATEGIES:-unprocessed,concatenated,decoded,resized,normalized}
 export PYTHONPATH=$repo/python
 export PREPBENCH_NATIVE=${PREPBENCH_NATIVE:-$repo/target/release/lib_native.so}
-if [ -z "${WORK:-}" ]; then
-  work=$(mktemp -d /tmp/prepbench-loaders.XXXXXX)
-  trap 'rm -rf "$work"' EXIT
-else
-  work=$WORK
-fi
+. "$repo/scripts/peers/_loaders_common.sh"
+work_folder loaders
 mkdir -p "$out"
 exec > >(tee -a "$out/log.txt") 2>&1
-
-{
-  echo "date: $(date -u +%FT%TZ)"
-  echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "nproc: $(nproc)"
-  uname -a
-  grep -m1 'model name' /proc/cpuinfo
-  free -g | head -2
-  df -h "$work" | tail -1
-  "$python" -c 'import sys, torch, torchvision, numpy, PIL; print("python", sys.version.split()[0], "torch", torch.__version__, "torchvision", torchvision.__version__, "numpy", numpy.__version__, "pillow", PIL.__version__)'
-  "$python" -c 'import spdl; print("spdl", getattr(spdl, "__version__", "?"))' 2>/dev/null || echo "spdl: not installed"
-} > "$out/machine.txt" 2>&1
-cat "$out/machine.txt"
+machine_facts
 
 data=$work/data/imagenet-seed0
 "$bin" generate imagenet --samples "$samples" --out "$data" --quiet

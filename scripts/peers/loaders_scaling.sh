@@ -30,27 +30,11 @@ spdl_samples=${SPDL_SAMPLES:-3000}
 export PYTHONPATH=$repo/python${PYTHONPATH:+:$PYTHONPATH}
 export PREPBENCH_NATIVE=${PREPBENCH_NATIVE:-$repo/target/release/lib_native.so}
 began=$(date +%s)
-if [ -z "${WORK:-}" ]; then
-  work=$(mktemp -d /tmp/prepbench-loaders-scaling.XXXXXX)
-  trap 'rm -rf "$work"' EXIT
-else
-  work=$WORK
-fi
+. "$repo/scripts/peers/_loaders_common.sh"
+work_folder loaders-scaling
 mkdir -p "$out"
 exec > >(tee -a "$out/log.txt") 2>&1
-
-{
-  echo "date: $(date -u +%FT%TZ)"
-  echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "nproc: $(nproc)"
-  uname -a
-  grep -m1 'model name' /proc/cpuinfo
-  free -g | head -2
-  df -h "$work" | tail -1
-  "$python" -c 'import sys, torch, torchvision, numpy, PIL; print("python", sys.version.split()[0], "torch", torch.__version__, "torchvision", torchvision.__version__, "numpy", numpy.__version__, "pillow", PIL.__version__)'
-  "$python" -c 'import spdl.io; print("spdl", getattr(spdl.io, "__version__", "installed"))' 2>/dev/null || echo "spdl: not installed"
-} > "$out/machine.txt" 2>&1
-cat "$out/machine.txt"
+machine_facts
 
 cd "$work" || exit 1
 start=$(date +%s)
