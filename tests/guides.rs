@@ -526,6 +526,16 @@ def outer():
 refused(lambda x: x, "lambda")
 refused(tf.Scale(5), "not a module-level name")
 refused(outer(), "inside a function")
+for constant in (5, None, True):
+    refused(constant, "is not callable")
+import pathlib, tempfile
+with tempfile.TemporaryDirectory() as d:
+    try:
+        prepbench.Pipeline("t", data=d, steps=[("a", tf.f)]).sweep(d + "/res")
+    except prepbench.PrepbenchError as e:
+        assert "inside the dataset" in str(e) and not pathlib.Path(d, "res").exists(), e
+    else:
+        raise AssertionError("a results folder inside the dataset was accepted")
 yaml = prepbench.Pipeline("t", data=".", steps=[("a", tf.f)]).yaml()
 assert "op: read_file" in yaml and '"function": "tf:f"' in yaml, yaml
 print("ok")

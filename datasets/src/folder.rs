@@ -61,11 +61,39 @@ pub(crate) fn walk(
     depth: usize,
     found: &mut Vec<(String, Entry)>,
 ) -> Result<(), DatasetError> {
+    walk_once(
+        files,
+        root,
+        rel,
+        depth,
+        found,
+        &mut std::collections::HashSet::new(),
+    )
+}
+
+/// [`walk`], entering each local folder once: a link back to a folder already walked (`ln -s
+/// .. up`, two links to one folder) is not walked again, so links cannot multiply the walk
+/// (two links to `..` at every level made it 2^64 folders deep).
+fn walk_once(
+    files: &dyn Files,
+    root: &Path,
+    rel: &str,
+    depth: usize,
+    found: &mut Vec<(String, Entry)>,
+    seen: &mut std::collections::HashSet<std::path::PathBuf>,
+) -> Result<(), DatasetError> {
     let dir = if rel.is_empty() {
         root.to_path_buf()
     } else {
         root.join(rel)
     };
+    if files.is_local() {
+        if let Ok(real) = std::fs::canonicalize(&dir) {
+            if !seen.insert(real) {
+                return Ok(());
+            }
+        }
+    }
     let entries = files.list(&dir).map_err(|e| DatasetError::Io {
         path: dir.display().to_string(),
         source: e,
@@ -81,7 +109,7 @@ pub(crate) fn walk(
         };
         if entry.is_dir {
             if depth < MAX_DEPTH {
-                walk(files, root, &path, depth + 1, found)?;
+                walk_once(files, root, &path, depth + 1, found, seen)?;
             }
         } else {
             found.push((path, entry));
@@ -203,6 +231,30 @@ mod tests {
             .iter()
             .map(|i| i.path.strip_prefix(root).unwrap().display().to_string())
             .collect()
+    }
+
+    /// Links back up the tree (two to `..` in a class folder, as a careless user makes) are
+    /// walked once: the listing ends at once and holds each file once.
+    #[test]
+    fn links_back_up_the_tree_are_walked_once() {
+        let dir = tree(&["cls/a.jpg", "cls/b.jpg", "other/c.jpg"]);
+        std::os::unix::fs::symlink("..", dir.path().join("cls/up")).unwrap();
+        std::os::unix::fs::symlink("..", dir.path().join("cls/up2")).unwrap();
+        std::os::unix::fs::symlink("../other", dir.path().join("cls/same")).unwrap();
+        let source = open(
+            &crate::files::local(),
+            dir.path(),
+            &options(&[("glob", "**/*")]),
+        )
+        .unwrap();
+        let listed = listed(&source, dir.path());
+        assert_eq!(listed.len(), 3, "{listed:?}");
+        assert!(listed.starts_with(&["cls/a.jpg".to_string(), "cls/b.jpg".to_string()]));
+        // c.jpg once, under whichever of its two paths the walk met first.
+        assert!(
+            ["cls/same/c.jpg", "other/c.jpg"].contains(&listed[2].as_str()),
+            "{listed:?}"
+        );
     }
 
     #[test]

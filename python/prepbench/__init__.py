@@ -165,6 +165,13 @@ def _locate(function):
         module, path = _module_place(function.__module__)
         return f"{module}:{qualname}", path
     # An object (a transform instance): found by identity among the loaded modules' globals.
+    # Only a callable one: `5`, `None` or `True` is the same object as many a module's
+    # constant, and would be taken for it.
+    if not callable(function):
+        raise PrepbenchError(
+            f"{function!r} ({type(function).__name__}) is not callable: a step is a function, a "
+            "transform object, a class with `init`, or \"module:callable\""
+        )
     for name, module in list(sys.modules.items()):
         for attr, value in list(getattr(module, "__dict__", {}).items()):
             if value is function and not attr.startswith("__"):
@@ -354,6 +361,12 @@ class Pipeline:
         written as `out/NAME.yaml`."""
         _not_in_worker()
         out = Path(out)
+        # Nothing is written into the dataset, not even the workload file, before the command
+        # line would refuse the folder.
+        resolved, data = out.resolve(), Path(self.data)
+        if resolved == data or data in resolved.parents:
+            raise PrepbenchError(f"out={str(out)!r} is inside the dataset {self.data}: prepbench "
+                                 "never writes into a dataset; choose a folder outside it")
         workload = self.write(out / f"{self.name}.yaml")
         args = ["sweep", workload, "--out", out]
         for flag, value in (("--threads", threads), ("--strategies", strategies),

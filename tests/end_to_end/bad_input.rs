@@ -516,7 +516,7 @@ fn a_row_with_a_nan_rate_is_left_out_and_named_not_its_cell() {
     prepbench_ok(&["report", &out.display().to_string(), "--quiet"]);
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
-        report.contains("**1 rows of runs.csv left out**") && report.contains("throughput_sps NaN"),
+        report.contains("**1 row of runs.csv left out**") && report.contains("throughput_sps NaN"),
         "{report}"
     );
     // The epoch-0 cell is still reported.

@@ -237,6 +237,53 @@ fn another_definition_is_refused_and_another_size_kept_apart() {
     assert!(text.contains("epochs of 12 samples"), "{text}");
 }
 
+/// Nothing prepbench writes lands in a dataset: not a report's folder, not a picture of a
+/// sample, not a run's results, in the dataset the runs read or in any generated one.
+#[test]
+fn reports_pictures_and_results_are_refused_inside_a_dataset() {
+    let work = run_cv_ok(&argv!["--strategy resized"]);
+    let dataset = data_dir().join("imagenet-seed0");
+    assert!(dataset.join(datasets::MARKER).is_file());
+    let before = walk(&dataset).len();
+    let out = work.path().join("out");
+    let inside = dataset.join("train").join("report-here");
+    fails_naming(
+        &prepbench(&argv![
+            "report",
+            out.to_str().unwrap(),
+            "--out",
+            inside.to_str().unwrap()
+        ]),
+        &["inside the dataset", "report folder"],
+    );
+    fails_naming(
+        &prepbench(&argv![
+            "show cv --after resized --data-dir",
+            data_dir().to_str().unwrap(),
+            "--out",
+            dataset.join("x.png").to_str().unwrap()
+        ]),
+        &["--out", "inside the dataset"],
+    );
+    // Another workload's generated dataset (it has the marker) is a dataset too.
+    let ran = prepbench(&argv![
+        "run cv --strategy resized --samples",
+        SAMPLES,
+        "--quiet --data-dir",
+        work.path().join("other-data").to_str().unwrap(),
+        "--store-dir",
+        work.path().join("store").to_str().unwrap(),
+        "--out",
+        inside.to_str().unwrap()
+    ]);
+    fails_naming(&ran, &["the results directory", "inside the dataset"]);
+    assert_eq!(
+        walk(&dataset).len(),
+        before,
+        "nothing was written into the dataset"
+    );
+}
+
 #[test]
 fn a_simulated_consumer_reports_utilisation_beside_its_null_io_control() {
     let work = run_cv_ok(&argv![

@@ -256,6 +256,21 @@ fn dispatch(command: Command, progress: Progress, line: &[String]) -> anyhow::Re
                 ..crate::analysis::recommend::DEFAULT_PLAN
             };
             let out = out.as_deref().unwrap_or(&dir);
+            if out != dir {
+                // Never into a dataset the runs read, nor into any dataset prepbench generated.
+                let manifest = crate::results::Manifest::read(&dir)?.unwrap_or_default();
+                for place in manifest
+                    .invocations
+                    .iter()
+                    .filter_map(|i| i.dataset.as_ref())
+                {
+                    crate::measure::places::check_places(
+                        std::path::Path::new(&place.path),
+                        &[("the report folder (--out)", out)],
+                    )?;
+                }
+                crate::measure::places::check_not_in_a_dataset("the report folder (--out)", out)?;
+            }
             let written =
                 crate::analysis::report::write_report_with(&dir, out, peers.as_deref(), &plan)?;
             progress.note(&format!(

@@ -30,6 +30,60 @@ fn physical_absolute(path: &Path) -> PathBuf {
     out
 }
 
+/// Refuses `path` (what is written: `what`) inside a dataset prepbench generated (a folder
+/// holding its marker, any workload's): like a user's dataset, it is read, never written into.
+pub fn check_not_in_a_dataset(what: &str, path: &Path) -> anyhow::Result<()> {
+    if datasets::files::is_remote(path) {
+        return Ok(());
+    }
+    let resolved = physical_absolute(path);
+    for folder in resolved.ancestors() {
+        if folder.join(datasets::MARKER).is_file() {
+            bail!(
+                "{what} {} is inside the dataset {}: prepbench never writes into a dataset; \
+                 choose a folder outside it",
+                path.display(),
+                folder.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a results folder that already holds files of someone else's: an existing folder
+/// with entries but no prepbench results in it (no `manifest.json`, no `runs.csv`), such as
+/// `/`, a home folder or a project's folder. Workload files (`*.yaml`, as the Python API
+/// writes one beside its results) do not count as someone else's.
+pub fn check_results_folder(out: &Path) -> anyhow::Result<()> {
+    if datasets::files::is_remote(out) {
+        return Ok(());
+    }
+    let Ok(entries) = std::fs::read_dir(out) else {
+        return Ok(()); // not there yet (or not a folder: the writing says so)
+    };
+    if out.join(crate::results::manifest::MANIFEST).is_file() || out.join("runs.csv").is_file() {
+        return Ok(());
+    }
+    let foreign: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        // Its own: workload files, hidden ones (a lock), a sharded sweep's shard folders.
+        .filter(|name| !name.ends_with(".yaml") && !name.starts_with('.'))
+        .filter(|name| !name.starts_with("shard-"))
+        .take(3)
+        .collect();
+    if !foreign.is_empty() {
+        bail!(
+            "the results directory {} already holds files that are not prepbench's results \
+             ({}{}): prepbench writes only into its own folders; choose a new or empty one",
+            out.display(),
+            foreign.join(", "),
+            if foreign.len() == 3 { ", ..." } else { "" }
+        );
+    }
+    Ok(())
+}
+
 /// Refuses a results or store directory inside the dataset directory: prepbench writes and
 /// clears there, and the dataset must stay as the user gave it.
 pub fn check_places(dataset: &Path, places: &[(&str, &Path)]) -> anyhow::Result<()> {
@@ -73,6 +127,36 @@ pub fn check_places(dataset: &Path, places: &[(&str, &Path)]) -> anyhow::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A folder of someone else's files is not a results folder; a generated dataset (its
+    /// marker) is a dataset whatever workload asks.
+    #[test]
+    fn someone_elses_folder_and_a_generated_dataset_are_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let mine = root.path().join("project");
+        std::fs::create_dir_all(&mine).unwrap();
+        std::fs::write(mine.join("train.py"), "print(1)").unwrap();
+        let err = check_results_folder(&mine).unwrap_err().to_string();
+        assert!(
+            err.contains("train.py") && err.contains("not prepbench's"),
+            "{err}"
+        );
+        check_results_folder(&root.path().join("new")).unwrap();
+        let ours = root.path().join("results");
+        std::fs::create_dir_all(&ours).unwrap();
+        std::fs::write(ours.join("fe.yaml"), "name: fe").unwrap();
+        std::fs::write(ours.join(".lock"), "").unwrap();
+        check_results_folder(&ours).unwrap();
+        std::fs::write(ours.join("notes.txt"), "x").unwrap();
+        std::fs::write(ours.join("runs.csv"), "run_id\n").unwrap();
+        check_results_folder(&ours).unwrap();
+        let generated = root.path().join("data/imagenet-seed0");
+        std::fs::create_dir_all(generated.join("train")).unwrap();
+        std::fs::write(generated.join(datasets::MARKER), "{}").unwrap();
+        let err = check_not_in_a_dataset("--out", &generated.join("train/x.png")).unwrap_err();
+        assert!(err.to_string().contains("inside the dataset"), "{err}");
+        check_not_in_a_dataset("--out", &root.path().join("data/elsewhere")).unwrap();
+    }
 
     #[test]
     fn results_and_stores_inside_the_dataset_are_refused() {

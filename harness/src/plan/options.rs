@@ -62,14 +62,15 @@ impl SweepOptions {
     /// A first sweep of your own pipeline that can be judged: for a workload that is not one of
     /// the paper's, epochs of at least [`USER_MIN_EPOCH_S`] unless `--min-epoch-s` or
     /// `--no-calibrate` says otherwise, and no more threads than this machine has cores unless
-    /// `--threads` names them; each said on the terminal. The paper's workloads keep their own.
+    /// `--threads` names them; each said on the terminal. prepbench's own workloads keep theirs.
     pub fn for_workload(
         &self,
         spec: &workloads::WorkloadSpec,
         progress: &crate::progress::Progress,
     ) -> SweepOptions {
         let mut opts = self.clone();
-        if spec.paper.is_some() {
+        // prepbench's own workloads (the paper's, the synthetic ones) keep their settings.
+        if spec.paper.is_some() || spec.origin.file.starts_with("builtin:") {
             return opts;
         }
         if opts.settings.min_epoch_s.is_none() && opts.calibrate && !opts.calibrate_only {

@@ -105,6 +105,9 @@ impl Places {
                 ("the store directory", &self.store_dir),
             ],
         )?;
+        crate::measure::places::check_not_in_a_dataset("the results directory", &self.out)?;
+        crate::measure::places::check_results_folder(&self.out)?;
+        crate::measure::places::check_not_in_a_dataset("the store directory", &self.store_dir)?;
         self.check_same_definition(&workload.spec)
     }
 
