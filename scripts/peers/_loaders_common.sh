@@ -1,4 +1,5 @@
-# Shared by the peers scripts that measure loaders (loaders.sh, loaders_scaling.sh); sourced,
+# Shared by the peers scripts that measure loaders (loaders.sh, loaders_scaling.sh,
+# workers_scaling.sh); sourced,
 # with `repo`, `out` and `python` set.
 
 # `work`: $WORK when set, else a fresh folder under /tmp named after $1, removed at exit.

@@ -15,26 +15,12 @@ bin=${PREPBENCH:-$repo/target/release/prepbench}
 out=${OUT:-$repo/results/local/workers-scaling}
 workers=${WORKERS:-1,2,4,8,16}
 trials=${TRIALS:-3}
-if [ -z "${WORK:-}" ]; then
-  work=$(mktemp -d /tmp/prepbench-scaling.XXXXXX)
-  trap 'rm -rf "$work"' EXIT
-else
-  work=$WORK
-fi
+python=${PYTHON:-python3}
+. "$repo/scripts/peers/_loaders_common.sh"
+work_folder scaling
 mkdir -p "$out/torch"
 exec > >(tee -a "$out/log.txt") 2>&1
-
-{
-  echo "date: $(date -u +%FT%TZ)"
-  echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "nproc: $(nproc)"
-  uname -a
-  grep -m1 'model name' /proc/cpuinfo
-  free -g | head -2
-  df -h "$work" | tail -1
-  "${PYTHON:-python3}" -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__)'
-} > "$out/machine.txt" 2>&1
-cat "$out/machine.txt"
+machine_facts
 
 cd "$work" || exit 1
 start=$(date +%s)
@@ -44,6 +30,6 @@ echo "prepbench sweep: rc $? after $(( $(date +%s) - start )) s"
 tar -czf "$out/prepbench.tar.gz" -C "$work" prepbench-cv
 
 start=$(date +%s)
-"${PYTHON:-python3}" "$repo/scripts/peers/torch_workers.py" --data "$work/data/imagenet-seed0" \
+"$python" "$repo/scripts/peers/torch_workers.py" --data "$work/data/imagenet-seed0" \
   --out "$out/torch" --work "$work/torch-work" --workers "$workers" --trials "$trials"
 echo "torch DataLoader: rc $? after $(( $(date +%s) - start )) s"
