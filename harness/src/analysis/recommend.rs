@@ -295,8 +295,9 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, machine: &Machine) 
     let short = list.iter().filter(|c| !c.long_enough && !as_is(c)).count();
     let mut short_note = if short > 0 {
         format!(
-            " **Caution:** {short} of these {} candidates were measured on epochs under {} s, too short to judge by: sweep more samples (or `--min-epoch-s`) before acting on this.",
+            " **Caution:** {short} of these {} candidates {} measured on epochs under {} s, too short to judge by: sweep more samples (or `--min-epoch-s`) before acting on this.",
             list.len(),
+            if short == 1 { "was" } else { "were" },
             crate::analysis::cells::MIN_EPOCH_S
         )
     } else {
@@ -315,8 +316,9 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, machine: &Machine) 
     if single > 0 {
         let _ = write!(
             short_note,
-            " **Caution:** {single} of these {} candidates rest on one trial each, which has no interval: sweep with `--trials 3` or more before acting on this.",
-            list.len()
+            " **Caution:** {single} of these {} candidates {} on one trial each, which has no interval: sweep with `--trials 3` or more before acting on this.",
+            list.len(),
+            if single == 1 { "rests" } else { "rest" }
         );
     }
     let fold = best.samples / best.measured_samples.max(1) as f64;
