@@ -40,6 +40,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 from pathlib import Path
 
 __all__ = ["Pipeline", "Step", "Rows", "PrepbenchError", "StoreError", "OnlineSteps", "binary", "open_store",
@@ -267,7 +268,7 @@ _ARGUMENTS = (("--samples or dataset.samples", "samples="), ("--samples", "sampl
 def _in_python_terms(message):
     """prepbench's message with the flags this API passes named as its arguments."""
     for flag, argument in _ARGUMENTS:
-        message = message.replace(f"`{flag}`", f"`{argument}`").replace(flag, argument)
+        message = message.replace(flag, argument)
     return message
 
 
@@ -336,8 +337,6 @@ class Pipeline:
         else:
             with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True) as child:
-                import threading
-
                 out = []
                 reader = threading.Thread(target=lambda: out.append(child.stdout.read()))
                 reader.start()

@@ -92,6 +92,11 @@ fn setup(work: &Path, steps: &str) -> std::path::PathBuf {
     w
 }
 
+/// One Python step `name` calling `pipe:function` on the field `data` (a YAML list item).
+fn python_step(name: &str, function: &str) -> String {
+    format!("  - name: {name}\n    op: python\n    params: {{function: \"pipe:{function}\", from: data}}\n")
+}
+
 fn run_args(work: &Path, workload: &Path, extra: &str) -> Vec<String> {
     common::run_in(
         work,
@@ -108,10 +113,7 @@ fn a_random_step_not_marked_random_fails_verify_with_the_likely_cause() {
         return;
     }
     let work = tempfile::tempdir().unwrap();
-    let w = setup(
-        work.path(),
-        "  - name: noised\n    op: python\n    params: {function: \"pipe:noisy\", from: data}\n",
-    );
+    let w = setup(work.path(), &python_step("noised", "noisy"));
     let mut args = run_args(work.path(), &w, "--verify");
     args.extend(argv!["--strategy noised"]);
     fails_naming(
@@ -128,15 +130,9 @@ fn a_step_that_reads_stdin_reads_nothing_and_never_hangs() {
         return;
     }
     let work = tempfile::tempdir().unwrap();
-    let w = setup(
-        work.path(),
-        "  - name: read\n    op: python\n    params: {function: \"pipe:reads_stdin\", from: data}\n",
-    );
+    let w = setup(work.path(), &python_step("read", "reads_stdin"));
     prepbench_ok(&run_args(work.path(), &w, "--verify"));
-    let w = setup(
-        work.path(),
-        "  - name: asked\n    op: python\n    params: {function: \"pipe:asks\", from: data}\n",
-    );
+    let w = setup(work.path(), &python_step("asked", "asks"));
     fails_naming(
         &prepbench(&run_args(work.path(), &w, "")),
         &["EOFError", "asked"],
@@ -151,10 +147,7 @@ fn a_python_that_is_not_python_is_refused_not_waited_for() {
         return;
     }
     let work = tempfile::tempdir().unwrap();
-    let w = setup(
-        work.path(),
-        "  - name: shouted\n    op: python\n    params: {function: \"pipe:shout\", from: data}\n",
-    );
+    let w = setup(work.path(), &python_step("shouted", "shout"));
     let script = |name: &str, body: &str| {
         let path = work.path().join(name);
         std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
@@ -186,10 +179,7 @@ fn python_workers_end_when_prepbench_is_killed() {
         return;
     }
     let work = tempfile::tempdir().unwrap();
-    let w = setup(
-        work.path(),
-        "  - name: slowed\n    op: python\n    params: {function: \"pipe:slow\", from: data}\n",
-    );
+    let w = setup(work.path(), &python_step("slowed", "slow"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_prepbench"))
         .args(common::run_in(
             work.path(),

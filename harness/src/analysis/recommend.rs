@@ -66,10 +66,8 @@ pub fn planned_size(
         return Some((n, "--dataset-samples"));
     }
     let raw = view
-        .strategies
-        .iter()
-        .find(|(split, _)| *split == 0)
-        .and_then(|(_, s)| view.codecs.iter().find_map(|c| view.cold(s, *c, t)))
+        .raw_strategy()
+        .and_then(|s| view.codecs.iter().find_map(|c| view.cold(s, *c, t)))
         .map(|cell| cell.samples);
     let sized = machine
         .sizing
@@ -87,21 +85,14 @@ pub fn planned_size(
         })
 }
 
-/// The samples of a store whose offline steps ran: all of them, or, for a store that cycles
-/// over its source (`--min-epoch-s`), its first cycle (later cycles write the same outputs
-/// again), so that offline time scales per sample processed.
+/// The samples of a store whose offline steps ran (all, or a cycling store's first cycle:
+/// [`crate::results::SizingEntry::processed_share`]), so that offline time scales per sample
+/// processed.
 fn processed(cell: &crate::analysis::cells::Cell, machine: &Machine, workload: &str) -> f64 {
-    let samples = cell.samples as f64;
-    let Some(entry) = machine.sizing.get(workload) else {
-        return samples;
-    };
-    let key = format!("{}/{}", cell.key.strategy, cell.key.codec);
-    match entry.stores.get(&key) {
-        Some(&items) if items > entry.source_items => {
-            samples * entry.source_items as f64 / items as f64
-        }
-        _ => samples,
-    }
+    let share = machine.sizing.get(workload).map_or(1.0, |e| {
+        e.processed_share(&cell.key.strategy, cell.key.codec)
+    });
+    cell.samples as f64 * share
 }
 
 pub fn candidates(
@@ -285,13 +276,9 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, machine: &Machine) 
     // Epochs too short to judge by make the ranking a hint, and it says so. Sized by time, the
     // raw files' epochs can still be short: they do not cycle, and a user's folder does not
     // grow (`sizing::dataset_growth`); that is said as what it is.
-    let raw = view
-        .strategies
-        .iter()
-        .find(|(split, _)| *split == 0)
-        .map(|(_, s)| s);
+    let raw = view.raw_strategy();
     let sized = machine.sizing.contains_key(&view.name);
-    let as_is = |c: &Candidate| sized && Some(&c.strategy) == raw;
+    let as_is = |c: &Candidate| sized && Some(c.strategy.as_str()) == raw;
     let short = list.iter().filter(|c| !c.long_enough && !as_is(c)).count();
     let mut short_note = if short > 0 {
         format!(

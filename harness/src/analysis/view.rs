@@ -118,6 +118,14 @@ impl<'a> WorkloadView<'a> {
             .or_else(|| self.cell(strategy, codec, threads, CacheState::Warm, 0))
     }
 
+    /// The strategy that reads the raw files (split 0, `unprocessed`), when measured.
+    pub fn raw_strategy(&self) -> Option<&str> {
+        self.strategies
+            .iter()
+            .find(|(split, _)| *split == 0)
+            .map(|(_, s)| s.as_str())
+    }
+
     /// The last strategy (the most preprocessed one measured).
     pub fn last_strategy(&self) -> Option<&str> {
         self.strategies.last().map(|(_, n)| n.as_str())

@@ -108,13 +108,11 @@ fn sweep_command(args: SweepArgs, progress: Progress, line: &[String]) -> anyhow
         None => places.out.clone(),
     };
     // The command's answer, on stdout as `run`'s table is: what was done, and what reads it.
+    let written = written.display();
     println!(
-        "{} runs done, {} already recorded; results in {}\nnext: prepbench report {} ; prepbench recommend {}",
-        outcome.ran,
-        outcome.skipped,
-        written.display(),
-        written.display(),
-        written.display()
+        "{} runs done, {} already recorded; results in {written}\nnext: prepbench report \
+         {written} ; prepbench recommend {written}",
+        outcome.ran, outcome.skipped
     );
     let failed = outcome.warnings.iter().any(|w| w.fails_the_command());
     Ok(failed_if(failed, verify_status(&outcome.verify_failures)))
@@ -259,17 +257,13 @@ fn dispatch(command: Command, progress: Progress, line: &[String]) -> anyhow::Re
             if out != dir {
                 // Never into a dataset the runs read, nor into any dataset prepbench generated.
                 let manifest = crate::results::Manifest::read(&dir)?.unwrap_or_default();
-                for place in manifest
+                let read: Vec<&std::path::Path> = manifest
                     .invocations
                     .iter()
                     .filter_map(|i| i.dataset.as_ref())
-                {
-                    crate::measure::places::check_places(
-                        std::path::Path::new(&place.path),
-                        &[("the report folder (--out)", out)],
-                    )?;
-                }
-                crate::measure::places::check_not_in_a_dataset("the report folder (--out)", out)?;
+                    .map(|place| std::path::Path::new(&place.path))
+                    .collect();
+                crate::measure::places::check_places(&read, &[("the report folder (--out)", out)])?;
             }
             let written =
                 crate::analysis::report::write_report_with(&dir, out, peers.as_deref(), &plan)?;

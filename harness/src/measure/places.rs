@@ -32,7 +32,7 @@ fn physical_absolute(path: &Path) -> PathBuf {
 
 /// Refuses `path` (what is written: `what`) inside a dataset prepbench generated (a folder
 /// holding its marker, any workload's): like a user's dataset, it is read, never written into.
-pub fn check_not_in_a_dataset(what: &str, path: &Path) -> anyhow::Result<()> {
+fn check_not_in_a_dataset(what: &str, path: &Path) -> anyhow::Result<()> {
     if datasets::files::is_remote(path) {
         return Ok(());
     }
@@ -61,7 +61,9 @@ pub fn check_results_folder(out: &Path) -> anyhow::Result<()> {
     let Ok(entries) = std::fs::read_dir(out) else {
         return Ok(()); // not there yet (or not a folder: the writing says so)
     };
-    if out.join(crate::results::manifest::MANIFEST).is_file() || out.join("runs.csv").is_file() {
+    if out.join(crate::results::manifest::MANIFEST).is_file()
+        || out.join(crate::results::RUNS).is_file()
+    {
         return Ok(());
     }
     let foreign: Vec<String> = entries
@@ -84,9 +86,22 @@ pub fn check_results_folder(out: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Refuses a results or store directory inside the dataset directory: prepbench writes and
-/// clears there, and the dataset must stay as the user gave it.
-pub fn check_places(dataset: &Path, places: &[(&str, &Path)]) -> anyhow::Result<()> {
+/// Refuses any of `places` (what is written there, and where) inside one of `datasets` or
+/// inside a dataset prepbench generated for any workload (its marker): prepbench writes and
+/// clears in its own folders, and a dataset stays as it was given. Every writer asks this
+/// before writing: run and sweep (results and stores), report and show (`--out`).
+pub fn check_places(datasets: &[&Path], places: &[(&str, &Path)]) -> anyhow::Result<()> {
+    for dataset in datasets {
+        inside_the_dataset(dataset, places)?;
+    }
+    for (what, path) in places {
+        check_not_in_a_dataset(what, path)?;
+    }
+    Ok(())
+}
+
+/// Refuses a place inside `dataset`, judged on the paths as resolved.
+fn inside_the_dataset(dataset: &Path, places: &[(&str, &Path)]) -> anyhow::Result<()> {
     if datasets::files::is_remote(dataset) {
         // Only another URL can be inside it.
         let location = |p: &Path| {
@@ -164,17 +179,18 @@ mod tests {
         let data = root.path().join("data/imagenet-seed0");
         std::fs::create_dir_all(&data).unwrap();
         let inside = data.join("results");
-        let err = check_places(&data, &[("the results directory", &inside)]).unwrap_err();
+        let err =
+            check_places(&[data.as_path()], &[("the results directory", &inside)]).unwrap_err();
         assert!(
             err.to_string().contains("inside the dataset directory"),
             "{err}"
         );
         // Through `..` and a symlink too.
         let sneaky = root.path().join("data/other/../imagenet-seed0/store");
-        assert!(check_places(&data, &[("the store directory", &sneaky)]).is_err());
+        assert!(check_places(&[data.as_path()], &[("the store directory", &sneaky)]).is_err());
         let bucket = Path::new("s3://bucket/imagenet?range_mb=4");
         for inside in ["s3://bucket/imagenet/stores", "s3://bucket/imagenet"] {
-            let err = check_places(bucket, &[("the store directory", Path::new(inside))]);
+            let err = check_places(&[bucket], &[("the store directory", Path::new(inside))]);
             assert!(err.unwrap_err().to_string().contains("inside the dataset"));
         }
         for outside in [
@@ -182,11 +198,11 @@ mod tests {
             "s3://other/imagenet/x",
             "store",
         ] {
-            check_places(bucket, &[("the store directory", Path::new(outside))]).unwrap();
+            check_places(&[bucket], &[("the store directory", Path::new(outside))]).unwrap();
         }
         let link = root.path().join("link");
         std::os::unix::fs::symlink(&data, &link).unwrap();
-        assert!(check_places(&data, &[("out", &link.join("out"))]).is_err());
+        assert!(check_places(&[data.as_path()], &[("out", &link.join("out"))]).is_err());
         // `..` after a link is the parent of its target: a link to a folder inside the
         // dataset, then `..`, is still inside.
         std::fs::create_dir_all(data.join("train")).unwrap();
@@ -198,7 +214,7 @@ mod tests {
         ] {
             let path = root.path().join(sneaky);
             assert!(
-                check_places(&data, &[("out", &path)]).is_err(),
+                check_places(&[data.as_path()], &[("out", &path)]).is_err(),
                 "{sneaky} passed"
             );
         }
@@ -208,7 +224,7 @@ mod tests {
             "data/imagenet-seed0-results",
             "data/imagenet-seed0/../x",
         ] {
-            check_places(&data, &[("out", &root.path().join(ok))]).unwrap();
+            check_places(&[data.as_path()], &[("out", &root.path().join(ok))]).unwrap();
         }
     }
 }

@@ -156,7 +156,8 @@ pub struct Sampler {
     stop: Arc<AtomicBool>,
     /// The counters at a restart, for the sampling thread to start from.
     restart: Arc<Mutex<Option<Counters>>>,
-    counted: Option<(u32, u32)>,
+    /// The block device's numbers, for the counters a restart reads.
+    device_numbers: Option<(u32, u32)>,
     handle: Option<JoinHandle<Vec<SystemSample>>>,
     pub device: String,
 }
@@ -197,7 +198,7 @@ impl Sampler {
         Sampler {
             stop,
             restart,
-            counted: device,
+            device_numbers: device,
             handle: Some(handle),
             device: name,
         }
@@ -206,7 +207,7 @@ impl Sampler {
     /// What starts the intervals again from the moment it is called, dropping those before
     /// (an online phase's timed part begins after its loader process has started).
     pub fn restarter(&self) -> impl Fn() + Sync + use<> {
-        let (restart, device) = (self.restart.clone(), self.counted);
+        let (restart, device) = (self.restart.clone(), self.device_numbers);
         move || {
             let counters = read_counters(device);
             *restart.lock().unwrap_or_else(|e| e.into_inner()) = Some(counters);

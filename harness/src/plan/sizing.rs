@@ -74,7 +74,7 @@ impl Sizes {
             stores: self
                 .store_items
                 .iter()
-                .map(|((s, c), n)| (format!("{s}/{c}"), *n))
+                .map(|((s, c), n)| (SizingEntry::store_key(s, c), *n))
                 .collect(),
             capped: self.capped.clone(),
         }

@@ -152,6 +152,23 @@ pub struct SizingEntry {
     pub capped: Vec<String>,
 }
 
+impl SizingEntry {
+    /// The key of `strategy`'s store with `codec` in `stores`.
+    pub fn store_key(strategy: &str, codec: impl std::fmt::Display) -> String {
+        format!("{strategy}/{codec}")
+    }
+
+    /// The fraction of a store's records whose offline steps ran: 1, or for a store that
+    /// cycles over its source, its first cycle's share (later cycles write the same outputs
+    /// again).
+    pub fn processed_share(&self, strategy: &str, codec: impl std::fmt::Display) -> f64 {
+        match self.stores.get(&SizingEntry::store_key(strategy, codec)) {
+            Some(&items) if items > self.source_items => self.source_items as f64 / items as f64,
+            _ => 1.0,
+        }
+    }
+}
+
 /// A workload's whole sweep plan: its fingerprint and cell count.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct PlanEntry {

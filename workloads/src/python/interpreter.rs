@@ -102,6 +102,36 @@ pub(super) fn start_timeout() -> std::time::Duration {
     std::time::Duration::from_secs_f64(seconds.min(86_400.0))
 }
 
+/// Why `python` was ended before it answered: it took longer than [`start_timeout`].
+pub(super) fn no_answer(python: &Path, limit: std::time::Duration) -> String {
+    format!(
+        "{} did not answer within {} s (is it a Python interpreter? a module that blocks when \
+         imported?); PREPBENCH_PYTHON_START_S sets the limit",
+        python.display(),
+        limit.as_secs()
+    )
+}
+
+/// Sends SIGKILL to `target` (a pid, or minus a process group's id) unless `answered` is
+/// dropped or sent on within `limit`: whether it did. (The caller has not waited for the
+/// process yet, so the pid is still its child's.)
+pub(super) fn end_unless_answered(
+    target: libc::pid_t,
+    limit: std::time::Duration,
+) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<bool>) {
+    let (answered, wait) = std::sync::mpsc::channel::<()>();
+    let watch = std::thread::spawn(move || {
+        let late = wait.recv_timeout(limit) == Err(std::sync::mpsc::RecvTimeoutError::Timeout);
+        if late {
+            // SAFETY: kill takes a pid and a signal; the child is not reaped before the
+            // caller joins this thread, so the pid is still its.
+            unsafe { libc::kill(target, libc::SIGKILL) };
+        }
+        late
+    });
+    (answered, watch)
+}
+
 /// Checks in one interpreter, running nothing else, that every link's callable imports and is
 /// callable: the index of the first that does not, and the Python error. An interpreter that
 /// does not answer within [`start_timeout`] is ended, and one that exits without running the
@@ -111,59 +141,28 @@ pub fn check(links: &[Link]) -> Result<(), (usize, String)> {
         return Ok(());
     }
     let python = interpreter();
-    let mut child = driver(&["check"], links)
+    // In a process group of its own, so that ending it ends what it started too (a wrapper's
+    // `sleep`), which would otherwise hold its output open.
+    use std::os::unix::process::CommandExt;
+    let child = driver(&["check"], links)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .spawn()
         .map_err(|e| (0, cannot_start(&python, &e)))?;
-    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = Vec::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_end(&mut text);
-            }
-            String::from_utf8_lossy(&text).into_owned()
-        })
-    };
-    use std::io::Read;
-    let stdout = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let stderr = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let (limit, began) = (start_timeout(), std::time::Instant::now());
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if began.elapsed() < limit => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err((
-                    0,
-                    format!(
-                        "{} did not answer within {} s (is it a Python interpreter? a module \
-                         that blocks when imported?); PREPBENCH_PYTHON_START_S sets the limit",
-                        python.display(),
-                        limit.as_secs()
-                    ),
-                ));
-            }
-        }
-    };
-    let (out, err) = (
-        stdout.join().unwrap_or_default(),
-        stderr.join().unwrap_or_default(),
+    let limit = start_timeout();
+    let (answered, watch) = end_unless_answered(-(child.id() as libc::pid_t), limit);
+    let out = child.wait_with_output();
+    drop(answered);
+    if watch.join().unwrap_or(false) {
+        return Err((0, no_answer(&python, limit)));
+    }
+    let out = out.map_err(|e| (0, cannot_start(&python, &e)))?;
+    let (status, out, err) = (
+        out.status,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
     );
     if status.success() {
         if out.lines().last() == Some(CHECKED) {

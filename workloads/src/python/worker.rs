@@ -152,38 +152,14 @@ impl Worker {
             live.push(pid);
         }
         // An interpreter that never greets (a `--python` wrapper that does not start Python,
-        // an import that blocks) is ended after START_TIMEOUT rather than waited for.
-        let greeted = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let timed_out = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        {
-            let (greeted, timed_out) = (greeted.clone(), timed_out.clone());
-            let limit = super::interpreter::start_timeout();
-            let _ = std::thread::Builder::new()
-                .name("python-start".into())
-                .spawn(move || {
-                    let began = std::time::Instant::now();
-                    while !greeted.load(std::sync::atomic::Ordering::Relaxed) {
-                        if began.elapsed() >= limit {
-                            timed_out.store(true, std::sync::atomic::Ordering::Relaxed);
-                            // SAFETY: kill takes a pid and a signal; the child is not yet
-                            // waited for, so the pid is still this worker's.
-                            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-                            return;
-                        }
-                        std::thread::sleep(std::time::Duration::from_millis(50));
-                    }
-                });
-        }
+        // an import that blocks) is ended after the start timeout rather than waited for.
+        let limit = super::interpreter::start_timeout();
+        let (greeted, watch) = super::interpreter::end_unless_answered(pid as libc::pid_t, limit);
         let greeting = worker.read_greeting();
-        greeted.store(true, std::sync::atomic::Ordering::Relaxed);
-        if greeting.is_err() && timed_out.load(std::sync::atomic::Ordering::Relaxed) {
+        drop(greeted);
+        if watch.join().unwrap_or(false) && greeting.is_err() {
             let _ = worker.child.wait();
-            return Err(gone(format!(
-                "{} did not start a Python worker within {} s (is it a Python interpreter? a \
-                 module that blocks when imported?); PREPBENCH_PYTHON_START_S sets the limit",
-                interpreter().display(),
-                super::interpreter::start_timeout().as_secs()
-            )));
+            return Err(gone(super::interpreter::no_answer(&interpreter(), limit)));
         }
         match greeting {
             Ok(Ok(())) => Ok(worker),

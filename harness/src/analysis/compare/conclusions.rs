@@ -9,7 +9,29 @@ use crate::analysis::findings::{self, Verdict};
 #[derive(Clone, Debug)]
 pub struct Conclusions {
     pub(super) verdicts: Vec<(String, Verdict)>,
-    pub(super) best: Vec<(String, String)>,
+    pub(super) best: Vec<(String, Best)>,
+}
+
+/// A workload's fastest strategy cold, or none determined: faster strategies were measured
+/// only on epochs too short to judge by.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Best {
+    Strategy(String),
+    Undetermined(Vec<String>),
+}
+
+impl std::fmt::Display for Best {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Best::Strategy(name) => f.write_str(name),
+            Best::Undetermined(faster) => write!(
+                f,
+                "undetermined (`{}` reads faster on epochs under {} s)",
+                faster.join("`, `"),
+                crate::analysis::cells::MIN_EPOCH_S
+            ),
+        }
+    }
 }
 
 /// The conclusions of a loaded folder and its cells.
@@ -44,18 +66,15 @@ pub fn conclusions_of(results: &Results, cells: &[Cell]) -> Conclusions {
                 .max_by(|x, y| x.throughput.mean.total_cmp(&y.throughput.mean))?;
             // A faster strategy measured on epochs too short to judge leaves the best open:
             // naming the slower one judged would be wrong whichever way the short one goes.
-            let short: Vec<&str> = cold
+            let short: Vec<String> = cold
                 .iter()
                 .filter(|c| !c.long_enough() && c.throughput.mean > fastest.throughput.mean)
-                .map(|c| c.key.strategy.as_str())
+                .map(|c| c.key.strategy.clone())
                 .collect();
             let best = if short.is_empty() {
-                fastest.key.strategy.clone()
+                Best::Strategy(fastest.key.strategy.clone())
             } else {
-                format!(
-                    "undetermined (`{}` reads faster on epochs under 1 s)",
-                    short.join("`, `")
-                )
+                Best::Undetermined(short)
             };
             Some((v.title(), best))
         })

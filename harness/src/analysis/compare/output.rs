@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::conclusions::Conclusions;
+use super::conclusions::{Best, Conclusions};
 use super::pairing::*;
 use crate::analysis::cells::MIN_EPOCH_S;
 
@@ -299,9 +299,13 @@ fn conclusions(a: &Conclusions, b: &Conclusions) -> String {
         };
         common += 1;
         // An undetermined best agrees with nothing, itself included.
-        let open = sa.starts_with("undetermined") || sb.starts_with("undetermined");
-        same += usize::from(sa == sb && !open);
-        let verdict = if open { "-" } else { agree(sa, sb) };
+        let verdict = match (sa, sb) {
+            (Best::Strategy(x), Best::Strategy(y)) => {
+                same += usize::from(x == y);
+                agree(x, y)
+            }
+            _ => "-",
+        };
         let _ = writeln!(out, "| {name} | {sa} | {sb} | {verdict} |");
     }
     let _ = writeln!(out, "\n{same} of {common} best strategies agree.\n");

@@ -214,7 +214,10 @@ fn a_users_folder_concludes_no_paper_verdicts_and_no_best_a_short_epoch_could_ov
     assert!(found.verdicts.is_empty(), "{:?}", found.verdicts);
     assert_eq!(found.best.len(), 1);
     assert!(
-        found.best[0].1.starts_with("undetermined (`aggregated`"),
+        found.best[0]
+            .1
+            .to_string()
+            .starts_with("undetermined (`aggregated`"),
         "{:?}",
         found.best
     );

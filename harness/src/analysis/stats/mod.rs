@@ -251,9 +251,7 @@ impl Summary {
             outliers,
         })
     }
-}
 
-impl Summary {
     /// As [`Summary::of`], for a quantity that cannot be negative (a throughput, a time): the
     /// 95 % interval of the mean is taken on the log scale (the delta method, as
     /// [`LogEstimate::of_mean`] and compare's ratios: mean · exp(± t(0.975, n-1) · cv / √n)),
