@@ -538,6 +538,38 @@ with tempfile.TemporaryDirectory() as d:
         raise AssertionError("a results folder inside the dataset was accepted")
 yaml = prepbench.Pipeline("t", data=".", steps=[("a", tf.f)]).yaml()
 assert "op: read_file" in yaml and '"function": "tf:f"' in yaml, yaml
+# Arguments a user gets wrong are refused in prepbench's words, never a raw TypeError or
+# FileExistsError, and 0 samples is not taken for the default.
+def refused_pipeline(why, **bad):
+    arguments = dict(data=".", steps=[("a", tf.f)])
+    arguments.update(bad)
+    try:
+        prepbench.Pipeline("t", **arguments)
+    except prepbench.PrepbenchError as e:
+        assert why in str(e), e
+    else:
+        raise AssertionError(f"{bad} was accepted")
+refused_pipeline("samples=0", samples=0)
+refused_pipeline("samples=-3", samples=-3)
+refused_pipeline("samples=True", samples=True)
+refused_pipeline("data=5", data=5)
+refused_pipeline("glob=None", glob=None)
+refused_pipeline("label='Parent'", label="Parent")
+refused_pipeline("steps=", steps=tf.f)
+refused_pipeline("step 'a'", steps=["a"])
+with tempfile.TemporaryDirectory() as d:
+    pathlib.Path(d, "file").write_text("mine")
+    try:
+        prepbench.Pipeline("t", data=".", steps=[("a", tf.f)]).sweep(d + "/file")
+    except prepbench.PrepbenchError as e:
+        assert "is a file, not a folder" in str(e), e
+    else:
+        raise AssertionError("a file as the results folder was accepted")
+    try:
+        prepbench.Pipeline("t", data=".", steps=[("a", tf.f)]).write(d + "/file/w.yaml")
+    except prepbench.PrepbenchError as e:
+        assert "w.yaml" in str(e), e
+    assert pathlib.Path(d, "file").read_text() == "mine"
 print("ok")
 "#;
     let ran = Command::new(python)

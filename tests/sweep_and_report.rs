@@ -516,7 +516,7 @@ fn sharded_sweeps_merge_into_the_cells_of_one_unsharded_sweep() {
     refused(
         &[&sharded.join("shard-0-of-2")],
         "lone",
-        "shards 1 of 2 are missing",
+        "1 of the 2 shards missing: 1;",
     );
     // A shard of another configuration does not either.
     let other = work.path().join("other");

@@ -245,14 +245,14 @@ pub fn open(
     };
     let expected = "expected <YYYY-MM-DD>/<name>.hdf5 day folders (the CREAM layout)";
     let mut days = folders(&**files, root).map_err(|e| layout(format!("{e}: {expected}")))?;
-    days.sort();
+    days.sort_by(|a, b| a.name.cmp(&b.name));
     let mut items = Vec::new();
     for day in days {
-        let day = root.join(day);
+        let day = day.path_in(root);
         let mut hours = files_ending(&**files, &day, &[".hdf5", ".h5"])?;
         hours.sort_by(|a, b| a.name.cmp(&b.name));
         for e in hours {
-            items.push(SourceItem::new(day.join(&e.name), &e, Vec::new()));
+            items.push(SourceItem::new(e.path_in(&day), &e, Vec::new()));
         }
     }
     if items.is_empty() {

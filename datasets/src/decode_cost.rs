@@ -28,15 +28,13 @@ const DECODE_MEGAPIXELS: f64 = 12.0;
 /// paths), stopping after 12 megapixels: `None` when there is none. A file that does not decode
 /// is an error naming it.
 pub fn measure_decode(root: &Path) -> Result<Option<DecodeCost>, DatasetError> {
-    let mut found = Vec::new();
-    crate::folder::walk(&LocalFiles, root, "", 0, &mut found)?;
-    let mut jpegs: Vec<PathBuf> = found
+    let mut jpegs: Vec<PathBuf> = crate::folder::walk(&LocalFiles, root)?
         .into_iter()
-        .filter(|(_, e)| {
-            let name = e.name.to_ascii_lowercase();
+        .filter(|f| {
+            let name = f.entry.name.to_ascii_lowercase();
             name.ends_with(".jpg") || name.ends_with(".jpeg")
         })
-        .map(|(rel, _)| root.join(rel))
+        .map(|f| f.path)
         .collect();
     jpegs.sort();
     if jpegs.is_empty() {

@@ -35,7 +35,11 @@ pub fn join(dir: &Path, name: &str) -> PathBuf {
 /// One entry of a listed folder.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
+    /// The name as text, for matching, ordering and messages (a byte that is not UTF-8 shows
+    /// as U+FFFD); [`Entry::path_in`] gives the path the file system knows.
     pub name: String,
+    /// The name exactly as the file system gives it (a Unix name is any bytes but `/`).
+    pub os_name: std::ffi::OsString,
     pub is_dir: bool,
     /// Bytes (0 for folders).
     pub size: u64,
@@ -64,14 +68,38 @@ pub fn local() -> Arc<dyn Files> {
     Arc::new(LocalFiles)
 }
 
-fn entry(name: String, meta: &std::fs::Metadata) -> Entry {
+impl Entry {
+    /// An entry named `name` (an object key's last part, or a name already known to be text).
+    pub fn named(name: String, is_dir: bool, size: u64, modified_ns: u128) -> Entry {
+        Entry {
+            os_name: name.clone().into(),
+            name,
+            is_dir,
+            size,
+            modified_ns,
+        }
+    }
+
+    /// This entry's path in the folder `dir` it was listed from, built from its exact name, so
+    /// a name holding bytes that are not UTF-8 still names the file.
+    pub fn path_in(&self, dir: &Path) -> PathBuf {
+        if is_remote(dir) {
+            join(dir, &self.name)
+        } else {
+            dir.join(&self.os_name)
+        }
+    }
+}
+
+fn entry(os_name: std::ffi::OsString, meta: &std::fs::Metadata) -> Entry {
     let modified_ns = meta
         .modified()
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_nanos());
     Entry {
-        name,
+        name: os_name.to_string_lossy().into_owned(),
+        os_name,
         is_dir: meta.is_dir(),
         size: if meta.is_dir() { 0 } else { meta.len() },
         modified_ns,
@@ -101,7 +129,7 @@ impl Files for LocalFiles {
             // sample: reading it would wait or never end).
             if let Ok(meta) = std::fs::metadata(e.path()) {
                 if meta.is_dir() || meta.is_file() {
-                    entries.push(entry(e.file_name().to_string_lossy().into_owned(), &meta));
+                    entries.push(entry(e.file_name(), &meta));
                 }
             }
         }
@@ -139,16 +167,11 @@ pub(crate) fn files_ending(
         .collect())
 }
 
-/// The names of `dir`'s sub-folders, in natural order.
-pub(crate) fn folders(files: &dyn Files, dir: &Path) -> io::Result<Vec<String>> {
-    let mut names: Vec<String> = files
-        .list(dir)?
-        .into_iter()
-        .filter(|e| e.is_dir)
-        .map(|e| e.name)
-        .collect();
-    names.sort_by_key(|n| natural_key(n));
-    Ok(names)
+/// `dir`'s sub-folders, in natural order of their names.
+pub(crate) fn folders(files: &dyn Files, dir: &Path) -> io::Result<Vec<Entry>> {
+    let mut found: Vec<Entry> = files.list(dir)?.into_iter().filter(|e| e.is_dir).collect();
+    found.sort_by_key(|e| natural_key(&e.name));
+    Ok(found)
 }
 
 /// Orders file names the way people read numbers: `x_2` before `x_10`.
@@ -214,7 +237,12 @@ mod tests {
         assert!(listed[0].modified_ns > 0);
         let err = LocalFiles.list(&dir.path().join("none")).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::NotFound);
-        assert_eq!(folders(&LocalFiles, dir.path()).unwrap(), ["sub"]);
+        let names: Vec<String> = folders(&LocalFiles, dir.path())
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, ["sub"]);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::files::natural_key;
@@ -53,48 +53,48 @@ fn natural_path_order(a: &str, b: &str) -> Ordering {
         .cmp(b.split('/').map(natural_key))
 }
 
-/// Every regular file below `dir` (`rel` is its path from the root), hidden entries left out.
-pub(crate) fn walk(
-    files: &dyn Files,
-    root: &Path,
-    rel: &str,
-    depth: usize,
-    found: &mut Vec<(String, Entry)>,
-) -> Result<(), DatasetError> {
-    walk_once(
-        files,
-        root,
-        rel,
-        depth,
-        found,
-        &mut std::collections::HashSet::new(),
-    )
+/// A regular file found below a root: its `/`-separated path from the root as text (for
+/// globs, labels and messages), its exact path, and its listing.
+#[derive(Clone, Debug)]
+pub(crate) struct Found {
+    pub rel: String,
+    pub path: PathBuf,
+    pub entry: Entry,
 }
 
-/// [`walk`], entering each local folder once: a link back to a folder already walked (`ln -s
-/// .. up`, two links to one folder) is not walked again, so links cannot multiply the walk
-/// (two links to `..` at every level made it 2^64 folders deep).
+/// Every regular file below `root`, hidden entries left out, in no particular order.
+pub(crate) fn walk(files: &dyn Files, root: &Path) -> Result<Vec<Found>, DatasetError> {
+    let mut found = Vec::new();
+    walk_once(
+        files,
+        (root, ""),
+        0,
+        &mut found,
+        &mut std::collections::HashSet::new(),
+    )?;
+    Ok(found)
+}
+
+/// [`walk`] below the folder `dir` (`rel` from the root), entering each local folder once (known
+/// by its device and inode): a link back to a folder already walked (`ln -s .. up`, two links
+/// to one folder) is not walked again, so links cannot multiply the walk (two links to `..` at
+/// every level made it 2^64 folders deep).
 fn walk_once(
     files: &dyn Files,
-    root: &Path,
-    rel: &str,
+    (dir, rel): (&Path, &str),
     depth: usize,
-    found: &mut Vec<(String, Entry)>,
-    seen: &mut std::collections::HashSet<std::path::PathBuf>,
+    found: &mut Vec<Found>,
+    seen: &mut std::collections::HashSet<(u64, u64)>,
 ) -> Result<(), DatasetError> {
-    let dir = if rel.is_empty() {
-        root.to_path_buf()
-    } else {
-        root.join(rel)
-    };
     if files.is_local() {
-        if let Ok(real) = std::fs::canonicalize(&dir) {
-            if !seen.insert(real) {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(meta) = std::fs::metadata(dir) {
+            if !seen.insert((meta.dev(), meta.ino())) {
                 return Ok(());
             }
         }
     }
-    let entries = files.list(&dir).map_err(|e| DatasetError::Io {
+    let entries = files.list(dir).map_err(|e| DatasetError::Io {
         path: dir.display().to_string(),
         source: e,
     })?;
@@ -102,17 +102,22 @@ fn walk_once(
         if entry.name.starts_with('.') {
             continue;
         }
-        let path = if rel.is_empty() {
+        let child_rel = if rel.is_empty() {
             entry.name.clone()
         } else {
             format!("{rel}/{}", entry.name)
         };
+        let path = entry.path_in(dir);
         if entry.is_dir {
             if depth < MAX_DEPTH {
-                walk_once(files, root, &path, depth + 1, found, seen)?;
+                walk_once(files, (&path, &child_rel), depth + 1, found, seen)?;
             }
         } else {
-            found.push((path, entry));
+            found.push(Found {
+                rel: child_rel,
+                path,
+                entry,
+            });
         }
     }
     Ok(())
@@ -126,7 +131,7 @@ pub(crate) fn matching(
     root: &Path,
     (option, pattern): (&str, &str),
     expected: &str,
-) -> Result<Vec<(String, Entry)>, DatasetError> {
+) -> Result<Vec<Found>, DatasetError> {
     let bad = |message: String| DatasetError::Layout {
         path: root.display().to_string(),
         message,
@@ -136,10 +141,9 @@ pub(crate) fn matching(
         .build()
         .map_err(|e| bad(format!("{option} `{pattern}`: {e}")))?
         .compile_matcher();
-    let mut found = Vec::new();
-    walk(files, root, "", 0, &mut found)?;
-    found.retain(|(rel, _)| glob.is_match(rel));
-    found.sort_by(|a, b| natural_path_order(&a.0, &b.0));
+    let mut found = walk(files, root)?;
+    found.retain(|f| glob.is_match(&f.rel));
+    found.sort_by(|a, b| natural_path_order(&a.rel, &b.rel));
     if found.is_empty() {
         return Err(bad(format!(
             "no file matches {option} `{pattern}`: expected {expected} (paths are relative to \
@@ -170,7 +174,7 @@ pub fn open(
     // (by code point), so a label here is the label a torchvision loader gives the file.
     let mut classes: BTreeMap<&str, i32> = BTreeMap::new();
     if labelled {
-        for (rel, _) in &found {
+        for Found { rel, .. } in &found {
             match rel.split_once('/') {
                 Some((class, _)) => {
                     classes.insert(class, 0);
@@ -189,8 +193,8 @@ pub fn open(
     }
     let items = found
         .iter()
-        .map(|(rel, entry)| {
-            let path = root.join(rel);
+        .map(|Found { rel, path, entry }| {
+            let path = path.clone();
             let label = rel
                 .split_once('/')
                 .and_then(|(class, _)| classes.get(class));

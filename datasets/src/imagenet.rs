@@ -116,7 +116,7 @@ pub fn open(
     }
     let mut per_class: Vec<(PathBuf, Vec<Entry>)> = Vec::with_capacity(classes.len());
     for class in classes {
-        let dir = train.join(&class);
+        let dir = class.path_in(&train);
         let mut images = files_ending(&**files, &dir, &[".jpeg", ".jpg"])?;
         images.sort_by_key(|e| natural_key(&e.name));
         per_class.push((dir, images));
@@ -126,7 +126,7 @@ pub fn open(
     for round in 0..rounds {
         for (label, (dir, images)) in per_class.iter().enumerate() {
             if let Some(e) = images.get(round) {
-                items.push(SourceItem::labelled(dir.join(&e.name), e, label as i32));
+                items.push(SourceItem::labelled(e.path_in(dir), e, label as i32));
             }
         }
     }

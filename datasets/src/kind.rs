@@ -112,7 +112,12 @@ impl DatasetKind {
     /// options alike).
     pub fn check_options(&self, options: &BTreeMap<String, String>) -> Result<(), DatasetError> {
         match options.keys().find(|key| !self.accepts(key)) {
-            None => Ok(()),
+            None => {
+                for (key, value) in options {
+                    self.check_value(key, value)?;
+                }
+                Ok(())
+            }
             Some(key) => {
                 let all: Vec<&str> = self
                     .options
@@ -130,6 +135,41 @@ impl DatasetKind {
                     }
                 )))
             }
+        }
+    }
+
+    /// Checks an option's value as its documentation allows it: one of the listed values
+    /// (`label=none|parent`), or a glob that compiles (`glob=PATTERN`, `shards=GLOB`), so
+    /// `validate` refuses what the reader would.
+    fn check_value(&self, key: &str, value: &str) -> Result<(), DatasetError> {
+        let Some(spec) = self
+            .options
+            .iter()
+            .chain(self.reader_options)
+            .find_map(|o| o.split_once('=').filter(|(name, _)| *name == key))
+            .map(|(_, spec)| spec)
+        else {
+            return Ok(());
+        };
+        let bad = |why: String| {
+            DatasetError::Generate(format!(
+                "dataset `{}` option {key}={value}: {why}",
+                self.name
+            ))
+        };
+        match spec {
+            "PATTERN" | "GLOB" => globset::GlobBuilder::new(value)
+                .literal_separator(true)
+                .build()
+                .map(drop)
+                .map_err(|e| bad(format!("not a glob ({e})"))),
+            listed if listed.contains('|') && !listed.contains("...") => {
+                match listed.split('|').any(|allowed| allowed == value) {
+                    true => Ok(()),
+                    false => Err(bad(format!("allowed: {}", listed.replace('|', ", ")))),
+                }
+            }
+            _ => Ok(()),
         }
     }
 

@@ -124,9 +124,9 @@ pub fn open(
     };
     let mut items = Vec::new();
     for speaker in folders(&**files, root).map_err(|e| layout(root, e))? {
-        let speaker = root.join(speaker);
+        let speaker = speaker.path_in(root);
         for chapter in folders(&**files, &speaker).map_err(|e| layout(&speaker, e))? {
-            let chapter = speaker.join(chapter);
+            let chapter = chapter.path_in(&speaker);
             let mut transcripts: HashMap<String, String> = HashMap::new();
             let mut flacs: Vec<Entry> = Vec::new();
             let io = |path: &Path, e: std::io::Error| DatasetError::Io {
@@ -138,7 +138,7 @@ pub fn open(
                     continue;
                 }
                 if entry.name.ends_with(".trans.txt") {
-                    let path = chapter.join(&entry.name);
+                    let path = entry.path_in(&chapter);
                     let bytes = files.read_file(&path).map_err(|e| io(&path, e))?;
                     let text = String::from_utf8(bytes).map_err(|_| DatasetError::Layout {
                         path: path.display().to_string(),
@@ -155,7 +155,7 @@ pub fn open(
             }
             flacs.sort_by_key(|e| natural_key(&e.name));
             for entry in flacs {
-                let path = chapter.join(&entry.name);
+                let path = entry.path_in(&chapter);
                 let id = entry.name.trim_end_matches(".flac");
                 let text = transcripts.remove(id).ok_or_else(|| DatasetError::Layout {
                     path: path.display().to_string(),

@@ -70,8 +70,7 @@ impl Source {
     /// The sample a pipeline starts from: the file path and the item's fields.
     pub fn sample(&self, id: usize) -> Sample {
         let item = &self.items[id];
-        let mut sample =
-            Sample::new(id as u64).with("path", Field::Text(item.path.display().to_string()));
+        let mut sample = Sample::new(id as u64).with("path", Field::path(&item.path));
         for (name, field) in &item.fields {
             sample.set(name, field.clone());
         }
@@ -203,7 +202,7 @@ pub(crate) fn flat_source(
     found.sort_by_key(|e| natural_key(&e.name));
     let items = found
         .iter()
-        .map(|e| SourceItem::new(folder.join(&e.name), e, Vec::new()))
+        .map(|e| SourceItem::new(e.path_in(folder), e, Vec::new()))
         .collect();
     Ok(Source::new(kind, files, root, items))
 }

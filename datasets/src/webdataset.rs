@@ -212,8 +212,7 @@ pub fn open(
         "WebDataset tar shards (<shard>.tar of <key>.<extension> members)",
     )?;
     let mut items = Vec::new();
-    for (rel, entry) in shards {
-        let path = root.join(&rel);
+    for crate::folder::Found { path, entry, .. } in shards {
         let samples = if files.is_local() {
             let file = std::fs::File::open(&path).map_err(|e| DatasetError::Io {
                 path: path.display().to_string(),

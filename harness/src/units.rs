@@ -61,14 +61,56 @@ pub fn rate(v: f64) -> String {
     }
 }
 
+/// A number a user gave, as short as it reads: `1`, `0.25`, `1e-300` (never a 300-digit
+/// decimal); see [`workloads::number::Num`].
+pub fn number(v: f64) -> String {
+    workloads::number::Num(v).to_string()
+}
+
 /// A count with the grammar it needs: `1 thread`, `2 threads`.
 pub fn count(n: u64, singular: &str, plural: &str) -> String {
     format!("{n} {}", if n == 1 { singular } else { plural })
 }
 
+/// Sorted integers as runs (`0, 2-9, 12`), at most `shown` runs and then how many more, so
+/// that a list of 100,000 missing shards is a line, not a page.
+pub fn runs_of(sorted: &[u64], shown: usize) -> String {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for &n in sorted {
+        match runs.last_mut() {
+            Some((_, end)) if end.checked_add(1) == Some(n) => *end = n,
+            _ => runs.push((n, n)),
+        }
+    }
+    let text = |&(a, b): &(u64, u64)| match b - a {
+        0 => a.to_string(),
+        1 => format!("{a}, {b}"),
+        _ => format!("{a}-{b}"),
+    };
+    let mut out: Vec<String> = runs.iter().take(shown).map(text).collect();
+    if runs.len() > shown {
+        let rest: u64 = runs[shown..].iter().map(|(a, b)| b - a + 1).sum();
+        out.push(format!("and {rest} more"));
+    }
+    out.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_of_integers_are_short() {
+        assert_eq!(runs_of(&[0, 2, 3, 4, 7, 8, 12], 10), "0, 2-4, 7, 8, 12");
+        assert_eq!(runs_of(&[], 10), "");
+        let many: Vec<u64> = (0..100_000).filter(|i| i % 3 != 1).collect();
+        let text = runs_of(&many, 4);
+        assert!(text.ends_with("more") && text.len() < 60, "{text}");
+        assert_eq!(
+            runs_of(&[u64::MAX - 1, u64::MAX], 4),
+            format!("{}, {}", u64::MAX - 1, u64::MAX)
+        );
+    }
 
     #[test]
     fn sizes_in_and_out() {

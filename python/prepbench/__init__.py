@@ -282,6 +282,21 @@ class Pipeline:
                  samples=None, read_name="concatenated", description=""):
         if kind not in ("files", "webdataset"):
             raise PrepbenchError(f"kind {kind!r}: `files` or `webdataset`")
+        for argument, value in (("name", name), ("glob", glob), ("read_name", read_name),
+                                ("description", description)):
+            if not isinstance(value, str):
+                raise PrepbenchError(f"{argument}={value!r}: expected a str")
+        if not isinstance(data, (str, os.PathLike)):
+            raise PrepbenchError(f"data={data!r}: expected a folder (a str or a path)")
+        if label not in (None, "none", "parent"):
+            raise PrepbenchError(f"label={label!r}: None or \"parent\"")
+        # 0 is not "the default": a count of samples is at least 1, or None for every file.
+        if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int)
+                                    or samples < 1):
+            raise PrepbenchError(f"samples={samples!r}: a whole number from 1, or None for "
+                                 "every file")
+        if isinstance(steps, (str, bytes)) or not hasattr(steps, "__iter__"):
+            raise PrepbenchError(f"steps={steps!r}: expected a list of Step or (name, callable)")
         self.name = name
         self.data = str(Path(data).resolve())
         self.kind = kind
@@ -290,7 +305,11 @@ class Pipeline:
         self.samples = samples
         self.read_name = read_name
         self.description = description or f"{name}, written by prepbench's Python API"
-        self.steps = [s if isinstance(s, Step) else Step(*s) for s in steps]
+        self.steps = []
+        for s in steps:
+            if not isinstance(s, Step) and not (isinstance(s, tuple) and len(s) >= 2):
+                raise PrepbenchError(f"step {s!r}: expected a Step or a (name, callable) pair")
+            self.steps.append(s if isinstance(s, Step) else Step(*s))
         names = [read_name] + [s.name for s in self.steps]
         if len(set(names)) != len(names):
             raise PrepbenchError(f"step names must differ: {names}")
@@ -311,7 +330,7 @@ class Pipeline:
         ]
         if options:
             lines.append(f"  options: {json.dumps(options)}")
-        if self.samples:
+        if self.samples is not None:
             lines.append(f"  samples: {int(self.samples)}")
         read = "read_file" if self.kind == "files" else "read_webdataset"
         lines += ["steps:", f"  - name: {json.dumps(self.read_name)}", f"    op: {read}"]
@@ -321,8 +340,12 @@ class Pipeline:
     def write(self, path):
         """Writes the workload YAML to `path` and returns it."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.yaml())
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(self.yaml())
+        except OSError as e:
+            raise PrepbenchError(f"cannot write the workload file {str(path)!r}: "
+                                 f"{e.strerror or e}") from None
         return path
 
     def _run(self, *args, progress=False):
@@ -366,6 +389,9 @@ class Pipeline:
         if resolved == data or data in resolved.parents:
             raise PrepbenchError(f"out={str(out)!r} is inside the dataset {self.data}: prepbench "
                                  "never writes into a dataset; choose a folder outside it")
+        if out.exists() and not out.is_dir():
+            raise PrepbenchError(f"out={str(out)!r} is a file, not a folder: name a folder (one "
+                                 "that does not exist is made)")
         workload = self.write(out / f"{self.name}.yaml")
         args = ["sweep", workload, "--out", out]
         for flag, value in (("--threads", threads), ("--strategies", strategies),

@@ -730,6 +730,62 @@ fn decompression_bombs_are_refused_under_a_memory_cap_not_aborted() {
         assert_eq!(out.status.code(), Some(1), "{kind}: {}", stderr(&out));
         fails_naming(&out, &[victim, "max_expansion 1024"]);
     }
+    // A file that decodes within max_expansion (ten seconds of noise, 2x) but whose later step
+    // asks for more than the sample may hold (an STFT at every sample: 330 MB): the budget is
+    // the sample's, across its steps, so the step is refused, and `skip` goes on.
+    let files = data.join("noise");
+    std::fs::create_dir_all(&files).unwrap();
+    let mut x = 1u32;
+    let mut noise = |seconds: usize| -> Vec<i16> {
+        (0..16_000 * seconds)
+            .map(|_| {
+                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (x >> 20) as i16 - 2048
+            })
+            .collect()
+    };
+    let long = datasets::audio::encode_flac(&noise(10), 16_000).unwrap();
+    let short = datasets::audio::encode_flac(&noise(1), 16_000).unwrap();
+    std::fs::write(files.join("0-long.flac"), long).unwrap();
+    std::fs::write(files.join("1-short.flac"), short).unwrap();
+    let yaml = format!(
+        "name: noise\ndataset: {{kind: files, path: {}}}\nsteps:\n  - {{name: concatenated, op: \
+         read_file}}\n  - {{name: decoded, op: decode_audio}}\n  - {{name: spectrogram, op: \
+         stft, params: {{frame_length: 512, hop: 1}}}}\n",
+        files.display()
+    );
+    let workload = work.path().join("noise.yaml");
+    std::fs::write(&workload, yaml).unwrap();
+    for (on_error, code) in [("fail", 1), ("skip", 0)] {
+        let out = under_memory_cap(
+            CAP_MB,
+            &argv![
+                "run",
+                workload.to_str().unwrap(),
+                "--strategy unprocessed --threads 1 --quiet --evict fadvise --on-error",
+                on_error,
+                "--store-dir",
+                work.path().join("store").to_str().unwrap(),
+                "--out",
+                work.path()
+                    .join(format!("out-noise-{on_error}"))
+                    .to_str()
+                    .unwrap()
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{on_error}: {}",
+            stderr(&out)
+        );
+        if code == 1 {
+            fails_naming(
+                &out,
+                &["0-long.flac", "step `spectrogram`", "one sample may hold"],
+            );
+        }
+    }
 }
 
 #[test]

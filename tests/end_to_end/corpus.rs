@@ -28,12 +28,14 @@ struct Case {
     data: Data,
     /// Files written into the case folder before the command (relative paths; the dataset of
     /// kind K lies in `data/K-seed0`).
-    files: Vec<(&'static str, Vec<u8>)>,
+    files: Vec<(String, Vec<u8>)>,
     /// The command; `{d}` is the case folder.
     args: String,
     code: i32,
     /// What stderr must say, each a piece of the file or value and of what is wrong.
     needles: Vec<&'static str>,
+    /// What stdout must say (a preview, a table).
+    says: Vec<&'static str>,
 }
 
 fn case(name: &'static str, args: impl Into<String>, code: i32, needles: &[&'static str]) -> Case {
@@ -44,17 +46,32 @@ fn case(name: &'static str, args: impl Into<String>, code: i32, needles: &[&'sta
         args: args.into(),
         code,
         needles: needles.to_vec(),
+        says: Vec::new(),
     }
 }
 
 impl Case {
-    fn file(mut self, path: &'static str, bytes: impl Into<Vec<u8>>) -> Case {
-        self.files.push((path, bytes.into()));
+    fn file(mut self, path: impl Into<String>, bytes: impl Into<Vec<u8>>) -> Case {
+        self.files.push((path.into(), bytes.into()));
         self
+    }
+
+    /// A store folder of cv `decoded` with prepbench's marker, a manifest that does not
+    /// parse, and a file prepbench did not write.
+    fn damaged_store(self) -> Case {
+        let store = "store/cv/decoded/none-2sh-4n-0123456789";
+        self.file(format!("{store}/.prepbench-store"), "")
+            .file(format!("{store}/store.json"), "garbage{")
+            .file(format!("{store}/notes.txt"), "mine")
     }
 
     fn data(mut self, kind: &'static str, samples: usize) -> Case {
         self.data = Data::Kind(kind, samples);
+        self
+    }
+
+    fn says(mut self, needle: &'static str) -> Case {
+        self.says.push(needle);
         self
     }
 }
@@ -198,6 +215,12 @@ fn check(case: &Case) -> Option<String> {
             wrong.push(format!("no {needle:?}"));
         }
     }
+    let said = String::from_utf8_lossy(&out.stdout);
+    for needle in &case.says {
+        if !said.contains(needle) {
+            wrong.push(format!("stdout has no {needle:?}"));
+        }
+    }
     if err.contains("panicked") || err.contains("RUST_BACKTRACE") {
         wrong.push("a panic".into());
     }
@@ -240,6 +263,18 @@ fn prepare_special(name: &str, d: &Path) {
         "runs.csv is a FIFO" => {
             std::fs::create_dir_all(d.join("fifo-out")).unwrap();
             fifo(&d.join("fifo-out/runs.csv"))
+        }
+        "a sample file name that is not UTF-8" => {
+            use std::os::unix::ffi::OsStrExt;
+            let class = d.join("data/imagenet-seed0/train/n01000000");
+            let odd = std::ffi::OsStr::from_bytes(b"n01000000_\xff.JPEG");
+            std::fs::rename(class.join("n01000000_0.JPEG"), class.join(odd)).unwrap()
+        }
+        "compare with a folder without runs" => {
+            let runs = std::fs::read_to_string(d.join("out/runs.csv")).unwrap();
+            std::fs::create_dir_all(d.join("empty")).unwrap();
+            let header = runs.lines().next().unwrap();
+            std::fs::write(d.join("empty/runs.csv"), format!("{header}\n")).unwrap()
         }
         "results folder reached through a link into the dataset" => {
             std::os::unix::fs::symlink(d.join("data/imagenet-seed0/train"), d.join("link")).unwrap()
@@ -398,7 +433,7 @@ fn cases() -> Vec<Case> {
         case("store inside the dataset", "run cv --samples 4 --quiet --data-dir {d}/data --store-dir {d}/data/imagenet-seed0 --out {d}/out", 1,
             &["inside the dataset"])
             .data("imagenet", 4),
-        case("a results folder that is a file", "run cv --samples 4 --quiet --data-dir {d}/data --store-dir {d}/store --out {d}/f", 1, &["{d}/f"])
+        case("a results folder that is a file", "run cv --samples 4 --quiet --data-dir {d}/data --store-dir {d}/store --out {d}/f", 1, &["{d}/f", "is a file, not a folder"])
             .data("imagenet", 4)
             .file("f", "not a folder"),
         // Results files: named, nothing dropped silently, nothing lost.
@@ -409,6 +444,153 @@ fn cases() -> Vec<Case> {
         case("report of a folder that does not exist", "report {d}/nowhere", 1, &["nowhere"]),
         case("compare against a missing folder", "compare {d}/out {d}/nowhere", 1, &["nowhere"]),
         case("merge without shards", "merge {d}/out --out {d}/merged", 1, &["{d}/out"]),
+    ]
+    .into_iter()
+    .chain(third_round())
+    .collect()
+}
+
+/// The third round's classes (issue 42): names as bytes, lines of what is wrong, files where
+/// folders are named, values that a check let through, previews that promised what the real
+/// command refused.
+fn third_round() -> Vec<Case> {
+    let validate = "validate {d}/w.yaml";
+    let run_w = "run {d}/w.yaml --quiet --evict fadvise --data-dir {d}/data --store-dir {d}/store --out {d}/out2";
+    let files = |options: &str| {
+        format!(
+            "name: mine\ndataset:\n  kind: files\n  path: imagenet-seed0\n  options: {options}\n\
+             steps:\n  - name: concatenated\n    op: read_file\n  - name: decoded\n    op: \
+             decode_jpeg\n"
+        )
+    };
+    // A comment naming what is wrong comes first: the error is on the line that is.
+    let twice = "name: w\n# decoded twice below, and on_error too\ndataset:\n  kind: imagenet\n  \
+                 samples: 4\nsteps:\n  - name: decoded\n    op: read_file\n  # decoded again\n  \
+                 - name: decoded\n    op: decode_jpeg\n";
+    let bad_on_error =
+        "name: w\n# on_error: what to do\ndataset:\n  kind: imagenet\n  samples: 4\n\
+                        on_error: sometimes\nsteps:\n  - name: concatenated\n    op: read_file\n";
+    vec![
+        case("a sample file name that is not UTF-8", run_w, 0, &[])
+            .data("imagenet", 4)
+            .file("w.yaml", files("{glob: \"**/*.JPEG\"}")),
+        case(
+            "a max_expansion of 1e-300, quoted as given",
+            validate,
+            1,
+            &["w.yaml", "got 1e-300"],
+        )
+        .file(
+            "w.yaml",
+            cv_yaml(
+                &format!("{DECODE}\n    params: {{max_expansion: 1.0e-300}}"),
+                "",
+            ),
+        ),
+        case(
+            "a files glob that does not compile",
+            validate,
+            1,
+            &["w.yaml:5", "glob=[", "not a glob"],
+        )
+        .file("w.yaml", files("{glob: \"[\"}")),
+        case(
+            "a files label that is not none or parent",
+            validate,
+            1,
+            &["w.yaml:5", "label=Parent", "none, parent"],
+        )
+        .file("w.yaml", files("{label: Parent}")),
+        case(
+            "a step name used twice after a comment naming it",
+            validate,
+            1,
+            &["w.yaml:10:", "used twice"],
+        )
+        .file("w.yaml", twice),
+        case(
+            "a bad on_error after a comment naming it",
+            validate,
+            1,
+            &["w.yaml:6:", "on_error", "fail, skip"],
+        )
+        .file("w.yaml", bad_on_error),
+        case(
+            "report --out names a file",
+            "report {d}/out --out {d}/f",
+            1,
+            &["{d}/f", "is a file, not a folder"],
+        )
+        .file("f", "mine"),
+        case(
+            "show --out names a file",
+            "show cv --sample 0 --data-dir {d}/data --out {d}/f",
+            1,
+            &["{d}/f", "is a file, not a folder"],
+        )
+        .data("imagenet", 4)
+        .file("f", "mine"),
+        case(
+            "generate --out names a file",
+            "generate imagenet --samples 2 --out {d}/f",
+            1,
+            &["{d}/f", "is a file, not a folder"],
+        )
+        .file("f", "mine"),
+        case(
+            "compare with a folder without runs",
+            "compare {d}/out {d}/empty",
+            1,
+            &["{d}/empty", "no valid run"],
+        ),
+        case(
+            "recommend --epochs 0",
+            "recommend {d}/out --epochs 0",
+            2,
+            &["--epochs", "0"],
+        ),
+        case(
+            "recommend --dataset-samples 2^64-1",
+            "recommend {d}/out --dataset-samples 18446744073709551615",
+            2,
+            &["--dataset-samples", "18446744073709551615"],
+        ),
+        case(
+            "recommend --weights 1e308 each",
+            "recommend {d}/out --weights 1e308,1e308,1e308",
+            2,
+            &["1e308", "from 0.000001 to 1000000"],
+        ),
+        case(
+            "recommend --weights 1e-300",
+            "recommend {d}/out --weights 1e-300,1,1",
+            2,
+            &["1e-300", "each 0 or from"],
+        ),
+        case(
+            "--dataset-mb 1e-300",
+            "sweep synthetic-reading --dataset-mb 1e-300 --out {d}/o",
+            2,
+            &["--dataset-mb", "from 0.001"],
+        ),
+        case(
+            "a store remove preview of a store holding a foreign file",
+            "store remove --all --dry-run --store-dir {d}/store",
+            0,
+            &[],
+        )
+        .damaged_store()
+        .says("Would refuse 1 stores")
+        .says("notes.txt")
+        .says("Would remove these 0 stores"),
+        case(
+            "a store listed with a damaged manifest",
+            "store list --store-dir {d}/store",
+            0,
+            &[],
+        )
+        .damaged_store()
+        .says("damaged"),
     ]
 }
 

@@ -57,6 +57,38 @@ def die(data):
     if b"bad" in data:
         os.kill(os.getpid(), 9)
     return data
+
+
+def fork_then_die(data):
+    # A helper that outlives the worker, holding every descriptor the worker had.
+    if b"bad" in data:
+        helper = os.fork()
+        if helper == 0:
+            time.sleep(120)
+            os._exit(0)
+        with open(os.environ["HELPERS"], "a") as f:
+            f.write(f"{helper}\n")
+        os._exit(7)
+    return data
+
+
+def fork_and_go(data):
+    if b"bad" in data:
+        helper = os.fork()
+        if helper == 0:
+            time.sleep(120)
+            os._exit(0)
+        with open(os.environ["HELPERS"], "a") as f:
+            f.write(f"{helper}\n")
+    return data
+
+
+def surrogate(data):
+    return "not text \udcff"
+
+
+def empty_string(data):
+    return ""
 "#;
 
 /// A folder of eight small text files (the fourth holds "bad"), the module `pipe.py` beside the
@@ -137,6 +169,98 @@ fn a_step_that_reads_stdin_reads_nothing_and_never_hangs() {
         &prepbench(&run_args(work.path(), &w, "")),
         &["EOFError", "asked"],
     );
+}
+
+/// A step that forks a helper which outlives its worker (holding the worker's pipes) makes
+/// no wait: the worker's end is seen at once, and the helper ends with the worker's process
+/// group, whether the worker died or the run ended normally.
+#[test]
+fn helpers_a_step_forks_neither_hold_the_run_nor_outlive_it() {
+    if !common::have_python3() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let helpers = work.path().join("helpers.txt");
+    for (function, ok) in [("fork_then_die", false), ("fork_and_go", true)] {
+        let w = setup(work.path(), &python_step("forked", function));
+        let began = std::time::Instant::now();
+        let out = Command::new(env!("CARGO_BIN_EXE_prepbench"))
+            .args(run_args(work.path(), &w, "--strategy unprocessed"))
+            .env("HELPERS", &helpers)
+            .env("PREPBENCH_CACHE_DIR", common::calibration_cache())
+            .output()
+            .unwrap();
+        assert!(
+            began.elapsed().as_secs() < 60,
+            "{function}: waited for the helper"
+        );
+        assert_eq!(out.status.success(), ok, "{function}: {}", stderr(&out));
+        if !ok {
+            assert!(
+                stderr(&out).contains("exited with status 7"),
+                "{}",
+                stderr(&out)
+            );
+        }
+        let pids = std::fs::read_to_string(&helpers).unwrap_or_default();
+        assert!(!pids.trim().is_empty(), "{function} started no helper");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        for pid in pids.lines() {
+            let alive = std::path::Path::new(&format!("/proc/{pid}")).exists()
+                && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .unwrap_or_default()
+                    .contains(") Z ");
+            assert!(!alive, "{function}: helper {pid} outlived the run");
+        }
+        std::fs::remove_file(&helpers).unwrap();
+    }
+}
+
+/// What a step returns that cannot cross out of Python (a str with a lone surrogate) fails its
+/// sample in words, as the step's failure, and `skip` goes on; an empty string crosses.
+#[test]
+fn a_value_that_cannot_cross_fails_its_sample_not_the_worker() {
+    if !common::have_python3() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let w = setup(work.path(), &python_step("texted", "surrogate"));
+    fails_naming(
+        &prepbench(&run_args(work.path(), &w, "--strategy unprocessed")),
+        &["step `texted`", "not valid Unicode", "return bytes"],
+    );
+    let w = setup(work.path(), &python_step("emptied", "empty_string"));
+    prepbench_ok(&run_args(work.path(), &w, "--verify"));
+}
+
+/// A Python older than the driver needs is refused by validate and run in words, naming the
+/// version, instead of failing every sample with an error blamed on the user's step.
+#[test]
+fn a_python_too_old_for_the_driver_is_refused_naming_its_version() {
+    if !common::have_python3() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let w = setup(work.path(), &python_step("same", "same"));
+    // A Python 3.11 that says it is 3.6 (no 3.6 is installed here).
+    let old = work.path().join("python3.6");
+    std::fs::write(
+        &old,
+        "#!/usr/bin/env python3\nimport sys\nsys.version_info = (3, 6, 15, 'final', 0)\n\
+         code = sys.argv[2]\nsys.argv = ['-c'] + sys.argv[3:]\nexec(compile(code, '<string>', \
+         'exec'))\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let python = old.to_str().unwrap();
+    fails_naming(
+        &prepbench(&argv!["validate", w.to_str().unwrap(), "--python", python]),
+        &["texts.yaml", "Python 3.6 is older than the 3.7"],
+    );
+    let mut args = run_args(work.path(), &w, "--strategy unprocessed");
+    args.extend(argv!["--python", python]);
+    fails_naming(&prepbench(&args), &["Python 3.6 is older than the 3.7"]);
 }
 
 /// `--python` naming something that is not Python: one that never answers is ended after

@@ -4,6 +4,7 @@
 pub mod consumer;
 pub mod encoding;
 pub mod error;
+pub mod number;
 pub mod op;
 pub mod options;
 pub mod python;

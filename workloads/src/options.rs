@@ -229,7 +229,7 @@ impl FromStr for OnError {
         match text {
             "fail" => Ok(OnError::Fail),
             "skip" => Ok(OnError::Skip),
-            _ => Err(format!("unknown on_error `{text}`; allowed: fail, skip")),
+            _ => Err(format!("unknown value `{text}`; allowed: fail, skip")),
         }
     }
 }

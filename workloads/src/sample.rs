@@ -186,6 +186,18 @@ pub enum Field {
 }
 
 impl Field {
+    /// A file path as a field: text, or its bytes when the path is not UTF-8 (a Unix file name
+    /// may hold any byte), so the exact file can be named again by [`Sample::path`].
+    pub fn path(path: &std::path::Path) -> Field {
+        match path.to_str() {
+            Some(text) => Field::Text(text.to_string()),
+            None => {
+                use std::os::unix::ffi::OsStrExt;
+                Field::Bytes(path.as_os_str().as_bytes().to_vec())
+            }
+        }
+    }
+
     pub fn kind_name(&self) -> &'static str {
         match self {
             Field::Tensor(_) => "tensor",
@@ -279,6 +291,17 @@ impl Sample {
         match self.remove(name) {
             Some(Field::Bytes(b)) => Ok(b),
             other => Err(self.wrong_kind(name, "bytes", other)),
+        }
+    }
+
+    /// The file path in field `name` (written by [`Field::path`]: text, or the bytes of a
+    /// path that is not UTF-8).
+    pub fn path(&self, name: &str) -> Result<std::path::PathBuf, StepError> {
+        use std::os::unix::ffi::OsStrExt;
+        match self.get(name) {
+            Some(Field::Text(t)) => Ok(t.into()),
+            Some(Field::Bytes(b)) => Ok(std::ffi::OsStr::from_bytes(b).into()),
+            other => Err(self.wrong_kind(name, "a path (text)", other.cloned())),
         }
     }
 

@@ -175,8 +175,11 @@ impl StorageProfile {
                 Ok(())
             } else {
                 Err(format!(
-                    "storage profile `{}`: {what} must be a number from {lo} to {hi}, got {v}",
-                    self.name
+                    "storage profile `{}`: {what} must be a number from {} to {}, got {}",
+                    self.name,
+                    crate::number::Num(lo),
+                    crate::number::Num(hi),
+                    crate::number::Num(v)
                 ))
             }
         };

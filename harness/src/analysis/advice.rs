@@ -20,9 +20,9 @@ pub fn criterion(best: &Candidate, list: &[Candidate], weights: Weights) -> Stri
     if throughput_only(weights) {
         return "It reads fastest cold".into();
     }
-    let Weights(wp, ws, wt) = weights;
+    let Weights(wp, ws, _) = weights;
     let mut text = format!(
-        "With weights offline {wp}, storage {ws}, throughput {wt} it has the highest weighted score ({:.3})",
+        "With weights {weights} it has the highest weighted score ({:.3})",
         best.score_cold
     );
     let fastest = list

@@ -14,10 +14,26 @@ impl std::str::FromStr for Weights {
             .map(|v| v.trim().parse::<f64>())
             .collect::<Result<_, _>>()
             .map_err(|_| format!("`{text}`: weights are three numbers P,S,T"))?;
+        // Zero, or 10^-6 to 10^6: a score of weights beyond that is not finite (1e308 x 3
+        // overflows) or is all one weight's.
+        let in_range = |v: f64| v == 0.0 || (1e-6..=1e6).contains(&v);
         match values[..] {
-            [p, s, t] if values.iter().all(|v| v.is_finite() && *v >= 0.0) && p + s + t > 0.0 => Ok(Weights(p, s, t)),
-            _ => Err(format!("`{text}`: weights are three non-negative numbers P,S,T (offline time, storage, throughput), not all zero")),
+            [p, s, t] if values.iter().all(|v| in_range(*v)) && p + s + t > 0.0 => Ok(Weights(p, s, t)),
+            _ => Err(format!("`{text}`: weights are three numbers P,S,T (offline time, storage, throughput), each 0 or from 0.000001 to 1000000, not all zero")),
         }
+    }
+}
+
+impl std::fmt::Display for Weights {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::units::number;
+        write!(
+            f,
+            "offline {}, storage {}, throughput {}",
+            number(self.0),
+            number(self.1),
+            number(self.2)
+        )
     }
 }
 

@@ -95,21 +95,28 @@ pub struct Results {
     /// percent x seconds), from `samples.csv`.
     pub system: SystemTotals,
     /// Rows of runs.csv left out of every cell, each in words with why: a time or rate that
-    /// is not a finite, non-negative number (an edited or damaged file). Reports list them.
+    /// is not a finite, non-negative number within what a machine can measure (an edited or
+    /// damaged file). Reports list them.
     pub left_out: Vec<String>,
 }
 
+/// The largest rate and epoch time a row may hold: a trillion samples a second, and 30 years.
+/// Beyond them a figure was not measured (an edited file), and near f64's maximum it makes
+/// sums overflow into intervals of [-inf, inf].
+const MAX_ROW_SPS: f64 = 1e12;
+const MAX_ROW_S: f64 = 1e9;
+
 /// Why a row cannot be aggregated, if it cannot: its time or rate is not a finite,
-/// non-negative number.
+/// non-negative number within what a machine can measure.
 fn unusable(row: &RunRow) -> Option<String> {
-    let bad = |v: f64| !(v.is_finite() && v >= 0.0);
+    let bad = |v: f64, max: f64| !(v.is_finite() && (0.0..=max).contains(&v));
     let fields: Vec<String> = [
-        ("throughput_sps", row.throughput_sps),
-        ("online_s", row.online_s),
+        ("throughput_sps", row.throughput_sps, MAX_ROW_SPS),
+        ("online_s", row.online_s, MAX_ROW_S),
     ]
     .into_iter()
-    .filter(|(_, v)| bad(*v))
-    .map(|(name, v)| format!("{name} {v}"))
+    .filter(|(_, v, max)| bad(*v, *max))
+    .map(|(name, v, _)| format!("{name} {}", crate::units::number(v)))
     .collect();
     (!fields.is_empty()).then(|| {
         format!(
@@ -431,15 +438,23 @@ mod tests {
                 row("b", f64::NAN),
                 row("c", 110.0),
                 row("d", f64::INFINITY),
+                row("e", f64::MAX),
+                row("f", -1.0),
             ],
             ..Recorded::default()
         });
         let cells = results.cells();
         assert_eq!(cells.len(), 1);
         assert_eq!(cells[0].throughput.n, 2);
-        assert_eq!(results.left_out.len(), 2, "{:?}", results.left_out);
+        let (lo, hi) = cells[0].throughput.ci95.expect("two trials");
+        assert!(lo > 0.0 && hi < 1e6, "[{lo}, {hi}]");
+        assert_eq!(results.left_out.len(), 4, "{:?}", results.left_out);
         assert!(results.left_out[0].contains("run b") && results.left_out[0].contains("NaN"));
         assert!(results.left_out[1].contains("run d") && results.left_out[1].contains("inf"));
+        // f64's maximum is named short, not as a 309-digit number.
+        assert!(results.left_out[2].contains("run e") && results.left_out[2].contains("1.798e308"));
+        assert!(results.left_out[2].len() < 80, "{}", results.left_out[2]);
+        assert!(results.left_out[3].contains("run f"));
     }
 
     /// A row copied twice, and runs of two epoch sizes in one cell, are never pooled: the copy

@@ -225,13 +225,13 @@ fn evidence(c: &Candidate) -> String {
 /// answer, with its evidence); `None` without a cold run to recommend from.
 pub fn section(view: &WorkloadView, opts: &RecommendOptions, machine: &Machine) -> Option<String> {
     let memory = machine.memory_bytes;
-    let Weights(wp, ws, wt) = opts.weights;
+    let weights = opts.weights;
     let list = candidates(view, opts, machine);
     let best = list.first()?;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Weights offline {wp}, storage {ws}, throughput {wt}; {}; {} of {:.0} samples ({}; offline time, storage and total time scaled to that size); memory {}.\n",
+        "Weights {weights}; {}; {} of {:.0} samples ({}; offline time, storage and total time scaled to that size); memory {}.\n",
         crate::units::count(view.max_threads() as u64, "thread", "threads"),
         crate::units::count(opts.epochs, "epoch", "epochs"),
         best.samples,

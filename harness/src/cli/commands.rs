@@ -234,6 +234,7 @@ fn generate_into(
     request: &GenerateRequest,
     progress: Progress,
 ) -> anyhow::Result<()> {
+    crate::measure::places::check_a_folder("the dataset folder", &request.root)?;
     let bar = progress.bar(
         request.files(kind) as u64,
         &format!("generate {}", kind.name),
@@ -471,12 +472,29 @@ fn store_remove(
         ));
     }
     if dry_run {
-        return Ok(format!(
+        // The same checks as the removal, so the preview promises only what it would do.
+        let (refused, removable): (Vec<&StoreEntry>, Vec<&StoreEntry>) = chosen
+            .iter()
+            .partition(|e| housekeeping::refusal(e).is_some());
+        let mut text = format!(
             "{}\nWould remove these {} stores ({}); nothing removed (--dry-run).\n",
-            store_table(&chosen),
-            chosen.len(),
-            store_total(&chosen)
-        ));
+            store_table(&removable),
+            removable.len(),
+            store_total(&removable)
+        );
+        if !refused.is_empty() {
+            let reasons: Vec<String> = refused
+                .iter()
+                .filter_map(|e| housekeeping::refusal(e))
+                .map(|why| format!("- {why}"))
+                .collect();
+            text.push_str(&format!(
+                "Would refuse {} stores:\n{}\n",
+                refused.len(),
+                reasons.join("\n")
+            ));
+        }
+        return Ok(text);
     }
     let mut removed = Vec::new();
     let mut refused = Vec::new();

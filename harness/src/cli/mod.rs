@@ -89,7 +89,7 @@ pub enum Command {
         #[arg(long, default_value = "0,0,1")]
         weights: crate::analysis::recommend::Weights,
         /// Training epochs to plan for.
-        #[arg(long, default_value_t = 10)]
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         epochs: u64,
         /// Memory for the page cache: `16GB`, `64GiB`, or bytes (default: the measured
         /// machine's memory).
@@ -97,7 +97,7 @@ pub enum Command {
         memory_bytes: Option<u64>,
         /// Dataset size to plan for, in samples; times and storage scale linearly (default:
         /// the runs'). Planning far beyond the samples measured gets a caution.
-        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000_000))]
         dataset_samples: Option<u64>,
         /// Print every candidate as CSV (rank 1 is the recommendation) instead of Markdown.
         #[arg(long, conflicts_with = "json")]

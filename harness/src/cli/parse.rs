@@ -47,7 +47,13 @@ pub(super) fn megabytes(text: &str) -> Result<f64, String> {
         Ok(mb) => mb,
         Err(_) => crate::units::parse_bytes(text)? as f64 / 1e6,
     };
-    in_range(Some(value), text, false, 1e9, "MB")
+    // A kilobyte at least: 1e-300 MB is no data (it made a sweep of 480 empty runs).
+    match value {
+        v if v > 0.0 && v < 1e-3 => {
+            Err(format!("`{text}` is not a number of MB from 0.001 to 1e9"))
+        }
+        v => in_range(Some(v), text, false, 1e9, "MB"),
+    }
 }
 
 /// A whole number in `LO..=HI`; the error says the allowed range.

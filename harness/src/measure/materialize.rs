@@ -225,6 +225,7 @@ pub fn materialize(
 
 fn write_store(job: &MaterializeJob, progress: &ProgressBar) -> Result<StoreManifest, RunError> {
     let threads = job.threads.clamp(1, job.key.shards);
+    workloads::steps::budget::set_workers(threads);
     let stop = AtomicBool::new(false);
     let memo = std::sync::Mutex::new(Memo::default());
     crate::measure::steps::start_workers(job.workload, 0..job.key.split, threads)?;

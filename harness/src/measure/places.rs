@@ -96,8 +96,21 @@ pub fn check_places(datasets: &[&Path], places: &[(&str, &Path)]) -> anyhow::Res
     }
     for (what, path) in places {
         check_not_in_a_dataset(what, path)?;
+        check_a_folder(what, path)?;
     }
     Ok(())
+}
+
+/// Refuses a place that exists as something other than a folder (a file named by `--out`),
+/// before anything is written: the error says what it is.
+pub fn check_a_folder(what: &str, path: &Path) -> anyhow::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_dir() => bail!(
+            "{what} {} is a file, not a folder: name a folder (one that does not exist is made)",
+            path.display()
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// Refuses a place inside `dataset`, judged on the paths as resolved.

@@ -10,9 +10,14 @@ use crate::measure::online::{run as run_online, OnlineInput, OnlineJob};
 
 #[derive(Debug, PartialEq)]
 pub struct Verification {
+    /// Samples compared (the reference's, less those the strategy skipped).
     pub checked: usize,
-    /// Sample ids whose output differs (or is missing on one side), sorted.
+    /// Sample ids whose output differs (or is missing on one side without a skip to account
+    /// for it), sorted.
     pub mismatched: Vec<u64>,
+    /// Samples the strategy's run skipped under `on_error: skip` (a damaged record, a step
+    /// that failed): not compared, and not a difference (errors.csv names them).
+    pub skipped: u64,
 }
 
 impl Verification {
@@ -64,16 +69,35 @@ pub fn verify_against(
             (item as usize) < job.items
         })
         .collect();
-    let mut mismatched: Vec<u64> = expected
+    let differ = expected
         .iter()
-        .filter(|(id, hash)| got.get(id) != Some(hash))
-        .map(|(id, _)| *id)
-        .chain(got.keys().filter(|id| !expected.contains_key(id)).copied())
+        .filter(|(id, hash)| got.get(id).is_some_and(|h| h != *hash))
+        .map(|(id, _)| *id);
+    let extra = got.keys().filter(|id| !expected.contains_key(id)).copied();
+    let mut mismatched: Vec<u64> = differ.chain(extra).collect();
+    let missing: Vec<u64> = expected
+        .keys()
+        .filter(|id| !got.contains_key(id))
+        .copied()
         .collect();
+    // Samples the strategy skipped are missing from its output, not different: a damaged
+    // record under `skip` is in errors.csv. Missing outputs count as accounted for when they
+    // come from no more items than the run skipped (a skipped item before a fan-out step
+    // loses all its parts); beyond that, they are differences.
+    let skipped: u64 = strategy.skipped.iter().map(|s| s.count).sum();
+    let items: std::collections::BTreeSet<u64> = missing
+        .iter()
+        .map(|id| job.workload.item_of(*id, job.workload.steps.len()))
+        .collect();
+    let accounted = !missing.is_empty() && items.len() as u64 <= skipped;
+    if !accounted {
+        mismatched.extend(&missing);
+    }
     mismatched.sort_unstable();
     Ok(Verification {
-        checked: expected.len(),
+        checked: expected.len() - if accounted { missing.len() } else { 0 },
         mismatched,
+        skipped,
     })
 }
 
@@ -146,7 +170,8 @@ mod tests {
             verify(&online).unwrap(),
             Verification {
                 checked: 6,
-                mismatched: vec![]
+                mismatched: vec![],
+                skipped: 0
             }
         );
 
@@ -177,7 +202,28 @@ mod tests {
             verify(&online).unwrap(),
             Verification {
                 checked: 6,
-                mismatched: vec![3]
+                mismatched: vec![3],
+                skipped: 0
+            }
+        );
+
+        // A payload byte flipped in shard 0's first record: under `skip` the record is stepped
+        // over (its CRC fails) and counted as skipped, not reported as a difference; sample 3
+        // still differs.
+        let shard = store_dir.join(&manifest.shards[0].file);
+        let mut bytes = std::fs::read(&shard).unwrap();
+        bytes[12 + 40] ^= 0x55;
+        std::fs::write(&shard, bytes).unwrap();
+        let skipping = OnlineJob {
+            on_error: workloads::OnError::Skip,
+            ..online
+        };
+        assert_eq!(
+            verify(&skipping).unwrap(),
+            Verification {
+                checked: 5,
+                mismatched: vec![3],
+                skipped: 1
             }
         );
     }

@@ -139,14 +139,16 @@ fn check_complete(manifests: &[ShardManifest]) -> anyhow::Result<()> {
             );
         }
     }
-    let missing: Vec<String> = (0..count)
+    let missing: Vec<u64> = (0..count)
         .filter(|i| !seen.contains(i))
-        .map(|i| i.to_string())
+        .map(|i| i as u64)
         .collect();
     if !missing.is_empty() {
         bail!(
-            "shards {} of {count} are missing: merge them all (each shard owns cells no other has)",
-            missing.join(", ")
+            "{} of the {count} shards missing: {}; merge them all (each shard owns cells no \
+             other has)",
+            missing.len(),
+            crate::units::runs_of(&missing, 8)
         );
     }
     Ok(())

@@ -38,7 +38,7 @@ pub fn from_launcher(var: &dyn Fn(&str) -> Option<String>) -> Result<Option<Shar
     ];
     for (rank, size) in pairs {
         if let (Some(i), Some(n)) = (num(rank)?, num(size)?) {
-            return one_or_more(i, n, rank);
+            return one_or_more((i, rank), (n, size));
         }
     }
     if let Some(id) = num("SLURM_ARRAY_TASK_ID")? {
@@ -54,22 +54,42 @@ pub fn from_launcher(var: &dyn Fn(&str) -> Option<String>) -> Result<Option<Shar
         let index = id
             .checked_sub(min)
             .ok_or("SLURM_ARRAY_TASK_ID is below SLURM_ARRAY_TASK_MIN")?;
-        return one_or_more(index, count, "SLURM_ARRAY_TASK_ID");
+        return one_or_more(
+            (index, "SLURM_ARRAY_TASK_ID"),
+            (count, "SLURM_ARRAY_TASK_COUNT"),
+        );
     }
     if let Some(i) = num("JOB_COMPLETION_INDEX")? {
         let n = num("PREPBENCH_SHARD_COUNT")?.ok_or(
             "JOB_COMPLETION_INDEX is set but not the job's completions: set PREPBENCH_SHARD_COUNT (or give --shard I/N)",
         )?;
-        return one_or_more(i, n, "JOB_COMPLETION_INDEX");
+        return one_or_more((i, "JOB_COMPLETION_INDEX"), (n, "PREPBENCH_SHARD_COUNT"));
     }
     Ok(None)
 }
 
-fn one_or_more(index: usize, count: usize, source: &str) -> Result<Option<Shard>, String> {
+/// The shard `index` of `count`, each with the variable it came from (an error names the one
+/// that is wrong); `None` for a launcher that started one process.
+fn one_or_more(
+    (index, index_var): (usize, &str),
+    (count, count_var): (usize, &str),
+) -> Result<Option<Shard>, String> {
     if count <= 1 {
         return Ok(None);
     }
-    Shard::new(index, count, source).map(Some)
+    if count > crate::results::manifest::MAX_SWEEP_SHARDS {
+        return Err(format!(
+            "{count_var}={count}: a sweep has from 1 to {} shards",
+            crate::results::manifest::MAX_SWEEP_SHARDS
+        ));
+    }
+    if index >= count {
+        return Err(format!(
+            "{index_var}={index} is not below {count_var}={count}: a shard's index is from 0 \
+             to the count less one"
+        ));
+    }
+    Shard::new(index, count, index_var).map(Some)
 }
 
 /// The group a cell is assigned with: its store, or for raw files its settings.
@@ -208,7 +228,24 @@ mod tests {
         .unwrap();
         assert_eq!((s.index, s.count), (2, 3));
         assert!(get(&[("PMI_RANK", "x"), ("PMI_SIZE", "2")]).is_err());
-        assert!(get(&[("PMI_RANK", "2"), ("PMI_SIZE", "2")]).is_err());
+        let e = get(&[("PMI_RANK", "2"), ("PMI_SIZE", "2")]).unwrap_err();
+        assert!(e.contains("PMI_RANK=2") && e.contains("PMI_SIZE=2"), "{e}");
+        // A count out of range names the size variable, not the rank one.
+        let e = get(&[
+            ("OMPI_COMM_WORLD_RANK", "0"),
+            ("OMPI_COMM_WORLD_SIZE", "100001"),
+        ])
+        .unwrap_err();
+        assert!(
+            e.starts_with("OMPI_COMM_WORLD_SIZE=100001") && !e.contains("_RANK"),
+            "{e}"
+        );
+        let e = get(&[
+            ("SLURM_ARRAY_TASK_ID", "0"),
+            ("SLURM_ARRAY_TASK_COUNT", "1000000"),
+        ])
+        .unwrap_err();
+        assert!(e.starts_with("SLURM_ARRAY_TASK_COUNT"), "{e}");
     }
 
     #[test]

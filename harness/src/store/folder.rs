@@ -100,6 +100,18 @@ pub struct StoreManifest {
 }
 
 impl StoreManifest {
+    /// The manifest in `bytes`, read from `at` (a path or URL, named in the error with what
+    /// mends it: the store is damaged, so it is made again or removed).
+    pub fn parse(bytes: &[u8], at: &str) -> Result<StoreManifest, StoreError> {
+        serde_json::from_slice(bytes).map_err(|e| StoreError::Invalid {
+            path: at.to_string(),
+            message: format!(
+                "unreadable store manifest ({e}): the store is damaged; `--rematerialize` on \
+                 run or sweep makes it again, `prepbench store remove --stale` removes it"
+            ),
+        })
+    }
+
     pub fn storage_bytes(&self) -> u64 {
         self.shards.iter().map(|s| s.bytes).sum()
     }
@@ -208,15 +220,12 @@ pub fn shard_file_name(index: usize, count: usize, codec: Codec) -> String {
 /// present with their recorded sizes.
 pub fn find_complete(dir: &Path, key: &StoreKey) -> Result<Option<StoreManifest>, StoreError> {
     let path = dir.join(STORE_MANIFEST);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io_error(&path)(e)),
     };
-    let manifest: StoreManifest = serde_json::from_str(&text).map_err(|e| StoreError::Invalid {
-        path: path.display().to_string(),
-        message: format!("unreadable store manifest: {e}"),
-    })?;
+    let manifest = StoreManifest::parse(&bytes, &path.display().to_string())?;
     if !key.matches(&manifest) {
         return Ok(None);
     }
@@ -234,9 +243,18 @@ pub fn find_complete(dir: &Path, key: &StoreKey) -> Result<Option<StoreManifest>
 /// Refuses a non-empty directory without prepbench's marker (or, from before markers, a store
 /// manifest), and one holding anything else.
 pub fn clear(dir: &Path) -> Result<(), StoreError> {
+    for path in clearable(dir)? {
+        std::fs::remove_file(&path).map_err(io_error(&path))?;
+    }
+    Ok(())
+}
+
+/// The files [`clear`] would remove from `dir`, or why it would refuse: the one check behind
+/// clearing and behind a dry run's promise.
+pub fn clearable(dir: &Path) -> Result<Vec<std::path::PathBuf>, StoreError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(io_error(dir)(e)),
     };
     let entries: Vec<std::fs::DirEntry> =
@@ -269,10 +287,7 @@ pub fn clear(dir: &Path) -> Result<(), StoreError> {
             });
         }
     }
-    for path in ours {
-        std::fs::remove_file(&path).map_err(io_error(&path))?;
-    }
-    Ok(())
+    Ok(ours)
 }
 
 /// Writes `manifest` as `dir/store.json` atomically, completing the store.
@@ -420,5 +435,16 @@ mod tests {
                 "{wrong}"
             );
         }
+    }
+    #[test]
+    fn an_unreadable_manifest_says_how_the_store_is_mended() {
+        let err = StoreManifest::parse(b"garbage{", "s/store.json").unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("s/store.json")
+                && text.contains("--rematerialize")
+                && text.contains("store remove --stale"),
+            "{text}"
+        );
     }
 }

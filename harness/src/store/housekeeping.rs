@@ -115,6 +115,8 @@ fn entry(dir: &Path, workload: &str, strategy: &str) -> Result<StoreEntry, Store
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let (mut codec, mut shards, mut samples) = parse_name(&name).unwrap_or_default();
+    // Labelled by its manifest where it has one; by its folders only when it has none.
+    let (mut workload, mut strategy) = (workload.to_string(), strategy.to_string());
     let manifest_path = dir.join(STORE_MANIFEST);
     let (state, version) = match std::fs::read_to_string(&manifest_path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => (State::Incomplete, None),
@@ -122,6 +124,8 @@ fn entry(dir: &Path, workload: &str, strategy: &str) -> Result<StoreEntry, Store
         Ok(text) => match serde_json::from_str::<StoreManifest>(&text) {
             Err(_) => (State::Damaged, None),
             Ok(m) => {
+                workload.clone_from(&m.workload);
+                strategy.clone_from(&m.strategy);
                 codec = Some(m.codec);
                 shards = m.shards.len();
                 samples = m.samples;
@@ -143,8 +147,8 @@ fn entry(dir: &Path, workload: &str, strategy: &str) -> Result<StoreEntry, Store
         .unwrap_or(newest);
     Ok(StoreEntry {
         path: dir.to_path_buf(),
-        workload: workload.to_string(),
-        strategy: strategy.to_string(),
+        workload,
+        strategy,
         codec,
         shards,
         samples,
@@ -218,6 +222,15 @@ impl Selection {
             && (!self.incomplete || e.state == State::Incomplete)
             && (!self.stale || matches!(e.state, State::Stale | State::Damaged))
     }
+}
+
+/// Why [`remove`] would refuse `entry`, if it would (a file prepbench did not write, a folder
+/// that is not a store's): what a dry run says instead of promising to remove it.
+pub fn refusal(entry: &StoreEntry) -> Option<String> {
+    if super::lock_path(&entry.path).is_none() {
+        return Some(format!("{}: not a store directory", entry.path.display()));
+    }
+    super::clearable(&entry.path).err().map(|e| e.to_string())
 }
 
 /// Removes one store directory: its files (only those a store holds) and then the directory,
@@ -332,5 +345,28 @@ mod tests {
         assert!(r.join("cv/decoded/mine/notes.txt").is_file());
         assert_eq!(list(r).unwrap().len(), 1);
         assert!(Selection::default().is_empty());
+    }
+
+    /// A store is labelled by its manifest, not by the folders above it (`--store-dir` one
+    /// level too high, or a store moved), and what removal would refuse is known beforehand.
+    #[test]
+    fn stores_are_labelled_by_their_manifest_and_refusals_are_foreseen() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        let dir = store(r, "cv", "decoded", "none-1sh-10n-aaaa", true);
+        let moved = r.join("elsewhere/by-hand/none-1sh-10n-aaaa");
+        std::fs::create_dir_all(moved.parent().unwrap()).unwrap();
+        std::fs::rename(&dir, &moved).unwrap();
+        let all = list(r).unwrap();
+        assert_eq!(
+            (all[0].workload.as_str(), all[0].strategy.as_str()),
+            ("cv", "decoded")
+        );
+        assert_eq!(refusal(&all[0]), None);
+        std::fs::write(moved.join("notes.txt"), "mine").unwrap();
+        let why = refusal(&all[0]).expect("a foreign file is refused");
+        assert!(why.contains("notes.txt"), "{why}");
+        assert!(remove(&all[0], r).is_err());
+        assert!(moved.join("notes.txt").is_file());
     }
 }

@@ -20,8 +20,8 @@ pub use backend::{LocalStore, StoreBackend};
 pub(crate) use error::io_error;
 pub use error::StoreError;
 pub use folder::{
-    clear, complete, create, find_complete, free_bytes, lock_path, shard_file_name, ShardInfo,
-    StoreKey, StoreManifest, STORE_MANIFEST, STORE_MARKER,
+    clear, clearable, complete, create, find_complete, free_bytes, lock_path, shard_file_name,
+    ShardInfo, StoreKey, StoreManifest, STORE_MANIFEST, STORE_MARKER,
 };
 pub use in_order::InOrder;
 pub use open::{OpenStore, DEFAULT_CACHE_BYTES};

@@ -139,8 +139,7 @@ impl OpenStore {
                 io_error(&path)(e)
             }
         })?;
-        let manifest: StoreManifest = serde_json::from_str(&text)
-            .map_err(|e| invalid(&path, format!("unreadable store manifest: {e}")))?;
+        let manifest = StoreManifest::parse(text.as_bytes(), &path.display().to_string())?;
         if manifest.format != FORMAT_VERSION {
             return Err(invalid(
                 &path,

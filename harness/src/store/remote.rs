@@ -115,11 +115,7 @@ pub fn find_complete(
     else {
         return Ok(None);
     };
-    let manifest: StoreManifest =
-        serde_json::from_slice(&bytes).map_err(|e| StoreError::Invalid {
-            path: url,
-            message: format!("unreadable store manifest: {e}"),
-        })?;
+    let manifest = StoreManifest::parse(&bytes, &url)?;
     if !key.matches(&manifest) {
         return Ok(None);
     }

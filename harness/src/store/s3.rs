@@ -191,20 +191,16 @@ impl RemoteStore for S3Store {
             .block_on(self.store.list_with_delimiter(prefix.as_ref()))
             .map_err(io)?;
         let name = |p: &Path| p.filename().unwrap_or_default().to_string();
-        let folders = listed.common_prefixes.iter().map(|p| datasets::Entry {
-            name: name(p),
-            is_dir: true,
-            size: 0,
-            modified_ns: 0,
-        });
-        let objects = listed.objects.iter().map(|m| datasets::Entry {
-            name: name(&m.location),
-            is_dir: false,
-            size: m.size,
-            modified_ns: m
+        let folders = listed
+            .common_prefixes
+            .iter()
+            .map(|p| datasets::Entry::named(name(p), true, 0, 0));
+        let objects = listed.objects.iter().map(|m| {
+            let modified_ns = m
                 .last_modified
                 .timestamp_nanos_opt()
-                .map_or(0, |ns| ns.max(0) as u128),
+                .map_or(0, |ns| ns.max(0) as u128);
+            datasets::Entry::named(name(&m.location), false, m.size, modified_ns)
         });
         Ok(folders.chain(objects).collect())
     }

@@ -45,6 +45,10 @@ DTYPES = ["uint8", "uint16", "int16", "int32", "float32", "float64"]
 INT32 = (-(2 ** 31), 2 ** 31 - 1)
 HEADER = 64
 MAX_NAME_BYTES = 255
+#: The most bytes one field may hold, and the most the shared memory may grow to (wire.rs
+#: MAX_FIELD_BYTES and MAX_MEMORY): a reply beyond them fails its sample here, in words.
+MAX_FIELD_BYTES = 4 << 30
+MAX_MEMORY = MAX_FIELD_BYTES + (64 << 20)
 BYTES, STR, ARRAY, KEPT = 0, 1, 2, 3
 
 
@@ -206,7 +210,7 @@ class Memory:
 
     def grow(self, need):
         if need > self.size:
-            size = max(need, 2 * self.size)
+            size = min(max(need, 2 * self.size), MAX_MEMORY)
             os.ftruncate(self.fd, size)
             self.remap(size)
 
@@ -251,18 +255,31 @@ def encode(name, value, parts, sent):
     if value is KEEP or (isinstance(value, (bytes, str)) and sent.get(name) is value):
         parts.append(struct.pack(f"<H{len(raw)}sB", len(raw), raw, KEPT))
     elif isinstance(value, bytes):
+        within_limit(name, len(value))
         parts.append(struct.pack(f"<H{len(raw)}sBQ", len(raw), raw, BYTES, len(value)))
         parts.append(value)
     elif isinstance(value, str):
-        data = value.encode("utf-8")
+        try:
+            data = value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(f"field `{name}` is a str that is not valid Unicode ({e.reason}, "
+                             f"character {e.start}); return bytes for binary data") from None
+        within_limit(name, len(data))
         parts.append(struct.pack(f"<H{len(raw)}sBQ", len(raw), raw, STR, len(data)))
         parts.append(data)
     else:
+        within_limit(name, value.nbytes)
         shape = value.shape
         parts.append(struct.pack(f"<H{len(raw)}sBBB{len(shape)}QQ", len(raw), raw, ARRAY,
                                  CODES[value.dtype.char], len(shape), *shape, value.nbytes))
         if value.nbytes:
             parts.append(value)
+
+
+def within_limit(name, size):
+    if size > MAX_FIELD_BYTES:
+        raise ValueError(f"field `{name}` holds {size} bytes, more than the {MAX_FIELD_BYTES} "
+                         "(4 GiB) a field may hold")
 
 
 def text(value):
@@ -436,6 +453,9 @@ def reply(memory, slot, status, began, insides, parts):
     total = head_len
     for part in parts:
         total += len(part) if isinstance(part, bytes) else part.nbytes
+    if HEADER + total > MAX_MEMORY:
+        raise ValueError(f"the sample's fields hold {total} bytes together, more than the "
+                         f"{MAX_MEMORY} a reply may hold")
     memory.grow(HEADER + total)
     mm = memory.map
     offset = HEADER + head_len
@@ -528,10 +548,14 @@ def serve(fds, spec):
         insides, spent = [], []
         try:
             run_chain(links, fields, seeds, sample_id, epoch, mm, insides, spent)
-            parts = [struct.pack("<I", len(fields))]
-            for name, value in fields.items():
-                encode(name, value, parts, sent)
-            message = reply(memory, slot, 0, began, insides, parts)
+            try:
+                parts = [struct.pack("<I", len(fields))]
+                for name, value in fields.items():
+                    encode(name, value, parts, sent)
+                message = reply(memory, slot, 0, began, insides, parts)
+            except ValueError as e:
+                # What the chain returned cannot cross: the last link's failure.
+                raise Failed(2, [text(f"ValueError: {e}"), text(traceback.format_exc())]) from None
         except Failed as f:
             parts = []
             for payload in f.payload:

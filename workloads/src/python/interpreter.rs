@@ -76,6 +76,7 @@ pub(super) fn driver(mode: &[&str], links: &[Link]) -> Command {
     let mut command = Command::new(interpreter());
     command
         .arg("-c")
+        .arg(BOOTSTRAP)
         .arg(DRIVER)
         .args(mode)
         .args(links.iter().flat_map(Link::args))
@@ -86,6 +87,21 @@ pub(super) fn driver(mode: &[&str], links: &[Link]) -> Command {
         .env(WORKER_ENV, "1");
     command
 }
+
+/// The program `-c` runs: it checks that the interpreter is Python 3.7 or newer (the driver
+/// times with `time.perf_counter_ns`, new in 3.7) in syntax every Python since 2.6 reads, then runs the driver (its first argument) as `__main__`. An older Python is refused
+/// in words, as the first link's failure (`0 message`, the driver's own format), instead of
+/// failing every sample with an error blamed on the user's step.
+const BOOTSTRAP: &str = concat!(
+    "import sys\n",
+    "if sys.version_info < (3, 7):\n",
+    "    sys.stderr.write('0 Python %d.%d is older than the 3.7 that prepbench\\'s Python steps ",
+    "need: name a newer interpreter with --python or PREPBENCH_PYTHON\\n' % ",
+    "tuple(sys.version_info[:2]))\n",
+    "    sys.exit(3)\n",
+    "source = sys.argv.pop(1)\n",
+    "exec(compile(source, 'prepbench-driver', 'exec'))\n",
+);
 
 /// What the driver's `check` mode prints last when every link imported (driver.py `CHECKED`).
 const CHECKED: &str = "prepbench-driver: imports checked";

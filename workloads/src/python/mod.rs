@@ -12,6 +12,7 @@ mod lease;
 mod link;
 mod memory;
 mod pools;
+pub mod watch;
 mod wire;
 mod worker;
 

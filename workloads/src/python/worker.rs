@@ -56,7 +56,8 @@ pub struct Gone {
 pub struct Worker {
     child: Child,
     input: ChildStdin,
-    output: ChildStdout,
+    /// Replies, read until the worker ends even when a helper it started holds the pipe.
+    output: super::watch::Watched<ChildStdout>,
     memory: [Memory; 2],
     /// The slots holding requests not answered yet, oldest first, with the nanoseconds
     /// prepbench spent writing each.
@@ -104,6 +105,8 @@ impl Worker {
             .stderr(Stdio::piped());
         {
             use std::os::unix::process::CommandExt;
+            // In a process group of its own, so that what its steps start ends with it.
+            command.process_group(0);
             // SAFETY: runs in the child between fork and exec and calls only fcntl, which is
             // async-signal-safe: the memories' descriptors (close-on-exec in prepbench, so
             // other children do not inherit them) stay open in this child alone.
@@ -141,7 +144,10 @@ impl Worker {
         let pid = child.id();
         let mut worker = Worker {
             input: child.stdin.take().expect("piped"),
-            output: child.stdout.take().expect("piped"),
+            output: super::watch::Watched {
+                pipe: child.stdout.take().expect("piped"),
+                pid,
+            },
             child,
             memory,
             in_flight: VecDeque::new(),
@@ -154,7 +160,8 @@ impl Worker {
         // An interpreter that never greets (a `--python` wrapper that does not start Python,
         // an import that blocks) is ended after the start timeout rather than waited for.
         let limit = super::interpreter::start_timeout();
-        let (greeted, watch) = super::interpreter::end_unless_answered(pid as libc::pid_t, limit);
+        let (greeted, watch) =
+            super::interpreter::end_unless_answered(-(pid as libc::pid_t), limit);
         let greeting = worker.read_greeting();
         drop(greeted);
         if watch.join().unwrap_or(false) && greeting.is_err() {
@@ -358,7 +365,9 @@ impl Worker {
     /// The link a worker was running (from the memory's header), how it ended, and its last
     /// stderr lines.
     fn died(&mut self, cause: &io::Error) -> Gone {
-        let _ = self.child.kill();
+        // The group first (the worker, and any helper its steps left), then the worker reaped:
+        // its process id names the group only while it is not.
+        super::watch::end_group(self.child.id());
         let status = self.child.wait().ok();
         let slot = self.in_flight.front().map_or(0, |(slot, _)| *slot);
         let link = self.memory[slot]
@@ -367,6 +376,10 @@ impl Worker {
             .map_or(0, |b| u32::from_le_bytes(b.try_into().expect("4")) as usize)
             .min(self.links.saturating_sub(1));
         let how = match status {
+            // prepbench ended it (the kill above), having read what it must not accept.
+            _ if cause.kind() == io::ErrorKind::InvalidData => {
+                format!("sent a malformed reply ({cause}), so prepbench ended it")
+            }
             Some(s) => {
                 use std::os::unix::process::ExitStatusExt;
                 match (s.code(), s.signal()) {
@@ -391,9 +404,6 @@ impl Worker {
             .map(|t| t.iter().cloned().collect())
             .unwrap_or_default();
         let mut message = format!("the Python worker process {how}");
-        if cause.kind() == io::ErrorKind::InvalidData {
-            message.push_str(&format!(" after a malformed reply: {cause}"));
-        }
         if !tail.is_empty() {
             message.push_str(&format!("; its last output:\n{}", tail.join("\n")));
         }
@@ -404,7 +414,8 @@ impl Worker {
 impl Drop for Worker {
     fn drop(&mut self) {
         let pid = self.child.id();
-        let _ = self.child.kill();
+        // Helpers its steps started (a forked process that outlived it) end with it.
+        super::watch::end_group(pid);
         let _ = self.child.wait();
         if let Ok(mut live) = LIVE.lock() {
             live.retain(|p| *p != pid);

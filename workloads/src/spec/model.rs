@@ -194,10 +194,20 @@ impl WorkloadSpec {
     }
 
     pub(crate) fn invalid(&self, needle: Option<&str>, message: String) -> WorkloadError {
+        self.invalid_at(needle.map(|n| (n, 0)), message)
+    }
+
+    /// [`WorkloadSpec::invalid`] at the `nth` (from 0) line mentioning the needle: the second
+    /// step of one name is where a name is used twice.
+    pub(crate) fn invalid_at(
+        &self,
+        needle: Option<(&str, usize)>,
+        message: String,
+    ) -> WorkloadError {
+        let text = self.source.as_deref().unwrap_or("");
         WorkloadError::Invalid {
             file: self.origin.file.clone(),
-            line: needle
-                .and_then(|n| crate::spec::names::line_of(self.source.as_deref().unwrap_or(""), n)),
+            line: needle.and_then(|(n, nth)| crate::spec::names::nth_line_of(text, n, nth)),
             message,
         }
     }

@@ -57,10 +57,13 @@ pub fn path_component(name: &str) -> String {
     out
 }
 
-/// 1-based line of the first line mentioning `needle` as a whole word, if any.
-pub(crate) fn line_of(text: &str, needle: &str) -> Option<usize> {
+/// 1-based line of the `nth` (from 0) line mentioning `needle` as a whole word outside a
+/// comment, if any: `# decoded, again` is not where the step `decoded` is.
+pub(crate) fn nth_line_of(text: &str, needle: &str, nth: usize) -> Option<usize> {
     text.lines()
-        .position(|line| {
+        .enumerate()
+        .filter(|(_, line)| {
+            let line = uncommented(line);
             line.match_indices(needle).any(|(i, _)| {
                 let before = line[..i].chars().next_back();
                 let after = line[i + needle.len()..].chars().next();
@@ -69,6 +72,35 @@ pub(crate) fn line_of(text: &str, needle: &str) -> Option<usize> {
                 };
                 !word(before) && !word(after)
             })
+        })
+        .nth(nth)
+        .map(|(i, _)| i + 1)
+}
+
+/// A YAML line without its comment: a `#` at the line's start or after a space, outside
+/// quotes, starts one.
+fn uncommented(line: &str) -> &str {
+    let mut quote: Option<char> = None;
+    let mut previous = ' ';
+    for (i, c) in line.char_indices() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '"' || c == '\'' => quote = Some(c),
+            None if c == '#' && previous.is_whitespace() => return &line[..i],
+            None => {}
+        }
+        previous = c;
+    }
+    line
+}
+
+/// 1-based line of the top-level key `key` (`key:` at the start of a line), if any.
+pub(crate) fn key_line(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|line| {
+            line.strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
         })
         .map(|i| i + 1)
 }

@@ -18,8 +18,11 @@ impl WorkloadSpec {
         let mut seen = vec![UNPROCESSED];
         for def in &self.steps {
             if seen.contains(&def.name.as_str()) {
-                return Err(self.invalid(
-                    Some(&def.name),
+                // The later step is the mistake: the line of the name's second mention (its
+                // first when the name is reserved).
+                let earlier = usize::from(seen[1..].contains(&def.name.as_str()));
+                return Err(self.invalid_at(
+                    Some((&def.name, earlier)),
                     format!("step name `{}` is used twice (or is reserved); step names name strategies and must be unique", def.name),
                 ));
             }

@@ -32,8 +32,13 @@ struct WorkloadFile {
     sweep: SweepDefaults,
     #[serde(default, deserialize_with = "named_profiles")]
     storage_profiles: BTreeMap<String, StorageProfile>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "keyed_on_error")]
     on_error: OnError,
+}
+
+/// `on_error`, its errors named by the key (the parser gives a value's own error no path).
+fn keyed_on_error<'de, D: Deserializer<'de>>(d: D) -> Result<OnError, D::Error> {
+    OnError::deserialize(d).map_err(|e| de::Error::custom(format!("on_error: {e}")))
 }
 
 impl WorkloadSpec {
@@ -74,7 +79,13 @@ impl WorkloadSpec {
         .map_err(|e| {
             let (inner, message) = locate(&e.to_string());
             // The innermost location is the offending key; the outer one its step or section.
-            file(inner.or(e.location().map(|l| l.line())), message)
+            // An error of a top-level key's value lies on that key's line or after it (a value
+            // that its own type refuses, as `on_error: sometimes`, is placed at the document's
+            // start by the parser).
+            let line = inner.or(e.location().map(|l| l.line()));
+            let key = message.split([':', '.', '[']).next().unwrap_or("");
+            let key_line = crate::spec::names::key_line(yaml, key);
+            file(line.max(key_line), message)
         })?;
         let spec = WorkloadSpec {
             name: parsed.name,

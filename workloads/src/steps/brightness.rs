@@ -33,7 +33,7 @@ impl Brightness {
         if !(params.factor >= 0.0 && params.factor.is_finite()) {
             return Err(format!(
                 "factor must be a finite number >= 0, got {}",
-                params.factor
+                crate::number::Num(params.factor.into())
             ));
         }
         Ok(Brightness { params })

@@ -246,7 +246,7 @@ impl DecodeAudio {
         if params.max_seconds.is_nan() || params.max_seconds <= 0.0 {
             return Err(format!(
                 "max_seconds must be positive, got {}",
-                params.max_seconds
+                crate::number::Num(params.max_seconds)
             ));
         }
         super::check_max_expansion(params.max_expansion)?;

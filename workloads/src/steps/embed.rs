@@ -129,7 +129,9 @@ impl Step for Embed {
         };
         let (dim, vocabulary) = (self.params.dim, self.params.vocabulary);
         let table = &self.table().values;
-        let mut out = Vec::with_capacity(ids.len() * dim);
+        let held = sample.size_bytes() + ids.len() * 4;
+        let n = super::budget::reserve(&self.params.to, held, &[ids.len(), dim], 4)?;
+        let mut out = Vec::with_capacity(n);
         for &id in &ids {
             if id < 0 || id as usize >= vocabulary {
                 return Err(StepError::new(format!(

@@ -37,7 +37,7 @@ impl Log {
         if !(params.offset.is_finite() && params.offset >= 0.0) {
             return Err(format!(
                 "offset must be finite and not negative, got {}",
-                params.offset
+                crate::number::Num(params.offset.into())
             ));
         }
         Ok(Log { params })

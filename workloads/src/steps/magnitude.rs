@@ -35,7 +35,10 @@ pub struct Magnitude {
 impl Magnitude {
     pub fn new(params: Params) -> Result<Magnitude, String> {
         if !(params.power.is_finite() && params.power > 0.0) {
-            return Err(format!("power must be positive, got {}", params.power));
+            return Err(format!(
+                "power must be positive, got {}",
+                crate::number::Num(params.power.into())
+            ));
         }
         Ok(Magnitude { params })
     }

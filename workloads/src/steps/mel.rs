@@ -126,7 +126,9 @@ pub fn weight_matrix(
     if !(lower_hz >= 0.0 && lower_hz < upper_hz && upper_hz <= nyquist) {
         return Err(format!(
             "band edges must satisfy 0 <= lower_hz < upper_hz <= {nyquist} (Nyquist at \
-             {sample_rate} Hz); got {lower_hz} and {upper_hz}"
+             {sample_rate} Hz); got {} and {}",
+            crate::number::Num(lower_hz),
+            crate::number::Num(upper_hz)
         ));
     }
     let bin_hz = linspace(0.0, nyquist, spectrogram_bins);
@@ -282,7 +284,8 @@ impl Step for Mel {
         };
         let bank = self.bank(bins)?;
         let mels = self.params.bins;
-        let mut out = vec![0f32; frames * mels];
+        let held = sample.size_bytes() + spectrogram.len() * 4;
+        let mut out = vec![0f32; super::budget::reserve(field, held, &[frames, mels], 4)?];
         for (row, dst) in spectrogram
             .chunks_exact(bins)
             .zip(out.chunks_exact_mut(mels))

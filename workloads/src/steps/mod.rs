@@ -30,6 +30,7 @@ macro_rules! step_spec {
 pub mod boxes;
 pub mod bpe_encode;
 pub mod brightness;
+pub mod budget;
 pub mod decode_audio;
 pub mod decode_jpeg;
 pub mod decode_npy;
@@ -170,7 +171,8 @@ fn check_max_expansion(max_expansion: f64) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "max_expansion must be a finite number of at least 1, got {max_expansion}"
+            "max_expansion must be a finite number of at least 1, got {}",
+            crate::number::Num(max_expansion)
         ))
     }
 }
@@ -191,28 +193,15 @@ pub(crate) fn check_expansion(
             output as f64 / input.max(1) as f64
         )));
     }
-    Ok(())
+    // Within its expansion, the output must still fit the sample's memory budget.
+    budget::within_budget(
+        &format!("{what} would decode to {output} bytes"),
+        input,
+        output,
+    )
 }
 
 pub use crate::sample::MAX_TENSOR_BYTES;
-
-/// The element count of a tensor of `dims` with `bytes_per` bytes per element that `field`
-/// would become, refused when it overflows or exceeds [`MAX_TENSOR_BYTES`].
-pub(crate) fn output_elements(
-    field: &str,
-    dims: &[usize],
-    bytes_per: usize,
-) -> Result<usize, StepError> {
-    let elements = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
-    match elements {
-        Some(n) if (n as u64).saturating_mul(bytes_per as u64) <= MAX_TENSOR_BYTES => Ok(n),
-        _ => Err(StepError::new(format!(
-            "field `{field}` would be a tensor of shape {dims:?} ({bytes_per} bytes per \
-             element), more than the {} GiB a step may allocate for one sample",
-            MAX_TENSOR_BYTES >> 30
-        ))),
-    }
-}
 
 /// Largest image (in pixels) a step decodes or produces: Pillow's decompression-bomb error
 /// threshold, 2 x `Image.MAX_IMAGE_PIXELS`.

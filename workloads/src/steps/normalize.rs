@@ -87,7 +87,9 @@ impl Step for Normalize {
             .zip(&self.params.std)
             .map(|(m, s)| -m / s)
             .collect();
-        let mut out: Vec<f32> = Vec::with_capacity(shape.iter().product());
+        let held = sample.size_bytes() + data.len() * data.dtype().size_bytes();
+        let n = super::budget::reserve(field, held, &shape, 4)?;
+        let mut out: Vec<f32> = Vec::with_capacity(n);
         match data {
             TensorData::U8(px) => px.chunks_exact(c).for_each(|p| {
                 out.extend(

@@ -43,7 +43,10 @@ pub struct PadTruncate {
 impl PadTruncate {
     pub fn new(params: Params) -> Result<PadTruncate, String> {
         if !params.pad.is_finite() {
-            return Err(format!("pad must be finite, got {}", params.pad));
+            return Err(format!(
+                "pad must be finite, got {}",
+                crate::number::Num(params.pad)
+            ));
         }
         Ok(PadTruncate { params })
     }
@@ -57,13 +60,14 @@ fn fit<T: Copy>(mut v: Vec<T>, len: usize, pad: T) -> Vec<T> {
 impl Step for PadTruncate {
     fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
         let field = &self.params.field;
+        let held = sample.size_bytes();
         let (mut shape, data) = sample.take_tensor(field)?.into_parts();
         let Some(&rows) = shape.first() else {
             return Err(StepError::new(format!("field `{field}` is a scalar")));
         };
         let mut out_shape = shape.clone();
         out_shape[0] = self.params.length;
-        let n = super::output_elements(field, &out_shape, data.dtype().size_bytes())?;
+        let n = super::budget::reserve(field, held, &out_shape, data.dtype().size_bytes())?;
         let pad = self.params.pad;
         let out = match data {
             TensorData::U8(v) => TensorData::U8(fit(v, n, pad as u8)),

@@ -47,7 +47,8 @@ impl PixelCenter {
         if !params.scale.is_finite() || params.scale == 0.0 || !params.offset.is_finite() {
             return Err(format!(
                 "scale must be finite and non-zero, offset finite (got {}, {})",
-                params.scale, params.offset
+                crate::number::Num(params.scale.into()),
+                crate::number::Num(params.offset.into())
             ));
         }
         let table = std::array::from_fn(|v| v as f32 / params.scale + params.offset);
@@ -66,6 +67,7 @@ impl Step for PixelCenter {
                 data.dtype()
             )));
         };
+        super::budget::reserve(field, sample.size_bytes() + pixels.len(), &shape, 4)?;
         let centred: Vec<f32> = pixels.iter().map(|&p| self.table[p as usize]).collect();
         sample.set_tensor(field, shape, TensorData::F32(centred))?;
         Ok(sample)

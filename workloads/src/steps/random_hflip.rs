@@ -40,7 +40,10 @@ pub struct RandomHflip {
 impl RandomHflip {
     pub fn new(params: Params) -> Result<RandomHflip, String> {
         if !(0.0..=1.0).contains(&params.p) {
-            return Err(format!("p must be in [0, 1], got {}", params.p));
+            return Err(format!(
+                "p must be in [0, 1], got {}",
+                crate::number::Num(params.p)
+            ));
         }
         Ok(RandomHflip { params })
     }

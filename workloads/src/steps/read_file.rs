@@ -39,10 +39,10 @@ impl ReadFile {
 
 impl Step for ReadFile {
     fn apply(&self, mut sample: Sample, ctx: &StepContext) -> Result<Sample, StepError> {
-        let path = sample.text(&self.params.from)?.to_string();
+        let path = sample.path(&self.params.from)?;
         let bytes = ctx
-            .read_file(std::path::Path::new(&path))
-            .map_err(|e| StepError::new(format!("cannot read {path}: {e}")))?;
+            .read_file(&path)
+            .map_err(|e| StepError::new(format!("cannot read {}: {e}", path.display())))?;
         if !self.params.keep_path {
             sample.remove(&self.params.from);
         }

@@ -73,7 +73,8 @@ fn members(list: &str) -> Result<Vec<(&str, usize, usize)>, StepError> {
 
 impl Step for ReadWebdataset {
     fn apply(&self, mut sample: Sample, ctx: &StepContext) -> Result<Sample, StepError> {
-        let shard = sample.take_text(&self.params.from)?;
+        let shard = sample.path(&self.params.from)?;
+        sample.remove(&self.params.from);
         let span = sample.take_text(SPAN_FIELD)?;
         let list = sample.take_text(MEMBERS_FIELD)?;
         let (offset, length) = span
@@ -81,8 +82,8 @@ impl Step for ReadWebdataset {
             .and_then(|(o, l)| Some((o.parse::<u64>().ok()?, l.parse::<u64>().ok()?)))
             .ok_or_else(|| StepError::new(format!("malformed span `{span}`")))?;
         let bytes = ctx
-            .read_range(std::path::Path::new(&shard), offset, length)
-            .map_err(|e| StepError::new(format!("cannot read {shard}: {e}")))?;
+            .read_range(&shard, offset, length)
+            .map_err(|e| StepError::new(format!("cannot read {}: {e}", shard.display())))?;
         let listed = members(&list)?;
         for (ext, at, len) in &listed {
             let data = at

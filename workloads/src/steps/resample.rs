@@ -73,7 +73,10 @@ impl Resampler {
             ));
         }
         if !(rolloff > 0.0 && rolloff <= 1.0) {
-            return Err(format!("rolloff must be in (0, 1], got {rolloff}"));
+            return Err(format!(
+                "rolloff must be in (0, 1], got {}",
+                crate::number::Num(rolloff)
+            ));
         }
         let g = gcd(from as u64, to as u64);
         let (up, down) = (to as u64 / g, from as u64 / g);
@@ -247,7 +250,14 @@ impl Step for Resample {
         let tensor = sample.take_tensor(field)?;
         let dtype = tensor.dtype();
         let input = pcm_into_f32(tensor, field)?;
-        let out = self.resampler(from)?.process(&input);
+        let resampler = self.resampler(from)?;
+        let held = sample.size_bytes() + input.len() * 4;
+        let len = input
+            .len()
+            .checked_mul(resampler.up)
+            .map(|n| n.div_ceil(resampler.down));
+        super::budget::reserve(field, held, &[len.unwrap_or(usize::MAX)], 4)?;
+        let out = resampler.process(&input);
         let data = match dtype {
             crate::DType::I16 => TensorData::I16(f32_to_i16(&out)),
             _ => TensorData::F32(out),

@@ -88,6 +88,8 @@ impl Step for ResizeLongerPad {
             )));
         }
         let (scale, nh, nw, top, left) = letterbox(h, w, size);
+        // The resized image and the canvas it is copied into, beside the sample.
+        super::budget::reserve(field, sample.size_bytes(), &[2, size, size, c], 1)?;
         let resized = resize_image(tensor, field, (nh, nw), &self.options)?;
         let TensorData::U8(px) = resized.data() else {
             unreachable!("resize_image returns uint8")

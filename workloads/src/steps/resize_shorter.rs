@@ -267,6 +267,13 @@ impl Step for ResizeShorter {
             )));
         }
         let (nh, nw) = target_dims(h, w, self.params.size);
+        if (nh as u64).saturating_mul(nw as u64) > MAX_IMAGE_PIXELS {
+            return Err(StepError::new(format!(
+                "resizing {h}x{w} to {nh}x{nw} goes above {MAX_IMAGE_PIXELS} pixels"
+            )));
+        }
+        let channels = image_dims(tensor, field)?.2;
+        super::budget::reserve(field, sample.size_bytes(), &[nh, nw, channels], 1)?;
         let out = if self.params.antialias {
             resize_image(tensor, field, (nh, nw), &self.options)?
         } else {
@@ -277,11 +284,6 @@ impl Step for ResizeShorter {
                     tensor.dtype()
                 )));
             };
-            if (nh as u64).saturating_mul(nw as u64) > MAX_IMAGE_PIXELS {
-                return Err(StepError::new(format!(
-                    "resizing {h}x{w} to {nh}x{nw} goes above {MAX_IMAGE_PIXELS} pixels"
-                )));
-            }
             Tensor::new(
                 vec![nh, nw, c],
                 TensorData::U8(resize_bilinear_plain(pixels, (h, w, c), (nh, nw))),

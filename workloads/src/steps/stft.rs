@@ -202,7 +202,9 @@ impl Stft {
     }
 
     /// The complex STFT of `signal`, interleaved (re, im), frame after frame.
-    pub fn transform(&self, signal: Vec<f32>) -> Result<(usize, Vec<f32>), StepError> {
+    /// The frame count and the spectrogram of `signal`, in a sample that holds `held` bytes
+    /// besides it (the sample's budget bounds both together).
+    pub fn transform(&self, signal: Vec<f32>, held: usize) -> Result<(usize, Vec<f32>), StepError> {
         let signal = self.padded(signal)?;
         let (frame_length, hop, bins) = (self.params.frame_length, self.params.hop, self.bins());
         let frames = if signal.len() < frame_length {
@@ -210,7 +212,13 @@ impl Stft {
         } else {
             1 + (signal.len() - frame_length) / hop
         };
-        let mut out = vec![0f32; frames * bins * 2];
+        let n = super::budget::reserve(
+            &self.params.to,
+            held + signal.len() * 4,
+            &[frames, bins, 2],
+            4,
+        )?;
+        let mut out = vec![0f32; n];
         FFT.with(|cell| {
             let FftBuffers {
                 planner,
@@ -245,7 +253,7 @@ impl Step for Stft {
     fn apply(&self, mut sample: Sample, _ctx: &StepContext) -> Result<Sample, StepError> {
         let tensor = sample.take_tensor(&self.params.from)?;
         let signal = pcm_into_f32(tensor, &self.params.from)?;
-        let (frames, out) = self.transform(signal)?;
+        let (frames, out) = self.transform(signal, sample.size_bytes())?;
         sample.set_tensor(
             &self.params.to,
             vec![frames, self.bins(), 2],
@@ -290,7 +298,7 @@ mod tests {
         let signal: Vec<f32> = (0..256)
             .map(|n| (2.0 * std::f32::consts::PI * 5.0 * n as f32 / 64.0).cos())
             .collect();
-        let (frames, out) = s.transform(signal.clone()).unwrap();
+        let (frames, out) = s.transform(signal.clone(), 0).unwrap();
         assert_eq!(frames, 7);
         let w = window(Window::Hann, 64);
         for k in 0..33 {

@@ -90,6 +90,13 @@ impl Step for Window {
             )));
         };
         let length = self.params.length;
+        // Every window at once, each a copy of the sample's other fields and its cut.
+        let each = channels
+            .saturating_mul(length)
+            .saturating_mul(tensor.dtype().size_bytes());
+        let held = sample.size_bytes() + tensor.data().len() * tensor.dtype().size_bytes();
+        let child = each.saturating_add(sample.size_bytes());
+        super::budget::reserve(field, held, &[self.count(samples), child], 1)?;
         for w in 0..self.count(samples) {
             let start = w * self.hop;
             let data = match tensor.data() {

@@ -385,6 +385,15 @@ fn list(values: &BTreeSet<String>) -> String {
 
 /// Why nothing paired: the settings whose values the folders do not share, and what to do.
 fn unpaired_error(a_dir: &Path, b_dir: &Path, a: &[Entry], b: &[Entry], across: Across) -> String {
+    // A folder without a valid run has nothing to differ in.
+    for (dir, entries) in [(a_dir, a), (b_dir, b)] {
+        if entries.is_empty() {
+            return format!(
+                "{} holds no valid run (its runs.csv has no measured rows): nothing to compare",
+                dir.display()
+            );
+        }
+    }
     let (va, vb) = (values_of(a), values_of(b));
     let skip = across_index(across);
     let mut disjoint = Vec::new();

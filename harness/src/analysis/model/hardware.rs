@@ -61,7 +61,7 @@ pub fn hardware_file(path: &std::path::Path) -> anyhow::Result<Hardware> {
         anyhow::bail!(
             "{}: cpu_speed must be a number above 0 and at most 1000, got {}",
             path.display(),
-            h.cpu_speed
+            crate::units::number(h.cpu_speed)
         );
     }
     Ok(Hardware {

@@ -410,6 +410,12 @@ fn write_png(path: &Path, img: &image::RgbImage) -> anyhow::Result<()> {
     write_file(path, &bytes)
 }
 
+/// Whether `--out` names one file (`x.png`, `x.npy`: a name with an extension that is not an
+/// existing folder) rather than a folder for every field.
+fn picture_file(out: &Path) -> bool {
+    out.extension().is_some() && !out.is_dir()
+}
+
 /// Writes what `opts.out` asks for; returns the paths written.
 fn write_outputs(
     workload: &Workload,
@@ -417,9 +423,9 @@ fn write_outputs(
     opts: &ShowOptions,
     out: &Path,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    let extension = out
-        .extension()
-        .and_then(|e| e.to_str())
+    let extension = picture_file(out)
+        .then(|| out.extension().and_then(|e| e.to_str()))
+        .flatten()
         .map(str::to_ascii_lowercase);
     match extension.as_deref() {
         Some("npy") => {
@@ -520,7 +526,13 @@ pub fn show(opts: &ShowOptions) -> anyhow::Result<String> {
     let out = opts.out.as_deref().expect("checked above");
     // A picture of a sample never lands in the dataset it came from, nor in a generated one.
     let root = crate::measure::session::dataset_root(&workload, &opts.data_dir)?;
-    crate::measure::places::check_places(&[root.as_path()], &[("--out", out)])?;
+    // Checked as the folder written into: `--out x.png` writes into x.png's folder.
+    let folder = match picture_file(out) {
+        true => out.parent().filter(|p| !p.as_os_str().is_empty()),
+        false => Some(out),
+    };
+    let folder = folder.unwrap_or(Path::new("."));
+    crate::measure::places::check_places(&[root.as_path()], &[("--out", folder)])?;
     let written = write_outputs(&workload, &sample, opts, out)?;
     let after = if end == 0 {
         "the source".to_string()

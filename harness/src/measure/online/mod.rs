@@ -36,6 +36,8 @@ pub fn is_default(name: &str) -> bool {
 
 /// Runs one epoch of `job` on its engine.
 pub fn run(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {
+    // Each of the job's threads holds a sample: each gets its share of the memory budget.
+    workloads::steps::budget::set_workers(job.threads);
     job.engine.run(job, progress)
 }
 

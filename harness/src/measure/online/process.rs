@@ -234,7 +234,8 @@ fn answer_line(
 }
 
 impl PythonLoader {
-    fn spawn(&self) -> Result<(Child, std::thread::JoinHandle<String>), RunError> {
+    fn spawn(&self) -> Result<(Child, Stderr), RunError> {
+        use std::os::unix::process::CommandExt;
         let python = workloads::python::interpreter();
         let mut child = Command::new(&python)
             .args(["-c", &format!("from {} import main; main()", self.module)])
@@ -242,24 +243,69 @@ impl PythonLoader {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            // A group of its own: its DataLoader workers, and any helper a step leaves, end
+            // with it (`end_group`).
+            .process_group(0)
             .spawn()
             .map_err(|e| loader_error(self.name, format!("starting {}: {e}", python.display())))?;
         // Its stderr (the user's prints, PyTorch's warnings), kept for an error's message.
-        let mut err = child.stderr.take().expect("piped");
-        let stderr = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = err.read_to_string(&mut text);
-            text
+        let mut err = workloads::python::watch::Watched {
+            pipe: child.stderr.take().expect("piped"),
+            pid: child.id(),
+        };
+        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (done, finished) = std::sync::mpsc::channel();
+        let kept = text.clone();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = err.read(&mut chunk) {
+                if let Ok(mut text) = kept.lock() {
+                    text.push_str(&String::from_utf8_lossy(&chunk[..n]));
+                }
+            }
+            let _ = done.send(());
         });
-        Ok((child, stderr))
+        Ok((child, Stderr { text, finished }))
     }
 }
 
-/// The last lines of the loader's stderr, for an error.
-fn tail(stderr: std::thread::JoinHandle<String>) -> String {
-    let text = stderr.join().unwrap_or_default();
+/// A loader process's stderr, read as it comes.
+struct Stderr {
+    text: std::sync::Arc<std::sync::Mutex<String>>,
+    finished: std::sync::mpsc::Receiver<()>,
+}
+
+/// The last lines of the loader's stderr, for an error: what was read by the time the reader
+/// finished (the process ended), or a second later.
+fn tail(stderr: Stderr) -> String {
+    let _ = stderr
+        .finished
+        .recv_timeout(std::time::Duration::from_secs(1));
+    let text = stderr.text.lock().map(|t| t.clone()).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(12)..].join("\n")
+}
+
+/// The loader process: when it goes out of scope (its answer read, or an error on the way),
+/// it is given `grace` to end by itself, then its group (its DataLoader workers, helpers a step
+/// left) is ended and it is reaped, so no run leaves a process behind.
+struct Loader {
+    child: Child,
+    grace: std::time::Duration,
+}
+
+impl Drop for Loader {
+    fn drop(&mut self) {
+        use workloads::python::watch::{end_group, ended};
+        let pid = self.child.id();
+        let until = std::time::Instant::now() + self.grace;
+        while !ended(pid) && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // Before it is reaped, while its process id still names the group.
+        end_group(pid);
+        let _ = self.child.wait();
+    }
 }
 
 impl PythonLoader {
@@ -330,18 +376,25 @@ impl PythonLoader {
             return Err(loader_error(why));
         }
         let request = self.job_json(job, options)?;
-        let (mut child, stderr) = self.spawn()?;
+        let (child, stderr) = self.spawn()?;
+        let mut loader = Loader {
+            child,
+            grace: std::time::Duration::ZERO,
+        };
+        let child = &mut loader.child;
         let mut stdin = child.stdin.take().expect("piped");
-        let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+        let mut stdout = BufReader::new(workloads::python::watch::Watched {
+            pipe: child.stdout.take().expect("piped"),
+            pid: child.id(),
+        });
         let wrote = writeln!(stdin, "{request}");
         if wrote.is_err() {
-            let _ = child.wait();
             return Err(loader_error(format!(
                 "its process ended before reading the job:\n{}",
                 tail(stderr)
             )));
         }
-        let line = match answer_line(name, &mut stdout, &mut child) {
+        let line = match answer_line(name, &mut stdout, child) {
             Ok(line) => line,
             Err(e) => {
                 return Err(loader_error(format!(
@@ -357,7 +410,9 @@ impl PythonLoader {
         let ready: Ready = serde_json::from_str(&line)
             .map_err(|e| loader_error(format!("its greeting {line:?}: {e}")))?;
         let Some(before) = ready.ready else {
-            let _ = child.wait();
+            loader.grace = std::time::Duration::from_secs(5);
+            drop(stdin);
+            drop(loader);
             let _ = tail(stderr);
             return Err(loader_error(format!(
                 "{}\n{}",
@@ -370,10 +425,12 @@ impl PythonLoader {
         }
         let start = Snapshot::now();
         writeln!(stdin, "go").map_err(|e| loader_error(format!("starting the epoch: {e}")))?;
-        let line = answer_line(name, &mut stdout, &mut child)?;
+        let line = answer_line(name, &mut stdout, child)?;
         let end = Snapshot::now();
         drop(stdin);
-        let _ = child.wait();
+        // It ends by itself once its answer is out (its workers shut down); then its group.
+        loader.grace = std::time::Duration::from_secs(10);
+        drop(loader);
         let _ = tail(stderr);
         let answer: Answer = serde_json::from_str(&line).map_err(|e| {
             let error: Option<Ready> = serde_json::from_str(&line).ok();
