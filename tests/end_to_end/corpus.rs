@@ -475,6 +475,21 @@ fn third_round() -> Vec<Case> {
             .data("imagenet", 4)
             .file("w.yaml", files("{glob: \"**/*.JPEG\"}")),
         case(
+            "report --out a folder holding the user's module",
+            "report {d}/out --out {d}/code",
+            1,
+            &["{d}/code", "pipe.py", "not prepbench's"],
+        )
+        .file("code/pipe.py", "def f(x):\n    return x\n"),
+        case(
+            "show --out a folder holding the user's module",
+            "show cv --sample 0 --data-dir {d}/data --out {d}/code",
+            1,
+            &["{d}/code", "pipe.py", "not prepbench's"],
+        )
+        .data("imagenet", 4)
+        .file("code/pipe.py", "def f(x):\n    return x\n"),
+        case(
             "a max_expansion of 1e-300, quoted as given",
             validate,
             1,

@@ -263,7 +263,12 @@ fn dispatch(command: Command, progress: Progress, line: &[String]) -> anyhow::Re
                     .filter_map(|i| i.dataset.as_ref())
                     .map(|place| std::path::Path::new(&place.path))
                     .collect();
-                crate::measure::places::check_places(&read, &[("the report folder (--out)", out)])?;
+                let what = "the report folder (--out)";
+                crate::measure::places::check_places(&read, &[(what, out)])?;
+                crate::measure::places::check_own_folder(what, out, |name| {
+                    let written = ["report.md", "report.json", "summary.csv", "plots", "tables"];
+                    written.contains(&name) || name.starts_with('.')
+                })?;
             }
             let written =
                 crate::analysis::report::write_report_with(&dir, out, peers.as_deref(), &plan)?;

@@ -55,6 +55,18 @@ fn check_not_in_a_dataset(what: &str, path: &Path) -> anyhow::Result<()> {
 /// `/`, a home folder or a project's folder. Workload files (`*.yaml`, as the Python API
 /// writes one beside its results) do not count as someone else's.
 pub fn check_results_folder(out: &Path) -> anyhow::Result<()> {
+    check_own_folder("the results directory", out, |name| {
+        // Its own: workload files, hidden ones (a lock), a sharded sweep's shard folders.
+        name.ends_with(".yaml") || name.starts_with('.') || name.starts_with("shard-")
+    })
+}
+
+/// Refuses an output folder (`what`, at `out`) that already holds files of someone else's,
+/// before anything is written there: only a folder that does not exist, is empty, is a
+/// prepbench results folder, or holds only names `ours` accepts (what this command writes,
+/// written there by an earlier call) is written into. A user's project or module folder, a
+/// home folder or `/` is refused, naming a few of what it holds.
+pub fn check_own_folder(what: &str, out: &Path, ours: impl Fn(&str) -> bool) -> anyhow::Result<()> {
     if datasets::files::is_remote(out) {
         return Ok(());
     }
@@ -69,15 +81,13 @@ pub fn check_results_folder(out: &Path) -> anyhow::Result<()> {
     let foreign: Vec<String> = entries
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        // Its own: workload files, hidden ones (a lock), a sharded sweep's shard folders.
-        .filter(|name| !name.ends_with(".yaml") && !name.starts_with('.'))
-        .filter(|name| !name.starts_with("shard-"))
+        .filter(|name| !ours(name))
         .take(3)
         .collect();
     if !foreign.is_empty() {
         bail!(
-            "the results directory {} already holds files that are not prepbench's results \
-             ({}{}): prepbench writes only into its own folders; choose a new or empty one",
+            "{what} {} already holds files that are not prepbench's ({}{}): prepbench writes \
+             only into its own folders; choose a new or empty one",
             out.display(),
             foreign.join(", "),
             if foreign.len() == 3 { ", ..." } else { "" }

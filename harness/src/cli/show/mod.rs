@@ -533,6 +533,12 @@ pub fn show(opts: &ShowOptions) -> anyhow::Result<String> {
     };
     let folder = folder.unwrap_or(Path::new("."));
     crate::measure::places::check_places(&[root.as_path()], &[("--out", folder)])?;
+    if !picture_file(out) {
+        // A folder of every field: only one that holds nothing but such pictures and arrays.
+        crate::measure::places::check_own_folder("--out", out, |name| {
+            name.ends_with(".npy") || name.ends_with(".png") || name.starts_with('.')
+        })?;
+    }
     let written = write_outputs(&workload, &sample, opts, out)?;
     let after = if end == 0 {
         "the source".to_string()
