@@ -331,6 +331,23 @@ fn the_readme_quickstart_runs_as_written() {
         first_section.starts_with("\n## Recommendation: my-photos"),
         "{md}"
     );
+    // The trade-off plot marks the strategy the recommendation names.
+    let named = md
+        .split("**Recommendation: `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .expect("a recommendation");
+    let plots = work.path().join("results/plots");
+    let tradeoff = std::fs::read_dir(&plots)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().ends_with("-tradeoff.svg"))
+        .expect("a trade-off plot");
+    let svg = std::fs::read_to_string(tradeoff.path()).unwrap();
+    assert!(
+        svg.contains(&format!("recommended: {named}")) && svg.contains(r#"r="8" fill="none""#),
+        "the trade-off plot does not mark `{named}`"
+    );
 }
 
 #[test]

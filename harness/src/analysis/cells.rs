@@ -171,7 +171,7 @@ fn one_size_per_cell(rows: Vec<RunRow>, left_out: &mut Vec<String>) -> Vec<RunRo
 }
 
 /// A row's cell.
-fn key_of(row: &RunRow) -> CellKey {
+pub(crate) fn key_of(row: &RunRow) -> CellKey {
     CellKey {
         workload: row.workload.clone(),
         condition: row.condition(),

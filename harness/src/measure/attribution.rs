@@ -48,12 +48,12 @@ pub fn stages(times: &StageTimes, workload: &Workload, split: usize) -> Vec<Stag
         }
     }
     out.push(Stage {
-        name: StageName::WaitConsumer,
+        name: StageName::WorkersBlocked,
         kind: StageKind::Wait,
         seconds: times.send_wait,
     });
     out.push(Stage {
-        name: StageName::ConsumerWait,
+        name: StageName::ConsumerStarved,
         kind: StageKind::Consumer,
         seconds: times.recv_wait,
     });

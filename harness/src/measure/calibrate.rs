@@ -331,7 +331,7 @@ pub fn strategy(
         seconds(StageName::Decompress),
         seconds(StageName::Deserialize),
     );
-    let recv_wait = seconds(StageName::ConsumerWait);
+    let recv_wait = seconds(StageName::ConsumerStarved);
     let files = match stored {
         Some(m) => m.manifest.shards.len() as f64,
         None => session.source.items.len() as f64,

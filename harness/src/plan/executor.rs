@@ -10,27 +10,17 @@ use crate::measure::epochs::{Measured, RunSpec};
 use crate::measure::session::{Materialized, Session};
 use crate::measure::warnings::Warning;
 use crate::plan::settings::Places;
-use crate::results::rows::HEAVY_FOREIGN_LOAD_PCT;
 use crate::results::{self, OfflineRow, Tables};
 
-/// The heaviest foreign load of a run's epochs, when above [`HEAVY_FOREIGN_LOAD_PCT`].
+/// The heaviest foreign load of a run's epochs, when above [`crate::results::rows::HEAVY_FOREIGN_LOAD_PCT`].
 fn foreign_load(measured: &Measured) -> Option<f64> {
-    let heavy = heavy_load_pct();
+    let heavy = crate::results::rows::heavy_load_pct();
     measured
         .rows
         .iter()
         .filter_map(|r| r.foreign_load_pct)
         .filter(|pct| *pct > heavy)
         .max_by(f64::total_cmp)
-}
-
-/// [`HEAVY_FOREIGN_LOAD_PCT`], or `PREPBENCH_HEAVY_LOAD_PCT` where set (above 100: never
-/// measure again; the test suite, which runs tests side by side, sets it).
-fn heavy_load_pct() -> f64 {
-    std::env::var("PREPBENCH_HEAVY_LOAD_PCT")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(HEAVY_FOREIGN_LOAD_PCT)
 }
 
 /// A workload's session and the results folder its runs go to.
@@ -109,7 +99,7 @@ impl<'p> Executor<'p> {
     }
 
     /// Measures one run and records it. A run measured beside heavy foreign load (over
-    /// [`HEAVY_FOREIGN_LOAD_PCT`] of the machine in any epoch) is measured once more, and only
+    /// [`crate::results::rows::HEAVY_FOREIGN_LOAD_PCT`] of the machine in any epoch) is measured once more, and only
     /// the second measurement recorded; still loaded, it carries a warning.
     pub fn measure(
         &self,

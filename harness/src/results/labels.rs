@@ -154,10 +154,11 @@ pub enum StageName {
     Step(String),
     /// A Python step's time outside its callable: the sample's way to and from its worker.
     Transfer(String),
-    /// Workers blocked on a full queue.
-    WaitConsumer,
-    /// The consumer waiting for samples.
-    ConsumerWait,
+    /// Workers blocked on a full queue, waiting for the consumer to take samples
+    /// (`workers:blocked`; `wait:consumer` in results from before).
+    WorkersBlocked,
+    /// The consumer waiting for samples (`consumer:starved`; `consumer:wait` before).
+    ConsumerStarved,
 }
 
 const STEP_PREFIX: &str = "step:";
@@ -181,8 +182,8 @@ impl fmt::Display for StageName {
             StageName::Deserialize => f.write_str("deserialize"),
             StageName::Step(name) => write!(f, "{STEP_PREFIX}{name}"),
             StageName::Transfer(name) => write!(f, "{TRANSFER_PREFIX}{name}"),
-            StageName::WaitConsumer => f.write_str("wait:consumer"),
-            StageName::ConsumerWait => f.write_str("consumer:wait"),
+            StageName::WorkersBlocked => f.write_str("workers:blocked"),
+            StageName::ConsumerStarved => f.write_str("consumer:starved"),
         }
     }
 }
@@ -195,8 +196,9 @@ impl FromStr for StageName {
             "read" => StageName::Read,
             "decompress" => StageName::Decompress,
             "deserialize" => StageName::Deserialize,
-            "wait:consumer" => StageName::WaitConsumer,
-            "consumer:wait" => StageName::ConsumerWait,
+            // The names before: two mirror images that read as one.
+            "workers:blocked" | "wait:consumer" => StageName::WorkersBlocked,
+            "consumer:starved" | "consumer:wait" => StageName::ConsumerStarved,
             other => match (
                 other.strip_prefix(STEP_PREFIX),
                 other.strip_prefix(TRANSFER_PREFIX),
@@ -206,7 +208,7 @@ impl FromStr for StageName {
                 _ => {
                     return Err(format!(
                         "`{text}` is not a stage; known: read, decompress, deserialize, \
-                         step:NAME, transfer:NAME, wait:consumer, consumer:wait"
+                         step:NAME, transfer:NAME, workers:blocked, consumer:starved"
                     ))
                 }
             },
@@ -316,11 +318,20 @@ mod tests {
             "read",
             "step:resized",
             "step:a:b",
-            "consumer:wait",
-            "wait:consumer",
+            "consumer:starved",
+            "workers:blocked",
         ] {
             assert_eq!(name.parse::<StageName>().unwrap().to_string(), name);
         }
+        // Results written before the names changed read as the same stages.
+        assert_eq!(
+            "wait:consumer".parse::<StageName>().unwrap(),
+            StageName::WorkersBlocked
+        );
+        assert_eq!(
+            "consumer:wait".parse::<StageName>().unwrap(),
+            StageName::ConsumerStarved
+        );
         assert_eq!(
             "step:crop".parse::<StageName>().unwrap().step(),
             Some("crop")

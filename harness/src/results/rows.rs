@@ -284,6 +284,15 @@ impl Default for RunRow {
 /// Foreign CPU load, % of the machine, above which a run is measured again.
 pub const HEAVY_FOREIGN_LOAD_PCT: f64 = 25.0;
 
+/// [`HEAVY_FOREIGN_LOAD_PCT`], or `PREPBENCH_HEAVY_LOAD_PCT` where set (above 100: never
+/// heavy; the test suite, which runs tests side by side, sets it).
+pub fn heavy_load_pct() -> f64 {
+    std::env::var("PREPBENCH_HEAVY_LOAD_PCT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(HEAVY_FOREIGN_LOAD_PCT)
+}
+
 /// `evict_method` of an epoch read from object storage: nothing here to evict.
 pub const EVICT_REMOTE: &str = "remote";
 

@@ -129,8 +129,8 @@ mod tests {
             stage("read", "io", 6.0),
             stage("decompress", "cpu", 1.0),
             stage("step:cropped", "cpu", 2.0),
-            stage("wait:consumer", "wait", 1.0),
-            stage("consumer:wait", "consumer", 5.0),
+            stage("workers:blocked", "wait", 1.0),
+            stage("consumer:starved", "consumer", 5.0),
         ];
         let (bound, evidence) = classify(&io);
         assert_eq!(bound, Some(Bound::IoBound));
@@ -144,7 +144,7 @@ mod tests {
         assert_eq!(classify(&cpu).0, Some(Bound::CpuBound));
         let consumer = [
             stage("read", "io", 1.0),
-            stage("wait:consumer", "wait", 3.0),
+            stage("workers:blocked", "wait", 3.0),
         ];
         assert_eq!(classify(&consumer).0, Some(Bound::ConsumerBound));
         assert_eq!(classify(&[]).0, None);

@@ -169,9 +169,86 @@ fn size_series(views: &[WorkloadView]) -> Vec<SizeSeries> {
     out
 }
 
-/// The six findings judged on `results`, seen through `views`.
+/// The six findings judged on `results`, seen through `views`; a check is unsettled, not
+/// judged, where the machine was busy while its cells ran or where more trials would decide
+/// it ([`unsettle`]).
 pub fn judge(results: &Results, views: &[WorkloadView]) -> Vec<crate::analysis::findings::Finding> {
-    crate::analysis::findings::rules::judge(&observations(results, views))
+    let mut found = crate::analysis::findings::rules::judge(&observations(results, views));
+    unsettle(results, &mut found);
+    found
+}
+
+/// Claims about thread scaling: their cells need free the cores they scale onto.
+const SCALING_CLAIMS: [&str; 3] = ["6a", "6b", "6c"];
+
+/// Marks unsettled, with what would settle it, each check whose cells ran while other
+/// processes used more than the heavy-load share of the machine (for thread scaling: while
+/// fewer cores were free than the threads it ran), and each whose estimate lies beyond a
+/// threshold while its interval straddles it (more trials decide it: `reproduce` resumed into
+/// the same folder adds them). Verdicts of sub-claims and findings follow.
+fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding]) {
+    use crate::analysis::findings::{Finding, SubClaim, Verdict};
+    let cells = results.cells();
+    let load_of = |key: &crate::analysis::cells::CellKey| {
+        cells
+            .iter()
+            .find(|c| &c.key == key)
+            .and_then(|c| c.foreign_load_pct)
+    };
+    let heavy = crate::results::rows::heavy_load_pct();
+    let cores = results
+        .manifest
+        .machine
+        .as_ref()
+        .map_or(1, |m| m.logical_cores) as f64;
+    for finding in found.iter_mut() {
+        for sub in &mut finding.sub_claims {
+            let scaling = SCALING_CLAIMS.contains(&sub.id);
+            for check in &mut sub.checks {
+                if check.verdict == Verdict::NotTestable || check.cells.is_empty() {
+                    continue;
+                }
+                let busy = check
+                    .cells
+                    .iter()
+                    .filter_map(|k| {
+                        let load = load_of(k)?;
+                        let starved =
+                            scaling && k.threads as f64 > cores * (1.0 - load / 100.0) + 0.5;
+                        (load > heavy || starved).then_some(load)
+                    })
+                    .max_by(f64::total_cmp);
+                if let Some(load) = busy {
+                    check.unsettle(format!(
+                        "the machine was busy ({load:.0} % foreign CPU while its cells ran{}); \
+                         rerun on an idle machine",
+                        if scaling {
+                            ", fewer free cores than threads"
+                        } else {
+                            ""
+                        }
+                    ));
+                } else if let Some(factor) = check.straddles() {
+                    let trials = match factor {
+                        Some(f) => format!("about {f:.1}x the trials would decide it"),
+                        None => "more than 16x the trials would be needed".into(),
+                    };
+                    check.unsettle(format!(
+                        "the estimate lies clear of the threshold but its interval straddles \
+                         it; {trials} (`reproduce` into the same folder adds trials)"
+                    ));
+                }
+            }
+            *sub = SubClaim {
+                verdict: Verdict::of_all(sub.checks.iter().map(|c| c.verdict)),
+                ..sub.clone()
+            };
+        }
+        *finding = Finding {
+            verdict: Verdict::of_all(finding.sub_claims.iter().map(|s| s.verdict)),
+            ..finding.clone()
+        };
+    }
 }
 
 /// Every paper pipeline and sample-size series measured in `results`.
@@ -201,5 +278,101 @@ pub fn observations(results: &Results, views: &[WorkloadView]) -> Observations {
     Observations {
         pipelines,
         sizes: size_series(views),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::findings::{Check, Expect, Finding, SubClaim, Verdict};
+    use crate::results::folder::Recorded;
+    use crate::results::RunRow;
+
+    /// A check whose cells ran on a busy machine is unsettled whatever its interval says; one
+    /// whose estimate lies past a threshold but whose interval straddles it is unsettled with
+    /// what would decide it; one whose estimate lies between the thresholds is not reproduced.
+    #[test]
+    fn busy_or_straddling_checks_are_unsettled_not_judged() {
+        let row = |run: &str, strategy: &str, load: f64| RunRow {
+            run_id: run.into(),
+            workload: "cv".into(),
+            strategy: strategy.into(),
+            split: 2,
+            samples: 100,
+            online_s: 2.0,
+            throughput_sps: 50.0,
+            threads: 1,
+            foreign_load_pct: Some(load),
+            ..RunRow::default()
+        };
+        let rows = vec![
+            row("a", "busy", 60.0),
+            row("b", "busy", 58.0),
+            row("c", "idle", 2.0),
+            row("d", "idle", 3.0),
+        ];
+        let key = |r: &RunRow| crate::analysis::cells::key_of(r);
+        let (busy, idle) = (key(&rows[0]), key(&rows[2]));
+        let results = Results::of(Recorded {
+            runs: rows,
+            ..Recorded::default()
+        });
+        let expect = Expect::AtLeast {
+            holds: 1.5,
+            opposite: 1.0,
+        };
+        let check = |lo: f64, hi: f64, cells: &crate::analysis::cells::CellKey| {
+            Check::of(
+                "x".into(),
+                &Ok(LogEstimate::range(lo, hi).unwrap()),
+                expect,
+                "x",
+            )
+            .cells(vec![cells.clone()])
+        };
+        let mut found = vec![Finding::new(
+            1,
+            "c",
+            "p",
+            vec![
+                SubClaim::new("1a", "decided, but busy", vec![check(2.0, 3.0, &busy)]),
+                SubClaim::new("1b", "straddles", vec![check(1.2, 3.0, &idle)]),
+                SubClaim::new("2a", "in between", vec![check(1.1, 1.4, &idle)]),
+                SubClaim::new("2b", "decided", vec![check(2.0, 3.0, &idle)]),
+            ],
+        )];
+        unsettle(&results, &mut found);
+        let subs = &found[0].sub_claims;
+        let verdicts: Vec<Verdict> = subs.iter().map(|s| s.verdict).collect();
+        assert_eq!(
+            verdicts,
+            [
+                Verdict::Unsettled,
+                Verdict::Unsettled,
+                Verdict::NotReproduced,
+                Verdict::Reproduced
+            ]
+        );
+        let why = |i: usize| subs[i].checks[0].unsettled.clone().unwrap_or_default();
+        assert!(why(0).contains("busy (59 % foreign CPU"), "{}", why(0));
+        assert!(why(1).contains("straddles"), "{}", why(1));
+        assert!(found[0]
+            .markdown()
+            .contains("unsettled: the machine was busy"));
+        // A finding of decided and unsettled claims that agree is unsettled, a mixed one not
+        // reproduced.
+        assert_eq!(found[0].verdict, Verdict::NotReproduced);
+        assert_eq!(
+            Verdict::of_all([
+                Verdict::Reproduced,
+                Verdict::Unsettled,
+                Verdict::NotTestable
+            ]),
+            Verdict::Unsettled
+        );
+        assert_eq!(
+            Verdict::of_all([Verdict::Unsettled, Verdict::Unsettled]),
+            Verdict::Unsettled
+        );
     }
 }

@@ -1,7 +1,9 @@
 //! The paper's six findings, each split into the sub-claims `PAPER.md` states, judged on the
 //! 95 % confidence interval of the ratio each is about: reproduced (the interval lies where the
-//! claim says), contradicted (it lies where the claim's opposite says), not reproduced (it
-//! straddles), or not testable here (with the reason). The same rules judge the paper's own
+//! claim says), contradicted (it lies where the claim's opposite says), not reproduced (the
+//! estimate lies between the two), unsettled (the estimate lies on one side but its interval
+//! straddles, so more trials would decide; or the machine was busy while its cells ran), or not
+//! testable here (with the reason). The same rules judge the paper's own
 //! figures ([`published`]), which must reproduce every sub-claim, and our measurements
 //! ([`measured`]). Lines measured for contrast are shown and never counted.
 
@@ -28,6 +30,8 @@ pub enum Verdict {
     Reproduced,
     NotReproduced,
     Contradicted,
+    /// Not decided by these measurements: more trials would decide, or the machine was busy.
+    Unsettled,
     NotTestable,
 }
 
@@ -37,22 +41,34 @@ impl Verdict {
             Verdict::Reproduced => "reproduced",
             Verdict::NotReproduced => "not reproduced",
             Verdict::Contradicted => "contradicted",
+            Verdict::Unsettled => "unsettled",
             Verdict::NotTestable => "not testable here",
         }
     }
 
     /// The verdict of several: the testable ones all reproduced, all contradicted, or mixed
-    /// (not reproduced); not testable when none is testable.
+    /// (not reproduced); unsettled when the decided ones agree but some are unsettled (or all
+    /// are); not testable when none is testable.
     pub fn of_all(verdicts: impl IntoIterator<Item = Verdict>) -> Verdict {
         let testable: Vec<Verdict> = verdicts
             .into_iter()
             .filter(|v| *v != Verdict::NotTestable)
             .collect();
+        let decided: Vec<Verdict> = testable
+            .iter()
+            .copied()
+            .filter(|v| *v != Verdict::Unsettled)
+            .collect();
+        let agree = |v: Verdict| decided.iter().all(|d| *d == v);
         if testable.is_empty() {
             Verdict::NotTestable
-        } else if testable.iter().all(|v| *v == Verdict::Reproduced) {
+        } else if decided.len() < testable.len()
+            && (agree(Verdict::Reproduced) || agree(Verdict::Contradicted))
+        {
+            Verdict::Unsettled
+        } else if agree(Verdict::Reproduced) {
             Verdict::Reproduced
-        } else if testable.iter().all(|v| *v == Verdict::Contradicted) {
+        } else if agree(Verdict::Contradicted) {
             Verdict::Contradicted
         } else {
             Verdict::NotReproduced
@@ -152,6 +168,8 @@ pub struct Check {
     pub paper: Option<String>,
     /// What the measurements say caused the result (bound, stage shares, per-record cost).
     pub mechanism: Option<String>,
+    /// Why it is unsettled, and what would settle it.
+    pub unsettled: Option<String>,
     /// The cells its figure comes from (ours only): more trials of them narrow its interval.
     #[serde(skip)]
     pub cells: Vec<CellKey>,
@@ -184,9 +202,27 @@ impl Check {
             needs: expect.text(unit),
             paper: None,
             mechanism: None,
+            unsettled: None,
             cells: Vec::new(),
             judged,
         }
+    }
+
+    /// Marks the check unsettled (`why`: what kept it from being decided, and what would).
+    pub fn unsettle(&mut self, why: String) {
+        self.verdict = Verdict::Unsettled;
+        self.unsettled = Some(why);
+    }
+
+    /// Where its estimate lies beyond a threshold while its interval straddles it: the trials
+    /// factor that would settle it (`None` beyond [`MAX_TRIALS_FACTOR`]). `None` outside.
+    pub fn straddles(&self) -> Option<Option<f64>> {
+        if self.verdict != Verdict::NotReproduced {
+            return None;
+        }
+        let (estimate, expect) = self.judged?;
+        let margin = expect.margin(estimate.value())?;
+        (margin > 0.0).then(|| self.trials_factor())
     }
 
     /// The cells the figure comes from.
@@ -202,10 +238,14 @@ impl Check {
     /// [`MAX_TRIALS_FACTOR`] times the trials would do. `None` otherwise (decided, no
     /// interval, no cells of ours, or an estimate between the thresholds).
     pub fn trials_factor(&self) -> Option<f64> {
-        if self.verdict != Verdict::NotReproduced || self.cells.is_empty() {
+        let open = matches!(self.verdict, Verdict::NotReproduced | Verdict::Unsettled);
+        if !open || self.cells.is_empty() {
             return None;
         }
         let (estimate, expect) = self.judged?;
+        if expect.judge(estimate.ci95()) != Verdict::NotReproduced {
+            return None; // decided on its interval (unsettled only by a busy machine)
+        }
         let margin = expect.margin(estimate.value())?;
         let settles = |f: f64| estimate.half_width_with_trials(f) * 1.1 <= margin;
         if margin <= 0.0 || !settles(MAX_TRIALS_FACTOR) {
@@ -340,15 +380,23 @@ impl Finding {
                     .as_ref()
                     .map(|p| format!("; paper {p}"))
                     .unwrap_or_default();
+                let why = c
+                    .unsettled
+                    .as_ref()
+                    .map(|w| format!(": {w}"))
+                    .unwrap_or_default();
                 let _ = writeln!(
                     md,
-                    "  - {}: {} (needs {}{paper}): {}",
+                    "  - {}: {} (needs {}{paper}): {}{why}",
                     c.subject,
                     c.measured,
                     c.needs,
                     c.verdict.text()
                 );
-                if matches!(c.verdict, Verdict::NotReproduced | Verdict::Contradicted) {
+                if matches!(
+                    c.verdict,
+                    Verdict::NotReproduced | Verdict::Contradicted | Verdict::Unsettled
+                ) {
                     if let Some(m) = &c.mechanism {
                         let _ = writeln!(md, "    - mechanism: {m}");
                     }

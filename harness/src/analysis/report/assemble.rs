@@ -195,7 +195,17 @@ fn view_section(report: &mut Report, inputs: &Inputs, view: &WorkloadView) -> Op
         ),
         None => {}
     }
-    let mut figures = plots::plots(view);
+    // Your own workloads' trade-off plot marks the strategy the recommendation names.
+    let recommended = (!is_reference(results, &view.name))
+        .then(|| {
+            let machine = crate::analysis::recommend::machine_of(results, inputs.plan);
+            crate::analysis::recommend::candidates(view, inputs.plan, &machine)
+                .into_iter()
+                .next()
+        })
+        .flatten()
+        .map(|c| (c.strategy, c.codec));
+    let mut figures = plots::plots(view, recommended.as_ref());
     figures.extend(roofline::plot(view, inputs.checked));
     report.push(Block::Figures(figures));
     tau
@@ -226,8 +236,9 @@ fn across_storage(report: &mut Report, views: &[WorkloadView]) {
 fn paper_comparison(report: &mut Report, found: &[Finding]) {
     report.heading(2, "Paper comparison");
     report.paragraph(format!(
-        "Each finding is split into the claims the paper makes; each claim is judged on the 95 % interval of the ratio it is about: reproduced (the interval lies on the claim's side), contradicted (on the opposite side), not reproduced (it straddles), or not testable here (the reason is given). Epochs under {} s and cells of one trial are not judged. Where a check did not reproduce, the measured mechanism follows it.",
-        crate::analysis::cells::MIN_EPOCH_S
+        "Each finding is split into the claims the paper makes; each claim is judged on the 95 % interval of the ratio it is about: reproduced (the interval lies on the claim's side), contradicted (on the opposite side), not reproduced (the estimate lies between the two), unsettled (the estimate lies on one side but its interval straddles, so more trials would decide; or other processes used more than {heavy:.0} % of the machine while its cells ran, or, for thread scaling, left fewer cores free than it ran threads), or not testable here (the reason is given). Epochs under {} s and cells of one trial are not judged. Where a check did not reproduce, the measured mechanism follows it.",
+        crate::analysis::cells::MIN_EPOCH_S,
+        heavy = crate::results::rows::heavy_load_pct()
     ));
     for f in found {
         report.push(Block::Markdown(f.markdown()));

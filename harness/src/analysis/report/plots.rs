@@ -44,12 +44,18 @@ fn chart(
     }
 }
 
-/// Each plot the workload's cells support.
-pub fn plots(view: &WorkloadView) -> Vec<Figure> {
-    [tradeoff(view), threads(view), codecs(view), cache(view)]
-        .into_iter()
-        .flatten()
-        .collect()
+/// Each plot the workload's cells support; `recommended` (a strategy and codec) is marked on
+/// the trade-off plot.
+pub fn plots(view: &WorkloadView, recommended: Option<&(String, Codec)>) -> Vec<Figure> {
+    [
+        tradeoff(view, recommended),
+        threads(view),
+        codecs(view),
+        cache(view),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 fn figure(view: &WorkloadView, kind: &str, chart: Chart) -> Figure {
@@ -59,8 +65,9 @@ fn figure(view: &WorkloadView, kind: &str, chart: Chart) -> Figure {
     }
 }
 
-/// Cold throughput against storage per sample, with the Pareto front.
-fn tradeoff(view: &WorkloadView) -> Option<Figure> {
+/// Cold throughput against storage per sample, with the Pareto front, and the recommended
+/// strategy marked (its point without compression, the codec named when it is another).
+fn tradeoff(view: &WorkloadView, recommended: Option<&(String, Codec)>) -> Option<Figure> {
     let t = view.max_threads();
     let threads_text = crate::units::count(t as u64, "thread", "threads");
     let (mut points, mut labels, mut intervals) = (Vec::new(), Vec::new(), Vec::new());
@@ -78,10 +85,19 @@ fn tradeoff(view: &WorkloadView) -> Option<Figure> {
         .into_iter()
         .map(|i| points[i])
         .collect();
-    let series = vec![
+    let marked = recommended.and_then(|(strategy, codec)| {
+        let at = labels.iter().position(|l| l == strategy)?;
+        let name = match codec {
+            Codec::None => format!("recommended: {strategy}"),
+            other => format!("recommended: {strategy} (stored with {other})"),
+        };
+        Some(Series::rings(&name, vec![points[at]]))
+    });
+    let mut series = vec![
         Series::labelled_dots("strategies", points, labels).with_intervals(intervals),
         Series::dashed_line("Pareto front", front),
     ];
+    series.extend(marked);
     let title = format!(
         "{}: throughput vs storage ({threads_text}, codec none)",
         view.title()

@@ -357,7 +357,7 @@ pub fn bottlenecks(
     let threads_text = crate::units::count(t as u64, "thread", "threads");
     let mut table = Table::with_columns(
         "bottlenecks",
-        format!("Codec none, {threads_text}, cold epoch 0, trials summed. Shares are of the workers' time (read = in the shard files' read calls; decompress = decompression, CRC checks and framing; step:NAME = an online step; wait:consumer = blocked on a full queue); the consumer's wait is a share of wall time. Device read MB/s and CPU busy (all cores, not idle or iowait) come from samples.csv, the system sampled every second."),
+        format!("Codec none, {threads_text}, cold epoch 0, trials summed. Shares are of the workers' time (read = in the shard files' read calls; decompress = decompression, CRC checks and framing; step:NAME = an online step; workers:blocked = waiting for the consumer to take samples from a full queue); consumer:starved, the consumer waiting for samples, is a share of wall time. Device read MB/s and CPU busy (all cores, not idle or iowait) come from samples.csv, the system sampled every second."),
         &[
             "strategy",
             "bound",

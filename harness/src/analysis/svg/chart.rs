@@ -19,6 +19,9 @@ pub struct Series {
     pub line: bool,
     /// Draw a dashed line (e.g. a Pareto front), without dots.
     pub dashed: bool,
+    /// Draw each point as a ring around what lies there (a recommendation marked on a
+    /// strategy's dot), not as a dot.
+    pub ring: bool,
 }
 
 impl Series {
@@ -39,6 +42,16 @@ impl Series {
             points,
             line: true,
             dashed: true,
+            ..Series::default()
+        }
+    }
+
+    /// Points drawn as rings around the dots already there (what a recommendation names).
+    pub fn rings(name: &str, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            name: name.into(),
+            points,
+            ring: true,
             ..Series::default()
         }
     }
@@ -428,6 +441,16 @@ fn write_intervals(
     }
 }
 
+/// One point's mark: a dot, or a ring for a series of rings.
+fn mark(series: &Series, x: f64, y: f64, colour: &str) -> String {
+    match series.ring {
+        true => format!(
+            r#"<circle cx="{x:.1}" cy="{y:.1}" r="8" fill="none" stroke="{colour}" stroke-width="2.5"/>"#
+        ),
+        false => format!(r#"<circle cx="{x:.1}" cy="{y:.1}" r="4" fill="{colour}"/>"#),
+    }
+}
+
 /// A series' dots and their labels, each label placed clear of what is `taken`.
 fn write_dots(
     plot: &Plot,
@@ -438,10 +461,7 @@ fn write_dots(
     svg: &mut String,
 ) {
     for &(i, x, y) in shown.iter() {
-        let _ = writeln!(
-            svg,
-            r#"<circle cx="{x:.1}" cy="{y:.1}" r="4" fill="{colour}"/>"#
-        );
+        let _ = writeln!(svg, "{}", mark(series, x, y, colour));
         if let Some(label) = series.labels.get(i) {
             let (tx, ty) = place_label(x, y, text_width(label, 11.0), plot.area(), taken);
             let _ = writeln!(
@@ -472,11 +492,7 @@ fn write_legend_entry(
         );
     }
     if !series.dashed {
-        let _ = writeln!(
-            svg,
-            r#"<circle cx="{}" cy="{ly}" r="4" fill="{colour}"/>"#,
-            lx + 11.0
-        );
+        let _ = writeln!(svg, "{}", mark(series, lx + 11.0, ly, colour));
     }
     let _ = writeln!(
         svg,
