@@ -152,6 +152,11 @@ impl Expect {
     }
 }
 
+/// A figure has the paper's size when it lies within this factor of the paper's figure (or of
+/// the range the paper reports): a claim can hold while its size does not (1a holds at 1.05x
+/// where the paper saw 3-13x).
+pub const SIZE_FACTOR: f64 = 2.0;
+
 /// More trials than this factor of those already run are never asked to settle a check.
 pub const MAX_TRIALS_FACTOR: f64 = 16.0;
 
@@ -166,6 +171,9 @@ pub struct Check {
     pub needs: String,
     /// The paper's figure for the same subject, where it published one.
     pub paper: Option<String>,
+    /// Whether our figure has the paper's size: within [`SIZE_FACTOR`] of it (of its range,
+    /// for a range), where both have a figure.
+    pub size: Option<String>,
     /// What the measurements say caused the result (bound, stage shares, per-record cost).
     pub mechanism: Option<String>,
     /// Why it is unsettled, and what would settle it.
@@ -201,6 +209,7 @@ impl Check {
             measured,
             needs: expect.text(unit),
             paper: None,
+            size: None,
             mechanism: None,
             unsettled: None,
             cells: Vec::new(),
@@ -264,8 +273,30 @@ impl Check {
         Some(hi)
     }
 
-    pub fn paper(mut self, paper: Option<String>) -> Check {
-        self.paper = paper;
+    /// The paper's figure for the same subject, and whether ours has its size.
+    pub fn paper(mut self, paper: Option<Figure>) -> Check {
+        let Some(Ok(theirs)) = paper else {
+            return self;
+        };
+        self.paper = Some(ratio_text(&Ok(theirs)));
+        if let Some((ours, _)) = self.judged {
+            let (lo, hi) = theirs.ci95();
+            let value = ours.value();
+            let within = value >= lo / SIZE_FACTOR && value <= hi * SIZE_FACTOR;
+            let paper = if (hi / lo - 1.0).abs() < 1e-9 {
+                format!("{lo:.2}x")
+            } else {
+                format!("{lo:.2}x to {hi:.2}x")
+            };
+            self.size = Some(format!(
+                "size: ours {value:.2}x, the paper's {paper}: {}",
+                if within {
+                    format!("within a factor of {SIZE_FACTOR}")
+                } else {
+                    format!("not within a factor of {SIZE_FACTOR}")
+                }
+            ));
+        }
         self
     }
 
@@ -393,6 +424,9 @@ impl Finding {
                     c.needs,
                     c.verdict.text()
                 );
+                if let Some(size) = &c.size {
+                    let _ = writeln!(md, "    - {size}");
+                }
                 if matches!(
                     c.verdict,
                     Verdict::NotReproduced | Verdict::Contradicted | Verdict::Unsettled

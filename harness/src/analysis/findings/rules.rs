@@ -13,7 +13,7 @@ use crate::analysis::cells::CellKey;
 use crate::analysis::findings::observed::{
     Compressed, Figure, Observations, Pipeline, Scaling, SizePoint, SizeSeries, Strategy,
 };
-use crate::analysis::findings::{published, ratio_text, Check, Expect, Finding, SubClaim};
+use crate::analysis::findings::{published, Check, Expect, Finding, SubClaim};
 use crate::analysis::stats::LogEstimate;
 
 /// Pipelines where the paper found an intermediate split fastest.
@@ -160,7 +160,7 @@ fn fastest<'s>(strategies: impl Iterator<Item = &'s Strategy>) -> Option<&'s Str
 fn faster_check(
     p: &Pipeline,
     (subject, figure, involved): (String, Figure, Vec<Strategy>),
-    paper: Option<String>,
+    paper: Option<Figure>,
 ) -> Check {
     let expect = Expect::AtLeast {
         holds: 1.05,
@@ -213,9 +213,9 @@ fn mechanisms(strategies: &[&Strategy]) -> Option<String> {
 
 impl Rules<'_> {
     /// The paper's figure for the same subject, by the same computation on its pipeline.
-    fn paper_of(&self, pipeline: &str, f: impl Fn(&Pipeline) -> Option<Figure>) -> Option<String> {
+    fn paper_of(&self, pipeline: &str, f: impl Fn(&Pipeline) -> Option<Figure>) -> Option<Figure> {
         let p = self.paper.of(pipeline).next()?;
-        f(p).map(|fig| ratio_text(&fig))
+        f(p)
     }
 
     /// The runs of `pipeline` a network-storage claim is judged on, and those shown for contrast
@@ -267,7 +267,7 @@ impl Rules<'_> {
         let (checks, note) = self.network_or_local(&MIDDLE_WINS, |p| {
             let paper = self.paper.of(&p.pipeline).next()?;
             let middle = fastest(paper.strategies.iter())?;
-            let paper_ratio = ratio(paper, &middle.name).map(|r| ratio_text(&r.1));
+            let paper_ratio = ratio(paper, &middle.name).map(|r| r.1);
             Some(faster_check(p, ratio(p, &middle.name)?, paper_ratio))
         });
         sub_claim("1b", checks).note(note)
@@ -696,13 +696,7 @@ impl Rules<'_> {
                 continue;
             };
             let check = Check::of(subject, &figure, expect, "x")
-                .paper(
-                    self.paper
-                        .sizes
-                        .first()
-                        .and_then(&rate)
-                        .map(|r| ratio_text(&r.1)),
-                )
+                .paper(self.paper.sizes.first().and_then(&rate).map(|r| r.1))
                 .mechanism(mechanism)
                 .cells(cells);
             if series.judged {

@@ -373,3 +373,43 @@ fn margins_are_measured_from_the_side_the_estimate_is_on() {
     assert!(within.margin(0.5).is_some() && within.margin(3.0).is_some());
     assert_eq!(within.margin(0.9), None);
 }
+
+/// Beside each verdict, whether our figure has the paper's size: a claim can hold (1a at
+/// 1.05x) while the size the paper saw (3-13x) does not.
+#[test]
+fn each_check_says_whether_the_papers_size_reproduces() {
+    let expect = Expect::AtLeast {
+        holds: 1.05,
+        opposite: 0.95,
+    };
+    let ours = Ok(LogEstimate::range(1.06, 1.10).unwrap());
+    let check =
+        |paper: LogEstimate| Check::of("x".into(), &ours, expect, "x").paper(Some(Ok(paper)));
+    let far = check(LogEstimate::range(3.0, 13.0).unwrap());
+    assert_eq!(far.verdict, Verdict::Reproduced);
+    let size = far.size.clone().unwrap();
+    assert!(
+        size.contains("the paper's 3.00x to 13.00x") && size.contains("not within a factor of 2"),
+        "{size}"
+    );
+    let near = check(LogEstimate::exact(1.5).unwrap());
+    assert!(near.size.unwrap().ends_with(": within a factor of 2"));
+    // No figure of ours (one trial): no size line.
+    let none = Check::of("x".into(), &Err("one trial".into()), expect, "x")
+        .paper(Some(Ok(LogEstimate::exact(2.0).unwrap())));
+    assert_eq!(none.size, None);
+    // The paper's own figures all have the paper's size.
+    for f in judge(&published::observations()) {
+        for sub in f.sub_claims {
+            for c in sub.checks {
+                if let Some(size) = c.size {
+                    assert!(
+                        size.ends_with(": within a factor of 2"),
+                        "{}: {size}",
+                        c.subject
+                    );
+                }
+            }
+        }
+    }
+}
