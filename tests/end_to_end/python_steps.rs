@@ -59,27 +59,26 @@ def die(data):
     return data
 
 
+def start_helper():
+    # A helper that outlives its worker, holding every descriptor the worker had.
+    helper = os.fork()
+    if helper == 0:
+        time.sleep(120)
+        os._exit(0)
+    with open(os.environ["HELPERS"], "a") as f:
+        f.write(f"{helper}\n")
+
+
 def fork_then_die(data):
-    # A helper that outlives the worker, holding every descriptor the worker had.
     if b"bad" in data:
-        helper = os.fork()
-        if helper == 0:
-            time.sleep(120)
-            os._exit(0)
-        with open(os.environ["HELPERS"], "a") as f:
-            f.write(f"{helper}\n")
+        start_helper()
         os._exit(7)
     return data
 
 
 def fork_and_go(data):
     if b"bad" in data:
-        helper = os.fork()
-        if helper == 0:
-            time.sleep(120)
-            os._exit(0)
-        with open(os.environ["HELPERS"], "a") as f:
-            f.write(f"{helper}\n")
+        start_helper()
     return data
 
 

@@ -109,6 +109,14 @@ mod tests {
     use datasets::GenerateRequest;
     use workloads::{Codec, Field, Tensor, TensorData};
 
+    fn outcome(checked: usize, mismatched: &[u64], skipped: u64) -> Verification {
+        Verification {
+            checked,
+            mismatched: mismatched.to_vec(),
+            skipped,
+        }
+    }
+
     #[test]
     fn a_validly_framed_but_different_sample_is_reported_by_id() {
         let dir = tempfile::tempdir().unwrap();
@@ -166,14 +174,7 @@ mod tests {
             on_error: workloads::OnError::Fail,
             loader_options: "",
         };
-        assert_eq!(
-            verify(&online).unwrap(),
-            Verification {
-                checked: 6,
-                mismatched: vec![],
-                skipped: 0
-            }
-        );
+        assert_eq!(verify(&online).unwrap(), outcome(6, &[], 0));
 
         // Rewrite shard 1 (samples 1, 3, 5) with sample 3's image brightened by one level.
         let shard = store_dir.join(&manifest.shards[1].file);
@@ -198,14 +199,7 @@ mod tests {
         let mut writer = ShardWriter::create(&store_dir, 1, 2, Codec::None).unwrap();
         payloads.iter().for_each(|p| writer.write(p).unwrap());
         writer.finish().unwrap();
-        assert_eq!(
-            verify(&online).unwrap(),
-            Verification {
-                checked: 6,
-                mismatched: vec![3],
-                skipped: 0
-            }
-        );
+        assert_eq!(verify(&online).unwrap(), outcome(6, &[3], 0));
 
         // A payload byte flipped in shard 0's first record: under `skip` the record is stepped
         // over (its CRC fails) and counted as skipped, not reported as a difference; sample 3
@@ -218,13 +212,6 @@ mod tests {
             on_error: workloads::OnError::Skip,
             ..online
         };
-        assert_eq!(
-            verify(&skipping).unwrap(),
-            Verification {
-                checked: 5,
-                mismatched: vec![3],
-                skipped: 1
-            }
-        );
+        assert_eq!(verify(&skipping).unwrap(), outcome(5, &[3], 1));
     }
 }
