@@ -63,7 +63,7 @@ pub fn prepbench_ok<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
 
 /// A folder for the whole test process under the tests' own scratch folder (target/tmp), not
 /// /tmp: a static is never dropped, so it is left behind, where `cargo clean` removes it.
-fn process_dir(prefix: &str) -> tempfile::TempDir {
+pub fn process_dir(prefix: &str) -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix(prefix)
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))

@@ -93,7 +93,7 @@ const DECODE: &str =
 fn earlier_results() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     DIR.get_or_init(|| {
-        let work = tempfile::tempdir().unwrap();
+        let work = common::process_dir("corpus-results-");
         let out = run_cv_in(
             work.path(),
             &argv!["--strategy resized --epochs 1 --evict fadvise"],
@@ -111,7 +111,7 @@ fn generated(kind: &'static str, samples: usize) -> PathBuf {
     let mut dirs = dirs.lock().unwrap();
     let key = format!("{kind}-{samples}");
     let dir = dirs.entry(key).or_insert_with(|| {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = common::process_dir("corpus-data-");
         prepbench_ok(&argv![
             "generate",
             kind,
