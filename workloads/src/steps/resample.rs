@@ -141,9 +141,11 @@ impl Resampler {
         (self.from, self.to)
     }
 
-    /// Output length for `n` input samples: ceil(n · to / from).
+    /// Output length for `n` input samples: ceil(n · to / from); `usize::MAX` where that
+    /// overflows (no budget allows it).
     pub fn output_len(&self, n: usize) -> usize {
-        (n * self.up).div_ceil(self.down)
+        n.checked_mul(self.up)
+            .map_or(usize::MAX, |m| m.div_ceil(self.down))
     }
 
     /// Resamples one channel; samples outside the signal are taken as zero.
@@ -252,11 +254,7 @@ impl Step for Resample {
         let input = pcm_into_f32(tensor, field)?;
         let resampler = self.resampler(from)?;
         let held = sample.size_bytes() + input.len() * 4;
-        let len = input
-            .len()
-            .checked_mul(resampler.up)
-            .map(|n| n.div_ceil(resampler.down));
-        super::budget::reserve(field, held, &[len.unwrap_or(usize::MAX)], 4)?;
+        super::budget::reserve(field, held, &[resampler.output_len(input.len())], 4)?;
         let out = resampler.process(&input);
         let data = match dtype {
             crate::DType::I16 => TensorData::I16(f32_to_i16(&out)),

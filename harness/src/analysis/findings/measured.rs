@@ -187,14 +187,13 @@ const SCALING_CLAIMS: [&str; 3] = ["6a", "6b", "6c"];
 /// threshold while its interval straddles it (more trials decide it: `reproduce` resumed into
 /// the same folder adds them). Verdicts of sub-claims and findings follow.
 fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding]) {
-    use crate::analysis::findings::{Finding, SubClaim, Verdict};
+    use crate::analysis::findings::Verdict;
     let cells = results.cells();
-    let load_of = |key: &crate::analysis::cells::CellKey| {
-        cells
-            .iter()
-            .find(|c| &c.key == key)
-            .and_then(|c| c.foreign_load_pct)
-    };
+    let loads: std::collections::HashMap<&crate::analysis::cells::CellKey, f64> = cells
+        .iter()
+        .filter_map(|c| Some((&c.key, c.foreign_load_pct?)))
+        .collect();
+    let load_of = |key: &crate::analysis::cells::CellKey| loads.get(key).copied();
     let heavy = crate::results::rows::heavy_load_pct();
     let cores = results
         .manifest
@@ -239,15 +238,9 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
                     ));
                 }
             }
-            *sub = SubClaim {
-                verdict: Verdict::of_all(sub.checks.iter().map(|c| c.verdict)),
-                ..sub.clone()
-            };
+            sub.verdict = Verdict::of_all(sub.checks.iter().map(|c| c.verdict));
         }
-        *finding = Finding {
-            verdict: Verdict::of_all(finding.sub_claims.iter().map(|s| s.verdict)),
-            ..finding.clone()
-        };
+        finding.verdict = Verdict::of_all(finding.sub_claims.iter().map(|s| s.verdict));
     }
 }
 
