@@ -24,6 +24,7 @@ const STYLE: PhotoStyle = PhotoStyle {
     detail: 12.0,
     grain: 8.0,
     clutter: 260,
+    flat: 0.0,
 };
 /// Vertices of the polygon approximating each object's outline.
 const OUTLINE_VERTICES: usize = 16;

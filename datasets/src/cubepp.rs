@@ -24,6 +24,7 @@ const STYLE: PhotoStyle = PhotoStyle {
     detail: 3.0,
     grain: 2.0,
     clutter: 150,
+    flat: 0.0,
 };
 
 pub const PNG_KIND: DatasetKind = DatasetKind {

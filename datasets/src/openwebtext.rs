@@ -10,7 +10,7 @@ use std::sync::Arc;
 use workloads::rng::SeededRng;
 
 use crate::files::Files;
-use crate::prose::{paragraph, sentence, title, word};
+use crate::prose::{sentence, title, word};
 use crate::source::{flat_source, Source};
 use crate::{Calibration, DatasetError, DatasetKind, GenerateRequest};
 
@@ -119,11 +119,12 @@ pub fn generate_one(request: &GenerateRequest, n: usize) -> Result<(), DatasetEr
     );
     // Article lengths vary widely, as web pages do (2 to 16 paragraphs, 9 on average).
     let paragraphs = 2 + rng.below(15);
+    let mut article = crate::prose::Article::default();
     for i in 0..paragraphs {
         if i > 0 && rng.below(8) == 0 {
             let _ = writeln!(page, "<h2>{}</h2>", title(&mut rng));
         }
-        let _ = writeln!(page, "<p>{}</p>", paragraph(&mut rng));
+        let _ = writeln!(page, "<p>{}</p>", article.paragraph(&mut rng));
         if rng.below(10) == 0 {
             let _ = writeln!(
                 page,

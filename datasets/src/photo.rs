@@ -14,6 +14,10 @@ pub struct PhotoStyle {
     pub grain: f32,
     /// Number of small objects (edges are what makes photographs expensive to code).
     pub clutter: usize,
+    /// Share of objects, and chance of the background, drawn smooth: no texture and no grain,
+    /// as skies, walls and out-of-focus backgrounds are. Such areas are what DEFLATE finds to
+    /// shrink in a decoded photograph; 0 draws every surface textured.
+    pub flat: f32,
 }
 
 /// Multi-octave value noise in roughly [-1, 1]: lattice values at cell sizes `coarsest`,
@@ -94,15 +98,26 @@ pub struct Blob {
 pub const EDGE: f32 = 1.048_808_8; // sqrt(1.1)
 
 impl Blob {
-    fn random(rng: &mut SeededRng, width: usize, height: usize, (lo, hi): (f64, f64)) -> Blob {
-        Blob {
+    fn random(
+        rng: &mut SeededRng,
+        width: usize,
+        height: usize,
+        (lo, hi): (f64, f64),
+        flat: f32,
+    ) -> Blob {
+        let mut blob = Blob {
             cx: rng.range_f64(0.0, width as f64) as f32,
             cy: rng.range_f64(0.0, height as f64) as f32,
             rx: rng.range_f64(lo, hi) as f32 * width as f32,
             ry: rng.range_f64(lo, hi) as f32 * height as f32,
             colour: random_colour(rng),
             texture: rng.range_f64(0.2, 0.9) as f32,
+        };
+        // Drawn only for styles with smooth surfaces, so the others keep their pixels.
+        if flat > 0.0 && rng.unit_f64() < flat as f64 {
+            blob.texture = 0.0;
         }
+        blob
     }
 }
 
@@ -115,6 +130,8 @@ pub struct Scene {
     sky: [f32; 3],
     ground: [f32; 3],
     horizon: f32,
+    /// How textured the background is (0: smooth).
+    background: f32,
     clutter: Vec<Blob>,
     /// The main objects, in drawing order (later ones cover earlier ones).
     pub objects: Vec<Blob>,
@@ -132,17 +149,20 @@ pub fn scene(
     let horizon = rng.range_f64(0.25, 0.75) as f32 * height as f32;
     let count = objects.unwrap_or_else(|| 3 + rng.below(6) as usize);
     let objects = (0..count)
-        .map(|_| Blob::random(rng, width, height, (0.05, 0.35)))
+        .map(|_| Blob::random(rng, width, height, (0.05, 0.35), style.flat))
         .collect();
     let clutter = (0..style.clutter)
-        .map(|_| Blob::random(rng, width, height, (0.01, 0.06)))
+        .map(|_| Blob::random(rng, width, height, (0.01, 0.06), style.flat))
         .collect();
+    let smooth = style.flat > 0.0 && rng.unit_f64() < style.flat as f64;
+    let background = if smooth { 0.0 } else { 0.35 };
     Scene {
         width,
         height,
         sky,
         ground,
         horizon,
+        background,
         clutter,
         objects,
     }
@@ -341,7 +361,7 @@ pub fn render(rng: &mut SeededRng, scene: &Scene, style: PhotoStyle, texture: Te
         let t = ((fy - horizon) / (0.08 * height as f32)).clamp(-1.0, 1.0) * 0.5 + 0.5;
         let base: [f32; 3] = std::array::from_fn(|c| sky[c] + (ground[c] - sky[c]) * t);
         colours.fill(base);
-        textures.fill(0.35);
+        textures.fill(scene.background);
         for b in blobs
             .iter()
             .copied()
@@ -377,8 +397,14 @@ pub fn render(rng: &mut SeededRng, scene: &Scene, style: PhotoStyle, texture: Te
         {
             let shade = 1.0 + texture * l;
             let tint = 18.0 * c;
+            // Grain follows the surface's texture where a style has smooth surfaces.
+            let amplitude = if style.flat > 0.0 {
+                style.grain * (texture / 0.55).min(1.6)
+            } else {
+                style.grain
+            };
             let noise = if style.grain > 0.0 {
-                (grain.unit_f64() as f32 - 0.5) * 2.0 * style.grain
+                (grain.unit_f64() as f32 - 0.5) * 2.0 * amplitude
             } else {
                 0.0
             };
@@ -412,6 +438,7 @@ mod tests {
             detail: 12.0,
             grain: 8.0,
             clutter: 40,
+            flat: 0.0,
         };
         let draw = |n: u64| synthesize(&mut SeededRng::new(n), 96, 64, style, Texture::Shared(7));
         let images: Vec<Vec<u8>> = (0..6).map(draw).collect();
@@ -440,6 +467,7 @@ mod tests {
             detail: 1.0,
             grain: 3.0,
             clutter: 20,
+            flat: 0.0,
         };
         let a = synthesize(&mut SeededRng::new(5), 64, 48, style, Texture::Own);
         let b = synthesize(&mut SeededRng::new(5), 64, 48, style, Texture::Own);

@@ -118,6 +118,70 @@ pub fn paragraph(rng: &mut SeededRng) -> String {
     (0..n).map(|_| sentence(rng)).collect::<Vec<_>>().join(" ")
 }
 
+/// Share of an article's word positions that start a phrase repeated from earlier in it.
+const REPEAT: f64 = 0.20;
+
+/// The words an article has used so far: real articles repeat their names and phrases ("the
+/// city council", "said on Tuesday"), which is most of what DEFLATE finds in text beyond the
+/// words' frequencies. Drawn word by word from a Zipf law alone, extracted text shrank 54 %
+/// under GZIP and its BPE ids 58 %, where OpenWebText's do 61 % and 65 % (the paper's
+/// compression table); with a fifth of positions repeating a phrase, 62 % and 65 %.
+#[derive(Default)]
+pub struct Article {
+    words: Vec<&'static str>,
+}
+
+impl Article {
+    /// The next `n` words: fresh Zipf words, and with probability [`REPEAT`] at each position
+    /// a phrase of 2 to 5 words the article already used.
+    fn words(&mut self, rng: &mut SeededRng, n: usize) -> Vec<&'static str> {
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            if self.words.len() >= 20 && rng.unit_f64() < REPEAT {
+                let len = (2 + rng.below(4) as usize).min(n - out.len());
+                let from = rng.below((self.words.len() - len) as u64) as usize;
+                let phrase: Vec<&'static str> = self.words[from..from + len].to_vec();
+                out.extend_from_slice(&phrase);
+                self.words.extend(phrase);
+            } else {
+                let w = word(rng);
+                out.push(w);
+                self.words.push(w);
+            }
+        }
+        out
+    }
+
+    /// A sentence as [`sentence`] writes them, from [`Article::words`].
+    pub fn sentence(&mut self, rng: &mut SeededRng) -> String {
+        let n = 6 + rng.below(23) as usize;
+        let words = self.words(rng, n);
+        let mut out = capitalised(words[0]);
+        for (i, w) in words.iter().enumerate().skip(1) {
+            if i > 2 && i < n - 2 && rng.below(9) == 0 {
+                out.push(',');
+            }
+            out.push(' ');
+            out.push_str(w);
+        }
+        out.push(match rng.below(12) {
+            0 => '?',
+            1 => '!',
+            _ => '.',
+        });
+        out
+    }
+
+    /// A paragraph of `2..=7` of the article's sentences.
+    pub fn paragraph(&mut self, rng: &mut SeededRng) -> String {
+        let n = 2 + rng.below(6) as usize;
+        (0..n)
+            .map(|_| self.sentence(rng))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
 /// A title of 3 to 9 capitalised words.
 pub fn title(rng: &mut SeededRng) -> String {
     let n = 3 + rng.below(7) as usize;

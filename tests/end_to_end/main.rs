@@ -6,6 +6,7 @@
 mod common;
 
 mod bad_input;
+mod compression;
 mod corpus;
 mod domains;
 mod loaders;

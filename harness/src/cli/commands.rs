@@ -220,9 +220,13 @@ pub fn generate(args: &GenerateArgs, progress: Progress) -> anyhow::Result<Vec<S
         .then(|| datasets::recorded_decode(&args.out))
         .flatten()
     {
+        let gzip = cost
+            .decoded_gzip_saving_pct
+            .map(|p| format!("; GZIP saves {p:.1} % of the decoded pixels"))
+            .unwrap_or_default();
         lines.push(format!(
-            "{}: JPEG decode {:.2} ms per megapixel at {:.2} bits per pixel ({} files, one thread; \
-             real photographs: docs/decisions.md, Datasets)",
+            "{}: JPEG decode {:.2} ms per megapixel at {:.2} bits per pixel{gzip} ({} files, one \
+             thread; real photographs: docs/decisions.md, Datasets)",
             kind.name, cost.ms_per_mp, cost.bits_per_pixel, cost.files
         ));
     }

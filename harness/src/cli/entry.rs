@@ -237,7 +237,7 @@ pub fn main(line: Vec<String>) -> Status {
 fn dispatch(command: Command, progress: Progress, line: &[String]) -> anyhow::Result<Status> {
     match command {
         Command::Run(args) => run_command(args, progress, line),
-        Command::Sweep(args) => sweep_command(args, progress, line),
+        Command::Sweep(args) => sweep_command(*args, progress, line),
         Command::Calibrate(args) => calibrate_command(args, progress, line),
         Command::Whatif(args) => whatif_command(args),
         Command::Merge { dirs, out } => merge_command(&dirs, out.as_deref(), progress),

@@ -52,7 +52,7 @@ pub enum Command {
         prepbench sweep cv --threads 1,2,4 --codecs none,gzip --trials 5\n  \
         prepbench sweep my-pipeline.yaml --min-epoch-s 2 --max-trials 10 --out results/mine\n  \
         prepbench sweep cv --storage local,paper-ceph-hdd --consumer batch=32,compute=100ms")]
-    Sweep(SweepArgs),
+    Sweep(Box<SweepArgs>),
     /// Write summary.csv, report.md, report.json and plots/*.svg for a results folder.
     #[command(after_help = "Examples:\n  \
         prepbench report results/cv-sweep                  report.md, summary.csv, plots/ there\n  \
@@ -416,6 +416,10 @@ pub struct SweepArgs {
     /// thread-scaling check without the whole matrix at every count; default: all).
     #[arg(long, value_delimiter = ',')]
     pub scaling_strategies: Option<Vec<String>>,
+    /// Run `--cache app` only for these strategies, at the most threads, comma-separated (an
+    /// application-cache check without the whole matrix twice; default: every stored one).
+    #[arg(long, value_delimiter = ',')]
+    pub app_cache_strategies: Option<Vec<String>>,
     /// Codecs, comma-separated: none, gzip[:L], zlib[:L], zstd[:L], lz4.
     #[arg(long, value_delimiter = ',')]
     pub codecs: Option<Vec<Codec>>,
@@ -483,6 +487,7 @@ impl SweepArgs {
             codecs: self.codecs.clone(),
             threads: self.threads.clone(),
             scaling_strategies: self.scaling_strategies.clone(),
+            app_cache_strategies: self.app_cache_strategies.clone(),
             cache: self.cache.clone(),
             trials: self.trials,
             max_trials: self.max_trials,

@@ -156,6 +156,12 @@ impl Plan {
                 "thread scaling asked of `{name}`, which this sweep does not run"
             );
         }
+        for name in opts.app_cache_strategies.iter().flatten() {
+            anyhow::ensure!(
+                strategies.iter().any(|s| &s.name == name && s.split > 0),
+                "the application cache asked of `{name}`, which this sweep does not store"
+            );
+        }
         let most = threads.iter().copied().max().unwrap_or(1);
         let scales = |strategy: &Strategy, t: usize| {
             t == most
@@ -175,10 +181,14 @@ impl Plan {
             for &codec in strategy_codecs {
                 for &t in threads.iter().filter(|&&t| scales(strategy, t)) {
                     // The application cache keeps stored records; raw files have none.
-                    for &c in cache
-                        .iter()
-                        .filter(|&&c| !(strategy.split == 0 && c == CacheMode::App))
-                    {
+                    let cached = |c: CacheMode| {
+                        c != CacheMode::App
+                            || (strategy.split > 0
+                                && opts.app_cache_strategies.as_ref().is_none_or(|names| {
+                                    t == most && names.contains(&strategy.name)
+                                }))
+                    };
+                    for &c in cache.iter().filter(|&&c| cached(c)) {
                         for (profile, &loader) in storage
                             .iter()
                             .flat_map(|p| loaders.iter().map(move |l| (p, l)))

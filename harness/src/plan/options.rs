@@ -16,6 +16,10 @@ pub struct SweepOptions {
     /// every count): a thread-scaling check without the whole matrix at every count.
     pub scaling_strategies: Option<Vec<String>>,
     pub cache: Option<Vec<CacheMode>>,
+    /// The application cache (`--cache app`) runs only these strategies, at the most threads
+    /// (`None`: every strategy that has a store, at every count): a cache check without the
+    /// whole matrix twice.
+    pub app_cache_strategies: Option<Vec<String>>,
     pub trials: Option<usize>,
     /// Materializations per (strategy, codec); each is timed and recorded in `offline.csv`.
     pub offline_trials: usize,

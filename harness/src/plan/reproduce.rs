@@ -60,6 +60,9 @@ pub struct Scale {
     /// (`None`: all with them).
     pub compressed: Option<&'static [&'static str]>,
     pub cache: &'static [CacheMode],
+    /// Each workload's last strategy also runs with the application cache (`--cache app`) at
+    /// the most threads: findings 4b and 4c are about it.
+    pub app_cache_last: bool,
     pub epochs: usize,
     pub offline_trials: usize,
     /// MB per dataset variant of workloads that sweep dataset options (the synthetic sizes;
@@ -90,7 +93,14 @@ pub fn scale(name: ScaleName) -> Scale {
     match name {
         ScaleName::Quick => Scale {
             samples: 300,
-            samples_by_kind: &[("cubepp-png", 24), ("cubepp-jpg", 24), ("cream", 720)],
+            // A thousand distinct ImageNet-like photographs and six NILM hours (2160 windows):
+            // offline time and compressibility measured on more than a few source files.
+            samples_by_kind: &[
+                ("imagenet", 1000),
+                ("cubepp-png", 24),
+                ("cubepp-jpg", 24),
+                ("cream", 2160),
+            ],
             trials: 3,
             max_trials: Some(4),
             settle_trials: Some(16),
@@ -103,8 +113,10 @@ pub fn scale(name: ScaleName) -> Scale {
             // frames do too, and both have strategies that barely compress.
             compressed: Some(&["cv", "cv2-png"]),
             cache: &[CacheMode::Cold],
+            app_cache_last: true,
             epochs: 2,
-            offline_trials: 1,
+            // Finding 3d (compression's offline cost) needs an interval per codec.
+            offline_trials: 3,
             dataset_mb: 48.0,
             // Finding 5 compares the smallest and the largest samples.
             variants: Some(2),
@@ -124,6 +136,7 @@ pub fn scale(name: ScaleName) -> Scale {
             emulated_codecs: &["none", "gzip", "zlib"],
             compressed: None,
             cache: &[CacheMode::Cold],
+            app_cache_last: true,
             epochs: 2,
             offline_trials: 2,
             dataset_mb: 1000.0,
@@ -197,13 +210,25 @@ pub fn sweep_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
         .as_ref()
         .map(|w| w.spec.dataset.kind.clone())
         .unwrap_or_default();
-    let variants = loaded.is_some_and(|w| !w.spec.dataset_variants().is_empty());
+    let variants = loaded
+        .as_ref()
+        .is_some_and(|w| !w.spec.dataset_variants().is_empty());
+    // The last strategy with a store, run again with the application cache.
+    let last = loaded
+        .as_ref()
+        .and_then(|w| w.spec.sweep.strategies.last().cloned())
+        .filter(|name| s.app_cache_last && name != "unprocessed");
+    let mut cache = s.cache.to_vec();
+    if last.is_some() && !cache.contains(&CacheMode::App) {
+        cache.push(CacheMode::App);
+    }
     SweepOptions {
         workload: workload.to_string(),
         codecs: Some(codecs(s.codecs)),
         threads: Some(s.threads_for(workload)),
         scaling_strategies: s.scaling_strategies_for(workload),
-        cache: Some(s.cache.to_vec()),
+        cache: Some(cache),
+        app_cache_strategies: last.map(|name| vec![name]),
         trials: Some(s.trials),
         max_trials: s.max_trials,
         // Dataset variants are sized in MB so every variant reads the same bytes.
@@ -236,6 +261,9 @@ pub fn emulated_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
         )),
         threads: Some(vec![s.threads.iter().copied().max().unwrap_or(1)]),
         storage: Some(vec!["paper-ceph-hdd".into()]),
+        // The emulation models reading from the device: no cache of any kind.
+        cache: Some(s.cache.to_vec()),
+        app_cache_strategies: None,
         settings: Settings {
             epochs: Some(1),
             ..plain.settings.clone()
@@ -430,6 +458,20 @@ mod tests {
         );
         assert_eq!(scale(ScaleName::Medium).scaling_strategies_for("mp3"), None);
         assert_eq!(quick.threads_for("cv"), vec![2]);
+        // Findings 3d, 4b and 4c are testable at every scale: three materializations per codec
+        // at quick, and each local workload's last strategy with the application cache.
+        assert!(quick.offline_trials >= 3);
+        assert_eq!(quick.samples_for("imagenet"), 1000);
+        for s in [ScaleName::Quick, ScaleName::Medium, ScaleName::Paper].map(scale) {
+            let cv = sweep_options("cv", &s, 0);
+            assert_eq!(cv.cache, Some(vec![CacheMode::Cold, CacheMode::App]));
+            assert_eq!(
+                cv.app_cache_strategies,
+                Some(vec!["pixel-centered".to_string()])
+            );
+            let emulated = emulated_options("cv", &s, 0);
+            assert_eq!(emulated.cache, Some(vec![CacheMode::Cold]));
+        }
         // Findings 1-3's pipelines run again under the paper's storage, with GZIP, cold only.
         let emulated = emulated_options("cv", &quick, 0);
         assert_eq!(emulated.storage, Some(vec!["paper-ceph-hdd".to_string()]));

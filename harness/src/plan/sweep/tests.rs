@@ -97,6 +97,46 @@ fn thread_scaling_can_be_limited_to_some_strategies() {
 }
 
 #[test]
+fn the_application_cache_can_be_limited_to_some_strategies_at_the_most_threads() {
+    let mut opts = SweepOptions {
+        workload: "cv".into(),
+        strategies: Some(vec![
+            "unprocessed".into(),
+            "resized".into(),
+            "pixel-centered".into(),
+        ]),
+        codecs: Some(vec![Codec::None]),
+        threads: Some(vec![1, 2]),
+        cache: Some(vec![CacheMode::Cold, CacheMode::App]),
+        trials: Some(1),
+        app_cache_strategies: Some(vec!["pixel-centered".into()]),
+        ..Default::default()
+    };
+    let plan = Plan::new(&cv(), &opts).unwrap();
+    let app: Vec<(&str, usize)> = plan
+        .cells
+        .iter()
+        .filter(|c| c.cache == CacheMode::App)
+        .map(|c| (c.strategy.name.as_str(), c.threads))
+        .collect();
+    assert_eq!(app, vec![("pixel-centered", 2)]);
+    // Every strategy still runs cold at every count.
+    assert_eq!(
+        plan.cells
+            .iter()
+            .filter(|c| c.cache == CacheMode::Cold)
+            .count(),
+        6
+    );
+    opts.app_cache_strategies = Some(vec!["unprocessed".into()]);
+    let err = Plan::new(&cv(), &opts).err().unwrap().to_string();
+    assert!(
+        err.contains("`unprocessed`") && err.contains("does not store"),
+        "{err}"
+    );
+}
+
+#[test]
 fn trials_asked_for_run_once_and_reuse_the_stores_verdict() {
     use crate::analysis::cells::CellKey;
     use crate::measure::cache::EvictPolicy;
