@@ -370,6 +370,12 @@ pub struct MeasureArgs {
     /// loader_options; runs with other options are another condition, never pooled.
     #[arg(long)]
     pub loader_options: Option<String>,
+    /// Memory, in MB, each run's epochs and their page cache may use, as on a machine with that
+    /// much memory: prepbench runs its epochs (and its loader's processes) in a memory cgroup
+    /// of its own (v1, or v2 where the memory controller is delegated; needs root). Recorded
+    /// in runs.csv memory_limit_mb, a condition of its own. Not with --cache app.
+    #[arg(long, value_parser = count_in::<64, 1_000_000_000>)]
+    pub memory_limit_mb: Option<usize>,
 }
 
 impl MeasureArgs {
@@ -386,6 +392,7 @@ impl MeasureArgs {
             on_error: self.on_error,
             min_epoch_s: None,
             loader_options: self.loader_options.clone(),
+            memory_limit_mb: self.memory_limit_mb.map(|mb| mb as u64),
         }
     }
 }

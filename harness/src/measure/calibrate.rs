@@ -293,6 +293,7 @@ pub fn strategy(
         // One pass: the calibration times a pass, not a floor.
         min_epoch_s: None,
         start_gate: None,
+        memory_limit_mb: None,
     };
     let measured = session
         .measure(&spec)

@@ -47,6 +47,9 @@ pub struct RunSpec<'a> {
     /// Called after each epoch's cache is prepared, right before its timing starts (`--ranks`
     /// passes an MPI barrier here, so every rank starts together).
     pub start_gate: Option<&'a dyn Fn()>,
+    /// The memory, in MB, the epochs and their page cache may use (`--memory-limit-mb`; a
+    /// memory cgroup, `memory_limit.rs`); `None`: the machine's.
+    pub memory_limit_mb: Option<u64>,
 }
 
 impl RunSpec<'_> {
@@ -190,6 +193,9 @@ impl Session {
         let app_cache = crate::measure::app_cache::AppCache::new(spec.app_cache_bytes);
         // The last epoch's first sample, which the null-I/O control serves.
         let mut template = None;
+        // Held over the epochs alone: eviction, reads and the loader's processes are inside
+        // the limit, verification is not.
+        let limit = crate::measure::memory_limit::enter(spec.memory_limit_mb)?;
         for epoch in 0..spec.epochs {
             let run = self.run_epoch(spec, &input, epoch, &app_cache, &mut measured)?;
             if epoch + 1 == spec.epochs {
@@ -197,6 +203,7 @@ impl Session {
             }
             record_epoch(self, spec, &input, run, &mut measured);
         }
+        drop(limit);
         if let (Some(consumer), Some(template), Some(last)) =
             (spec.consumer, template, measured.rows.last())
         {
@@ -521,6 +528,7 @@ fn epoch_row(
         storage: spec.storage.name.clone(),
         loader: spec.loader.name().to_string(),
         loader_options: spec.loader_options.to_string(),
+        memory_limit_mb: spec.memory_limit_mb,
         consumer: spec.consumer,
         au_pct: training.map(|m| m.au_pct(online_s)),
         stall_pct: training.map(|m| m.stall_pct(online_s)),

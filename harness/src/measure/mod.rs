@@ -14,6 +14,7 @@ pub mod emulate;
 pub mod epochs;
 pub mod errors;
 pub mod materialize;
+pub mod memory_limit;
 pub mod metrics;
 pub mod online;
 pub mod passes;

@@ -36,6 +36,8 @@ pub struct Plan {
     pub on_error: OnError,
     /// Epochs sized to last this long (stores sized from the calibration); `None`: `samples`.
     pub min_epoch_s: Option<f64>,
+    /// The memory each run may use (`Settings::memory_limit_mb`).
+    pub memory_limit_mb: Option<u64>,
     /// Each loader's options as its runs record them (`Engine::options`).
     pub loader_options: Vec<(&'static str, String)>,
 }
@@ -103,6 +105,35 @@ fn loader_options(
     Ok(options)
 }
 
+/// Refuses the parts of a sweep's options that name what it does not run: thread scaling or
+/// the application cache of a strategy it does not run (or store), and the application cache
+/// inside a memory limit.
+fn check_subsets(
+    opts: &SweepOptions,
+    strategies: &[Strategy],
+    cache: &[CacheMode],
+) -> anyhow::Result<()> {
+    if opts.settings.memory_limit_mb.is_some() && cache.contains(&CacheMode::App) {
+        anyhow::bail!(
+            "--memory-limit-mb limits the page cache of cold and warm runs; the application \
+             cache would be held inside the limit: run --cache app without it"
+        );
+    }
+    for name in opts.scaling_strategies.iter().flatten() {
+        anyhow::ensure!(
+            strategies.iter().any(|s| &s.name == name),
+            "thread scaling asked of `{name}`, which this sweep does not run"
+        );
+    }
+    for name in opts.app_cache_strategies.iter().flatten() {
+        anyhow::ensure!(
+            strategies.iter().any(|s| &s.name == name && s.split > 0),
+            "the application cache asked of `{name}`, which this sweep does not store"
+        );
+    }
+    Ok(())
+}
+
 impl Plan {
     pub fn new(workload: &Workload, opts: &SweepOptions) -> anyhow::Result<Plan> {
         let sweep = &workload.spec.sweep;
@@ -150,18 +181,7 @@ impl Plan {
             trials > 0 && threads.iter().all(|&t| t > 0),
             "trials and thread counts must be at least 1"
         );
-        for name in opts.scaling_strategies.iter().flatten() {
-            anyhow::ensure!(
-                strategies.iter().any(|s| &s.name == name),
-                "thread scaling asked of `{name}`, which this sweep does not run"
-            );
-        }
-        for name in opts.app_cache_strategies.iter().flatten() {
-            anyhow::ensure!(
-                strategies.iter().any(|s| &s.name == name && s.split > 0),
-                "the application cache asked of `{name}`, which this sweep does not store"
-            );
-        }
+        check_subsets(opts, &strategies, &cache)?;
         let most = threads.iter().copied().max().unwrap_or(1);
         let scales = |strategy: &Strategy, t: usize| {
             t == most
@@ -228,6 +248,7 @@ impl Plan {
             consumer: opts.settings.consumer,
             on_error,
             min_epoch_s: opts.settings.min_epoch_s,
+            memory_limit_mb: opts.settings.memory_limit_mb,
             loader_options,
         })
     }
@@ -299,6 +320,9 @@ impl Plan {
         if let Some(floor) = self.min_epoch_s {
             key.push_str(&format!("|min_epoch_s:{floor}"));
         }
+        if let Some(mb) = self.memory_limit_mb {
+            key.push_str(&format!("|memory:{mb}"));
+        }
         format!("s{:014x}", xxhash_rust::xxh3::xxh3_64(key.as_bytes()) >> 8)
     }
 
@@ -328,6 +352,7 @@ impl Plan {
             loader_options: self.loader_options(cell.loader),
             start_gate: None,
             min_epoch_s: settings.min_epoch_s,
+            memory_limit_mb: settings.memory_limit_mb,
         }
     }
 

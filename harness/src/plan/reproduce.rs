@@ -272,6 +272,34 @@ pub fn emulated_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
     }
 }
 
+/// Finding 4d's run: this workload's last strategy read cold, then from the page cache, with
+/// this many MB of memory for the run and its page cache (a memory cgroup), less than its
+/// store holds at every scale.
+pub const LIMITED: (&str, u64) = ("cv", 256);
+
+/// The sweep options of finding 4d's memory-limited run at `scale`: the last strategy of
+/// [`LIMITED`]'s workload, uncompressed, at the most threads, cold then page cache.
+pub fn limited_options(s: &Scale, seed: u64) -> SweepOptions {
+    let (workload, mb) = LIMITED;
+    let plain = sweep_options(workload, s, seed);
+    let last = workloads::load(workload)
+        .ok()
+        .and_then(|w| w.spec.sweep.strategies.last().cloned());
+    SweepOptions {
+        strategies: last.map(|name| vec![name]),
+        codecs: Some(vec![Codec::None]),
+        threads: Some(vec![s.threads.iter().copied().max().unwrap_or(1)]),
+        scaling_strategies: None,
+        cache: Some(vec![CacheMode::Cold]),
+        app_cache_strategies: None,
+        settings: Settings {
+            memory_limit_mb: Some(mb),
+            ..plain.settings.clone()
+        },
+        ..plain
+    }
+}
+
 pub struct Reproduction {
     pub sweeps: Vec<(String, SweepOutcome)>,
     pub report: ReportFiles,
@@ -300,12 +328,25 @@ pub fn reproduce(
             emulated_options(w, &s, seed),
         )
     }));
+    match crate::measure::memory_limit::available() {
+        Ok(()) => planned.push((
+            format!("{} [memory {} MB]", LIMITED.0, LIMITED.1),
+            limited_options(&s, seed),
+        )),
+        Err(why) => places.progress.note(&format!(
+            "reproduce: finding 4d (a last strategy larger than memory) is not testable here: \
+             no memory limit can be set ({why})"
+        )),
+    }
     let mut sweeps = Vec::new();
     for (label, opts) in &planned {
-        let under = match &opts.storage {
+        let mut under = match &opts.storage {
             Some(profiles) => format!(" under the emulated {} storage", profiles.join(", ")),
             None => String::new(),
         };
+        if let Some(mb) = opts.settings.memory_limit_mb {
+            under.push_str(&format!(" with {mb} MB of memory"));
+        }
         places
             .progress
             .note(&format!("reproduce: sweeping `{}`{under}", opts.workload));
@@ -375,7 +416,9 @@ pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
 fn swept_by(opts: &SweepOptions, key: &CellKey) -> bool {
     let base = workloads::WorkloadLabel::parse(&key.workload).base;
     let storage = opts.storage.as_ref().and_then(|p| p.first());
-    base == opts.workload && key.condition.storage.as_ref() == storage
+    base == opts.workload
+        && key.condition.storage.as_ref() == storage
+        && key.condition.memory_mb == opts.settings.memory_limit_mb
 }
 
 /// Rounds of trials for the checks [`unsettled`] finds, each sweep asked again for the trials
@@ -498,6 +541,7 @@ mod tests {
                 storage: storage.map(str::to_string),
                 consumer: None,
                 loader: None,
+                memory_mb: None,
             },
             split: 2,
             strategy: "decoded".into(),

@@ -37,6 +37,9 @@ pub struct Settings {
     pub min_epoch_s: Option<f64>,
     /// The options of the loaders that take them (`--loader-options`); `None`: their defaults.
     pub loader_options: Option<String>,
+    /// The memory, in MB, each run's epochs and their page cache may use (a memory cgroup,
+    /// `--memory-limit-mb`); `None`: the machine's.
+    pub memory_limit_mb: Option<u64>,
 }
 
 /// Where a run or sweep reads and writes.

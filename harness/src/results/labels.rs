@@ -230,11 +230,16 @@ pub struct Condition {
     pub consumer: Option<ConsumerSpec>,
     /// The loader of the online phase; `None` for prepbench's own.
     pub loader: Option<String>,
+    /// The memory, in MB, the run and its page cache could use; `None`: the machine's.
+    pub memory_mb: Option<u64>,
 }
 
 impl Condition {
     pub fn is_plain(&self) -> bool {
-        self.storage.is_none() && self.consumer.is_none() && self.loader.is_none()
+        self.storage.is_none()
+            && self.consumer.is_none()
+            && self.loader.is_none()
+            && self.memory_mb.is_none()
     }
 }
 
@@ -255,6 +260,12 @@ impl fmt::Display for Condition {
                 f.write_str(", ")?;
             }
             write!(f, "loader {loader}")?;
+        }
+        if let Some(mb) = self.memory_mb {
+            if self.storage.is_some() || self.consumer.is_some() || self.loader.is_some() {
+                f.write_str(", ")?;
+            }
+            write!(f, "memory {mb} MB")?;
         }
         Ok(())
     }
@@ -277,6 +288,7 @@ impl Ord for Condition {
             .cmp(&other.storage)
             .then_with(|| consumer(self).cmp(&consumer(other)))
             .then_with(|| self.loader.cmp(&other.loader))
+            .then_with(|| self.memory_mb.cmp(&other.memory_mb))
     }
 }
 
@@ -291,6 +303,7 @@ impl std::hash::Hash for Condition {
         self.storage.hash(state);
         self.consumer.map(|c| c.to_string()).hash(state);
         self.loader.hash(state);
+        self.memory_mb.hash(state);
     }
 }
 
@@ -348,21 +361,31 @@ mod tests {
                 storage: None,
                 consumer: Some(consumer),
                 loader: None,
+                memory_mb: None,
             },
             Condition {
                 storage: Some("paper-ceph-hdd".into()),
                 consumer: None,
                 loader: None,
+                memory_mb: None,
             },
             Condition {
                 storage: Some("paper-ceph-hdd".into()),
                 consumer: Some(consumer),
                 loader: None,
+                memory_mb: None,
             },
             Condition {
                 storage: Some("paper-ceph-hdd".into()),
                 consumer: Some(consumer),
                 loader: Some("torch".into()),
+                memory_mb: None,
+            },
+            Condition {
+                storage: Some("paper-ceph-hdd".into()),
+                consumer: Some(consumer),
+                loader: Some("torch".into()),
+                memory_mb: Some(256),
             },
         ];
         let texts: Vec<String> = conditions.iter().map(|c| c.to_string()).collect();
@@ -373,7 +396,8 @@ mod tests {
                 "consumer 32x100ms-sleep-p2",
                 "storage paper-ceph-hdd",
                 "storage paper-ceph-hdd, consumer 32x100ms-sleep-p2",
-                "storage paper-ceph-hdd, consumer 32x100ms-sleep-p2, loader torch"
+                "storage paper-ceph-hdd, consumer 32x100ms-sleep-p2, loader torch",
+                "storage paper-ceph-hdd, consumer 32x100ms-sleep-p2, loader torch, memory 256 MB"
             ]
         );
         let mut sorted_texts = texts.clone();

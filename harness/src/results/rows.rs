@@ -181,6 +181,10 @@ pub struct RunRow {
     /// empty for prepbench's own.
     #[serde(default)]
     pub loader_options: String,
+    /// The memory, in MB, the epochs and their page cache could use (`--memory-limit-mb`, a
+    /// memory cgroup); empty: the machine's.
+    #[serde(default)]
+    pub memory_limit_mb: Option<u64>,
 }
 
 fn one_pass() -> u64 {
@@ -277,6 +281,7 @@ impl Default for RunRow {
             passes: 1,
             loader: native_loader(),
             loader_options: String::new(),
+            memory_limit_mb: None,
         }
     }
 }
@@ -304,6 +309,7 @@ impl RunRow {
             consumer: self.consumer,
             loader: (self.loader != NATIVE_LOADER)
                 .then(|| loader_label(&self.loader, &self.loader_options)),
+            memory_mb: self.memory_limit_mb,
         }
     }
 

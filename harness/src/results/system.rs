@@ -153,7 +153,7 @@ pub fn machine() -> Machine {
 }
 
 /// Undoes mountinfo's octal escapes (`\040` for a space).
-fn unescape(field: &str) -> String {
+pub(crate) fn unescape(field: &str) -> String {
     let bytes = field.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -257,7 +257,12 @@ pub fn observations(results: &Results, views: &[WorkloadView]) -> Observations {
                 pipeline: view.paper_name.clone()?,
                 label: view.title(),
                 storage: storage_of(view),
-                memory_gb,
+                // A run limited to less memory (`--memory-limit-mb`) is judged as on a machine
+                // with that much.
+                memory_gb: view
+                    .condition
+                    .memory_mb
+                    .map_or(memory_gb, |mb| memory_gb.min(mb as f64 / 1e3)),
                 cores,
                 threads: view.max_threads(),
                 strategies: view

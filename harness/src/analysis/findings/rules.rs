@@ -624,7 +624,7 @@ impl Rules<'_> {
                 .max_by(|a, b| a.0.total_cmp(&b.0));
             match largest {
                 Some((gb, memory)) => format!(
-                    "no last strategy is larger than memory at this scale (largest {gb:.2} GB, memory {memory:.0} GB)"
+                    "no last strategy is larger than memory at this scale (largest {gb:.2} GB, memory {memory:.0} GB), and no run was limited to less (`--memory-limit-mb`, which `reproduce` sets where a memory cgroup can be made)"
                 ),
                 None => "no last strategy with a known size".to_string(),
             }
