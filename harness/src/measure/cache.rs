@@ -124,9 +124,17 @@ fn fadvise_dontneed(path: &Path) -> Result<(), StoreError> {
 }
 
 fn drop_caches() -> std::io::Result<()> {
+    flush_dirty_pages();
+    std::fs::write(DROP_CACHES, b"3\n")
+}
+
+/// Writes every dirty page of the machine back (sync(2)), so that what others wrote, a dataset
+/// just generated or a store just made, is not flushed inside a timed phase: ext4 commits all
+/// of a file system's dirty data with the journal, so a store's fsync would otherwise pay for
+/// it (measured: 2.6 s of writing for a 1.8 MB store right after 400 MB of frames).
+pub fn flush_dirty_pages() {
     // SAFETY: sync(2) has no preconditions.
     unsafe { libc::sync() };
-    std::fs::write(DROP_CACHES, b"3\n")
 }
 
 /// What an eviction did and what it achieved.

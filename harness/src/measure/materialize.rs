@@ -229,6 +229,8 @@ fn write_store(job: &MaterializeJob, progress: &ProgressBar) -> Result<StoreMani
     let stop = AtomicBool::new(false);
     let memo = std::sync::Mutex::new(Memo::default());
     crate::measure::steps::start_workers(job.workload, 0..job.key.split, threads)?;
+    // Others' dirty pages are written back before the clock starts (`flush_dirty_pages`).
+    crate::measure::cache::flush_dirty_pages();
     let start = Snapshot::now();
     let (mut shards, split): (Vec<(usize, ShardInfo)>, Split) = std::thread::scope(|scope| {
         let mut workers = Vec::with_capacity(threads);

@@ -37,6 +37,34 @@ fn over(a: Option<Figure>, b: Option<Figure>) -> Option<Figure> {
     })
 }
 
+/// `a` over `b` where their trials are paired, the epochs of one run (a warm epoch over the
+/// cold one before it): the geometric mean of each run's own ratio, whose interval leaves out
+/// the run-to-run spread both epochs share. Independent ([`over`]) when fewer than two runs
+/// have both, or either cell is too short to judge (its reason).
+fn paired(results: &Results, a: Option<&Cell>, b: Option<&Cell>) -> Option<Figure> {
+    let independent = over(throughput(a), throughput(b));
+    let (a, b) = (a?, b?);
+    if !a.long_enough() || !b.long_enough() {
+        return independent;
+    }
+    let base: std::collections::HashMap<&str, f64> = b
+        .rows
+        .iter()
+        .map(|&i| &results.rows[i])
+        .map(|r| (r.run_id.as_str(), r.throughput_sps))
+        .collect();
+    let logs: Vec<f64> = a
+        .rows
+        .iter()
+        .map(|&i| &results.rows[i])
+        .filter_map(|r| Some((r.throughput_sps / base.get(r.run_id.as_str())?).ln()))
+        .collect();
+    match LogEstimate::of_logs(&logs) {
+        Some(estimate) => Some(Ok(estimate)),
+        None => independent,
+    }
+}
+
 /// What bound a cell's epochs, from its stages: `cpu-bound (io 10 %, cpu 85 %, ...)`.
 fn mechanism(results: &Results, cell: Option<&Cell>) -> Option<String> {
     let (stages, _) = results.cell_stages(cell?)?;
@@ -56,6 +84,7 @@ fn strategy(results: &Results, view: &WorkloadView, name: &str) -> Strategy {
     let cold_cell = view.cold(name, Codec::None, t);
     let warm_cell = view.warm(name, Codec::None, t);
     let app_cell = view.cell(name, Codec::None, t, CacheState::App, 1);
+    let app_fill = view.cell(name, Codec::None, t, CacheState::AppFill, 0);
     let cold = throughput(cold_cell);
     let codecs = view
         .codecs
@@ -98,8 +127,10 @@ fn strategy(results: &Results, view: &WorkloadView, name: &str) -> Strategy {
     Strategy {
         name: name.to_string(),
         store_gb: cold_cell.map(|c| c.storage_bytes / 1e9),
-        page_cache: over(throughput(warm_cell), cold.clone()),
-        app_cache: over(throughput(app_cell), cold.clone()),
+        // Each run's warm epoch over its own cold one, the served epoch over the one that
+        // filled the application cache.
+        page_cache: paired(results, warm_cell, cold_cell),
+        app_cache: paired(results, app_cell, app_fill),
         app_over_page: over(throughput(app_cell), throughput(warm_cell)),
         cold,
         cold_mean: cold_cell.map(|c| c.throughput.mean),
@@ -289,6 +320,66 @@ mod tests {
     /// A check whose cells ran on a busy machine is unsettled whatever its interval says; one
     /// whose estimate lies past a threshold but whose interval straddles it is unsettled with
     /// what would decide it; one whose estimate lies between the thresholds is not reproduced.
+    /// A warm epoch over the cold one of the same run: the runs' own ratios, whose spread is
+    /// small where the runs differ a lot (the disk faster in one trial than in the next), give
+    /// a far narrower interval than the two epochs' cells taken as independent.
+    #[test]
+    fn warm_over_cold_pairs_the_epochs_of_each_run() {
+        let row = |run: &str, epoch: u64, sps: f64| RunRow {
+            run_id: run.into(),
+            workload: "cv".into(),
+            strategy: "resized".into(),
+            split: 3,
+            samples: 1000,
+            online_s: 1000.0 / sps,
+            throughput_sps: sps,
+            threads: 2,
+            epoch,
+            cache: if epoch == 0 {
+                CacheState::Cold
+            } else {
+                CacheState::Warm
+            },
+            ..RunRow::default()
+        };
+        // Each run's warm epoch about 2x its cold one, the runs themselves 100 to 300 sps.
+        let mut rows = Vec::new();
+        for (run, cold, ratio) in [("a", 100.0, 2.0), ("b", 300.0, 2.1), ("c", 180.0, 1.9)] {
+            rows.push(row(run, 0, cold));
+            rows.push(row(run, 1, cold * ratio));
+        }
+        let results = Results::of(Recorded {
+            runs: rows,
+            ..Recorded::default()
+        });
+        let cell = |cache: CacheState| {
+            results
+                .cells()
+                .into_iter()
+                .find(|c| c.key.cache == cache)
+                .unwrap()
+        };
+        let (cold, warm) = (cell(CacheState::Cold), cell(CacheState::Warm));
+        let paired = paired(&results, Some(&warm), Some(&cold)).unwrap().unwrap();
+        let independent = over(throughput(Some(&warm)), throughput(Some(&cold)))
+            .unwrap()
+            .unwrap();
+        assert!((paired.value() - 2.0).abs() < 0.05, "{}", paired.value());
+        let width = |e: &LogEstimate| e.ci95().1 / e.ci95().0;
+        assert!(
+            width(&paired) < 1.5 && width(&independent) > 3.0,
+            "paired {:?}, independent {:?}",
+            paired.ci95(),
+            independent.ci95()
+        );
+        // Cells of different runs (a warm-started run against a cold one) stay independent.
+        assert!(paired_logs_need_shared_runs());
+    }
+
+    fn paired_logs_need_shared_runs() -> bool {
+        LogEstimate::of_logs(&[0.7]).is_none() && LogEstimate::of_logs(&[0.7, f64::NAN]).is_none()
+    }
+
     #[test]
     fn busy_or_straddling_checks_are_unsettled_not_judged() {
         let row = |run: &str, strategy: &str, load: f64| RunRow {

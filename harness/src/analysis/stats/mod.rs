@@ -360,6 +360,23 @@ impl LogEstimate {
         })
     }
 
+    /// The geometric mean of paired ratios given as their logs (each trial's own ratio, as the
+    /// two epochs of one run): the mean log and its standard error, on n - 1 degrees of
+    /// freedom; `None` with fewer than two or a log that is not finite.
+    pub fn of_logs(logs: &[f64]) -> Option<LogEstimate> {
+        if logs.len() < 2 || logs.iter().any(|l| !l.is_finite()) {
+            return None;
+        }
+        let n = logs.len() as f64;
+        let mean = logs.iter().sum::<f64>() / n;
+        let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1.0) / n;
+        Some(LogEstimate {
+            log: mean,
+            var,
+            df_terms: var * var / (n - 1.0),
+        })
+    }
+
     /// This divided by `other` (independent).
     pub fn over(&self, other: &LogEstimate) -> LogEstimate {
         LogEstimate {
