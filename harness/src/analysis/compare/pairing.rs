@@ -152,13 +152,13 @@ impl ChangeVerdict {
 /// Every setting of a cell that pairing looks at, as text, in the order columns show them. The
 /// samples an epoch read are not one: stores sized by time (`--min-epoch-s`) hold different
 /// counts from sweep to sweep, and throughput is per sample. They are shown beside the pair.
-pub(super) const SETTINGS: [&str; 10] = [
+pub(super) const SETTINGS: [&str; 11] = [
     "workload", "storage", "consumer", "strategy", "codec", "threads", "cache", "epoch", "shards",
-    "loader",
+    "loader", "memory",
 ];
 
 /// A cell's settings ([`SETTINGS`]) as text.
-fn settings(cell: &Cell, shards: usize) -> [String; 10] {
+fn settings(cell: &Cell, shards: usize) -> [String; 11] {
     let k = &cell.key;
     [
         k.workload.clone(),
@@ -179,6 +179,9 @@ fn settings(cell: &Cell, shards: usize) -> [String; 10] {
             .loader
             .clone()
             .unwrap_or_else(|| crate::results::rows::NATIVE_LOADER.to_string()),
+        k.condition
+            .memory_mb
+            .map_or_else(|| "machine".to_string(), |mb| format!("{mb} MB")),
     ]
 }
 
@@ -207,7 +210,7 @@ pub(super) fn across_index(across: Across) -> Option<usize> {
 /// One cell with its settings.
 struct Entry<'a> {
     cell: &'a Cell,
-    settings: [String; 10],
+    settings: [String; 11],
 }
 
 fn entries<'a>(results: &Results, cells: &'a [Cell]) -> Vec<Entry<'a>> {
@@ -236,6 +239,8 @@ pub struct Change {
     pub epoch: String,
     pub shards: String,
     pub loader: String,
+    /// The memory the runs could use: `machine`, or the limit (`256 MB`).
+    pub memory: String,
     /// Samples one epoch read in A and in B.
     pub a_samples: u64,
     pub b_samples: u64,
@@ -271,6 +276,7 @@ impl Change {
             &self.epoch,
             &self.shards,
             &self.loader,
+            &self.memory,
         ][i]
     }
 }
@@ -322,7 +328,7 @@ fn judge(pairs: Vec<(&Entry, &Entry)>, opts: &CompareOptions) -> Vec<Change> {
                 ChangeVerdict::NoChange
             }
         };
-        let [workload, storage, consumer, strategy, codec, threads, cache, epoch, shards, loader] =
+        let [workload, storage, consumer, strategy, codec, threads, cache, epoch, shards, loader, memory] =
             eb.settings.clone();
         changes.push(Change {
             workload,
@@ -335,6 +341,7 @@ fn judge(pairs: Vec<(&Entry, &Entry)>, opts: &CompareOptions) -> Vec<Change> {
             epoch,
             shards,
             loader,
+            memory,
             a_samples: ca.samples,
             b_samples: cb.samples,
             a_value: index.map_or_else(String::new, |i| ea.settings[i].clone()),
