@@ -39,7 +39,9 @@ def main():
         Path(p).read_bytes()
 
     def sample(path):
-        image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
+        image = tf.io.decode_jpeg(
+            tf.io.read_file(path), channels=3, dct_method="INTEGER_ACCURATE"
+        )
         shape = tf.shape(image)
         h, w = shape[0], shape[1]
         nh = tf.where(h <= w, 256, tf.maximum(h * 256 // w, 1))
