@@ -93,28 +93,49 @@ fn capitalised(w: &str) -> String {
         .unwrap_or_default()
 }
 
-/// A sentence of 6 to 28 words with occasional commas, capitalised, ending in punctuation.
-pub fn sentence(rng: &mut SeededRng) -> String {
-    let n = 6 + rng.below(23) as usize;
-    let mut out = capitalised(word(rng));
-    for i in 1..n {
-        if i > 2 && i < n - 2 && rng.below(9) == 0 {
-            out.push(',');
-        }
-        out.push(' ');
-        out.push_str(word(rng));
+/// Words in a sentence: 6 to 28.
+fn sentence_length(rng: &mut SeededRng) -> usize {
+    6 + rng.below(23) as usize
+}
+
+/// What goes before word `i` (from 1) of a sentence of `n`: a space, now and then after a
+/// comma away from the sentence's ends.
+fn separator(out: &mut String, i: usize, n: usize, rng: &mut SeededRng) {
+    if i > 2 && i < n - 2 && rng.below(9) == 0 {
+        out.push(',');
     }
-    out.push(match rng.below(12) {
+    out.push(' ');
+}
+
+/// How a sentence ends: mostly a full stop, now and then a question or an exclamation.
+fn end_mark(rng: &mut SeededRng) -> char {
+    match rng.below(12) {
         0 => '?',
         1 => '!',
         _ => '.',
-    });
+    }
+}
+
+/// Sentences in a paragraph: 2 to 7.
+fn paragraph_length(rng: &mut SeededRng) -> usize {
+    2 + rng.below(6) as usize
+}
+
+/// A sentence of 6 to 28 words with occasional commas, capitalised, ending in punctuation.
+pub fn sentence(rng: &mut SeededRng) -> String {
+    let n = sentence_length(rng);
+    let mut out = capitalised(word(rng));
+    for i in 1..n {
+        separator(&mut out, i, n, rng);
+        out.push_str(word(rng));
+    }
+    out.push(end_mark(rng));
     out
 }
 
 /// A paragraph of `2..=7` sentences.
 pub fn paragraph(rng: &mut SeededRng) -> String {
-    let n = 2 + rng.below(6) as usize;
+    let n = paragraph_length(rng);
     (0..n).map(|_| sentence(rng)).collect::<Vec<_>>().join(" ")
 }
 
@@ -152,29 +173,23 @@ impl Article {
         out
     }
 
-    /// A sentence as [`sentence`] writes them, from [`Article::words`].
+    /// A sentence as [`sentence`] writes them, from [`Article::words`] (drawn before its
+    /// commas, where [`sentence`] draws each word after the comma before it).
     pub fn sentence(&mut self, rng: &mut SeededRng) -> String {
-        let n = 6 + rng.below(23) as usize;
+        let n = sentence_length(rng);
         let words = self.words(rng, n);
         let mut out = capitalised(words[0]);
         for (i, w) in words.iter().enumerate().skip(1) {
-            if i > 2 && i < n - 2 && rng.below(9) == 0 {
-                out.push(',');
-            }
-            out.push(' ');
+            separator(&mut out, i, n, rng);
             out.push_str(w);
         }
-        out.push(match rng.below(12) {
-            0 => '?',
-            1 => '!',
-            _ => '.',
-        });
+        out.push(end_mark(rng));
         out
     }
 
     /// A paragraph of `2..=7` of the article's sentences.
     pub fn paragraph(&mut self, rng: &mut SeededRng) -> String {
-        let n = 2 + rng.below(6) as usize;
+        let n = paragraph_length(rng);
         (0..n)
             .map(|_| self.sentence(rng))
             .collect::<Vec<_>>()

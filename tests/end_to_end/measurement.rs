@@ -191,7 +191,8 @@ fn a_memory_limit_keeps_a_larger_store_from_staying_cached() {
     let run = prepbench(&args);
     if !run.status.success() {
         let err = fails_naming(&run, &["--memory-limit-mb"]);
-        assert!(err.contains("cgroup") || err.contains("memory"), "{err}");
+        // Every refusal names the cgroup (or its path) it could not make or use.
+        assert!(err.contains("cgroup"), "{err}");
         eprintln!("skipped: no memory cgroup here: {err}");
         return;
     }

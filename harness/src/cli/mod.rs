@@ -374,7 +374,7 @@ pub struct MeasureArgs {
     /// much memory: prepbench runs its epochs (and its loader's processes) in a memory cgroup
     /// of its own (v1, or v2 where the memory controller is delegated; needs root). Recorded
     /// in runs.csv memory_limit_mb, a condition of its own. Not with --cache app.
-    #[arg(long, value_parser = count_in::<64, 1_000_000_000>)]
+    #[arg(long, value_parser = count_in::<{ crate::measure::memory_limit::MIN_LIMIT_MB as usize }, 1_000_000_000>)]
     pub memory_limit_mb: Option<usize>,
 }
 

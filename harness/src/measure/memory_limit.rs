@@ -79,7 +79,6 @@ fn unescape(text: &str) -> String {
 pub struct MemoryLimit {
     dir: PathBuf,
     home: PathBuf,
-    pub limit_mb: u64,
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
@@ -130,11 +129,7 @@ impl MemoryLimit {
             }
             write(&dir.join("cgroup.procs"), &std::process::id().to_string())
         })();
-        let limit = MemoryLimit {
-            dir,
-            home,
-            limit_mb,
-        };
+        let limit = MemoryLimit { dir, home };
         // Dropped on failure too: back home, the cgroup removed.
         entered.map(|()| limit)
     }
@@ -165,9 +160,13 @@ pub fn enter(limit_mb: Option<u64>) -> anyhow::Result<Option<MemoryLimit>> {
         .map_err(|why| anyhow::anyhow!("--memory-limit-mb: {why}"))
 }
 
+/// The limit [`available`] tries: roomy, so that nothing this process does while inside is
+/// pressed.
+const PROBE_LIMIT_MB: u64 = 1024;
+
 /// Whether a memory limit can be set here; `Err` says why not.
 pub fn available() -> Result<(), String> {
-    MemoryLimit::enter(MIN_LIMIT_MB.max(1024)).map(drop)
+    MemoryLimit::enter(PROBE_LIMIT_MB).map(drop)
 }
 
 #[cfg(test)]

@@ -174,9 +174,25 @@ impl Scale {
     pub fn threads_for(&self, workload: &str) -> Vec<usize> {
         match self.thread_sweeps {
             Some(swept) if !swept.iter().any(|(w, _)| *w == workload) => {
-                vec![self.threads.iter().copied().max().unwrap_or(1)]
+                vec![self.most_threads()]
             }
             _ => self.threads.to_vec(),
+        }
+    }
+
+    /// The most threads this scale runs.
+    pub fn most_threads(&self) -> usize {
+        self.threads.iter().copied().max().unwrap_or(1)
+    }
+
+    /// Materializations per (strategy, codec) of a sweep of `codecs` codecs: repeats time a
+    /// codec against none (3d); a sweep of one codec makes each store once (the emulated
+    /// sweeps of the same workload add the repeats).
+    fn offline_trials_for(&self, codecs: usize) -> usize {
+        if codecs > 1 {
+            self.offline_trials
+        } else {
+            1
         }
     }
 
@@ -203,6 +219,13 @@ fn codecs(names: &[&str]) -> Vec<Codec> {
         .collect()
 }
 
+/// The last strategy `workload` sweeps, when it stores something (not `unprocessed`): the one
+/// findings 4a-4d are about.
+fn last_stored(workload: &workloads::Workload) -> Option<String> {
+    let last = workload.spec.sweep.strategies.last()?;
+    (last != "unprocessed").then(|| last.clone())
+}
+
 /// The sweep options of `workload` at `scale` (the workload's own strategies and shards).
 pub fn sweep_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
     let loaded = workloads::load(workload).ok();
@@ -216,8 +239,8 @@ pub fn sweep_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
     // The last strategy with a store, run again with the application cache.
     let last = loaded
         .as_ref()
-        .and_then(|w| w.spec.sweep.strategies.last().cloned())
-        .filter(|name| s.app_cache_last && name != "unprocessed");
+        .and_then(last_stored)
+        .filter(|_| s.app_cache_last);
     let mut cache = s.cache.to_vec();
     if last.is_some() && !cache.contains(&CacheMode::App) {
         cache.push(CacheMode::App);
@@ -234,13 +257,7 @@ pub fn sweep_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
         // Dataset variants are sized in MB so every variant reads the same bytes.
         dataset_mb: variants.then_some(s.dataset_mb),
         variants: s.variants,
-        // Repeated materializations time a codec against none (3d); a sweep of one codec makes
-        // each store once (the emulated sweeps of the same workload add the repeats).
-        offline_trials: if s.codecs.len() > 1 {
-            s.offline_trials
-        } else {
-            1
-        },
+        offline_trials: s.offline_trials_for(s.codecs.len()),
         settings: Settings {
             epochs: Some(s.epochs),
             samples: (!variants).then(|| s.samples_for(&kind)),
@@ -264,12 +281,8 @@ pub fn emulated_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
     };
     SweepOptions {
         codecs: Some(codecs(names)),
-        offline_trials: if names.len() > 1 {
-            s.offline_trials
-        } else {
-            plain.offline_trials
-        },
-        threads: Some(vec![s.threads.iter().copied().max().unwrap_or(1)]),
+        offline_trials: s.offline_trials_for(names.len()),
+        threads: Some(vec![s.most_threads()]),
         storage: Some(vec!["paper-ceph-hdd".into()]),
         // The emulation models reading from the device: no cache of any kind.
         cache: Some(s.cache.to_vec()),
@@ -294,11 +307,12 @@ pub fn limited_options(s: &Scale, seed: u64) -> SweepOptions {
     let plain = sweep_options(workload, s, seed);
     let last = workloads::load(workload)
         .ok()
-        .and_then(|w| w.spec.sweep.strategies.last().cloned());
+        .as_ref()
+        .and_then(last_stored);
     SweepOptions {
         strategies: last.map(|name| vec![name]),
         codecs: Some(vec![Codec::None]),
-        threads: Some(vec![s.threads.iter().copied().max().unwrap_or(1)]),
+        threads: Some(vec![s.most_threads()]),
         scaling_strategies: None,
         cache: Some(vec![CacheMode::Cold]),
         app_cache_strategies: None,

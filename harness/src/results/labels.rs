@@ -246,28 +246,13 @@ impl Condition {
 /// `storage paper-ceph-hdd, consumer 32x100ms-sleep-p2`; empty for a plain run.
 impl fmt::Display for Condition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(storage) = &self.storage {
-            write!(f, "storage {storage}")?;
-        }
-        if let Some(consumer) = &self.consumer {
-            if self.storage.is_some() {
-                f.write_str(", ")?;
-            }
-            write!(f, "consumer {consumer}")?;
-        }
-        if let Some(loader) = &self.loader {
-            if self.storage.is_some() || self.consumer.is_some() {
-                f.write_str(", ")?;
-            }
-            write!(f, "loader {loader}")?;
-        }
-        if let Some(mb) = self.memory_mb {
-            if self.storage.is_some() || self.consumer.is_some() || self.loader.is_some() {
-                f.write_str(", ")?;
-            }
-            write!(f, "memory {mb} MB")?;
-        }
-        Ok(())
+        let parts = [
+            self.storage.as_ref().map(|s| format!("storage {s}")),
+            self.consumer.map(|c| format!("consumer {c}")),
+            self.loader.as_ref().map(|l| format!("loader {l}")),
+            self.memory_mb.map(|mb| format!("memory {mb} MB")),
+        ];
+        f.write_str(&parts.into_iter().flatten().collect::<Vec<_>>().join(", "))
     }
 }
 

@@ -42,10 +42,10 @@ fn over(a: Option<Figure>, b: Option<Figure>) -> Option<Figure> {
 /// the run-to-run spread both epochs share. Independent ([`over`]) when fewer than two runs
 /// have both, or either cell is too short to judge (its reason).
 fn paired(results: &Results, a: Option<&Cell>, b: Option<&Cell>) -> Option<Figure> {
-    let independent = over(throughput(a), throughput(b));
+    let independent = || over(throughput(a), throughput(b));
     let (a, b) = (a?, b?);
     if !a.long_enough() || !b.long_enough() {
-        return independent;
+        return independent();
     }
     let base: std::collections::HashMap<&str, f64> = b
         .rows
@@ -61,7 +61,7 @@ fn paired(results: &Results, a: Option<&Cell>, b: Option<&Cell>) -> Option<Figur
         .collect();
     match LogEstimate::of_logs(&logs) {
         Some(estimate) => Some(Ok(estimate)),
-        None => independent,
+        None => independent(),
     }
 }
 
@@ -317,9 +317,6 @@ mod tests {
     use crate::results::folder::Recorded;
     use crate::results::RunRow;
 
-    /// A check whose cells ran on a busy machine is unsettled whatever its interval says; one
-    /// whose estimate lies past a threshold but whose interval straddles it is unsettled with
-    /// what would decide it; one whose estimate lies between the thresholds is not reproduced.
     /// A warm epoch over the cold one of the same run: the runs' own ratios, whose spread is
     /// small where the runs differ a lot (the disk faster in one trial than in the next), give
     /// a far narrower interval than the two epochs' cells taken as independent.
@@ -372,14 +369,31 @@ mod tests {
             paired.ci95(),
             independent.ci95()
         );
-        // Cells of different runs (a warm-started run against a cold one) stay independent.
-        assert!(paired_logs_need_shared_runs());
+        // Fewer than two pairs, or a ratio that is not finite, give no paired estimate.
+        assert!(LogEstimate::of_logs(&[0.7]).is_none());
+        assert!(LogEstimate::of_logs(&[0.7, f64::NAN]).is_none());
+        // Cells of different runs (a warm-started run against a cold one) share no run: the
+        // ratio falls back to the independent one.
+        let mut apart = Vec::new();
+        for (run, sps) in [("a", 100.0), ("b", 300.0), ("c", 180.0)] {
+            apart.push(row(run, 0, sps));
+            apart.push(row(&format!("{run}2"), 1, 2.0 * sps));
+        }
+        let apart = Results::of(Recorded {
+            runs: apart,
+            ..Recorded::default()
+        });
+        let cells = apart.cells();
+        let of = |cache: CacheState| cells.iter().find(|c| c.key.cache == cache);
+        let (cold, warm) = (of(CacheState::Cold), of(CacheState::Warm));
+        let fallback = super::paired(&apart, warm, cold).unwrap().unwrap();
+        let independent = over(throughput(warm), throughput(cold)).unwrap().unwrap();
+        assert_eq!(fallback.ci95(), independent.ci95());
     }
 
-    fn paired_logs_need_shared_runs() -> bool {
-        LogEstimate::of_logs(&[0.7]).is_none() && LogEstimate::of_logs(&[0.7, f64::NAN]).is_none()
-    }
-
+    /// A check whose cells ran on a busy machine is unsettled whatever its interval says; one
+    /// whose estimate lies past a threshold but whose interval straddles it is unsettled with
+    /// what would decide it; one whose estimate lies between the thresholds is not reproduced.
     #[test]
     fn busy_or_straddling_checks_are_unsettled_not_judged() {
         let row = |run: &str, strategy: &str, load: f64| RunRow {
