@@ -34,8 +34,8 @@ def case(name, workload, strategy, samples, knob, value, **profile):
     return (name, workload, strategy, samples, knob, value, profile)
 
 
-BANDWIDTH_40 = dict(stream_mb_s=40, aggregate_mb_s=40, latency_ms=0, small_file_kb=0.001)
-BANDWIDTH_10 = dict(stream_mb_s=10, aggregate_mb_s=10, latency_ms=0, small_file_kb=0.001)
+BANDWIDTH_40 = dict(stream_mb_s=40, aggregate_mb_s=40, latency_ms=0, small_file_kb=0.5)
+BANDWIDTH_10 = dict(stream_mb_s=10, aggregate_mb_s=10, latency_ms=0, small_file_kb=0.5)
 CASES = [
     case("bandwidth 40 MB/s: cv2-png records (17 MB)", "cv2-png", "concatenated", 24,
          "read_bps_device", 40_000_000, **BANDWIDTH_40),

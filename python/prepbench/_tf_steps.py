@@ -15,8 +15,8 @@ import struct
 
 from ._forms import tolerance, within  # noqa: F401 - the loader asks them here
 
-OPS = ("read_file", "decode_jpeg", "decode_png", "resize_shorter", "pixel_center", "grayscale",
-       "normalize", "random_crop", "random_hflip")
+OPS = ("read_file", "decode_jpeg", "decode_png", "decode_npy", "resize_shorter", "pixel_center",
+       "grayscale", "normalize", "random_crop", "random_hflip")
 
 _GOLDEN = 0x9E3779B97F4A7C15
 
@@ -144,6 +144,70 @@ class DecodePng(Form):
         f[self.to] = image
 
 
+#: .npy `descr` -> TensorFlow dtype name, as `decode_npy` reads them (little-endian, C order).
+_NPY_DTYPES = {"|u1": "uint8", "<u1": "uint8", "<u2": "uint16", "<i2": "int16", "<i4": "int32",
+               "<f4": "float32", "<f8": "float64"}
+
+
+def npy_descr(data):
+    """The `descr` of .npy bytes, read in Python (once, on the first sample: a traced map
+    needs its output's dtype before it runs)."""
+    import re
+
+    if data[:6] != b"\x93NUMPY" or len(data) < 10:
+        raise ValueError("not a .npy file (no \\x93NUMPY magic)")
+    start, length = (10, struct.unpack("<H", data[8:10])[0]) if data[6] == 1 else \
+        (12, struct.unpack("<I", data[8:12])[0])
+    match = re.search(r"'descr':\s*'([^']*)'", data[start:start + length].decode("latin-1"))
+    if match is None or match.group(1) not in _NPY_DTYPES:
+        raise ValueError(f".npy dtype {match and match.group(1)!r} is not supported")
+    return match.group(1)
+
+
+class DecodeNpy(Form):
+    """A .npy file parsed in TensorFlow ops: its header's length, shape and order read with
+    string ops, its data by `decode_raw`. The dtype is learnt from the first sample (`learns`),
+    and every later file must declare the same one."""
+
+    learns = True
+
+    def __init__(self, params, step_index):
+        super().__init__(params, step_index)
+        self.source = params.get("from", "data")
+        self.to = params.get("to", "array")
+        self.descr = None
+
+    def __call__(self, f, context):
+        import re
+
+        tf = _tf()
+        data = f.pop(self.source)
+        if self.descr is None:
+            # The first sample, run eagerly before the map is traced (`_tfdata._learn`).
+            self.descr = npy_descr(data.numpy())
+        tf.debugging.assert_equal(tf.strings.substr(data, 0, 6), b"\x93NUMPY",
+                                  message="decode_npy: not a .npy file (no \\x93NUMPY magic)")
+        version = tf.io.decode_raw(tf.strings.substr(data, 6, 1), tf.uint8)[0]
+        v1 = tf.cast(tf.io.decode_raw(tf.strings.substr(data, 8, 2), tf.uint16)[0], tf.int32)
+        v2 = tf.io.decode_raw(tf.strings.substr(data, 8, 4), tf.int32)[0]
+        start = tf.where(version == 1, 10, 12)
+        length = tf.where(version == 1, v1, v2)
+        header = tf.strings.substr(data, start, length)
+        for pattern, what in (
+            (r"'descr':\s*'" + re.escape(self.descr) + "'", f"dtype {self.descr} (the first file's)"),
+            (r"'fortran_order':\s*False", "C order (Fortran-order arrays are not supported)"),
+        ):
+            tf.debugging.assert_equal(tf.strings.regex_full_match(header, "(?s).*" + pattern + ".*"),
+                                      True, message=f"decode_npy: a .npy file is not {what}")
+        dims = tf.strings.regex_replace(header, r"(?s)^.*'shape':\s*\(([^)]*)\).*$", r"\1")
+        parts = tf.strings.strip(tf.strings.split(dims, ","))
+        parts = tf.boolean_mask(parts, tf.strings.length(parts) > 0)
+        shape = tf.strings.to_number(parts, tf.int64)
+        body = tf.strings.substr(data, start + length, tf.strings.length(data) - start - length)
+        array = tf.io.decode_raw(body, getattr(tf, _NPY_DTYPES[self.descr]), little_endian=True)
+        f[self.to] = tf.reshape(array, shape)
+
+
 class ResizeShorter(Form):
     # The paper's tf.image.resize is what prepbench computes; the sums' order may differ:
     # one level where a value lies on an integer boundary.
@@ -231,6 +295,7 @@ CLASSES = {
     "read_file": ReadFile,
     "decode_jpeg": DecodeJpeg,
     "decode_png": DecodePng,
+    "decode_npy": DecodeNpy,
     "resize_shorter": ResizeShorter,
     "pixel_center": PixelCenter,
     "grayscale": Grayscale,

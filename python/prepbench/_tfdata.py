@@ -101,7 +101,9 @@ class Pipeline:
 
             data = tf.data.TFRecordDataset(files, compression, num_parallel_reads=threads)
             make = lambda f, **kw: data.map(record, **kw)  # noqa: E731
-        if python:
+        # Python steps learn the fields they give, and forms such as decode_npy their dtype,
+        # from the first sample, before the map is traced.
+        if python or any(getattr(f, "learns", False) for f in self.forms):
             self._learn(first_id, first_fields)
         self.dataset = make(steps_of, num_parallel_calls=threads)
         self.dataset = self.dataset.prefetch(tf.data.AUTOTUNE)
@@ -138,7 +140,7 @@ class Pipeline:
 
     def _learn(self, sample_id, fields):
         """Runs the first sample through the forms in eager mode, so that each run of Python
-        steps learns the fields it gives."""
+        steps learns the fields it gives (and a form that `learns`, what it must)."""
         from . import _tf_steps
 
         seed, epoch = self.job["seed"], self.job["epoch"]

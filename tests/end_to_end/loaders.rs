@@ -475,6 +475,26 @@ fn the_papers_cv_chain_runs_under_tf_data_in_tensorflow_and_verifies() {
         .unwrap();
     assert!(checked.status.success(), "{}", stderr(&checked));
 
+    // The synthetic arrays (finding 5's): `.npy` files parsed in TensorFlow's string ops and
+    // `decode_raw`, at the smallest and largest sample sizes, verified exactly.
+    let mut args = argv![
+        "sweep synthetic-reading --loaders tf-data --verify --variants 2 --dataset-mb 3",
+        "--threads 2 --trials 1 --epochs 1 --no-calibrate --evict fadvise --quiet"
+    ];
+    args.extend(places("npy"));
+    let out = prepbench_in(&python, &native, &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = Csv::read(&work.path().join("npy/runs.csv"));
+    // Two sizes, `unprocessed` (decode_npy under tf-data) and `decoded` each.
+    assert_eq!(runs.rows.len(), 4, "{:?}", runs.rows);
+    assert!(
+        runs.rows
+            .iter()
+            .all(|r| runs.col(r, "verified") == "pass" && runs.col(r, "loader") == "tf-data"),
+        "{:?}",
+        runs.rows
+    );
+
     let mut args = argv!["sweep cv --loaders tf-data --codecs zstd --strategies resized"];
     args.extend(places("zstd"));
     let out = prepbench_in(&python, &native, &args);

@@ -108,6 +108,13 @@ pub struct StorageProfile {
     /// Files below this size (KiB) are read as random requests; larger ones are streamed.
     #[serde(default = "default_small_file_kb")]
     pub small_file_kb: f64,
+    /// CPU this machine spends per MB read from the storage, outside the reader, in
+    /// milliseconds: a network or FUSE filesystem's client (its decryption, copies and network
+    /// stack). Charged to the reading thread once the bytes have arrived, so it takes the cores
+    /// the pipeline uses; 0 (the default) for storage whose reads cost this machine nothing
+    /// beyond the reader's own.
+    #[serde(default)]
+    pub cpu_ms_per_mb: f64,
 }
 
 fn default_request_kb() -> f64 {
@@ -130,6 +137,7 @@ impl StorageProfile {
             request_kb: default_request_kb(),
             iops: None,
             small_file_kb: default_small_file_kb(),
+            cpu_ms_per_mb: 0.0,
         }
     }
 
@@ -149,6 +157,7 @@ impl StorageProfile {
             request_kb: 4.0,
             iops: Some(9853.0),
             small_file_kb: default_small_file_kb(),
+            cpu_ms_per_mb: 0.0,
         }
     }
 
@@ -163,6 +172,7 @@ impl StorageProfile {
             && self.aggregate_mb_s.is_none()
             && self.iops.is_none()
             && self.latency_ms == 0.0
+            && self.cpu_ms_per_mb == 0.0
     }
 
     /// Checks every figure lies in its physical range (a positive figure from a 1 KB/s link to
@@ -196,6 +206,7 @@ impl StorageProfile {
         }
         within("request_kb", self.request_kb, 0.5, 1048576.0)?;
         within("small_file_kb", self.small_file_kb, 0.5, 1048576.0)?;
+        within("cpu_ms_per_mb", self.cpu_ms_per_mb, 0.0, 100_000.0)?;
         within("latency_ms", self.latency_ms, 0.0, 100_000.0)
     }
 }
@@ -312,5 +323,25 @@ mod tests {
                 "{err}"
             );
         }
+        p.stream_mb_s = None;
+        for bad in [-1.0, f64::NAN, 1e300] {
+            p.cpu_ms_per_mb = bad;
+            let err = p.validate().unwrap_err();
+            assert!(
+                err.contains("cpu_ms_per_mb must be a number from 0 to"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_client_cpu_cost_alone_is_something_to_emulate() {
+        let mut p = StorageProfile::local();
+        p.cpu_ms_per_mb = 5.0;
+        assert!(!p.is_passthrough());
+        p.validate().unwrap();
+        let parsed: StorageProfile =
+            serde_yaml_ng::from_str("stream_mb_s: 70\ncpu_ms_per_mb: 4.5\n").unwrap();
+        assert_eq!(parsed.cpu_ms_per_mb, 4.5);
     }
 }

@@ -161,6 +161,7 @@ fn whatif_command(args: WhatifArgs) -> anyhow::Result<Status> {
 fn reproduce_command(
     scale: ScaleName,
     seed: u64,
+    loaders: &[String],
     places: PlaceArgs,
     progress: Progress,
     line: &[String],
@@ -171,7 +172,7 @@ fn reproduce_command(
          give your data to `run`, `sweep` or `show`"
     );
     let places = places.places(reproduce::default_out(scale), progress);
-    let done = reproduce::reproduce(scale, &places, seed, line.to_vec())?;
+    let done = reproduce::reproduce(scale, &places, seed, loaders, line.to_vec())?;
     let mut failures = Vec::new();
     let mut failed = false;
     for (workload, outcome) in &done.sweeps {
@@ -303,8 +304,16 @@ fn dispatch(command: Command, progress: Progress, line: &[String]) -> anyhow::Re
         Command::Reproduce {
             scale,
             seed,
+            loaders,
             places,
-        } => reproduce_command(scale, seed, places, progress, line),
+        } => reproduce_command(
+            scale,
+            seed,
+            &loaders.unwrap_or_default(),
+            places,
+            progress,
+            line,
+        ),
         Command::Validate { files } => Ok(if commands::validate(&files) == 0 {
             Status::SUCCESS
         } else {

@@ -126,6 +126,12 @@ pub enum Command {
         /// Seed of the generated datasets, of random online steps and of the sweeps' run order.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Loaders to judge the paper under, comma-separated: native (prepbench's own engine,
+        /// always run) and tf-data (the paper's stack) or torch, each running the local
+        /// workloads it has forms for at the most threads, cold and warm; the report judges
+        /// every finding under each, side by side (default: native).
+        #[arg(long, value_delimiter = ',')]
+        loaders: Option<Vec<String>>,
         #[command(flatten)]
         places: PlaceArgs,
     },

@@ -7,7 +7,9 @@
 //! Each reader also has its own clock for `stream_mb_s` and per-request latency, so short reads
 //! accumulate their delay and sleep once it is worth a sleep (sleeping per small read would
 //! overshoot). Bytes the page cache already held when the file was opened are not delayed: a
-//! warm epoch is as warm as it is locally.
+//! warm epoch is as warm as it is locally. A profile's `cpu_ms_per_mb` (a filesystem client's
+//! own CPU on this machine) is spent by the reading thread, on the CPU, once a read's bytes
+//! have arrived: it competes for the cores as the client's work would.
 
 use std::fs::File;
 use std::io::Read;
@@ -31,6 +33,8 @@ pub struct Throttle {
     links: Mutex<Links>,
     /// Nanoseconds readers slept to match the profile.
     delayed_nanos: AtomicU64,
+    /// Nanoseconds of CPU readers spent for the profile's filesystem client.
+    client_cpu_nanos: AtomicU64,
     page: usize,
 }
 
@@ -56,6 +60,7 @@ impl Throttle {
                 origin: Instant::now(),
                 links: Mutex::new(Links::default()),
                 delayed_nanos: AtomicU64::new(0),
+                client_cpu_nanos: AtomicU64::new(0),
                 page: cache::page_size(),
             })
         })
@@ -143,6 +148,30 @@ impl Throttle {
         }
     }
 
+    /// Spends on this thread's CPU what the profile's filesystem client spends on `bytes`
+    /// read from the device (its `cpu_ms_per_mb`), counted in the thread's CPU time, so that a
+    /// busy machine stretches it as it would the client's work.
+    fn charge_cpu(&self, bytes: u64) {
+        if self.profile.cpu_ms_per_mb <= 0.0 || bytes == 0 {
+            return;
+        }
+        let seconds = self.profile.cpu_ms_per_mb / 1e3 * bytes as f64 / 1e6;
+        let Some(start) = thread_cpu_seconds() else {
+            return;
+        };
+        let until = start + seconds;
+        while thread_cpu_seconds().is_some_and(|now| now < until) {
+            std::hint::spin_loop();
+        }
+        self.client_cpu_nanos
+            .fetch_add((seconds * 1e9) as u64, Ordering::Relaxed);
+    }
+
+    /// CPU seconds spent so far on behalf of the profile's filesystem client.
+    pub fn client_cpu_seconds(&self) -> f64 {
+        self.client_cpu_nanos.load(Ordering::Relaxed) as f64 / 1e9
+    }
+
     /// The share of `file`'s bytes not in the page cache now, 0 to 1.
     fn uncached(&self, file: &File, path: &Path) -> std::io::Result<f64> {
         let r = cache::open_file_residency(file, path, self.page)
@@ -182,6 +211,7 @@ impl ReadFiles for Throttle {
         let fresh = (bytes.len() as f64 * uncached).round() as u64;
         let due = self.schedule(&mut Cursor::default(), begin, fresh, len, true);
         self.wait(due, Duration::ZERO);
+        self.charge_cpu(fresh);
         Ok(bytes)
     }
 
@@ -196,8 +226,20 @@ impl ReadFiles for Throttle {
         let fresh = (bytes.len() as f64 * uncached).round() as u64;
         let due = self.schedule(&mut Cursor::default(), begin, fresh, length, true);
         self.wait(due, Duration::ZERO);
+        self.charge_cpu(fresh);
         Ok(bytes)
     }
+}
+
+/// The calling thread's CPU time in seconds (`None` where the clock cannot be read).
+fn thread_cpu_seconds() -> Option<f64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9)
 }
 
 /// A file read through a [`Throttle`]: every `read` is scheduled on the reader's clock; the delay
@@ -230,6 +272,7 @@ impl Read for ThrottledFile {
         // At the end of the file, pay whatever is still owed.
         let min = if n == 0 { Duration::ZERO } else { MIN_SLEEP };
         self.throttle.wait(due, min);
+        self.throttle.charge_cpu(fresh);
         Ok(n)
     }
 }
@@ -307,6 +350,37 @@ mod tests {
             let start = Instant::now();
             t.read_file(&path).unwrap();
             assert!(start.elapsed() >= Duration::from_millis(320));
+        }
+    }
+
+    /// A filesystem client's CPU is spent on the reading thread's CPU, for the bytes that came
+    /// from the device only (thread CPU time, not wall time: a lower bound by construction
+    /// of the charge, and nothing charged for cached bytes).
+    #[test]
+    fn a_client_cpu_cost_is_spent_on_the_readers_cpu() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.bin");
+        std::fs::write(&path, vec![1u8; 100_000]).unwrap();
+        let mut p = profile();
+        p.cpu_ms_per_mb = 300.0;
+        let t = Throttle::new(&p).unwrap();
+        cache::prefetch(std::slice::from_ref(&path)).unwrap();
+        t.read_file(&path).unwrap();
+        assert_eq!(
+            t.client_cpu_seconds(),
+            0.0,
+            "cached bytes cost no client CPU"
+        );
+        let ev = cache::evict(std::slice::from_ref(&path), cache::EvictPolicy::Fadvise).unwrap();
+        if ev.after.pct() < 1.0 {
+            let before = thread_cpu_seconds().unwrap();
+            t.read_file(&path).unwrap();
+            // 0.1 MB at 300 ms per MB: up to 30 ms of this thread's CPU (less the share the
+            // kernel kept cached).
+            let spent = thread_cpu_seconds().unwrap() - before;
+            let charged = t.client_cpu_seconds();
+            assert!(charged > 0.0 && charged <= 0.0301, "{charged}");
+            assert!(spent >= charged * 0.99, "{spent} < {charged}");
         }
     }
 

@@ -324,6 +324,66 @@ pub fn limited_options(s: &Scale, seed: u64) -> SweepOptions {
     }
 }
 
+/// The sweep options of local `workload` under `loader` (another than prepbench's own) at
+/// `scale`: every strategy, the codecs the loader reads, at the most threads, cold then warm
+/// (the application cache is prepbench's engine's own): the claims it can test without the
+/// whole matrix again. `Ok(Err)` with the reasons when the loader lacks a form of one of the
+/// pipeline's steps (a pipeline is judged whole or not at all); an error when the loader
+/// itself cannot run here (its framework missing: never a fallback).
+pub fn loader_options(
+    workload: &str,
+    s: &Scale,
+    seed: u64,
+    loader: &str,
+) -> anyhow::Result<Result<SweepOptions, String>> {
+    let engine = crate::measure::online::engine(loader)
+        .ok_or_else(|| anyhow::anyhow!("--loaders: no loader `{loader}`"))?;
+    let w = workloads::load(workload)?;
+    let plain = sweep_options(workload, s, seed);
+    let mut refused = Vec::new();
+    let mut strategies = Vec::new();
+    for strategy in w.spec.sweep_strategies() {
+        match engine.step_refusal(&w, strategy.split) {
+            Some(why) => refused.push(format!("`{}`: {why}", strategy.name)),
+            None => strategies.push(strategy),
+        }
+    }
+    // The first strategy refused says why (the others' reasons name the same list of forms).
+    if let Some(why) = refused.into_iter().next() {
+        return Ok(Err(why));
+    }
+    let Some(first) = strategies.first() else {
+        return Ok(Err("it has no strategies to sweep".into()));
+    };
+    if let Some(why) = engine.refusal(&w, first.split) {
+        anyhow::bail!("--loaders {loader}: {why}");
+    }
+    let codecs: Vec<Codec> = plain
+        .codecs
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|c| engine.codec_refusal(*c).is_none())
+        .collect();
+    Ok(Ok(SweepOptions {
+        strategies: Some(strategies.into_iter().map(|s| s.name).collect()),
+        offline_trials: s.offline_trials_for(codecs.len()),
+        codecs: Some(codecs),
+        threads: Some(vec![s.most_threads()]),
+        scaling_strategies: None,
+        cache: Some(
+            s.cache
+                .iter()
+                .copied()
+                .filter(|c| *c != CacheMode::App)
+                .collect(),
+        ),
+        app_cache_strategies: None,
+        loaders: Some(vec![loader.to_string()]),
+        ..plain
+    }))
+}
+
 pub struct Reproduction {
     pub sweeps: Vec<(String, SweepOutcome)>,
     pub report: ReportFiles,
@@ -334,6 +394,7 @@ pub fn reproduce(
     name: ScaleName,
     places: &Places,
     seed: u64,
+    loaders: &[String],
     command_line: Vec<String>,
 ) -> anyhow::Result<Reproduction> {
     let s = scale(name);
@@ -352,6 +413,21 @@ pub fn reproduce(
             emulated_options(w, &s, seed),
         )
     }));
+    // Each other loader's sweeps of the local workloads it can run, asked before anything
+    // runs (a loader that cannot run here stops the reproduction, said).
+    for loader in loaders
+        .iter()
+        .filter(|l| !crate::measure::online::is_default(l))
+    {
+        for w in s.workloads() {
+            match loader_options(w, &s, seed, loader)? {
+                Ok(opts) => planned.push((format!("{w} [loader {loader}]"), opts)),
+                Err(why) => places.progress.note(&format!(
+                    "reproduce: `{w}` is not run under the {loader} loader: {why}"
+                )),
+            }
+        }
+    }
     match crate::measure::memory_limit::available() {
         Ok(()) => planned.push((
             format!("{} [memory {} MB]", LIMITED.0, LIMITED.1),
@@ -370,6 +446,9 @@ pub fn reproduce(
         };
         if let Some(mb) = opts.settings.memory_limit_mb {
             under.push_str(&format!(" with {mb} MB of memory"));
+        }
+        if let Some(loader) = opts.loaders.iter().flatten().next() {
+            under.push_str(&format!(" under the {loader} loader"));
         }
         places
             .progress
@@ -406,7 +485,13 @@ pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
     // Trials recorded, not those the summary kept: a target at or below the recorded count
     // would ask for nothing, and the round would end without settling.
     let trials: HashMap<&CellKey, usize> = cells.iter().map(|c| (&c.key, c.rows.len())).collect();
-    let found = measured::judge(&results, &views(&results, &cells));
+    let views = views(&results, &cells);
+    let mut found = measured::judge(&results, &views);
+    found.extend(
+        measured::judge_loaders(&results, &views)
+            .into_iter()
+            .flat_map(|(_, f)| f),
+    );
     let mut out = Vec::new();
     for sub in found.iter().flat_map(|f| &f.sub_claims) {
         for check in &sub.checks {
@@ -438,13 +523,19 @@ pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
 }
 
 /// Whether a cell was recorded by the sweep `opts` asks for: its workload (or a dataset
-/// variant of it) under the same storage.
+/// variant of it) under the same storage, memory limit and loader.
 fn swept_by(opts: &SweepOptions, key: &CellKey) -> bool {
     let base = workloads::WorkloadLabel::parse(&key.workload).base;
     let storage = opts.storage.as_ref().and_then(|p| p.first());
+    let loader = opts
+        .loaders
+        .as_ref()
+        .and_then(|l| l.first())
+        .filter(|l| !crate::measure::online::is_default(l));
     base == opts.workload
         && key.condition.storage.as_ref() == storage
         && key.condition.memory_mb == opts.settings.memory_limit_mb
+        && key.condition.loader.as_ref() == loader
 }
 
 /// Rounds of trials for the checks [`unsettled`] finds, each sweep asked again for the trials
@@ -555,6 +646,43 @@ mod tests {
         assert_eq!(medium.min_epoch_s, Some(3.0));
         assert_eq!(medium.workloads().len(), workloads::BUILTIN.len());
         assert_eq!(scale(ScaleName::Paper).min_epoch_s, None);
+    }
+
+    #[test]
+    fn another_loader_runs_whole_pipelines_only_and_settles_its_own_cells() {
+        use crate::results::{CacheState, Condition};
+        let quick = scale(ScaleName::Quick);
+        // No TensorFlow form of MP3 decoding: the pipeline is refused whole, naming the step,
+        // before any runtime is asked for.
+        let why = loader_options("mp3", &quick, 0, "tf-data")
+            .unwrap()
+            .unwrap_err();
+        assert!(why.contains("decode_audio"), "{why}");
+        assert!(loader_options("cv", &quick, 0, "no-such-loader").is_err());
+        let key = |loader: Option<&str>| CellKey {
+            workload: "cv".into(),
+            condition: Condition {
+                storage: None,
+                consumer: None,
+                loader: loader.map(str::to_string),
+                memory_mb: None,
+            },
+            split: 3,
+            strategy: "resized".into(),
+            codec: Codec::None,
+            threads: 2,
+            cache: CacheState::Cold,
+            epoch: 0,
+        };
+        let native = sweep_options("cv", &quick, 0);
+        let tf = SweepOptions {
+            loaders: Some(vec!["tf-data".into()]),
+            ..native.clone()
+        };
+        assert!(swept_by(&native, &key(None)));
+        assert!(!swept_by(&native, &key(Some("tf-data"))));
+        assert!(swept_by(&tf, &key(Some("tf-data"))));
+        assert!(!swept_by(&tf, &key(None)));
     }
 
     #[test]

@@ -151,7 +151,7 @@ const SYNTHETIC_READING: &str = "synthetic-reading";
 
 /// Sample-size series: per base workload, condition and strategy, the MB/s of each dataset
 /// variant sized by `mb_per_sample`.
-fn size_series(views: &[WorkloadView]) -> Vec<SizeSeries> {
+fn size_series(views: &[&WorkloadView]) -> Vec<SizeSeries> {
     let mut out: Vec<SizeSeries> = Vec::new();
     for view in views.iter().filter(|v| !v.simulated_consumer()) {
         let Some(mb) = tables::variant_mb(view) else {
@@ -200,11 +200,42 @@ fn size_series(views: &[WorkloadView]) -> Vec<SizeSeries> {
     out
 }
 
-/// The six findings judged on `results`, seen through `views`; a check is unsettled, not
-/// judged, where the machine was busy while its cells ran or where more trials would decide
-/// it ([`unsettle`]).
+/// The six findings judged on `results`' runs under prepbench's own engine, seen through
+/// `views`; a check is unsettled, not judged, where the machine was busy while its cells ran or
+/// where more trials would decide it ([`unsettle`]). Runs under another loader are judged
+/// apart ([`judge_loaders`]), never pooled with these.
 pub fn judge(results: &Results, views: &[WorkloadView]) -> Vec<crate::analysis::findings::Finding> {
-    let mut found = crate::analysis::findings::rules::judge(&observations(results, views));
+    judge_loader(results, views, None)
+}
+
+/// The findings judged on the runs under each loader other than prepbench's own that
+/// `views` hold, by loader name, in name order.
+pub fn judge_loaders(
+    results: &Results,
+    views: &[WorkloadView],
+) -> Vec<(String, Vec<crate::analysis::findings::Finding>)> {
+    let mut loaders: Vec<&str> = views
+        .iter()
+        .filter_map(|v| v.condition.loader.as_deref())
+        .collect();
+    loaders.sort();
+    loaders.dedup();
+    loaders
+        .into_iter()
+        .map(|l| (l.to_string(), judge_loader(results, views, Some(l))))
+        .collect()
+}
+
+fn judge_loader(
+    results: &Results,
+    views: &[WorkloadView],
+    loader: Option<&str>,
+) -> Vec<crate::analysis::findings::Finding> {
+    let mine: Vec<&WorkloadView> = views
+        .iter()
+        .filter(|v| v.condition.loader.as_deref() == loader)
+        .collect();
+    let mut found = crate::analysis::findings::rules::judge(&observations(results, &mine));
     unsettle(results, &mut found);
     found
 }
@@ -276,7 +307,7 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
 }
 
 /// Every paper pipeline and sample-size series measured in `results`.
-pub fn observations(results: &Results, views: &[WorkloadView]) -> Observations {
+pub fn observations(results: &Results, views: &[&WorkloadView]) -> Observations {
     let machine = results.manifest.machine.as_ref();
     let memory_gb = machine.map_or(f64::INFINITY, |m| m.memory_bytes as f64 / 1e9);
     let cores = machine.map_or(1, |m| m.logical_cores);
@@ -389,6 +420,63 @@ mod tests {
         let fallback = super::paired(&apart, warm, cold).unwrap().unwrap();
         let independent = over(throughput(warm), throughput(cold)).unwrap().unwrap();
         assert_eq!(fallback.ci95(), independent.ci95());
+    }
+
+    /// Runs under another loader are judged apart from prepbench's own, never pooled: the
+    /// page cache triples the native runs' rate and does nothing under tf-data, and each
+    /// judgment sees only its own.
+    #[test]
+    fn each_loader_is_judged_on_its_own_runs() {
+        let row = |run: &str, loader: &str, epoch: u64, sps: f64| RunRow {
+            run_id: run.into(),
+            workload: "cv".into(),
+            strategy: "pixel-centered".into(),
+            split: 4,
+            samples: 1000,
+            storage_bytes: 1_000_000,
+            online_s: 1000.0 / sps,
+            throughput_sps: sps,
+            threads: 2,
+            epoch,
+            cache: if epoch == 0 {
+                CacheState::Cold
+            } else {
+                CacheState::Warm
+            },
+            loader: loader.into(),
+            ..RunRow::default()
+        };
+        let mut rows = Vec::new();
+        for (run, cold) in [("a", 100.0), ("b", 110.0), ("c", 95.0)] {
+            rows.push(row(run, "native", 0, cold));
+            rows.push(row(run, "native", 1, cold * 3.0));
+            let tf = format!("tf-{run}");
+            rows.push(row(&tf, "tf-data", 0, cold / 2.0));
+            rows.push(row(&tf, "tf-data", 1, cold / 2.0 * 1.01));
+        }
+        let results = Results::of(Recorded {
+            runs: rows,
+            ..Recorded::default()
+        });
+        let cells = results.cells();
+        let views = crate::analysis::report::views(&results, &cells);
+        let verdict = |found: &[crate::analysis::findings::Finding]| {
+            found
+                .iter()
+                .flat_map(|f| &f.sub_claims)
+                .find(|s| s.id == "4a")
+                .map(|s| s.verdict)
+                .unwrap()
+        };
+        assert_eq!(verdict(&judge(&results, &views)), Verdict::Reproduced);
+        let others = judge_loaders(&results, &views);
+        assert_eq!(others.len(), 1);
+        assert_eq!(others[0].0, "tf-data");
+        let tf = verdict(&others[0].1);
+        assert!(
+            matches!(tf, Verdict::NotReproduced | Verdict::Contradicted),
+            "{tf:?}"
+        );
     }
 
     /// A check whose cells ran on a busy machine is unsettled whatever its interval says; one

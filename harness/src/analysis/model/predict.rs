@@ -32,6 +32,7 @@ impl Storage {
                 // kernel's default readahead): a worker waits for each file's opening and
                 // bytes before it computes.
                 Device {
+                    cpu: 0.0,
                     waited: f
                         * (small
                             + (file - crate::results::calibration::SMALL_FILE_BYTES as f64)
@@ -43,15 +44,18 @@ impl Storage {
             // The emulation delays each read in the reader's thread: nothing overlaps.
             Storage::Profile(p) => {
                 let latency = p.latency_ms / 1e3;
+                let cpu = p.cpu_ms_per_mb / 1e3 * b / 1e6;
                 if file < p.small_file_kb * 1024.0 {
                     let requests = (file / (p.request_kb * 1024.0)).ceil().max(1.0) * f;
                     Device {
+                        cpu,
                         waited: requests * latency,
                         aggregate: p.iops.map_or(f64::INFINITY, |iops| iops / requests),
                     }
                 } else {
                     let stream = p.stream_mb_s.map_or(0.0, |mb| b / (mb * 1e6));
                     Device {
+                        cpu,
                         waited: f * latency + stream,
                         aggregate: p.aggregate_mb_s.map_or(f64::INFINITY, |mb| mb * 1e6 / b),
                     }
@@ -61,10 +65,11 @@ impl Storage {
     }
 }
 
-/// What storage costs one reader per sample (seconds it waits), and the samples/s it serves
-/// in all.
+/// What storage costs one reader per sample (seconds it waits, and CPU seconds its
+/// filesystem client spends on this machine), and the samples/s it serves in all.
 struct Device {
     waited: f64,
+    cpu: f64,
     aggregate: f64,
 }
 
@@ -163,9 +168,12 @@ pub fn predict(cal: &StrategyCalibration, hw: &Hardware, setting: &Setting) -> P
         Reading::Cold => hw.storage.device(cal),
         _ => Device {
             waited: 0.0,
+            cpu: 0.0,
             aggregate: f64::INFINITY,
         },
     };
+    // A filesystem client's CPU is the worker's too: spent after each read, on the cores.
+    let p = p + device.cpu / speed;
     let (d, aggregate) = (device.waited, device.aggregate);
     let storage_bound = if d > 0.0 {
         (threads / d).min(aggregate)
@@ -345,6 +353,31 @@ pub(super) mod tests {
         );
         assert!((p.predicted - 100.0).abs() < 0.1, "{p:?}");
         assert!((p.bound - 200.0).abs() < 0.1, "{p:?}");
+    }
+
+    #[test]
+    fn a_filesystem_clients_cpu_is_added_to_the_workers() {
+        // 1 MB per sample, 10 ms of CPU, 8 cores and fast storage: 800/s; a client spending
+        // 5 ms per MB makes each sample 15 ms of CPU: 533/s, CPU-bound still.
+        let c = cal(1e6, 1.0 / 16.0, 0.01);
+        let mut hw = profile(1e6, 1e6);
+        let before = predict(&c, &hw, &cold(8));
+        let Storage::Profile(p) = &mut hw.storage else {
+            unreachable!()
+        };
+        p.cpu_ms_per_mb = 5.0;
+        let after = predict(&c, &hw, &cold(8));
+        assert_eq!(after.binds, "cpu");
+        assert!(
+            (before.cpu_bound / after.cpu_bound - 1.5).abs() < 1e-3,
+            "{after:?}"
+        );
+        // From the page cache the client reads nothing.
+        let warm = Setting {
+            reading: Reading::PageCache,
+            ..cold(8)
+        };
+        assert_eq!(predict(&c, &hw, &warm).cpu_bound, before.cpu_bound);
     }
 
     #[test]

@@ -23,6 +23,8 @@ pub struct Inputs<'a> {
     pub views: &'a [WorkloadView<'a>],
     pub checked: &'a [Checked],
     pub found: &'a [Finding],
+    /// The findings judged under each other loader the folder ran (`--loaders`).
+    pub per_loader: &'a [(String, Vec<Finding>)],
     pub warned: &'a [String],
     pub peers: Option<&'a str>,
     pub plan: &'a RecommendOptions,
@@ -67,6 +69,9 @@ pub fn assemble(inputs: &Inputs) -> Assembled {
     // synthetic ones included): judged only when one was run.
     if references.contains(&true) {
         paper_comparison(&mut report, inputs.found);
+        if !inputs.per_loader.is_empty() {
+            loaders_comparison(&mut report, inputs.found, inputs.per_loader);
+        }
     }
     if let Some(section) = inputs.peers {
         report.push(Block::Markdown(section.to_string()));
@@ -243,5 +248,48 @@ fn paper_comparison(report: &mut Report, found: &[Finding]) {
     ));
     for f in found {
         report.push(Block::Markdown(f.markdown()));
+    }
+}
+
+/// Every claim's verdict under prepbench's own engine and under each other loader side by
+/// side, then each loader's findings in full (its checks, intervals and mechanisms): the
+/// paper judged on its own stack beside prepbench's.
+fn loaders_comparison(
+    report: &mut Report,
+    native: &[Finding],
+    per_loader: &[(String, Vec<Finding>)],
+) {
+    report.heading(2, "The paper under each loader");
+    report.paragraph(
+        "The same claims judged apart on the runs under each loader (never pooled): every \
+         loader read the same stores under the same protocol. A claim not testable under a \
+         loader says why (a step it has no form of, emulated storage its own reads bypass)."
+            .to_string(),
+    );
+    let mut md = String::from("| claim | native |");
+    for (loader, _) in per_loader {
+        md.push_str(&format!(" {loader} |"));
+    }
+    md.push_str("\n|---|---|");
+    md.push_str(&"---|".repeat(per_loader.len()));
+    md.push('\n');
+    for (i, sub) in native.iter().flat_map(|f| &f.sub_claims).enumerate() {
+        md.push_str(&format!("| {} | {} |", sub.id, sub.verdict.text()));
+        for (_, found) in per_loader {
+            let other = found.iter().flat_map(|f| &f.sub_claims).nth(i);
+            let text = other
+                .filter(|o| o.id == sub.id)
+                .map_or("?", |o| o.verdict.text());
+            md.push_str(&format!(" {text} |"));
+        }
+        md.push('\n');
+    }
+    report.push(Block::Markdown(md));
+    for (loader, found) in per_loader {
+        report.heading(3, format!("Under the {loader} loader"));
+        for f in found {
+            // Its findings one heading level down.
+            report.push(Block::Markdown(f.markdown().replacen("### ", "#### ", 1)));
+        }
     }
 }

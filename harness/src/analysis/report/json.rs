@@ -13,7 +13,7 @@ use crate::analysis::report::summary::verdict_or_dash;
 pub fn json(
     results: &Results,
     cells: &[Cell],
-    found: &[Finding],
+    (found, per_loader): (&[Finding], &[(String, Vec<Finding>)]),
     warned: &[String],
     assembled: &Assembled,
 ) -> serde_json::Value {
@@ -44,6 +44,10 @@ pub fn json(
         "machine": results.manifest.machine,
         "cells": cells_json,
         "findings": found,
+        "findings_by_loader": per_loader
+            .iter()
+            .map(|(loader, f)| (loader.clone(), json!(f)))
+            .collect::<serde_json::Map<_, _>>(),
         "kendall_tau": assembled.kendall,
         "warnings": warned,
         "prediction": assembled.prediction,

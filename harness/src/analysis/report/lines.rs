@@ -44,8 +44,16 @@ fn profile_figures(p: &workloads::StorageProfile) -> String {
     let limit = |v: Option<f64>, unit: &str| {
         v.map_or_else(|| "unlimited".to_string(), |v| format!("{v} {unit}"))
     };
+    let client = if p.cpu_ms_per_mb > 0.0 {
+        format!(
+            "; its client spends {} ms of CPU per MB read",
+            p.cpu_ms_per_mb
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "files of {} KiB and more stream at {} per reader and {} in all after {:.3} ms; smaller files take {:.3} ms per {} KiB request, {}",
+        "files of {} KiB and more stream at {} per reader and {} in all after {:.3} ms; smaller files take {:.3} ms per {} KiB request, {}{client}",
         p.small_file_kb,
         limit(p.stream_mb_s, "MB/s"),
         limit(p.aggregate_mb_s, "MB/s"),

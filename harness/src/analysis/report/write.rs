@@ -85,6 +85,7 @@ pub fn write_report_with(
         .map(|cal| roofline::check_all(&results, cal, &cells))
         .unwrap_or_default();
     let found = findings::measured::judge(&results, &views);
+    let per_loader = findings::measured::judge_loaders(&results, &views);
     let warned = warnings::warnings(&cells);
     let assembled = assemble(&Inputs {
         results: &results,
@@ -92,6 +93,7 @@ pub fn write_report_with(
         views: &views,
         checked: &checked,
         found: &found,
+        per_loader: &per_loader,
         warned: &warned,
         peers: peers_section.as_deref(),
         plan,
@@ -104,7 +106,7 @@ pub fn write_report_with(
         out.join("report.md"),
         &markdown::markdown(&assembled.report),
     )?;
-    let report = json::json(&results, &cells, &found, &warned, &assembled);
+    let report = json::json(&results, &cells, (&found, &per_loader), &warned, &assembled);
     files.write(
         out.join("report.json"),
         &serde_json::to_string_pretty(&report)?,

@@ -13,6 +13,7 @@ pub const OPS: &[&str] = &[
     "read_file",
     "decode_jpeg",
     "decode_png",
+    "decode_npy",
     "resize_shorter",
     "pixel_center",
     "grayscale",
