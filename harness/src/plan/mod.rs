@@ -1,7 +1,7 @@
 //! What to run and in which order: `prepbench run` ([`run`]), a workload's sweep matrix
 //! ([`sweep`]), its partition across hosts ([`partition`]) and the merge of the shards ([`merge`]),
 //! concurrent reading by MPI ranks ([`ranks`], feature `mpi`), and every reference workload at
-//! a named scale ([`reproduce`]).
+//! a named scale ([`reproduce`]), its undecided checks settled by more trials ([`settle`]).
 
 pub mod calibrate;
 pub mod executor;
@@ -14,6 +14,7 @@ pub mod ranks;
 pub mod reproduce;
 pub mod run;
 pub mod settings;
+pub mod settle;
 pub mod sizing;
 pub mod sweep;
 pub mod trials;

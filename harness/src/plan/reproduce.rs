@@ -1,15 +1,11 @@
 //! `prepbench reproduce`: every reference workload swept at a named scale, then the report.
 //! The scales are defined here and nowhere else.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use workloads::{CacheMode, Codec};
 
-use crate::analysis::cells::{CellKey, Results};
-use crate::analysis::findings::measured;
-use crate::analysis::report::{views, write_report, ReportFiles};
-use crate::plan::options::TrialTarget;
+use crate::analysis::report::{write_report, ReportFiles};
 use crate::plan::settings::Settings;
 use crate::plan::sweep::{sweep, Places, SweepOptions, SweepOutcome};
 
@@ -457,138 +453,10 @@ pub fn reproduce(
         sweeps.push((label.clone(), outcome));
     }
     if let Some(cap) = s.settle_trials {
-        settle(&planned, &mut sweeps, cap, places, &command_line)?;
+        crate::plan::settle::settle(&planned, &mut sweeps, cap, places, &command_line)?;
     }
     let report = write_report(&places.out)?;
     Ok(Reproduction { sweeps, report })
-}
-
-/// Rounds of settling trials at most.
-const SETTLE_ROUNDS: usize = 3;
-
-/// A check of a finding that more trials can settle, and the trials the settings behind it
-/// need.
-#[derive(Clone, Debug)]
-pub struct Unsettled {
-    pub claim: &'static str,
-    pub subject: String,
-    pub targets: Vec<TrialTarget>,
-}
-
-/// The checks of the findings in `dir` whose 95 % interval straddles the threshold their
-/// estimate lies clear of, each with the trials that should narrow it enough (every cell's
-/// trials times the check's [`crate::analysis::findings::Check::trials_factor`], at least one
-/// more); checks that would need more than `cap` trials of a setting are left as they are.
-pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
-    let results = Results::load(dir)?;
-    let cells = results.cells();
-    // Trials recorded, not those the summary kept: a target at or below the recorded count
-    // would ask for nothing, and the round would end without settling.
-    let trials: HashMap<&CellKey, usize> = cells.iter().map(|c| (&c.key, c.rows.len())).collect();
-    let views = views(&results, &cells);
-    let mut found = measured::judge(&results, &views);
-    found.extend(
-        measured::judge_loaders(&results, &views)
-            .into_iter()
-            .flat_map(|(_, f)| f),
-    );
-    let mut out = Vec::new();
-    for sub in found.iter().flat_map(|f| &f.sub_claims) {
-        for check in &sub.checks {
-            let Some(factor) = check.trials_factor() else {
-                continue;
-            };
-            let targets: Vec<TrialTarget> = check
-                .cells
-                .iter()
-                .filter_map(|key| {
-                    let n = *trials.get(key)?;
-                    Some(TrialTarget {
-                        key: key.clone(),
-                        trials: ((n as f64 * factor).ceil() as usize).max(n + 1),
-                    })
-                })
-                .collect();
-            if targets.is_empty() || targets.iter().any(|t| t.trials > cap) {
-                continue;
-            }
-            out.push(Unsettled {
-                claim: sub.id,
-                subject: check.subject.clone(),
-                targets,
-            });
-        }
-    }
-    Ok(out)
-}
-
-/// Whether a cell was recorded by the sweep `opts` asks for: its workload (or a dataset
-/// variant of it) under the same storage, memory limit and loader.
-fn swept_by(opts: &SweepOptions, key: &CellKey) -> bool {
-    let base = workloads::WorkloadLabel::parse(&key.workload).base;
-    let storage = opts.storage.as_ref().and_then(|p| p.first());
-    let loader = opts
-        .loaders
-        .as_ref()
-        .and_then(|l| l.first())
-        .filter(|l| !crate::measure::online::is_default(l));
-    base == opts.workload
-        && key.condition.storage.as_ref() == storage
-        && key.condition.memory_mb == opts.settings.memory_limit_mb
-        && key.condition.loader.as_ref() == loader
-}
-
-/// Rounds of trials for the checks [`unsettled`] finds, each sweep asked again for the trials
-/// of its own cells, until none is left, a round runs nothing, or [`SETTLE_ROUNDS`].
-fn settle(
-    planned: &[(String, SweepOptions)],
-    sweeps: &mut [(String, SweepOutcome)],
-    cap: usize,
-    places: &Places,
-    command_line: &[String],
-) -> anyhow::Result<()> {
-    for round in 1..=SETTLE_ROUNDS {
-        let open = unsettled(&places.out, cap)?;
-        if open.is_empty() {
-            break;
-        }
-        places.progress.note(&format!(
-            "reproduce: settling {} checks with more trials (round {round}): {}",
-            open.len(),
-            open.iter()
-                .map(|u| format!("{} {}", u.claim, u.subject))
-                .collect::<Vec<_>>()
-                .join("; ")
-        ));
-        let targets: Vec<TrialTarget> = open.into_iter().flat_map(|u| u.targets).collect();
-        let mut ran = 0;
-        for ((_, opts), (_, outcome)) in planned.iter().zip(sweeps.iter_mut()) {
-            let mine: Vec<TrialTarget> = targets
-                .iter()
-                .filter(|t| swept_by(opts, &t.key))
-                .cloned()
-                .collect();
-            if mine.is_empty() {
-                continue;
-            }
-            let more = sweep(
-                &SweepOptions {
-                    trials_at_least: mine,
-                    ..opts.clone()
-                },
-                places,
-                command_line.to_vec(),
-            )?;
-            ran += more.ran;
-            outcome.ran += more.ran;
-            outcome.warnings.extend(more.warnings);
-            outcome.verify_failures.extend(more.verify_failures);
-        }
-        if ran == 0 {
-            break;
-        }
-    }
-    Ok(())
 }
 
 pub fn default_out(name: ScaleName) -> PathBuf {
@@ -649,8 +517,7 @@ mod tests {
     }
 
     #[test]
-    fn another_loader_runs_whole_pipelines_only_and_settles_its_own_cells() {
-        use crate::results::{CacheState, Condition};
+    fn another_loader_runs_whole_pipelines_only() {
         let quick = scale(ScaleName::Quick);
         // No TensorFlow form of MP3 decoding: the pipeline is refused whole, naming the step,
         // before any runtime is asked for.
@@ -659,64 +526,5 @@ mod tests {
             .unwrap_err();
         assert!(why.contains("decode_audio"), "{why}");
         assert!(loader_options("cv", &quick, 0, "no-such-loader").is_err());
-        let key = |loader: Option<&str>| CellKey {
-            workload: "cv".into(),
-            condition: Condition {
-                storage: None,
-                consumer: None,
-                loader: loader.map(str::to_string),
-                memory_mb: None,
-            },
-            split: 3,
-            strategy: "resized".into(),
-            codec: Codec::None,
-            threads: 2,
-            cache: CacheState::Cold,
-            epoch: 0,
-        };
-        let native = sweep_options("cv", &quick, 0);
-        let tf = SweepOptions {
-            loaders: Some(vec!["tf-data".into()]),
-            ..native.clone()
-        };
-        assert!(swept_by(&native, &key(None)));
-        assert!(!swept_by(&native, &key(Some("tf-data"))));
-        assert!(swept_by(&tf, &key(Some("tf-data"))));
-        assert!(!swept_by(&tf, &key(None)));
-    }
-
-    #[test]
-    fn settling_trials_go_to_the_sweep_that_recorded_the_cell() {
-        use crate::results::{CacheState, Condition};
-        let quick = scale(ScaleName::Quick);
-        let plain = sweep_options("synthetic-reading", &quick, 0);
-        let emulated = emulated_options("cv", &quick, 0);
-        let key = |workload: &str, storage: Option<&str>| CellKey {
-            workload: workload.into(),
-            condition: Condition {
-                storage: storage.map(str::to_string),
-                consumer: None,
-                loader: None,
-                memory_mb: None,
-            },
-            split: 2,
-            strategy: "decoded".into(),
-            codec: Codec::None,
-            threads: 2,
-            cache: CacheState::Cold,
-            epoch: 0,
-        };
-        let variant = "synthetic-reading@mb_per_sample=0.01";
-        assert!(swept_by(&plain, &key(variant, None)));
-        assert!(!swept_by(&plain, &key(variant, Some("paper-ceph-hdd"))));
-        assert!(swept_by(&emulated, &key("cv", Some("paper-ceph-hdd"))));
-        assert!(!swept_by(&emulated, &key("cv", None)));
-        assert!(!swept_by(
-            &emulated,
-            &key("cv2-jpg", Some("paper-ceph-hdd"))
-        ));
-        // The paper's protocol keeps its fixed trials.
-        assert_eq!(quick.settle_trials, Some(16));
-        assert_eq!(scale(ScaleName::Paper).settle_trials, None);
     }
 }

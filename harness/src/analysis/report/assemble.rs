@@ -285,6 +285,11 @@ fn loaders_comparison(
         md.push('\n');
     }
     report.push(Block::Markdown(md));
+    let behind = differences(native, per_loader);
+    if !behind.is_empty() {
+        report.paragraph("Where the verdicts differ, what was measured behind each:".to_string());
+        report.push(Block::Markdown(behind));
+    }
     for (loader, found) in per_loader {
         report.heading(3, format!("Under the {loader} loader"));
         for f in found {
@@ -292,4 +297,50 @@ fn loaders_comparison(
             report.push(Block::Markdown(f.markdown().replacen("### ", "#### ", 1)));
         }
     }
+}
+
+/// For each claim tested under several loaders whose verdict differs between them, every
+/// such loader's checks with their figure and measured mechanism (a cost per record, a bound),
+/// as Markdown lines.
+fn differences(native: &[Finding], per_loader: &[(String, Vec<Finding>)]) -> String {
+    use std::fmt::Write as _;
+    let mut md = String::new();
+    for (i, sub) in native.iter().flat_map(|f| &f.sub_claims).enumerate() {
+        let others: Vec<(&str, &findings::SubClaim)> = per_loader
+            .iter()
+            .filter_map(|(loader, found)| {
+                let other = found.iter().flat_map(|f| &f.sub_claims).nth(i)?;
+                (other.id == sub.id).then_some((loader.as_str(), other))
+            })
+            .collect();
+        // Only claims tested under more than one loader can differ in what was measured.
+        let testable = |v: findings::Verdict| v != findings::Verdict::NotTestable;
+        let tested: Vec<_> = others
+            .into_iter()
+            .filter(|(_, o)| testable(o.verdict))
+            .collect();
+        if !testable(sub.verdict) || tested.iter().all(|(_, o)| o.verdict == sub.verdict) {
+            continue;
+        }
+        let others = tested;
+        for (loader, claim) in std::iter::once(("native", sub)).chain(others) {
+            for c in &claim.checks {
+                let _ = write!(
+                    md,
+                    "- {} under {loader}: {}: {} ({})",
+                    sub.id,
+                    c.subject,
+                    c.measured,
+                    c.verdict.text()
+                );
+                match &c.mechanism {
+                    Some(m) => {
+                        let _ = writeln!(md, "; {m}");
+                    }
+                    None => md.push('\n'),
+                }
+            }
+        }
+    }
+    md
 }

@@ -1,0 +1,297 @@
+//! Settling a reproduction's undecided checks: the checks whose 95 % interval straddles the
+//! threshold their estimate lies clear of ([`unsettled`]), and rounds of more trials of the
+//! cells behind them, each asked of the sweep that recorded them ([`settle`]): online trials,
+//! or for a claim about the offline phase, materializations.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use workloads::Codec;
+
+use crate::analysis::cells::{CellKey, Results};
+use crate::analysis::findings::measured;
+use crate::analysis::report::views;
+use crate::plan::options::TrialTarget;
+use crate::plan::sweep::{sweep, Places, SweepOptions, SweepOutcome};
+
+/// Rounds of settling trials at most.
+const SETTLE_ROUNDS: usize = 3;
+
+/// A check of a finding that more trials can settle, and the trials the settings behind it
+/// need.
+#[derive(Clone, Debug)]
+pub struct Unsettled {
+    pub claim: &'static str,
+    pub subject: String,
+    pub targets: Vec<TrialTarget>,
+    /// The targets count materializations (offline trials), not online trials: the check is
+    /// about the offline phase.
+    pub offline: bool,
+}
+
+/// Claims about the offline phase: their checks are settled by more materializations.
+const OFFLINE_CLAIMS: [&str; 1] = ["3d"];
+
+/// The checks of the findings in `dir` whose 95 % interval straddles the threshold their
+/// estimate lies clear of, each with the trials that should narrow it enough (every cell's
+/// trials times the check's [`crate::analysis::findings::Check::trials_factor`], at least one
+/// more); checks that would need more than `cap` trials of a setting are left as they are.
+pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
+    let results = Results::load(dir)?;
+    let cells = results.cells();
+    // Trials recorded, not those the summary kept: a target at or below the recorded count
+    // would ask for nothing, and the round would end without settling.
+    let trials: HashMap<&CellKey, usize> = cells.iter().map(|c| (&c.key, c.rows.len())).collect();
+    // Materializations recorded of each cell's strategy and codec.
+    let materialized: HashMap<&CellKey, usize> = cells
+        .iter()
+        .filter_map(|c| Some((&c.key, c.offline.as_ref()?.n)))
+        .collect();
+    let views = views(&results, &cells);
+    let mut found = measured::judge(&results, &views);
+    found.extend(
+        measured::judge_loaders(&results, &views)
+            .into_iter()
+            .flat_map(|(_, f)| f),
+    );
+    let mut out = Vec::new();
+    for sub in found.iter().flat_map(|f| &f.sub_claims) {
+        let offline = OFFLINE_CLAIMS.contains(&sub.id);
+        let recorded = if offline { &materialized } else { &trials };
+        for check in &sub.checks {
+            let Some(factor) = check.trials_factor() else {
+                continue;
+            };
+            let targets: Vec<TrialTarget> = check
+                .cells
+                .iter()
+                .filter_map(|key| {
+                    let n = *recorded.get(key)?;
+                    Some(TrialTarget {
+                        key: key.clone(),
+                        trials: ((n as f64 * factor).ceil() as usize).max(n + 1),
+                    })
+                })
+                .collect();
+            if targets.is_empty() || targets.iter().any(|t| t.trials > cap) {
+                continue;
+            }
+            out.push(Unsettled {
+                claim: sub.id,
+                subject: check.subject.clone(),
+                targets,
+                offline,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Whether a cell was recorded by the sweep `opts` asks for: its workload (or a dataset
+/// variant of it) under the same storage, memory limit and loader.
+fn swept_by(opts: &SweepOptions, key: &CellKey) -> bool {
+    let base = workloads::WorkloadLabel::parse(&key.workload).base;
+    let storage = opts.storage.as_ref().and_then(|p| p.first());
+    let loader = opts
+        .loaders
+        .as_ref()
+        .and_then(|l| l.first())
+        .filter(|l| !crate::measure::online::is_default(l));
+    base == opts.workload
+        && key.condition.storage.as_ref() == storage
+        && key.condition.memory_mb == opts.settings.memory_limit_mb
+        && key.condition.loader.as_ref() == loader
+}
+
+/// Rounds of trials for the checks [`unsettled`] finds, each sweep asked again for the trials
+/// of its own cells, until none is left, a round runs nothing, or [`SETTLE_ROUNDS`].
+pub fn settle(
+    planned: &[(String, SweepOptions)],
+    sweeps: &mut [(String, SweepOutcome)],
+    cap: usize,
+    places: &Places,
+    command_line: &[String],
+) -> anyhow::Result<()> {
+    for round in 1..=SETTLE_ROUNDS {
+        let open = unsettled(&places.out, cap)?;
+        if open.is_empty() {
+            break;
+        }
+        places.progress.note(&format!(
+            "reproduce: settling {} checks with more trials (round {round}): {}",
+            open.len(),
+            open.iter()
+                .map(|u| format!("{} {}", u.claim, u.subject))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+        let (offline, online): (Vec<Unsettled>, Vec<Unsettled>) =
+            open.into_iter().partition(|u| u.offline);
+        let targets: Vec<TrialTarget> = online.into_iter().flat_map(|u| u.targets).collect();
+        let remake: Vec<TrialTarget> = offline.into_iter().flat_map(|u| u.targets).collect();
+        let mut ran = 0;
+        for ((_, opts), (_, outcome)) in planned.iter().zip(sweeps.iter_mut()) {
+            let mine: Vec<TrialTarget> = targets
+                .iter()
+                .filter(|t| swept_by(opts, &t.key))
+                .cloned()
+                .collect();
+            if let Some(more) = rematerialize(opts, &remake) {
+                // Its new materializations are this round's progress.
+                ran += 1;
+                sweep(&more, places, command_line.to_vec())?;
+            }
+            if mine.is_empty() {
+                continue;
+            }
+            let more = sweep(
+                &SweepOptions {
+                    trials_at_least: mine,
+                    ..opts.clone()
+                },
+                places,
+                command_line.to_vec(),
+            )?;
+            ran += more.ran;
+            outcome.ran += more.ran;
+            outcome.warnings.extend(more.warnings);
+            outcome.verify_failures.extend(more.verify_failures);
+        }
+        if ran == 0 {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The sweep `opts` asked again for the materializations `targets` want of the cells it
+/// recorded: only their strategies and codecs, each to the most any of them wants (their
+/// online cells are done, so only the new offline trials run); `None` when it recorded none.
+fn rematerialize(opts: &SweepOptions, targets: &[TrialTarget]) -> Option<SweepOptions> {
+    let mine: Vec<&TrialTarget> = targets.iter().filter(|t| swept_by(opts, &t.key)).collect();
+    let most = mine.iter().map(|t| t.trials).max()?;
+    let mut strategies: Vec<String> = mine.iter().map(|t| t.key.strategy.clone()).collect();
+    let mut codecs: Vec<Codec> = mine.iter().map(|t| t.key.codec).collect();
+    strategies.sort();
+    strategies.dedup();
+    codecs.sort_by_key(|c| c.to_string());
+    codecs.dedup();
+    Some(SweepOptions {
+        strategies: Some(strategies),
+        codecs: Some(codecs),
+        offline_trials: most.max(opts.offline_trials),
+        ..opts.clone()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::reproduce::{emulated_options, scale, sweep_options, ScaleName};
+
+    #[test]
+    fn another_loaders_cells_are_settled_by_its_own_sweep() {
+        use crate::results::{CacheState, Condition};
+        let quick = scale(ScaleName::Quick);
+        let key = |loader: Option<&str>| CellKey {
+            workload: "cv".into(),
+            condition: Condition {
+                storage: None,
+                consumer: None,
+                loader: loader.map(str::to_string),
+                memory_mb: None,
+            },
+            split: 3,
+            strategy: "resized".into(),
+            codec: Codec::None,
+            threads: 2,
+            cache: CacheState::Cold,
+            epoch: 0,
+        };
+        let native = sweep_options("cv", &quick, 0);
+        let tf = SweepOptions {
+            loaders: Some(vec!["tf-data".into()]),
+            ..native.clone()
+        };
+        assert!(swept_by(&native, &key(None)));
+        assert!(!swept_by(&native, &key(Some("tf-data"))));
+        assert!(swept_by(&tf, &key(Some("tf-data"))));
+        assert!(!swept_by(&tf, &key(None)));
+    }
+
+    /// A check about the offline phase (3d) is settled by materializations: its sweep is asked
+    /// again for its cells' strategy and codecs only, with as many offline trials as the
+    /// most-wanting cell needs.
+    #[test]
+    fn offline_checks_are_settled_by_more_materializations_of_their_cells_only() {
+        use crate::results::{CacheState, Condition};
+        let quick = scale(ScaleName::Quick);
+        let emulated = emulated_options("cv2-png", &quick, 0);
+        let target = |workload: &str, codec: Codec, trials: usize| TrialTarget {
+            key: CellKey {
+                workload: workload.into(),
+                condition: Condition {
+                    storage: Some("paper-ceph-hdd".into()),
+                    consumer: None,
+                    loader: None,
+                    memory_mb: None,
+                },
+                split: 3,
+                strategy: "resized".into(),
+                codec,
+                threads: 2,
+                cache: CacheState::Cold,
+                epoch: 0,
+            },
+            trials,
+        };
+        let gzip = Codec::Gzip { level: 6 };
+        let targets = [
+            target("cv2-png", Codec::None, 7),
+            target("cv2-png", gzip, 9),
+            target("cv", Codec::None, 12),
+        ];
+        let more = rematerialize(&emulated, &targets).unwrap();
+        assert_eq!(more.strategies, Some(vec!["resized".to_string()]));
+        assert_eq!(more.codecs.as_ref().map(Vec::len), Some(2));
+        assert_eq!(more.offline_trials, 9);
+        assert_eq!(more.storage, emulated.storage);
+        // A sweep that recorded none of the cells is not asked.
+        assert!(rematerialize(&sweep_options("cv2-png", &quick, 0), &targets).is_none());
+    }
+
+    #[test]
+    fn settling_trials_go_to_the_sweep_that_recorded_the_cell() {
+        use crate::results::{CacheState, Condition};
+        let quick = scale(ScaleName::Quick);
+        let plain = sweep_options("synthetic-reading", &quick, 0);
+        let emulated = emulated_options("cv", &quick, 0);
+        let key = |workload: &str, storage: Option<&str>| CellKey {
+            workload: workload.into(),
+            condition: Condition {
+                storage: storage.map(str::to_string),
+                consumer: None,
+                loader: None,
+                memory_mb: None,
+            },
+            split: 2,
+            strategy: "decoded".into(),
+            codec: Codec::None,
+            threads: 2,
+            cache: CacheState::Cold,
+            epoch: 0,
+        };
+        let variant = "synthetic-reading@mb_per_sample=0.01";
+        assert!(swept_by(&plain, &key(variant, None)));
+        assert!(!swept_by(&plain, &key(variant, Some("paper-ceph-hdd"))));
+        assert!(swept_by(&emulated, &key("cv", Some("paper-ceph-hdd"))));
+        assert!(!swept_by(&emulated, &key("cv", None)));
+        assert!(!swept_by(
+            &emulated,
+            &key("cv2-jpg", Some("paper-ceph-hdd"))
+        ));
+        // The paper's protocol keeps its fixed trials.
+        assert_eq!(quick.settle_trials, Some(16));
+        assert_eq!(scale(ScaleName::Paper).settle_trials, None);
+    }
+}
