@@ -348,17 +348,20 @@ mod tests {
     use crate::results::folder::Recorded;
     use crate::results::RunRow;
 
-    /// A warm epoch over the cold one of the same run: the runs' own ratios, whose spread is
-    /// small where the runs differ a lot (the disk faster in one trial than in the next), give
-    /// a far narrower interval than the two epochs' cells taken as independent.
-    #[test]
-    fn warm_over_cold_pairs_the_epochs_of_each_run() {
-        let row = |run: &str, epoch: u64, sps: f64| RunRow {
+    /// Epoch `epoch` of CV run `run` under `loader`, reading `strategy` (1000 samples of 1 kB,
+    /// 2 threads) at `sps`: epoch 0 cold, later ones from the page cache.
+    fn epoch_row(run: &str, loader: &str, strategy: &str, epoch: u64, sps: f64) -> RunRow {
+        let split = match strategy {
+            "resized" => 3,
+            _ => 4,
+        };
+        RunRow {
             run_id: run.into(),
             workload: "cv".into(),
-            strategy: "resized".into(),
-            split: 3,
+            strategy: strategy.into(),
+            split,
             samples: 1000,
+            storage_bytes: 1_000_000,
             online_s: 1000.0 / sps,
             throughput_sps: sps,
             threads: 2,
@@ -368,8 +371,17 @@ mod tests {
             } else {
                 CacheState::Warm
             },
+            loader: loader.into(),
             ..RunRow::default()
-        };
+        }
+    }
+
+    /// A warm epoch over the cold one of the same run: the runs' own ratios, whose spread is
+    /// small where the runs differ a lot (the disk faster in one trial than in the next), give
+    /// a far narrower interval than the two epochs' cells taken as independent.
+    #[test]
+    fn warm_over_cold_pairs_the_epochs_of_each_run() {
+        let row = |run: &str, epoch: u64, sps: f64| epoch_row(run, "native", "resized", epoch, sps);
         // Each run's warm epoch about 2x its cold one, the runs themselves 100 to 300 sps.
         let mut rows = Vec::new();
         for (run, cold, ratio) in [("a", 100.0, 2.0), ("b", 300.0, 2.1), ("c", 180.0, 1.9)] {
@@ -427,24 +439,8 @@ mod tests {
     /// judgment sees only its own.
     #[test]
     fn each_loader_is_judged_on_its_own_runs() {
-        let row = |run: &str, loader: &str, epoch: u64, sps: f64| RunRow {
-            run_id: run.into(),
-            workload: "cv".into(),
-            strategy: "pixel-centered".into(),
-            split: 4,
-            samples: 1000,
-            storage_bytes: 1_000_000,
-            online_s: 1000.0 / sps,
-            throughput_sps: sps,
-            threads: 2,
-            epoch,
-            cache: if epoch == 0 {
-                CacheState::Cold
-            } else {
-                CacheState::Warm
-            },
-            loader: loader.into(),
-            ..RunRow::default()
+        let row = |run: &str, loader: &str, epoch: u64, sps: f64| {
+            epoch_row(run, loader, "pixel-centered", epoch, sps)
         };
         let mut rows = Vec::new();
         for (run, cold) in [("a", 100.0), ("b", 110.0), ("c", 95.0)] {
