@@ -550,3 +550,29 @@ def crop(image):
     left = random.randint(0, image.shape[1] - 32)
     return np.ascontiguousarray(image[top:top + 32, left:left + 32])
 "#;
+
+/// `reproduce --loaders` with a loader whose framework the interpreter lacks stops before
+/// anything is written, naming what is missing: never a fallback to prepbench's engine.
+#[test]
+fn reproduce_under_a_loader_that_cannot_run_here_writes_nothing() {
+    let work = tempfile::tempdir().unwrap();
+    let at = |name: &str| work.path().join(name).display().to_string();
+    let out = common::prepbench(&[
+        "reproduce",
+        "--loaders",
+        "native,tf-data",
+        "--python",
+        "/bin/false",
+        "--out",
+        &at("out"),
+        "--data-dir",
+        &at("data"),
+        "--store-dir",
+        &at("store"),
+        "--quiet",
+    ]);
+    common::fails_naming(&out, &["--loaders tf-data", "TensorFlow"]);
+    for left in ["out", "data", "store"] {
+        assert!(!work.path().join(left).exists(), "{left} was written");
+    }
+}

@@ -397,6 +397,22 @@ pub fn reproduce(
     for workload in s.workloads().iter().chain(s.emulated) {
         places.check_outside_dataset(&workloads::load(workload)?)?;
     }
+    // Each other loader's sweeps of the local workloads it can run, asked before anything is
+    // written (a loader that cannot run here stops the reproduction, said).
+    let mut other_loaders = Vec::new();
+    for loader in loaders
+        .iter()
+        .filter(|l| !crate::measure::online::is_default(l))
+    {
+        for w in s.workloads() {
+            match loader_options(w, &s, seed, loader)? {
+                Ok(opts) => other_loaders.push((format!("{w} [loader {loader}]"), opts)),
+                Err(why) => places.progress.note(&format!(
+                    "reproduce: `{w}` is not run under the {loader} loader: {why}"
+                )),
+            }
+        }
+    }
     let _lock = crate::results::lock::folder(&places.out)?;
     let mut planned: Vec<(String, SweepOptions)> = s
         .workloads()
@@ -409,21 +425,7 @@ pub fn reproduce(
             emulated_options(w, &s, seed),
         )
     }));
-    // Each other loader's sweeps of the local workloads it can run, asked before anything
-    // runs (a loader that cannot run here stops the reproduction, said).
-    for loader in loaders
-        .iter()
-        .filter(|l| !crate::measure::online::is_default(l))
-    {
-        for w in s.workloads() {
-            match loader_options(w, &s, seed, loader)? {
-                Ok(opts) => planned.push((format!("{w} [loader {loader}]"), opts)),
-                Err(why) => places.progress.note(&format!(
-                    "reproduce: `{w}` is not run under the {loader} loader: {why}"
-                )),
-            }
-        }
-    }
+    planned.extend(other_loaders);
     match crate::measure::memory_limit::available() {
         Ok(()) => planned.push((
             format!("{} [memory {} MB]", LIMITED.0, LIMITED.1),

@@ -347,7 +347,11 @@ impl PythonLoader {
             Ok(o) if o.status.success() => None,
             Ok(o) => {
                 let text = String::from_utf8_lossy(&o.stderr);
-                let last = text.lines().last().unwrap_or("").to_string();
+                // Its last line of errors, or how it ended when it said nothing.
+                let last = text.lines().rfind(|l| !l.trim().is_empty()).map_or_else(
+                    || format!("it ended with {} and said nothing", o.status),
+                    str::to_string,
+                );
                 Some(format!(
                     "needs {} and the prepbench package in {} ({last}): pip install \
                      \".[{}]\" from the prepbench repository into it, or name another \
