@@ -31,6 +31,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ left in the clone
 from emulator_vs_kernel import drop_caches, run, skip  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -268,7 +269,7 @@ def main():
         with open(os.path.join(OUT, "runs.csv")) as f:
             rows = list(csv.DictReader(f))
         with open(os.path.join(OUT, "profiles.json")) as f:
-            report(rows, json.load(f), args)
+            report(rows, json.load(f))
         return
     if os.geteuid() != 0:
         skip("needs root (network namespaces, tc, drop_caches)")
@@ -338,10 +339,10 @@ def main():
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
-    write(rows, profiles, args)
+    write(rows, profiles)
 
 
-def write(rows, profiles, args):
+def write(rows, profiles):
     os.makedirs(OUT, exist_ok=True)
     with open(os.path.join(OUT, "runs.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
@@ -350,10 +351,10 @@ def write(rows, profiles, args):
     with open(os.path.join(OUT, "profiles.json"), "w") as f:
         json.dump(profiles, f, indent=2)
         f.write("\n")
-    report(rows, profiles, args)
+    report(rows, profiles)
 
 
-def report(rows, profiles, args):
+def report(rows, profiles):
     """README.md from the runs and profiles (`--report` rebuilds it from the committed ones)."""
     lines, worst, unshaped = [], 0.0, []
     links = list(dict.fromkeys(r["link"] for r in rows))

@@ -51,7 +51,6 @@ pub fn measure_decode(root: &Path) -> Result<Option<DecodeCost>, DatasetError> {
     for path in jpegs.iter().step_by(step) {
         let data = std::fs::read(path).map_err(io_err(path))?;
         let mut best = f64::INFINITY;
-        let mut size = 0.0;
         let mut last = None;
         for _ in 0..3 {
             let start = std::time::Instant::now();
@@ -62,16 +61,15 @@ pub fn measure_decode(root: &Path) -> Result<Option<DecodeCost>, DatasetError> {
             )
             .map_err(|e| DatasetError::Generate(format!("{}: {}", path.display(), e.message)))?;
             best = best.min(start.elapsed().as_secs_f64());
-            size = (image.shape()[0] * image.shape()[1]) as f64;
             last = Some(image);
         }
         if let Some(image) = &last {
             let raw = image.data().as_bytes();
             decoded += raw.len();
             deflated += gzip_len(raw);
+            pixels += (image.shape()[0] * image.shape()[1]) as f64;
         }
         seconds += best;
-        pixels += size;
         bytes += data.len() as f64;
         files += 1;
         if pixels >= DECODE_MEGAPIXELS * 1e6 {

@@ -33,8 +33,6 @@ pub struct Throttle {
     links: Mutex<Links>,
     /// Nanoseconds readers slept to match the profile.
     delayed_nanos: AtomicU64,
-    /// Nanoseconds of CPU readers spent for the profile's filesystem client.
-    client_cpu_nanos: AtomicU64,
     page: usize,
 }
 
@@ -60,7 +58,6 @@ impl Throttle {
                 origin: Instant::now(),
                 links: Mutex::new(Links::default()),
                 delayed_nanos: AtomicU64::new(0),
-                client_cpu_nanos: AtomicU64::new(0),
                 page: cache::page_size(),
             })
         })
@@ -163,13 +160,6 @@ impl Throttle {
         while thread_cpu_seconds().is_some_and(|now| now < until) {
             std::hint::spin_loop();
         }
-        self.client_cpu_nanos
-            .fetch_add((seconds * 1e9) as u64, Ordering::Relaxed);
-    }
-
-    /// CPU seconds spent so far on behalf of the profile's filesystem client.
-    pub fn client_cpu_seconds(&self) -> f64 {
-        self.client_cpu_nanos.load(Ordering::Relaxed) as f64 / 1e9
     }
 
     /// The share of `file`'s bytes not in the page cache now, 0 to 1.
@@ -354,8 +344,8 @@ mod tests {
     }
 
     /// A filesystem client's CPU is spent on the reading thread's CPU, for the bytes that came
-    /// from the device only (thread CPU time, not wall time: a lower bound by construction
-    /// of the charge, and nothing charged for cached bytes).
+    /// from the device only (measured in thread CPU time, not wall time, so a busy machine
+    /// does not move it).
     #[test]
     fn a_client_cpu_cost_is_spent_on_the_readers_cpu() {
         let dir = tempfile::tempdir().unwrap();
@@ -364,23 +354,20 @@ mod tests {
         let mut p = profile();
         p.cpu_ms_per_mb = 300.0;
         let t = Throttle::new(&p).unwrap();
-        cache::prefetch(std::slice::from_ref(&path)).unwrap();
-        t.read_file(&path).unwrap();
-        assert_eq!(
-            t.client_cpu_seconds(),
-            0.0,
-            "cached bytes cost no client CPU"
-        );
-        let ev = cache::evict(std::slice::from_ref(&path), cache::EvictPolicy::Fadvise).unwrap();
-        if ev.after.pct() < 1.0 {
+        let cpu_of_a_read = || {
             let before = thread_cpu_seconds().unwrap();
             t.read_file(&path).unwrap();
-            // 0.1 MB at 300 ms per MB: up to 30 ms of this thread's CPU (less the share the
-            // kernel kept cached).
-            let spent = thread_cpu_seconds().unwrap() - before;
-            let charged = t.client_cpu_seconds();
-            assert!(charged > 0.0 && charged <= 0.0301, "{charged}");
-            assert!(spent >= charged * 0.99, "{spent} < {charged}");
+            thread_cpu_seconds().unwrap() - before
+        };
+        // 0.1 MB at 300 ms per MB would be 30 ms of this thread's CPU: cached bytes cost none.
+        cache::prefetch(std::slice::from_ref(&path)).unwrap();
+        let cached = cpu_of_a_read();
+        assert!(cached < 0.010, "cached bytes cost no client CPU: {cached}");
+        let ev = cache::evict(std::slice::from_ref(&path), cache::EvictPolicy::Fadvise).unwrap();
+        if ev.after.pct() < 1.0 {
+            // At least 99 % of it from the device: 29.7 to 30 ms of client CPU, plus the read.
+            let spent = cpu_of_a_read();
+            assert!((0.0294..0.060).contains(&spent), "{spent}");
         }
     }
 

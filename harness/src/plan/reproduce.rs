@@ -323,7 +323,7 @@ pub fn limited_options(s: &Scale, seed: u64) -> SweepOptions {
 /// The sweep options of local `workload` under `loader` (another than prepbench's own) at
 /// `scale`: every strategy, the codecs the loader reads, at the most threads, cold then warm
 /// (the application cache is prepbench's engine's own): the claims it can test without the
-/// whole matrix again. `Ok(Err)` with the reasons when the loader lacks a form of one of the
+/// whole matrix again. `Ok(Err)` with the reason when the loader lacks a form of one of the
 /// pipeline's steps (a pipeline is judged whole or not at all); an error when the loader
 /// itself cannot run here (its framework missing: never a fallback).
 pub fn loader_options(
@@ -336,16 +336,13 @@ pub fn loader_options(
         .ok_or_else(|| anyhow::anyhow!("--loaders: no loader `{loader}`"))?;
     let w = workloads::load(workload)?;
     let plain = sweep_options(workload, s, seed);
-    let mut refused = Vec::new();
-    let mut strategies = Vec::new();
-    for strategy in w.spec.sweep_strategies() {
-        match engine.step_refusal(&w, strategy.split) {
-            Some(why) => refused.push(format!("`{}`: {why}", strategy.name)),
-            None => strategies.push(strategy),
-        }
-    }
+    let strategies = w.spec.sweep_strategies();
     // The first strategy refused says why (the others' reasons name the same list of forms).
-    if let Some(why) = refused.into_iter().next() {
+    let refused = strategies.iter().find_map(|strategy| {
+        let why = engine.step_refusal(&w, strategy.split)?;
+        Some(format!("`{}`: {why}", strategy.name))
+    });
+    if let Some(why) = refused {
         return Ok(Err(why));
     }
     let Some(first) = strategies.first() else {
@@ -361,8 +358,8 @@ pub fn loader_options(
         .copied()
         .filter(|c| engine.codec_refusal(*c).is_none())
         .collect();
+    // Every strategy: the workload's own, as `plain` leaves them.
     Ok(Ok(SweepOptions {
-        strategies: Some(strategies.into_iter().map(|s| s.name).collect()),
         offline_trials: s.offline_trials_for(codecs.len()),
         codecs: Some(codecs),
         threads: Some(vec![s.most_threads()]),

@@ -136,26 +136,21 @@ pub fn settle(
                 .filter(|t| swept_by(opts, &t.key))
                 .cloned()
                 .collect();
-            if let Some(more) = rematerialize(opts, &remake) {
-                // Its new materializations are this round's progress.
-                ran += 1;
-                sweep(&more, places, command_line.to_vec())?;
-            }
-            if mine.is_empty() {
-                continue;
-            }
-            let more = sweep(
-                &SweepOptions {
+            let mut asks: Vec<SweepOptions> = rematerialize(opts, &remake).into_iter().collect();
+            if !mine.is_empty() {
+                asks.push(SweepOptions {
                     trials_at_least: mine,
                     ..opts.clone()
-                },
-                places,
-                command_line.to_vec(),
-            )?;
-            ran += more.ran;
-            outcome.ran += more.ran;
-            outcome.warnings.extend(more.warnings);
-            outcome.verify_failures.extend(more.verify_failures);
+                });
+            }
+            for ask in asks {
+                let more = sweep(&ask, places, command_line.to_vec())?;
+                // A rematerialization runs no online trial: its new stores are the progress.
+                ran += more.ran.max(usize::from(ask.trials_at_least.is_empty()));
+                outcome.ran += more.ran;
+                outcome.warnings.extend(more.warnings);
+                outcome.verify_failures.extend(more.verify_failures);
+            }
         }
         if ran == 0 {
             break;

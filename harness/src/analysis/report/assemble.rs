@@ -273,13 +273,10 @@ fn loaders_comparison(
     md.push_str("\n|---|---|");
     md.push_str(&"---|".repeat(per_loader.len()));
     md.push('\n');
-    for (i, sub) in native.iter().flat_map(|f| &f.sub_claims).enumerate() {
+    for sub in native.iter().flat_map(|f| &f.sub_claims) {
         md.push_str(&format!("| {} | {} |", sub.id, sub.verdict.text()));
         for (_, found) in per_loader {
-            let other = found.iter().flat_map(|f| &f.sub_claims).nth(i);
-            let text = other
-                .filter(|o| o.id == sub.id)
-                .map_or("?", |o| o.verdict.text());
+            let text = claim_in(found, sub.id).map_or("?", |o| o.verdict.text());
             md.push_str(&format!(" {text} |"));
         }
         md.push('\n');
@@ -299,30 +296,31 @@ fn loaders_comparison(
     }
 }
 
+/// Claim `id` among the sub-claims of `found`.
+fn claim_in<'f>(found: &'f [Finding], id: &str) -> Option<&'f findings::SubClaim> {
+    found
+        .iter()
+        .flat_map(|f| &f.sub_claims)
+        .find(|s| s.id == id)
+}
+
 /// For each claim tested under several loaders whose verdict differs between them, every
 /// such loader's checks with their figure and measured mechanism (a cost per record, a bound),
 /// as Markdown lines.
 fn differences(native: &[Finding], per_loader: &[(String, Vec<Finding>)]) -> String {
     use std::fmt::Write as _;
     let mut md = String::new();
-    for (i, sub) in native.iter().flat_map(|f| &f.sub_claims).enumerate() {
+    // Only claims tested under more than one loader can differ in what was measured.
+    let testable = |v: findings::Verdict| v != findings::Verdict::NotTestable;
+    for sub in native.iter().flat_map(|f| &f.sub_claims) {
         let others: Vec<(&str, &findings::SubClaim)> = per_loader
             .iter()
-            .filter_map(|(loader, found)| {
-                let other = found.iter().flat_map(|f| &f.sub_claims).nth(i)?;
-                (other.id == sub.id).then_some((loader.as_str(), other))
-            })
-            .collect();
-        // Only claims tested under more than one loader can differ in what was measured.
-        let testable = |v: findings::Verdict| v != findings::Verdict::NotTestable;
-        let tested: Vec<_> = others
-            .into_iter()
+            .filter_map(|(loader, found)| Some((loader.as_str(), claim_in(found, sub.id)?)))
             .filter(|(_, o)| testable(o.verdict))
             .collect();
-        if !testable(sub.verdict) || tested.iter().all(|(_, o)| o.verdict == sub.verdict) {
+        if !testable(sub.verdict) || others.iter().all(|(_, o)| o.verdict == sub.verdict) {
             continue;
         }
-        let others = tested;
         for (loader, claim) in std::iter::once(("native", sub)).chain(others) {
             for c in &claim.checks {
                 let _ = write!(
