@@ -168,12 +168,17 @@ def main():
     write(rows, args)
 
 
-def write(rows, args):
-    os.makedirs(OUT, exist_ok=True)
-    with open(os.path.join(OUT, "runs.csv"), "w", newline="") as f:
+def write_runs(out, rows):
+    """`rows` (dicts of one shape) as `out`/runs.csv, the folder made when missing."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "runs.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
         w.writeheader()
         w.writerows(rows)
+
+
+def write(rows, args):
+    write_runs(OUT, rows)
     lines = []
     ok = True
     for name, *_ in CASES:

@@ -32,7 +32,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ left in the clone
-from emulator_vs_kernel import drop_caches, run, skip  # noqa: E402
+from emulator_vs_kernel import drop_caches, run, skip, write_runs  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 OUT = os.path.join(ROOT, "results", "emulator-vs-netfs")
@@ -343,11 +343,7 @@ def main():
 
 
 def write(rows, profiles):
-    os.makedirs(OUT, exist_ok=True)
-    with open(os.path.join(OUT, "runs.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-        w.writeheader()
-        w.writerows(rows)
+    write_runs(OUT, rows)
     with open(os.path.join(OUT, "profiles.json"), "w") as f:
         json.dump(profiles, f, indent=2)
         f.write("\n")
