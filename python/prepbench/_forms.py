@@ -25,10 +25,17 @@ def tolerance(ops):
     return largest, mean
 
 
-def within(got, expected, bounds):
+def exp_fields(ops):
+    """The fields a chain leaves as logarithms (a `log` step's): compared as exp(value), where
+    the bounds carried through the linear steps before the log hold."""
+    return {op.to for op in ops if getattr(op, "compared_as_exp", False)}
+
+
+def within(got, expected, bounds, exp=()):
     """None when every field of `got` matches `expected` (same names, kinds, shapes and dtypes;
     arrays within `bounds`, a (per value, mean) pair, with at most `BEYOND` of their values
-    past the first; the rest equal); else what differs."""
+    past the first; the rest equal); else what differs. Fields named in `exp` are compared as
+    exp(value)."""
     import numpy as np
 
     largest, mean = bounds
@@ -45,9 +52,13 @@ def within(got, expected, bounds):
             return f"field `{name}`: {a.dtype}{list(a.shape)} against {b.dtype}{list(b.shape)}"
         if a.size == 0:
             continue
-        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        floating = b.dtype.kind == "f"
+        a, b = a.astype(np.float64), b.astype(np.float64)
+        if name in exp:
+            a, b = np.exp(a), np.exp(b)
+        diff = np.abs(a - b)
         # float32 arithmetic in another order: a few units in the last place beside the levels.
-        slack = 1e-5 * max(1.0, float(np.abs(b).max())) if b.dtype.kind == "f" else 0.0
+        slack = 1e-5 * max(1.0, float(np.abs(b).max())) if floating else 0.0
         beyond = float(np.count_nonzero(diff > largest + slack)) / diff.size
         average = float(diff.mean())
         if beyond > BEYOND or average > mean + slack:

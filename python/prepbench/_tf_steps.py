@@ -13,10 +13,11 @@ it says by how much it may differ (`levels`, `gain`: see `_forms`).
 
 import struct
 
-from ._forms import tolerance, within  # noqa: F401 - the loader asks them here
+from ._forms import exp_fields, tolerance, within  # noqa: F401 - the loader asks them here
 
 OPS = ("read_file", "decode_jpeg", "decode_png", "decode_npy", "resize_shorter", "pixel_center",
-       "grayscale", "normalize", "random_crop", "random_hflip")
+       "grayscale", "normalize", "random_crop", "random_hflip", "decode_audio", "stft",
+       "magnitude", "mel", "log")
 
 _GOLDEN = 0x9E3779B97F4A7C15
 
@@ -291,6 +292,10 @@ class RandomHflip(Form):
         f[self.to] = tf.cond(flip, lambda: tf.reverse(image, [1]), lambda: image)
 
 
+# The audio steps' forms, which need `Form` above.
+from ._tf_audio import DecodeAudio, Log, Magnitude, Mel, Stft  # noqa: E402
+
+
 CLASSES = {
     "read_file": ReadFile,
     "decode_jpeg": DecodeJpeg,
@@ -302,6 +307,11 @@ CLASSES = {
     "normalize": Normalize,
     "random_crop": RandomCrop,
     "random_hflip": RandomHflip,
+    "decode_audio": DecodeAudio,
+    "stft": Stft,
+    "magnitude": Magnitude,
+    "mel": Mel,
+    "log": Log,
 }
 assert tuple(CLASSES) == OPS
 

@@ -66,7 +66,6 @@ class Pipeline:
         steps = job["spec"]["steps"]
         first = 0 if raw else job["split"]
         self.forms = self._forms(steps, first)
-        self.bounds = _tf_steps.tolerance(self.forms)
         python = any(isinstance(f, _tf_steps.PythonSteps) for f in self.forms)
         threads = job["threads"]
         context = (job["seed"], job["epoch"])
@@ -105,6 +104,9 @@ class Pipeline:
         # from the first sample, before the map is traced.
         if python or any(getattr(f, "learns", False) for f in self.forms):
             self._learn(first_id, first_fields)
+        # After learning: some forms' bounds depend on the first sample (PCM's dtype, bins).
+        self.bounds = _tf_steps.tolerance(self.forms)
+        self.exp = _tf_steps.exp_fields(self.forms)
         self.dataset = make(steps_of, num_parallel_calls=threads)
         self.dataset = self.dataset.prefetch(tf.data.AUTOTUNE)
         # With --verify, where every step is prepbench's (their TensorFlow forms may differ
@@ -184,7 +186,7 @@ class Pipeline:
 
             payload, _, layout = self.reference.reference(sample_id, self.job["epoch"])
             expected = dict(_fields(payload, sample_id, layout))
-            why = within(fields, expected, self.bounds)
+            why = within(fields, expected, self.bounds, self.exp)
             if why is None:
                 return self.native.verify_hash(sample_id, _layout(expected))
             print(f"prepbench: sample {sample_id}: {why}", file=sys.stderr)

@@ -437,8 +437,9 @@ pub fn shared_venv(name: &str, import_check: &str, packages: &[&str]) -> Result<
     Ok(venv)
 }
 
-/// What the tf-data loader's tests install: the paper peers' TensorFlow.
-pub const TF_PACKAGES: [&str; 2] = ["tensorflow-cpu==2.16.2", "pillow"];
+/// What the tf-data loader's tests install: the paper peers' TensorFlow, with tensorflow-io
+/// (its audio decoders).
+pub const TF_PACKAGES: [&str; 3] = ["tensorflow-cpu==2.16.2", "tensorflow-io==0.37.1", "pillow"];
 
 /// An interpreter with TensorFlow: `$PREPBENCH_TF_PYTHON`, else the shared virtualenv of
 /// [`TF_PACKAGES`] ([`shared_venv`]); `None` after saying why the test skips.
@@ -449,7 +450,7 @@ pub fn tf_python() -> Option<String> {
         if let Ok(python) = std::env::var("PREPBENCH_TF_PYTHON") {
             return Ok(python);
         }
-        shared_venv("tf", "tensorflow, numpy, PIL", &TF_PACKAGES)
+        shared_venv("tf", "tensorflow, tensorflow_io, numpy, PIL", &TF_PACKAGES)
             .map(|venv| venv.join("bin/python").display().to_string())
     });
     match found {

@@ -528,6 +528,83 @@ fn the_papers_cv_chain_runs_under_tf_data_in_tensorflow_and_verifies() {
     );
 }
 
+/// The paper's audio chains under the tf-data loader, as its stack ran them: MP3 and FLAC
+/// decoded by tensorflow-io (the rate read from the file's header in string ops), then
+/// `tf.signal.stft`, magnitude, `linear_to_mel_weight_matrix` and log, every split point
+/// verified against native processing within the bounds the forms carry (log-mel compared as
+/// mel energies); and those bounds are not loose: a log-mel 0.1 % off in energy fails them.
+#[test]
+fn the_papers_audio_chains_run_under_tf_data_in_tensorflow_and_verify() {
+    let Some(native) = common::native_module() else {
+        return;
+    };
+    let Some(python) = common::tf_python() else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    // Every form runs from the raw files; from exact PCM (`decoded`) and the mel energies the
+    // bounds are float rounding only.
+    let cases = [
+        ("mp3", "unprocessed,decoded,mel"),
+        ("flac", "unprocessed,decoded"),
+    ];
+    for (workload, strategies) in cases {
+        let out_dir = work.path().join(workload);
+        let args = argv![
+            "sweep",
+            workload,
+            "--loaders native,tf-data --verify --strategies",
+            strategies,
+            "--samples 10 --threads 2 --trials 1 --epochs 1 --no-calibrate --evict fadvise",
+            "--quiet --data-dir",
+            work.path().join("data").to_str().unwrap(),
+            "--store-dir",
+            work.path().join("stores").to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap()
+        ];
+        let out = prepbench_in(&python, &native, &args);
+        assert!(out.status.success(), "{workload}: {}", stderr(&out));
+        let runs = Csv::read(&out_dir.join("runs.csv"));
+        let tf: Vec<_> = runs
+            .rows
+            .iter()
+            .filter(|r| runs.col(r, "loader") == "tf-data")
+            .collect();
+        assert_eq!(
+            tf.len(),
+            strategies.split(',').count(),
+            "{workload}: {:?}",
+            runs.rows
+        );
+        assert!(
+            tf.iter().all(|r| runs.col(r, "verified") == "pass"),
+            "{workload}: {tf:?}"
+        );
+    }
+    let checked = common::with_package(&mut Command::new(&python), &native)
+        .args(["-c", EXP_CHECK])
+        .output()
+        .unwrap();
+    assert!(checked.status.success(), "{}", stderr(&checked));
+}
+
+/// A log field is compared as exp(value): within the bounds when its energies are, not when
+/// they are 0.1 % off (where the log's own difference, 0.001, would look small).
+const EXP_CHECK: &str = r#"
+import numpy as np
+from prepbench._forms import within
+rng = np.random.default_rng(3)
+energy = rng.uniform(0.0, 50.0, (40, 80)).astype(np.float32)
+log = np.log(energy + 1e-8).astype(np.float32)
+off = np.log(energy * 1.001 + 1e-8).astype(np.float32)
+bounds = (0.01, 0.002)
+assert within({"s": log}, {"s": log}, bounds, {"s"}) is None
+assert within({"s": off}, {"s": log}, bounds, {"s"}) is not None
+assert within({"s": off}, {"s": log}, bounds) is None  # as logs it would pass
+print("ok")
+"#;
+
 /// The steps of [`STEPS`] without torchvision (the tf-data loader's interpreter has none).
 const TF_MODULE: &str = r#"
 import io

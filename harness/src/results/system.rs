@@ -22,6 +22,11 @@ pub struct Machine {
     pub logical_cores: usize,
     pub memory_bytes: u64,
     pub kernel: String,
+    /// Whether the machine is a VM that gives its free memory back to the hypervisor (a
+    /// virtio balloon with free page reporting): memory the kernel takes for the page cache
+    /// then costs a fault into the host first. Absent where not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_page_reporting: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -149,7 +154,26 @@ pub fn machine() -> Machine {
             uname_field(|u| &u.sysname),
             uname_field(|u| &u.release)
         ),
+        free_page_reporting: Some(free_page_reporting(Path::new("/sys/bus/virtio/devices"))),
     }
+}
+
+/// The virtio device id of a memory balloon.
+const VIRTIO_BALLOON: &str = "0x0005";
+/// The balloon's feature bit for free page reporting (`VIRTIO_BALLOON_F_REPORTING`).
+const BALLOON_F_REPORTING: usize = 5;
+
+/// Whether a virtio balloon under `devices` (sysfs) negotiated free page reporting: its
+/// `features` file lists the negotiated bits as '0'/'1', bit 0 first.
+fn free_page_reporting(devices: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(devices) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let text = |name: &str| std::fs::read_to_string(e.path().join(name)).unwrap_or_default();
+        text("device").trim() == VIRTIO_BALLOON
+            && text("features").trim().as_bytes().get(BALLOON_F_REPORTING) == Some(&b'1')
+    })
 }
 
 /// Undoes mountinfo's octal escapes (`\040` for a space).
@@ -234,6 +258,24 @@ mod tests {
         );
         let root = filesystem_of(Path::new("/definitely/not/here")).unwrap();
         assert_eq!(root.mount_point, "/");
+    }
+
+    #[test]
+    fn free_page_reporting_is_read_from_the_balloons_negotiated_features() {
+        let sys = tempfile::tempdir().unwrap();
+        let device = |name: &str, id: &str, features: &str| {
+            let d = sys.path().join(name);
+            std::fs::create_dir(&d).unwrap();
+            std::fs::write(d.join("device"), format!("{id}\n")).unwrap();
+            std::fs::write(d.join("features"), format!("{features}\n")).unwrap();
+        };
+        // A block device with bit 5 set, and a balloon without reporting: not reporting.
+        device("virtio0", "0x0002", "00100110");
+        device("virtio1", VIRTIO_BALLOON, "01100001");
+        assert!(!free_page_reporting(sys.path()));
+        device("virtio2", VIRTIO_BALLOON, "01100101");
+        assert!(free_page_reporting(sys.path()));
+        assert!(!free_page_reporting(&sys.path().join("absent")));
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub fn items(results: &Results, cells: &[Cell], found: &[Finding], paper: bool) 
     out.extend(epochs(results));
     out.extend(trials(cells));
     out.push(load(results));
+    out.extend(cold_reads(results, cells));
     out.push(storage(results, cells));
     out.push(data(results));
     out.extend(scale(results));
@@ -129,6 +130,59 @@ fn load(results: &Results) -> String {
     )
 }
 
+/// Cold epochs reading at least this much are compared by their kernel time per GB.
+const COLD_READ_MIN_BYTES: u64 = 256 << 20;
+
+/// How much the kernel time of cold reads varied: on a VM whose free memory goes back to the
+/// hypervisor, the page cache a cold epoch fills comes back through faults into the host, at a
+/// cost that changes from one epoch to the next (docs/measurement.md, "Cold reads on a VM").
+/// Said where a cell's cold epochs differ more than 2x in kernel time per GB, or the machine
+/// is known to give its memory back.
+fn cold_reads(results: &Results, cells: &[Cell]) -> Option<String> {
+    let per_gb = |i: &usize| {
+        let r = results.rows.get(*i)?;
+        (r.read_bytes >= COLD_READ_MIN_BYTES && !r.read_remote())
+            .then(|| r.cpu_sys_s / (r.read_bytes as f64 / 1e9))
+    };
+    let spreads: Vec<(f64, Vec<f64>)> = cells
+        .iter()
+        .filter(|c| c.key.cache == CacheState::Cold)
+        .filter_map(|c| {
+            let v: Vec<f64> = c.rows.iter().filter_map(per_gb).collect();
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(0.0, f64::max);
+            (v.len() >= 2 && lo > 0.0).then_some((hi / lo, v))
+        })
+        .collect();
+    let reporting = results
+        .manifest
+        .machine
+        .as_ref()
+        .and_then(|m| m.free_page_reporting)
+        == Some(true);
+    let wide = spreads.iter().filter(|(s, _)| *s > 2.0).count();
+    if spreads.is_empty() || (wide == 0 && !reporting) {
+        return None;
+    }
+    let all: Vec<f64> = spreads
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .collect();
+    let worst = spreads.iter().map(|(s, _)| *s).fold(0.0, f64::max);
+    let why = if reporting {
+        " This machine gives its free memory back to the hypervisor (a virtio balloon with free page reporting): the page cache a cold epoch fills comes back through faults into the host, at a cost that changes from one epoch to the next (docs/measurement.md, \"Cold reads on a VM\")."
+    } else {
+        ""
+    };
+    Some(format!(
+        "**Cold reads.** Cold epochs spent {:.2} to {:.2} s of kernel time per GB read (median {:.2}); within one cell the most and the least differed up to {worst:.1}x, more than 2x in {wide} of {} cells.{why} Intervals carry this variation, and settling adds trials where it straddles a threshold.",
+        all.iter().copied().fold(f64::INFINITY, f64::min),
+        all.iter().copied().fold(0.0, f64::max),
+        median(&all),
+        spreads.len(),
+    ))
+}
+
 /// Where the stores were, and what ran under emulated network storage.
 fn storage(results: &Results, cells: &[Cell]) -> String {
     let emulated = first_seen(cells.iter().filter_map(|c| {
@@ -228,5 +282,67 @@ fn not_testable(found: &[Finding]) -> String {
             untestable.len(),
             untestable.join("; ")
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::folder::Recorded;
+    use crate::results::RunRow;
+
+    fn cold(run: &str, trial: usize, sys_s: f64) -> RunRow {
+        RunRow {
+            run_id: run.into(),
+            workload: "w".into(),
+            strategy: "s".into(),
+            trial,
+            cache: CacheState::Cold,
+            samples: 100,
+            online_s: 2.0,
+            throughput_sps: 50.0,
+            read_bytes: 2_000_000_000,
+            cpu_sys_s: sys_s,
+            evict_method: "drop_caches".into(),
+            ..RunRow::default()
+        }
+    }
+
+    fn said(rows: Vec<RunRow>, reporting: Option<bool>) -> Option<String> {
+        let mut results = Results::of(Recorded {
+            runs: rows,
+            ..Default::default()
+        });
+        let mut machine = crate::results::system::machine();
+        machine.free_page_reporting = reporting;
+        results.manifest.machine = Some(machine);
+        let cells = results.cells();
+        cold_reads(&results, &cells)
+    }
+
+    #[test]
+    fn cold_reads_that_differ_in_kernel_time_are_named_with_the_cause_where_known() {
+        // 0.4 and 1.75 s per GB in one cell: 4.4x apart.
+        let apart = || vec![cold("a", 0, 0.8), cold("b", 1, 3.5)];
+        let text = said(apart(), Some(false)).expect("a 4.4x spread is named");
+        assert!(text.contains("0.40 to 1.75 s"), "{text}");
+        assert!(
+            text.contains("up to 4.4x, more than 2x in 1 of 1 cells"),
+            "{text}"
+        );
+        assert!(!text.contains("balloon"), "{text}");
+        let text = said(apart(), Some(true)).unwrap();
+        assert!(text.contains("free page reporting"), "{text}");
+        // Alike cold reads say nothing, unless the machine gives its memory back.
+        let alike = || vec![cold("a", 0, 0.8), cold("b", 1, 0.9)];
+        assert_eq!(said(alike(), Some(false)), None);
+        assert!(said(alike(), Some(true)).is_some());
+        // Small reads and reads from object storage are not compared.
+        let mut small = apart();
+        small[1].read_bytes = 1 << 20;
+        assert_eq!(said(small, Some(true)), None);
+        let mut remote = apart();
+        remote[0].evict_method = crate::results::rows::EVICT_REMOTE.into();
+        assert_eq!(said(remote, Some(true)), None);
     }
 }

@@ -197,6 +197,12 @@ pub trait Engine: Sync {
         None
     }
 
+    /// Why this machine cannot run this engine at all (its interpreter lacks the framework);
+    /// `None` when it can.
+    fn runtime_refusal(&self) -> Option<String> {
+        None
+    }
+
     /// Why this engine cannot run the online steps from `split` of `workload` (a step it has
     /// no implementation of, its runtime missing), asked before anything runs; `None` when
     /// it can.

@@ -321,20 +321,25 @@ impl PythonLoader {
     /// Why the interpreter cannot run the loader (its framework or prepbench's package
     /// missing, another version of it); asked once per interpreter and loader.
     pub(super) fn runtime_refusal(&self) -> Option<String> {
-        type Asked = Vec<(std::path::PathBuf, &'static str, Option<String>)>;
+        self.import_refusal(self.imports, self.needs)
+    }
+
+    /// Why the interpreter cannot import `imports` (what the loader needs, `needs` as a
+    /// refusal names it) with the loader's module and prepbench's package of this version;
+    /// asked once per interpreter and imports.
+    pub(super) fn import_refusal(&self, imports: &str, needs: &str) -> Option<String> {
+        type Asked = Vec<(std::path::PathBuf, String, Option<String>)>;
         static ASKED: std::sync::Mutex<Asked> = std::sync::Mutex::new(Vec::new());
         let python = workloads::python::interpreter();
+        let key = format!("{} {imports}", self.name);
         let mut asked = ASKED.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, _, why)) = asked
-            .iter()
-            .find(|(p, name, _)| *p == python && *name == self.name)
-        {
+        if let Some((_, _, why)) = asked.iter().find(|(p, k, _)| *p == python && *k == key) {
             return why.clone();
         }
         let check = format!(
             "import {}\nimport {}\nfrom prepbench import native\nv = native().VERSION\nassert v \
              == {:?}, f'its prepbench package is version {{v}}, this command line {}'",
-            self.imports,
+            imports,
             self.module,
             env!("CARGO_PKG_VERSION"),
             env!("CARGO_PKG_VERSION")
@@ -353,17 +358,16 @@ impl PythonLoader {
                     str::to_string,
                 );
                 Some(format!(
-                    "needs {} and the prepbench package in {} ({last}): pip install \
+                    "needs {needs} and the prepbench package in {} ({last}): pip install \
                      \".[{}]\" from the prepbench repository into it, or name another \
                      interpreter with --python",
-                    self.needs,
                     python.display(),
                     self.extra
                 ))
             }
             Err(e) => Some(format!("cannot start {}: {e}", python.display())),
         };
-        asked.push((python, self.name, why.clone()));
+        asked.push((python, key, why.clone()));
         why
     }
 

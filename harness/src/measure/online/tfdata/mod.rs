@@ -51,8 +51,23 @@ impl Engine for TfData {
         (PROCESS.steps)(workload, split)
     }
 
+    fn runtime_refusal(&self) -> Option<String> {
+        PROCESS
+            .runtime_refusal()
+            .map(|why| format!("the tf-data loader {why}"))
+    }
+
     fn refusal(&self, workload: &Workload, split: usize) -> Option<String> {
-        PROCESS.refusal(workload, split)
+        PROCESS.refusal(workload, split).or_else(|| {
+            // Audio decodes in tensorflow-io, which TensorFlow itself does not bring.
+            let decodes = workload.steps[split.min(workload.steps.len())..]
+                .iter()
+                .any(|s| s.spec.op == "decode_audio");
+            decodes
+                .then(|| PROCESS.import_refusal("tensorflow, tensorflow_io", "tensorflow-io"))
+                .flatten()
+                .map(|why| format!("the tf-data loader decodes audio in tensorflow-io: it {why}"))
+        })
     }
 
     fn skip_refusal(&self) -> Option<String> {

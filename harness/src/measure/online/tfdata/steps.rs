@@ -20,6 +20,11 @@ pub const OPS: &[&str] = &[
     "normalize",
     "random_crop",
     "random_hflip",
+    "decode_audio",
+    "stft",
+    "magnitude",
+    "mel",
+    "log",
 ];
 
 /// Why step `def`, with its canonical `params`, cannot run under the tf-data loader; `None`
@@ -29,6 +34,52 @@ pub fn refusal(def: &StepDef, params: &serde_json::Value) -> Option<String> {
         def,
         params,
         ("tf-data", OPS, "in TensorFlow ops"),
-        |_, _| None,
+        audio_refusal,
     )
+}
+
+/// The audio steps' parameters no form in TensorFlow (or, shared, in the torch loader's
+/// NumPy) takes yet.
+pub fn audio_refusal(op: &str, params: &serde_json::Value) -> Option<&'static str> {
+    let param = |name: &str| params.get(name).filter(|v| !v.is_null());
+    match op {
+        "decode_audio" if param("sample_rate").is_some() => {
+            Some("resamples (sample_rate), which its form here does not")
+        }
+        "decode_audio" if param("mono").and_then(|v| v.as_bool()) == Some(false) => {
+            Some("keeps the channels (mono: false), whose rank varies with the file")
+        }
+        "magnitude" if param("power").and_then(|v| v.as_f64()).unwrap_or(1.0) != 1.0 => {
+            Some("raises the magnitude to a power other than 1, which its form here does not")
+        }
+        "mel" if param("filterbank").and_then(|v| v.as_str()).unwrap_or("tf") != "tf" => {
+            Some("uses a filterbank other than tf.signal's, which its form here does not")
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn audio_parameters_without_a_form_are_refused_and_the_papers_are_not() {
+        let refused = |op: &str, params: serde_json::Value| audio_refusal(op, &params);
+        // The paper's MP3 and FLAC chains, canonical parameters as the spec gives them.
+        let decode = json!({"dtype": "int16", "mono": true, "sample_rate": null});
+        assert_eq!(refused("decode_audio", decode), None);
+        assert_eq!(refused("magnitude", json!({"power": 1.0})), None);
+        assert_eq!(refused("mel", json!({"filterbank": "tf"})), None);
+        for (op, params, says) in [
+            ("decode_audio", json!({"sample_rate": 16000}), "resamples"),
+            ("decode_audio", json!({"mono": false}), "channels"),
+            ("magnitude", json!({"power": 2.0}), "power"),
+            ("mel", json!({"filterbank": "slaney"}), "filterbank"),
+        ] {
+            let why = refused(op, params).unwrap_or_default();
+            assert!(why.contains(says), "{op}: {why}");
+        }
+    }
 }

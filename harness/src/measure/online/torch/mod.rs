@@ -118,6 +118,12 @@ impl Engine for Torch {
         (PROCESS.steps)(workload, split)
     }
 
+    fn runtime_refusal(&self) -> Option<String> {
+        PROCESS
+            .runtime_refusal()
+            .map(|why| format!("the torch loader {why}"))
+    }
+
     fn refusal(&self, workload: &Workload, split: usize) -> Option<String> {
         PROCESS.refusal(workload, split)
     }
