@@ -17,7 +17,7 @@ from ._forms import exp_fields, tolerance, within  # noqa: F401 - the loader ask
 
 OPS = ("read_file", "decode_jpeg", "decode_png", "decode_npy", "resize_shorter", "pixel_center",
        "grayscale", "normalize", "random_crop", "random_hflip", "decode_audio", "stft",
-       "magnitude", "mel", "log")
+       "magnitude", "mel", "log", "nilm_features")
 
 _GOLDEN = 0x9E3779B97F4A7C15
 
@@ -292,6 +292,31 @@ class RandomHflip(Form):
         f[self.to] = tf.cond(flip, lambda: tf.reverse(image, [1]), lambda: image)
 
 
+class NilmFeatures(Form):
+    """NILM's per-period features of a [2, samples] float64 window (voltage, current): active
+    power mean(v * i), RMS current, and the RMS's cumulative sum less its mean, [3, periods]
+    float64; sums in another order than natively, so float64 rounding apart."""
+
+    def __init__(self, params, step_index):
+        super().__init__(params, step_index)
+        self.source = params.get("from") or "signal"
+        self.to = params.get("to") or "features"
+
+    def __call__(self, f, context):
+        tf = _tf()
+        period, periods = int(self.params.get("period", 128)), int(self.params.get("periods", 500))
+        signal = f.pop(self.source)
+        n = period * periods
+        tf.debugging.assert_greater_equal(
+            tf.shape(signal, out_type=tf.int64)[1], tf.constant(n, tf.int64),
+            message=f"nilm_features: a window shorter than {periods} periods of {period}")
+        voltage = tf.reshape(signal[0, :n], [periods, period])
+        current = tf.reshape(signal[1, :n], [periods, period])
+        power = tf.reduce_sum(voltage * current, axis=1) / period
+        rms = tf.sqrt(tf.reduce_sum(current * current, axis=1) / period)
+        f[self.to] = tf.stack([power, rms, tf.cumsum(rms - tf.reduce_sum(rms) / periods)])
+
+
 # The audio steps' forms, which need `Form` above.
 from ._tf_audio import DecodeAudio, Log, Magnitude, Mel, Stft  # noqa: E402
 
@@ -312,6 +337,7 @@ CLASSES = {
     "magnitude": Magnitude,
     "mel": Mel,
     "log": Log,
+    "nilm_features": NilmFeatures,
 }
 assert tuple(CLASSES) == OPS
 

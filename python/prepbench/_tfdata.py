@@ -114,8 +114,10 @@ class Pipeline:
         # with. With Python steps the outputs are compared exactly, as natively.
         self.reference = None
         if job["hash"] and not python:
+            # Native processing of the raw item: every step in prepbench's own form,
+            # including those (NILM's HDF5 parse) this loader has none of.
             self.reference = native.Online(spec, 0, job["seed"], job["root"], job["items"],
-                                           "tf-data")
+                                           "native")
 
     def _forms(self, steps, first):
         """The online steps' forms: prepbench's in TensorFlow, runs of Python steps each one

@@ -1,5 +1,6 @@
 """prepbench's own steps as a PyTorch user writes them, for the `torch` loader: torchvision's
-JPEG decoder and resize, Pillow for PNG, tensor arithmetic for the rest.
+JPEG decoder and resize, Pillow for PNG, tensor arithmetic for the rest; the audio steps in
+`_torch_audio` (soundfile, `torch.fft`).
 
 Each op takes and gives the field its native step does, in prepbench's layout (an image is
 [height, width, channels]), so that a store made by prepbench's offline phase feeds them at any
@@ -20,12 +21,13 @@ import importlib
 import io
 import warnings
 
-from ._forms import tolerance, within  # noqa: F401 - the loader asks them here
+from ._forms import exp_fields, tolerance, within  # noqa: F401 - the loader asks them here
 
 #: Ops implemented here, with the parameters they refuse; the Rust side keeps the same list
 #: (`harness/src/measure/online/torch/steps.rs`), and a test ties them.
 OPS = ("decode_jpeg", "decode_png", "decode_npy", "resize_shorter", "pixel_center",
-       "grayscale", "normalize", "random_crop", "random_hflip")
+       "grayscale", "normalize", "random_crop", "random_hflip", "decode_audio", "stft",
+       "magnitude", "mel", "log", "nilm_features")
 
 
 # torch warns each time it views read-only memory (a stored record's view of immutable bytes,
@@ -215,6 +217,36 @@ class RandomHflip(Op):
         return image.flip(1)
 
 
+class NilmFeatures(Op):
+    """NILM's per-period features in float64 tensor arithmetic (`_tf_steps.NilmFeatures` says
+    what they are); float64 rounding apart from native sums."""
+
+    def __init__(self, params):
+        super().__init__(params)
+        self.source = params.get("from") or "signal"
+        self.to = params.get("to") or "features"
+
+    def __call__(self, signal):
+        torch = _torch()
+        signal = _tensor(signal)
+        period, periods = int(self.params.get("period", 128)), int(self.params.get("periods", 500))
+        n = period * periods
+        if signal.dim() != 2 or signal.shape[0] != 2 or signal.dtype != torch.float64:
+            raise ValueError(f"field `{self.source}` is {signal.dtype} {list(signal.shape)}, "
+                             "expected float64 [2, samples] (voltage, current)")
+        if signal.shape[1] < n:
+            raise ValueError(f"a window of {signal.shape[1]} samples is shorter than {periods} "
+                             f"periods of {period}")
+        voltage = signal[0, :n].reshape(periods, period)
+        current = signal[1, :n].reshape(periods, period)
+        power = (voltage * current).sum(dim=1) / period
+        rms = ((current * current).sum(dim=1) / period).sqrt()
+        return torch.stack([power, rms, torch.cumsum(rms - rms.sum() / periods, dim=0)])
+
+
+# The audio steps' forms, which need `Op` above.
+from ._torch_audio import DecodeAudio, Log, Magnitude, Mel, Stft  # noqa: E402
+
 CLASSES = {
     "decode_jpeg": DecodeJpeg,
     "decode_png": DecodePng,
@@ -225,6 +257,12 @@ CLASSES = {
     "normalize": Normalize,
     "random_crop": RandomCrop,
     "random_hflip": RandomHflip,
+    "decode_audio": DecodeAudio,
+    "stft": Stft,
+    "magnitude": Magnitude,
+    "mel": Mel,
+    "log": Log,
+    "nilm_features": NilmFeatures,
 }
 assert tuple(CLASSES) == OPS
 

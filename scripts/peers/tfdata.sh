@@ -6,10 +6,13 @@
 #     THREADS (default 2) threads, TRIALS x EPOCHS epochs each.
 #  2. The paper on its own stack beside prepbench's engine: `sweep cv --loaders native,tf-data
 #     --verify` of every strategy, cold, epochs sized to MIN_EPOCH_S (default 2).
-# PARTS (default overhead,cv) picks which of them run.
+#  3. The same overhead on a store (`store`): CV `resized` read by TFRecordDataset, parsed,
+#     centred and cropped; and on audio (`audio`): MP3 `unprocessed` to log-mel.
+# Trials of the loader and the bare pipeline alternate, one process each.
+# PARTS (default overhead,store,cv) picks which of them run.
 # Needs a built prepbench and its Python module (PREPBENCH, PREPBENCH_NATIVE) and a python3
 # with TensorFlow (PYTHON). Writes OUT (default results/local/tfdata): machine.txt, log.txt,
-# bare.txt, overhead/ and cv/ (results folders).
+# bare*.txt and overhead-WORKLOAD-STRATEGY/ per part, and cv/ (results folders).
 #
 #   OUT=/tmp/tfdata SAMPLES=600 THREADS=2 PYTHON=.venv/bin/python scripts/peers/tfdata.sh
 set -uo pipefail
@@ -22,7 +25,7 @@ samples=${SAMPLES:-600}
 trials=${TRIALS:-3}
 epochs=${EPOCHS:-2}
 min_epoch_s=${MIN_EPOCH_S:-2}
-parts=${PARTS:-overhead,cv}
+parts=${PARTS:-overhead,store,audio,cv}
 export PYTHONPATH=$repo/python
 export PREPBENCH_NATIVE=${PREPBENCH_NATIVE:-$repo/target/release/lib_native.so}
 work=$(mktemp -d /tmp/prepbench-tfdata.XXXXXX)
@@ -40,16 +43,38 @@ cat "$out/machine.txt"
 data=$work/data/imagenet-seed0
 "$bin" generate imagenet --samples "$samples" --out "$data" --quiet
 
-if [[ ,$parts, == *,overhead,* ]]; then
-start=$(date +%s)
-"$python" "$repo/scripts/peers/tfdata_bare.py" --data "$data/train" --threads "$threads" \
-  --trials "$trials" --epochs "$epochs" --samples "$samples" > "$out/bare.txt"
-echo "bare tf.data: rc $? after $(( $(date +%s) - start )) s"
-start=$(date +%s)
-"$bin" --python "$python" sweep cv --loaders tf-data --strategies unprocessed \
-  --threads "$threads" --cache warm --trials "$trials" --epochs "$epochs" --samples "$samples" \
-  --no-calibrate --data-dir "$work/data" --store-dir "$work/stores" --quiet --out "$out/overhead"
-echo "prepbench tf-data loader, warm: rc $? after $(( $(date +%s) - start )) s"
+# prepbench's tf-data loader against the same pipeline written bare, trial by trial in turn (one
+# process each), so that a drift of the machine falls on both: `$1` the workload, `$2` the
+# strategy (its results folder is $out/overhead-WORKLOAD-STRATEGY), `$3` the bare pipeline's
+# text file, then the bare script's input flag and path (`--store` alone: the strategy's store).
+overhead() {
+  local workload=$1 strategy=$2 text=$3
+  shift 3
+  : > "$out/$text"
+  for ((t = 1; t <= trials; t++)); do
+    local start=$(date +%s)
+    "$bin" --python "$python" sweep "$workload" --loaders tf-data --strategies "$strategy" \
+      --threads "$threads" --cache warm --trials "$t" --epochs "$epochs" --samples "$samples" \
+      --no-calibrate --data-dir "$work/data" --store-dir "$work/stores" --quiet \
+      --out "$out/overhead-$workload-$strategy"
+    echo "prepbench tf-data loader, $workload $strategy, trial $t: rc $? after $(( $(date +%s) - start )) s"
+    start=$(date +%s)
+    local input=("$@")
+    [[ ${input[0]} == --store ]] && input=(--store "$(ls -d "$work/stores/$workload/$strategy"/*/ | head -1)")
+    "$python" "$repo/scripts/peers/tfdata_bare.py" "${input[@]}" --threads "$threads" \
+      --trials 1 --first-trial $((t - 1)) --epochs "$epochs" --samples "$samples" >> "$out/$text"
+    echo "bare tf.data, $workload $strategy, trial $t: rc $? after $(( $(date +%s) - start )) s"
+  done
+}
+
+# CV `unprocessed`: the JPEG files read, decoded, resized, centred and cropped.
+[[ ,$parts, == *,overhead,* ]] && overhead cv unprocessed bare.txt --data "$data/train"
+# CV `resized`: the store's records read by TFRecordDataset, parsed, centred and cropped.
+[[ ,$parts, == *,store,* ]] && overhead cv resized bare-store.txt --store
+# MP3 `unprocessed`: the clips read, decoded by tensorflow-io, made log-mel by tf.signal.
+if [[ ,$parts, == *,audio,* ]]; then
+  "$bin" generate commonvoice --samples "$samples" --out "$work/data/commonvoice-seed0" --quiet
+  overhead mp3 unprocessed bare-audio.txt --audio "$work/data/commonvoice-seed0/clips"
 fi
 
 if [[ ,$parts, == *,cv,* ]]; then

@@ -9,6 +9,8 @@ use crate::analysis::findings::{self, Verdict};
 #[derive(Clone, Debug)]
 pub struct Conclusions {
     pub(super) verdicts: Vec<(String, Verdict)>,
+    /// Each claim's checks: (claim, subject, what was measured with what it needs, verdict).
+    pub(super) checks: Vec<(String, String, String, Verdict)>,
     pub(super) best: Vec<(String, Best)>,
 }
 
@@ -51,6 +53,16 @@ pub fn conclusions_of(results: &Results, cells: &[Cell]) -> Conclusions {
         .flat_map(|f| &f.sub_claims)
         .map(|s| (s.id.to_string(), s.verdict))
         .collect();
+    let checks = found
+        .iter()
+        .flat_map(|f| &f.sub_claims)
+        .flat_map(|s| {
+            s.checks.iter().map(|c| {
+                let figure = format!("{} (needs {})", c.measured, c.needs);
+                (s.id.to_string(), c.subject.clone(), figure, c.verdict)
+            })
+        })
+        .collect();
     let best = views
         .iter()
         .filter_map(|v| {
@@ -79,5 +91,9 @@ pub fn conclusions_of(results: &Results, cells: &[Cell]) -> Conclusions {
             Some((v.title(), best))
         })
         .collect();
-    Conclusions { verdicts, best }
+    Conclusions {
+        verdicts,
+        checks,
+        best,
+    }
 }

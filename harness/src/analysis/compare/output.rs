@@ -261,6 +261,42 @@ impl Comparison {
     }
 }
 
+/// Where a claim's verdicts differ, the checks behind it whose verdicts differ, with each
+/// folder's figure and what the claim needs: whether the two measured different things or
+/// the same thing either side of a threshold shows there.
+fn differing_checks(a: &Conclusions, b: &Conclusions) -> String {
+    let mut out = String::new();
+    for (id, va) in &a.verdicts {
+        let Some((_, vb)) = b.verdicts.iter().find(|(i, _)| i == id) else {
+            continue;
+        };
+        if va == vb {
+            continue;
+        }
+        for (_, subject, fa, ca) in a.checks.iter().filter(|c| &c.0 == id) {
+            let other = b.checks.iter().find(|c| &c.0 == id && &c.1 == subject);
+            match other {
+                Some((_, _, fb, cb)) if cb != ca => {
+                    let _ = writeln!(
+                        out,
+                        "- {id}, {subject}: A {fa}: {}; B {fb}: {}",
+                        ca.text(),
+                        cb.text()
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "- {id}, {subject}: A {fa}: {}; not in B", ca.text());
+                }
+                _ => {}
+            }
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!("Where the verdicts differ, the checks behind them:\n\n{out}\n")
+}
+
 /// Whether the two folders conclude the same: the paper's findings' verdicts (for the paper's
 /// workloads only) and each workload's best strategy, side by side, with how many agree.
 fn conclusions(a: &Conclusions, b: &Conclusions) -> String {
@@ -287,6 +323,7 @@ fn conclusions(a: &Conclusions, b: &Conclusions) -> String {
             );
         }
         let _ = writeln!(out, "\n{same} of {} verdicts agree.\n", a.verdicts.len());
+        out.push_str(&differing_checks(a, b));
     }
     let _ = writeln!(
         out,
@@ -310,4 +347,43 @@ fn conclusions(a: &Conclusions, b: &Conclusions) -> String {
     }
     let _ = writeln!(out, "\n{same} of {common} best strategies agree.\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::findings::Verdict;
+
+    #[test]
+    fn differing_verdicts_show_the_checks_behind_them_and_agreeing_ones_do_not() {
+        let folder = |fig: &str, verdict: Verdict| Conclusions {
+            verdicts: vec![("1a".into(), Verdict::Reproduced), ("5b".into(), verdict)],
+            checks: vec![
+                (
+                    "1a".into(),
+                    "cv".into(),
+                    "2.0x [1.8, 2.2] (needs >= 1.05x)".into(),
+                    Verdict::Reproduced,
+                ),
+                ("5b".into(), "synthetic".into(), fig.into(), verdict),
+            ],
+            best: Vec::new(),
+        };
+        let a = folder(
+            "1.96x [1.76, 2.18] (needs >= 2.00x)",
+            Verdict::NotReproduced,
+        );
+        let b = folder("2.10x [1.96, 2.24] (needs >= 2.00x)", Verdict::Unsettled);
+        let text = conclusions(&a, &b);
+        assert!(text.contains("1 of 2 verdicts agree"), "{text}");
+        assert!(
+            text.contains(
+                "- 5b, synthetic: A 1.96x [1.76, 2.18] (needs >= 2.00x): not reproduced; \
+                 B 2.10x [1.96, 2.24] (needs >= 2.00x): unsettled"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("- 1a"), "{text}");
+        assert!(!conclusions(&a, &a).contains("Where the verdicts differ"));
+    }
 }

@@ -93,6 +93,27 @@ pub fn form_refusal(
     })
 }
 
+/// The audio steps' parameters that no form in another loader (TensorFlow's, PyTorch's) takes
+/// yet.
+pub fn audio_refusal(op: &str, params: &serde_json::Value) -> Option<&'static str> {
+    let param = |name: &str| params.get(name).filter(|v| !v.is_null());
+    match op {
+        "decode_audio" if param("sample_rate").is_some() => {
+            Some("resamples (sample_rate), which its form here does not")
+        }
+        "decode_audio" if param("mono").and_then(|v| v.as_bool()) == Some(false) => {
+            Some("keeps the channels (mono: false), whose rank varies with the file")
+        }
+        "magnitude" if param("power").and_then(|v| v.as_f64()).unwrap_or(1.0) != 1.0 => {
+            Some("raises the magnitude to a power other than 1, which its form here does not")
+        }
+        "mel" if param("filterbank").and_then(|v| v.as_str()).unwrap_or("tf") != "tf" => {
+            Some("uses a filterbank other than tf.signal's, which its form here does not")
+        }
+        _ => None,
+    }
+}
+
 /// A loader written in Python.
 pub(super) struct PythonLoader {
     /// The name runs record (`torch`).
@@ -208,6 +229,17 @@ impl PythonLoader {
             return Some(
                 "is its own consumer (the training loop iterating it): drop --consumer".into(),
             );
+        }
+        if job.hash {
+            // Its --verify compares each sample with the native processing of its raw item,
+            // which does not yet follow a step that makes many samples of one item.
+            if let Some(step) = job.workload.steps.iter().find(|s| s.spec.facts.fan_out) {
+                return Some(format!(
+                    "cannot --verify a workload whose step `{}` (op {}) makes many samples of \
+                     one item yet: run it without --verify, or verify under --loader native",
+                    step.name, step.spec.op
+                ));
+            }
         }
         (self.steps)(job.workload, job.split)
     }

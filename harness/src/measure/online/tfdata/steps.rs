@@ -5,7 +5,7 @@
 
 use workloads::StepDef;
 
-use super::super::process::form_refusal;
+use super::super::process::{audio_refusal, form_refusal};
 
 /// prepbench's ops the tf-data loader runs; `OPS` in `prepbench/_tf_steps.py` is the same
 /// list (a test ties them).
@@ -25,6 +25,7 @@ pub const OPS: &[&str] = &[
     "magnitude",
     "mel",
     "log",
+    "nilm_features",
 ];
 
 /// Why step `def`, with its canonical `params`, cannot run under the tf-data loader; `None`
@@ -36,27 +37,6 @@ pub fn refusal(def: &StepDef, params: &serde_json::Value) -> Option<String> {
         ("tf-data", OPS, "in TensorFlow ops"),
         audio_refusal,
     )
-}
-
-/// The audio steps' parameters no form in TensorFlow (or, shared, in the torch loader's
-/// NumPy) takes yet.
-pub fn audio_refusal(op: &str, params: &serde_json::Value) -> Option<&'static str> {
-    let param = |name: &str| params.get(name).filter(|v| !v.is_null());
-    match op {
-        "decode_audio" if param("sample_rate").is_some() => {
-            Some("resamples (sample_rate), which its form here does not")
-        }
-        "decode_audio" if param("mono").and_then(|v| v.as_bool()) == Some(false) => {
-            Some("keeps the channels (mono: false), whose rank varies with the file")
-        }
-        "magnitude" if param("power").and_then(|v| v.as_f64()).unwrap_or(1.0) != 1.0 => {
-            Some("raises the magnitude to a power other than 1, which its form here does not")
-        }
-        "mel" if param("filterbank").and_then(|v| v.as_str()).unwrap_or("tf") != "tf" => {
-            Some("uses a filterbank other than tf.signal's, which its form here does not")
-        }
-        _ => None,
-    }
 }
 
 #[cfg(test)]

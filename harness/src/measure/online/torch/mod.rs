@@ -125,7 +125,16 @@ impl Engine for Torch {
     }
 
     fn refusal(&self, workload: &Workload, split: usize) -> Option<String> {
-        PROCESS.refusal(workload, split)
+        PROCESS.refusal(workload, split).or_else(|| {
+            // Audio decodes in soundfile (libsndfile), which PyTorch itself does not bring.
+            let decodes = workload.steps[split.min(workload.steps.len())..]
+                .iter()
+                .any(|s| s.spec.op == "decode_audio");
+            decodes
+                .then(|| PROCESS.import_refusal("torch, soundfile", "soundfile"))
+                .flatten()
+                .map(|why| format!("the torch loader decodes audio in soundfile: it {why}"))
+        })
     }
 
     fn run(&self, job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {

@@ -1,12 +1,12 @@
 //! Which of prepbench's own steps the torch loader runs, as a PyTorch user writes them
 //! (`prepbench/_torch_steps.py`: torchvision's JPEG decoder and resize, Pillow for PNG, tensor
-//! arithmetic for the rest), and which parameters it refuses. Each takes and gives the fields
+//! arithmetic for the rest; `prepbench/_torch_audio.py`: soundfile, `torch.fft`), and which parameters it refuses. Each takes and gives the fields
 //! its native step does, so a store made natively feeds it at any split point; `--verify`
 //! compares its outputs with native processing within the differences each op states.
 
 use workloads::StepDef;
 
-use super::super::process::form_refusal;
+use super::super::process::{audio_refusal, form_refusal};
 
 /// prepbench's ops the torch loader runs; `OPS` in `prepbench/_torch_steps.py` is the same
 /// list (a test ties them).
@@ -20,6 +20,12 @@ pub const OPS: &[&str] = &[
     "normalize",
     "random_crop",
     "random_hflip",
+    "decode_audio",
+    "stft",
+    "magnitude",
+    "mel",
+    "log",
+    "nilm_features",
 ];
 
 /// Why step `def`, with its canonical `params`, cannot run under the torch loader; `None` when
@@ -27,9 +33,11 @@ pub const OPS: &[&str] = &[
 pub fn refusal(def: &StepDef, params: &serde_json::Value) -> Option<String> {
     let extra = |op: &str, params: &serde_json::Value| {
         let keeps_16_bit = params.get("to_uint8").and_then(|v| v.as_bool()) == Some(false);
-        (op == "decode_png" && keeps_16_bit).then_some(
-            "keeps 16-bit samples (to_uint8: false), which its torch form (Pillow) does not",
-        )
+        (op == "decode_png" && keeps_16_bit)
+            .then_some(
+                "keeps 16-bit samples (to_uint8: false), which its torch form (Pillow) does not",
+            )
+            .or_else(|| audio_refusal(op, params))
     };
     form_refusal(
         def,
@@ -52,20 +60,22 @@ mod tests {
     }
 
     #[test]
-    fn the_papers_image_chains_run_and_what_has_no_torch_form_is_refused_by_name() {
+    fn the_papers_image_and_audio_chains_run_and_what_has_no_torch_form_is_refused_by_name() {
         for name in [
             "cv",
             "cv2-jpg",
             "cv2-png",
             "cv-greyscale-before",
             "cv-greyscale-after",
+            "mp3",
+            "flac",
         ] {
             let cv = workloads::load(name).unwrap();
             for split in 0..cv.steps.len() {
                 assert_eq!(Torch.step_refusal(&cv, split), None, "{name} split {split}");
             }
         }
-        for name in ["mp3", "nlp", "detection"] {
+        for name in ["nlp", "nilm", "detection"] {
             let w = workloads::load(name).unwrap();
             let why = Torch.step_refusal(&w, 0).unwrap();
             assert!(
