@@ -126,6 +126,9 @@ pub(super) struct PythonLoader {
     /// it (`torch`).
     pub needs: &'static str,
     pub extra: &'static str,
+    /// What the interpreter must import to decode audio (`torch, soundfile`), and what a
+    /// refusal names (`soundfile`): the framework itself does not bring it.
+    pub audio: (&'static str, &'static str),
     /// Bumped with the module's `PROTOCOL` when the job or the answer changes.
     pub protocol: u32,
     /// Why it cannot run the online steps from `split` of a workload.
@@ -344,10 +347,26 @@ impl PythonLoader {
     /// Why the loader cannot run the online steps from `split` of `workload`: a step it has no
     /// form of, or its interpreter lacking what it needs.
     pub(super) fn refusal(&self, workload: &Workload, split: usize) -> Option<String> {
-        (self.steps)(workload, split).or_else(|| {
-            self.runtime_refusal()
-                .map(|why| format!("the {} loader {why}", self.name))
-        })
+        (self.steps)(workload, split)
+            .or_else(|| {
+                self.runtime_refusal()
+                    .map(|why| format!("the {} loader {why}", self.name))
+            })
+            .or_else(|| {
+                let decodes = workload.steps[split.min(workload.steps.len())..]
+                    .iter()
+                    .any(|s| s.spec.op == "decode_audio");
+                let (imports, needs) = self.audio;
+                decodes
+                    .then(|| self.import_refusal(imports, needs))
+                    .flatten()
+                    .map(|why| {
+                        format!(
+                            "the {} loader decodes audio in {needs}: it {why}",
+                            self.name
+                        )
+                    })
+            })
     }
 
     /// Why the interpreter cannot run the loader (its framework or prepbench's package

@@ -28,6 +28,7 @@ const PROCESS: PythonLoader = PythonLoader {
     imports: "tensorflow, numpy",
     needs: "TensorFlow",
     extra: "tf",
+    audio: ("tensorflow, tensorflow_io", "tensorflow-io"),
     protocol: PROTOCOL,
     steps: |workload, split| step_refusal(workload, split, ("tf-data", false), steps::refusal),
 };
@@ -58,16 +59,7 @@ impl Engine for TfData {
     }
 
     fn refusal(&self, workload: &Workload, split: usize) -> Option<String> {
-        PROCESS.refusal(workload, split).or_else(|| {
-            // Audio decodes in tensorflow-io, which TensorFlow itself does not bring.
-            let decodes = workload.steps[split.min(workload.steps.len())..]
-                .iter()
-                .any(|s| s.spec.op == "decode_audio");
-            decodes
-                .then(|| PROCESS.import_refusal("tensorflow, tensorflow_io", "tensorflow-io"))
-                .flatten()
-                .map(|why| format!("the tf-data loader decodes audio in tensorflow-io: it {why}"))
-        })
+        PROCESS.refusal(workload, split)
     }
 
     fn skip_refusal(&self) -> Option<String> {

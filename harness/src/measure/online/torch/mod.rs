@@ -100,6 +100,7 @@ const PROCESS: PythonLoader = PythonLoader {
     imports: "torch, numpy",
     needs: "PyTorch",
     extra: "torch",
+    audio: ("torch, soundfile", "soundfile"),
     protocol: PROTOCOL,
     steps: |workload, split| step_refusal(workload, split, ("torch", true), steps::refusal),
 };
@@ -125,16 +126,7 @@ impl Engine for Torch {
     }
 
     fn refusal(&self, workload: &Workload, split: usize) -> Option<String> {
-        PROCESS.refusal(workload, split).or_else(|| {
-            // Audio decodes in soundfile (libsndfile), which PyTorch itself does not bring.
-            let decodes = workload.steps[split.min(workload.steps.len())..]
-                .iter()
-                .any(|s| s.spec.op == "decode_audio");
-            decodes
-                .then(|| PROCESS.import_refusal("torch, soundfile", "soundfile"))
-                .flatten()
-                .map(|why| format!("the torch loader decodes audio in soundfile: it {why}"))
-        })
+        PROCESS.refusal(workload, split)
     }
 
     fn run(&self, job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {
