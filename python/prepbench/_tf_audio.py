@@ -59,7 +59,7 @@ class DecodeAudio(Form):
         super().__init__(params, step_index)
         self.source = params.get("from", "data")
         self.to = params.get("to", "audio")
-        if str(params.get("format", "auto")) == "flac" or str(params.get("format")) == "wav":
+        if str(params.get("format", "auto")) in ("flac", "wav"):
             self.levels = (0.0, 0.0)
 
     def _decode(self, kind, data):
@@ -129,15 +129,15 @@ class Stft(Form):
         fft = params.get("fft_size")
         self.fft = int(fft) if fft else 1 << (self.frame - 1).bit_length()
         self.kind = str(params.get("window", "hann"))
-        window_sum = float(_window(self.kind, self.frame).numpy().sum())
-        self.gain = window_sum
+        self.window_sum = float(_window(self.kind, self.frame).numpy().sum())
+        self.gain = self.window_sum
 
     def __call__(self, f, context):
         tf = _tf()
         pcm = f.pop(self.source)
         if pcm.dtype == tf.int16:
             if tf.executing_eagerly():
-                self.gain = float(_window(self.kind, self.frame).numpy().sum()) / 32768.0
+                self.gain = self.window_sum / 32768.0
             signal = tf.cast(pcm, tf.float32) / 32768.0
         else:
             signal = pcm

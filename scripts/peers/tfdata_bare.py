@@ -36,6 +36,12 @@ import tensorflow as tf  # noqa: E402
 _DTYPES = {1: tf.uint8, 2: tf.uint16, 3: tf.int16, 4: tf.int32, 5: tf.float32, 6: tf.float64}
 
 
+def warm(paths):
+    """Reads every file once, so that epochs start warm, as the loader's warm epochs do."""
+    for p in paths:
+        Path(p).read_bytes()
+
+
 def image_parser(first):
     """A function of a record giving its uint8 image field, in TensorFlow ops, for records laid
     out as `first` (bytes of one record): the field's position and rank read here once; its
@@ -81,8 +87,7 @@ def from_store(path, threads):
     codec = str(manifest.get("codec", "none")).split(":")[0]
     compression = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}[codec]
     files = [os.path.join(path, shard["file"]) for shard in manifest["shards"]]
-    for p in files:  # warm, as the loader's warm epochs are
-        Path(p).read_bytes()
+    warm(files)
     first = next(iter(tf.data.TFRecordDataset(files[:1], compression))).numpy()
     parse = image_parser(first)
     return lambda: (tf.data.TFRecordDataset(files, compression, num_parallel_reads=threads)
@@ -95,8 +100,7 @@ def from_files(args):
     paths = sorted(str(p) for p in Path(args.data).glob(args.glob))
     if args.samples:
         paths = paths[:args.samples]
-    for p in paths:  # warm, as the loader's warm epochs are
-        Path(p).read_bytes()
+    warm(paths)
 
     def sample(path):
         image = tf.io.decode_jpeg(
@@ -121,8 +125,7 @@ def from_mp3s(args):
     paths = sorted(str(p) for p in Path(args.audio).glob("*.mp3"))
     if args.samples:
         paths = paths[:args.samples]
-    for p in paths:
-        Path(p).read_bytes()
+    warm(paths)
     mel = tf.signal.linear_to_mel_weight_matrix(80, 513, 48000, 125.0, 3800.0)
 
     def sample(path):
