@@ -8,6 +8,7 @@ use workloads::Codec;
 use crate::analysis::cells::{Cell, Results, MIN_EPOCH_S};
 use crate::analysis::findings::observed::{
     Compressed, Figure, Observations, Pipeline, Scaling, SizePoint, SizeSeries, Storage, Strategy,
+    PAPER_THREADS,
 };
 use crate::analysis::report::tables;
 use crate::analysis::stats::LogEstimate;
@@ -114,16 +115,31 @@ fn strategy(results: &Results, view: &WorkloadView, name: &str) -> Strategy {
             })
         })
         .collect();
-    let scaling = (view.threads.len() >= 2)
-        .then(|| {
-            let from = view.threads[0];
+    // From the fewest threads to `to`, where `to` is more.
+    let scaling_to = |to: usize| {
+        let from = *view.threads.first()?;
+        (to > from).then(|| {
             Some(Scaling {
                 from,
-                to: t,
-                speedup: over(cold.clone(), throughput(view.cold(name, Codec::None, from)))?,
+                to,
+                speedup: over(
+                    throughput(view.cold(name, Codec::None, to)),
+                    throughput(view.cold(name, Codec::None, from)),
+                )?,
             })
-        })
-        .flatten();
+        })?
+    };
+    // The paper's claims are about 1 to 8 threads: judged there where 8 was measured, the most
+    // measured where fewer; more than 8 is reported beside them.
+    let paper_range = view
+        .threads
+        .iter()
+        .copied()
+        .filter(|&n| n <= PAPER_THREADS)
+        .max()
+        .unwrap_or(t);
+    let scaling = scaling_to(paper_range);
+    let beyond = (t > paper_range).then(|| scaling_to(t)).flatten();
     Strategy {
         name: name.to_string(),
         store_gb: cold_cell.map(|c| c.storage_bytes / 1e9),
@@ -136,6 +152,7 @@ fn strategy(results: &Results, view: &WorkloadView, name: &str) -> Strategy {
         cold_mean: cold_cell.map(|c| c.throughput.mean),
         codecs,
         scaling,
+        beyond,
         mechanism: mechanism(results, cold_cell),
         cells: view
             .cells
@@ -561,5 +578,79 @@ mod tests {
             Verdict::of_all([Verdict::Unsettled, Verdict::Unsettled]),
             Verdict::Unsettled
         );
+    }
+
+    /// The paper's thread claims are about 1 to 8 threads: a sweep to 16 on 16 cores is judged
+    /// at 8, where the paper measured, and the figure at 16 is reported beside it, not judged.
+    /// MP3 `decoded` scales 6x to 8 threads and stops there (the disk's rate), as measured on a
+    /// 16-core machine: 6a and 6c hold at 8, and neither fails for the flat part past it.
+    #[test]
+    fn thread_claims_are_judged_at_the_papers_eight_threads() {
+        let mut rows = Vec::new();
+        for (threads, sps) in [
+            (1, 1000.0),
+            (2, 1900.0),
+            (4, 3600.0),
+            (8, 6000.0),
+            (16, 6100.0),
+        ] {
+            for (trial, wobble) in [(0, 1.0), (1, 1.02), (2, 0.98)] {
+                rows.push(RunRow {
+                    run_id: format!("t{threads}-{trial}"),
+                    workload: "mp3".into(),
+                    strategy: "decoded".into(),
+                    split: 2,
+                    samples: 10_000,
+                    storage_bytes: 2_000_000_000,
+                    online_s: 10_000.0 / (sps * wobble),
+                    throughput_sps: sps * wobble,
+                    threads,
+                    cache: CacheState::Cold,
+                    loader: "native".into(),
+                    ..RunRow::default()
+                });
+            }
+        }
+        let mut recorded = Recorded {
+            runs: rows,
+            ..Recorded::default()
+        };
+        recorded.manifest.machine = Some(crate::results::system::Machine {
+            hostname: "many".into(),
+            cpu_model: "test".into(),
+            logical_cores: 16,
+            memory_bytes: 64_000_000_000,
+            kernel: "test".into(),
+            free_page_reporting: None,
+        });
+        let results = Results::of(recorded);
+        let cells = results.cells();
+        let views = crate::analysis::report::views(&results, &cells);
+        let found = judge(&results, &views);
+        let sub = |id: &str| {
+            found
+                .iter()
+                .flat_map(|f| &f.sub_claims)
+                .find(|s| s.id == id)
+                .unwrap()
+                .clone()
+        };
+        for id in ["6a", "6c"] {
+            let claim = sub(id);
+            assert_eq!(claim.verdict, Verdict::Reproduced, "{id}: {claim:?}");
+            assert!(
+                claim
+                    .checks
+                    .iter()
+                    .all(|c| c.subject.contains("1 -> 8 threads")),
+                "{id} is judged at 8 threads: {:?}",
+                claim.checks
+            );
+            let note = claim.note.unwrap_or_default();
+            assert!(
+                note.contains("1 -> 16 threads on 16 cores, 6.10x"),
+                "{id} reports 16 threads beside the claim: {note}"
+            );
+        }
     }
 }

@@ -69,6 +69,7 @@ fn strategy(p: &PaperPipeline, s: &paper::PaperStrategy, last: bool) -> Strategy
         app_over_page: caching.map(|c| ratio(c.sps_application_cache, c.sps_system_cache)),
         codecs,
         scaling,
+        beyond: None,
         mechanism: None,
         cells: Vec::new(),
     }
