@@ -105,6 +105,8 @@ class Chain:
             def rng(epoch, sample_id, seed):
                 return online.rng(epoch, sample_id, step_index)
         link = _torch_steps.make(op, params, rng)
+        if hasattr(link, "bind"):  # runs prepbench's own code of the step (`_torch_text`)
+            link.bind(online, step_index)
         link.target = link
         if link.random:
             link.keywords = ["sample_id", "epoch", "seed"]
@@ -299,11 +301,15 @@ def ready(proto_out, versions):
     return sys.stdin.buffer.readline().strip() == b"go"
 
 
-def answer(proto_out, started, arrivals, samples, nbytes, hashes, skipped, failed, passes):
-    """The epoch's answer, with the CPU and I/O used by its end."""
+def answer(proto_out, started, arrivals, samples, nbytes, hashes, skipped, failed, passes,
+           cache=None):
+    """The epoch's answer, with the CPU and I/O used by its end (and, from a loader that
+    keeps an application cache, whether it kept the records and their estimated bytes)."""
     out = {"arrivals": arrivals, "samples": samples, "bytes": nbytes, "hashes": hashes,
            "skipped": skipped, "failed": failed, "passes": passes,
            "wall_s": time.perf_counter() - started, "usage": _usage()}
+    if cache is not None:
+        out["cache"] = cache
     os.write(proto_out, (json.dumps(out) + "\n").encode())
 
 

@@ -21,7 +21,7 @@ from ._loader import _layout, answer, native_for, ready, serve
 from .store import _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
-PROTOCOL = 1
+PROTOCOL = 2
 
 _COMPRESSION = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}
 
@@ -66,40 +66,42 @@ class Pipeline:
         steps = job["spec"]["steps"]
         first = 0 if raw else job["split"]
         self.forms = self._forms(steps, first)
-        python = any(isinstance(f, _tf_steps.PythonSteps) for f in self.forms)
-        threads = job["threads"]
-        context = (job["seed"], job["epoch"])
-        forms = self.forms
-
-        def steps_of(sample_id, fields):
-            seed, epoch = context
-            for form in forms:
-                form(fields, (seed, sample_id, epoch))
-            return sample_id, _size(fields), fields
-
+        self.python = python = any(isinstance(f, _tf_steps.PythonSteps) for f in self.forms)
+        self.threads = threads = job["threads"]
+        #: Whether the parsed records are kept in memory by `.cache()` (`--cache app`): set
+        #: when asked and the store's samples fit the cache's limit.
+        self.cached = False
+        self.cached_bytes = 0
         if raw:
             items = job["items"]
             columns, self.texts = self._source(items)
             ids = tf.constant(list(range(items)), tf.uint64)
-            data = tf.data.Dataset.from_tensor_slices((ids, columns))
+            self.source = tf.data.Dataset.from_tensor_slices((ids, columns))
+            self.parse = None
             self.count = items
             first_id, first_fields = 0, {k: v[0] for k, v in columns.items()}
-            make = data.map
         else:
             files, compression, manifest = _store_files(job["store"])
-            first_record = next(iter(tf.data.TFRecordDataset(files[:1], compression)))
+            first = tf.data.TFRecordDataset(files[:1], compression)
+            first_record = next(iter(first))
             layout = _tf_steps.schema(first_record.numpy())
             self.texts = {name for name, kind, *_ in layout if kind == 3}
-            parse = _tf_steps.parser(layout)
+            self.parse = _tf_steps.parser(layout)
             self.count = int(manifest.get("samples", 0))
-            first_id, first_fields = parse(first_record)
-
-            def record(serialized):
-                sample_id, fields = parse(serialized)
-                return steps_of(sample_id, fields)
-
-            data = tf.data.TFRecordDataset(files, compression, num_parallel_reads=threads)
-            make = lambda f, **kw: data.map(record, **kw)  # noqa: E731
+            first_id, first_fields = self.parse(first_record)
+            records = tf.data.TFRecordDataset(files, compression, num_parallel_reads=threads)
+            cache = job.get("cache")
+            if cache is not None and self._fits(first, cache["limit_bytes"]):
+                # The application cache as tf.data's: the parsed records (the online steps'
+                # input) kept by `.cache()` on the first pass and served from memory on the
+                # next; the online steps run every epoch on top of it.
+                parse = self.parse
+                self.source = records.map(lambda r: self._sized(*parse(r)),
+                                          num_parallel_calls=threads).cache()
+                self.parse = None
+                self.cached = True
+            else:
+                self.source = records
         # Python steps learn the fields they give, and forms such as decode_npy their dtype,
         # from the first sample, before the map is traced.
         if python or any(getattr(f, "learns", False) for f in self.forms):
@@ -107,17 +109,60 @@ class Pipeline:
         # After learning: some forms' bounds depend on the first sample (PCM's dtype, bins).
         self.bounds = _tf_steps.tolerance(self.forms)
         self.exp = _tf_steps.exp_fields(self.forms)
-        self.dataset = make(steps_of, num_parallel_calls=threads)
-        self.dataset = self.dataset.prefetch(tf.data.AUTOTUNE)
+        self.epoch(job["epoch"])
         # With --verify, where every step is prepbench's (their TensorFlow forms may differ
         # from native processing within bounds): each sample's native processing, to compare
         # with. With Python steps the outputs are compared exactly, as natively.
         self.reference = None
-        if job["hash"] and not python:
-            # Native processing of the raw item: every step in prepbench's own form,
-            # including those (NILM's HDF5 parse) this loader has none of.
-            self.reference = native.Online(spec, 0, job["seed"], job["root"], job["items"],
-                                           "native")
+        if job["hash"]:
+            self.verify()
+
+    def verify(self):
+        """Makes the --verify reference where every step is prepbench's: native processing
+        of the raw item, every step in prepbench's own form, including those (NILM's HDF5
+        parse) this loader has none of."""
+        job = self.job
+        if self.reference is None and not self.python:
+            self.reference = self.native.Online(json.dumps(job["spec"]), 0, job["seed"],
+                                                job["root"], job["items"], "native")
+
+    def _sized(self, sample_id, fields):
+        """A parsed record with its bytes, as the application cache keeps it."""
+        return sample_id, _size(fields), fields
+
+    def _fits(self, first, limit_bytes):
+        """Whether the store's parsed samples fit the application cache's limit, estimated
+        from the first shard's first records (a compressed store's records parse larger
+        than they are stored): tf.data's `.cache()` has no limit of its own."""
+        parse, tf = self.parse, self.tf
+        sizes = [int(_size(parse(r)[1])) for r in first.take(64)]
+        if not sizes:
+            return False
+        self.cached_bytes = int(self.count * sum(sizes) / len(sizes))
+        return self.cached_bytes <= limit_bytes
+
+    def epoch(self, epoch):
+        """The dataset of `epoch`: one `map(..., num_parallel_calls=threads)` of the online
+        steps, seeded with the epoch, over the source (with the parse fused into it where the
+        records are not cached), then `prefetch`."""
+        tf, forms, parse = self.tf, self.forms, self.parse
+        seed = self.job["seed"]
+        self.job = dict(self.job, epoch=epoch)
+
+        def steps_of(sample_id, fields):
+            for form in forms:
+                form(fields, (seed, sample_id, epoch))
+            return sample_id, _size(fields), fields
+
+        if self.cached:
+            mapped = self.source.map(lambda i, _n, f: steps_of(i, f),
+                                     num_parallel_calls=self.threads)
+        elif parse is not None:
+            mapped = self.source.map(lambda r: steps_of(*parse(r)),
+                                     num_parallel_calls=self.threads)
+        else:
+            mapped = self.source.map(steps_of, num_parallel_calls=self.threads)
+        self.dataset = mapped.prefetch(tf.data.AUTOTUNE)
 
     def _forms(self, steps, first):
         """The online steps' forms: prepbench's in TensorFlow, runs of Python steps each one
@@ -132,7 +177,10 @@ class Pipeline:
             if i < first:
                 continue
             if step["op"] != "python":
-                forms.append(_tf_steps.make(step["op"], step.get("params") or {}, i))
+                form = _tf_steps.make(step["op"], step.get("params") or {}, i)
+                if hasattr(form, "bind"):
+                    form.bind(self.online)
+                forms.append(form)
                 continue
             if chain is None:
                 chain = Chain(self.native, self.online, ops=False)
@@ -156,6 +204,8 @@ class Pipeline:
                 texts = form.texts()
             else:
                 form(fields, (seed, sample_id, epoch))
+                if hasattr(form, "texts_after"):
+                    texts = form.texts_after(texts)
         self.texts = texts
 
     def _source(self, items):
@@ -200,8 +250,31 @@ def run(job, proto_out):
     import tensorflow as tf
 
     pipeline = Pipeline(job, native)
-    if not ready(proto_out, {"tensorflow": tf.__version__}):
-        return
+    versions = {"tensorflow": tf.__version__}
+    while True:
+        if not ready(proto_out, versions):
+            return
+        _epoch(pipeline, job, proto_out)
+        # With the application cache kept, the process serves the run's next epochs from it:
+        # each asked for by a line giving its epoch, seed, `min_s` and `hash`; no line, done.
+        if not pipeline.cached:
+            return
+        line = sys.stdin.buffer.readline()
+        if not line.strip():
+            return
+        job = dict(job, **json.loads(line))
+        if job["seed"] != pipeline.job["seed"]:
+            raise RuntimeError("the application cache serves one run: its seed cannot change")
+        pipeline.epoch(job["epoch"])
+        if job["hash"]:
+            pipeline.verify()
+
+
+def _epoch(pipeline, job, proto_out):
+    """One epoch (repeated passes until `min_s`, for an epoch served from a cache) and its
+    answer."""
+    import tensorflow as tf
+
     started = time.perf_counter()
     arrivals, hashes = [], []
     samples = nbytes = passes = 0
@@ -227,7 +300,8 @@ def run(job, proto_out):
                 hashes.append([sample_id, pipeline.digest(sample_id, fields)])
         if job["min_s"] is None or time.perf_counter() - started >= job["min_s"]:
             break
-    answer(proto_out, started, arrivals, samples, nbytes, hashes, [], None, passes)
+    answer(proto_out, started, arrivals, samples, nbytes, hashes, [], None, passes,
+           cache={"kept": pipeline.cached, "bytes": pipeline.cached_bytes})
 
 
 def main():

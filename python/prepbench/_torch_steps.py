@@ -27,7 +27,7 @@ from ._forms import exp_fields, tolerance, within  # noqa: F401 - the loader ask
 #: (`harness/src/measure/online/torch/steps.rs`), and a test ties them.
 OPS = ("decode_jpeg", "decode_png", "decode_npy", "resize_shorter", "pixel_center",
        "grayscale", "normalize", "random_crop", "random_hflip", "decode_audio", "stft",
-       "magnitude", "mel", "log", "nilm_features")
+       "magnitude", "mel", "log", "nilm_features", "extract_text", "bpe_encode", "embed")
 
 
 # torch warns each time it views read-only memory (a stored record's view of immutable bytes,
@@ -246,6 +246,7 @@ class NilmFeatures(Op):
 
 # The audio steps' forms, which need `Op` above.
 from ._torch_audio import DecodeAudio, Log, Magnitude, Mel, Stft  # noqa: E402
+from ._torch_text import BpeEncode, Embed, ExtractText  # noqa: E402
 
 CLASSES = {
     "decode_jpeg": DecodeJpeg,
@@ -263,6 +264,9 @@ CLASSES = {
     "mel": Mel,
     "log": Log,
     "nilm_features": NilmFeatures,
+    "extract_text": ExtractText,
+    "bpe_encode": BpeEncode,
+    "embed": Embed,
 }
 assert tuple(CLASSES) == OPS
 

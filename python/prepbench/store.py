@@ -40,6 +40,12 @@ class Sample(dict):
 _NUMPY = []
 
 
+def record_field(record, name):
+    """Field `name` of a record (payload, sample id, layout) that `native.Online` gave."""
+    payload, sample_id, layout = record
+    return _fields(payload, sample_id, layout)[name]
+
+
 def _fields(payload, sample_id, layout):
     if not _NUMPY:
         import numpy

@@ -495,6 +495,45 @@ fn the_papers_cv_chain_runs_under_tf_data_in_tensorflow_and_verifies() {
         runs.rows
     );
 
+    // The application cache as tf.data's `.cache()` of the parsed records: the process that
+    // filled it serves the run's next epochs from memory (nothing read), each epoch's random
+    // crop drawn anew and verified; a limit the samples pass leaves them uncached, named.
+    for (name, limit, served) in [("app", "512", "app"), ("miss", "1", "app-miss")] {
+        let mut args = argv![
+            "sweep cv --loaders tf-data --verify --strategies pixel-centered --cache app",
+            "--samples 40 --threads 2 --trials 1 --epochs 3 --no-calibrate --evict fadvise",
+            "--app-cache-mb",
+            limit
+        ];
+        args.extend(places(name));
+        let out = prepbench_in(&python, &native, &args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let runs = Csv::read(&work.path().join(format!("{name}/runs.csv")));
+        let caches: Vec<String> = runs.rows.iter().map(|r| runs.col(r, "cache")).collect();
+        assert_eq!(caches, ["app-fill", served, served], "{:?}", runs.rows);
+        assert!(
+            runs.rows
+                .iter()
+                .all(|r| runs.col(r, "verified") == "pass" && runs.col(r, "samples") == "40"),
+            "{:?}",
+            runs.rows
+        );
+        if served == "app" {
+            let read: Vec<String> = runs
+                .rows
+                .iter()
+                .map(|r| runs.col(r, "read_bytes"))
+                .collect();
+            assert_eq!(&read[1..], ["0", "0"], "{read:?}");
+        } else {
+            assert!(
+                stderr(&out).contains("do not fit the application cache"),
+                "{}",
+                stderr(&out)
+            );
+        }
+    }
+
     let mut args = argv!["sweep cv --loaders tf-data --codecs zstd --strategies resized"];
     args.extend(places("zstd"));
     let out = prepbench_in(&python, &native, &args);
@@ -536,7 +575,9 @@ fn the_papers_cv_chain_runs_under_tf_data_in_tensorflow_and_verifies() {
 /// tf.signal frames and tf.signal's filterbank; NILM's per-period features from its stored
 /// windows in float64 tensor arithmetic; every split point verified against native
 /// processing within the bounds the forms carry (log-mel compared as mel energies); and those
-/// bounds are not loose: a log-mel 0.1 % off in energy fails them.
+/// bounds are not loose: a log-mel 0.1 % off in energy fails them. NLP's extraction and BPE
+/// run per record in Python (through `tf.numpy_function` under tf-data), its embedding by
+/// `tf.gather` or torch's embedding, every strategy verified exactly.
 #[test]
 fn the_papers_audio_and_nilm_chains_run_under_tf_data_and_torch_and_verify() {
     let Some(native) = common::native_module() else {
@@ -570,6 +611,12 @@ fn paper_chains_verify(work: &Path, native: &Path, loader: &str, python: &str) {
         ("mp3", "unprocessed,decoded,mel"),
         ("flac", "unprocessed,decoded"),
         ("nilm", "decoded"),
+        // HTML extraction and BPE per record in Python (prepbench's own code), the embedding
+        // looked up in the native table: every strategy verified exactly.
+        (
+            "nlp",
+            "unprocessed,concatenated,decoded,bpe-encoded,embedded",
+        ),
     ];
     for (workload, strategies) in cases {
         // NILM's samples are windows of an hour (`window` makes 360 of each file), which the

@@ -42,11 +42,21 @@ pub struct Plan {
     pub loader_options: Vec<(&'static str, String)>,
 }
 
+/// What a sweep asks of every loader beside its steps.
+#[derive(Clone, Copy)]
+struct Asks {
+    /// The application cache (`--cache app`).
+    app: bool,
+    /// Skipping bad samples (`--on-error skip`).
+    skip: bool,
+}
+
 /// The loaders a sweep asks for (default: prepbench's own), each found by name, and able to
-/// run every strategy's online steps: refused before anything runs, naming the step.
+/// run every strategy's online steps and what the sweep `asks`: refused before anything runs,
+/// naming the step or the option.
 fn loaders(
     workload: &Workload,
-    strategies: &[Strategy],
+    (strategies, asks): (&[Strategy], Asks),
     codecs: &[Codec],
     names: Option<&[String]>,
 ) -> anyhow::Result<Vec<&'static str>> {
@@ -59,6 +69,12 @@ fn loaders(
             let known: Vec<&str> = ENGINES.iter().map(|e| e.name()).collect();
             anyhow::bail!("no loader `{name}`; loaders: {}", known.join(", "));
         };
+        if let Some(why) = loader.app_cache_refusal().filter(|_| asks.app) {
+            anyhow::bail!("--cache app: {why}");
+        }
+        if let Some(why) = loader.skip_refusal().filter(|_| asks.skip) {
+            anyhow::bail!("{why}");
+        }
         for strategy in strategies {
             if let Some(why) = loader.refusal(workload, strategy.split) {
                 anyhow::bail!("strategy `{}`: {why}", strategy.name);
@@ -162,16 +178,17 @@ impl Plan {
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
         anyhow::ensure!(!storage.is_empty(), "--storage needs at least one profile");
-        let loaders = loaders(workload, &strategies, &codecs, opts.loaders.as_deref())?;
         let on_error = opts.settings.on_error.unwrap_or(workload.spec.on_error);
-        if on_error == OnError::Skip {
-            let engines = loaders
-                .iter()
-                .filter_map(|&l| crate::measure::online::engine(l));
-            if let Some(why) = engines.filter_map(|e| e.skip_refusal()).next() {
-                anyhow::bail!("{why}");
-            }
-        }
+        let asks = Asks {
+            app: cache.contains(&CacheMode::App),
+            skip: on_error == OnError::Skip,
+        };
+        let loaders = loaders(
+            workload,
+            (&strategies, asks),
+            &codecs,
+            opts.loaders.as_deref(),
+        )?;
         let loader_options = loader_options(&loaders, opts.settings.loader_options.as_deref())?;
         anyhow::ensure!(
             !codecs.is_empty() && !threads.is_empty() && !cache.is_empty(),

@@ -321,8 +321,8 @@ pub fn limited_options(s: &Scale, seed: u64) -> SweepOptions {
 }
 
 /// The sweep options of local `workload` under `loader` (another than prepbench's own) at
-/// `scale`: every strategy, the codecs the loader reads, at the most threads, cold then warm
-/// (the application cache is prepbench's engine's own): the claims it can test without the
+/// `scale`: every strategy, the codecs the loader reads, at the most threads, cold, and the
+/// last strategy with the application cache where the loader has one: the claims it can test without the
 /// whole matrix again. `Ok(Err)` with the reason when the loader lacks a form of one of the
 /// pipeline's steps (a pipeline is judged whole or not at all); an error when the loader
 /// itself cannot run here (its framework missing: never a fallback).
@@ -369,14 +369,17 @@ pub fn loader_options(
         codecs: Some(codecs),
         threads: Some(vec![s.most_threads()]),
         scaling_strategies: None,
+        // The application cache where the loader has one (tf.data's `.cache()`), for the
+        // last strategy as natively.
         cache: Some(
-            s.cache
+            plain
+                .cache
                 .iter()
+                .flatten()
                 .copied()
-                .filter(|c| *c != CacheMode::App)
+                .filter(|c| *c != CacheMode::App || engine.app_cache_refusal().is_none())
                 .collect(),
         ),
-        app_cache_strategies: None,
         loaders: Some(vec![loader.to_string()]),
         ..plain
     }))

@@ -173,6 +173,62 @@ impl Online {
             .collect()
     }
 
+    /// Step `step_index` (one of prepbench's ops) run here on sample `sample_id` of `fields`
+    /// (as `verify_hash` takes them) in `epoch`: the sample's fields after it. A loader calls
+    /// it for an op it runs in prepbench's own code from Python, as the paper's stack called
+    /// Python per record (`tf.numpy_function`): HTML extraction and BPE.
+    fn apply(
+        &self,
+        py: Python<'_>,
+        step_index: usize,
+        sample_id: u64,
+        epoch: u64,
+        fields: Vec<PyField>,
+    ) -> PyResult<Record> {
+        let def = self.workload.steps.get(step_index).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "step {step_index} of a workload of {} steps",
+                self.workload.steps.len()
+            ))
+        })?;
+        if def.step.python_link().is_some() || def.spec.facts.fan_out {
+            return Err(PyValueError::new_err(format!(
+                "step `{}` is not an op of one sample",
+                def.name
+            )));
+        }
+        let sample = sample_of(sample_id, fields)?;
+        let ctx = StepContext {
+            seed: self.seed,
+            epoch,
+            step_index,
+            files: None,
+        };
+        let done = py.detach(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                def.step.apply(sample, &ctx)
+            }))
+        });
+        let sample = match done {
+            Ok(Ok(sample)) => sample,
+            Ok(Err(e)) => {
+                return Err(StepFailed::new_err(format!(
+                    "step `{}` failed on sample {sample_id}: {}",
+                    def.name, e.message
+                )))
+            }
+            Err(_) => {
+                return Err(StepFailed::new_err(format!(
+                    "step `{}` panicked on sample {sample_id}",
+                    def.name
+                )))
+            }
+        };
+        record(workloads::encoding::encode(&sample), || {
+            format!("sample {sample_id}")
+        })
+    }
+
     /// Raw item `index` (cycling over the source beyond its length) as the dataset gives it,
     /// before any step: its path and what its kind knows of it (a label).
     fn source(&self, index: usize) -> PyResult<Record> {
@@ -287,10 +343,16 @@ impl Rng {
 /// (name, "tensor" | "bytes" | "text", NumPy dtype string or None, shape, bytes).
 #[pyfunction]
 #[allow(clippy::type_complexity)]
-pub fn verify_hash(
-    id: u64,
-    fields: Vec<(String, String, Option<String>, Vec<usize>, Vec<u8>)>,
-) -> PyResult<u64> {
+pub fn verify_hash(id: u64, fields: Vec<PyField>) -> PyResult<u64> {
+    Ok(sample_of(id, fields)?.unordered_hash())
+}
+
+/// A field as Python gives it: (name, "tensor" | "bytes" | "text", NumPy dtype string or
+/// None, shape, bytes).
+type PyField = (String, String, Option<String>, Vec<usize>, Vec<u8>);
+
+/// Sample `id` of `fields`.
+fn sample_of(id: u64, fields: Vec<PyField>) -> PyResult<Sample> {
     let mut sample = Sample::new(id);
     for (name, kind, dtype, shape, data) in fields {
         let field = match kind.as_str() {
@@ -316,7 +378,7 @@ pub fn verify_hash(
         };
         sample.set(&name, field);
     }
-    Ok(sample.unordered_hash())
+    Ok(sample)
 }
 
 fn dtype_of(numpy: &str) -> Option<DType> {

@@ -192,6 +192,11 @@ pub trait Engine: Sync {
         None
     }
 
+    /// Why this engine has no application cache (`--cache app`); `None` when it has one.
+    fn app_cache_refusal(&self) -> Option<String> {
+        None
+    }
+
     /// Why this engine cannot read a store of `codec`; `None` when it can.
     fn codec_refusal(&self, _codec: workloads::Codec) -> Option<String> {
         None

@@ -216,3 +216,32 @@ fn shuffling_is_seeded_and_interleaves() {
     sorted.sort();
     assert_eq!(sorted, items);
 }
+
+/// The application cache is refused, before anything runs or any interpreter is asked, for
+/// a loader that has none (torch: its workers are processes of their own), naming the option
+/// and what to use; prepbench's own engine plans it.
+#[test]
+fn the_application_cache_is_refused_under_a_loader_without_one() {
+    let mut opts = SweepOptions {
+        workload: "cv".into(),
+        strategies: Some(vec!["resized".into()]),
+        codecs: Some(vec![Codec::None]),
+        threads: Some(vec![2]),
+        cache: Some(vec![CacheMode::Cold, CacheMode::App]),
+        trials: Some(1),
+        loaders: Some(vec!["torch".into()]),
+        ..Default::default()
+    };
+    let err = Plan::new(&cv(), &opts).err().unwrap().to_string();
+    assert!(
+        err.contains("--cache app") && err.contains("torch") && err.contains("tf-data"),
+        "{err}"
+    );
+    opts.loaders = Some(vec!["native".into()]);
+    let plan = Plan::new(&cv(), &opts).unwrap();
+    assert!(plan.cells.iter().any(|c| c.cache == CacheMode::App));
+    for engine in crate::measure::online::ENGINES {
+        let refused = engine.app_cache_refusal().is_some();
+        assert_eq!(refused, engine.name() == "torch", "{}", engine.name());
+    }
+}

@@ -26,6 +26,9 @@ pub const OPS: &[&str] = &[
     "mel",
     "log",
     "nilm_features",
+    "extract_text",
+    "bpe_encode",
+    "embed",
 ];
 
 /// Why step `def`, with its canonical `params`, cannot run under the tf-data loader; `None`

@@ -93,6 +93,11 @@ pub struct Torch;
 
 pub mod steps;
 
+/// Why the torch loader has no application cache: a DataLoader's workers are processes, each
+/// with its own memory, started afresh every epoch unless persistent.
+const APP_CACHE_REFUSAL: &str = "has no application cache (--cache app): its workers are \
+     processes of their own, started afresh each epoch; use --loader native or tf-data";
+
 /// The torch loader's process.
 const PROCESS: PythonLoader = PythonLoader {
     name: "torch",
@@ -101,6 +106,7 @@ const PROCESS: PythonLoader = PythonLoader {
     needs: "PyTorch",
     extra: "torch",
     audio: ("torch, soundfile", "soundfile"),
+    app_cache: Some(APP_CACHE_REFUSAL),
     protocol: PROTOCOL,
     steps: |workload, split| step_refusal(workload, split, ("torch", true), steps::refusal),
 };
@@ -127,6 +133,10 @@ impl Engine for Torch {
 
     fn refusal(&self, workload: &Workload, split: usize) -> Option<String> {
         PROCESS.refusal(workload, split)
+    }
+
+    fn app_cache_refusal(&self) -> Option<String> {
+        Some(format!("the torch loader {APP_CACHE_REFUSAL}"))
     }
 
     fn run(&self, job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {

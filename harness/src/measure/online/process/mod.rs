@@ -9,17 +9,20 @@
 //! The epoch is timed from `go` (after the framework and the steps are imported, as a training
 //! job has them before its first epoch) to the loader's answer.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use indicatif::ProgressBar;
 use serde::Deserialize;
 use workloads::{OnError, Workload};
 
 use super::engine::{OnlineInput, OnlineJob, OnlineResult};
+use crate::measure::app_cache::AppCache;
 use crate::measure::errors::RunError;
 use crate::measure::metrics::Snapshot;
 use crate::measure::steps::step_failed;
+
+mod session;
+use session::Session;
 
 /// A loader's check of one of prepbench's steps with its canonical parameters: why it has no
 /// form of it (`None`: it has).
@@ -129,6 +132,9 @@ pub(super) struct PythonLoader {
     /// What the interpreter must import to decode audio (`torch, soundfile`), and what a
     /// refusal names (`soundfile`): the framework itself does not bring it.
     pub audio: (&'static str, &'static str),
+    /// Why it has no application cache (`--cache app`); `None`: its process keeps the
+    /// records in its own memory (tf.data's `.cache()`) and serves the run's next epochs.
+    pub app_cache: Option<&'static str>,
     /// Bumped with the module's `PROTOCOL` when the job or the answer changes.
     pub protocol: u32,
     /// Why it cannot run the online steps from `split` of a workload.
@@ -157,6 +163,14 @@ struct Ready {
     detail: Option<String>,
 }
 
+/// What a loader that keeps an application cache says of it after the filling epoch.
+#[derive(Deserialize)]
+struct CacheAnswer {
+    kept: bool,
+    /// The kept records' bytes, estimated.
+    bytes: u64,
+}
+
 #[derive(Deserialize)]
 struct Answer {
     arrivals: Vec<(u64, f64)>,
@@ -168,6 +182,7 @@ struct Answer {
     failed: Option<Failure>,
     passes: u64,
     usage: Usage,
+    cache: Option<CacheAnswer>,
 }
 
 impl PythonLoader {
@@ -211,9 +226,10 @@ impl PythonLoader {
                 value["root"] = job.source.root.display().to_string().into();
                 value["items"] = job.items.into();
             }
+            // Served by the process that filled the cache (`next_epoch`), with no job of its own.
             OnlineInput::Memory(_) => {
                 return Err(loader_error(
-                    "has no application cache (--cache app): use --loader native",
+                    "has no job for an epoch served from its cache",
                 ))
             }
         }
@@ -222,8 +238,9 @@ impl PythonLoader {
 
     /// What a loader in Python cannot take of a job (yet), before anything starts.
     fn refused(&self, job: &OnlineJob) -> Option<String> {
-        if job.fill.is_some() {
-            return Some("has no application cache (--cache app): use --loader native".into());
+        let cached = job.fill.is_some() || matches!(job.input, OnlineInput::Memory(_));
+        if let (true, Some(why)) = (cached, self.app_cache) {
+            return Some(why.into());
         }
         if job.throttle.is_some() {
             return Some("reads the local disk only, not emulated storage (--storage)".into());
@@ -245,101 +262,6 @@ impl PythonLoader {
             }
         }
         (self.steps)(job.workload, job.split)
-    }
-}
-
-/// The loader process's answer line, or the error it reported, or its end.
-fn answer_line(
-    loader: &'static str,
-    out: &mut impl BufRead,
-    child: &mut Child,
-) -> Result<String, RunError> {
-    let loader_error = |m: String| loader_error(loader, m);
-    let mut line = String::new();
-    let read = out
-        .read_line(&mut line)
-        .map_err(|e| loader_error(format!("its answer: {e}")))?;
-    if read == 0 {
-        let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
-        return Err(loader_error(format!(
-            "its process ended ({status}) without answering"
-        )));
-    }
-    Ok(line)
-}
-
-impl PythonLoader {
-    fn spawn(&self) -> Result<(Child, Stderr), RunError> {
-        use std::os::unix::process::CommandExt;
-        let python = workloads::python::interpreter();
-        let mut child = Command::new(&python)
-            .args(["-c", &format!("from {} import main; main()", self.module)])
-            .env(workloads::python::WORKER_ENV, "1")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // A group of its own: its DataLoader workers, and any helper a step leaves, end
-            // with it (`end_group`).
-            .process_group(0)
-            .spawn()
-            .map_err(|e| loader_error(self.name, format!("starting {}: {e}", python.display())))?;
-        // Its stderr (the user's prints, PyTorch's warnings), kept for an error's message.
-        let mut err = workloads::python::watch::Watched {
-            pipe: child.stderr.take().expect("piped"),
-            pid: child.id(),
-        };
-        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let (done, finished) = std::sync::mpsc::channel();
-        let kept = text.clone();
-        std::thread::spawn(move || {
-            let mut chunk = [0u8; 4096];
-            while let Ok(n @ 1..) = err.read(&mut chunk) {
-                if let Ok(mut text) = kept.lock() {
-                    text.push_str(&String::from_utf8_lossy(&chunk[..n]));
-                }
-            }
-            let _ = done.send(());
-        });
-        Ok((child, Stderr { text, finished }))
-    }
-}
-
-/// A loader process's stderr, read as it comes.
-struct Stderr {
-    text: std::sync::Arc<std::sync::Mutex<String>>,
-    finished: std::sync::mpsc::Receiver<()>,
-}
-
-/// The last lines of the loader's stderr, for an error: what was read by the time the reader
-/// finished (the process ended), or a second later.
-fn tail(stderr: Stderr) -> String {
-    let _ = stderr
-        .finished
-        .recv_timeout(std::time::Duration::from_secs(1));
-    let text = stderr.text.lock().map(|t| t.clone()).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(12)..].join("\n")
-}
-
-/// The loader process: when it goes out of scope (its answer read, or an error on the way),
-/// it is given `grace` to end by itself, then its group (its DataLoader workers, helpers a step
-/// left) is ended and it is reaped, so no run leaves a process behind.
-struct Loader {
-    child: Child,
-    grace: std::time::Duration,
-}
-
-impl Drop for Loader {
-    fn drop(&mut self) {
-        use workloads::python::watch::{end_group, ended};
-        let pid = self.child.id();
-        let until = std::time::Instant::now() + self.grace;
-        while !ended(pid) && std::time::Instant::now() < until {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        // Before it is reaped, while its process id still names the group.
-        end_group(pid);
-        let _ = self.child.wait();
     }
 }
 
@@ -422,7 +344,9 @@ impl PythonLoader {
         why
     }
 
-    /// Runs one epoch of `job` in the loader's process, its `options` in the job.
+    /// Runs one epoch of `job` in the loader's process, its `options` in the job: a fresh
+    /// process for each epoch, except that one filling the application cache is kept by it
+    /// and serves the run's next epochs.
     pub(super) fn run(
         &self,
         job: &OnlineJob,
@@ -434,63 +358,23 @@ impl PythonLoader {
         if let Some(why) = self.refused(job) {
             return Err(loader_error(why));
         }
-        let request = self.job_json(job, options)?;
-        let (child, stderr) = self.spawn()?;
-        let mut loader = Loader {
-            child,
-            grace: std::time::Duration::ZERO,
+        let served = match job.input {
+            OnlineInput::Memory(cache) => Some(cache),
+            _ => None,
         };
-        let child = &mut loader.child;
-        let mut stdin = child.stdin.take().expect("piped");
-        let mut stdout = BufReader::new(workloads::python::watch::Watched {
-            pipe: child.stdout.take().expect("piped"),
-            pid: child.id(),
-        });
-        let wrote = writeln!(stdin, "{request}");
-        if wrote.is_err() {
-            return Err(loader_error(format!(
-                "its process ended before reading the job:\n{}",
-                tail(stderr)
-            )));
-        }
-        let line = match answer_line(name, &mut stdout, child) {
-            Ok(line) => line,
-            Err(e) => {
-                return Err(loader_error(format!(
-                    "{e}; is the prepbench package (with {}) installed in {}? (pip install \
-                     \".[{}]\" from the prepbench repository)\n{}",
-                    self.needs,
-                    workloads::python::interpreter().display(),
-                    self.extra,
-                    tail(stderr)
-                )))
-            }
-        };
-        let ready: Ready = serde_json::from_str(&line)
-            .map_err(|e| loader_error(format!("its greeting {line:?}: {e}")))?;
-        let Some(before) = ready.ready else {
-            loader.grace = std::time::Duration::from_secs(5);
-            drop(stdin);
-            drop(loader);
-            let _ = tail(stderr);
-            return Err(loader_error(format!(
-                "{}\n{}",
-                ready.error.unwrap_or_default(),
-                ready.detail.unwrap_or_default()
-            )));
+        let (mut session, before) = match served {
+            Some(cache) => self.next_epoch(job, cache)?,
+            None => self.start(job, options)?,
         };
         if let Some(timed) = job.timed_start {
             timed();
         }
         let start = Snapshot::now();
-        writeln!(stdin, "go").map_err(|e| loader_error(format!("starting the epoch: {e}")))?;
-        let line = answer_line(name, &mut stdout, child)?;
+        session
+            .send("go")
+            .map_err(|e| loader_error(format!("starting the epoch: {e}")))?;
+        let line = session.answer_line()?;
         let end = Snapshot::now();
-        drop(stdin);
-        // It ends by itself once its answer is out (its workers shut down); then its group.
-        loader.grace = std::time::Duration::from_secs(10);
-        drop(loader);
-        let _ = tail(stderr);
         let answer: Answer = serde_json::from_str(&line).map_err(|e| {
             let error: Option<Ready> = serde_json::from_str(&line).ok();
             match error.and_then(|r| r.error.map(|m| (m, r.detail))) {
@@ -500,9 +384,113 @@ impl PythonLoader {
                 None => loader_error(format!("its answer {line:?}: {e}")),
             }
         })?;
+        let kept = answer.cache.as_ref().is_some_and(|c| c.kept);
+        match (job.fill, served) {
+            // The records are in the process's memory: it serves the run's next epochs.
+            (Some(fill), _) if kept => {
+                fill.kept_elsewhere(answer.cache.as_ref().map_or(0, |c| c.bytes));
+                fill.keep_loader(Box::new(session));
+            }
+            (Some(fill), _) => {
+                fill.overflowed();
+                session.end(ENDS_WITHIN);
+            }
+            (None, Some(cache)) => cache.keep_loader(Box::new(session)),
+            // It ends by itself once its answer is out (its workers shut down); then its group.
+            (None, None) => drop(session.end(ENDS_WITHIN)),
+        }
         self.result(job, start, end, before, answer, progress)
     }
+
+    /// A fresh process given `job`, once it said `ready`: the session and its CPU and I/O so
+    /// far.
+    fn start(
+        &self,
+        job: &OnlineJob,
+        options: serde_json::Value,
+    ) -> Result<(Session, Usage), RunError> {
+        let mut request = self.job_json(job, options)?;
+        if let Some(fill) = job.fill {
+            request["cache"] = serde_json::json!({ "limit_bytes": fill.limit_bytes });
+        }
+        let mut session = Session::start(self.name, self.module)?;
+        if session.send(&request.to_string()).is_err() {
+            let tail = session.end(std::time::Duration::ZERO);
+            return Err(loader_error(
+                self.name,
+                format!("its process ended before reading the job:\n{tail}"),
+            ));
+        }
+        match session.answer_line() {
+            Ok(line) => self.greeting(session, &line),
+            Err(e) => {
+                let tail = session.end(std::time::Duration::ZERO);
+                Err(loader_error(
+                    self.name,
+                    format!(
+                        "{e}; is the prepbench package (with {}) installed in {}? (pip install \
+                         \".[{}]\" from the prepbench repository)\n{tail}",
+                        self.needs,
+                        workloads::python::interpreter().display(),
+                        self.extra,
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// The process that filled `cache`, asked for `job`'s epoch, once it said `ready`.
+    fn next_epoch(&self, job: &OnlineJob, cache: &AppCache) -> Result<(Session, Usage), RunError> {
+        let Some(kept) = cache.take_loader() else {
+            return Err(loader_error(
+                self.name,
+                "the process that filled the application cache is gone",
+            ));
+        };
+        let mut session = *kept
+            .downcast::<Session>()
+            .map_err(|_| loader_error(self.name, "the application cache holds another loader"))?;
+        let next = serde_json::json!({
+            "epoch": job.epoch,
+            "seed": job.seed,
+            "min_s": job.min_s,
+            "hash": job.hash,
+        });
+        if let Err(e) = session.send(&next.to_string()) {
+            let tail = session.end(std::time::Duration::ZERO);
+            return Err(loader_error(
+                self.name,
+                format!("asking for epoch {}: {e}\n{tail}", job.epoch),
+            ));
+        }
+        let line = session.answer_line()?;
+        self.greeting(session, &line)
+    }
+
+    /// The session and its CPU and I/O so far, from its greeting `line`, or the error it
+    /// reported.
+    fn greeting(&self, session: Session, line: &str) -> Result<(Session, Usage), RunError> {
+        let ready: Ready = serde_json::from_str(line)
+            .map_err(|e| loader_error(self.name, format!("its greeting {line:?}: {e}")))?;
+        match ready.ready {
+            Some(before) => Ok((session, before)),
+            None => {
+                let _ = session.end(std::time::Duration::from_secs(5));
+                Err(loader_error(
+                    self.name,
+                    format!(
+                        "{}\n{}",
+                        ready.error.unwrap_or_default(),
+                        ready.detail.unwrap_or_default()
+                    ),
+                ))
+            }
+        }
+    }
 }
+
+/// How long a loader process that answered is given to end by itself (its workers shut down).
+const ENDS_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// (sample id, step, message, detail) of a sample the loader could not deliver.
 type Failure = (u64, String, String, String);

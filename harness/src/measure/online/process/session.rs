@@ -1,0 +1,174 @@
+//! A loader process's life: started in its own process group with the job on stdin, its
+//! greeting, `go`, its answer, and its end (given a grace to end by itself, then its group
+//! ended and reaped). A process that keeps an application cache (`--cache app` under
+//! tf-data) lives on between the epochs of one run, kept by the run's cache, and is asked for
+//! each next epoch with a line of its own.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use crate::measure::errors::RunError;
+use workloads::python::watch::Watched;
+
+fn loader_error(loader: &'static str, message: impl Into<String>) -> RunError {
+    RunError::Loader {
+        loader,
+        message: message.into(),
+    }
+}
+
+/// A running loader process. Its fields end in order: stdin first (the process sees no more
+/// epochs are coming), then its group.
+pub(super) struct Session {
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<Watched<ChildStdout>>,
+    stderr: Stderr,
+    loader: Loader,
+    name: &'static str,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the {} loader's process {}",
+            self.name,
+            self.loader.child.id()
+        )
+    }
+}
+
+impl Session {
+    /// Starts `module`'s `main()` in the run's interpreter, in a process group of its own (its
+    /// DataLoader workers, and any helper a step leaves, end with it).
+    pub(super) fn start(name: &'static str, module: &str) -> Result<Session, RunError> {
+        use std::os::unix::process::CommandExt;
+        let python = workloads::python::interpreter();
+        let mut child = Command::new(&python)
+            .args(["-c", &format!("from {module} import main; main()")])
+            .env(workloads::python::WORKER_ENV, "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| loader_error(name, format!("starting {}: {e}", python.display())))?;
+        let stderr = Stderr::watch(&mut child);
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(Watched {
+            pipe: child.stdout.take().expect("piped"),
+            pid: child.id(),
+        });
+        Ok(Session {
+            stdin,
+            stdout,
+            stderr,
+            loader: Loader {
+                child,
+                grace: Duration::ZERO,
+            },
+            name,
+        })
+    }
+
+    /// Writes one line (a job, `go`); an error when the process no longer reads.
+    pub(super) fn send(&mut self, line: &str) -> std::io::Result<()> {
+        match self.stdin.as_mut() {
+            Some(stdin) => writeln!(stdin, "{line}"),
+            None => Err(std::io::ErrorKind::BrokenPipe.into()),
+        }
+    }
+
+    /// The process's next answer line, or its end.
+    pub(super) fn answer_line(&mut self) -> Result<String, RunError> {
+        let mut line = String::new();
+        let read = self
+            .stdout
+            .read_line(&mut line)
+            .map_err(|e| loader_error(self.name, format!("its answer: {e}")))?;
+        if read == 0 {
+            let status = self
+                .loader
+                .child
+                .wait()
+                .map(|s| s.to_string())
+                .unwrap_or_default();
+            return Err(loader_error(
+                self.name,
+                format!("its process ended ({status}) without answering"),
+            ));
+        }
+        Ok(line)
+    }
+
+    /// Ends the process, giving it `grace` to end by itself once its stdin is closed; the last
+    /// lines of its stderr.
+    pub(super) fn end(mut self, grace: Duration) -> String {
+        self.stdin = None;
+        self.loader.grace = grace;
+        let Session { stderr, loader, .. } = self;
+        drop(loader);
+        stderr.tail()
+    }
+}
+
+/// A loader process's stderr (the user's prints, the framework's warnings), read as it comes
+/// and kept for an error's message.
+struct Stderr {
+    text: std::sync::Arc<std::sync::Mutex<String>>,
+    finished: std::sync::mpsc::Receiver<()>,
+}
+
+impl Stderr {
+    fn watch(child: &mut Child) -> Stderr {
+        let mut err = Watched {
+            pipe: child.stderr.take().expect("piped"),
+            pid: child.id(),
+        };
+        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (done, finished) = std::sync::mpsc::channel();
+        let kept = text.clone();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = err.read(&mut chunk) {
+                if let Ok(mut text) = kept.lock() {
+                    text.push_str(&String::from_utf8_lossy(&chunk[..n]));
+                }
+            }
+            let _ = done.send(());
+        });
+        Stderr { text, finished }
+    }
+
+    /// The last lines, for an error: what was read by the time the reader finished (the
+    /// process ended), or a second later.
+    fn tail(self) -> String {
+        let _ = self.finished.recv_timeout(Duration::from_secs(1));
+        let text = self.text.lock().map(|t| t.clone()).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(12)..].join("\n")
+    }
+}
+
+/// The loader process: when it goes out of scope (its answer read, or an error on the way),
+/// it is given `grace` to end by itself, then its group (its DataLoader workers, helpers a step
+/// left) is ended and it is reaped, so no run leaves a process behind.
+struct Loader {
+    child: Child,
+    grace: Duration,
+}
+
+impl Drop for Loader {
+    fn drop(&mut self) {
+        use workloads::python::watch::{end_group, ended};
+        let pid = self.child.id();
+        let until = std::time::Instant::now() + self.grace;
+        while !ended(pid) && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Before it is reaped, while its process id still names the group.
+        end_group(pid);
+        let _ = self.child.wait();
+    }
+}
