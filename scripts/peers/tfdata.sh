@@ -8,11 +8,14 @@
 #     --verify` of every strategy, cold, epochs sized to MIN_EPOCH_S (default 2).
 #  3. The same overhead on a store (`store`): CV `resized` read by TFRecordDataset, parsed,
 #     centred and cropped; and on audio (`audio`): MP3 `unprocessed` to log-mel.
+#  4. The paper's NLP pipeline (`nlp`, not in the default PARTS): `sweep nlp --loaders
+#     native,tf-data --verify` of every strategy, cold, as `cv` (extraction and BPE per record
+#     in Python under tf-data, as the paper's stack ran extraction), and its ranking per loader.
 # Trials of the loader and the bare pipeline alternate, one process each.
 # PARTS (default overhead,store,cv) picks which of them run.
 # Needs a built prepbench and its Python module (PREPBENCH, PREPBENCH_NATIVE) and a python3
 # with TensorFlow (PYTHON). Writes OUT (default results/local/tfdata): machine.txt, log.txt,
-# bare*.txt and overhead-WORKLOAD-STRATEGY/ per part, and cv/ (results folders).
+# bare*.txt and overhead-WORKLOAD-STRATEGY/ per part, and cv/, nlp/ (results folders).
 #
 #   OUT=/tmp/tfdata SAMPLES=600 THREADS=2 PYTHON=.venv/bin/python scripts/peers/tfdata.sh
 set -uo pipefail
@@ -86,4 +89,15 @@ start=$(date +%s)
 echo "the paper's cv, native and tf-data, cold: rc $? after $(( $(date +%s) - start )) s"
 "$bin" compare "$out/cv" "$out/cv" --across loader --values native,tf-data > "$out/cv/compare.md"
 "$bin" recommend "$out/cv" > "$out/cv/recommend.md"
+fi
+
+if [[ ,$parts, == *,nlp,* ]]; then
+start=$(date +%s)
+"$bin" --python "$python" sweep nlp --loaders native,tf-data --verify \
+  --threads "$threads" --min-epoch-s "$min_epoch_s" --cache cold --trials "$trials" --epochs 1 \
+  --data-dir "$work/data" --store-dir "$work/stores" --quiet --out "$out/nlp"
+echo "the paper's nlp, native and tf-data, cold: rc $? after $(( $(date +%s) - start )) s"
+"$bin" report "$out/nlp" --quiet
+"$bin" compare "$out/nlp" "$out/nlp" --across loader --values native,tf-data > "$out/nlp/compare.md"
+"$bin" recommend "$out/nlp" > "$out/nlp/recommend.md"
 fi

@@ -157,6 +157,14 @@ impl Expect {
 /// where the paper saw 3-13x).
 pub const SIZE_FACTOR: f64 = 2.0;
 
+/// An estimate nearer its claim's threshold than this share of the threshold's own size (on
+/// the log scale: 1.1x +- 1 %), and than [`ON_THRESHOLD_MAX`] (2x +- 5 %), while its interval
+/// straddles it, lies on the threshold: unsettled, whichever side it falls on (two runs of
+/// one machine put 5b's 2x at 1.96x and 2.10x, and 4d's 1.1x at 1.10x and 1.06x).
+pub const ON_THRESHOLD: f64 = 0.1;
+/// The widest band around a threshold that counts as on it, as a factor.
+pub const ON_THRESHOLD_MAX: f64 = 1.05;
+
 /// More trials than this factor of those already run are never asked to settle a check.
 pub const MAX_TRIALS_FACTOR: f64 = 16.0;
 
@@ -232,6 +240,31 @@ impl Check {
         let (estimate, expect) = self.judged?;
         let margin = expect.margin(estimate.value())?;
         (margin > 0.0).then(|| self.trials_factor())
+    }
+
+    /// Where its interval straddles the claim's threshold and its estimate lies on it (within
+    /// [`ON_THRESHOLD`] of the threshold's own size, at most [`ON_THRESHOLD_MAX`]), on either
+    /// side: the estimate and the threshold. A run whose
+    /// estimate falls just under the line and one whose estimate falls just over it measured the
+    /// same thing; neither is "not reproduced" (the size is not missing, it is the line).
+    pub fn on_threshold(&self) -> Option<(f64, f64)> {
+        if self.verdict != Verdict::NotReproduced {
+            return None;
+        }
+        let (estimate, expect) = self.judged?;
+        let value = estimate.value();
+        let line = match expect {
+            Expect::AtLeast { holds, .. } | Expect::AtMost { holds, .. } => holds,
+            Expect::Within { lo, hi, .. } => {
+                if (value / lo).ln().abs() <= (value / hi).ln().abs() {
+                    lo
+                } else {
+                    hi
+                }
+            }
+        };
+        let band = (ON_THRESHOLD * line.ln().abs()).min(ON_THRESHOLD_MAX.ln());
+        ((value / line).ln().abs() <= band).then_some((value, line))
     }
 
     /// The cells the figure comes from.
