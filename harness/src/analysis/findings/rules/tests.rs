@@ -433,10 +433,17 @@ fn an_estimate_on_the_threshold_is_on_it_from_either_side() {
         let check = at(value, 0.15, twice);
         assert_eq!(check.verdict, Verdict::NotReproduced, "{check:?}");
         let (estimate, line) = check.on_threshold().expect("on the line");
-        assert!((estimate - value).abs() < 0.05 && line == 2.0, "{estimate} {line}");
+        assert!(
+            (estimate - value).abs() < 0.05 && line == 2.0,
+            "{estimate} {line}"
+        );
     }
     for value in [1.7, 2.4, 2.15] {
-        assert_eq!(at(value, 0.3, twice).on_threshold(), None, "{value}: off the line");
+        assert_eq!(
+            at(value, 0.3, twice).on_threshold(),
+            None,
+            "{value}: off the line"
+        );
     }
     // A large threshold's band is capped: 5.33x against 4.8x (11 % over) is clear of it.
     let scaling = Expect::AtLeast {
@@ -455,7 +462,11 @@ fn an_estimate_on_the_threshold_is_on_it_from_either_side() {
         holds: 1.05,
         opposite: 1.0,
     };
-    assert_eq!(at(1.01, 0.1, small).on_threshold(), None, "a missing effect");
+    assert_eq!(
+        at(1.01, 0.1, small).on_threshold(),
+        None,
+        "a missing effect"
+    );
     // Decided checks are never on a threshold.
     assert_eq!(at(4.0, 0.01, twice).on_threshold(), None);
 }
