@@ -109,7 +109,7 @@ class Pipeline:
         # After learning: some forms' bounds depend on the first sample (PCM's dtype, bins).
         self.bounds = _tf_steps.tolerance(self.forms)
         self.exp = _tf_steps.exp_fields(self.forms)
-        self.epoch(job["epoch"])
+        self.epoch(job["epoch"], job["hash"])
         # With --verify, where every step is prepbench's (their TensorFlow forms may differ
         # from native processing within bounds): each sample's native processing, to compare
         # with. With Python steps the outputs are compared exactly, as natively.
@@ -126,6 +126,12 @@ class Pipeline:
             self.reference = self.native.Online(json.dumps(job["spec"]), 0, job["seed"],
                                                 job["root"], job["items"], "native")
 
+    def _steps(self, sample_id, fields, epoch):
+        """A sample through the online steps' forms in `epoch`: its id, bytes and fields."""
+        for form in self.forms:
+            form(fields, (self.job["seed"], sample_id, epoch))
+        return sample_id, _size(fields), fields
+
     def _sized(self, sample_id, fields):
         """A parsed record with its bytes, as the application cache keeps it."""
         return sample_id, _size(fields), fields
@@ -141,18 +147,26 @@ class Pipeline:
         self.cached_bytes = int(self.count * sum(sizes) / len(sizes))
         return self.cached_bytes <= limit_bytes
 
-    def epoch(self, epoch):
+    def epoch(self, epoch, hashed=False):
         """The dataset of `epoch`: one `map(..., num_parallel_calls=threads)` of the online
         steps, seeded with the epoch, over the source (with the parse fused into it where the
-        records are not cached), then `prefetch`."""
-        tf, forms, parse = self.tf, self.forms, self.parse
-        seed = self.job["seed"]
+        records are not cached), then `prefetch`. `hashed` (--verify's untimed pass over a
+        store): only the records of the source's first cycle (ids below its items), the ones
+        --verify compares, go through the steps; a store that cycles its source holds many
+        more, and their steps and hashes would be work nobody reads."""
+        tf, parse = self.tf, self.parse
         self.job = dict(self.job, epoch=epoch)
+        items = self.job.get("items") or 0
+        if hashed and parse is not None and items > 0:
+            source = self.source.map(parse, num_parallel_calls=self.threads)
+            below = tf.constant(items, tf.uint64)
+            source = source.filter(lambda i, f: tf.cast(i, tf.uint64) < below)
+            self.dataset = source.map(lambda i, f: self._steps(i, f, epoch),
+                                      num_parallel_calls=self.threads).prefetch(tf.data.AUTOTUNE)
+            return
 
         def steps_of(sample_id, fields):
-            for form in forms:
-                form(fields, (seed, sample_id, epoch))
-            return sample_id, _size(fields), fields
+            return self._steps(sample_id, fields, epoch)
 
         if self.cached:
             mapped = self.source.map(lambda i, _n, f: steps_of(i, f),
@@ -265,7 +279,7 @@ def run(job, proto_out):
         job = dict(job, **json.loads(line))
         if job["seed"] != pipeline.job["seed"]:
             raise RuntimeError("the application cache serves one run: its seed cannot change")
-        pipeline.epoch(job["epoch"])
+        pipeline.epoch(job["epoch"], job["hash"])
         if job["hash"]:
             pipeline.verify()
 
