@@ -321,11 +321,10 @@ pub fn limited_options(s: &Scale, seed: u64) -> SweepOptions {
 }
 
 /// The sweep options of local `workload` under `loader` (another than prepbench's own) at
-/// `scale`: every strategy, the codecs the loader reads, at the most threads, cold, and the
-/// last strategy with the application cache where the loader has one: the claims it can test without the
-/// whole matrix again. `Ok(Err)` with the reason when the loader lacks a form of one of the
-/// pipeline's steps (a pipeline is judged whole or not at all); an error when the loader
-/// itself cannot run here (its framework missing: never a fallback).
+/// `scale` ([`loader_sweep`]): the claims it can test without the whole matrix again.
+/// `Ok(Err)` with the reason when the loader lacks a form of one of the pipeline's steps (a
+/// pipeline is judged whole or not at all); an error when the loader itself cannot run here
+/// (its framework missing: never a fallback).
 pub fn loader_options(
     workload: &str,
     s: &Scale,
@@ -356,6 +355,19 @@ pub fn loader_options(
     if let Some(why) = engine.refusal(&w, first.split) {
         return Ok(Err(why));
     }
+    Ok(Ok(loader_sweep(plain, s, engine, loader)))
+}
+
+/// The native sweep `plain` of a workload at `s` made the sweep of `engine` (named `loader`):
+/// every strategy, the codecs it reads, finding 6's thread sweep as natively (MP3 `decoded` at
+/// quick: 6a judged under the loader too), and the cache modes, the application cache where
+/// the loader has one (tf.data's `.cache()`), for the last strategy as natively.
+fn loader_sweep(
+    plain: SweepOptions,
+    s: &Scale,
+    engine: &dyn crate::measure::online::Engine,
+    loader: &str,
+) -> SweepOptions {
     let codecs: Vec<Codec> = plain
         .codecs
         .iter()
@@ -363,26 +375,20 @@ pub fn loader_options(
         .copied()
         .filter(|c| engine.codec_refusal(*c).is_none())
         .collect();
-    // Every strategy: the workload's own, as `plain` leaves them.
-    Ok(Ok(SweepOptions {
+    let cache = plain
+        .cache
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|c| *c != CacheMode::App || engine.app_cache_refusal().is_none())
+        .collect();
+    SweepOptions {
         offline_trials: s.offline_trials_for(codecs.len()),
         codecs: Some(codecs),
-        threads: Some(vec![s.most_threads()]),
-        scaling_strategies: None,
-        // The application cache where the loader has one (tf.data's `.cache()`), for the
-        // last strategy as natively.
-        cache: Some(
-            plain
-                .cache
-                .iter()
-                .flatten()
-                .copied()
-                .filter(|c| *c != CacheMode::App || engine.app_cache_refusal().is_none())
-                .collect(),
-        ),
+        cache: Some(cache),
         loaders: Some(vec![loader.to_string()]),
         ..plain
-    }))
+    }
 }
 
 pub struct Reproduction {
@@ -533,5 +539,32 @@ mod tests {
             .unwrap_err();
         assert!(why.contains("read_cream_hour"), "{why}");
         assert!(loader_options("cv", &quick, 0, "no-such-loader").is_err());
+    }
+
+    /// A loader's sweep at reproduce has what its claims need beside the steps: finding 6's
+    /// thread sweep (MP3 `decoded` at 1 and 2 threads at quick) and the application cache of
+    /// the last strategy where the loader has one (tf-data's `.cache()`), not where it has
+    /// none (torch); and only the codecs it reads.
+    #[test]
+    fn a_loaders_sweep_has_the_thread_sweep_and_the_cache_its_claims_need() {
+        let quick = scale(ScaleName::Quick);
+        let plain = sweep_options("mp3", &quick, 0);
+        for loader in ["tf-data", "torch"] {
+            let engine = crate::measure::online::engine(loader).unwrap();
+            let opts = loader_sweep(plain.clone(), &quick, engine, loader);
+            assert_eq!(opts.threads, Some(vec![1, 2]), "{loader}");
+            assert_eq!(
+                opts.scaling_strategies, plain.scaling_strategies,
+                "{loader}"
+            );
+            let app = opts.cache.unwrap().contains(&CacheMode::App);
+            assert_eq!(app, loader == "tf-data", "{loader}");
+            assert_eq!(opts.loaders, Some(vec![loader.to_string()]));
+        }
+        let mut zstd = sweep_options("cv", &quick, 0);
+        zstd.codecs = Some(vec![Codec::None, "zstd".parse().unwrap()]);
+        let tf = crate::measure::online::engine("tf-data").unwrap();
+        let opts = loader_sweep(zstd, &quick, tf, "tf-data");
+        assert_eq!(opts.codecs, Some(vec![Codec::None]));
     }
 }
