@@ -9,7 +9,10 @@ so far; on `go` it runs the epoch as a training loop iterates: a DataLoader with
 the online Python steps on its samples exactly as prepbench's own workers do (the same chain
 code, the same per-sample seeds). Then it answers with every batch's arrival, the samples'
 bytes, the skipped samples, (with --verify) each output's hash, and the CPU and I/O of this
-process and its reaped workers. Everything the user's code prints goes to stderr.
+process and its reaped workers. Then it serves the run's next epochs, each asked for by a line
+of its own (`next_epoch`: its epoch, seed, `min_s` and `hash`) with a new DataLoader, as a
+training job runs its epochs in one process, until its stdin ends. Everything the user's code
+prints goes to stderr.
 """
 
 import json
@@ -22,7 +25,7 @@ import types
 from .store import Store, _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
-PROTOCOL = 3
+PROTOCOL = 4
 
 
 def _usage():
@@ -181,6 +184,7 @@ def dataset_class():
 
         def __init__(self, job, native):
             self.native = native
+            self.seed = job["seed"]
             self.epoch = job["epoch"]
             self.hash = job["hash"]
             raw = job["input"] == "raw"
@@ -196,6 +200,15 @@ def dataset_class():
             if self.hash and self.chain.bounds is not None:
                 # Native processing of the raw item: every step in prepbench's own form,
                 # including those (NILM's HDF5 parse) this loader has none of.
+                self.reference = native.Online(json.dumps(job["spec"]), 0, job["seed"],
+                                               job["root"], job["items"], "native")
+
+        def next_epoch(self, job, native):
+            """The run's next epoch: its number, and --verify's hashes if asked."""
+            if job["seed"] != self.seed:
+                raise RuntimeError("a loader process serves one run: its seed cannot change")
+            self.epoch, self.hash = job["epoch"], job["hash"]
+            if self.hash and self.chain.bounds is not None and self.reference is None:
                 self.reference = native.Online(json.dumps(job["spec"]), 0, job["seed"],
                                                job["root"], job["items"], "native")
 
@@ -301,6 +314,16 @@ def ready(proto_out, versions):
     return sys.stdin.buffer.readline().strip() == b"go"
 
 
+def next_epoch(job):
+    """The run's next epoch, as prepbench asks a kept loader process for it (a line giving
+    its epoch, seed, `min_s` and `hash`), merged into `job`; None when its stdin ends (the
+    run is over)."""
+    line = sys.stdin.buffer.readline()
+    if not line.strip():
+        return None
+    return dict(job, **json.loads(line))
+
+
 def answer(proto_out, started, arrivals, samples, nbytes, hashes, skipped, failed, passes,
            cache=None):
     """The epoch's answer, with the CPU and I/O used by its end (and, from a loader that
@@ -326,9 +349,25 @@ def run(job, proto_out):
         options["persistent_workers"] = asked["persistent_workers"]
         if asked["prefetch_factor"] is not None:
             options["prefetch_factor"] = asked["prefetch_factor"]
-    loader = DataLoader(dataset, **options)
-    if not ready(proto_out, {"torch": torch.__version__}):
-        return
+    versions = {"torch": torch.__version__}
+    while True:
+        if not _epoch(DataLoader, (dataset, options), job, (proto_out, versions)):
+            return
+        job = next_epoch(job)
+        if job is None:
+            return
+        dataset.next_epoch(job, native)
+
+
+def _epoch(data_loader, made_of, job, protocol):
+    """One epoch: a DataLoader over the dataset (as a training loop makes one each epoch),
+    `ready`, then on `go` its passes (repeated until `min_s`, for an epoch served from the page
+    cache) and the answer; False when no `go` came."""
+    proto_out, versions = protocol
+    dataset, options = made_of
+    loader = data_loader(dataset, **options)
+    if not ready(proto_out, versions):
+        return False
     started = time.perf_counter()
     arrivals, hashes, skipped, failed = [], [], [], None
     samples = nbytes = passes = 0
@@ -357,6 +396,7 @@ def run(job, proto_out):
             break
     del loader  # its workers are shut down and waited for: their CPU and I/O count below
     answer(proto_out, started, arrivals, samples, nbytes, hashes, skipped, failed, passes)
+    return True
 
 
 def main():

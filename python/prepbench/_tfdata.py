@@ -9,7 +9,10 @@ fields sliced into a dataset and the read step's `tf.io.read_file`. Then one
 `map(..., num_parallel_calls=threads)` parsing each record in TensorFlow ops and running the
 online steps in their TensorFlow form (`_tf_steps`), and the training loop iterating the
 dataset. It answers `ready`, waits for `go`, runs the epoch and answers with every sample's
-arrival, the bytes, (with --verify) each output's hash, and its CPU and I/O.
+arrival, the bytes, (with --verify) each output's hash, and its CPU and I/O; then serves the
+run's next epochs, each asked for by a line of its own (`_loader.next_epoch`), until its stdin
+ends. With `--cache app` the parse is a map of its own followed by `.cache()`, and the epochs
+after the first are served from it.
 """
 
 import json
@@ -17,11 +20,11 @@ import os
 import sys
 import time
 
-from ._loader import _layout, answer, native_for, ready, serve
+from ._loader import _layout, answer, native_for, next_epoch, ready, serve
 from .store import _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
-PROTOCOL = 2
+PROTOCOL = 3
 
 _COMPRESSION = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}
 
@@ -269,16 +272,13 @@ def run(job, proto_out):
         if not ready(proto_out, versions):
             return
         _epoch(pipeline, job, proto_out)
-        # With the application cache kept, the process serves the run's next epochs from it:
-        # each asked for by a line giving its epoch, seed, `min_s` and `hash`; no line, done.
-        if not pipeline.cached:
+        # The process serves the run's next epochs (from the application cache, where it
+        # holds one): each asked for by a line giving its epoch, seed, `min_s` and `hash`.
+        job = next_epoch(job)
+        if job is None:
             return
-        line = sys.stdin.buffer.readline()
-        if not line.strip():
-            return
-        job = dict(job, **json.loads(line))
         if job["seed"] != pipeline.job["seed"]:
-            raise RuntimeError("the application cache serves one run: its seed cannot change")
+            raise RuntimeError("a loader process serves one run: its seed cannot change")
         pipeline.epoch(job["epoch"], job["hash"])
         if job["hash"]:
             pipeline.verify()

@@ -15,18 +15,6 @@ pub struct AppCache {
     used: AtomicU64,
     overflow: AtomicBool,
     pub(super) parts: Mutex<Vec<Arc<Vec<Sample>>>>,
-    /// A loader process holding the samples in its own memory (tf.data's `.cache()`), kept
-    /// to serve the run's next epochs; it ends when the cache is dropped, with the run.
-    loader: Mutex<Option<Kept>>,
-}
-
-/// A loader's process, kept opaque here.
-pub struct Kept(pub Box<dyn std::any::Any + Send>);
-
-impl std::fmt::Debug for Kept {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a loader process")
-    }
 }
 
 impl AppCache {
@@ -36,22 +24,10 @@ impl AppCache {
             used: Default::default(),
             overflow: AtomicBool::new(false),
             parts: Default::default(),
-            loader: Default::default(),
         }
     }
 
-    /// Keeps the process that holds the samples (a loader's), for the next epoch.
-    pub fn keep_loader(&self, loader: Box<dyn std::any::Any + Send>) {
-        *self.loader.lock().unwrap_or_else(|e| e.into_inner()) = Some(Kept(loader));
-    }
-
-    /// The kept loader process, taken for an epoch (and kept again after it).
-    pub fn take_loader(&self) -> Option<Box<dyn std::any::Any + Send>> {
-        let mut kept = self.loader.lock().unwrap_or_else(|e| e.into_inner());
-        kept.take().map(|k| k.0)
-    }
-
-    /// Counts `bytes` kept by a loader process in its own memory.
+    /// Counts `bytes` kept by a loader process in its own memory (tf.data's `.cache()`).
     pub fn kept_elsewhere(&self, bytes: u64) {
         self.used.fetch_add(bytes, Ordering::Relaxed);
     }

@@ -196,13 +196,16 @@ impl Session {
         // Held over the epochs alone: eviction, reads and the loader's processes are inside
         // the limit, verification is not.
         let limit = crate::measure::memory_limit::enter(spec.memory_limit_mb)?;
+        // A loader in Python keeps its process for the run's epochs (ended before the limit).
+        let kept = crate::measure::online::KeptProcess::default();
         for epoch in 0..spec.epochs {
-            let run = self.run_epoch(spec, &input, epoch, &app_cache, &mut measured)?;
+            let run = self.run_epoch(spec, &input, epoch, (&app_cache, &kept), &mut measured)?;
             if epoch + 1 == spec.epochs {
                 template = run.result.template.clone();
             }
             record_epoch(self, spec, &input, run, &mut measured);
         }
+        kept.end();
         drop(limit);
         if let (Some(consumer), Some(template), Some(last)) =
             (spec.consumer, template, measured.rows.last())
@@ -308,7 +311,7 @@ impl Session {
         spec: &RunSpec,
         input: &RunInput,
         epoch: u64,
-        app_cache: &AppCache,
+        (app_cache, kept): (&AppCache, &crate::measure::online::KeptProcess),
         measured: &mut Measured,
     ) -> anyhow::Result<EpochRun> {
         let strategy = spec.strategy;
@@ -318,6 +321,7 @@ impl Session {
             loader_options: spec.loader_options,
             consumer: spec.consumer,
             epoch,
+            kept: Some(kept),
             ..self.online_job(strategy, input.online, spec.threads, spec.seed)
         };
         let app = spec.cache == CacheMode::App;

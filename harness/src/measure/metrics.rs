@@ -211,8 +211,17 @@ mod tests {
         let before = Snapshot::now();
         let mut x = 0u64;
         let start = Instant::now();
-        while start.elapsed().as_millis() < 60 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        // Spins until the process has used 30 ms of CPU (or 10 s have passed): a fixed wall
+        // time gets little CPU on a busy machine.
+        let used = || {
+            let d = Snapshot::now().since(&before);
+            d.cpu_user_s + d.cpu_sys_s
+        };
+        while start.elapsed().as_millis() < 60 || (used() < 0.03 && start.elapsed().as_secs() < 10)
+        {
+            for _ in 0..10_000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
         }
         std::hint::black_box(x);
         let dir = tempfile::tempdir().unwrap();

@@ -414,6 +414,7 @@ impl Session {
             min_s: None,
             timed_start: None,
             loader_options: "",
+            kept: None,
         }
     }
 

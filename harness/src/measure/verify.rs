@@ -173,6 +173,7 @@ mod tests {
             consumer: None,
             on_error: workloads::OnError::Fail,
             loader_options: "",
+            kept: None,
         };
         assert_eq!(verify(&online).unwrap(), outcome(6, &[], 0));
 

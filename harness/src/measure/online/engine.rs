@@ -69,6 +69,32 @@ pub struct OnlineJob<'a> {
     /// pipeline (a loader in Python): the system sampler starts its intervals there, so that
     /// an epoch's CPU share and device rate are not diluted by the interpreter's start.
     pub timed_start: Option<&'a (dyn Fn() + Sync)>,
+    /// Where an engine that runs in a process of its own keeps it for the run's next epoch (a
+    /// loader in Python: one interpreter per run, as a training job has, and tf.data's
+    /// application cache in it); `None`: a fresh process, ended after the epoch.
+    pub kept: Option<&'a KeptProcess>,
+}
+
+/// A run's loader process, kept between its epochs; opaque here. It ends when taken and
+/// dropped ([`KeptProcess::end`]), or with the run.
+#[derive(Default)]
+pub struct KeptProcess(std::sync::Mutex<Option<Box<dyn std::any::Any + Send>>>);
+
+impl KeptProcess {
+    /// Keeps `process` for the next epoch.
+    pub fn keep(&self, process: Box<dyn std::any::Any + Send>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(process);
+    }
+
+    /// The kept process, taken for an epoch.
+    pub fn take(&self) -> Option<Box<dyn std::any::Any + Send>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    /// Ends the kept process, if any (before a run leaves its memory limit).
+    pub fn end(&self) {
+        drop(self.take());
+    }
 }
 
 #[derive(Debug)]

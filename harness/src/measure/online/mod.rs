@@ -10,7 +10,7 @@ mod process;
 pub mod tfdata;
 pub mod torch;
 
-pub use engine::{Engine, OnlineInput, OnlineJob, OnlineResult, StageTimes};
+pub use engine::{Engine, KeptProcess, OnlineInput, OnlineJob, OnlineResult, StageTimes};
 
 use indicatif::ProgressBar;
 

@@ -16,7 +16,6 @@ use serde::Deserialize;
 use workloads::{OnError, Workload};
 
 use super::engine::{OnlineInput, OnlineJob, OnlineResult};
-use crate::measure::app_cache::AppCache;
 use crate::measure::errors::RunError;
 use crate::measure::metrics::Snapshot;
 use crate::measure::steps::step_failed;
@@ -344,9 +343,10 @@ impl PythonLoader {
         why
     }
 
-    /// Runs one epoch of `job` in the loader's process, its `options` in the job: a fresh
-    /// process for each epoch, except that one filling the application cache is kept by it
-    /// and serves the run's next epochs.
+    /// Runs one epoch of `job` in the loader's process, its `options` in the job: the process
+    /// the run kept from its last epoch (`OnlineJob::kept`), asked for this one, else a fresh
+    /// one; kept for the run's next epoch where the run keeps one, else ended. An epoch served
+    /// from the application cache is the filling process's.
     pub(super) fn run(
         &self,
         job: &OnlineJob,
@@ -358,13 +358,18 @@ impl PythonLoader {
         if let Some(why) = self.refused(job) {
             return Err(loader_error(why));
         }
-        let served = match job.input {
-            OnlineInput::Memory(cache) => Some(cache),
-            _ => None,
-        };
-        let (mut session, before) = match served {
-            Some(cache) => self.next_epoch(job, cache)?,
-            None => self.start(job, options)?,
+        let resumed = job
+            .kept
+            .and_then(|k| k.take())
+            .and_then(|process| process.downcast::<Session>().ok());
+        let (mut session, before) = match (resumed, &job.input) {
+            (Some(session), _) => self.next_epoch(job, *session)?,
+            (None, OnlineInput::Memory(_)) => {
+                return Err(loader_error(
+                    "the process that filled the application cache is gone".into(),
+                ))
+            }
+            (None, _) => self.start(job, options)?,
         };
         if let Some(timed) = job.timed_start {
             timed();
@@ -384,20 +389,17 @@ impl PythonLoader {
                 None => loader_error(format!("its answer {line:?}: {e}")),
             }
         })?;
-        let kept = answer.cache.as_ref().is_some_and(|c| c.kept);
-        match (job.fill, served) {
-            // The records are in the process's memory: it serves the run's next epochs.
-            (Some(fill), _) if kept => {
-                fill.kept_elsewhere(answer.cache.as_ref().map_or(0, |c| c.bytes));
-                fill.keep_loader(Box::new(session));
+        if let Some(fill) = job.fill {
+            // The records are in the process's memory, or were not kept (past the limit).
+            match answer.cache.as_ref().filter(|c| c.kept) {
+                Some(cache) => fill.kept_elsewhere(cache.bytes),
+                None => fill.overflowed(),
             }
-            (Some(fill), _) => {
-                fill.overflowed();
-                session.end(ENDS_WITHIN);
-            }
-            (None, Some(cache)) => cache.keep_loader(Box::new(session)),
+        }
+        match job.kept {
+            Some(kept) => kept.keep(Box::new(session)),
             // It ends by itself once its answer is out (its workers shut down); then its group.
-            (None, None) => drop(session.end(ENDS_WITHIN)),
+            None => drop(session.end(ENDS_WITHIN)),
         }
         self.result(job, start, end, before, answer, progress)
     }
@@ -439,17 +441,13 @@ impl PythonLoader {
         }
     }
 
-    /// The process that filled `cache`, asked for `job`'s epoch, once it said `ready`.
-    fn next_epoch(&self, job: &OnlineJob, cache: &AppCache) -> Result<(Session, Usage), RunError> {
-        let Some(kept) = cache.take_loader() else {
-            return Err(loader_error(
-                self.name,
-                "the process that filled the application cache is gone",
-            ));
-        };
-        let mut session = *kept
-            .downcast::<Session>()
-            .map_err(|_| loader_error(self.name, "the application cache holds another loader"))?;
+    /// The process kept from the run's last epoch, asked for `job`'s epoch (its epoch, seed,
+    /// `min_s` and `hash`: the rest is the run's), once it said `ready`.
+    fn next_epoch(
+        &self,
+        job: &OnlineJob,
+        mut session: Session,
+    ) -> Result<(Session, Usage), RunError> {
         let next = serde_json::json!({
             "epoch": job.epoch,
             "seed": job.seed,

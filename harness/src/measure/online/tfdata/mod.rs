@@ -5,9 +5,10 @@
 //! TFRecord files; gzip and zlib shards TFRecord's own compression), `num_parallel_reads` =
 //! the run's threads, or slices the raw items' paths for `tf.io.read_file`; parses each record
 //! and runs the online steps in TensorFlow ops (`prepbench/_tf_steps.py`) in one `map` with
-//! `num_parallel_calls` = the threads; and iterates the dataset as a training loop does. With
-//! `--cache app` the parse is a map of its own followed by `.cache()`, as the paper's
-//! application cache was, and the process that filled it serves the run's next epochs.
+//! `num_parallel_calls` = the threads; and iterates the dataset as a training loop does. One
+//! process serves a run's epochs (`OnlineJob::kept`). With `--cache app` the parse is a map of
+//! its own followed by `.cache()`, as the paper's application cache was, and the epochs after
+//! the first are served from it.
 //! `--verify` compares its outputs with native processing within the bounds its forms state.
 
 use indicatif::ProgressBar;
@@ -22,7 +23,7 @@ pub mod steps;
 pub struct TfData;
 
 /// Bumped with `PROTOCOL` in `prepbench/_tfdata.py`.
-const PROTOCOL: u32 = 2;
+const PROTOCOL: u32 = 3;
 
 const PROCESS: PythonLoader = PythonLoader {
     name: "tf-data",
