@@ -329,13 +329,13 @@ fn the_papers_cv_chain_runs_under_torch_in_torchvision_and_verifies() {
     assert!(checked.status.success(), "{}", stderr(&checked));
 }
 
-/// A reference step with no PyTorch form is refused under the torch loader before any store or
-/// result is written, naming the step and the loader.
+/// A reference step with no PyTorch form (NILM's HDF5 parse) is refused under the torch loader
+/// before any store or result is written, naming the step and the loader.
 #[test]
 fn a_step_a_loader_cannot_run_is_refused_before_anything_runs() {
     let work = tempfile::tempdir().unwrap();
     let out = prepbench(&argv![
-        "run nlp --loader torch --strategy unprocessed --samples 8 --data-dir",
+        "run nilm --loader torch --strategy unprocessed --samples 8 --data-dir",
         data_dir().to_str().unwrap(),
         "--store-dir",
         work.path().join("stores").to_str().unwrap(),
@@ -345,7 +345,7 @@ fn a_step_a_loader_cannot_run_is_refused_before_anything_runs() {
     assert!(!out.status.success());
     let said = stderr(&out);
     assert!(
-        said.contains("step `decoded`") && said.contains("torch loader"),
+        said.contains("step `calibrated` (op read_cream_hour)") && said.contains("torch loader"),
         "{said}"
     );
     assert!(!work.path().join("stores").exists() && !work.path().join("out").exists());
