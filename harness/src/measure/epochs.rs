@@ -5,19 +5,18 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use workloads::{CacheMode, Codec, OnError, Sample, StorageProfile, Strategy};
+use workloads::{CacheMode, Codec, ConsumerSpec, OnError, Sample, StorageProfile, Strategy};
 
 use crate::measure::app_cache::AppCache;
 use crate::measure::cache;
 use crate::measure::emulate::Throttle;
-use crate::measure::online::{OnlineInput, OnlineJob, OnlineResult};
+use crate::measure::online::{KeptProcess, OnlineInput, OnlineJob, OnlineResult};
 use crate::measure::session::{Materialized, Session, MAX_COLD_RESIDENCY_PCT};
 use crate::measure::verify::Verification;
 use crate::measure::warnings::Warning;
 use crate::results::{
     self, Bound, CacheState, ErrorRow, RunRow, SampleRow, StageRow, Tables, Verdict,
 };
-use workloads::ConsumerSpec;
 
 /// Where a run's samples come from and how it is measured.
 pub struct RunSpec<'a> {
@@ -193,11 +192,10 @@ impl Session {
         let app_cache = crate::measure::app_cache::AppCache::new(spec.app_cache_bytes);
         // The last epoch's first sample, which the null-I/O control serves.
         let mut template = None;
-        // Held over the epochs alone: eviction, reads and the loader's processes are inside
-        // the limit, verification is not.
+        // Held over the epochs alone: eviction, reads and the loader's processes (one a run,
+        // `kept`, ended before it) are inside the limit, verification is not.
         let limit = crate::measure::memory_limit::enter(spec.memory_limit_mb)?;
-        // A loader in Python keeps its process for the run's epochs (ended before the limit).
-        let kept = crate::measure::online::KeptProcess::default();
+        let kept = KeptProcess::default();
         for epoch in 0..spec.epochs {
             let run = self.run_epoch(spec, &input, epoch, (&app_cache, &kept), &mut measured)?;
             if epoch + 1 == spec.epochs {
@@ -311,7 +309,7 @@ impl Session {
         spec: &RunSpec,
         input: &RunInput,
         epoch: u64,
-        (app_cache, kept): (&AppCache, &crate::measure::online::KeptProcess),
+        (app_cache, kept): (&AppCache, &KeptProcess),
         measured: &mut Measured,
     ) -> anyhow::Result<EpochRun> {
         let strategy = spec.strategy;
