@@ -197,33 +197,13 @@ impl Online {
                 def.name
             )));
         }
-        let sample = sample_of(sample_id, fields)?;
-        let ctx = StepContext {
-            seed: self.seed,
-            epoch,
+        let sample = self.step(
+            py,
             step_index,
-            files: None,
-        };
-        let done = py.detach(|| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                def.step.apply(sample, &ctx)
-            }))
-        });
-        let sample = match done {
-            Ok(Ok(sample)) => sample,
-            Ok(Err(e)) => {
-                return Err(StepFailed::new_err(format!(
-                    "step `{}` failed on sample {sample_id}: {}",
-                    def.name, e.message
-                )))
-            }
-            Err(_) => {
-                return Err(StepFailed::new_err(format!(
-                    "step `{}` panicked on sample {sample_id}",
-                    def.name
-                )))
-            }
-        };
+            sample_of(sample_id, fields)?,
+            epoch,
+            &|| format!("sample {sample_id}"),
+        )?;
         record(workloads::encoding::encode(&sample), || {
             format!("sample {sample_id}")
         })
@@ -264,39 +244,50 @@ impl Online {
                 .unwrap_or_default()
         };
         let mut sample = source.cycled_sample(index);
-        for (step_index, def) in self.workload.steps[..steps].iter().enumerate() {
-            let ctx = StepContext {
-                seed: self.seed,
-                epoch,
-                step_index,
-                files: None,
-            };
-            let done = py.detach(|| {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    def.step.apply(sample, &ctx)
-                }))
-            });
-            sample = match done {
-                Ok(Ok(sample)) => sample,
-                Ok(Err(e)) => {
-                    return Err(StepFailed::new_err(format!(
-                        "step `{}` failed on sample {index} ({}): {}",
-                        def.name,
-                        file(),
-                        e.message
-                    )))
-                }
-                Err(_) => {
-                    return Err(StepFailed::new_err(format!(
-                        "step `{}` panicked on sample {index} ({})",
-                        def.name,
-                        file()
-                    )))
-                }
-            };
+        let place = || format!("sample {index} ({})", file());
+        for step_index in 0..steps {
+            sample = self.step(py, step_index, sample, epoch, &place)?;
         }
         let payload = workloads::encoding::encode(&sample);
         record(payload, || format!("sample {index}"))
+    }
+
+    /// Step `step_index` run on `sample` in `epoch`, the GIL released; a failure or a panic
+    /// named by the step and `place` (the sample, its file).
+    fn step(
+        &self,
+        py: Python<'_>,
+        step_index: usize,
+        sample: Sample,
+        epoch: u64,
+        place: &dyn Fn() -> String,
+    ) -> PyResult<Sample> {
+        let def = &self.workload.steps[step_index];
+        let ctx = StepContext {
+            seed: self.seed,
+            epoch,
+            step_index,
+            files: None,
+        };
+        let done = py.detach(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                def.step.apply(sample, &ctx)
+            }))
+        });
+        match done {
+            Ok(Ok(sample)) => Ok(sample),
+            Ok(Err(e)) => Err(StepFailed::new_err(format!(
+                "step `{}` failed on {}: {}",
+                def.name,
+                place(),
+                e.message
+            ))),
+            Err(_) => Err(StepFailed::new_err(format!(
+                "step `{}` panicked on {}",
+                def.name,
+                place()
+            ))),
+        }
     }
 }
 
