@@ -40,6 +40,15 @@ def _store_files(path):
     return files, _COMPRESSION[codec], manifest
 
 
+def _plain(fn):
+    """`fn` for a tf.data map or filter as it is, not converted by autograph: the forms build
+    TensorFlow ops throughout (`tf.cond`, `tf.while_loop`), and autograph would write a source
+    file into the system's temporary folder for every function it converts."""
+    import tensorflow as tf
+
+    return tf.autograph.experimental.do_not_convert(fn)
+
+
 def _size(fields):
     """A sample's bytes, in TensorFlow ops (the training loop gets tensors, not NumPy)."""
     import tensorflow as tf
@@ -99,7 +108,7 @@ class Pipeline:
                 # input) kept by `.cache()` on the first pass and served from memory on the
                 # next; the online steps run every epoch on top of it.
                 parse = self.parse
-                self.source = records.map(lambda r: self._sized(*parse(r)),
+                self.source = records.map(_plain(lambda r: self._sized(*parse(r))),
                                           num_parallel_calls=threads).cache()
                 self.parse = None
                 self.cached = True
@@ -161,10 +170,10 @@ class Pipeline:
         self.job = dict(self.job, epoch=epoch)
         items = self.job.get("items") or 0
         if hashed and parse is not None and items > 0:
-            source = self.source.map(parse, num_parallel_calls=self.threads)
+            source = self.source.map(_plain(parse), num_parallel_calls=self.threads)
             below = tf.constant(items, tf.uint64)
-            source = source.filter(lambda i, f: tf.cast(i, tf.uint64) < below)
-            self.dataset = source.map(lambda i, f: self._steps(i, f, epoch),
+            source = source.filter(_plain(lambda i, f: tf.cast(i, tf.uint64) < below))
+            self.dataset = source.map(_plain(lambda i, f: self._steps(i, f, epoch)),
                                       num_parallel_calls=self.threads).prefetch(tf.data.AUTOTUNE)
             return
 
@@ -172,13 +181,13 @@ class Pipeline:
             return self._steps(sample_id, fields, epoch)
 
         if self.cached:
-            mapped = self.source.map(lambda i, _n, f: steps_of(i, f),
+            mapped = self.source.map(_plain(lambda i, _n, f: steps_of(i, f)),
                                      num_parallel_calls=self.threads)
         elif parse is not None:
-            mapped = self.source.map(lambda r: steps_of(*parse(r)),
+            mapped = self.source.map(_plain(lambda r: steps_of(*parse(r))),
                                      num_parallel_calls=self.threads)
         else:
-            mapped = self.source.map(steps_of, num_parallel_calls=self.threads)
+            mapped = self.source.map(_plain(steps_of), num_parallel_calls=self.threads)
         self.dataset = mapped.prefetch(tf.data.AUTOTUNE)
 
     def _forms(self, steps, first):
