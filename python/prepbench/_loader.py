@@ -184,9 +184,6 @@ def dataset_class():
 
         def __init__(self, job, native):
             self.native = native
-            self.seed = job["seed"]
-            self.epoch = job["epoch"]
-            self.hash = job["hash"]
             raw = job["input"] == "raw"
             self.online = native.Online(json.dumps(job["spec"]), job["split"], job["seed"],
                                         job.get("root") if raw else None, job.get("items", 0))
@@ -197,18 +194,14 @@ def dataset_class():
             # differ from native processing within stated bounds): each sample's native
             # processing, to compare with.
             self.reference = None
-            if self.hash and self.chain.bounds is not None:
-                # Native processing of the raw item: every step in prepbench's own form,
-                # including those (NILM's HDF5 parse) this loader has none of.
-                self.reference = native.Online(json.dumps(job["spec"]), 0, job["seed"],
-                                               job["root"], job["items"], "native")
+            self.next_epoch(job, native)
 
         def next_epoch(self, job, native):
             """The run's next epoch: its number, and --verify's hashes if asked."""
-            if job["seed"] != self.seed:
-                raise RuntimeError("a loader process serves one run: its seed cannot change")
             self.epoch, self.hash = job["epoch"], job["hash"]
             if self.hash and self.chain.bounds is not None and self.reference is None:
+                # Native processing of the raw item: every step in prepbench's own form,
+                # including those (NILM's HDF5 parse) this loader has none of.
                 self.reference = native.Online(json.dumps(job["spec"]), 0, job["seed"],
                                                job["root"], job["items"], "native")
 
@@ -321,7 +314,10 @@ def next_epoch(job):
     line = sys.stdin.buffer.readline()
     if not line.strip():
         return None
-    return dict(job, **json.loads(line))
+    following = dict(job, **json.loads(line))
+    if following["seed"] != job["seed"]:
+        raise RuntimeError("a loader process serves one run: its seed cannot change")
+    return following
 
 
 def answer(proto_out, started, arrivals, samples, nbytes, hashes, skipped, failed, passes,

@@ -11,66 +11,58 @@ that asks.
 """
 
 from ._tf_steps import Form, _tf
-from .store import record_field as _field
+from .store import TEXT_OPS, embed_table, text_op
 
 
 class NativeText(Form):
     """`extract_text` (a page's bytes to its text) or `bpe_encode` (text to int32 ids [n]):
-    prepbench's code run on the field through `tf.numpy_function`."""
+    prepbench's code run on the field through `tf.numpy_function` (`store.text_op`)."""
 
     learns = True  # the first sample runs eagerly, so the loader learns which fields are text
-    #: (the kind the op reads, the kind it gives: "bytes", "text", or a NumPy dtype)
-    KINDS = {"extract_text": ("bytes", "text"), "bpe_encode": ("text", "int32")}
+    op = ""
 
-    def __init__(self, params, step_index, op):
+    def __init__(self, params, step_index):
         super().__init__(params, step_index)
-        self.op = op
-        self.source = params.get("from") or ("data" if op == "extract_text" else "text")
-        self.to = params.get("to") or ("text" if op == "extract_text" else "tokens")
-        self.online = None
+        self.gives = TEXT_OPS[self.op][1]
+        self.run = None
+        _, (self.source, self.to) = text_op(None, step_index, self.op, params)
 
     def bind(self, online):
-        self.online = online
+        self.run, _ = text_op(online, self.step_index, self.op, self.params)
 
     def texts_after(self, texts):
         """The text fields after this step, from those before."""
         texts = set(texts) - {self.source}
-        if self.KINDS[self.op][1] == "text":
+        if self.gives == "text":
             texts.add(self.to)
         return texts
 
     def _apply(self, sample_id, epoch, value):
         import numpy as np
 
-        reads, gives = self.KINDS[self.op]
         # A scalar string tensor arrives as a 0-d object array holding its bytes.
         value = value.item() if isinstance(value, np.ndarray) else value
-        record = self.online.apply(self.step_index, int(sample_id), epoch,
-                                   [(self.source, reads, None, [], bytes(value))])
-        out = _field(record, self.to)
-        if gives == "text":
+        out = self.run(value, int(sample_id), epoch)
+        if self.gives == "text":
             return out.encode("utf-8")
-        return np.ascontiguousarray(out, dtype=gives)
+        return np.ascontiguousarray(out, dtype=self.gives)
 
     def __call__(self, f, context):
         tf = _tf()
         _, sample_id, epoch = context
         value = f.pop(self.source)
-        gives = self.KINDS[self.op][1]
-        dtype = tf.string if gives == "text" else tf.as_dtype(gives)
+        dtype = tf.string if self.gives == "text" else tf.as_dtype(self.gives)
         out = tf.numpy_function(lambda i, v: self._apply(i, epoch, v), [sample_id, value],
                                 dtype, stateful=False)
-        f[self.to] = tf.ensure_shape(out, [] if gives == "text" else [None])
+        f[self.to] = tf.ensure_shape(out, [] if self.gives == "text" else [None])
 
 
 class ExtractText(NativeText):
-    def __init__(self, params, step_index):
-        super().__init__(params, step_index, "extract_text")
+    op = "extract_text"
 
 
 class BpeEncode(NativeText):
-    def __init__(self, params, step_index):
-        super().__init__(params, step_index, "bpe_encode")
+    op = "bpe_encode"
 
 
 class Embed(Form):
@@ -83,14 +75,7 @@ class Embed(Form):
         self.table = None
 
     def bind(self, online):
-        import numpy as np
-
-        tf = _tf()
-        rows = int(self.params.get("vocabulary") or 50257)
-        ids = np.arange(rows, dtype=np.int32)
-        record = online.apply(self.step_index, 0, 0,
-                              [(self.source, "tensor", ids.dtype.str, [rows], ids.tobytes())])
-        self.table = tf.constant(np.asarray(_field(record, self.to), dtype=np.float32))
+        self.table = _tf().constant(embed_table(online, self.step_index, self.params))
 
     def __call__(self, f, context):
         tf = _tf()

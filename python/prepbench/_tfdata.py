@@ -107,8 +107,7 @@ class Pipeline:
                 # The application cache as tf.data's: the parsed records (the online steps'
                 # input) kept by `.cache()` on the first pass and served from memory on the
                 # next; the online steps run every epoch on top of it.
-                parse = self.parse
-                self.source = records.map(_plain(lambda r: self._sized(*parse(r))),
+                self.source = records.map(_plain(self.parse),
                                           num_parallel_calls=threads).cache()
                 self.parse = None
                 self.cached = True
@@ -121,13 +120,11 @@ class Pipeline:
         # After learning: some forms' bounds depend on the first sample (PCM's dtype, bins).
         self.bounds = _tf_steps.tolerance(self.forms)
         self.exp = _tf_steps.exp_fields(self.forms)
-        self.epoch(job["epoch"], job["hash"])
         # With --verify, where every step is prepbench's (their TensorFlow forms may differ
         # from native processing within bounds): each sample's native processing, to compare
-        # with. With Python steps the outputs are compared exactly, as natively.
+        # with (`verify`). With Python steps the outputs are compared exactly, as natively.
         self.reference = None
-        if job["hash"]:
-            self.verify()
+        self.epoch(job["epoch"], job["hash"])
 
     def verify(self):
         """Makes the --verify reference where every step is prepbench's: native processing
@@ -144,16 +141,11 @@ class Pipeline:
             form(fields, (self.job["seed"], sample_id, epoch))
         return sample_id, _size(fields), fields
 
-    def _sized(self, sample_id, fields):
-        """A parsed record with its bytes, as the application cache keeps it."""
-        return sample_id, _size(fields), fields
-
     def _fits(self, first, limit_bytes):
         """Whether the store's parsed samples fit the application cache's limit, estimated
         from the first shard's first records (a compressed store's records parse larger
         than they are stored): tf.data's `.cache()` has no limit of its own."""
-        parse, tf = self.parse, self.tf
-        sizes = [int(_size(parse(r)[1])) for r in first.take(64)]
+        sizes = [int(_size(self.parse(r)[1])) for r in first.take(64)]
         if not sizes:
             return False
         self.cached_bytes = int(self.count * sum(sizes) / len(sizes))
@@ -162,32 +154,30 @@ class Pipeline:
     def epoch(self, epoch, hashed=False):
         """The dataset of `epoch`: one `map(..., num_parallel_calls=threads)` of the online
         steps, seeded with the epoch, over the source (with the parse fused into it where the
-        records are not cached), then `prefetch`. `hashed` (--verify's untimed pass over a
-        store): only the records of the source's first cycle (ids below its items), the ones
-        --verify compares, go through the steps; a store that cycles its source holds many
-        more, and their steps and hashes would be work nobody reads."""
-        tf, parse = self.tf, self.parse
+        records are not cached), then `prefetch`. `hashed` (--verify's untimed pass, its
+        reference made): only a store's records of the source's first cycle (ids below its
+        items), the ones --verify compares, go through the steps; a store that cycles its
+        source holds many more, and their steps and hashes would be work nobody reads."""
+        tf, fused = self.tf, self.parse
         self.job = dict(self.job, epoch=epoch)
+        if hashed:
+            self.verify()
+        source = self.source
         items = self.job.get("items") or 0
-        if hashed and parse is not None and items > 0:
-            source = self.source.map(_plain(parse), num_parallel_calls=self.threads)
+        if hashed and fused is not None and items > 0:
             below = tf.constant(items, tf.uint64)
+            source = source.map(_plain(fused), num_parallel_calls=self.threads)
             source = source.filter(_plain(lambda i, f: tf.cast(i, tf.uint64) < below))
-            self.dataset = source.map(_plain(lambda i, f: self._steps(i, f, epoch)),
-                                      num_parallel_calls=self.threads).prefetch(tf.data.AUTOTUNE)
-            return
+            fused = None
 
         def steps_of(sample_id, fields):
             return self._steps(sample_id, fields, epoch)
 
-        if self.cached:
-            mapped = self.source.map(_plain(lambda i, _n, f: steps_of(i, f)),
-                                     num_parallel_calls=self.threads)
-        elif parse is not None:
-            mapped = self.source.map(_plain(lambda r: steps_of(*parse(r))),
-                                     num_parallel_calls=self.threads)
-        else:
-            mapped = self.source.map(_plain(steps_of), num_parallel_calls=self.threads)
+        if fused is not None:
+            mapped = source.map(_plain(lambda r: steps_of(*fused(r))),
+                                num_parallel_calls=self.threads)
+        else:  # (id, fields) elements: raw items, cached or filtered records
+            mapped = source.map(_plain(steps_of), num_parallel_calls=self.threads)
         self.dataset = mapped.prefetch(tf.data.AUTOTUNE)
 
     def _forms(self, steps, first):
@@ -286,11 +276,7 @@ def run(job, proto_out):
         job = next_epoch(job)
         if job is None:
             return
-        if job["seed"] != pipeline.job["seed"]:
-            raise RuntimeError("a loader process serves one run: its seed cannot change")
         pipeline.epoch(job["epoch"], job["hash"])
-        if job["hash"]:
-            pipeline.verify()
 
 
 def _epoch(pipeline, job, proto_out):

@@ -9,32 +9,27 @@ These ops need the run's `native.Online` and their step's index (`bind`), which
 """
 
 from ._torch_steps import Op, _tensor, _torch
-from .store import record_field
+from .store import TEXT_OPS, embed_table, text_op
 
 
 class NativeText(Op):
-    """`extract_text` (a page's bytes to its text) or `bpe_encode` (text to int32 ids [n])."""
+    """`extract_text` (a page's bytes to its text) or `bpe_encode` (text to int32 ids [n]):
+    prepbench's code (`store.text_op`)."""
 
-    #: (the kind the op reads, the kind it gives), as `native.Online.apply` takes them
-    KINDS = {"extract_text": ("bytes", "text"), "bpe_encode": ("text", "int32")}
     op = ""
     imports = ("numpy",)
 
     def __init__(self, params):
         super().__init__(params)
-        self.source = params.get("from") or ("data" if self.op == "extract_text" else "text")
-        self.to = params.get("to") or ("text" if self.op == "extract_text" else "tokens")
-        self.online = self.step_index = None
+        self.run = None
+        _, (self.source, self.to) = text_op(None, None, self.op, params)
 
     def bind(self, online, step_index):
-        self.online, self.step_index = online, step_index
+        self.run, _ = text_op(online, step_index, self.op, self.params)
 
     def __call__(self, value):
-        reads, gives = self.KINDS[self.op]
-        data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
-        record = self.online.apply(self.step_index, 0, 0, [(self.source, reads, None, [], data)])
-        out = record_field(record, self.to)
-        return out if gives == "text" else _tensor(out)
+        out = self.run(value)
+        return out if TEXT_OPS[self.op][1] == "text" else _tensor(out)
 
 
 class ExtractText(NativeText):
@@ -58,13 +53,7 @@ class Embed(Op):
         self.table = None
 
     def bind(self, online, step_index):
-        import numpy as np
-
-        rows = int(self.params.get("vocabulary") or 50257)
-        ids = np.arange(rows, dtype=np.int32)
-        record = online.apply(step_index, 0, 0,
-                              [(self.source, "tensor", ids.dtype.str, [rows], ids.tobytes())])
-        self.table = _tensor(np.array(record_field(record, self.to), dtype=np.float32))
+        self.table = _tensor(embed_table(online, step_index, self.params))
 
     def __call__(self, ids):
         torch = _torch()

@@ -46,6 +46,40 @@ def record_field(record, name):
     return _fields(payload, sample_id, layout)[name]
 
 
+#: prepbench's text ops another loader runs in prepbench's own code (`Online.apply`): the kind
+#: of field each reads and gives (`bytes`, `text`, a NumPy dtype), and their default fields.
+TEXT_OPS = {"extract_text": ("bytes", "text", "data", "text"),
+            "bpe_encode": ("text", "int32", "text", "tokens")}
+
+
+def text_op(online, step_index, op, params):
+    """Step `step_index` (`op` of `TEXT_OPS` with `params`) as a function of the value of the
+    field it reads (bytes or str) giving the value of the field it writes (str, or an array),
+    and its (from, to) fields."""
+    reads, _, source, to = TEXT_OPS[op]
+    source, to = params.get("from") or source, params.get("to") or to
+
+    def run(value, sample_id=0, epoch=0):
+        data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
+        record = online.apply(step_index, sample_id, epoch, [(source, reads, None, [], data)])
+        return record_field(record, to)
+
+    return run, (source, to)
+
+
+def embed_table(online, step_index, params):
+    """The table of embed step `step_index`, as native processing uses it: every id looked up
+    once, float32 [vocabulary, dim]."""
+    import numpy as np
+
+    rows = int(params.get("vocabulary") or 50257)
+    ids = np.arange(rows, dtype=np.int32)
+    source = params.get("from") or "tokens"
+    record = online.apply(step_index, 0, 0,
+                          [(source, "tensor", ids.dtype.str, [rows], ids.tobytes())])
+    return np.array(record_field(record, params.get("to") or "embedded"), dtype=np.float32)
+
+
 def _fields(payload, sample_id, layout):
     if not _NUMPY:
         import numpy

@@ -21,6 +21,7 @@ use crate::measure::metrics::Snapshot;
 use crate::measure::steps::step_failed;
 
 mod session;
+pub(super) use session::loader_error;
 use session::Session;
 
 /// A loader's check of one of prepbench's steps with its canonical parameters: why it has no
@@ -138,13 +139,6 @@ pub(super) struct PythonLoader {
     pub protocol: u32,
     /// Why it cannot run the online steps from `split` of a workload.
     pub steps: fn(&Workload, usize) -> Option<String>,
-}
-
-pub(super) fn loader_error(loader: &'static str, message: impl Into<String>) -> RunError {
-    RunError::Loader {
-        loader,
-        message: message.into(),
-    }
 }
 
 #[derive(Deserialize)]

@@ -11,7 +11,8 @@ use std::time::Duration;
 use crate::measure::errors::RunError;
 use workloads::python::watch::Watched;
 
-fn loader_error(loader: &'static str, message: impl Into<String>) -> RunError {
+/// A loader's error, named by the loader.
+pub(crate) fn loader_error(loader: &'static str, message: impl Into<String>) -> RunError {
     RunError::Loader {
         loader,
         message: message.into(),
