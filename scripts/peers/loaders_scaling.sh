@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # num_workers answered on a many-core machine, in one short run: the paper's CV chain (prepbench's
 # own steps; under torch in their torchvision form) swept over both loaders and 1, 2, 4, 8, 16
-# threads / num_workers, `unprocessed` and `resized`, cold epochs sized to MIN_EPOCH_S (default
-# 1) at the largest count, TRIALS (default 3) trials, verified; then `recommend` (the worker
+# threads / num_workers, STRATEGIES (default `unprocessed,resized`), cold epochs sized to
+# MIN_EPOCH_S (default 1) at the largest count (or SAMPLES samples where set), TRIALS (default 3)
+# trials, verified; then `recommend` (the worker
 # count each loader needs) and `compare --across loader`. Then, while the time lasts, SPDL and
 # the bare DataLoader on the Pillow/NumPy chain of examples/my-photos at SPDL_WORKERS (default
 # 8,16) (`pip install spdl`; skipped, saying so, where the interpreter lacks it).
@@ -25,6 +26,11 @@ trials=${TRIALS:-3}
 min_epoch_s=${MIN_EPOCH_S:-1}
 sweep_s=${SWEEP_S:-420}
 total_s=${TOTAL_S:-540}
+strategies=${STRATEGIES:-unprocessed,resized}
+# A fixed epoch instead of the one sized at the largest count (which, for `unprocessed`, makes
+# one-worker epochs under torch last most of a minute).
+sizing=(--min-epoch-s "$min_epoch_s")
+[ -n "${SAMPLES:-}" ] && sizing=(--samples "$SAMPLES" --no-calibrate)
 spdl_workers=${SPDL_WORKERS:-8,16}
 spdl_samples=${SPDL_SAMPLES:-3000}
 export PYTHONPATH=$repo/python${PYTHONPATH:+:$PYTHONPATH}
@@ -39,10 +45,10 @@ machine_facts
 cd "$work" || exit 1
 start=$(date +%s)
 timeout "$sweep_s" "$bin" --python "$python" sweep cv --loaders native,torch --verify \
-  --strategies unprocessed,resized --threads "$threads" --min-epoch-s "$min_epoch_s" \
+  --strategies "$strategies" --threads "$threads" "${sizing[@]}" \
   --cache cold --trials "$trials" --epochs 1 --data-dir "$work/data" --store-dir "$work/stores" \
   --quiet --out "$work/cv"
-echo "sweep cv, native and torch at $threads: rc $? after $(( $(date +%s) - start )) s"
+echo "sweep cv ($strategies), native and torch at $threads: rc $? after $(( $(date +%s) - start )) s"
 "$bin" report "$work/cv" --quiet
 "$bin" recommend "$work/cv" > "$work/cv/recommend.md"
 "$bin" compare "$work/cv" "$work/cv" --across loader --values native,torch > "$work/cv/compare.md"

@@ -319,6 +319,34 @@ fn the_papers_cv_chain_runs_under_torch_in_torchvision_and_verifies() {
         torch.iter().all(|r| runs.col(r, "verified") == "pass"),
         "{torch:?}"
     );
+    // Resumed with another thread count: the new runs carry the verdicts the folder recorded
+    // (raw files under torch as well as stores), not an empty `verified`.
+    let resumed = prepbench_in(
+        &python,
+        &native,
+        &argv![
+            "sweep cv --loaders native,torch --verify --strategies unprocessed,resized",
+            "--samples 40",
+            "--threads 1,2 --trials 1 --epochs 1 --no-calibrate --evict fadvise --quiet --data-dir",
+            data_dir().to_str().unwrap(),
+            "--store-dir",
+            stores.to_str().unwrap(),
+            "--out",
+            work.path().join("out").to_str().unwrap()
+        ],
+    );
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    let one_thread: Vec<_> = runs
+        .rows
+        .iter()
+        .filter(|r| runs.col(r, "loader") == "torch" && runs.col(r, "threads") == "1")
+        .collect();
+    assert_eq!(one_thread.len(), 2, "{:?}", runs.rows);
+    assert!(
+        one_thread.iter().all(|r| runs.col(r, "verified") == "pass"),
+        "{one_thread:?}"
+    );
     let ops = harness::measure::online::torch::steps::OPS.join(",");
     let checked = common::with_package(&mut Command::new(&python), &native)
         .args(["-c", BOUNDS_CHECK, &ops])
