@@ -17,7 +17,8 @@ from ._forms import exp_fields, tolerance, within  # noqa: F401 - the loader ask
 
 OPS = ("read_file", "decode_jpeg", "decode_png", "decode_npy", "resize_shorter", "pixel_center",
        "grayscale", "normalize", "random_crop", "random_hflip", "decode_audio", "stft",
-       "magnitude", "mel", "log", "nilm_features", "extract_text", "bpe_encode", "embed")
+       "magnitude", "mel", "log", "read_cream_hour", "window", "nilm_features", "extract_text",
+       "bpe_encode", "embed")
 
 _GOLDEN = 0x9E3779B97F4A7C15
 
@@ -319,6 +320,7 @@ class NilmFeatures(Form):
 
 # The audio steps' forms, which need `Form` above.
 from ._tf_audio import DecodeAudio, Log, Magnitude, Mel, Stft  # noqa: E402
+from ._tf_nilm import ReadCreamHour, Window  # noqa: E402
 from ._tf_text import BpeEncode, Embed, ExtractText  # noqa: E402
 
 
@@ -338,6 +340,8 @@ CLASSES = {
     "magnitude": Magnitude,
     "mel": Mel,
     "log": Log,
+    "read_cream_hour": ReadCreamHour,
+    "window": Window,
     "nilm_features": NilmFeatures,
     "extract_text": ExtractText,
     "bpe_encode": BpeEncode,

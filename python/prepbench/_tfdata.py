@@ -7,8 +7,8 @@ shards (prepbench's shards are TFRecord files; gzip and zlib shards are TFRecord
 compression) with `num_parallel_reads` = the run's threads; for raw files, the source items'
 fields sliced into a dataset and the read step's `tf.io.read_file`. Then one
 `map(..., num_parallel_calls=threads)` parsing each record in TensorFlow ops and running the
-online steps in their TensorFlow form (`_tf_steps`), and the training loop iterating the
-dataset. It answers `ready`, waits for `go`, runs the epoch and answers with every sample's
+online steps in their TensorFlow form (`_tf_steps`; a fan-out step such as NILM's `window`
+splits it in two around a `flat_map`), and the training loop iterating the dataset. It answers `ready`, waits for `go`, runs the epoch and answers with every sample's
 arrival, the bytes, (with --verify) each output's hash, and its CPU and I/O; then serves the
 run's next epochs, each asked for by a line of its own (`_loader.next_epoch`), until its stdin
 ends. With `--cache app` the parse is a map of its own followed by `.cache()`, and the epochs
@@ -102,6 +102,9 @@ class Pipeline:
             self.count = int(manifest.get("samples", 0))
             first_id, first_fields = self.parse(first_record)
             records = tf.data.TFRecordDataset(files, compression, num_parallel_reads=threads)
+            # --verify's untimed pass reads the shards one after another: a fan-out step's
+            # outputs (an hour's windows) then arrive together, as their reference makes them.
+            self.in_order = tf.data.TFRecordDataset(files, compression)
             cache = job.get("cache")
             if cache is not None and self._fits(first, cache["limit_bytes"]):
                 # The application cache as tf.data's: the parsed records (the online steps'
@@ -135,11 +138,19 @@ class Pipeline:
             self.reference = self.native.Online(json.dumps(job["spec"]), 0, job["seed"],
                                                 job["root"], job["items"], "native")
 
-    def _steps(self, sample_id, fields, epoch):
-        """A sample through the online steps' forms in `epoch`: its id, bytes and fields."""
-        for form in self.forms:
+    def _steps(self, forms, sample_id, fields, epoch):
+        """A sample through `forms` in `epoch`: its id and fields."""
+        for form in forms:
             form(fields, (self.job["seed"], sample_id, epoch))
-        return sample_id, _size(fields), fields
+        return sample_id, fields
+
+    def _fan_out(self):
+        """The online forms before the fan-out form (NILM's `window`), that form, and those
+        after it; (every form, None, []) without one."""
+        for i, form in enumerate(self.forms):
+            if getattr(form, "fans_out", False):
+                return self.forms[:i], form, self.forms[i + 1:]
+        return self.forms, None, []
 
     def _fits(self, first, limit_bytes):
         """Whether the store's parsed samples fit the application cache's limit, estimated
@@ -166,18 +177,33 @@ class Pipeline:
         items = self.job.get("items") or 0
         if hashed and fused is not None and items > 0:
             below = tf.constant(items, tf.uint64)
-            source = source.map(_plain(fused), num_parallel_calls=self.threads)
-            source = source.filter(_plain(lambda i, f: tf.cast(i, tf.uint64) < below))
+            # A store past the fan-out step holds child ids: their item is the parent.
+            fan = self.online.fan_out
+            shift = tf.constant(self.native.CHILD_ID_BITS if fan is not None
+                                and fan < self.job["split"] else 0, tf.uint64)
+            source = self.in_order.map(_plain(fused), num_parallel_calls=self.threads)
+            source = source.filter(_plain(
+                lambda i, f: tf.bitwise.right_shift(tf.cast(i, tf.uint64), shift) < below))
             fused = None
+        before, fan_out, after = self._fan_out()
 
-        def steps_of(sample_id, fields):
-            return self._steps(sample_id, fields, epoch)
+        def steps_of(forms, sized):
+            def run(sample_id, fields):
+                sample_id, fields = self._steps(forms, sample_id, fields, epoch)
+                return (sample_id, _size(fields), fields) if sized else (sample_id, fields)
+            return run
 
+        first = steps_of(before, fan_out is None)
         if fused is not None:
-            mapped = source.map(_plain(lambda r: steps_of(*fused(r))),
+            mapped = source.map(_plain(lambda r: first(*fused(r))),
                                 num_parallel_calls=self.threads)
         else:  # (id, fields) elements: raw items, cached or filtered records
-            mapped = source.map(_plain(steps_of), num_parallel_calls=self.threads)
+            mapped = source.map(_plain(first), num_parallel_calls=self.threads)
+        if fan_out is not None:
+            # One element becomes many (NILM's hour its windows), as tf.data cuts one:
+            # `flat_map` of the element's dataset; then the steps after it, in parallel.
+            mapped = mapped.flat_map(_plain(fan_out.expand)).map(
+                _plain(steps_of(after, True)), num_parallel_calls=self.threads)
         self.dataset = mapped.prefetch(tf.data.AUTOTUNE)
 
     def _forms(self, steps, first):
@@ -215,6 +241,9 @@ class Pipeline:
         fields = dict(fields)
         texts = set(self.texts)
         for form in self.forms:
+            if getattr(form, "fans_out", False):
+                sample_id, fields = form.first(sample_id, fields)
+                continue
             if isinstance(form, _tf_steps.PythonSteps):
                 fields = form.learn(fields, int(sample_id), epoch, texts)
                 texts = form.texts()
@@ -249,7 +278,7 @@ class Pipeline:
     def digest(self, sample_id, fields):
         """The sample's --verify hash: the native output's where this one is within the
         chain's bounds of it (see `_forms`), else its own."""
-        if self.reference is not None and sample_id < self.reference.source_items:
+        if self.reference is not None and self.reference.compared(sample_id):
             from ._forms import within
 
             payload, _, layout = self.reference.reference(sample_id, self.job["epoch"])

@@ -439,7 +439,7 @@ pub fn shared_venv(name: &str, import_check: &str, packages: &[&str]) -> Result<
 }
 
 /// What the tf-data loader's tests install: the paper peers' TensorFlow, with tensorflow-io
-/// (its audio decoders).
+/// (its audio decoders); TensorFlow brings h5py (NILM's HDF5 parse under tf-data).
 pub const TF_PACKAGES: [&str; 3] = ["tensorflow-cpu==2.16.2", "tensorflow-io==0.37.1", "pillow"];
 
 /// An interpreter with TensorFlow: `$PREPBENCH_TF_PYTHON`, else the shared virtualenv of

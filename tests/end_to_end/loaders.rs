@@ -614,13 +614,14 @@ fn the_papers_cv_chain_runs_under_tf_data_in_tensorflow_and_verifies() {
     );
 }
 
-/// The paper's audio chains, and NILM's features, under each loader in Python, as its users
+/// The paper's audio chains, and NILM's, under each loader in Python, as its users
 /// write them: under
 /// tf-data as the paper's stack ran them (MP3 and FLAC decoded by tensorflow-io, the rate read
 /// from the file's header in string ops, then `tf.signal.stft`, magnitude,
 /// `linear_to_mel_weight_matrix`, log), under torch with soundfile, `torch.fft` framed as
-/// tf.signal frames and tf.signal's filterbank; NILM's per-period features from its stored
-/// windows in float64 tensor arithmetic; every split point verified against native
+/// tf.signal frames and tf.signal's filterbank; NILM's hour parsed by h5py and cut into
+/// windows under tf-data, its per-period features in float64 tensor arithmetic under both;
+/// every split point verified against native
 /// processing within the bounds the forms carry (log-mel compared as mel energies); and those
 /// bounds are not loose: a log-mel 0.1 % off in energy fails them. NLP's extraction and BPE
 /// run per record in Python (through `tf.numpy_function` under tf-data), its embedding by
@@ -650,14 +651,21 @@ fn the_papers_audio_and_nilm_chains_run_under_tf_data_and_torch_and_verify() {
     }
 }
 
-/// Sweeps MP3, FLAC and NILM under `loader` beside native with --verify: every audio form runs
-/// from the raw files; from exact PCM (`decoded`) and the mel energies the bounds are float
-/// rounding; NILM from its stored windows (its HDF5 parse has no form in either loader).
+/// Sweeps MP3, FLAC, NILM and NLP under `loader` beside native with --verify: every audio form
+/// runs from the raw files; from exact PCM (`decoded`) and the mel energies the bounds are
+/// float rounding; NILM's windows (360 of an hour, `window` a fan-out step) are traced to
+/// their hour's native processing, from the raw HDF5 files under tf-data (h5py in
+/// `tf.numpy_function`, windows by `flat_map`) and from the stored windows under both.
 fn paper_chains_verify(work: &Path, native: &Path, loader: &str, python: &str) {
+    let nilm = if loader == "tf-data" {
+        "unprocessed,decoded,aggregated"
+    } else {
+        "decoded,aggregated"
+    };
     let cases = [
         ("mp3", "unprocessed,decoded,mel"),
         ("flac", "unprocessed,decoded"),
-        ("nilm", "decoded"),
+        ("nilm", nilm),
         // HTML extraction and BPE per record in Python (prepbench's own code), the embedding
         // looked up in the native table: every strategy verified exactly.
         (
@@ -666,12 +674,8 @@ fn paper_chains_verify(work: &Path, native: &Path, loader: &str, python: &str) {
         ),
     ];
     for (workload, strategies) in cases {
-        // NILM's samples are windows of an hour (`window` makes 360 of each file), which the
-        // loaders' --verify cannot trace back to native processing yet: refused, named; the
-        // features run without it.
-        let verify = workload != "nilm";
         let out_dir = work.join(format!("{workload}-{loader}"));
-        let mut args = argv![
+        let args = argv![
             "sweep",
             workload,
             "--loaders",
@@ -679,16 +683,13 @@ fn paper_chains_verify(work: &Path, native: &Path, loader: &str, python: &str) {
             "--strategies",
             strategies,
             "--samples 10 --threads 2 --trials 1 --epochs 1 --no-calibrate --evict fadvise",
-            "--quiet --data-dir",
+            "--verify --quiet --data-dir",
             work.join("data").to_str().unwrap(),
             "--store-dir",
             work.join("stores").to_str().unwrap(),
             "--out",
             out_dir.to_str().unwrap()
         ];
-        if verify {
-            args.push("--verify".into());
-        }
         let out = prepbench_in(python, native, &args);
         assert!(
             out.status.success(),
@@ -707,31 +708,11 @@ fn paper_chains_verify(work: &Path, native: &Path, loader: &str, python: &str) {
             "{workload} {loader}: {:?}",
             runs.rows
         );
-        let expected = if verify { "pass" } else { "" };
         assert!(
-            theirs.iter().all(|r| runs.col(r, "verified") == expected),
+            theirs.iter().all(|r| runs.col(r, "verified") == "pass"),
             "{workload} {loader}: {theirs:?}"
         );
     }
-    let refused = prepbench_in(
-        python,
-        native,
-        &argv![
-            "run nilm --strategy decoded --verify --samples 10 --loader",
-            loader,
-            "--data-dir",
-            work.join("data").to_str().unwrap(),
-            "--store-dir",
-            work.join("stores").to_str().unwrap(),
-            "--out",
-            work.join(format!("nilm-verify-{loader}")).to_str().unwrap()
-        ],
-    );
-    let said = stderr(&refused);
-    assert!(
-        !refused.status.success() && said.contains("step `decoded` (op window)"),
-        "{said}"
-    );
 }
 
 /// A log field is compared as exp(value): within the bounds when its energies are, not when

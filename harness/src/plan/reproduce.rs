@@ -532,9 +532,9 @@ mod tests {
     #[test]
     fn another_loader_runs_whole_pipelines_only() {
         let quick = scale(ScaleName::Quick);
-        // No TensorFlow form of NILM's HDF5 parse: the pipeline is refused whole, naming the
+        // No PyTorch form of NILM's HDF5 parse: the pipeline is refused whole, naming the
         // step, before any runtime is asked for.
-        let why = loader_options("nilm", &quick, 0, "tf-data")
+        let why = loader_options("nilm", &quick, 0, "torch")
             .unwrap()
             .unwrap_err();
         assert!(why.contains("read_cream_hour"), "{why}");

@@ -332,5 +332,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // workers do.
     m.add("DRIVER", workloads::python::DRIVER)?;
     m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
+    // A fan-out step's output j of item p has id p << CHILD_ID_BITS | j, as natively.
+    m.add("CHILD_ID_BITS", workloads::CHILD_ID_BITS)?;
     Ok(())
 }

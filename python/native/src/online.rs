@@ -28,6 +28,10 @@ pub struct Online {
     seed: u64,
     /// The Python steps' indices among the workload's steps.
     python: Vec<usize>,
+    /// The last item's outputs of the fan-out step, by (item, epoch): a loader asks for the
+    /// references of an item's outputs one by one (NILM's 360 windows of an hour), and each
+    /// would otherwise parse and cut the hour again.
+    fanned: std::sync::Mutex<Option<(usize, u64, Vec<Sample>)>>,
 }
 
 #[pymethods]
@@ -88,6 +92,7 @@ impl Online {
             split,
             seed,
             python,
+            fanned: Default::default(),
         })
     }
 
@@ -153,6 +158,21 @@ impl Online {
         }
         self.native(py, sample_id, epoch, self.workload.steps.len())
             .map(Some)
+    }
+
+    /// The index of the workload's fan-out step (NILM's `window`), if it has one: its outputs'
+    /// ids are child ids (parent item << CHILD_ID_BITS | output).
+    #[getter]
+    fn fan_out(&self) -> Option<usize> {
+        self.workload.fan_out_step()
+    }
+
+    /// Whether `--verify` compares sample `sample_id` with its reference: its raw item (a
+    /// fan-out step's output's parent) lies in the source's first cycle, the items the native
+    /// check compares.
+    fn compared(&self, sample_id: u64) -> bool {
+        let item = self.workload.item_of(sample_id, self.workload.steps.len());
+        item < self.source_items() as u64
     }
 
     /// The seed of each Python step for sample `sample_id` in `epoch`: the draws the native
@@ -229,27 +249,87 @@ impl Online {
 }
 
 impl Online {
-    /// Raw item `index` (cycling over the source) after its first `steps` steps, run here.
-    fn native(&self, py: Python<'_>, index: usize, epoch: u64, steps: usize) -> PyResult<Record> {
+    /// Sample `id` after the first `steps` steps, run here from its raw item (cycling over the
+    /// source): past a fan-out step among them, `id` is a child's (its parent item and its
+    /// index among the step's outputs, as the native engine numbers them).
+    fn native(&self, py: Python<'_>, id: usize, epoch: u64, steps: usize) -> PyResult<Record> {
         let Some(source) = &self.source else {
             return Err(PyValueError::new_err(
                 "no raw input: opened without a dataset root",
             ));
         };
+        let fan_out = self.workload.fan_out_step().filter(|&f| f < steps);
+        let (item, child) = match fan_out {
+            Some(_) => {
+                let (parent, j) = workloads::parent_of(id as u64);
+                (parent as usize, j as usize)
+            }
+            None => (id, 0),
+        };
         let file = || {
             source
                 .items
-                .get(index % source.len().max(1))
+                .get(item % source.len().max(1))
                 .map(|i| i.path.display().to_string())
                 .unwrap_or_default()
         };
-        let mut sample = source.cycled_sample(index);
-        let place = || format!("sample {index} ({})", file());
-        for step_index in 0..steps {
+        let place = || format!("sample {id} ({})", file());
+        let (mut sample, from) = match fan_out {
+            Some(f) => (
+                self.fanned_output(py, (item, child), epoch, f, &place)?,
+                f + 1,
+            ),
+            None => (source.cycled_sample(item), 0),
+        };
+        sample.id = id as u64;
+        for step_index in from..steps {
             sample = self.step(py, step_index, sample, epoch, &place)?;
         }
         let payload = workloads::encoding::encode(&sample);
-        record(payload, || format!("sample {index}"))
+        record(payload, || format!("sample {id}"))
+    }
+
+    /// Output `child` of the fan-out step (index `fan_out`) on raw item `item` in `epoch`: the
+    /// steps up to it run here once per item and epoch (its outputs kept until another item
+    /// is asked for).
+    fn fanned_output(
+        &self,
+        py: Python<'_>,
+        (item, child): (usize, usize),
+        epoch: u64,
+        fan_out: usize,
+        place: &dyn Fn() -> String,
+    ) -> PyResult<Sample> {
+        let kept = |fanned: &Option<(usize, u64, Vec<Sample>)>| match fanned {
+            Some((i, e, out)) if (*i, *e) == (item, epoch) => Some(out.get(child).cloned()),
+            _ => None,
+        };
+        let lock = || self.fanned.lock().unwrap_or_else(|e| e.into_inner());
+        let hit = kept(&lock());
+        let found = match hit {
+            Some(found) => found,
+            None => {
+                let source = self.source.as_ref().expect("checked by the caller");
+                let mut sample = source.cycled_sample(item);
+                for step_index in 0..fan_out {
+                    sample = self.step(py, step_index, sample, epoch, place)?;
+                }
+                let out = self.guarded(py, fan_out, epoch, place, |def, ctx| {
+                    let mut out = Vec::new();
+                    def.step.apply_many(sample, ctx, &mut out).map(|()| out)
+                })?;
+                let found = out.get(child).cloned();
+                *lock() = Some((item, epoch, out));
+                found
+            }
+        };
+        found.ok_or_else(|| {
+            StepFailed::new_err(format!(
+                "step `{}` made no output {child} of {}",
+                self.workload.steps[fan_out].name,
+                place()
+            ))
+        })
     }
 
     /// Step `step_index` run on `sample` in `epoch`, the GIL released; a failure or a panic
@@ -262,6 +342,21 @@ impl Online {
         epoch: u64,
         place: &dyn Fn() -> String,
     ) -> PyResult<Sample> {
+        self.guarded(py, step_index, epoch, place, |def, ctx| {
+            def.step.apply(sample, ctx)
+        })
+    }
+
+    /// `run` on step `step_index` and its context in `epoch`, the GIL released; a failure or a
+    /// panic named by the step and `place`.
+    fn guarded<T: Send>(
+        &self,
+        py: Python<'_>,
+        step_index: usize,
+        epoch: u64,
+        place: &dyn Fn() -> String,
+        run: impl FnOnce(&workloads::StepDef, &StepContext) -> Result<T, workloads::StepError> + Send,
+    ) -> PyResult<T> {
         let def = &self.workload.steps[step_index];
         let ctx = StepContext {
             seed: self.seed,
@@ -269,11 +364,8 @@ impl Online {
             step_index,
             files: None,
         };
-        let done = py.detach(|| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                def.step.apply(sample, &ctx)
-            }))
-        });
+        let done =
+            py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(def, &ctx))));
         match done {
             Ok(Ok(sample)) => Ok(sample),
             Ok(Err(e)) => Err(StepFailed::new_err(format!(

@@ -243,17 +243,6 @@ impl PythonLoader {
                 "is its own consumer (the training loop iterating it): drop --consumer".into(),
             );
         }
-        if job.hash {
-            // Its --verify compares each sample with the native processing of its raw item,
-            // which does not yet follow a step that makes many samples of one item.
-            if let Some(step) = job.workload.steps.iter().find(|s| s.spec.facts.fan_out) {
-                return Some(format!(
-                    "cannot --verify a workload whose step `{}` (op {}) makes many samples of \
-                     one item yet: run it without --verify, or verify under --loader native",
-                    step.name, step.spec.op
-                ));
-            }
-        }
         (self.steps)(job.workload, job.split)
     }
 }
