@@ -65,13 +65,17 @@ impl Online {
         if let Some(why) = engine.step_refusal(&workload, split) {
             return Err(PyValueError::new_err(why));
         }
+        // `items` counts raw items (files); a dataset kind counts samples, several per file
+        // for some (CREAM: 360 windows an hour).
+        let per_file =
+            datasets::find_kind(&workload.spec.dataset.kind).map_or(1, |k| k.samples_per_file);
         let source = match root {
             None => None,
             Some(root) => Some(
                 py.detach(|| {
                     let request = datasets::GenerateRequest {
                         root,
-                        samples: items,
+                        samples: items.saturating_mul(per_file),
                         seed: workload.spec.dataset.seed,
                         threads: 1,
                         options: workload.spec.dataset.options.clone(),
