@@ -188,6 +188,7 @@ def dataset_class():
             self.online = native.Online(json.dumps(job["spec"]), job["split"], job["seed"],
                                         job.get("root") if raw else None, job.get("items", 0))
             self.store = None if raw else Store(job["store"])
+            self.online_split = job["split"]
             self.count = job["items"] if raw else len(self.store)
             self.chain = Chain(native, self.online)
             # With --verify, where prepbench's ops run in their PyTorch form (outputs that may
@@ -200,8 +201,8 @@ def dataset_class():
             """The run's next epoch: its number, and --verify's hashes if asked."""
             self.epoch, self.hash = job["epoch"], job["hash"]
             if self.hash and self.chain.bounds is not None and self.reference is None:
-                # Native processing of the raw item: every step in prepbench's own form,
-                # including those (NILM's HDF5 parse) this loader has none of.
+                # Native processing of the raw item (a fan-out output's, of its parent
+                # item): every step in prepbench's own form.
                 self.reference = native.Online(json.dumps(job["spec"]), 0, job["seed"],
                                                job["root"], job["items"], "native")
 
@@ -231,6 +232,50 @@ def dataset_class():
                 step = "read" if self.store is None else "deserialize"
                 return Item(sample_id, error=(step, f"{type(e).__name__}: {e}", ""))
 
+        def fan_out(self):
+            """The index among the chain's links of a fan-out op (NILM's `window`), if one
+            runs here."""
+            fan, first = self.online.fan_out, max(self.online_split, 1)
+            return None if fan is None or fan < first else fan - first
+
+        def fanned(self, index, fan):
+            """Item `index` through the links before the fan-out op at `fan`, cut by it, and
+            each output through the links after it (numbered as natively: item << CHILD_ID_BITS
+            | output): the items it yields."""
+            chain, epoch = self.chain, self.epoch
+            sample_id = index
+            before, after = list(range(fan)), list(range(fan + 1, len(chain.links)))
+            try:
+                sample_id, fields = self._fields(index)
+            except Exception as e:  # noqa: BLE001 - the read step or the store: named
+                step = "read" if self.store is None else "deserialize"
+                yield Item(sample_id, error=(step, f"{type(e).__name__}: {e}", ""))
+                return
+            if before:
+                seeds = self.online.seeds(epoch, sample_id)
+                error = chain.run(fields, [seeds[i] for i in before], sample_id, epoch,
+                                  only=before)
+                if error is not None:
+                    yield Item(sample_id, error=error)
+                    return
+            try:
+                outputs = chain.links[fan].expand(fields)
+            except Exception as e:  # noqa: BLE001 - named by its step
+                yield Item(sample_id, error=(chain.names[fan], f"{type(e).__name__}: {e}", ""))
+                return
+            bits = self.native.CHILD_ID_BITS
+            for j, child in enumerate(outputs):
+                child_id = (sample_id << bits) | j
+                if after:
+                    seeds = self.online.seeds(epoch, child_id)
+                    error = chain.run(child, [seeds[i] for i in after], child_id, epoch,
+                                      only=after)
+                    if error is not None:
+                        yield Item(child_id, error=error)
+                        continue
+                digest = self._digest(child_id, child) if self.hash else 0
+                yield Item(child_id, _nbytes(child), digest, child)
+
         def _digest(self, sample_id, fields):
             """The sample's --verify hash; where the output may differ from native processing
             within the chain's bounds and does so no more, the native output's hash (what the
@@ -250,6 +295,29 @@ def dataset_class():
             return self.native.verify_hash(sample_id, _layout(fields))
 
     return OnlineDataset
+
+
+def fan_out_class():
+    import torch.utils.data
+
+    class FanOutDataset(torch.utils.data.IterableDataset):
+        """A workload whose step makes many samples of one item (NILM's hour, 360 windows) as
+        a PyTorch user iterates one: each worker takes every n-th item (an IterableDataset
+        over files split by `get_worker_info`) and yields its outputs one by one."""
+
+        def __init__(self, items, fan):
+            self.items, self.fan = items, fan
+
+        def next_epoch(self, job, native):
+            self.items.next_epoch(job, native)
+
+        def __iter__(self):
+            info = torch.utils.data.get_worker_info()
+            first, step = (0, 1) if info is None else (info.id, info.num_workers)
+            for index in range(first, self.items.count, step):
+                yield from self.items.fanned(index, self.fan)
+
+    return FanOutDataset
 
 
 def collate(items):
@@ -338,6 +406,9 @@ def run(job, proto_out):
     from torch.utils.data import DataLoader
 
     dataset = dataset_class()(job, native)
+    fan = dataset.fan_out()
+    if fan is not None:
+        dataset = fan_out_class()(dataset, fan)
     asked = job["options"]
     options = dict(batch_size=asked["batch_size"], num_workers=job["threads"],
                    pin_memory=asked["pin_memory"], collate_fn=collate, shuffle=False)

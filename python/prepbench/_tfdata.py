@@ -131,8 +131,8 @@ class Pipeline:
 
     def verify(self):
         """Makes the --verify reference where every step is prepbench's: native processing
-        of the raw item, every step in prepbench's own form, including those (NILM's HDF5
-        parse) this loader has none of."""
+        of the raw item (a fan-out output's, of its parent item), every step in prepbench's
+        own form."""
         job = self.job
         if self.reference is None and not self.python:
             self.reference = self.native.Online(json.dumps(job["spec"]), 0, job["seed"],

@@ -27,7 +27,8 @@ from ._forms import exp_fields, tolerance, within  # noqa: F401 - the loader ask
 #: (`harness/src/measure/online/torch/steps.rs`), and a test ties them.
 OPS = ("decode_jpeg", "decode_png", "decode_npy", "resize_shorter", "pixel_center",
        "grayscale", "normalize", "random_crop", "random_hflip", "decode_audio", "stft",
-       "magnitude", "mel", "log", "nilm_features", "extract_text", "bpe_encode", "embed")
+       "magnitude", "mel", "log", "read_cream_hour", "window", "nilm_features", "extract_text",
+       "bpe_encode", "embed")
 
 
 # torch warns each time it views read-only memory (a stored record's view of immutable bytes,
@@ -217,6 +218,53 @@ class RandomHflip(Op):
         return image.flip(1)
 
 
+class ReadCreamHour(Op):
+    """An hour's HDF5 file to its calibrated [2, samples] float64 signal and its rate: h5py and
+    NumPy, as the CREAM dataset's own loader reads it (`_nilm.parse_hour`)."""
+
+    imports = ("torch", "h5py")
+
+    def __init__(self, params):
+        super().__init__(params)
+        self.source = params.get("from") or "data"
+        self.to = params.get("to") or "signal"
+        self.offsets = str(params.get("offsets") or "per_period").encode()
+
+    def __call__(self, data):
+        from ._nilm import parse_hour
+
+        torch = _torch()
+        signal, rate = parse_hour(data, self.offsets)
+        return {self.to: torch.from_numpy(signal),
+                "sample_rate": torch.tensor(int(rate), dtype=torch.int32)}
+
+
+class Window(Op):
+    """`window`, the fan-out step: a [channels, samples] field cut into consecutive windows
+    [channels, length] (views of it; a partial last one dropped), each a sample carrying the
+    other fields. The loader's dataset yields them one by one (`expand`), as an
+    IterableDataset over hours does."""
+
+    fans_out = True
+
+    def __init__(self, params):
+        super().__init__(params)
+        self.field = params.get("field") or "signal"
+        self.length = int(params["length"])
+        self.hop = int(params.get("hop") or self.length)
+
+    def expand(self, fields):
+        """The windows' fields, in order."""
+        signal = _tensor(fields[self.field])
+        if signal.dim() != 2:
+            raise ValueError(f"window: field `{self.field}` has shape {list(signal.shape)}, "
+                             "expected [channels, samples]")
+        count = 0 if signal.shape[1] < self.length else \
+            1 + (signal.shape[1] - self.length) // self.hop
+        return [dict(fields, **{self.field: signal[:, w * self.hop:w * self.hop + self.length]})
+                for w in range(count)]
+
+
 class NilmFeatures(Op):
     """NILM's per-period features in float64 tensor arithmetic (`_tf_steps.NilmFeatures` says
     what they are); float64 rounding apart from native sums."""
@@ -263,6 +311,8 @@ CLASSES = {
     "magnitude": Magnitude,
     "mel": Mel,
     "log": Log,
+    "read_cream_hour": ReadCreamHour,
+    "window": Window,
     "nilm_features": NilmFeatures,
     "extract_text": ExtractText,
     "bpe_encode": BpeEncode,

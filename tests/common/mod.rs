@@ -386,14 +386,16 @@ pub fn native_module() -> Option<PathBuf> {
 }
 
 /// The packages the PyTorch tests need, as Debian packages them for its Python 3.11: PyTorch
-/// 1.13 (CPU only; PyPI's 2.x brings 3 GB of CUDA libraries) and torchvision, NumPy, Pillow.
+/// 1.13 (CPU only; PyPI's 2.x brings 3 GB of CUDA libraries) and torchvision, NumPy, Pillow,
+/// soundfile (audio) and h5py (NILM's hours).
 #[allow(dead_code)]
-pub const TORCH_PACKAGES: [&str; 5] = [
+pub const TORCH_PACKAGES: [&str; 6] = [
     "python3-torch",
     "python3-torchvision",
     "python3-numpy",
     "python3-pil",
     "python3-soundfile",
+    "python3-h5py",
 ];
 
 /// A virtual environment kept outside the clone and shared by every checkout and run on this
@@ -463,7 +465,7 @@ pub fn tf_python() -> Option<String> {
     }
 }
 
-/// An interpreter with PyTorch, torchvision, NumPy, Pillow and soundfile:
+/// An interpreter with PyTorch, torchvision, NumPy, Pillow, soundfile and h5py:
 /// `$PREPBENCH_TORCH_PYTHON` when set, else Debian's `/usr/bin/python3` with [`TORCH_PACKAGES`] (installed by apt when missing
 /// and running as root: kept outside the clone and reused by every later run); `None` after
 /// saying on stderr why the test skips.
@@ -473,7 +475,7 @@ pub fn torch_python() -> Option<String> {
     let found = FOUND.get_or_init(|| {
         let imports = |python: &str| {
             Command::new(python)
-                .args(["-c", "import torch, torchvision, numpy, PIL, soundfile"])
+                .args(["-c", "import torch, torchvision, numpy, PIL, soundfile, h5py"])
                 .output()
                 .is_ok_and(|o| o.status.success())
         };
@@ -482,7 +484,7 @@ pub fn torch_python() -> Option<String> {
                 Ok(python)
             } else {
                 Err(format!(
-                    "PREPBENCH_TORCH_PYTHON={python} cannot import torch, torchvision, numpy, PIL, soundfile"
+                    "PREPBENCH_TORCH_PYTHON={python} cannot import torch, torchvision, numpy, PIL, soundfile, h5py"
                 ))
             };
         }

@@ -293,20 +293,25 @@ fn the_papers_cv_chain_runs_under_torch_in_torchvision_and_verifies() {
     };
     let work = tempfile::tempdir().unwrap();
     let stores = work.path().join("stores");
-    let out = prepbench_in(
-        &python,
-        &native,
-        &argv![
-            "sweep cv --loaders native,torch --verify --strategies unprocessed,resized,pixel-centered",
-            "--samples 40",
-            "--threads 2 --trials 1 --epochs 1 --no-calibrate --evict fadvise --quiet --data-dir",
-            data_dir().to_str().unwrap(),
-            "--store-dir",
-            stores.to_str().unwrap(),
-            "--out",
-            work.path().join("out").to_str().unwrap()
-        ],
-    );
+    let sweep = |strategies: &str, threads: &str| {
+        prepbench_in(
+            &python,
+            &native,
+            &argv![
+                "sweep cv --loaders native,torch --verify --samples 40 --strategies",
+                strategies,
+                "--threads",
+                threads,
+                "--trials 1 --epochs 1 --no-calibrate --evict fadvise --quiet --data-dir",
+                data_dir().to_str().unwrap(),
+                "--store-dir",
+                stores.to_str().unwrap(),
+                "--out",
+                work.path().join("out").to_str().unwrap()
+            ],
+        )
+    };
+    let out = sweep("unprocessed,resized,pixel-centered", "2");
     assert!(out.status.success(), "{}", stderr(&out));
     let runs = Csv::read(&work.path().join("out/runs.csv"));
     let torch: Vec<_> = runs
@@ -321,20 +326,7 @@ fn the_papers_cv_chain_runs_under_torch_in_torchvision_and_verifies() {
     );
     // Resumed with another thread count: the new runs carry the verdicts the folder recorded
     // (raw files under torch as well as stores), not an empty `verified`.
-    let resumed = prepbench_in(
-        &python,
-        &native,
-        &argv![
-            "sweep cv --loaders native,torch --verify --strategies unprocessed,resized",
-            "--samples 40",
-            "--threads 1,2 --trials 1 --epochs 1 --no-calibrate --evict fadvise --quiet --data-dir",
-            data_dir().to_str().unwrap(),
-            "--store-dir",
-            stores.to_str().unwrap(),
-            "--out",
-            work.path().join("out").to_str().unwrap()
-        ],
-    );
+    let resumed = sweep("unprocessed,resized", "1,2");
     assert!(resumed.status.success(), "{}", stderr(&resumed));
     let runs = Csv::read(&work.path().join("out/runs.csv"));
     let one_thread: Vec<_> = runs
@@ -357,13 +349,14 @@ fn the_papers_cv_chain_runs_under_torch_in_torchvision_and_verifies() {
     assert!(checked.status.success(), "{}", stderr(&checked));
 }
 
-/// A reference step with no PyTorch form (NILM's HDF5 parse) is refused under the torch loader
-/// before any store or result is written, naming the step and the loader.
+/// A reference step with no PyTorch form (detection's letterbox resize with its boxes) is
+/// refused under the torch loader before any store or result is written, naming the step and
+/// the loader.
 #[test]
 fn a_step_a_loader_cannot_run_is_refused_before_anything_runs() {
     let work = tempfile::tempdir().unwrap();
     let out = prepbench(&argv![
-        "run nilm --loader torch --strategy unprocessed --samples 8 --data-dir",
+        "run detection --loader torch --strategy unprocessed --samples 8 --data-dir",
         data_dir().to_str().unwrap(),
         "--store-dir",
         work.path().join("stores").to_str().unwrap(),
@@ -373,7 +366,7 @@ fn a_step_a_loader_cannot_run_is_refused_before_anything_runs() {
     assert!(!out.status.success());
     let said = stderr(&out);
     assert!(
-        said.contains("step `calibrated` (op read_cream_hour)") && said.contains("torch loader"),
+        said.contains("step `letterboxed` (op resize_longer_pad)") && said.contains("torch loader"),
         "{said}"
     );
     assert!(!work.path().join("stores").exists() && !work.path().join("out").exists());
@@ -620,7 +613,7 @@ fn the_papers_cv_chain_runs_under_tf_data_in_tensorflow_and_verifies() {
 /// from the file's header in string ops, then `tf.signal.stft`, magnitude,
 /// `linear_to_mel_weight_matrix`, log), under torch with soundfile, `torch.fft` framed as
 /// tf.signal frames and tf.signal's filterbank; NILM's hour parsed by h5py and cut into
-/// windows under tf-data, its per-period features in float64 tensor arithmetic under both;
+/// windows, its per-period features in float64 tensor arithmetic, under both;
 /// every split point verified against native
 /// processing within the bounds the forms carry (log-mel compared as mel energies); and those
 /// bounds are not loose: a log-mel 0.1 % off in energy fails them. NLP's extraction and BPE
@@ -654,18 +647,13 @@ fn the_papers_audio_and_nilm_chains_run_under_tf_data_and_torch_and_verify() {
 /// Sweeps MP3, FLAC, NILM and NLP under `loader` beside native with --verify: every audio form
 /// runs from the raw files; from exact PCM (`decoded`) and the mel energies the bounds are
 /// float rounding; NILM's windows (360 of an hour, `window` a fan-out step) are traced to
-/// their hour's native processing, from the raw HDF5 files under tf-data (h5py in
-/// `tf.numpy_function`, windows by `flat_map`) and from the stored windows under both.
+/// their hour's native processing, from the raw HDF5 files (h5py; windows by `flat_map` under
+/// tf-data, by an IterableDataset over hours under torch) and from the stored windows.
 fn paper_chains_verify(work: &Path, native: &Path, loader: &str, python: &str) {
-    let nilm = if loader == "tf-data" {
-        "unprocessed,decoded,aggregated"
-    } else {
-        "decoded,aggregated"
-    };
     let cases = [
         ("mp3", "unprocessed,decoded,mel"),
         ("flac", "unprocessed,decoded"),
-        ("nilm", nilm),
+        ("nilm", "unprocessed,decoded,aggregated"),
         // HTML extraction and BPE per record in Python (prepbench's own code), the embedding
         // looked up in the native table: every strategy verified exactly.
         (

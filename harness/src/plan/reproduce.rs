@@ -532,12 +532,12 @@ mod tests {
     #[test]
     fn another_loader_runs_whole_pipelines_only() {
         let quick = scale(ScaleName::Quick);
-        // No PyTorch form of NILM's HDF5 parse: the pipeline is refused whole, naming the
-        // step, before any runtime is asked for.
-        let why = loader_options("nilm", &quick, 0, "torch")
+        // No PyTorch form of detection's letterbox resize: the pipeline is refused whole,
+        // naming the step, before any runtime is asked for.
+        let why = loader_options("detection", &quick, 0, "torch")
             .unwrap()
             .unwrap_err();
-        assert!(why.contains("read_cream_hour"), "{why}");
+        assert!(why.contains("resize_longer_pad"), "{why}");
         assert!(loader_options("cv", &quick, 0, "no-such-loader").is_err());
     }
 

@@ -25,6 +25,8 @@ pub const OPS: &[&str] = &[
     "magnitude",
     "mel",
     "log",
+    "read_cream_hour",
+    "window",
     "nilm_features",
     "extract_text",
     "bpe_encode",
