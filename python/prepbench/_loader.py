@@ -242,7 +242,7 @@ def dataset_class():
             """Item `index` through the links before the fan-out op at `fan`, cut by it, and
             each output through the links after it (numbered as natively: item << CHILD_ID_BITS
             | output): the items it yields."""
-            chain, epoch = self.chain, self.epoch
+            chain = self.chain
             sample_id = index
             before, after = list(range(fan)), list(range(fan + 1, len(chain.links)))
             try:
@@ -251,13 +251,10 @@ def dataset_class():
                 step = "read" if self.store is None else "deserialize"
                 yield Item(sample_id, error=(step, f"{type(e).__name__}: {e}", ""))
                 return
-            if before:
-                seeds = self.online.seeds(epoch, sample_id)
-                error = chain.run(fields, [seeds[i] for i in before], sample_id, epoch,
-                                  only=before)
-                if error is not None:
-                    yield Item(sample_id, error=error)
-                    return
+            error = self._links(before, fields, sample_id)
+            if error is not None:
+                yield Item(sample_id, error=error)
+                return
             try:
                 outputs = chain.links[fan].expand(fields)
             except Exception as e:  # noqa: BLE001 - named by its step
@@ -266,15 +263,21 @@ def dataset_class():
             bits = self.native.CHILD_ID_BITS
             for j, child in enumerate(outputs):
                 child_id = (sample_id << bits) | j
-                if after:
-                    seeds = self.online.seeds(epoch, child_id)
-                    error = chain.run(child, [seeds[i] for i in after], child_id, epoch,
-                                      only=after)
-                    if error is not None:
-                        yield Item(child_id, error=error)
-                        continue
+                error = self._links(after, child, child_id)
+                if error is not None:
+                    yield Item(child_id, error=error)
+                    continue
                 digest = self._digest(child_id, child) if self.hash else 0
                 yield Item(child_id, _nbytes(child), digest, child)
+
+        def _links(self, only, fields, sample_id):
+            """The chain's links at indices `only` run on `fields` with the sample's seeds:
+            None, or the failure (as `Chain.run`)."""
+            if not only:
+                return None
+            seeds = self.online.seeds(self.epoch, sample_id)
+            return self.chain.run(fields, [seeds[i] for i in only], sample_id, self.epoch,
+                                  only=only)
 
         def _digest(self, sample_id, fields):
             """The sample's --verify hash; where the output may differ from native processing
