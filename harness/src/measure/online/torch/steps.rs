@@ -65,7 +65,8 @@ mod tests {
     }
 
     #[test]
-    fn the_papers_image_and_audio_chains_run_and_what_has_no_torch_form_is_refused_by_name() {
+    fn the_papers_image_audio_text_and_nilm_chains_run_and_what_has_no_torch_form_is_refused_by_name(
+    ) {
         for name in [
             "cv",
             "cv2-jpg",
@@ -75,14 +76,15 @@ mod tests {
             "mp3",
             "flac",
             "nlp",
+            "nilm",
         ] {
             let cv = workloads::load(name).unwrap();
             for split in 0..cv.steps.len() {
                 assert_eq!(Torch.step_refusal(&cv, split), None, "{name} split {split}");
             }
         }
-        for name in ["nilm", "detection"] {
-            let w = workloads::load(name).unwrap();
+        {
+            let w = workloads::load("detection").unwrap();
             let why = Torch.step_refusal(&w, 0).unwrap();
             assert!(
                 why.contains("no implementation under the torch loader"),
