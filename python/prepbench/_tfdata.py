@@ -178,9 +178,7 @@ class Pipeline:
         if hashed and fused is not None and items > 0:
             below = tf.constant(items, tf.uint64)
             # A store past the fan-out step holds child ids: their item is the parent.
-            fan = self.online.fan_out
-            shift = tf.constant(self.native.CHILD_ID_BITS if fan is not None
-                                and fan < self.job["split"] else 0, tf.uint64)
+            shift = tf.constant(self.online.item_shift(self.job["split"]), tf.uint64)
             source = self.in_order.map(_plain(fused), num_parallel_calls=self.threads)
             source = source.filter(_plain(
                 lambda i, f: tf.bitwise.right_shift(tf.cast(i, tf.uint64), shift) < below))

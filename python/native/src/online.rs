@@ -171,6 +171,16 @@ impl Online {
         self.workload.fan_out_step()
     }
 
+    /// How far a sample's id is shifted right to give its raw item when it enters step
+    /// `next_step`: past the fan-out step, a child id's output bits; else 0 (as
+    /// `Workload::item_of`).
+    fn item_shift(&self, next_step: usize) -> u32 {
+        match self.workload.fan_out_step() {
+            Some(f) if f < next_step => workloads::CHILD_ID_BITS,
+            _ => 0,
+        }
+    }
+
     /// Whether `--verify` compares sample `sample_id` with its reference: its raw item (a
     /// fan-out step's output's parent) lies in the source's first cycle, the items the native
     /// check compares.
