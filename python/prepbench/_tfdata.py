@@ -24,20 +24,23 @@ from ._loader import _layout, answer, native_for, next_epoch, ready, serve
 from .store import _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
-PROTOCOL = 3
+PROTOCOL = 4
 
 _COMPRESSION = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}
 
 
-def _store_files(path):
+def _store_files(path, shards=None):
+    """The store's first `shards` shard files (all when `None`), their compression as
+    TFRecordDataset names it, and their records."""
     with open(os.path.join(path, "store.json")) as f:
         manifest = json.load(f)
     codec = str(manifest.get("codec", "none")).split(":")[0]
     if codec not in _COMPRESSION:
         raise RuntimeError(f"{path}: {codec} shards are not TFRecord's compression; tf.data "
                            "reads none, gzip and zlib")
-    files = [os.path.join(path, shard["file"]) for shard in manifest["shards"]]
-    return files, _COMPRESSION[codec], manifest
+    read = manifest["shards"][:shards]
+    files = [os.path.join(path, shard["file"]) for shard in read]
+    return files, _COMPRESSION[codec], sum(int(shard.get("records", 0)) for shard in read)
 
 
 def _plain(fn):
@@ -93,13 +96,13 @@ class Pipeline:
             self.count = items
             first_id, first_fields = 0, {k: v[0] for k, v in columns.items()}
         else:
-            files, compression, manifest = _store_files(job["store"])
+            files, compression, records = _store_files(job["store"], job.get("shards"))
             first = tf.data.TFRecordDataset(files[:1], compression)
             first_record = next(iter(first))
             layout = _tf_steps.schema(first_record.numpy())
             self.texts = {name for name, kind, *_ in layout if kind == 3}
             self.parse = _tf_steps.parser(layout)
-            self.count = int(manifest.get("samples", 0))
+            self.count = records
             first_id, first_fields = self.parse(first_record)
             records = tf.data.TFRecordDataset(files, compression, num_parallel_reads=threads)
             # --verify's untimed pass reads the shards one after another: a fan-out step's

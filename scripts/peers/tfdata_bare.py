@@ -9,8 +9,8 @@ to 256 by `tf.image.resize` without antialias and cast to uint8, pixel centring 
 224x224 random crop). With --store (a prepbench store of `resized`): `TFRecordDataset` over its
 shards with `num_parallel_reads` = --threads, each record parsed here in TensorFlow ops (this
 script's own reading of prepbench's record layout: "PBS1", field count, id, then per field a
-16-byte header, its dims, its name and its data, each padded to 8 bytes), then pixel centring
-and the crop in one `map`. Then `prefetch(AUTOTUNE)`, iterated once from a fresh iterator with
+16-byte header, its dims, its name and its data, each padded to 8 bytes) into what a training
+step takes, the image and its label, then pixel centring and the crop in one `map`. Then `prefetch(AUTOTUNE)`, iterated once from a fresh iterator with
 the clock running from `iter()` to the last sample. With --audio (MP3 `unprocessed`): the
 paper's MP3 chain, tensorflow-io's `decode_mp3`, mono, int16, `tf.signal.stft` (960, 480,
 1024), magnitude, an 80-band mel matrix at 48 kHz, log. The input is in the page cache (read once
@@ -43,9 +43,10 @@ def warm(paths):
 
 
 def image_parser(first):
-    """A function of a record giving its uint8 image field, in TensorFlow ops, for records laid
-    out as `first` (bytes of one record): the field's position and rank read here once; its
-    offset in each record walked in TensorFlow ops, since earlier fields' lengths vary."""
+    """A function of a record giving its uint8 image field and its label (the first scalar
+    tensor, when there is one), in TensorFlow ops, for records laid out as `first` (bytes of one
+    record): the fields' positions and ranks read here once; their offsets in each record
+    walked in TensorFlow ops, since earlier fields' lengths vary."""
     if first[:4] != b"PBS1":
         raise SystemExit("not a prepbench record")
     count = struct.unpack_from("<I", first, 4)[0]
@@ -60,17 +61,23 @@ def image_parser(first):
     if not images:
         raise SystemExit(f"no [h, w, c] tensor among the fields {[f[0] for f in fields]}")
     target = images[0]
+    labels = [i for i, f in enumerate(fields) if f[1] == 1 and f[3] == 0]
+    wanted = {target, *labels[:1]}
 
     def parse(record):
         at = tf.constant(16, tf.int64)
+        got = {}
         for index, (_, kind, dtype, ndim, name_len) in enumerate(fields):
+            if index > max(wanted):
+                break
             words = tf.io.decode_raw(tf.strings.substr(record, at, 16 + 8 * ndim), tf.int64)
             data_at = at + 16 + 8 * ndim + (name_len + 7) // 8 * 8
-            if index == target:
-                data = tf.strings.substr(record, data_at, words[1])
-                return tf.reshape(tf.io.decode_raw(data, _DTYPES[dtype]), words[2:5])
+            if index in wanted:
+                data = tf.io.decode_raw(tf.strings.substr(record, data_at, words[1]),
+                                        _DTYPES[dtype])
+                got[index] = tf.reshape(data, words[2:5]) if index == target else data[0]
             at = data_at + (words[1] + 7) // 8 * 8
-        raise AssertionError("unreachable")
+        return got[target], got.get(labels[0] if labels else -1, tf.constant(-1))
 
     return parse
 
@@ -81,7 +88,8 @@ def centre_and_crop(image):
 
 
 def from_store(path, threads):
-    """The store's dataset: TFRecordDataset over its shards, parsed and processed in one map."""
+    """The store's dataset: TFRecordDataset over its shards, parsed and processed in one map,
+    (image, label) pairs."""
     with open(os.path.join(path, "store.json")) as f:
         manifest = json.load(f)
     codec = str(manifest.get("codec", "none")).split(":")[0]
@@ -91,7 +99,8 @@ def from_store(path, threads):
     first = next(iter(tf.data.TFRecordDataset(files[:1], compression))).numpy()
     parse = image_parser(first)
     return lambda: (tf.data.TFRecordDataset(files, compression, num_parallel_reads=threads)
-                    .map(lambda r: centre_and_crop(parse(r)), num_parallel_calls=threads)
+                    .map(lambda r: (lambda image, label: (centre_and_crop(image), label))(
+                        *parse(r)), num_parallel_calls=threads)
                     .prefetch(tf.data.AUTOTUNE))
 
 

@@ -772,3 +772,90 @@ fn reproduce_under_a_loader_that_cannot_run_here_writes_nothing() {
         assert!(!work.path().join(left).exists(), "{left} was written");
     }
 }
+
+/// Epochs sized per loader: stores sized for prepbench's engine are read in part under a
+/// slower loader (tf.data, a DataLoader), the first shards (raw files: the first items) its
+/// epochs need, timed once and recorded; the rows say what was read (`storage_bytes`,
+/// `samples`) with the store's layout (`shards`), the part verifies, and a resumed sweep reads
+/// the same part without timing it again.
+#[test]
+fn a_slower_loader_reads_the_part_of_a_store_its_epochs_need_verified_and_resumed() {
+    let Some(native) = common::native_module() else {
+        return;
+    };
+    let mut interpreters = Vec::new();
+    if let Some(python) = common::tf_python() {
+        interpreters.push(("tf-data", python));
+    }
+    if let Some((_, python)) = common::torch_with_package() {
+        interpreters.push(("torch", python));
+    }
+    let work = tempfile::tempdir().unwrap();
+    for (loader, python) in &interpreters {
+        let out_dir = work.path().join(loader);
+        let sweep = |trials: &str| {
+            let args = argv![
+                "sweep synthetic-reading --variants 1 --dataset-mb 3 --loaders",
+                format!("native,{loader}"),
+                "--strategies unprocessed,decoded --min-epoch-s 0.2 --threads 2 --epochs 1",
+                "--trials",
+                trials,
+                "--verify --evict fadvise --data-dir",
+                work.path().join("data").to_str().unwrap(),
+                "--store-dir",
+                work.path().join("stores").to_str().unwrap(),
+                "--out",
+                out_dir.to_str().unwrap()
+            ];
+            prepbench_in(python, &native, &args)
+        };
+        let out = sweep("1");
+        assert!(out.status.success(), "{loader}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!(
+                "decoded (none) under {loader} reads 2 of 16 shards"
+            )),
+            "{loader}: {}",
+            stderr(&out)
+        );
+        let runs = Csv::read(&out_dir.join("runs.csv"));
+        let row = |loader: &str, strategy: &str| {
+            let found: Vec<_> = (runs.rows.iter())
+                .filter(|r| runs.col(r, "loader") == loader && runs.col(r, "strategy") == strategy)
+                .collect();
+            assert_eq!(found.len(), 1, "{loader} {strategy}: {:?}", runs.rows);
+            found[0].clone()
+        };
+        let number = |r: &Vec<String>, column: &str| runs.col(r, column).parse::<f64>().unwrap();
+        for strategy in ["unprocessed", "decoded"] {
+            let (ours, theirs) = (row("native", strategy), row(loader, strategy));
+            assert_eq!(runs.col(&theirs, "verified"), "pass", "{loader} {strategy}");
+            assert_eq!(runs.col(&theirs, "shards"), runs.col(&ours, "shards"));
+            assert!(
+                number(&theirs, "storage_bytes") < number(&ours, "storage_bytes") / 2.0
+                    && number(&theirs, "samples") < number(&ours, "samples") / 2.0,
+                "{loader} {strategy}: {theirs:?} against {ours:?}"
+            );
+        }
+        let manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out_dir.join("manifest.json")).unwrap())
+                .unwrap();
+        let parts = &manifest["sizing"]["synthetic-reading@mb_per_sample=0.01"]["loader_parts"];
+        assert_eq!(parts[format!("{loader}:decoded/none")], 2, "{manifest}");
+
+        // Resumed with a second trial: the same part, not timed again.
+        let resumed = sweep("2");
+        assert!(resumed.status.success(), "{loader}: {}", stderr(&resumed));
+        assert!(
+            !stderr(&resumed).contains("to size its epochs"),
+            "{}",
+            stderr(&resumed)
+        );
+        let runs = Csv::read(&out_dir.join("runs.csv"));
+        let bytes: Vec<String> = (runs.rows.iter())
+            .filter(|r| runs.col(r, "loader") == *loader && runs.col(r, "strategy") == "decoded")
+            .map(|r| runs.col(r, "storage_bytes"))
+            .collect();
+        assert!(bytes.len() == 2 && bytes[0] == bytes[1], "{bytes:?}");
+    }
+}

@@ -274,6 +274,7 @@ pub fn strategy(
         run_id: format!("calibrate-{}", strategy.name),
         strategy,
         stored,
+        items: None,
         threads: 1,
         // Object storage has no cache here to warm: its epoch reads from the service.
         cache: if session.input_is_remote(stored) {

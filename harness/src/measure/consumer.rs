@@ -11,6 +11,8 @@ use workloads::consumer::{ComputeMode, ConsumerSpec};
 use workloads::rng::SeededRng;
 use workloads::Sample;
 
+use crate::results::{CacheState, RunRow};
+
 /// What the simulated training measured over one epoch.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ConsumerMetrics {
@@ -161,6 +163,56 @@ pub fn null_io_control(
     });
     let metrics = trainer.finish();
     (metrics, start.elapsed().as_secs_f64())
+}
+
+/// Batches the null-I/O control runs at the least, so that filling the first batch does not
+/// weigh on its utilisation as it would over a run of one or two batches.
+const MIN_CONTROL_BATCHES: u64 = 10;
+
+/// The null-I/O control of a run with a consumer: the same consumer fed copies of one of the
+/// run's samples from memory, as many as the run's last epoch had (at least
+/// [`MIN_CONTROL_BATCHES`] batches). Its row follows the epochs (cache `null-io`, epoch after the
+/// last) and keeps the run's storage and consumer labels, so reports show it beside the run,
+/// though it reads nothing.
+pub fn null_io_row(last: &RunRow, consumer: ConsumerSpec, template: &Sample, seed: u64) -> RunRow {
+    let samples = last
+        .samples
+        .max(MIN_CONTROL_BATCHES * consumer.batch as u64);
+    let (metrics, wall_s) = null_io_control(consumer, template, samples, seed);
+    RunRow {
+        started_utc: crate::results::utc_now(),
+        epoch: last.epoch + 1,
+        cache: CacheState::NullIo,
+        samples,
+        online_s: wall_s,
+        throughput_sps: if wall_s > 0.0 {
+            samples as f64 / wall_s
+        } else {
+            0.0
+        },
+        // It reads nothing: no storage behind its samples.
+        storage_bytes: 0,
+        read_bytes: 0,
+        read_chars: 0,
+        cpu_user_s: 0.0,
+        cpu_sys_s: 0.0,
+        evict_method: "none".into(),
+        residency_before_pct: 0.0,
+        residency_after_pct: 0.0,
+        au_pct: Some(metrics.au_pct(wall_s)),
+        stall_pct: Some(metrics.stall_pct(wall_s)),
+        first_batch_s: Some(metrics.first_batch_s),
+        batch_wait_p50_ms: Some(metrics.wait_p50_ms),
+        batch_wait_p99_ms: Some(metrics.wait_p99_ms),
+        device_read_mb_s: None,
+        cpu_busy_pct: None,
+        first_sample_s: None,
+        steady_sps: None,
+        foreign_load_pct: None,
+        steal_pct: None,
+        passes: 1,
+        ..last.clone()
+    }
 }
 
 #[cfg(test)]

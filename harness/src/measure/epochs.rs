@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use workloads::{CacheMode, Codec, ConsumerSpec, OnError, Sample, StorageProfile, Strategy};
+use workloads::{CacheMode, Codec, ConsumerSpec, OnError, StorageProfile, Strategy};
 
 use crate::measure::app_cache::AppCache;
 use crate::measure::cache;
@@ -24,6 +24,9 @@ pub struct RunSpec<'a> {
     pub strategy: &'a Strategy,
     /// `None` for `unprocessed` (raw files).
     pub stored: Option<&'a Materialized>,
+    /// Of raw files, the first this many items (an epoch under a loader slower than the
+    /// dataset was sized for: `sweep`'s epochs sized per loader); `None`: every item.
+    pub items: Option<usize>,
     pub threads: usize,
     pub cache: CacheMode,
     pub epochs: u64,
@@ -208,9 +211,9 @@ impl Session {
         if let (Some(consumer), Some(template), Some(last)) =
             (spec.consumer, template, measured.rows.last())
         {
-            measured
-                .rows
-                .push(null_io_row(last, consumer, &template, spec.seed));
+            measured.rows.push(crate::measure::consumer::null_io_row(
+                last, consumer, &template, spec.seed,
+            ));
             measured.bounds.push(None);
         }
         if spec.verify {
@@ -223,8 +226,16 @@ impl Session {
     fn run_input<'s>(&'s self, spec: &RunSpec<'s>) -> RunInput<'s> {
         match spec.stored {
             None => RunInput {
-                files: self.source.paths(),
-                storage_bytes: self.source.total_bytes(),
+                files: self
+                    .source
+                    .paths()
+                    .into_iter()
+                    .take(self.raw_items(spec))
+                    .collect(),
+                storage_bytes: (self.source.items.iter())
+                    .take(self.raw_items(spec))
+                    .map(|i| i.size_bytes)
+                    .sum(),
                 online: OnlineInput::Raw,
                 codec: Codec::None,
                 shards: 0,
@@ -234,9 +245,16 @@ impl Session {
                 storage_bytes: m.manifest.storage_bytes(),
                 online: m.input(),
                 codec: m.manifest.codec,
-                shards: m.manifest.shards.len(),
+                // The store's layout, also where the run reads its first shards alone.
+                shards: m.manifest.part_of.unwrap_or(m.manifest.shards.len()),
             },
         }
+    }
+
+    /// The raw items a run of `spec` reads.
+    fn raw_items(&self, spec: &RunSpec) -> usize {
+        spec.items
+            .map_or(self.source.len(), |n| n.min(self.source.len()))
     }
 
     /// Refuses what the run cannot measure before any epoch: a store with left-out samples
@@ -322,6 +340,9 @@ impl Session {
             kept: Some(kept),
             ..self.online_job(strategy, input.online, spec.threads, spec.seed)
         };
+        if spec.stored.is_none() {
+            job.items = self.raw_items(spec);
+        }
         let app = spec.cache == CacheMode::App;
         if app && epoch == 0 {
             job.fill = Some(app_cache);
@@ -545,56 +566,5 @@ fn epoch_row(
         foreign_load_pct: result.delta.foreign_load_pct(),
         steal_pct: result.delta.steal_pct(),
         passes: result.passes,
-    }
-}
-
-/// Batches the null-I/O control runs at the least, so that filling the first batch does not
-/// weigh on its utilisation as it would over a run of one or two batches.
-const MIN_CONTROL_BATCHES: u64 = 10;
-
-/// The null-I/O control of a run with a consumer: the same consumer fed copies of one of the
-/// run's samples from memory, as many as the run's last epoch had (at least
-/// [`MIN_CONTROL_BATCHES`] batches). Its row follows the epochs (cache `null-io`, epoch after the
-/// last) and keeps the run's storage and consumer labels, so reports show it beside the run,
-/// though it reads nothing.
-fn null_io_row(last: &RunRow, consumer: ConsumerSpec, template: &Sample, seed: u64) -> RunRow {
-    let samples = last
-        .samples
-        .max(MIN_CONTROL_BATCHES * consumer.batch as u64);
-    let (metrics, wall_s) =
-        crate::measure::consumer::null_io_control(consumer, template, samples, seed);
-    RunRow {
-        started_utc: results::utc_now(),
-        epoch: last.epoch + 1,
-        cache: CacheState::NullIo,
-        samples,
-        online_s: wall_s,
-        throughput_sps: if wall_s > 0.0 {
-            samples as f64 / wall_s
-        } else {
-            0.0
-        },
-        // It reads nothing: no storage behind its samples.
-        storage_bytes: 0,
-        read_bytes: 0,
-        read_chars: 0,
-        cpu_user_s: 0.0,
-        cpu_sys_s: 0.0,
-        evict_method: "none".into(),
-        residency_before_pct: 0.0,
-        residency_after_pct: 0.0,
-        au_pct: Some(metrics.au_pct(wall_s)),
-        stall_pct: Some(metrics.stall_pct(wall_s)),
-        first_batch_s: Some(metrics.first_batch_s),
-        batch_wait_p50_ms: Some(metrics.wait_p50_ms),
-        batch_wait_p99_ms: Some(metrics.wait_p99_ms),
-        device_read_mb_s: None,
-        cpu_busy_pct: None,
-        first_sample_s: None,
-        steady_sps: None,
-        foreign_load_pct: None,
-        steal_pct: None,
-        passes: 1,
-        ..last.clone()
     }
 }

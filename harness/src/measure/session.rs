@@ -133,6 +133,24 @@ impl Materialized {
             .collect()
     }
 
+    /// The store's first `shards` shard files alone, as a run reads them when its loader is
+    /// slower than the store was sized for (`sweep`'s epochs sized per loader): the same
+    /// records in the same files, fewer of them. `None` when that is the whole store.
+    pub fn first_shards(&self, shards: usize) -> Option<Materialized> {
+        if shards == 0 || shards >= self.manifest.shards.len() {
+            return None;
+        }
+        let mut manifest = self.manifest.clone();
+        manifest.part_of = Some(manifest.shards.len());
+        manifest.shards.truncate(shards);
+        Some(Materialized {
+            backend: self.backend.clone(),
+            manifest,
+            reused: self.reused,
+            samples: (self.samples.0.clone(), Vec::new()),
+        })
+    }
+
     /// What the online phase reads.
     pub fn input(&self) -> OnlineInput<'_> {
         OnlineInput::Store {

@@ -69,6 +69,21 @@ pub fn verify_against(
             (item as usize) < job.items
         })
         .collect();
+    // Of a part of a store (its first shards), the outputs of the items those shards hold.
+    let part;
+    let expected = match job.input {
+        OnlineInput::Store { manifest, .. } if manifest.part_of.is_some() => {
+            part = expected
+                .iter()
+                .filter(|(id, _)| {
+                    manifest.holds_item(job.workload.item_of(**id, job.workload.steps.len()))
+                })
+                .map(|(id, hash)| (*id, *hash))
+                .collect::<HashMap<u64, u64>>();
+            &part
+        }
+        _ => expected,
+    };
     let differ = expected
         .iter()
         .filter(|(id, hash)| got.get(id).is_some_and(|h| h != *hash))
@@ -117,11 +132,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_validly_framed_but_different_sample_is_reported_by_id() {
-        let dir = tempfile::tempdir().unwrap();
+    /// CV's `resized` store of six generated images in 2 shards (samples 0, 2, 4 in shard 0;
+    /// 1, 3, 5 in shard 1) under `dir`: the source, the workload, the store's folder and
+    /// manifest.
+    fn six_resized(
+        dir: &std::path::Path,
+    ) -> (
+        datasets::Source,
+        workloads::Workload,
+        std::path::PathBuf,
+        crate::store::StoreManifest,
+    ) {
         let request = GenerateRequest {
-            root: dir.path().join("data"),
+            root: dir.join("data"),
             samples: 6,
             seed: 3,
             threads: 2,
@@ -140,7 +163,7 @@ mod tests {
             source_fingerprint: source.fingerprint(),
             prefix_fingerprint: workload.prefix_fingerprint(strategy.split),
         };
-        let store_dir = dir.path().join("store");
+        let store_dir = dir.join("store");
         let job = MaterializeJob {
             workload: &workload,
             source: &source,
@@ -150,18 +173,24 @@ mod tests {
             on_error: workloads::OnError::Fail,
         };
         let manifest = materialize(&job, &ProgressBar::hidden()).unwrap();
-        let online = OnlineJob {
+        (source, workload, store_dir, manifest)
+    }
+
+    /// Epoch 0 of `resized` reading `manifest`'s shards from `backend`, on 2 threads.
+    fn reading<'a>(
+        workload: &'a workloads::Workload,
+        source: &'a datasets::Source,
+        backend: &'a crate::store::LocalStore,
+        manifest: &'a crate::store::StoreManifest,
+    ) -> OnlineJob<'a> {
+        let strategy = workload.spec.strategy("resized").unwrap();
+        OnlineJob {
             engine: crate::measure::online::default_engine(),
             items: source.len(),
-            workload: &workload,
+            workload,
             split: strategy.split,
-            source: &source,
-            input: OnlineInput::Store {
-                backend: &crate::store::LocalStore {
-                    dir: store_dir.clone(),
-                },
-                manifest: &manifest,
-            },
+            source,
+            input: OnlineInput::Store { backend, manifest },
             threads: 2,
             seed: 1,
             epoch: 0,
@@ -174,7 +203,17 @@ mod tests {
             on_error: workloads::OnError::Fail,
             loader_options: "",
             kept: None,
+        }
+    }
+
+    #[test]
+    fn a_validly_framed_but_different_sample_is_reported_by_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let (source, workload, store_dir, manifest) = six_resized(dir.path());
+        let backend = crate::store::LocalStore {
+            dir: store_dir.clone(),
         };
+        let online = reading(&workload, &source, &backend, &manifest);
         assert_eq!(verify(&online).unwrap(), outcome(6, &[], 0));
 
         // Rewrite shard 1 (samples 1, 3, 5) with sample 3's image brightened by one level.
@@ -214,5 +253,36 @@ mod tests {
             ..online
         };
         assert_eq!(verify(&skipping).unwrap(), outcome(5, &[3], 1));
+    }
+
+    #[test]
+    fn a_part_of_a_store_is_judged_on_the_items_its_shards_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        let (source, workload, store_dir, manifest) = six_resized(dir.path());
+        let backend = crate::store::LocalStore { dir: store_dir };
+        let online = reading(&workload, &source, &backend, &manifest);
+        // The first shard alone, as a loader slower than the store was sized for reads it: the
+        // items it holds (0, 2, 4) are compared, the others not expected; listed without
+        // saying it is a part, the others are missing.
+        let mut first = manifest.clone();
+        first.shards.truncate(1);
+        let unmarked = OnlineJob {
+            input: OnlineInput::Store {
+                backend: &backend,
+                manifest: &first,
+            },
+            ..online
+        };
+        assert_eq!(verify(&unmarked).unwrap(), outcome(6, &[1, 3, 5], 0));
+        let mut part_manifest = first.clone();
+        part_manifest.part_of = Some(2);
+        let part = OnlineJob {
+            input: OnlineInput::Store {
+                backend: &backend,
+                manifest: &part_manifest,
+            },
+            ..online
+        };
+        assert_eq!(verify(&part).unwrap(), outcome(3, &[], 0));
     }
 }

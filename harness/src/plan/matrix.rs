@@ -356,6 +356,7 @@ impl Plan {
             run_id,
             strategy: &cell.strategy,
             stored,
+            items: None,
             threads: cell.threads,
             cache: cell.cache,
             epochs: self.epochs,

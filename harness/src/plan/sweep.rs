@@ -6,19 +6,17 @@
 
 use std::collections::{HashMap, HashSet};
 
-use workloads::{CacheMode, Codec, Strategy, Workload};
+use workloads::{CacheMode, Codec, Workload};
 
 use crate::measure::session::Materialized;
 use crate::measure::warnings::Warning;
 use crate::plan::executor::Executor;
 pub use crate::plan::matrix::{shuffled, Cell, Plan};
 pub use crate::plan::options::SweepOptions;
-use crate::plan::run::setting_warnings;
 pub use crate::plan::settings::{Places, Settings};
 use crate::plan::sizing::{self, Sizes};
-use crate::plan::trials::{more_trials, targeted};
-use crate::progress::Progress;
-use crate::results::{Calibration, Manifest, OfflineRow, PlanEntry, Verdict};
+use crate::plan::trials::targeted;
+use crate::results::{Calibration, Manifest, PlanEntry, Verdict};
 
 /// What a sweep did.
 pub struct SweepOutcome {
@@ -213,11 +211,11 @@ fn sweep_workload(
         sweep.executor.finish(Vec::new())?;
         return Ok(outcome);
     }
-    let (mut stores, verdicts) = sweep.make_stores(&pending, &sizes, &mut outcome)?;
+    let mut prepared = sweep.make_stores(&pending, &sizes, &mut outcome)?;
     if opts.calibrate && !pending.cells.is_empty() {
-        sweep.calibrate(&mut stores)?;
+        sweep.calibrate(&mut prepared.stores)?;
     }
-    sweep.run_online(pending.cells, &stores, &verdicts, &mut outcome)?;
+    sweep.run_online(pending.cells, &prepared, &mut outcome)?;
     Ok(outcome)
 }
 
@@ -352,8 +350,12 @@ impl<'a> SweepRun<'a> {
                 .progress
                 .note(&format!("{name}: epochs may stay short: {line}"));
         }
-        let recorded = sizes.to_entry(floor, per_item);
+        let mut recorded = sizes.to_entry(floor, per_item);
         Manifest::update(&self.places.out, |m| {
+            // The parts a resumed sweep's slower loaders read, kept while the sizes hold.
+            if let Some(before) = m.sizing.get(&name).filter(|b| b.same_sizes(&recorded)) {
+                recorded.loader_parts = before.loader_parts.clone();
+            }
             m.sizing.insert(name.clone(), recorded);
         })?;
         Ok((self, sizes))
@@ -403,197 +405,11 @@ impl<'a> SweepRun<'a> {
             done_offline,
         })
     }
-
-    /// The offline phase: each (strategy, codec) that a pending run or a missing offline trial
-    /// needs, timed into offline.csv; the stores the online runs read, verified once each.
-    #[allow(clippy::type_complexity)]
-    fn make_stores(
-        &mut self,
-        pending: &Pending,
-        sizes: &Sizes,
-        outcome: &mut SweepOutcome,
-    ) -> anyhow::Result<(
-        HashMap<(String, Codec), Materialized>,
-        HashMap<VerdictKey, Verdict>,
-    )> {
-        let mut stores: HashMap<(String, Codec), Materialized> = HashMap::new();
-        let mut verdicts: HashMap<VerdictKey, Verdict> = HashMap::new();
-        for (strategy, codec) in self
-            .plan
-            .strategy_codecs()
-            .iter()
-            .filter(|(s, _)| s.split > 0)
-        {
-            let current = self.offline_trials(strategy, *codec, pending)?;
-            let needed_online = pending
-                .cells
-                .iter()
-                .any(|c| c.strategy == *strategy && c.codec == *codec);
-            if !needed_online {
-                continue;
-            }
-            let session = &self.executor.session;
-            let items = sizes.store_items(&strategy.name, *codec);
-            let m = match current {
-                Some(m) if m.manifest.samples as usize == items => m,
-                _ => {
-                    let layout = (self.plan.shards, items);
-                    session.store_sized(
-                        strategy,
-                        *codec,
-                        layout,
-                        self.max_threads,
-                        false,
-                        self.cold,
-                    )?
-                }
-            };
-            if self.opts.settings.verify {
-                for loader in self.plan.loaders() {
-                    let key = (strategy.name.clone(), *codec, loader);
-                    let verdict = if m.reused && pending.passed.contains(&key) {
-                        Verdict::Pass
-                    } else {
-                        self.verdict(strategy, Some(&m), loader, outcome)?
-                    };
-                    verdicts.insert(key, verdict);
-                }
-            }
-            stores.insert((strategy.name.clone(), *codec), m);
-        }
-        if self.opts.settings.verify {
-            self.verify_raw(pending, &mut verdicts, outcome)?;
-        }
-        Ok((stores, verdicts))
-    }
-
-    /// The offline trials of (`strategy`, `codec`) not yet recorded, each timed into
-    /// offline.csv on a store of the dataset as asked for (once over each item); the last one
-    /// made, if any.
-    fn offline_trials(
-        &mut self,
-        strategy: &Strategy,
-        codec: Codec,
-        pending: &Pending,
-    ) -> anyhow::Result<Option<Materialized>> {
-        let mut current = None;
-        for trial in 0..self.opts.offline_trials.max(1) {
-            let session = &self.executor.session;
-            let workload = &session.workload;
-            let id = self.plan.offline_id(workload, strategy, codec, trial);
-            if pending.done_offline.contains(&id) {
-                continue;
-            }
-            let fresh = trial > 0 || self.opts.settings.rematerialize;
-            let layout = (self.plan.shards, self.base_items);
-            let m =
-                session.store_sized(strategy, codec, layout, self.max_threads, fresh, self.cold)?;
-            let info = &m.manifest;
-            let row = OfflineRow {
-                run_id: id,
-                workload: workload.spec.label(),
-                strategy: strategy.name.clone(),
-                split: strategy.split,
-                codec,
-                shards: self.plan.shards,
-                samples: info.samples,
-                offline_trial: trial,
-                offline_s: info.offline_s,
-                offline_reused: m.reused,
-                storage_bytes: info.storage_bytes(),
-                cpu_user_s: info.offline_cpu_user_s,
-                cpu_sys_s: info.offline_cpu_sys_s,
-                processing_s: info.offline_processing_s,
-                writing_s: info.offline_writing_s,
-                cpu_s_per_sample: (info.offline_cpu_user_s + info.offline_cpu_sys_s)
-                    / info.samples.max(1) as f64,
-            };
-            self.executor
-                .record_store(&row.run_id.clone(), &m, Some(row))?;
-            current = Some(m);
-        }
-        Ok(current)
-    }
-
-    /// The online phase: pending runs in a seeded random order under one progress bar, then
-    /// rounds of one more trial for every setting still noisy (as benchmark tools handle
-    /// noise), up to `--max-trials`.
-    fn run_online(
-        mut self,
-        pending: Vec<Cell>,
-        stores: &HashMap<(String, Codec), Materialized>,
-        verdicts: &HashMap<VerdictKey, Verdict>,
-        outcome: &mut SweepOutcome,
-    ) -> anyhow::Result<()> {
-        let (opts, places) = (self.opts, self.places);
-        let caches: Vec<CacheMode> = self.plan.cells.iter().map(|c| c.cache).collect();
-        let mut warnings = setting_warnings(
-            &caches,
-            places.evict,
-            self.plan.shards,
-            self.max_threads,
-            self.plan.cells.iter().any(|c| c.strategy.split > 0),
-        );
-        let mut order = shuffled(pending, opts.settings.seed);
-        self.executor.session.progress = Progress { quiet: true };
-        let bar = places
-            .progress
-            .bar(order.len() as u64, &format!("sweep {}", self.name));
-        let mut run_ids = Vec::new();
-        let mut round = 0u64;
-        loop {
-            for cell in &order {
-                let session = &self.executor.session;
-                let run_id = self
-                    .plan
-                    .run_id(&session.workload, opts.settings.seed, cell);
-                bar.set_message(format!(
-                    "{} {} t{} {} {}",
-                    cell.strategy.name, cell.codec, cell.threads, cell.cache, cell.storage.name
-                ));
-                let key = (cell.strategy.name.clone(), cell.codec);
-                let spec = self
-                    .plan
-                    .spec(cell, run_id.clone(), stores.get(&key), &opts.settings);
-                let verdict = verdicts.get(&(key.0.clone(), key.1, cell.loader));
-                let measured = self.executor.measure(&spec, |m| {
-                    if let Some(verdict) = verdict {
-                        m.rows.iter_mut().for_each(|r| r.verified = Some(*verdict));
-                    }
-                })?;
-                warnings.extend(measured.warnings);
-                run_ids.push(run_id);
-                outcome.ran += 1;
-                bar.inc(1);
-            }
-            let Some(max) = opts.max_trials else {
-                break;
-            };
-            let rows = self.executor.tables.runs.read()?;
-            let workload = &self.executor.session.workload;
-            let extra = more_trials(&self.plan, workload, opts.settings.seed, &rows, max);
-            if extra.is_empty() {
-                break;
-            }
-            round += 1;
-            places.progress.note(&format!(
-                "{}: {} settings still noisy, trial {}",
-                self.name,
-                extra.len(),
-                extra.iter().map(|c| c.trial + 1).max().unwrap_or(0)
-            ));
-            bar.inc_length(extra.len() as u64);
-            self.plan.cells.extend(extra.iter().cloned());
-            order = shuffled(extra, opts.settings.seed ^ round);
-        }
-        bar.finish_and_clear();
-        warnings.dedup();
-        outcome.warnings = warnings;
-        self.executor.finish(run_ids)?;
-        Ok(())
-    }
 }
 
+mod online;
+mod parts;
+mod stores;
 #[cfg(test)]
 mod tests;
 mod verdicts;

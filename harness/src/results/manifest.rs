@@ -150,12 +150,24 @@ pub struct SizingEntry {
     /// Where the caps kept epochs from reaching the floor.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub capped: Vec<String>,
+    /// `loader:strategy/codec` -> the first shards of its store (raw files: the first items)
+    /// that runs under a loader slower than these sizes read (`sweep`'s epochs sized per
+    /// loader); absent: the whole store.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub loader_parts: BTreeMap<String, usize>,
 }
 
 impl SizingEntry {
     /// The key of `strategy`'s store with `codec` in `stores`.
     pub fn store_key(strategy: &str, codec: impl std::fmt::Display) -> String {
         format!("{strategy}/{codec}")
+    }
+
+    /// Whether `other` sizes the dataset and the stores as this does.
+    pub fn same_sizes(&self, other: &SizingEntry) -> bool {
+        self.min_epoch_s == other.min_epoch_s
+            && self.source_items == other.source_items
+            && self.stores == other.stores
     }
 
     /// The fraction of a store's records whose offline steps ran: 1, or for a store that

@@ -97,6 +97,10 @@ pub struct StoreManifest {
     /// are left to run online; absent in stores from before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec: Option<serde_json::Value>,
+    /// Set where this lists the first of a store's shards alone (a run's part of a store:
+    /// `Materialized::first_shards`): the store's shard count. Never written.
+    #[serde(skip)]
+    pub part_of: Option<usize>,
 }
 
 impl StoreManifest {
@@ -110,6 +114,13 @@ impl StoreManifest {
                  run or sweep makes it again, `prepbench store remove --stale` removes it"
             ),
         })
+    }
+
+    /// Whether the shards listed hold the records of source item `item` (`id` mod the store's
+    /// shard count is an item's shard: `materialize`).
+    pub fn holds_item(&self, item: u64) -> bool {
+        self.part_of
+            .is_none_or(|whole| (item % whole.max(1) as u64) < self.shards.len() as u64)
     }
 
     pub fn storage_bytes(&self) -> u64 {
@@ -204,6 +215,7 @@ impl StoreKey {
             shards,
             skipped: Vec::new(),
             spec: None,
+            part_of: None,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The sweep's matrix, order and resumption, on small real sweeps where it needs one.
 use super::*;
 use crate::plan::options::TrialTarget;
+use crate::progress::Progress;
 
 fn cv() -> Workload {
     workloads::load("cv").unwrap()

@@ -205,7 +205,10 @@ impl PythonLoader {
                 value["root"] = job.source.root.display().to_string().into();
                 value["items"] = job.items.into();
             }
-            OnlineInput::Store { backend, .. } => {
+            OnlineInput::Store {
+                backend,
+                manifest: read,
+            } => {
                 let manifest = backend
                     .local_path(crate::store::STORE_MANIFEST)
                     .ok_or_else(|| {
@@ -214,6 +217,9 @@ impl PythonLoader {
                 let dir = manifest.parent().expect("a store file has a folder");
                 value["input"] = "store".into();
                 value["store"] = dir.display().to_string().into();
+                // The shard files the epoch reads, the store's first ones: all of them, or
+                // fewer where the run reads part of a store sized for a faster loader.
+                value["shards"] = read.shards.len().into();
                 // The raw items, for --verify's native processing of each sample where prepbench's
                 // ops run in the loader's own form.
                 value["root"] = job.source.root.display().to_string().into();

@@ -23,7 +23,7 @@ pub mod steps;
 pub struct TfData;
 
 /// Bumped with `PROTOCOL` in `prepbench/_tfdata.py`.
-const PROTOCOL: u32 = 3;
+const PROTOCOL: u32 = 4;
 
 const PROCESS: PythonLoader = PythonLoader {
     name: "tf-data",

@@ -1,0 +1,221 @@
+//! Epochs sized per loader. Stores and the raw dataset are sized for prepbench's own engine
+//! (`sizing.rs`, from its calibration), and a loader slower than it (tf.data, a DataLoader)
+//! would spend ten or twenty times the floor on an epoch of the same store: in the quick
+//! reproduction under both loaders, 40 s per cold NILM `aggregated` epoch under tf.data where
+//! the floor is 1 s. So each (strategy, codec) under such a loader is timed once, cold, over
+//! its store's first shard (raw files: its first items) at the most threads its cells use, and
+//! its runs then read the store's first shards (the dataset's first items) that make the
+//! epoch last the floor: the same store and records, fewer of them, at least a shard per
+//! thread. The part is recorded in the manifest's sizing, so a resumed sweep reads the same.
+
+use std::collections::HashMap;
+
+use workloads::{CacheMode, Codec, StorageProfile, Strategy};
+
+use super::{Pending, SweepRun, VerdictKey};
+use crate::measure::epochs::RunSpec;
+use crate::measure::session::Materialized;
+use crate::plan::sizing::MARGIN;
+use crate::results::{Manifest, SizingEntry};
+
+/// What the runs under a loader slower than the sizing read, by (strategy, codec, loader).
+#[derive(Default)]
+pub(super) struct Parts {
+    /// A store's first shards.
+    pub stores: HashMap<VerdictKey, Materialized>,
+    /// The raw dataset's first items.
+    pub items: HashMap<VerdictKey, usize>,
+}
+
+/// Raw items a probe reads: a sixteenth of the dataset, at least a few per thread.
+fn probe_items(len: usize, threads: usize) -> usize {
+    (len / 16).max(4 * threads).min(len)
+}
+
+/// The first shards of `records` (each shard's records) that hold `need` records, and at
+/// least one shard per thread.
+fn shards_holding(records: &[u64], need: f64, threads: usize) -> usize {
+    let mut held = 0u64;
+    let mut shards = 0;
+    for r in records {
+        if held as f64 >= need {
+            break;
+        }
+        held += r;
+        shards += 1;
+    }
+    shards.max(threads).min(records.len())
+}
+
+impl SweepRun<'_> {
+    /// The part of the raw files each raw strategy reads under each slower loader.
+    pub(super) fn raw_parts(&self, pending: &Pending, parts: &mut Parts) -> anyhow::Result<()> {
+        for (strategy, codec) in self.plan.strategy_codecs() {
+            if strategy.split > 0 {
+                continue;
+            }
+            for loader in self.plan.loaders() {
+                if let Some(n) = self.part(&strategy, codec, None, loader, pending)? {
+                    parts
+                        .items
+                        .insert((strategy.name.clone(), codec, loader), n);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// How much of `stored` (shards; the raw files when `None`: items) the runs of
+    /// (`strategy`, `codec`) under `loader` read for their epochs to last the floor: recorded
+    /// by an earlier sweep of the folder, or timed now. `None`: all of it (prepbench's own
+    /// engine, epochs not sized by time, no run pending, or the loader as fast as the sizing).
+    pub(super) fn part(
+        &self,
+        strategy: &Strategy,
+        codec: Codec,
+        stored: Option<&Materialized>,
+        loader: &'static str,
+        pending: &Pending,
+    ) -> anyhow::Result<Option<usize>> {
+        let Some(floor) = self.opts.settings.min_epoch_s else {
+            return Ok(None);
+        };
+        let of_loader =
+            |c: &&super::Cell| c.strategy == *strategy && c.codec == codec && c.loader == loader;
+        let runs = pending.cells.iter().filter(of_loader).count();
+        let threads = self
+            .plan
+            .cells
+            .iter()
+            .filter(of_loader)
+            .map(|c| c.threads)
+            .max();
+        let (Some(threads), false, true) = (
+            threads,
+            crate::measure::online::is_default(loader),
+            runs > 0,
+        ) else {
+            return Ok(None);
+        };
+        let whole = stored.map_or(self.executor.session.source.len(), |m| {
+            m.manifest.shards.len()
+        });
+        let key = format!("{loader}:{}", SizingEntry::store_key(&strategy.name, codec));
+        let recorded = Manifest::read(&self.places.out)?
+            .and_then(|m| m.sizing.get(&self.name)?.loader_parts.get(&key).copied());
+        let n = match recorded {
+            Some(n) => n,
+            None => {
+                let n = self.probe(strategy, stored, loader, threads, floor)?;
+                Manifest::update(&self.places.out, |m| {
+                    if let Some(sizing) = m.sizing.get_mut(&self.name) {
+                        sizing.loader_parts.insert(key.clone(), n);
+                    }
+                })?;
+                n
+            }
+        };
+        if n < whole {
+            let unit = if stored.is_some() { "shards" } else { "items" };
+            self.places.progress.note(&format!(
+                "{}: {} ({codec}) under {loader} reads {n} of {whole} {unit} so that its epochs \
+                 last {floor} s",
+                self.name, strategy.name
+            ));
+        }
+        Ok((n < whole).then_some(n))
+    }
+
+    /// Times one cold epoch of (`strategy`) under `loader` on `threads` over the store's first
+    /// shard (the raw files' first items) and gives the shards (items) whose epoch lasts
+    /// `floor` with the sizing's margin.
+    fn probe(
+        &self,
+        strategy: &Strategy,
+        stored: Option<&Materialized>,
+        loader: &'static str,
+        threads: usize,
+        floor: f64,
+    ) -> anyhow::Result<usize> {
+        let session = &self.executor.session;
+        let (first, items, read, whole) = match stored {
+            Some(m) => match m.first_shards(1) {
+                Some(first) => {
+                    let records = m.manifest.shards[0].records as f64;
+                    (Some(first), None, records, m.manifest.shards.len())
+                }
+                None => return Ok(m.manifest.shards.len()),
+            },
+            None => {
+                let len = session.source.len();
+                let n = probe_items(len, threads);
+                if n >= len {
+                    return Ok(len);
+                }
+                (None, Some(n), n as f64, len)
+            }
+        };
+        let local = StorageProfile::local();
+        let spec = RunSpec {
+            run_id: format!("probe-{loader}-{}", strategy.name),
+            strategy,
+            stored: first.as_ref().or(stored),
+            items,
+            threads,
+            cache: CacheMode::Cold,
+            epochs: 1,
+            seed: self.opts.settings.seed,
+            trial: 0,
+            verify: false,
+            app_cache_bytes: 0,
+            storage: &local,
+            consumer: None,
+            loader: crate::measure::online::engine(loader).expect("checked by Plan::new"),
+            loader_options: self.plan.loader_options(loader),
+            min_epoch_s: None,
+            start_gate: None,
+            memory_limit_mb: None,
+        };
+        self.places.progress.note(&format!(
+            "{}: timing {} under {loader} to size its epochs",
+            self.name, strategy.name
+        ));
+        let measured = session.measure(&spec).map_err(|e| {
+            e.context(format!(
+                "sizing the epochs of `{}` under the {loader} loader",
+                strategy.name
+            ))
+        })?;
+        let seconds = measured.rows.first().map_or(0.0, |r| r.online_s);
+        if seconds <= 0.0 {
+            return Ok(whole);
+        }
+        let need = floor * MARGIN * read / seconds;
+        Ok(match stored {
+            Some(m) => {
+                let records: Vec<u64> = m.manifest.shards.iter().map(|s| s.records).collect();
+                shards_holding(&records, need, threads)
+            }
+            None => (need.ceil() as usize).max(4 * threads).min(whole),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_part_holds_what_the_floor_needs_and_a_shard_per_thread() {
+        let records = [100, 100, 100, 100];
+        assert_eq!(shards_holding(&records, 150.0, 1), 2);
+        assert_eq!(shards_holding(&records, 200.0, 1), 2);
+        assert_eq!(shards_holding(&records, 201.0, 1), 3);
+        assert_eq!(shards_holding(&records, 10.0, 3), 3);
+        assert_eq!(shards_holding(&records, 1e9, 1), 4);
+        assert_eq!(shards_holding(&records, 10.0, 8), 4);
+        assert_eq!(probe_items(1600, 2), 100);
+        assert_eq!(probe_items(40, 2), 8);
+        assert_eq!(probe_items(5, 2), 5);
+    }
+}
