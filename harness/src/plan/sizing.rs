@@ -16,7 +16,7 @@ use crate::results::{Calibration, SizingEntry, StrategyCalibration};
 
 /// Sizing aims this much above the floor: the model errs by a few to tens of percent (at 1.3,
 /// the quick reference's cold epochs had a median of 1.67 s and 2 % under 1.15 s).
-pub(crate) const MARGIN: f64 = 1.2;
+const MARGIN: f64 = 1.2;
 /// Shards of a store read under a storage profile hold, on average, this many times the
 /// profile's small-file cutoff.
 const SHARD_MARGIN: f64 = 1.5;

@@ -3,7 +3,8 @@
 //! would spend ten or twenty times the floor on an epoch of the same store: in the quick
 //! reproduction under both loaders, 40 s per cold NILM `aggregated` epoch under tf.data where
 //! the floor is 1 s. So each (strategy, codec) under such a loader is timed once, cold, over
-//! its store's first shard (raw files: its first items) at the most threads its cells use, and
+//! its store's first shards, one per thread (raw files: its first items), at the most threads
+//! its cells use, from its first sample, and
 //! its runs then read the store's first shards (the dataset's first items) that make the
 //! epoch last the floor: the same store and records, fewer of them, at least a shard per
 //! thread. The part is recorded in the manifest's sizing, so a resumed sweep reads the same.
@@ -15,8 +16,13 @@ use workloads::{CacheMode, Codec, StorageProfile, Strategy};
 use super::{Pending, SweepRun, VerdictKey};
 use crate::measure::epochs::RunSpec;
 use crate::measure::session::Materialized;
-use crate::plan::sizing::MARGIN;
 use crate::results::{Manifest, SizingEntry};
+
+/// Parts aim this much above the floor, more than the model's sizing does (`sizing::MARGIN`):
+/// a probe of a shard per thread errs more, and a part short of the floor leaves its cells
+/// unjudged (at 1.2 a quick reproduction's 20.48 MB synthetic epochs under tf.data lasted 0.87
+/// s against a 1 s floor).
+const PART_MARGIN: f64 = 1.5;
 
 /// What the runs under a loader slower than the sizing read, by (strategy, codec, loader).
 #[derive(Default)]
@@ -127,8 +133,8 @@ impl SweepRun<'_> {
     }
 
     /// Times one cold epoch of (`strategy`) under `loader` on `threads` over the store's first
-    /// shard (the raw files' first items) and gives the shards (items) whose epoch lasts
-    /// `floor` with the sizing's margin.
+    /// shard per thread (the raw files' first items) and gives the shards (items) whose epoch
+    /// lasts `floor` with the sizing's margin.
     fn probe(
         &self,
         strategy: &Strategy,
@@ -139,9 +145,11 @@ impl SweepRun<'_> {
     ) -> anyhow::Result<usize> {
         let session = &self.executor.session;
         let (first, items, read, whole) = match stored {
-            Some(m) => match m.first_shards(1) {
+            // A shard per thread, the least a part reads: one shard would be read by one of
+            // tf.data's parallel reads, slower than the part's epochs read theirs.
+            Some(m) => match m.first_shards(threads) {
                 Some(first) => {
-                    let records = m.manifest.shards[0].records as f64;
+                    let records = first.manifest.shards.iter().map(|s| s.records as f64).sum();
                     (Some(first), None, records, m.manifest.shards.len())
                 }
                 None => return Ok(m.manifest.shards.len()),
@@ -186,11 +194,15 @@ impl SweepRun<'_> {
                 strategy.name
             ))
         })?;
-        let seconds = measured.rows.first().map_or(0.0, |r| r.online_s);
+        // From the first sample: the pipeline's start, paid once per epoch, would make a short
+        // probe's rate low and the part's epochs short of the floor.
+        let seconds = measured.rows.first().map_or(0.0, |r| {
+            r.online_s - r.first_sample_s.unwrap_or(0.0).clamp(0.0, r.online_s / 2.0)
+        });
         if seconds <= 0.0 {
             return Ok(whole);
         }
-        let need = floor * MARGIN * read / seconds;
+        let need = floor * PART_MARGIN * read / seconds;
         Ok(match stored {
             Some(m) => {
                 let records: Vec<u64> = m.manifest.shards.iter().map(|s| s.records).collect();
