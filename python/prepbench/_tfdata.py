@@ -96,13 +96,13 @@ class Pipeline:
             self.count = items
             first_id, first_fields = 0, {k: v[0] for k, v in columns.items()}
         else:
-            files, compression, records = _store_files(job["store"], job.get("shards"))
+            files, compression, held = _store_files(job["store"], job.get("shards"))
             first = tf.data.TFRecordDataset(files[:1], compression)
             first_record = next(iter(first))
             layout = _tf_steps.schema(first_record.numpy())
             self.texts = {name for name, kind, *_ in layout if kind == 3}
             self.parse = _tf_steps.parser(layout)
-            self.count = records
+            self.count = held
             first_id, first_fields = self.parse(first_record)
             records = tf.data.TFRecordDataset(files, compression, num_parallel_reads=threads)
             # --verify's untimed pass reads the shards one after another: a fan-out step's

@@ -225,21 +225,16 @@ impl Session {
     /// What a run reads: the raw files, or its store.
     fn run_input<'s>(&'s self, spec: &RunSpec<'s>) -> RunInput<'s> {
         match spec.stored {
-            None => RunInput {
-                files: self
-                    .source
-                    .paths()
-                    .into_iter()
-                    .take(self.raw_items(spec))
-                    .collect(),
-                storage_bytes: (self.source.items.iter())
-                    .take(self.raw_items(spec))
-                    .map(|i| i.size_bytes)
-                    .sum(),
-                online: OnlineInput::Raw,
-                codec: Codec::None,
-                shards: 0,
-            },
+            None => {
+                let read = &self.source.items[..self.raw_items(spec)];
+                RunInput {
+                    files: read.iter().map(|i| i.path.clone()).collect(),
+                    storage_bytes: read.iter().map(|i| i.size_bytes).sum(),
+                    online: OnlineInput::Raw,
+                    codec: Codec::None,
+                    shards: 0,
+                }
+            }
             Some(m) => RunInput {
                 files: m.local_paths(),
                 storage_bytes: m.manifest.storage_bytes(),

@@ -62,6 +62,9 @@ pub struct Sizes {
     pub store_items: BTreeMap<(String, Codec), usize>,
     /// What the sizing could not reach within its caps, in words.
     pub capped: Vec<String>,
+    /// The parts of the stores (raw files) that runs under a loader slower than these sizes
+    /// read, as the folder recorded them (`SizingEntry::loader_parts`).
+    pub loader_parts: BTreeMap<String, usize>,
 }
 
 impl Sizes {
@@ -77,7 +80,7 @@ impl Sizes {
                 .map(|((s, c), n)| (SizingEntry::store_key(s, c), *n))
                 .collect(),
             capped: self.capped.clone(),
-            loader_parts: BTreeMap::new(),
+            loader_parts: self.loader_parts.clone(),
         }
     }
 

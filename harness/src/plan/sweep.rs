@@ -356,6 +356,7 @@ impl<'a> SweepRun<'a> {
             if let Some(before) = m.sizing.get(&name).filter(|b| b.same_sizes(&recorded)) {
                 recorded.loader_parts = before.loader_parts.clone();
             }
+            sizes.loader_parts = recorded.loader_parts.clone();
             m.sizing.insert(name.clone(), recorded);
         })?;
         Ok((self, sizes))

@@ -16,6 +16,7 @@ use workloads::{CacheMode, Codec, StorageProfile, Strategy};
 use super::{Pending, SweepRun, VerdictKey};
 use crate::measure::epochs::RunSpec;
 use crate::measure::session::Materialized;
+use crate::plan::sizing::Sizes;
 use crate::results::{Manifest, SizingEntry};
 
 /// Parts aim this much above the floor, more than the model's sizing does (`sizing::MARGIN`):
@@ -55,13 +56,17 @@ fn shards_holding(records: &[u64], need: f64, threads: usize) -> usize {
 
 impl SweepRun<'_> {
     /// The part of the raw files each raw strategy reads under each slower loader.
-    pub(super) fn raw_parts(&self, pending: &Pending, parts: &mut Parts) -> anyhow::Result<()> {
+    pub(super) fn raw_parts(
+        &self,
+        asked: (&Pending, &Sizes),
+        parts: &mut Parts,
+    ) -> anyhow::Result<()> {
         for (strategy, codec) in self.plan.strategy_codecs() {
             if strategy.split > 0 {
                 continue;
             }
             for loader in self.plan.loaders() {
-                if let Some(n) = self.part(&strategy, codec, None, loader, pending)? {
+                if let Some(n) = self.part(&strategy, codec, None, loader, asked)? {
                     parts
                         .items
                         .insert((strategy.name.clone(), codec, loader), n);
@@ -73,43 +78,36 @@ impl SweepRun<'_> {
 
     /// How much of `stored` (shards; the raw files when `None`: items) the runs of
     /// (`strategy`, `codec`) under `loader` read for their epochs to last the floor: recorded
-    /// by an earlier sweep of the folder, or timed now. `None`: all of it (prepbench's own
-    /// engine, epochs not sized by time, no run pending, or the loader as fast as the sizing).
+    /// by an earlier sweep of the folder (in `sizes`), or timed now. `None`: all of it
+    /// (prepbench's own engine, epochs not sized by time, no run pending, or the loader as fast
+    /// as the sizing).
     pub(super) fn part(
         &self,
         strategy: &Strategy,
         codec: Codec,
         stored: Option<&Materialized>,
         loader: &'static str,
-        pending: &Pending,
+        (pending, sizes): (&Pending, &Sizes),
     ) -> anyhow::Result<Option<usize>> {
         let Some(floor) = self.opts.settings.min_epoch_s else {
             return Ok(None);
         };
         let of_loader =
             |c: &&super::Cell| c.strategy == *strategy && c.codec == codec && c.loader == loader;
-        let runs = pending.cells.iter().filter(of_loader).count();
-        let threads = self
-            .plan
-            .cells
-            .iter()
-            .filter(of_loader)
-            .map(|c| c.threads)
-            .max();
-        let (Some(threads), false, true) = (
-            threads,
-            crate::measure::online::is_default(loader),
-            runs > 0,
-        ) else {
+        if crate::measure::online::is_default(loader)
+            || !pending.cells.iter().any(|c| of_loader(&c))
+        {
             return Ok(None);
-        };
+        }
+        let threads = (self.plan.cells.iter().filter(of_loader))
+            .map(|c| c.threads)
+            .max()
+            .unwrap_or(1);
         let whole = stored.map_or(self.executor.session.source.len(), |m| {
             m.manifest.shards.len()
         });
         let key = format!("{loader}:{}", SizingEntry::store_key(&strategy.name, codec));
-        let recorded = Manifest::read(&self.places.out)?
-            .and_then(|m| m.sizing.get(&self.name)?.loader_parts.get(&key).copied());
-        let n = match recorded {
+        let n = match sizes.loader_parts.get(&key).copied() {
             Some(n) => n,
             None => {
                 let n = self.probe(strategy, stored, loader, threads, floor)?;

@@ -64,7 +64,7 @@ impl SweepRun<'_> {
             for loader in self.plan.loaders() {
                 let key = (strategy.name.clone(), *codec, loader);
                 if let Some(part) = self
-                    .part(strategy, *codec, Some(&m), loader, pending)?
+                    .part(strategy, *codec, Some(&m), loader, (pending, sizes))?
                     .and_then(|n| m.first_shards(n))
                 {
                     prepared.parts.stores.insert(key.clone(), part);
@@ -83,7 +83,7 @@ impl SweepRun<'_> {
             }
             prepared.stores.insert((strategy.name.clone(), *codec), m);
         }
-        self.raw_parts(pending, &mut prepared.parts)?;
+        self.raw_parts((pending, sizes), &mut prepared.parts)?;
         if self.opts.settings.verify {
             self.verify_raw(pending, &mut prepared.verdicts, outcome)?;
         }
