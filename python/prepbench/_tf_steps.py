@@ -21,6 +21,11 @@ OPS = ("read_file", "decode_jpeg", "decode_png", "decode_npy", "resize_shorter",
        "bpe_encode", "embed")
 
 _GOLDEN = 0x9E3779B97F4A7C15
+#: The draws a random form looks up per sample (`Form.draws`): a crop takes two, and a third
+#: covers one redraw.
+DRAWS = 3
+#: The most ids a random form's draw table covers (24 bytes each); ids above it draw in ops.
+MAX_TABLE_IDS = 1 << 22
 
 
 def _tf():
@@ -96,21 +101,82 @@ class Rng:
         return tf.cast(top, tf.float64) * (1.0 / (1 << 53))
 
 
+def _mix_np(z):
+    """SplitMix64's finaliser on a NumPy uint64 array (wrapping, as the u64 ops do)."""
+    import numpy as np
+
+    u = np.uint64
+    z = (z ^ (z >> u(30))) * u(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> u(27))) * u(0x94D049BB133111EB)
+    return z ^ (z >> u(31))
+
+
+def draw_table(seed, epoch, step_index, count, draws=DRAWS):
+    """The first `draws` outputs of `Rng([seed, id, epoch, step_index])` for every id below
+    `count`, as a [count, draws] uint64 array computed at once in NumPy: the same stream as
+    the TensorFlow ops (and prepbench's `SeededRng`), without a hundred scalar ops per
+    element in the map."""
+    import numpy as np
+
+    golden = np.uint64(_GOLDEN)
+    ids = np.arange(count, dtype=np.uint64)
+    state = _mix_np(np.full(count, 0x5EED, np.uint64) ^ (np.uint64(seed) + golden))
+    state = _mix_np(state ^ (ids + golden))
+    for part in (epoch, step_index):
+        state = _mix_np(state ^ (np.uint64(part) + golden))
+    out = np.empty((count, draws), np.uint64)
+    for k in range(draws):
+        state = state + golden
+        out[:, k] = _mix_np(state)
+    return out
+
+
+def _high_low(x, n):
+    """x * n as (its high 64 bits, its low 64 bits), elementwise, n < 2^32 (as `Rng.below`)."""
+    tf = _tf()
+    c = lambda v: tf.constant(v, tf.uint64)  # noqa: E731
+    shift = tf.bitwise.right_shift
+    high = shift(shift(x, c(32)) * n + shift(tf.bitwise.bitwise_and(x, c(0xFFFFFFFF)) * n, c(32)),
+                 c(32))
+    return high, x * n
+
+
 class Form:
     """One step in TensorFlow: `__call__(fields, context)` changes the dict of tensors."""
 
     levels = (0.0, 0.0)
     gain = 1.0
+    #: Whether the form draws from prepbench's generator (`draws`).
+    random = False
 
     def __init__(self, params, step_index):
         self.params = params
         self.step_index = step_index
         self.source = params.get("field") or params.get("from")
         self.to = params.get("field") or params.get("to")
+        #: The ids below which a random form looks its draws up (`ids`; 0: none).
+        self.ids = 0
+        self._tables = {}
 
     def rng(self, context):
         seed, sample_id, epoch = context
         return Rng([seed, sample_id, epoch, self.step_index])
+
+    def draws(self, context):
+        """The sample's first `DRAWS` draws looked up in the epoch's table, and whether it
+        has them there (its id below `ids`); `None` without a table."""
+        tf = _tf()
+        seed, sample_id, epoch = context
+        if self.ids <= 0:
+            return None
+        key = (seed, epoch)
+        if key not in self._tables:
+            # The NumPy array kept, not a tensor: each epoch's map is a graph of its own.
+            self._tables = {key: draw_table(seed, epoch, self.step_index, self.ids)}
+        sample_id = tf.cast(sample_id, tf.uint64)
+        known = sample_id < tf.constant(self.ids, tf.uint64)
+        row = tf.minimum(sample_id, tf.constant(self.ids - 1, tf.uint64))
+        return tf.gather(tf.constant(self._tables[key]), tf.cast(row, tf.int64)), known
 
 
 class ReadFile(Form):
@@ -270,27 +336,84 @@ class Normalize(Form):
 
 
 class RandomCrop(Form):
+    random = True
+
     def __call__(self, f, context):
         tf = _tf()
         image = f[self.source]
         shape = tf.shape(image, out_type=tf.int64)
         ch, cw = self.params["height"], self.params["width"]
-        tf.debugging.assert_greater_equal(shape[0], tf.constant(ch, tf.int64),
-                                          message=f"cannot crop {ch}x{cw}: image too small")
-        tf.debugging.assert_greater_equal(shape[1], tf.constant(cw, tf.int64),
-                                          message=f"cannot crop {ch}x{cw}: image too small")
-        rng = self.rng(context)
-        top = rng.below(shape[0] - ch + 1)
-        left = rng.below(shape[1] - cw + 1)
-        f[self.to] = image[top:top + ch, left:left + cw]
+        sides = shape[:2] - tf.constant([ch, cw], tf.int64) + 1
+        small = f"cannot crop {ch}x{cw}: image too small"
+        looked_up = self.draws(context)
+        if looked_up is None:
+            tf.debugging.assert_greater_equal(shape[0], tf.constant(ch, tf.int64), message=small)
+            tf.debugging.assert_greater_equal(shape[1], tf.constant(cw, tf.int64), message=small)
+            rng = self.rng(context)
+            corner = tf.stack([rng.below(sides[0]), rng.below(sides[1])])
+        else:
+            # No `tf.cond` and one `Assert`: either puts the map's function on TensorFlow's
+            # general executor, which cost ~100 us per element here (docs/decisions.md).
+            table, known = looked_up
+            corner, exact = _corner(table, sides)
+            fits = tf.reduce_all(sides > 0)
+            check = tf.debugging.Assert(
+                tf.logical_and(fits, tf.logical_and(known, exact)),
+                [tf.where(fits, "random_crop: two draws of three rejected, or a sample id "
+                                "beyond the draw table (report this)", small)])
+            with tf.control_dependencies([check]):
+                corner = tf.identity(corner)
+        rank = image.shape.rank
+        if rank is None:
+            f[self.to] = image[corner[0]:corner[0] + ch, corner[1]:corner[1] + cw]
+            return
+        # `tf.slice`, not `image[...]`: a strided slice of the same window cost ~30 us more.
+        f[self.to] = tf.slice(image, tf.concat([corner, tf.zeros([rank - 2], tf.int64)], 0),
+                              tf.constant([ch, cw] + [-1] * (rank - 2), tf.int64))
+
+
+def _corner(table, sides):
+    """A crop's (top, left) as `Rng.below` draws them, from a sample's first three draws
+    (`table`) and the two sides' counts of positions, in elementwise ops: top from the first
+    draw, or the second where the first falls under the rejection threshold; left from the
+    next one or the one after. Whether that was exact (no second rejection in three draws,
+    about 2^-64 likely)."""
+    tf = _tf()
+    n = tf.cast(tf.maximum(tf.gather(sides, [0, 0, 1, 1]), 1), tf.uint64)
+    high, low = _high_low(tf.gather(table, [0, 1, 1, 2]), n)
+    kept = low >= (tf.constant(0, tf.uint64) - n) % n
+    high = tf.cast(high, tf.int64)
+    top = tf.where(kept[0], high[0], high[1])
+    left = tf.where(kept[0], tf.where(kept[2], high[2], high[3]), high[3])
+    exact = tf.where(kept[0], tf.logical_or(kept[2], kept[3]),
+                     tf.logical_and(kept[1], kept[3]))
+    return tf.stack([top, left]), exact
 
 
 class RandomHflip(Form):
+    random = True
+
     def __call__(self, f, context):
         tf = _tf()
         image = f[self.source]
-        flip = self.rng(context).unit() < self.params["p"]
-        f[self.to] = tf.cond(flip, lambda: tf.reverse(image, [1]), lambda: image)
+        looked_up = self.draws(context)
+        if looked_up is None:
+            draw = self.rng(context).next_u64()
+        else:
+            table, known = looked_up
+            check = tf.debugging.Assert(known, ["random_hflip: a sample id beyond the draw "
+                                                "table (report this)"])
+            with tf.control_dependencies([check]):
+                draw = tf.identity(table[0])
+        unit = tf.cast(tf.bitwise.right_shift(draw, tf.constant(11, tf.uint64)),
+                       tf.float64) * (1.0 / (1 << 53))
+        # Columns walked backwards or forwards by one strided slice (whole ranges by the masks):
+        # no `tf.cond`, and no copy where it does not flip.
+        step = tf.where(unit < self.params["p"], -1, 1)
+        rank = tf.rank(image)
+        strides = tf.tensor_scatter_nd_update(tf.ones([rank], tf.int32), [[1]], [step])
+        zeros = tf.zeros([rank], tf.int32)
+        f[self.to] = tf.strided_slice(image, zeros, zeros, strides, begin_mask=-1, end_mask=-1)
 
 
 class NilmFeatures(Form):
@@ -466,8 +589,11 @@ def parser(fields):
     def parse(record):
         head = tf.bitcast(tf.io.decode_raw(tf.strings.substr(record, 0, 16), tf.int64),
                           tf.uint64)
-        tf.debugging.assert_equal(tf.strings.substr(record, 0, 4), tf.constant(b"PBS1"),
-                                  message="not a prepbench record")
+        # The magic in the head's first word (little-endian), checked by one `Assert`.
+        magic = tf.constant(struct.unpack("<I", b"PBS1")[0], tf.uint64)
+        tf.debugging.Assert(
+            tf.equal(tf.bitwise.bitwise_and(head[0], tf.constant(0xFFFFFFFF, tf.uint64)), magic),
+            ["not a prepbench record"])
         out = {}
         offset = tf.constant(16, tf.int64)
         for name, kind, dtype, ndim, name_len in fields:

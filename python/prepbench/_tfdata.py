@@ -31,16 +31,16 @@ _COMPRESSION = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}
 
 def _store_files(path, shards=None):
     """The store's first `shards` shard files (all when `None`), their compression as
-    TFRecordDataset names it, and their records."""
+    TFRecordDataset names it, their records, and the whole store's."""
     with open(os.path.join(path, "store.json")) as f:
         manifest = json.load(f)
     codec = str(manifest.get("codec", "none")).split(":")[0]
     if codec not in _COMPRESSION:
         raise RuntimeError(f"{path}: {codec} shards are not TFRecord's compression; tf.data "
                            "reads none, gzip and zlib")
-    read = manifest["shards"][:shards]
-    files = [os.path.join(path, shard["file"]) for shard in read]
-    return files, _COMPRESSION[codec], sum(int(shard.get("records", 0)) for shard in read)
+    records = [int(shard.get("records", 0)) for shard in manifest["shards"]]
+    files = [os.path.join(path, shard["file"]) for shard in manifest["shards"][:shards]]
+    return files, _COMPRESSION[codec], sum(records[:shards]), sum(records)
 
 
 def _plain(fn):
@@ -93,10 +93,10 @@ class Pipeline:
             ids = tf.constant(list(range(items)), tf.uint64)
             self.source = tf.data.Dataset.from_tensor_slices((ids, columns))
             self.parse = None
-            self.count = items
+            self.count = ids = items
             first_id, first_fields = 0, {k: v[0] for k, v in columns.items()}
         else:
-            files, compression, held = _store_files(job["store"], job.get("shards"))
+            files, compression, held, ids = _store_files(job["store"], job.get("shards"))
             first = tf.data.TFRecordDataset(files[:1], compression)
             first_record = next(iter(first))
             layout = _tf_steps.schema(first_record.numpy())
@@ -119,6 +119,7 @@ class Pipeline:
                 self.cached = True
             else:
                 self.source = records
+        self._draw_tables(ids)
         # Python steps learn the fields they give, and forms such as decode_npy their dtype,
         # from the first sample, before the map is traced.
         if python or any(getattr(f, "learns", False) for f in self.forms):
@@ -146,6 +147,19 @@ class Pipeline:
         for form in forms:
             form(fields, (self.job["seed"], sample_id, epoch))
         return sample_id, fields
+
+    def _draw_tables(self, ids):
+        """Gives the random forms the ids (samples 0 to `ids` - 1: a store's records, the raw
+        items) whose draws they look up in a table made once per epoch, rather than drawing
+        each in a hundred scalar ops of the map (`_tf_steps.Form.draws`); none past a fan-out
+        step, whose outputs' ids are child ids."""
+        from . import _tf_steps
+
+        fanned = self.online.item_shift(self.job["split"]) > 0
+        for form in self.forms:
+            fanned = fanned or getattr(form, "fans_out", False)
+            if getattr(form, "random", False):
+                form.ids = 0 if fanned else min(ids, _tf_steps.MAX_TABLE_IDS)
 
     def _fan_out(self):
         """The online forms before the fan-out form (NILM's `window`), that form, and those
@@ -191,7 +205,11 @@ class Pipeline:
         def steps_of(forms, sized):
             def run(sample_id, fields):
                 sample_id, fields = self._steps(forms, sample_id, fields, epoch)
-                return (sample_id, _size(fields), fields) if sized else (sample_id, fields)
+                if not sized:
+                    return sample_id, fields
+                # The training loop's element: the sample's bytes and fields, and its id only
+                # where --verify hashes it (one tensor fewer to hand over per element).
+                return (sample_id, _size(fields), fields) if hashed else (_size(fields), fields)
             return run
 
         first = steps_of(before, fan_out is None)
@@ -322,7 +340,7 @@ def _epoch(pipeline, job, proto_out):
         iterator = iter(pipeline.dataset)
         while True:
             try:
-                sample_id, size, element = next(iterator)
+                got = next(iterator)
             except StopIteration:
                 break
             except tf.errors.OpError as e:
@@ -331,10 +349,10 @@ def _epoch(pipeline, job, proto_out):
                 raise RuntimeError(f"tf.data failed on an element after {samples} samples: "
                                    f"{type(e).__name__}: {e.message}") from None
             samples += 1
-            nbytes += int(size)
+            nbytes += int(got[-2])
             arrivals.append([1, time.perf_counter() - started])
             if job["hash"]:
-                sample_id = int(sample_id)
+                sample_id, element = int(got[0]), got[2]
                 fields = pipeline.fields(element)
                 hashes.append([sample_id, pipeline.digest(sample_id, fields)])
         if job["min_s"] is None or time.perf_counter() - started >= job["min_s"]:

@@ -442,6 +442,30 @@ for _ in range(40):
     for bound in (1, 2, 33, 1000, 2**31 + 7, 2**32 - 1):
         assert a.below(bound) == int(b.below(bound).numpy()), (parts, bound)
     assert a.unit() == float(b.unit().numpy()), parts
+# The draws a random form looks up per epoch (one table of every id's first three) are the
+# generator's, and a crop's corner and a flip from them are what `below` and `unit` give.
+import numpy as np
+import tensorflow as tf
+seed, epoch, step = random.getrandbits(64), 5, 4
+table = ts.draw_table(seed, epoch, step, 300)
+image = tf.reshape(tf.range(260 * 300 * 3), [260, 300, 3])
+crop = ts.make("random_crop", {"height": 224, "width": 200, "field": "image"}, step)
+crop.ids = 300
+flip = ts.make("random_hflip", {"p": 0.5, "field": "image"}, step)
+flip.ids = 300
+for sid in range(0, 300, 7):
+    a = n.Rng.from_parts([seed, sid, epoch, step])
+    assert [a.next_u64() for _ in range(3)] == [int(x) for x in table[sid]], sid
+    a = n.Rng.from_parts([seed, sid, epoch, step])
+    top, left = a.below(260 - 224 + 1), a.below(300 - 200 + 1)
+    fields = {"image": image}
+    crop(fields, (seed, tf.constant(sid, tf.uint64), epoch))
+    assert (fields["image"].numpy() == image.numpy()[top:top + 224, left:left + 200]).all(), sid
+    flipped = n.Rng.from_parts([seed, sid, epoch, step]).unit() < 0.5
+    fields = {"image": image}
+    flip(fields, (seed, tf.constant(sid, tf.uint64), epoch))
+    want = image.numpy()[:, ::-1] if flipped else image.numpy()
+    assert (fields["image"].numpy() == want).all(), sid
 print("ok")
 "#;
 

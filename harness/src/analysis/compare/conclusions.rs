@@ -4,8 +4,9 @@
 use crate::analysis::cells::{Cell, Results};
 use crate::analysis::findings::{self, Verdict};
 
-/// What a results folder concludes: every sub-claim's verdict, and per workload and condition
-/// the fastest strategy cold (codec none, at the most threads, epochs long enough).
+/// What a results folder concludes: every sub-claim's verdict (under each loader that ran the
+/// paper's pipelines), and per workload and condition the fastest strategy cold (codec none,
+/// at the most threads, epochs long enough).
 #[derive(Clone, Debug)]
 pub struct Conclusions {
     pub(super) verdicts: Vec<(String, Verdict)>,
@@ -43,26 +44,31 @@ pub fn conclusions_of(results: &Results, cells: &[Cell]) -> Conclusions {
     let paper = views
         .iter()
         .any(|v| crate::analysis::recorded::is_reference(results, &v.name));
-    let found = if paper {
-        findings::measured::judge(results, &views)
-    } else {
-        Vec::new()
-    };
-    let verdicts = found
-        .iter()
-        .flat_map(|f| &f.sub_claims)
-        .map(|s| (s.id.to_string(), s.verdict))
-        .collect();
-    let checks = found
-        .iter()
-        .flat_map(|f| &f.sub_claims)
-        .flat_map(|s| {
-            s.checks.iter().map(|c| {
+    // Each loader's runs judged apart, as the report does: a claim under another loader than
+    // prepbench's own is its own row (`1a [tf-data]`).
+    let mut judged = Vec::new();
+    if paper {
+        judged.push((String::new(), findings::measured::judge(results, &views)));
+        judged.extend(findings::measured::judge_loaders(results, &views));
+    }
+    let mut verdicts = Vec::new();
+    let mut checks = Vec::new();
+    for (loader, found) in &judged {
+        let id = |claim: &str| {
+            if loader.is_empty() {
+                claim.to_string()
+            } else {
+                format!("{claim} [{loader}]")
+            }
+        };
+        for s in found.iter().flat_map(|f| &f.sub_claims) {
+            verdicts.push((id(s.id), s.verdict));
+            for c in &s.checks {
                 let figure = format!("{} (needs {})", c.measured, c.needs);
-                (s.id.to_string(), c.subject.clone(), figure, c.verdict)
-            })
-        })
-        .collect();
+                checks.push((id(s.id), c.subject.clone(), figure, c.verdict));
+            }
+        }
+    }
     let best = views
         .iter()
         .filter_map(|v| {

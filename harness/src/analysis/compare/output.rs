@@ -299,7 +299,7 @@ fn differing_checks(a: &Conclusions, b: &Conclusions) -> String {
 
 /// Whether the two folders conclude the same: the paper's findings' verdicts (for the paper's
 /// workloads only) and each workload's best strategy, side by side, with how many agree.
-fn conclusions(a: &Conclusions, b: &Conclusions) -> String {
+pub(super) fn conclusions(a: &Conclusions, b: &Conclusions) -> String {
     let mut out = String::new();
     let agree = |x: &str, y: &str| if x == y { "yes" } else { "**no**" };
     if !a.verdicts.is_empty() {

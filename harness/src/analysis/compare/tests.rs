@@ -222,3 +222,76 @@ fn a_users_folder_concludes_no_paper_verdicts_and_no_best_a_short_epoch_could_ov
         found.best
     );
 }
+
+/// A folder with runs under another loader concludes each claim under each loader apart
+/// (`4a [tf-data]` beside `4a`), never pooled, so that two reproductions under both loaders
+/// are compared claim by claim under each: here the page cache triples the native rate in
+/// both folders, and under tf-data does nothing in A and triples it in B.
+#[test]
+fn each_loaders_verdicts_are_concluded_and_compared_apart() {
+    use crate::analysis::cells::Results;
+    use crate::analysis::compare::conclusions::Conclusions;
+    use crate::analysis::findings::Verdict;
+    use crate::results::{CacheState, Recorded, RunRow};
+    let row = |run: &str, loader: &str, epoch: u64, sps: f64| RunRow {
+        run_id: run.into(),
+        workload: "cv".into(),
+        strategy: "pixel-centered".into(),
+        split: 4,
+        samples: 1000,
+        storage_bytes: 1_000_000,
+        online_s: 1000.0 / sps,
+        throughput_sps: sps,
+        threads: 2,
+        epoch,
+        cache: if epoch == 0 {
+            CacheState::Cold
+        } else {
+            CacheState::Warm
+        },
+        loader: loader.into(),
+        ..RunRow::default()
+    };
+    let folder = |tf_gain: f64| {
+        let mut runs = Vec::new();
+        for (run, cold) in [("a", 100.0), ("b", 110.0), ("c", 95.0)] {
+            runs.push(row(run, "native", 0, cold));
+            runs.push(row(run, "native", 1, cold * 3.0));
+            let tf = format!("tf-{run}");
+            runs.push(row(&tf, "tf-data", 0, cold / 2.0));
+            runs.push(row(&tf, "tf-data", 1, cold / 2.0 * tf_gain));
+        }
+        let results = Results::of(Recorded {
+            runs,
+            ..Recorded::default()
+        });
+        let cells = results.cells();
+        crate::analysis::compare::conclusions::conclusions_of(&results, &cells)
+    };
+    let (a, b) = (folder(1.01), folder(3.0));
+    let verdict = |c: &Conclusions, id: &str| {
+        c.verdicts
+            .iter()
+            .find(|(i, _)| i == id)
+            .map(|(_, v)| *v)
+            .unwrap_or_else(|| panic!("no {id} in {:?}", c.verdicts))
+    };
+    assert_eq!(verdict(&a, "4a"), Verdict::Reproduced);
+    assert_eq!(verdict(&b, "4a"), Verdict::Reproduced);
+    assert!(matches!(
+        verdict(&a, "4a [tf-data]"),
+        Verdict::NotReproduced | Verdict::Contradicted
+    ));
+    assert_eq!(verdict(&b, "4a [tf-data]"), Verdict::Reproduced);
+    let text = crate::analysis::compare::output::conclusions(&a, &b);
+    assert!(
+        text.contains("| 4a | reproduced | reproduced | yes |"),
+        "{text}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("| 4a [tf-data] |"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.ends_with("| reproduced | **no** |"), "{line}");
+    assert!(text.contains("- 4a [tf-data], "), "{text}");
+}

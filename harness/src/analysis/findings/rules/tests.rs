@@ -470,3 +470,48 @@ fn an_estimate_on_the_threshold_is_on_it_from_either_side() {
     // Decided checks are never on a threshold.
     assert_eq!(at(4.0, 0.01, twice).on_threshold(), None);
 }
+
+/// 5a's mechanism names a fixed cost per record only where small records read slower per
+/// byte than large ones; where they read as fast (a cold read of the large ones slower), it
+/// says no cost per record shows, never a negative one.
+#[test]
+fn a_cost_per_record_is_named_only_where_there_is_one() {
+    let mechanism = |small_over_large: f64| {
+        let mut obs = published::observations();
+        for series in obs.sizes.iter_mut().filter(|s| s.judged) {
+            let large = series
+                .sizes
+                .iter()
+                .map(|p| p.mb_per_sample)
+                .fold(0.0, f64::max);
+            let rate = 1000.0;
+            for p in &mut series.sizes {
+                let ratio = if p.mb_per_sample < large {
+                    small_over_large
+                } else {
+                    1.0
+                };
+                p.cold_mb_s = exact(rate * ratio);
+            }
+        }
+        let found = judge(&obs);
+        let sub = found
+            .iter()
+            .flat_map(|f| &f.sub_claims)
+            .find(|s| s.id == "5a")
+            .unwrap();
+        sub.checks
+            .iter()
+            .find_map(|c| c.mechanism.clone())
+            .unwrap_or_else(|| panic!("no mechanism in {:?}", sub.checks))
+    };
+    let slower = mechanism(0.25);
+    assert!(slower.contains("a fixed cost of"), "{slower}");
+    for same_or_faster in [1.0, 1.2] {
+        let text = mechanism(same_or_faster);
+        assert!(
+            text.contains("no fixed cost per record shows") && !text.contains("-"),
+            "{text}"
+        );
+    }
+}
