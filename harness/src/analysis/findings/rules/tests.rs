@@ -467,6 +467,11 @@ fn an_estimate_on_the_threshold_is_on_it_from_either_side() {
         None,
         "a missing effect"
     );
+    // A threshold near 1 is on it within the noise floor (2 %), not a tenth of its size (0.5
+    // %): 3d's 1.05x measured at 1.04x and 1.05x by two runs is the same figure.
+    assert!(at(1.04, 0.1, small).on_threshold().is_some());
+    assert!(at(1.035, 0.1, small).on_threshold().is_some());
+    assert_eq!(at(1.025, 0.1, small).on_threshold(), None);
     // Decided checks are never on a threshold.
     assert_eq!(at(4.0, 0.01, twice).on_threshold(), None);
 }
