@@ -231,26 +231,11 @@ fn a_users_folder_concludes_no_paper_verdicts_and_no_best_a_short_epoch_could_ov
 fn each_loaders_verdicts_are_concluded_and_compared_apart() {
     use crate::analysis::cells::Results;
     use crate::analysis::compare::conclusions::Conclusions;
+    use crate::analysis::findings::measured::tests::epoch_row;
     use crate::analysis::findings::Verdict;
-    use crate::results::{CacheState, Recorded, RunRow};
-    let row = |run: &str, loader: &str, epoch: u64, sps: f64| RunRow {
-        run_id: run.into(),
-        workload: "cv".into(),
-        strategy: "pixel-centered".into(),
-        split: 4,
-        samples: 1000,
-        storage_bytes: 1_000_000,
-        online_s: 1000.0 / sps,
-        throughput_sps: sps,
-        threads: 2,
-        epoch,
-        cache: if epoch == 0 {
-            CacheState::Cold
-        } else {
-            CacheState::Warm
-        },
-        loader: loader.into(),
-        ..RunRow::default()
+    use crate::results::Recorded;
+    let row = |run: &str, loader: &str, epoch: u64, sps: f64| {
+        epoch_row(run, loader, "pixel-centered", epoch, sps)
     };
     let folder = |tf_gain: f64| {
         let mut runs = Vec::new();

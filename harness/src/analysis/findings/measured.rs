@@ -371,4 +371,4 @@ pub fn observations(results: &Results, views: &[&WorkloadView]) -> Observations 
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

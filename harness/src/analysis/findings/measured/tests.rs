@@ -6,7 +6,7 @@ use crate::results::RunRow;
 
 /// Epoch `epoch` of CV run `run` under `loader`, reading `strategy` (1000 samples of 1 kB,
 /// 2 threads) at `sps`: epoch 0 cold, later ones from the page cache.
-fn epoch_row(run: &str, loader: &str, strategy: &str, epoch: u64, sps: f64) -> RunRow {
+pub(crate) fn epoch_row(run: &str, loader: &str, strategy: &str, epoch: u64, sps: f64) -> RunRow {
     let split = match strategy {
         "resized" => 3,
         _ => 4,
