@@ -24,7 +24,7 @@ from ._loader import _layout, answer, native_for, next_epoch, ready, serve
 from .store import _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
-PROTOCOL = 4
+PROTOCOL = 5
 
 _COMPRESSION = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}
 
@@ -223,7 +223,14 @@ class Pipeline:
             # `flat_map` of the element's dataset; then the steps after it, in parallel.
             mapped = mapped.flat_map(_plain(fan_out.expand)).map(
                 _plain(steps_of(after, True)), num_parallel_calls=self.threads)
-        self.dataset = mapped.prefetch(tf.data.AUTOTUNE)
+        dataset = mapped.prefetch(tf.data.AUTOTUNE)
+        if not (self.job.get("options") or {}).get("autotune", True):
+            # `--loader-options autotune=false`: tf.data's autotuning off, as a pipeline that
+            # sets it runs (the prefetch buffer then stays at its starting size).
+            options = tf.data.Options()
+            options.autotune.enabled = False
+            dataset = dataset.with_options(options)
+        self.dataset = dataset
 
     def _forms(self, steps, first):
         """The online steps' forms: prepbench's in TensorFlow, runs of Python steps each one

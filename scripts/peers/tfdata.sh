@@ -28,6 +28,12 @@ samples=${SAMPLES:-600}
 trials=${TRIALS:-3}
 epochs=${EPOCHS:-2}
 min_epoch_s=${MIN_EPOCH_S:-2}
+# AUTOTUNE=false: tf.data's autotuning off in both the loader and the bare pipeline.
+autotune=${AUTOTUNE:-true}
+loader_options=() bare_options=()
+if [[ $autotune == false ]]; then
+  loader_options=(--loader-options autotune=false) bare_options=(--no-autotune)
+fi
 parts=${PARTS:-overhead,store,audio,cv}
 export PYTHONPATH=$repo/python
 export PREPBENCH_NATIVE=${PREPBENCH_NATIVE:-$repo/target/release/lib_native.so}
@@ -56,7 +62,7 @@ overhead() {
   : > "$out/$text"
   for ((t = 1; t <= trials; t++)); do
     local start=$(date +%s)
-    "$bin" --python "$python" sweep "$workload" --loaders tf-data --strategies "$strategy" \
+    "$bin" --python "$python" sweep "$workload" --loaders tf-data "${loader_options[@]}" --strategies "$strategy" \
       --threads "$threads" --cache warm --trials "$t" --epochs "$epochs" --samples "$samples" \
       --no-calibrate --data-dir "$work/data" --store-dir "$work/stores" --quiet \
       --out "$out/overhead-$workload-$strategy"
@@ -64,7 +70,7 @@ overhead() {
     start=$(date +%s)
     local input=("$@")
     [[ ${input[0]} == --store ]] && input=(--store "$(ls -d "$work/stores/$workload/$strategy"/*/ | head -1)")
-    "$python" "$repo/scripts/peers/tfdata_bare.py" "${input[@]}" --threads "$threads" \
+    "$python" "$repo/scripts/peers/tfdata_bare.py" "${input[@]}" "${bare_options[@]}" --threads "$threads" \
       --trials 1 --first-trial $((t - 1)) --epochs "$epochs" --samples "$samples" >> "$out/$text"
     echo "bare tf.data, $workload $strategy, trial $t: rc $? after $(( $(date +%s) - start )) s"
   done

@@ -159,6 +159,8 @@ def main():
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--samples", type=int, default=0)
+    parser.add_argument("--no-autotune", action="store_true",
+                        help="tf.data's autotuning off (as `--loader-options autotune=false`)")
     parser.add_argument("--first-trial", type=int, default=0,
                         help="the number of the first trial printed (trials interleaved with "
                              "another program's, one process each)")
@@ -172,6 +174,10 @@ def main():
     for trial in range(args.trials):
         for epoch in range(args.epochs):
             data = make()
+            if args.no_autotune:
+                options = tf.data.Options()
+                options.autotune.enabled = False
+                data = data.with_options(options)
             started = time.perf_counter()
             samples = 0
             for _ in data:

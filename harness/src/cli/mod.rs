@@ -372,8 +372,9 @@ pub struct MeasureArgs {
     pub on_error: Option<workloads::OnError>,
     /// Options of the loaders that take them, comma-separated: for torch,
     /// batch=N,prefetch=K|default,pin=true|false,persistent=true|false (default:
-    /// batch=32,prefetch=default,pin=false,persistent=false). Recorded in runs.csv
-    /// loader_options; runs with other options are another condition, never pooled.
+    /// batch=32,prefetch=default,pin=false,persistent=false); for tf-data, autotune=true|false
+    /// (default: true, tf.data's autotuning on). Recorded in runs.csv loader_options; runs with
+    /// other options are another condition, never pooled.
     #[arg(long)]
     pub loader_options: Option<String>,
     /// Memory, in MB, each run's epochs and their page cache may use, as on a machine with that

@@ -10,6 +10,7 @@
 //! its own followed by `.cache()`, as the paper's application cache was, and the epochs after
 //! the first are served from it.
 //! `--verify` compares its outputs with native processing within the bounds its forms state.
+//! `--loader-options autotune=false` runs it with tf.data's autotuning off.
 
 use indicatif::ProgressBar;
 use workloads::{Codec, Workload};
@@ -23,7 +24,39 @@ pub mod steps;
 pub struct TfData;
 
 /// Bumped with `PROTOCOL` in `prepbench/_tfdata.py`.
-const PROTOCOL: u32 = 4;
+const PROTOCOL: u32 = 5;
+
+/// The loader's options (`--loader-options`): `autotune=false` turns tf.data's autotuning
+/// off (`tf.data.Options().autotune.enabled`), as a pipeline that sets it does; the default,
+/// tf.data's own, is recorded as no options at all, so runs from before the option pair with
+/// runs after it.
+fn parse_options(text: &str) -> Result<bool, String> {
+    let mut autotune = true;
+    for option in text.split([',', ' ']).filter(|o| !o.trim().is_empty()) {
+        match option.trim().split_once('=') {
+            Some(("autotune", value)) => {
+                autotune = value
+                    .parse::<bool>()
+                    .map_err(|_| format!("autotune={value}: true or false"))?;
+            }
+            _ => {
+                return Err(format!(
+                    "no option `{option}`; the tf-data loader takes autotune=true|false"
+                ))
+            }
+        }
+    }
+    Ok(autotune)
+}
+
+/// How runs record the options: nothing for tf.data's defaults.
+fn spelled(autotune: bool) -> String {
+    if autotune {
+        String::new()
+    } else {
+        "autotune=false".into()
+    }
+}
 
 const PROCESS: PythonLoader = PythonLoader {
     name: "tf-data",
@@ -50,6 +83,10 @@ pub fn codec_refusal(codec: Codec) -> Option<String> {
 impl Engine for TfData {
     fn name(&self) -> &'static str {
         "tf-data"
+    }
+
+    fn options(&self, asked: Option<&str>) -> Result<String, String> {
+        parse_options(asked.unwrap_or("")).map(spelled)
     }
 
     fn step_refusal(&self, workload: &Workload, split: usize) -> Option<String> {
@@ -81,6 +118,31 @@ impl Engine for TfData {
     /// (Codecs and `--on-error skip` are refused with the plan; the process refuses a store
     /// of another codec itself.)
     fn run(&self, job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {
-        PROCESS.run(job, serde_json::json!({}), progress)
+        let autotune = parse_options(job.loader_options)
+            .map_err(|e| super::process::loader_error("tf-data", e))?;
+        PROCESS.run(job, serde_json::json!({ "autotune": autotune }), progress)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::rows::loader_label;
+
+    #[test]
+    fn autotune_is_its_one_option_and_its_default_is_recorded_as_none() {
+        assert_eq!(TfData.options(None).unwrap(), "");
+        assert_eq!(TfData.options(Some("autotune=true")).unwrap(), "");
+        let off = TfData.options(Some("autotune=false")).unwrap();
+        assert_eq!(off, "autotune=false");
+        assert_eq!(TfData.options(Some(&off)).unwrap(), off);
+        assert_eq!(loader_label("tf-data", &off), "tf-data[autotune=false]");
+        for (bad, says) in [
+            ("autotune=no", "true or false"),
+            ("batch=4", "no option `batch=4`"),
+        ] {
+            let error = TfData.options(Some(bad)).unwrap_err();
+            assert!(error.contains(says), "{bad}: {error}");
+        }
     }
 }
