@@ -24,7 +24,8 @@ _GOLDEN = 0x9E3779B97F4A7C15
 #: The draws a random form looks up per sample (`Form.draws`): a crop takes two, and a third
 #: covers one redraw.
 DRAWS = 3
-#: The most ids a random form's draw table covers (24 bytes each); ids above it draw in ops.
+#: The most ids a random form's draw table covers (24 bytes each); a store or source with
+#: more draws in ops.
 MAX_TABLE_IDS = 1 << 22
 
 
@@ -118,12 +119,15 @@ def draw_table(seed, epoch, step_index, count, draws=DRAWS):
     element in the map."""
     import numpy as np
 
-    golden = np.uint64(_GOLDEN)
-    ids = np.arange(count, dtype=np.uint64)
-    state = _mix_np(np.full(count, 0x5EED, np.uint64) ^ (np.uint64(seed) + golden))
-    state = _mix_np(state ^ (ids + golden))
+    def u64(value):
+        # A one-element array: array sums wrap silently, NumPy scalars warn on overflow.
+        return np.array([value], np.uint64)
+
+    golden = u64(_GOLDEN)
+    seeded = _mix_np(u64(0x5EED) ^ (u64(seed) + golden))
+    state = _mix_np(seeded ^ (np.arange(count, dtype=np.uint64) + golden))
     for part in (epoch, step_index):
-        state = _mix_np(state ^ (np.uint64(part) + golden))
+        state = _mix_np(state ^ (u64(part) + golden))
     out = np.empty((count, draws), np.uint64)
     for k in range(draws):
         state = state + golden
@@ -156,7 +160,8 @@ class Form:
         self.to = params.get("field") or params.get("to")
         #: The ids below which a random form looks its draws up (`ids`; 0: none).
         self.ids = 0
-        self._tables = {}
+        #: The last epoch's table: ((seed, epoch), its draws).
+        self._table = (None, None)
 
     def rng(self, context):
         seed, sample_id, epoch = context
@@ -169,14 +174,13 @@ class Form:
         seed, sample_id, epoch = context
         if self.ids <= 0:
             return None
-        key = (seed, epoch)
-        if key not in self._tables:
+        if self._table[0] != (seed, epoch):
             # The NumPy array kept, not a tensor: each epoch's map is a graph of its own.
-            self._tables = {key: draw_table(seed, epoch, self.step_index, self.ids)}
+            self._table = ((seed, epoch), draw_table(seed, epoch, self.step_index, self.ids))
         sample_id = tf.cast(sample_id, tf.uint64)
         known = sample_id < tf.constant(self.ids, tf.uint64)
         row = tf.minimum(sample_id, tf.constant(self.ids - 1, tf.uint64))
-        return tf.gather(tf.constant(self._tables[key]), tf.cast(row, tf.int64)), known
+        return tf.gather(tf.constant(self._table[1]), tf.cast(row, tf.int64)), known
 
 
 class ReadFile(Form):

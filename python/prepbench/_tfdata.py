@@ -152,14 +152,15 @@ class Pipeline:
         """Gives the random forms the ids (samples 0 to `ids` - 1: a store's records, the raw
         items) whose draws they look up in a table made once per epoch, rather than drawing
         each in a hundred scalar ops of the map (`_tf_steps.Form.draws`); none past a fan-out
-        step, whose outputs' ids are child ids."""
+        step, whose outputs' ids are child ids, nor for more ids than a table holds (its
+        samples then draw in ops: a table of fewer would fail the ids beyond it)."""
         from . import _tf_steps
 
         fanned = self.online.item_shift(self.job["split"]) > 0
         for form in self.forms:
             fanned = fanned or getattr(form, "fans_out", False)
             if getattr(form, "random", False):
-                form.ids = 0 if fanned else min(ids, _tf_steps.MAX_TABLE_IDS)
+                form.ids = 0 if fanned or ids > _tf_steps.MAX_TABLE_IDS else ids
 
     def _fan_out(self):
         """The online forms before the fan-out form (NILM's `window`), that form, and those
@@ -347,7 +348,8 @@ def _epoch(pipeline, job, proto_out):
         iterator = iter(pipeline.dataset)
         while True:
             try:
-                got = next(iterator)
+                # (id, bytes, fields) where --verify hashes, else (bytes, fields).
+                *sample_id, size, element = next(iterator)
             except StopIteration:
                 break
             except tf.errors.OpError as e:
@@ -356,10 +358,10 @@ def _epoch(pipeline, job, proto_out):
                 raise RuntimeError(f"tf.data failed on an element after {samples} samples: "
                                    f"{type(e).__name__}: {e.message}") from None
             samples += 1
-            nbytes += int(got[-2])
+            nbytes += int(size)
             arrivals.append([1, time.perf_counter() - started])
             if job["hash"]:
-                sample_id, element = int(got[0]), got[2]
+                sample_id = int(sample_id[0])
                 fields = pipeline.fields(element)
                 hashes.append([sample_id, pipeline.digest(sample_id, fields)])
         if job["min_s"] is None or time.perf_counter() - started >= job["min_s"]:
