@@ -35,6 +35,46 @@ def _tf():
     return tf
 
 
+#: The checks of the map function being traced (`checked`), or `None` outside one.
+_PENDING = None
+
+
+def check(condition, message):
+    """Checks `condition` (a boolean tensor) for the sample, failing its map with `message`:
+    in the map being traced, gathered into the one `Assert` `checked` makes at its end (each
+    `Assert` costs a map's element more than its own op: docs/decisions.md); elsewhere (eager
+    mode, a function of its own) at once."""
+    if _PENDING is None:
+        _tf().debugging.Assert(condition, [message])
+    else:
+        _PENDING.append((condition, message))
+
+
+def checked(fn):
+    """`fn`, a tf.data map's function, with the checks its forms make (`check`) in one `Assert`
+    that its output waits on: the failed checks' messages are what it says."""
+    tf = _tf()
+
+    def run(*args):
+        global _PENDING
+        outer, _PENDING = _PENDING, []
+        try:
+            out = fn(*args)
+            pending = _PENDING
+        finally:
+            _PENDING = outer
+        if not pending:
+            return out
+        passed = tf.stack([tf.reshape(c, []) for c, _ in pending])
+        failed = tf.boolean_mask(tf.constant([m for _, m in pending]), tf.logical_not(passed))
+        with tf.control_dependencies([tf.debugging.Assert(tf.reduce_all(passed), [failed])]):
+            flat = tf.nest.flatten(out)
+            flat[0] = tf.identity(flat[0])
+        return tf.nest.pack_sequence_as(out, flat)
+
+    return run
+
+
 class Rng:
     """prepbench's `SeededRng` (workloads/src/rng.rs) in TensorFlow uint64 ops."""
 
@@ -347,8 +387,8 @@ class RandomCrop(Form):
         image = f[self.source]
         shape = tf.shape(image, out_type=tf.int64)
         ch, cw = self.params["height"], self.params["width"]
-        sides = shape[:2] - tf.constant([ch, cw], tf.int64) + 1
-        small = f"cannot crop {ch}x{cw}: image too small"
+        sides = shape[:2] - tf.constant([ch - 1, cw - 1], tf.int64)
+        small = f"random_crop: cannot crop {ch}x{cw}: image too small"
         looked_up = self.draws(context)
         if looked_up is None:
             tf.debugging.assert_greater_equal(shape[0], tf.constant(ch, tf.int64), message=small)
@@ -356,42 +396,41 @@ class RandomCrop(Form):
             rng = self.rng(context)
             corner = tf.stack([rng.below(sides[0]), rng.below(sides[1])])
         else:
-            # No `tf.cond` and one `Assert`: either puts the map's function on TensorFlow's
-            # general executor, which cost ~100 us per element here (docs/decisions.md).
+            # No `tf.cond`, and the checks in the map's one `Assert` (`checked`): a `tf.cond`
+            # or an `Assert` of its own cost ~100 us and ~35 us per element (docs/decisions.md).
             table, known = looked_up
             corner, exact = _corner(table, sides)
-            fits = tf.reduce_all(sides > 0)
-            check = tf.debugging.Assert(
-                tf.logical_and(fits, tf.logical_and(known, exact)),
-                [tf.where(fits, "random_crop: two draws of three rejected, or a sample id "
-                                "beyond the draw table (report this)", small)])
-            with tf.control_dependencies([check]):
-                corner = tf.identity(corner)
+            check(tf.reduce_all(sides > 0), small)
+            check(tf.logical_and(known, exact), "random_crop: two draws of three rejected, or "
+                                                "a sample id beyond the draw table (report this)")
         rank = image.shape.rank
         if rank is None:
             f[self.to] = image[corner[0]:corner[0] + ch, corner[1]:corner[1] + cw]
             return
         # `tf.slice`, not `image[...]`: a strided slice of the same window cost ~30 us more.
+        # Its size within the image's, so that an image too small reaches the map's check,
+        # which says so, rather than failing the slice first.
+        size = tf.concat([tf.minimum(tf.constant([ch, cw], tf.int64), shape[:2]),
+                          tf.constant([-1] * (rank - 2), tf.int64)], 0)
         f[self.to] = tf.slice(image, tf.concat([corner, tf.zeros([rank - 2], tf.int64)], 0),
-                              tf.constant([ch, cw] + [-1] * (rank - 2), tf.int64))
+                              size)
 
 
 def _corner(table, sides):
     """A crop's (top, left) as `Rng.below` draws them, from a sample's first three draws
-    (`table`) and the two sides' counts of positions, in elementwise ops: top from the first
-    draw, or the second where the first falls under the rejection threshold; left from the
-    next one or the one after. Whether that was exact (no second rejection in three draws,
+    (`table`) and the two sides' counts of positions, in a few elementwise ops: top from the
+    first draw, or the second where the first falls under the rejection threshold; left from
+    the next one or the one after. Whether that was exact (no second rejection in three draws,
     about 2^-64 likely)."""
     tf = _tf()
     n = tf.cast(tf.maximum(tf.gather(sides, [0, 0, 1, 1]), 1), tf.uint64)
     high, low = _high_low(tf.gather(table, [0, 1, 1, 2]), n)
     kept = low >= (tf.constant(0, tf.uint64) - n) % n
-    high = tf.cast(high, tf.int64)
-    top = tf.where(kept[0], high[0], high[1])
-    left = tf.where(kept[0], tf.where(kept[2], high[2], high[3]), high[3])
-    exact = tf.where(kept[0], tf.logical_or(kept[2], kept[3]),
-                     tf.logical_and(kept[1], kept[3]))
-    return tf.stack([top, left]), exact
+    # (draw for the top, draw for the left) among the four: (0, 2) where neither the first
+    # nor the next is rejected, (0, 3) where the next is, (1, 3) where the first is.
+    k = tf.cast(kept, tf.int32)
+    at = tf.stack([1 - k[0], 3 - k[0] * k[2]])
+    return tf.cast(tf.gather(high, at), tf.int64), tf.reduce_all(tf.gather(kept, at))
 
 
 class RandomHflip(Form):
@@ -405,10 +444,8 @@ class RandomHflip(Form):
             draw = self.rng(context).next_u64()
         else:
             table, known = looked_up
-            check = tf.debugging.Assert(known, ["random_hflip: a sample id beyond the draw "
-                                                "table (report this)"])
-            with tf.control_dependencies([check]):
-                draw = tf.identity(table[0])
+            check(known, "random_hflip: a sample id beyond the draw table (report this)")
+            draw = table[0]
         unit = tf.cast(tf.bitwise.right_shift(draw, tf.constant(11, tf.uint64)),
                        tf.float64) * (1.0 / (1 << 53))
         # Columns walked backwards or forwards by one strided slice (whole ranges by the masks):
@@ -564,6 +601,9 @@ _DTYPES = {1: "uint8", 2: "uint16", 3: "int16", 4: "int32", 5: "float32", 6: "fl
 _TENSOR, _BYTES, _TEXT = 1, 2, 3
 
 
+_MAGIC = struct.unpack("<I", b"PBS1")[0]
+
+
 def _pad(n):
     return (n + 7) // 8 * 8
 
@@ -591,18 +631,18 @@ def parser(fields):
     tf = _tf()
 
     def parse(record):
-        head = tf.bitcast(tf.io.decode_raw(tf.strings.substr(record, 0, 16), tf.int64),
-                          tf.uint64)
-        # The magic in the head's first word (little-endian), checked by one `Assert`.
-        magic = tf.constant(struct.unpack("<I", b"PBS1")[0], tf.uint64)
-        tf.debugging.Assert(
-            tf.equal(tf.bitwise.bitwise_and(head[0], tf.constant(0xFFFFFFFF, tf.uint64)), magic),
-            ["not a prepbench record"])
         out = {}
         offset = tf.constant(16, tf.int64)
+        head = None
         for name, kind, dtype, ndim, name_len in fields:
-            words = tf.io.decode_raw(tf.strings.substr(record, offset, 16 + 8 * ndim),
-                                     tf.int64)
+            if head is None:
+                # The record's head (magic and count, sample id) and the first field's words
+                # decoded at once.
+                words = tf.io.decode_raw(tf.strings.substr(record, 0, 32 + 8 * ndim), tf.int64)
+                head, words = words[:2], words[2:]
+            else:
+                words = tf.io.decode_raw(tf.strings.substr(record, offset, 16 + 8 * ndim),
+                                         tf.int64)
             data_len = words[1]
             start = offset + 16 + 8 * ndim + _pad(name_len)
             data = tf.strings.substr(record, start, data_len)
@@ -613,6 +653,11 @@ def parser(fields):
                 value = data
             out[name] = value
             offset = start + (data_len + 7) // 8 * 8
-        return head[1], out
+        if head is None:
+            head = tf.io.decode_raw(tf.strings.substr(record, 0, 16), tf.int64)
+        # The magic in the head's first word (little-endian).
+        check(tf.equal(tf.bitwise.bitwise_and(head[0], 0xFFFFFFFF), _MAGIC),
+              "not a prepbench record")
+        return tf.bitcast(head[1], tf.uint64), out
 
     return parse

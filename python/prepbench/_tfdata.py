@@ -44,16 +44,40 @@ def _store_files(path, shards=None):
 
 
 def _plain(fn):
-    """`fn` for a tf.data map or filter as it is, not converted by autograph: the forms build
-    TensorFlow ops throughout (`tf.cond`, `tf.while_loop`), and autograph would write a source
-    file into the system's temporary folder for every function it converts."""
+    """`fn` for a tf.data map or filter as it is, not converted by autograph (the forms build
+    TensorFlow ops throughout, `tf.while_loop` among them, and autograph would write a source
+    file into the system's temporary folder for every function it converts), with its forms'
+    checks in one `Assert` (`_tf_steps.checked`)."""
     import tensorflow as tf
 
-    return tf.autograph.experimental.do_not_convert(fn)
+    from ._tf_steps import checked
+
+    return tf.autograph.experimental.do_not_convert(checked(fn))
+
+
+def _sizer(spec):
+    """A function of an element's fields (the dataset's `element_spec` of them) giving the
+    sample's bytes, read from the tensors' shapes by the consumer, not computed in the map:
+    ops in the map cost every element far more than reading a shape costs here."""
+    import tensorflow as tf
+
+    strings = [name for name, s in spec.items() if s.dtype == tf.string]
+    sized = [(name, s.dtype.size) for name, s in spec.items() if s.dtype != tf.string]
+
+    def size(fields):
+        total = 0
+        for name, itemsize in sized:
+            total += fields[name].shape.num_elements() * itemsize
+        for name in strings:
+            value = fields[name].numpy()
+            total += len(value) if isinstance(value, bytes) else sum(map(len, value.flat))
+        return total
+
+    return size
 
 
 def _size(fields):
-    """A sample's bytes, in TensorFlow ops (the training loop gets tensors, not NumPy)."""
+    """A sample's bytes, in TensorFlow ops (eager: what `.cache()` would keep of a record)."""
     import tensorflow as tf
 
     total = tf.constant(0, tf.int64)
@@ -203,14 +227,14 @@ class Pipeline:
             fused = None
         before, fan_out, after = self._fan_out()
 
-        def steps_of(forms, sized):
+        def steps_of(forms, last):
             def run(sample_id, fields):
                 sample_id, fields = self._steps(forms, sample_id, fields, epoch)
-                if not sized:
+                if not last:
                     return sample_id, fields
-                # The training loop's element: the sample's bytes and fields, and its id only
-                # where --verify hashes it (one tensor fewer to hand over per element).
-                return (sample_id, _size(fields), fields) if hashed else (_size(fields), fields)
+                # The training loop's element: the sample's fields, and its id only where
+                # --verify hashes it (one tensor fewer to hand over per element).
+                return (sample_id, fields) if hashed else fields
             return run
 
         first = steps_of(before, fan_out is None)
@@ -232,6 +256,8 @@ class Pipeline:
             options.autotune.enabled = False
             dataset = dataset.with_options(options)
         self.dataset = dataset
+        spec = dataset.element_spec
+        self.size = _sizer(spec[1] if hashed else spec)
 
     def _forms(self, steps, first):
         """The online steps' forms: prepbench's in TensorFlow, runs of Python steps each one
@@ -343,13 +369,14 @@ def _epoch(pipeline, job, proto_out):
     started = time.perf_counter()
     arrivals, hashes = [], []
     samples = nbytes = passes = 0
+    size = pipeline.size
     while True:
         passes += 1
         iterator = iter(pipeline.dataset)
         while True:
             try:
-                # (id, bytes, fields) where --verify hashes, else (bytes, fields).
-                *sample_id, size, element = next(iterator)
+                # (id, fields) where --verify hashes, else the fields.
+                element = next(iterator)
             except StopIteration:
                 break
             except tf.errors.OpError as e:
@@ -357,16 +384,18 @@ def _epoch(pipeline, job, proto_out):
                 # refused under this loader).
                 raise RuntimeError(f"tf.data failed on an element after {samples} samples: "
                                    f"{type(e).__name__}: {e.message}") from None
+            arrivals.append(time.perf_counter() - started)
             samples += 1
-            nbytes += int(size)
-            arrivals.append([1, time.perf_counter() - started])
             if job["hash"]:
-                sample_id = int(sample_id[0])
+                sample_id, element = element
+                sample_id = int(sample_id)
                 fields = pipeline.fields(element)
                 hashes.append([sample_id, pipeline.digest(sample_id, fields)])
+            nbytes += size(element)
         if job["min_s"] is None or time.perf_counter() - started >= job["min_s"]:
             break
-    answer(proto_out, started, arrivals, samples, nbytes, hashes, [], None, passes,
+    answer(proto_out, started, [[1, t] for t in arrivals], samples, nbytes, hashes, [], None,
+           passes,
            cache={"kept": pipeline.cached, "bytes": pipeline.cached_bytes})
 
 

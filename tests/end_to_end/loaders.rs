@@ -466,6 +466,30 @@ for sid in range(0, 300, 7):
     flip(fields, (seed, tf.constant(sid, tf.uint64), epoch))
     want = image.numpy()[:, ::-1] if flipped else image.numpy()
     assert (fields["image"].numpy() == want).all(), sid
+# In a map, the forms' checks (one `Assert` for the map's function) fail the element, saying
+# which: an image too small to crop, a record that is not prepbench's.
+def fails(fn, value, says):
+    try:
+        list(tf.data.Dataset.from_tensors(value).map(ts.checked(fn)))
+    except tf.errors.InvalidArgumentError as e:
+        assert says in e.message, e.message
+    else:
+        raise AssertionError(f"no error: {says}")
+def crop_of(image):
+    fields = {"image": image}
+    crop(fields, (seed, tf.constant(3, tf.uint64), epoch))
+    return fields["image"]
+assert crop_of(image).shape == (224, 200, 3)
+fails(crop_of, tf.zeros([100, 300, 3], tf.int32), "cannot crop 224x200: image too small")
+import struct
+def record(magic):
+    head = magic + struct.pack("<IQ", 1, 9)
+    field = struct.pack("<BBBBIQQ", 1, 1, 1, 1, 0, 3, 3) + b"x".ljust(8, b"\0")
+    return head + field + b"abc".ljust(8, b"\0")
+parse = ts.parser(ts.schema(record(b"PBS1")))
+sid, fields = ts.checked(parse)(tf.constant(record(b"PBS1")))
+assert int(sid) == 9 and fields["x"].numpy().tobytes() == b"abc", (sid, fields)
+fails(parse, record(b"PBSX"), "not a prepbench record")
 print("ok")
 "#;
 
