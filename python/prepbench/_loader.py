@@ -11,8 +11,9 @@ code, the same per-sample seeds). Then it answers with every batch's arrival, th
 bytes, the skipped samples, (with --verify) each output's hash, and the CPU and I/O of this
 process and its reaped workers. Then it serves the run's next epochs, each asked for by a line
 of its own (`next_epoch`: its epoch, seed, `min_s` and `hash`) with a new DataLoader, as a
-training job runs its epochs in one process, until its stdin ends. Everything the user's code
-prints goes to stderr.
+training job runs its epochs in one process, until the run is over; then it lets go of the
+run and waits, idle, for the workload's next run under this loader (`serve`). Everything the
+user's code prints goes to stderr.
 """
 
 import json
@@ -25,7 +26,7 @@ import types
 from .store import Store, _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
-PROTOCOL = 5
+PROTOCOL = 6
 
 
 def _usage():
@@ -356,16 +357,31 @@ def native_for(job, protocol, loader):
     return native
 
 
+#: Whether the process's stdin has ended: no more runs come.
+_ENDED = False
+
+
 def serve(run):
     """A loader process's main: the job from stdin, `run(job, proto_out)` with the protocol on
     the original stdout and everything else (the user's prints, the framework's) on stderr,
-    and an error reported as prepbench reads it."""
+    and an error reported as prepbench reads it. Once a run is over (`end_run`), the process
+    lets go of what it held (its dataset, an application cache), says `idle`, and waits for
+    the next run's job: prepbench keeps one process for the runs of a workload under a loader,
+    as a training job imports its framework once, rather than importing it for every run."""
+    import gc
+
     proto_out = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    job = json.loads(sys.stdin.buffer.readline())
+    line = sys.stdin.buffer.readline()
     try:
-        run(job, proto_out)
+        while line.strip():
+            run(json.loads(line), proto_out)
+            if _ENDED:
+                return
+            gc.collect()
+            os.write(proto_out, (json.dumps({"idle": _usage()}) + "\n").encode())
+            line = sys.stdin.buffer.readline()
     except BaseException as e:  # noqa: BLE001 - prepbench reports it
         import traceback
 
@@ -377,20 +393,28 @@ def serve(run):
 def ready(proto_out, versions):
     """Says `ready` (the CPU and I/O used so far, the framework's `versions`) and waits for
     `go`: whether it came."""
+    global _ENDED
     os.write(proto_out, (json.dumps({"ready": _usage(), **versions}) + "\n").encode())
-    return sys.stdin.buffer.readline().strip() == b"go"
+    line = sys.stdin.buffer.readline()
+    _ENDED = not line
+    return line.strip() == b"go"
 
 
 def next_epoch(job):
     """The run's next epoch, as prepbench asks a kept loader process for it (a line giving
-    its epoch, seed, `min_s` and `hash`), merged into `job`; None when its stdin ends (the
-    run is over)."""
+    its epoch, seed, `min_s` and `hash`), merged into `job`; None when the run is over (a line
+    `{"end_run": true}`, or stdin's end)."""
+    global _ENDED
     line = sys.stdin.buffer.readline()
+    _ENDED = not line
     if not line.strip():
         return None
-    following = dict(job, **json.loads(line))
+    asked = json.loads(line)
+    if asked.get("end_run"):
+        return None
+    following = dict(job, **asked)
     if following["seed"] != job["seed"]:
-        raise RuntimeError("a loader process serves one run: its seed cannot change")
+        raise RuntimeError("a loader process serves one run at a time: its seed cannot change")
     return following
 
 

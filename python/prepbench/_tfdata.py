@@ -10,8 +10,9 @@ fields sliced into a dataset and the read step's `tf.io.read_file`. Then one
 online steps in their TensorFlow form (`_tf_steps`; a fan-out step such as NILM's `window`
 splits it in two around a `flat_map`), and the training loop iterating the dataset. It answers `ready`, waits for `go`, runs the epoch and answers with every sample's
 arrival, the bytes, (with --verify) each output's hash, and its CPU and I/O; then serves the
-run's next epochs, each asked for by a line of its own (`_loader.next_epoch`), until its stdin
-ends. With `--cache app` the parse is a map of its own followed by `.cache()`, and the epochs
+run's next epochs, each asked for by a line of its own (`_loader.next_epoch`), until the run is
+over; then the workload's next run under this loader, in the same process (`_loader.serve`).
+With `--cache app` the parse is a map of its own followed by `.cache()`, and the epochs
 after the first are served from it.
 """
 
@@ -24,7 +25,7 @@ from ._loader import _layout, answer, native_for, next_epoch, ready, serve
 from .store import _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
-PROTOCOL = 5
+PROTOCOL = 6
 
 _COMPRESSION = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}
 

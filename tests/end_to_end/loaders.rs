@@ -653,6 +653,16 @@ fn the_papers_cv_chain_runs_under_tf_data_in_tensorflow_and_verifies() {
         tf.iter().all(|r| runs.col(r, "verified") == "pass"),
         "{tf:?}"
     );
+    // One loader process served the workload's runs and their verification, one after
+    // another (TensorFlow imported once), and ended with the command.
+    let pids = std::fs::read_to_string(work.path().join("tf-pids.txt")).unwrap();
+    let pids: std::collections::BTreeSet<&str> = pids.lines().collect();
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    let pid = pids.first().unwrap();
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "{pid} outlived the command"
+    );
 }
 
 /// The paper's audio chains, and NILM's, under each loader in Python, as its users
@@ -775,13 +785,18 @@ print("ok")
 /// The steps of [`STEPS`] without torchvision (the tf-data loader's interpreter has none).
 const TF_MODULE: &str = r#"
 import io
+import os
 import random
+import sys
 
 import numpy as np
 from PIL import Image
 
 
 def decode(data):
+    if "tensorflow" in sys.modules:  # the tf-data loader's process, not a native worker
+        with open(os.path.join(os.path.dirname(__file__), "tf-pids.txt"), "a") as f:
+            f.write(f"{os.getpid()}\n")
     return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
 
 

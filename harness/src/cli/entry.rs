@@ -227,6 +227,8 @@ pub fn main(line: Vec<String>) -> Status {
         eprintln!("error: {}", error_text(&e));
         Status::FAILURE
     });
+    // A loader process kept idle between runs ends with the command.
+    crate::measure::online::retire_idle();
     // Run inside Python (no Rust runtime to flush at exit), a last line without a newline
     // would stay in the buffer.
     use std::io::Write;

@@ -81,6 +81,14 @@ pub struct MemoryLimit {
     home: PathBuf,
 }
 
+/// Whether this process is inside a limit now.
+static INSIDE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this process runs under a memory limit now (a run's, until it ends).
+pub fn active() -> bool {
+    INSIDE.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
@@ -130,6 +138,7 @@ impl MemoryLimit {
             write(&dir.join("cgroup.procs"), &std::process::id().to_string())
         })();
         let limit = MemoryLimit { dir, home };
+        INSIDE.store(true, std::sync::atomic::Ordering::SeqCst);
         // Dropped on failure too: back home, the cgroup removed.
         entered.map(|()| limit)
     }
@@ -137,6 +146,7 @@ impl MemoryLimit {
 
 impl Drop for MemoryLimit {
     fn drop(&mut self) {
+        INSIDE.store(false, std::sync::atomic::Ordering::SeqCst);
         let _ = write(
             &self.home.join("cgroup.procs"),
             &std::process::id().to_string(),

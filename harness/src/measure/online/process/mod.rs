@@ -22,6 +22,7 @@ use crate::measure::steps::step_failed;
 
 mod session;
 pub(super) use session::loader_error;
+pub use session::retire_idle;
 use session::Session;
 
 /// A loader's check of one of prepbench's steps with its canonical parameters: why it has no
@@ -350,9 +351,10 @@ impl PythonLoader {
         let resumed = job
             .kept
             .and_then(|k| k.take())
-            .and_then(|process| process.downcast::<Session>().ok());
+            .and_then(|process| process.downcast::<Kept>().ok())
+            .and_then(|mut kept| kept.session.take());
         let (mut session, before) = match (resumed, &job.input) {
-            (Some(session), _) => self.next_epoch(job, *session)?,
+            (Some(session), _) => self.next_epoch(job, session)?,
             (None, OnlineInput::Memory(_)) => {
                 return Err(loader_error(
                     "the process that filled the application cache is gone".into(),
@@ -385,16 +387,26 @@ impl PythonLoader {
                 None => fill.overflowed(),
             }
         }
+        let key = self.key(job);
         match job.kept {
-            Some(kept) => kept.keep(Box::new(session)),
-            // It ends by itself once its answer is out (its workers shut down); then its group.
-            None => drop(session.end(ENDS_WITHIN)),
+            Some(kept) => kept.keep(Box::new(Kept {
+                session: Some(session),
+                key,
+            })),
+            None => session.park(key),
         }
         self.result(job, start, end, before, answer, progress)
     }
 
-    /// A fresh process given `job`, once it said `ready`: the session and its CPU and I/O so
-    /// far.
+    /// What a process kept idle between runs must have been started for: this loader and
+    /// the job's workload (its Python steps' modules are imported once per process).
+    fn key(&self, job: &OnlineJob) -> String {
+        let spec = serde_json::to_string(&job.workload.spec).unwrap_or_default();
+        format!("{} {spec}", self.name)
+    }
+
+    /// A process given `job` (the one left idle by the workload's last run under this loader,
+    /// else a fresh one), once it said `ready`: the session and its CPU and I/O so far.
     fn start(
         &self,
         job: &OnlineJob,
@@ -403,6 +415,15 @@ impl PythonLoader {
         let mut request = self.job_json(job, options)?;
         if let Some(fill) = job.fill {
             request["cache"] = serde_json::json!({ "limit_bytes": fill.limit_bytes });
+        }
+        // The process the workload's last run under this loader left idle, where it takes
+        // the job; else a fresh one.
+        if let Some(mut session) = Session::idle(&self.key(job)) {
+            if session.send(&request.to_string()).is_ok() {
+                if let Ok(line) = session.answer_line() {
+                    return self.greeting(session, &line);
+                }
+            }
         }
         let mut session = Session::start(self.name, self.module)?;
         if session.send(&request.to_string()).is_err() {
@@ -416,11 +437,16 @@ impl PythonLoader {
             Ok(line) => self.greeting(session, &line),
             Err(e) => {
                 let tail = session.end(std::time::Duration::ZERO);
+                // What it said, without the loader's name the error below starts with.
+                let said = match e {
+                    RunError::Loader { message, .. } => message,
+                    other => other.to_string(),
+                };
                 Err(loader_error(
                     self.name,
                     format!(
-                        "{e}; is the prepbench package (with {}) installed in {}? (pip install \
-                         \".[{}]\" from the prepbench repository)\n{tail}",
+                        "{said}; is the prepbench package (with {}) installed in {}? (pip \
+                         install \".[{}]\" from the prepbench repository)\n{tail}",
                         self.needs,
                         workloads::python::interpreter().display(),
                         self.extra,
@@ -476,8 +502,20 @@ impl PythonLoader {
     }
 }
 
-/// How long a loader process that answered is given to end by itself (its workers shut down).
-const ENDS_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+/// A loader process kept between a run's epochs (`OnlineJob::kept`); when the run lets it go,
+/// it is kept idle for the workload's next run under the loader (`Session::park`).
+struct Kept {
+    session: Option<Session>,
+    key: String,
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        if let Some(session) = self.session.take() {
+            session.park(std::mem::take(&mut self.key));
+        }
+    }
+}
 
 /// (sample id, step, message, detail) of a sample the loader could not deliver.
 type Failure = (u64, String, String, String);

@@ -114,6 +114,87 @@ impl Session {
     }
 }
 
+/// The loader process kept between runs, with its key (the loader and the workload it was
+/// started for): at most one, so that no framework stays in memory beside another's runs.
+static IDLE: std::sync::Mutex<Option<(String, Session)>> = std::sync::Mutex::new(None);
+
+/// How long a process that ended its run is given to let go of it (an application cache
+/// freed) and say it is idle.
+const IDLE_WITHIN: Duration = Duration::from_secs(30);
+
+impl Session {
+    /// The idle process kept for `key`, taken for a run; none under a memory limit (a process
+    /// started outside the run's cgroup would not be limited), and none of another key (that
+    /// one is ended).
+    pub(super) fn idle(key: &str) -> Option<Session> {
+        let kept = IDLE.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match kept {
+            Some((k, session)) if k == key && !crate::measure::memory_limit::active() => {
+                Some(session)
+            }
+            Some((_, other)) => {
+                drop(other.end(Duration::ZERO));
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Ends the run this process served (`end_run`: it lets go of the run's dataset and any
+    /// application cache) and keeps it idle for the next run of `key`, once it says it is
+    /// idle; ended instead where it does not say so in time, or under a memory limit.
+    pub(super) fn park(mut self, key: String) {
+        if crate::measure::memory_limit::active()
+            || self.send(r#"{"end_run": true}"#).is_err()
+            || !self.idle_within(IDLE_WITHIN)
+        {
+            drop(self.end(Duration::ZERO));
+            return;
+        }
+        let previous = IDLE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .replace((key, self));
+        if let Some((_, other)) = previous {
+            drop(other.end(Duration::ZERO));
+        }
+    }
+
+    /// Whether the process says `idle` within `limit`.
+    fn idle_within(&mut self, limit: Duration) -> bool {
+        use std::os::fd::AsRawFd;
+        if self.stdout.buffer().is_empty() {
+            let mut poll = libc::pollfd {
+                fd: self.stdout.get_ref().pipe.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = i32::try_from(limit.as_millis()).unwrap_or(i32::MAX);
+            // SAFETY: poll reads and writes the one pollfd it is given.
+            if unsafe { libc::poll(&mut poll, 1, ms) } <= 0 {
+                return false;
+            }
+        }
+        #[derive(serde::Deserialize)]
+        struct Idle {
+            idle: serde_json::Value,
+        }
+        self.answer_line()
+            .ok()
+            .and_then(|line| serde_json::from_str::<Idle>(&line).ok())
+            .is_some_and(|i| !i.idle.is_null())
+    }
+}
+
+/// Ends the loader process kept idle between runs, if any: at the end of a command, so that
+/// none outlives it.
+pub fn retire_idle() {
+    let kept = IDLE.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some((_, session)) = kept {
+        drop(session.end(Duration::from_secs(5)));
+    }
+}
+
 /// A loader process's stderr (the user's prints, the framework's warnings), read as it comes
 /// and kept for an error's message.
 struct Stderr {
