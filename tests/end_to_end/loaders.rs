@@ -874,12 +874,16 @@ fn a_slower_loader_reads_the_part_of_a_store_its_epochs_need_verified_and_resume
         };
         let out = sweep("1");
         assert!(out.status.success(), "{loader}: {}", stderr(&out));
+        // A part of the store: its first shards, fewer than half (the count is timed).
+        let said = stderr(&out);
+        let part = said
+            .split(&format!("decoded (none) under {loader} reads "))
+            .nth(1)
+            .and_then(|rest| rest.split(" of 16 shards").next())
+            .and_then(|n| n.parse::<usize>().ok());
         assert!(
-            stderr(&out).contains(&format!(
-                "decoded (none) under {loader} reads 2 of 16 shards"
-            )),
-            "{loader}: {}",
-            stderr(&out)
+            part.is_some_and(|n| (2..8).contains(&n)),
+            "{loader}: {said}"
         );
         let runs = Csv::read(&out_dir.join("runs.csv"));
         let row = |loader: &str, strategy: &str| {
@@ -904,7 +908,11 @@ fn a_slower_loader_reads_the_part_of_a_store_its_epochs_need_verified_and_resume
             serde_json::from_str(&std::fs::read_to_string(out_dir.join("manifest.json")).unwrap())
                 .unwrap();
         let parts = &manifest["sizing"]["synthetic-reading@mb_per_sample=0.01"]["loader_parts"];
-        assert_eq!(parts[format!("{loader}:decoded/none")], 2, "{manifest}");
+        assert_eq!(
+            parts[format!("{loader}:decoded/none")].as_u64(),
+            part.map(|n| n as u64),
+            "{manifest}"
+        );
 
         // Resumed with a second trial: the same part, not timed again.
         let resumed = sweep("2");
