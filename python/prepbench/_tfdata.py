@@ -78,16 +78,11 @@ def _sizer(spec):
 
 
 def _size(fields):
-    """A sample's bytes, in TensorFlow ops (eager: what `.cache()` would keep of a record)."""
+    """A parsed record's bytes (eager tensors: what `.cache()` would keep of it), counted as
+    the consumer counts an element's (`_sizer`)."""
     import tensorflow as tf
 
-    total = tf.constant(0, tf.int64)
-    for value in fields.values():
-        if value.dtype == tf.string:
-            total += tf.cast(tf.reduce_sum(tf.strings.length(value)), tf.int64)
-        else:
-            total += tf.size(value, out_type=tf.int64) * value.dtype.size
-    return total
+    return _sizer({name: tf.TensorSpec.from_tensor(v) for name, v in fields.items()})(fields)
 
 
 class Pipeline:
@@ -199,7 +194,7 @@ class Pipeline:
         """Whether the store's parsed samples fit the application cache's limit, estimated
         from the first shard's first records (a compressed store's records parse larger
         than they are stored): tf.data's `.cache()` has no limit of its own."""
-        sizes = [int(_size(self.parse(r)[1])) for r in first.take(64)]
+        sizes = [_size(self.parse(r)[1]) for r in first.take(64)]
         if not sizes:
             return False
         self.cached_bytes = int(self.count * sum(sizes) / len(sizes))
