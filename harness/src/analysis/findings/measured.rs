@@ -262,11 +262,10 @@ const SCALING_CLAIMS: [&str; 3] = ["6a", "6b", "6c"];
 
 /// Marks unsettled, with what would settle it, each check whose cells ran while other
 /// processes used more than the heavy-load share of the machine (for thread scaling: while
-/// fewer cores were free than the threads it ran), each whose estimate lies on the threshold
-/// (`Check::on_threshold`) while its interval straddles it, and
-/// each whose estimate lies beyond a threshold while its interval straddles it (more trials
-/// decide it: `reproduce` resumed into the same folder adds them). Verdicts of sub-claims and
-/// findings follow.
+/// fewer cores were free than the threads it ran); and says why for each whose interval
+/// reaches across a line: its estimate on the line (`Check::on_threshold`), or clear of it, so
+/// that more trials decide it (`reproduce` resumed into the same folder adds them). Verdicts of
+/// sub-claims and findings follow.
 fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding]) {
     use crate::analysis::findings::Verdict;
     let cells = results.cells();
@@ -309,14 +308,10 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
                         }
                     ));
                 } else if let Some((value, line)) = check.on_threshold() {
-                    let trials = match check.trials_factor() {
-                        Some(f) => format!("about {f:.1}x the trials might decide it"),
-                        None => "more trials narrow the interval, not the distance".into(),
-                    };
                     check.unsettle(format!(
-                        "the estimate lies on the threshold ({value:.2} against {line:.2}, \
-                         within a tenth of the threshold's size, at most 5 %): the claim's size is the line \
-                         it draws; {trials}"
+                        "the estimate lies on the line ({value:.2} against {line:.2}, within \
+                         the 2 % noise floor): the claim's size is the line it draws, and more \
+                         trials narrow the interval, not the distance"
                     ));
                 } else if let Some(factor) = check.straddles() {
                     let trials = match factor {
@@ -324,8 +319,9 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
                         None => "more than 16x the trials would be needed".into(),
                     };
                     check.unsettle(format!(
-                        "the estimate lies clear of the threshold but its interval straddles \
-                         it; {trials} (`reproduce` into the same folder adds trials)"
+                        "the estimate lies clear of the line but its interval reaches across \
+                         it (or within the 2 % noise floor of it); {trials} (`reproduce` into \
+                         the same folder adds trials)"
                     ));
                 }
             }

@@ -1,9 +1,9 @@
 //! The paper's six findings, each split into the sub-claims `PAPER.md` states, judged on the
-//! 95 % confidence interval of the ratio each is about: reproduced (the interval lies where the
-//! claim says), contradicted (it lies where the claim's opposite says), not reproduced (the
-//! estimate lies between the two), unsettled (the estimate lies on one side but its interval
-//! straddles, so more trials would decide; or the machine was busy while its cells ran), or not
-//! testable here (with the reason). The same rules judge the paper's own
+//! 95 % confidence interval of the ratio each is about, each line cleared by the noise floor
+//! ([`DECISION_BAND`]): reproduced (the interval lies where the claim says), contradicted (it
+//! lies where the claim's opposite says), not reproduced (it lies between the two), unsettled
+//! (it reaches across a line, whichever side the estimate is on, so more trials may decide; or
+//! the machine was busy while its cells ran), or not testable here (with the reason). The same rules judge the paper's own
 //! figures ([`published`]), which must reproduce every sub-claim, and our measurements
 //! ([`measured`]). Lines measured for contrast are shown and never counted.
 
@@ -93,53 +93,69 @@ pub enum Expect {
 }
 
 impl Expect {
-    /// The verdict for a 95 % interval [lo, hi].
-    pub fn judge(self, (lo, hi): (f64, f64)) -> Verdict {
-        let (holds, opposite) = match self {
-            Expect::AtLeast { holds, opposite } => (lo >= holds, hi <= opposite),
-            Expect::AtMost { holds, opposite } => (hi <= holds, lo >= opposite),
-            Expect::Within {
-                lo: a,
-                hi: b,
-                below,
-                above,
-            } => (lo >= a && hi <= b, hi <= below || lo >= above),
-        };
-        if holds {
-            Verdict::Reproduced
-        } else if opposite {
-            Verdict::Contradicted
-        } else {
-            Verdict::NotReproduced
-        }
-    }
-
-    /// How far `value` lies, on the log scale, beyond the threshold of the side it is on: where
-    /// the claim holds or where it is contradicted. `None` between the two, where no number of
-    /// trials can settle the claim.
-    pub fn margin(self, value: f64) -> Option<f64> {
-        let ln = f64::ln;
-        let beyond = |a: f64, b: f64| (a >= b).then(|| ln(a) - ln(b));
+    /// The lines the claim draws, in increasing order, and the verdict of each region they
+    /// bound (one more region than lines).
+    fn regions(self) -> (Vec<f64>, Vec<Verdict>) {
+        use Verdict::{Contradicted as C, NotReproduced as N, Reproduced as R};
         match self {
-            Expect::AtLeast { holds, opposite } => {
-                beyond(value, holds).or_else(|| beyond(opposite, value))
-            }
-            Expect::AtMost { holds, opposite } => {
-                beyond(holds, value).or_else(|| beyond(value, opposite))
-            }
+            Expect::AtLeast { holds, opposite } => (vec![opposite, holds], vec![C, N, R]),
+            Expect::AtMost { holds, opposite } => (vec![holds, opposite], vec![R, N, C]),
             Expect::Within {
                 lo,
                 hi,
                 below,
                 above,
-            } => {
-                if (lo..=hi).contains(&value) {
-                    Some((ln(value) - ln(lo)).min(ln(hi) - ln(value)))
-                } else {
-                    beyond(below, value).or_else(|| beyond(value, above))
-                }
-            }
+            } => (vec![below, lo, hi, above], vec![C, N, R, N, C]),
         }
+    }
+
+    /// The verdict for a 95 % interval [lo, hi]: that of the region the whole interval lies
+    /// in, each line cleared by [`DECISION_BAND`] (a point, an exact figure, need only reach
+    /// it); unsettled where the interval reaches across a line or into its band. On a line
+    /// exactly, a point takes the stronger verdict (reproduced, then contradicted).
+    pub fn judge(self, (lo, hi): (f64, f64)) -> Verdict {
+        let band = if hi > lo { DECISION_BAND } else { 1.0 };
+        let (lines, verdicts) = self.regions();
+        let fits = |i: usize| {
+            (i == 0 || lo >= lines[i - 1] * band) && (i == lines.len() || hi <= lines[i] / band)
+        };
+        let found: Vec<Verdict> = (0..verdicts.len())
+            .filter(|i| fits(*i))
+            .map(|i| verdicts[i])
+            .collect();
+        [
+            Verdict::Reproduced,
+            Verdict::Contradicted,
+            Verdict::NotReproduced,
+        ]
+        .into_iter()
+        .find(|v| found.contains(v))
+        .unwrap_or(Verdict::Unsettled)
+    }
+
+    /// How far `value` lies, on the log scale, inside the region it is in (each line moved in
+    /// by [`DECISION_BAND`]): the half-width an interval around it may have and still be
+    /// decided. `None` within a line's band, where no number of trials can settle the claim.
+    pub fn margin(self, value: f64) -> Option<f64> {
+        let (lines, _) = self.regions();
+        let i = lines.iter().filter(|line| value > **line).count();
+        let below = (i > 0).then(|| value.ln() - (lines[i - 1] * DECISION_BAND).ln());
+        let above = (i < lines.len()).then(|| (lines[i] / DECISION_BAND).ln() - value.ln());
+        let margin = match (below, above) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(m), None) | (None, Some(m)) => m,
+            (None, None) => return None,
+        };
+        (margin >= 0.0).then_some(margin)
+    }
+
+    /// The line nearest `value` on the log scale.
+    fn nearest_line(self, value: f64) -> f64 {
+        let (lines, _) = self.regions();
+        lines
+            .into_iter()
+            .min_by(|a, b| (value / a).ln().abs().total_cmp(&(value / b).ln().abs()))
+            .unwrap_or(value)
     }
 
     /// The claim's side in words: `>= 1.50x`.
@@ -157,18 +173,12 @@ impl Expect {
 /// where the paper saw 3-13x).
 pub const SIZE_FACTOR: f64 = 2.0;
 
-/// An estimate nearer its claim's threshold than this share of the threshold's own size (on
-/// the log scale: 1.5x +- 4 %), within [`ON_THRESHOLD_MIN`] and [`ON_THRESHOLD_MAX`] (2x +- 5
-/// %), while its interval straddles it, lies on the threshold: unsettled, whichever side it
-/// falls on (two runs of one machine put 5b's 2x at 1.96x and 2.10x, 4d's 1.1x at 1.10x and
-/// 1.06x, and 3d's 1.05x at 1.04x and 1.05x).
-pub const ON_THRESHOLD: f64 = 0.1;
-/// The narrowest band around a threshold that counts as on it, as a factor: the noise floor
-/// `compare` calls no change within (a tenth of 1.05x's size, 0.5 %, is finer than two runs
-/// of one cell agree).
-pub const ON_THRESHOLD_MIN: f64 = 1.02;
-/// The widest band around a threshold that counts as on it, as a factor.
-pub const ON_THRESHOLD_MAX: f64 = 1.05;
+/// A line is crossed only when the whole 95 % interval clears it by this factor: the noise
+/// floor `compare` calls no change within ([`crate::analysis::stats::DEFAULT_NOISE`]). Two runs
+/// of one machine differ by more than one run's trials show (of 134 cells in two idle quick
+/// runs, 35 differed at p < 0.05), so an interval that clears a line by less decides nothing
+/// a rerun would keep.
+pub const DECISION_BAND: f64 = 1.0 + crate::analysis::stats::DEFAULT_NOISE;
 
 /// More trials than this factor of those already run are never asked to settle a check.
 pub const MAX_TRIALS_FACTOR: f64 = 16.0;
@@ -216,6 +226,11 @@ impl Check {
             }
             Err(reason) => (Verdict::NotTestable, reason.clone()),
         };
+        let unsettled = (verdict == Verdict::Unsettled).then(|| {
+            "its 95 % interval reaches across the claim's line, or within the 2 % noise floor \
+             of it"
+                .to_string()
+        });
         Check {
             subject,
             verdict,
@@ -224,7 +239,7 @@ impl Check {
             paper: None,
             size: None,
             mechanism: None,
-            unsettled: None,
+            unsettled,
             cells: Vec::new(),
             judged,
         }
@@ -236,42 +251,36 @@ impl Check {
         self.unsettled = Some(why);
     }
 
-    /// Where its estimate lies beyond a threshold while its interval straddles it: the trials
-    /// factor that would settle it (`None` beyond [`MAX_TRIALS_FACTOR`]). `None` outside.
+    /// Where its interval reaches across a line while its estimate lies clear of the line's
+    /// band: the trials factor that would settle it (`None` beyond [`MAX_TRIALS_FACTOR`]).
+    /// `None` outside.
     pub fn straddles(&self) -> Option<Option<f64>> {
-        if self.verdict != Verdict::NotReproduced {
-            return None;
-        }
-        let (estimate, expect) = self.judged?;
-        let margin = expect.margin(estimate.value())?;
-        (margin > 0.0).then(|| self.trials_factor())
+        let (estimate, expect) = self.undecided()?;
+        expect.margin(estimate.value())?;
+        Some(self.trials_factor())
     }
 
-    /// Where its interval straddles the claim's threshold and its estimate lies on it (within
-    /// [`ON_THRESHOLD`] of the threshold's own size, from [`ON_THRESHOLD_MIN`] to
-    /// [`ON_THRESHOLD_MAX`]), on either
-    /// side: the estimate and the threshold. A run whose
-    /// estimate falls just under the line and one whose estimate falls just over it measured the
-    /// same thing; neither is "not reproduced" (the size is not missing, it is the line).
+    /// Where its interval reaches across a line and its estimate lies on the line (within
+    /// [`DECISION_BAND`] of it), on either side: the estimate and the line. A run whose estimate
+    /// falls just under the line and one whose estimate falls just over it measured the same
+    /// thing, and no number of trials decides between them.
     pub fn on_threshold(&self) -> Option<(f64, f64)> {
-        if self.verdict != Verdict::NotReproduced {
+        let (estimate, expect) = self.undecided()?;
+        let value = estimate.value();
+        match expect.margin(value) {
+            Some(_) => None,
+            None => Some((value, expect.nearest_line(value))),
+        }
+    }
+
+    /// Its estimate and expectation where its own interval leaves it undecided (not where only
+    /// a busy machine did).
+    fn undecided(&self) -> Option<(LogEstimate, Expect)> {
+        if self.verdict != Verdict::Unsettled {
             return None;
         }
         let (estimate, expect) = self.judged?;
-        let value = estimate.value();
-        let line = match expect {
-            Expect::AtLeast { holds, .. } | Expect::AtMost { holds, .. } => holds,
-            Expect::Within { lo, hi, .. } => {
-                if (value / lo).ln().abs() <= (value / hi).ln().abs() {
-                    lo
-                } else {
-                    hi
-                }
-            }
-        };
-        let band =
-            (ON_THRESHOLD * line.ln().abs()).clamp(ON_THRESHOLD_MIN.ln(), ON_THRESHOLD_MAX.ln());
-        ((value / line).ln().abs() <= band).then_some((value, line))
+        (expect.judge(estimate.ci95()) == Verdict::Unsettled).then_some((estimate, expect))
     }
 
     /// The cells the figure comes from.
@@ -281,20 +290,16 @@ impl Check {
     }
 
     /// By how much the trials of every cell behind this check must grow for its 95 % interval
-    /// to clear the threshold its estimate lies beyond (with a 10 % margin), when more trials
-    /// can settle it: the check is not reproduced only because its interval straddles, its
-    /// estimate lies where the claim holds or where it is contradicted, and at most
-    /// [`MAX_TRIALS_FACTOR`] times the trials would do. `None` otherwise (decided, no
-    /// interval, no cells of ours, or an estimate between the thresholds).
+    /// to clear the band of the line it reaches across (with a 10 % margin), when more trials
+    /// can settle it: the check is unsettled only because its interval reaches across a line,
+    /// its estimate lies clear of that line's band, and at most [`MAX_TRIALS_FACTOR`] times the
+    /// trials would do. `None` otherwise (decided, no interval, no cells of ours, or an
+    /// estimate on a line).
     pub fn trials_factor(&self) -> Option<f64> {
-        let open = matches!(self.verdict, Verdict::NotReproduced | Verdict::Unsettled);
-        if !open || self.cells.is_empty() {
+        if self.cells.is_empty() {
             return None;
         }
-        let (estimate, expect) = self.judged?;
-        if expect.judge(estimate.ci95()) != Verdict::NotReproduced {
-            return None; // decided on its interval (unsettled only by a busy machine)
-        }
+        let (estimate, expect) = self.undecided()?;
         let margin = expect.margin(estimate.value())?;
         let settles = |f: f64| estimate.half_width_with_trials(f) * 1.1 <= margin;
         if margin <= 0.0 || !settles(MAX_TRIALS_FACTOR) {
