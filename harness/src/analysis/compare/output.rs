@@ -7,6 +7,7 @@ use std::fmt::Write;
 use super::conclusions::{Best, Conclusions};
 use super::pairing::*;
 use crate::analysis::cells::MIN_EPOCH_S;
+use crate::analysis::findings::Verdict;
 
 use crate::analysis::svg::{Forest, ForestRow};
 use crate::units::rate;
@@ -307,22 +308,35 @@ pub(super) fn conclusions(a: &Conclusions, b: &Conclusions) -> String {
             out,
             "## The paper's findings\n\n| claim | A | B | same |\n|---|---|---|---|"
         );
-        let mut same = 0;
+        let (mut same, mut open) = (0, 0);
         for (id, va) in &a.verdicts {
-            let vb = b
-                .verdicts
-                .iter()
-                .find(|(i, _)| i == id)
-                .map_or("-", |(_, v)| v.text());
-            same += usize::from(va.text() == vb);
+            let vb = b.verdicts.iter().find(|(i, _)| i == id).map(|(_, v)| *v);
+            // Decided in one folder and unsettled in the other is not a conflict: one run's
+            // interval reached across the line the other's cleared.
+            let one_open = vb.is_some_and(|vb| {
+                vb != *va && (vb == Verdict::Unsettled) != (*va == Verdict::Unsettled)
+            });
+            same += usize::from(vb == Some(*va));
+            open += usize::from(one_open);
+            let cell = if one_open {
+                "unsettled in one"
+            } else {
+                agree(va.text(), vb.map_or("-", Verdict::text))
+            };
             let _ = writeln!(
                 out,
-                "| {id} | {} | {vb} | {} |",
+                "| {id} | {} | {} | {cell} |",
                 va.text(),
-                agree(va.text(), vb)
+                vb.map_or("-", Verdict::text)
             );
         }
-        let _ = writeln!(out, "\n{same} of {} verdicts agree.\n", a.verdicts.len());
+        let _ = writeln!(
+            out,
+            "\n{same} of {} verdicts agree; {open} decided in one folder are unsettled in the \
+             other; {} differ otherwise.\n",
+            a.verdicts.len(),
+            a.verdicts.len() - same - open
+        );
         out.push_str(&differing_checks(a, b));
     }
     let _ = writeln!(
@@ -352,7 +366,6 @@ pub(super) fn conclusions(a: &Conclusions, b: &Conclusions) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::findings::Verdict;
 
     #[test]
     fn differing_verdicts_show_the_checks_behind_them_and_agreeing_ones_do_not() {
@@ -375,7 +388,28 @@ mod tests {
         );
         let b = folder("2.10x [1.96, 2.24] (needs >= 2.00x)", Verdict::Unsettled);
         let text = conclusions(&a, &b);
-        assert!(text.contains("1 of 2 verdicts agree"), "{text}");
+        assert!(
+            text.contains(
+                "1 of 2 verdicts agree; 1 decided in one folder are unsettled in the other; 0 differ otherwise"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("| 5b | not reproduced | unsettled | unsettled in one |"),
+            "{text}"
+        );
+        // Two decided verdicts that differ conflict.
+        let c = folder("2.30x [2.10, 2.52] (needs >= 2.00x)", Verdict::Reproduced);
+        let conflict = conclusions(&c, &a);
+        assert!(
+            conflict.contains("| 5b | reproduced | not reproduced | **no** |"),
+            "{conflict}"
+        );
+        assert!(
+            conflict.contains("0 decided in one folder are unsettled in the other; 1 differ"),
+            "{conflict}"
+        );
+        assert!(conflict.contains("- 5b, synthetic: A 2.30x"), "{conflict}");
         assert!(
             text.contains(
                 "- 5b, synthetic: A 1.96x [1.76, 2.18] (needs >= 2.00x): not reproduced; \
