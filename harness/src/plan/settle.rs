@@ -35,7 +35,8 @@ const OFFLINE_CLAIMS: [&str; 1] = ["3d"];
 /// The checks of the findings in `dir` whose 95 % interval straddles the threshold their
 /// estimate lies clear of, each with the trials that should narrow it enough (every cell's
 /// trials times the check's [`crate::analysis::findings::Check::trials_factor`], at least one
-/// more); checks that would need more than `cap` trials of a setting are left as they are.
+/// more), held to `cap` trials of a setting where that still settles the check and left as
+/// they are where it would not ([`targets_within_cap`]).
 pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
     let results = Results::load(dir)?;
     let cells = results.cells();
@@ -62,20 +63,9 @@ pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
             let Some(factor) = check.trials_factor() else {
                 continue;
             };
-            let targets: Vec<TrialTarget> = check
-                .cells
-                .iter()
-                .filter_map(|key| {
-                    let n = *recorded.get(key)?;
-                    Some(TrialTarget {
-                        key: key.clone(),
-                        trials: ((n as f64 * factor).ceil() as usize).max(n + 1),
-                    })
-                })
-                .collect();
-            if targets.is_empty() || targets.iter().any(|t| t.trials > cap) {
+            let Some(targets) = targets_within_cap(check, factor, recorded, cap) else {
                 continue;
-            }
+            };
             out.push(Unsettled {
                 claim: sub.id,
                 subject: check.subject.clone(),
@@ -85,6 +75,54 @@ pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
         }
     }
     Ok(out)
+}
+
+/// The trials each cell behind `check` should reach: its recorded count times `factor` (one
+/// more at least). Where that passes `cap` for a cell, every cell is held to the cap, which
+/// is taken if the least growth it leaves any cell would still settle the check without the
+/// factor's 10 % margin (nine trials asked for 2.0x, given 16, grow 1.78x: enough), and
+/// refused otherwise (four asked for 10x grow 4x: not enough, and the trials would be
+/// spent for nothing). `None` when no cell can grow.
+fn targets_within_cap(
+    check: &crate::analysis::findings::Check,
+    factor: f64,
+    recorded: &HashMap<&CellKey, usize>,
+    cap: usize,
+) -> Option<Vec<TrialTarget>> {
+    let wanted: Vec<(TrialTarget, usize)> = check
+        .cells
+        .iter()
+        .filter_map(|key| {
+            let n = *recorded.get(key)?;
+            let trials = ((n as f64 * factor).ceil() as usize).max(n + 1);
+            Some((
+                TrialTarget {
+                    key: key.clone(),
+                    trials,
+                },
+                n,
+            ))
+        })
+        .collect();
+    if wanted.is_empty() {
+        return None;
+    }
+    if wanted.iter().all(|(t, _)| t.trials <= cap) {
+        return Some(wanted.into_iter().map(|(t, _)| t).collect());
+    }
+    let growth = wanted
+        .iter()
+        .map(|(t, n)| t.trials.min(cap) as f64 / *n as f64)
+        .fold(f64::INFINITY, f64::min);
+    (growth > 1.0 && check.settles_with(growth)).then(|| {
+        wanted
+            .into_iter()
+            .map(|(t, _)| TrialTarget {
+                trials: t.trials.min(cap),
+                ..t
+            })
+            .collect()
+    })
 }
 
 /// Whether a cell was recorded by the sweep `opts` asks for: its workload (or a dataset
@@ -253,6 +291,77 @@ mod tests {
         assert_eq!(more.storage, emulated.storage);
         // A sweep that recorded none of the cells is not asked.
         assert!(rematerialize(&sweep_options("cv2-png", &quick, 0), &targets).is_none());
+    }
+
+    /// A check whose trials factor asks past the cap is given the cap where that still
+    /// settles it, and nothing where it would not.
+    #[test]
+    fn trials_past_the_cap_are_held_to_it_where_that_still_settles() {
+        use crate::analysis::findings::{Check, Expect};
+        use crate::analysis::stats::{LogEstimate, Summary};
+        use crate::results::{CacheState, Condition};
+        let cell = |cache: CacheState, epoch: u64| CellKey {
+            workload: "nilm".into(),
+            condition: Condition::default(),
+            split: 4,
+            strategy: "aggregated".into(),
+            codec: Codec::None,
+            threads: 2,
+            cache,
+            epoch,
+        };
+        let keys = vec![cell(CacheState::Warm, 1), cell(CacheState::App, 1)];
+        let expect = Expect::AtLeast {
+            holds: 1.05,
+            opposite: 0.95,
+        };
+        // `n` trials each of two cells, the second `ratio` times the first, each spread by
+        // `spread` of its mean.
+        let check = |ratio: f64, spread: f64, n: usize| {
+            let trials = |mean: f64| {
+                let values: Vec<f64> = (0..n)
+                    .map(|i| mean * (1.0 + spread * if i % 2 == 0 { 1.0 } else { -1.0 }))
+                    .collect();
+                LogEstimate::of_mean(&Summary::of(&values).unwrap()).unwrap()
+            };
+            Check::of(
+                "x".into(),
+                &Ok(trials(ratio).over(&trials(1.0))),
+                expect,
+                "x",
+            )
+            .cells(keys.clone())
+        };
+        let recorded =
+            |n: usize| -> HashMap<&CellKey, usize> { keys.iter().map(|k| (k, n)).collect() };
+        // The spread that makes nine trials each ask for `factor` (bisected).
+        let asking = |factor: f64, n: usize| {
+            let (mut lo, mut hi) = (0.001, 1.0);
+            for _ in 0..60 {
+                let mid = (lo + hi) / 2.0;
+                match check(1.22, mid, n).trials_factor() {
+                    Some(f) if f < factor => lo = mid,
+                    _ => hi = mid,
+                }
+            }
+            check(1.22, lo, n)
+        };
+        // Nine trials asked for about 2x: 18 each, past 16; 16 still settles.
+        let near = asking(2.0, 9);
+        let f = near.trials_factor().unwrap();
+        assert!(f > 16.0 / 9.0 && f < 2.0, "{f}");
+        let targets = targets_within_cap(&near, f, &recorded(9), 16).expect("held to the cap");
+        assert!(targets.iter().all(|t| t.trials == 16), "{targets:?}");
+        // Within the cap: as asked.
+        let targets = targets_within_cap(&near, f, &recorded(9), 24).unwrap();
+        assert!(targets.iter().all(|t| t.trials == 18), "{targets:?}");
+        // Four asked for about 10x: 16 grows them 4x, not enough.
+        let far = asking(10.0, 4);
+        let f = far.trials_factor().unwrap();
+        assert!(f > 8.0, "{f}");
+        assert!(targets_within_cap(&far, f, &recorded(4), 16).is_none());
+        // Cells at the cap already cannot grow.
+        assert!(targets_within_cap(&near, f, &recorded(16), 16).is_none());
     }
 
     #[test]

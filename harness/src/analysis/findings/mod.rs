@@ -318,6 +318,18 @@ impl Check {
         Some(hi)
     }
 
+    /// Whether `f` times the trials of every cell behind it would narrow its interval enough to
+    /// clear the band of the line it reaches across (without [`Check::trials_factor`]'s 10 %
+    /// margin): a growth the cap on trials allows may still settle it.
+    pub fn settles_with(&self, f: f64) -> bool {
+        let Some((estimate, expect)) = self.undecided() else {
+            return false;
+        };
+        expect
+            .margin(estimate.value())
+            .is_some_and(|m| m > 0.0 && estimate.half_width_with_trials(f) <= m)
+    }
+
     /// The paper's figure for the same subject, and whether ours has its size.
     pub fn paper(mut self, paper: Option<Figure>) -> Check {
         let Some(Ok(theirs)) = paper else {
