@@ -3,9 +3,10 @@
 //! ([`DECISION_BAND`]): reproduced (the interval lies where the claim says), contradicted (it
 //! lies where the claim's opposite says), not reproduced (it lies between the two), unsettled
 //! (it reaches across a line, whichever side the estimate is on, so more trials may decide; or
-//! the machine was busy while its cells ran), or not testable here (with the reason). The same rules judge the paper's own
-//! figures ([`published`]), which must reproduce every sub-claim, and our measurements
-//! ([`measured`]). Lines measured for contrast are shown and never counted.
+//! the machine was busy while its cells ran), or not testable here (with the reason). The
+//! same rules judge the paper's own figures ([`published`]), which must reproduce every
+//! sub-claim, and our measurements ([`measured`]). Lines measured for contrast are shown and
+//! never counted.
 
 pub mod measured;
 pub mod observed;
@@ -175,9 +176,9 @@ pub const SIZE_FACTOR: f64 = 2.0;
 
 /// A line is crossed only when the whole 95 % interval clears it by this factor: the noise
 /// floor `compare` calls no change within ([`crate::analysis::stats::DEFAULT_NOISE`]). Two runs
-/// of one machine differ by more than one run's trials show (of 134 cells in two idle quick
-/// runs, 35 differed at p < 0.05), so an interval that clears a line by less decides nothing
-/// a rerun would keep.
+/// of one machine can differ by more than one run's trials show (of 134 cells in two idle
+/// quick runs built from two commits, 35 differed at p < 0.05; from one commit, 12), so an
+/// interval that clears a line by less decides nothing a rerun would keep.
 pub const DECISION_BAND: f64 = 1.0 + crate::analysis::stats::DEFAULT_NOISE;
 
 /// More trials than this factor of those already run are never asked to settle a check.
