@@ -352,9 +352,10 @@ impl<'a> SweepRun<'a> {
         }
         let mut recorded = sizes.to_entry(floor, per_item);
         Manifest::update(&self.places.out, |m| {
-            // The parts a resumed sweep's slower loaders read, kept while the sizes hold.
-            if let Some(before) = m.sizing.get(&name).filter(|b| b.same_sizes(&recorded)) {
-                recorded.loader_parts = before.loader_parts.clone();
+            // The parts a resumed sweep's slower loaders read, kept while their stores' sizes
+            // hold, and the stores other sweeps of the workload sized.
+            if let Some(before) = m.sizing.get(&name) {
+                recorded.keep_from(before);
             }
             sizes.loader_parts = recorded.loader_parts.clone();
             m.sizing.insert(name.clone(), recorded);

@@ -163,11 +163,31 @@ impl SizingEntry {
         format!("{strategy}/{codec}")
     }
 
-    /// Whether `other` sizes the dataset and the stores as this does.
-    pub fn same_sizes(&self, other: &SizingEntry) -> bool {
-        self.min_epoch_s == other.min_epoch_s
-            && self.source_items == other.source_items
-            && self.stores == other.stores
+    /// Carries over from `before`, an earlier sweep's sizing of the same workload, the stores
+    /// this one does not size and each loader part whose store (for raw files: the dataset)
+    /// is sized the same here. Sweeps of one workload under other conditions (emulated
+    /// storage, a memory limit, settling trials of a few cells) size only their own strategies;
+    /// dropping the parts they did not size made a later sweep under a slower loader time its
+    /// epochs again, and a part timed anew (9 of 16 shards where the first sweep read 16) made
+    /// its runs a new cell of one trial.
+    pub fn keep_from(&mut self, before: &SizingEntry) {
+        if self.min_epoch_s != before.min_epoch_s {
+            return;
+        }
+        for (store, items) in &before.stores {
+            self.stores.entry(store.clone()).or_insert(*items);
+        }
+        for (key, n) in &before.loader_parts {
+            let store = key.split_once(':').map_or(key.as_str(), |(_, s)| s);
+            let same = match (before.stores.get(store), self.stores.get(store)) {
+                (Some(a), Some(b)) => a == b,
+                (None, None) => before.source_items == self.source_items,
+                _ => false,
+            };
+            if same {
+                self.loader_parts.entry(key.clone()).or_insert(*n);
+            }
+        }
     }
 
     /// The fraction of a store's records whose offline steps ran: 1, or for a store that
@@ -403,6 +423,47 @@ pub fn utc_now() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A sweep of one strategy under a memory limit, after the tf-data sweep timed its parts,
+    /// keeps every part whose store it sizes the same, and the stores it does not size; a
+    /// store it sizes otherwise loses its part, and so do raw parts when the dataset changed.
+    #[test]
+    fn a_sweep_of_some_strategies_keeps_the_loader_parts_of_the_others() {
+        let entry = |stores: &[(&str, usize)], items: usize, parts: &[(&str, usize)]| SizingEntry {
+            min_epoch_s: 1.0,
+            source_items: items,
+            source_samples: None,
+            stores: stores.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            capped: Vec::new(),
+            loader_parts: parts.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        };
+        let before = entry(
+            &[("resized/none", 6160), ("pixel-centered/none", 2815)],
+            300,
+            &[
+                ("tf-data:resized/none", 10),
+                ("tf-data:pixel-centered/none", 16),
+                ("tf-data:unprocessed/none", 120),
+            ],
+        );
+        let mut limited = entry(&[("pixel-centered/none", 2815)], 300, &[]);
+        limited.keep_from(&before);
+        assert_eq!(limited.loader_parts, before.loader_parts);
+        assert_eq!(limited.stores, before.stores);
+        // A store sized otherwise, and a larger dataset: their parts are timed again.
+        let mut other = entry(&[("pixel-centered/none", 1000)], 600, &[]);
+        other.keep_from(&before);
+        assert_eq!(other.stores["pixel-centered/none"], 1000);
+        assert_eq!(
+            other.loader_parts.keys().collect::<Vec<_>>(),
+            ["tf-data:resized/none"]
+        );
+        // Another floor: nothing carries over.
+        let mut slower = entry(&[], 300, &[]);
+        slower.min_epoch_s = 2.0;
+        slower.keep_from(&before);
+        assert!(slower.loader_parts.is_empty() && slower.stores.is_empty());
+    }
 
     fn invocation(dir: &Path, id: &str) -> InvocationEntry {
         InvocationEntry {
