@@ -77,14 +77,6 @@ def _sizer(spec):
     return size
 
 
-def _size(fields):
-    """A parsed record's bytes (eager tensors: what `.cache()` would keep of it), counted as
-    the consumer counts an element's (`_sizer`)."""
-    import tensorflow as tf
-
-    return _sizer({name: tf.TensorSpec.from_tensor(v) for name, v in fields.items()})(fields)
-
-
 class Pipeline:
     """The job's tf.data pipeline and what the consumer needs to check its outputs."""
 
@@ -194,9 +186,15 @@ class Pipeline:
         """Whether the store's parsed samples fit the application cache's limit, estimated
         from the first shard's first records (a compressed store's records parse larger
         than they are stored): tf.data's `.cache()` has no limit of its own."""
-        sizes = [_size(self.parse(r)[1]) for r in first.take(64)]
-        if not sizes:
+        import tensorflow as tf
+
+        parsed = [self.parse(r)[1] for r in first.take(64)]
+        if not parsed:
             return False
+        # Counted as the consumer counts an element's bytes; a store's fields keep their
+        # dtypes, so one sizer, from the first record, reads every record's shapes.
+        size = _sizer({name: tf.TensorSpec.from_tensor(v) for name, v in parsed[0].items()})
+        sizes = [size(fields) for fields in parsed]
         self.cached_bytes = int(self.count * sum(sizes) / len(sizes))
         return self.cached_bytes <= limit_bytes
 
