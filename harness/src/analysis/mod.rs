@@ -14,6 +14,7 @@ pub mod paper;
 pub mod recommend;
 pub mod recorded;
 pub mod report;
+pub mod sittings;
 pub mod stats;
 pub mod svg;
 pub mod view;

@@ -274,6 +274,11 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
         .filter_map(|c| Some((&c.key, c.foreign_load_pct?)))
         .collect();
     let load_of = |key: &crate::analysis::cells::CellKey| loads.get(key).copied();
+    let sittings = results.sittings();
+    let drifts: std::collections::HashMap<&crate::analysis::cells::CellKey, _> = cells
+        .iter()
+        .filter_map(|c| Some((&c.key, results.drift(c, &sittings)?)))
+        .collect();
     let heavy = crate::results::rows::heavy_load_pct();
     let cores = results
         .manifest
@@ -306,6 +311,34 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
                         } else {
                             ""
                         }
+                    ));
+                } else if let Some((key, drift)) = check.decided_margin().and_then(|margin| {
+                    // The largest drift of its cells, where it is as large as the distance
+                    // from the estimate to the band of a line.
+                    check
+                        .figure_cells
+                        .iter()
+                        .filter_map(|k| Some((k, drifts.get(k)?)))
+                        .filter(|(_, d)| d.ratio().ln().abs() >= margin)
+                        .max_by(|a, b| a.1.ratio().ln().abs().total_cmp(&b.1.ratio().ln().abs()))
+                }) {
+                    check.unsettle(format!(
+                        "the machine's rate moved between the sittings of its trials by more \
+                         than the estimate's distance from the line: {} ({}, {} threads, {}) \
+                         read {:.0} samples/s in {} epochs of its first sitting and {:.0} in {} \
+                         of later ones ({:.2}x, p = {:.4}); more trials in one sitting would not \
+                         tell which state the paper's claim is judged in; rerun on an idle \
+                         machine and compare",
+                        key.strategy,
+                        key.workload,
+                        key.threads,
+                        key.cache,
+                        drift.first,
+                        drift.first_n,
+                        drift.later,
+                        drift.later_n,
+                        drift.ratio(),
+                        drift.p
                     ));
                 } else if let Some((value, line)) = check.on_threshold() {
                     check.unsettle(format!(

@@ -205,6 +205,11 @@ pub struct Check {
     /// The cells its figure comes from (ours only): more trials of them narrow its interval.
     #[serde(skip)]
     pub cells: Vec<CellKey>,
+    /// The cells whose epochs its figure is computed from, where a rule names them exactly
+    /// (cold throughput comparisons, thread scaling, finding 5's sizes): a drift of their rate
+    /// between sittings is judged against its margin. Empty: no drift is judged.
+    #[serde(skip)]
+    pub figure_cells: Vec<CellKey>,
     /// The estimate and what it was judged against, where it had an interval.
     #[serde(skip)]
     judged: Option<(LogEstimate, Expect)>,
@@ -242,6 +247,7 @@ impl Check {
             mechanism: None,
             unsettled,
             cells: Vec::new(),
+            figure_cells: Vec::new(),
             judged,
         }
     }
@@ -282,6 +288,23 @@ impl Check {
         }
         let (estimate, expect) = self.judged?;
         (expect.judge(estimate.ci95()) == Verdict::Unsettled).then_some((estimate, expect))
+    }
+
+    /// How far its estimate lies inside its region, on the log scale, where it was decided
+    /// by its interval ([`Expect::margin`]): a move of the estimate by more would reach the
+    /// band of a line. `None` where undecided or without an interval.
+    pub fn decided_margin(&self) -> Option<f64> {
+        let (estimate, expect) = self.judged?;
+        if expect.judge(estimate.ci95()) == Verdict::Unsettled {
+            return None;
+        }
+        expect.margin(estimate.value())
+    }
+
+    /// The cells its figure is computed from, exactly ([`Check::figure_cells`]'s field).
+    pub fn figure_cells(mut self, cells: Vec<CellKey>) -> Check {
+        self.figure_cells = cells;
+        self
     }
 
     /// The cells the figure comes from.

@@ -174,10 +174,12 @@ fn faster_check(
         opposite: 0.95,
     };
     let involved: Vec<&Strategy> = involved.iter().collect();
+    let cells = plain_cells(&involved, p.threads);
     Check::of(format!("{}: {subject}", p.label), &figure, expect, "x")
         .paper(paper)
         .mechanism(mechanisms(&involved))
-        .cells(plain_cells(&involved, p.threads))
+        .figure_cells(cold_only(cells.clone()))
+        .cells(cells)
 }
 
 /// The cells of `strategies` that `keep` picks: where a check's figure comes from.
@@ -200,6 +202,14 @@ fn plain_cells(strategies: &[&Strategy], threads: usize) -> Vec<CellKey> {
 /// A strategy's page cache ratio (warm over cold).
 fn page_cache(s: &Strategy) -> Option<Figure> {
     s.page_cache.clone()
+}
+
+/// The cold ones of `cells`: those a cold throughput figure is computed from.
+fn cold_only(cells: Vec<CellKey>) -> Vec<CellKey> {
+    cells
+        .into_iter()
+        .filter(|k| k.cache == crate::results::CacheState::Cold)
+        .collect()
 }
 
 /// The uncompressed cells of a thread-scaling figure: both thread counts.
@@ -381,6 +391,13 @@ impl Rules<'_> {
     fn concatenation_checks(&self, p: &Pipeline, expect: Expect) -> Vec<Check> {
         Rules::concatenation(p)
             .map(|(figure, mechanism)| {
+                let cells = plain_cells(
+                    &["unprocessed", "concatenated"]
+                        .iter()
+                        .filter_map(|name| p.strategy(name))
+                        .collect::<Vec<_>>(),
+                    p.threads,
+                );
                 Check::of(
                     format!("{}: concatenated / unprocessed", p.label),
                     &figure,
@@ -389,13 +406,8 @@ impl Rules<'_> {
                 )
                 .paper(self.paper_of(&p.pipeline, |pp| Rules::concatenation(pp).map(|r| r.0)))
                 .mechanism(mechanism)
-                .cells(plain_cells(
-                    &["unprocessed", "concatenated"]
-                        .iter()
-                        .filter_map(|name| p.strategy(name))
-                        .collect::<Vec<_>>(),
-                    p.threads,
-                ))
+                .figure_cells(cold_only(cells.clone()))
+                .cells(cells)
             })
             .into_iter()
             .collect()
@@ -563,9 +575,13 @@ impl Rules<'_> {
             .collect()
     }
 
+    /// The checks of `f` on each last strategy that fits in memory (or, with `fits` false, that
+    /// does not). `read`: the cache states of the epochs an unpaired figure is computed from,
+    /// tested for drift between sittings; empty for a ratio of paired epochs (a drift of the
+    /// machine moves both epochs of a trial and cancels in it).
     fn cache_checks(
         &self,
-        fits: bool,
+        (fits, read): (bool, &[crate::results::CacheState]),
         expect: Expect,
         f: impl Fn(&Strategy) -> Option<Figure>,
     ) -> Vec<Check> {
@@ -578,6 +594,11 @@ impl Rules<'_> {
                     Check::of(format!("{}: {}", p.label, s.name), &figure, expect, "x")
                         .paper(self.paper_of(&p.pipeline, |pp| f(pp.last()?)))
                         .mechanism(mechanisms(&[s]))
+                        .figure_cells(cells_of(&[s], |k| {
+                            k.codec == Codec::None
+                                && k.threads == p.threads
+                                && read.contains(&k.cache)
+                        }))
                         .cells(plain_cells(&[s], p.threads)),
                 )
             })
@@ -590,7 +611,7 @@ impl Rules<'_> {
             holds: 1.05,
             opposite: 1.0,
         };
-        sub_claim("4a", self.cache_checks(true, expect, page_cache))
+        sub_claim("4a", self.cache_checks((true, &[]), expect, page_cache))
     }
 
     /// 4b. An application-level cache speeds it up by 1.3x or more.
@@ -599,7 +620,7 @@ impl Rules<'_> {
             holds: 1.3,
             opposite: 1.0,
         };
-        self.app_cache_claim("4b", expect, |s| s.app_cache.clone())
+        self.app_cache_claim(("4b", &[]), expect, |s| s.app_cache.clone())
     }
 
     /// 4c. An application-level cache beats the page cache.
@@ -608,17 +629,22 @@ impl Rules<'_> {
             holds: 1.05,
             opposite: 0.95,
         };
-        self.app_cache_claim("4c", expect, |s| s.app_over_page.clone())
+        // Unpaired: the application cache's epochs over the page cache's.
+        let read = [
+            crate::results::CacheState::App,
+            crate::results::CacheState::Warm,
+        ];
+        self.app_cache_claim(("4c", &read), expect, |s| s.app_over_page.clone())
     }
 
     /// A claim about the application-level cache of last strategies that fit in memory.
     fn app_cache_claim(
         &self,
-        id: &'static str,
+        (id, read): (&'static str, &[crate::results::CacheState]),
         expect: Expect,
         f: impl Fn(&Strategy) -> Option<Figure>,
     ) -> SubClaim {
-        let checks = self.cache_checks(true, expect, f);
+        let checks = self.cache_checks((true, read), expect, f);
         let note = checks
             .is_empty()
             .then(|| "no application-cache runs (`--cache app`) of a last strategy".to_string());
@@ -631,7 +657,7 @@ impl Rules<'_> {
             holds: 1.1,
             opposite: 1.3,
         };
-        let checks = self.cache_checks(false, expect, page_cache);
+        let checks = self.cache_checks((false, &[]), expect, page_cache);
         let note = checks.is_empty().then(|| {
             let largest = self
                 .last_strategies()
@@ -718,7 +744,15 @@ impl Rules<'_> {
             let Some((subject, figure, mechanism, cells)) = rate(series) else {
                 continue;
             };
+            // The figure's own epochs: cold for 5a, warm for 5b.
+            let state = if warm {
+                crate::results::CacheState::Warm
+            } else {
+                crate::results::CacheState::Cold
+            };
+            let read: Vec<CellKey> = cells.iter().filter(|k| k.cache == state).cloned().collect();
             let check = Check::of(subject, &figure, expect, "x")
+                .figure_cells(read)
                 .paper(self.paper.sizes.first().and_then(&rate).map(|r| r.1))
                 .mechanism(mechanism)
                 .cells(cells);
@@ -781,6 +815,7 @@ impl Rules<'_> {
                         Some(pp.strategy(s)?.scaling.as_ref()?.speedup.clone())
                     }))
                     .mechanism(mechanisms(&[strategy]))
+                    .figure_cells(cold_only(scaling_cells(strategy, scaling)))
                     .cells(scaling_cells(strategy, scaling)),
                 );
             }
@@ -882,6 +917,7 @@ impl Rules<'_> {
                     .paper(self.paper_of(&p.pipeline, |pp| {
                         Some(pp.strategy(s)?.scaling.as_ref()?.speedup.clone())
                     }))
+                    .figure_cells(cold_only(scaling_cells(strategy, scaling)))
                     .cells(scaling_cells(strategy, scaling)),
                 );
             }

@@ -32,6 +32,22 @@ pub(crate) fn epoch_row(run: &str, loader: &str, strategy: &str, epoch: u64, sps
     }
 }
 
+/// A check of a figure whose 95 % interval is `range`, behind `cells` (settling's cells, not
+/// the figure's).
+fn range_check(
+    (lo, hi): (f64, f64),
+    expect: Expect,
+    cells: &crate::analysis::cells::CellKey,
+) -> Check {
+    Check::of(
+        "x".into(),
+        &Ok(LogEstimate::range(lo, hi).unwrap()),
+        expect,
+        "x",
+    )
+    .cells(vec![cells.clone()])
+}
+
 /// A warm epoch over the cold one of the same run: the runs' own ratios, whose spread is
 /// small where the runs differ a lot (the disk faster in one trial than in the next), give
 /// a far narrower interval than the two epochs' cells taken as independent.
@@ -165,13 +181,7 @@ fn busy_or_straddling_checks_are_unsettled_not_judged() {
         opposite: 1.0,
     };
     let check = |lo: f64, hi: f64, cells: &crate::analysis::cells::CellKey| {
-        Check::of(
-            "x".into(),
-            &Ok(LogEstimate::range(lo, hi).unwrap()),
-            expect,
-            "x",
-        )
-        .cells(vec![cells.clone()])
+        range_check((lo, hi), expect, cells)
     };
     let mut found = vec![Finding::new(
         1,
@@ -291,4 +301,99 @@ fn thread_claims_are_judged_at_the_papers_eight_threads() {
             "{id} reports 16 threads beside the claim: {note}"
         );
     }
+}
+
+/// A decided check whose figure's cell moved between the sittings of its trials (a sweep,
+/// then settling) by more than the estimate's distance from the line is unsettled, naming the
+/// drift; one whose drift is smaller than that distance, whose cell ran in one sitting, or
+/// whose rule names no figure cells (a figure from other cells: offline times, bytes) keeps
+/// its verdict.
+#[test]
+fn a_drift_between_sittings_larger_than_the_margin_unsettles_a_decided_check() {
+    use crate::results::{InvocationEntry, Manifest};
+    let row = |run: &str, strategy: &str, sps: f64| RunRow {
+        run_id: run.into(),
+        workload: "cv".into(),
+        strategy: strategy.into(),
+        split: 2,
+        samples: 100,
+        online_s: 100.0 / sps,
+        throughput_sps: sps,
+        threads: 2,
+        ..RunRow::default()
+    };
+    // `drifted`: 223 samples/s in the sweep, 280 in settling; `steady`: the same rate in both.
+    let rows = vec![
+        row("a1", "drifted", 222.8),
+        row("a2", "drifted", 225.2),
+        row("a3", "drifted", 216.4),
+        row("a4", "drifted", 228.1),
+        row("a5", "drifted", 285.6),
+        row("a6", "drifted", 270.1),
+        row("a7", "drifted", 290.7),
+        row("a8", "drifted", 275.0),
+        row("b1", "steady", 100.0),
+        row("b2", "steady", 102.0),
+        row("b3", "steady", 101.0),
+        row("b4", "steady", 99.5),
+        row("b5", "steady", 101.5),
+    ];
+    let key = |r: &RunRow| crate::analysis::cells::key_of(r);
+    let (drifted, steady) = (key(&rows[0]), key(&rows[8]));
+    let ids = |names: &[&str]| InvocationEntry {
+        run_ids: names.iter().map(|s| s.to_string()).collect(),
+        ..InvocationEntry::default()
+    };
+    let results = Results::of(Recorded {
+        runs: rows,
+        manifest: Manifest {
+            invocations: vec![
+                ids(&["a1", "a2", "a3", "a4", "b1", "b2", "b3"]),
+                ids(&["a5", "a6", "a7", "a8", "b4", "b5"]),
+            ],
+            ..Manifest::default()
+        },
+        ..Recorded::default()
+    });
+    let expect = Expect::AtLeast {
+        holds: 2.0,
+        opposite: 1.2,
+    };
+    let check = |lo: f64, hi: f64, cells: &crate::analysis::cells::CellKey| {
+        range_check((lo, hi), expect, cells).figure_cells(vec![cells.clone()])
+    };
+    let mut found = vec![Finding::new(
+        5,
+        "c",
+        "p",
+        vec![
+            // 2.47x [2.24, 2.73]: 19 % above the band of 2x, less than the 25 % drift.
+            SubClaim::new("5a", "near, drifted", vec![check(2.24, 2.73, &drifted)]),
+            // 10x: far past any drift.
+            SubClaim::new("5b", "far, drifted", vec![check(9.0, 11.0, &drifted)]),
+            SubClaim::new("6a", "near, steady", vec![check(2.24, 2.73, &steady)]),
+            SubClaim::new(
+                "3d",
+                "cells not the figure's",
+                vec![range_check((2.24, 2.73), expect, &drifted)],
+            ),
+        ],
+    )];
+    unsettle(&results, &mut found);
+    let subs = &found[0].sub_claims;
+    let verdicts: Vec<Verdict> = subs.iter().map(|s| s.verdict).collect();
+    assert_eq!(
+        verdicts,
+        [
+            Verdict::Unsettled,
+            Verdict::Reproduced,
+            Verdict::Reproduced,
+            Verdict::Reproduced
+        ]
+    );
+    let why = subs[0].checks[0].unsettled.clone().unwrap_or_default();
+    assert!(
+        why.contains("moved between the sittings") && why.contains("223 samples/s in 4 epochs"),
+        "{why}"
+    );
 }
