@@ -2,7 +2,7 @@
 //! in. A cell's interval treats its trials as draws from one machine state; trials run in
 //! two sittings half an hour apart are not, when the machine drifted between them. In two
 //! idle quick reproductions the 20.48 MB synthetic samples read warm at 223 samples/s in the
-//! sweep's four trials and 280 in twelve settling trials (G), 222 and 190 in the other (H):
+//! sweep's four trials and 278 in twelve settling trials (G), 222 and 190 in the other (H):
 //! each interval was narrow, and finding 5b came out reproduced in one and not reproduced in
 //! the other. A drift between sittings is measured here, so that a verdict it could flip is
 //! not given.
