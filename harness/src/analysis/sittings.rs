@@ -50,7 +50,8 @@ impl Results {
 
     /// The cell's drift between its first sitting and the later ones, where each holds at
     /// least two of its epochs and their log rates differ at [`DRIFT_P`]; `None` otherwise
-    /// (one sitting, too few epochs, or no significant difference).
+    /// (one sitting, too few epochs, no significant difference, or a run no invocation in the
+    /// manifest names, as in folders from before invocations listed their runs).
     pub fn drift(&self, cell: &Cell, sittings: &HashMap<&str, usize>) -> Option<Drift> {
         let mut by: std::collections::BTreeMap<usize, Vec<f64>> = Default::default();
         for row in self.cell_rows(cell) {

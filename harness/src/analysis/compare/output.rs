@@ -313,22 +313,17 @@ pub(super) fn conclusions(a: &Conclusions, b: &Conclusions) -> String {
             let vb = b.verdicts.iter().find(|(i, _)| i == id).map(|(_, v)| *v);
             // Decided in one folder and unsettled in the other is not a conflict: one run's
             // interval reached across the line the other's cleared.
-            let one_open = vb.is_some_and(|vb| {
-                vb != *va && (vb == Verdict::Unsettled) != (*va == Verdict::Unsettled)
-            });
+            let one_open =
+                vb.is_some_and(|vb| (vb == Verdict::Unsettled) != (*va == Verdict::Unsettled));
             same += usize::from(vb == Some(*va));
             open += usize::from(one_open);
+            let (ta, tb) = (va.text(), vb.map_or("-", Verdict::text));
             let cell = if one_open {
                 "unsettled in one"
             } else {
-                agree(va.text(), vb.map_or("-", Verdict::text))
+                agree(ta, tb)
             };
-            let _ = writeln!(
-                out,
-                "| {id} | {} | {} | {cell} |",
-                va.text(),
-                vb.map_or("-", Verdict::text)
-            );
+            let _ = writeln!(out, "| {id} | {ta} | {tb} | {cell} |");
         }
         let _ = writeln!(
             out,

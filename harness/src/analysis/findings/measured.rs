@@ -319,8 +319,10 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
                         .figure_cells
                         .iter()
                         .filter_map(|k| Some((k, drifts.get(k)?)))
-                        .filter(|(_, d)| d.ratio().ln().abs() >= margin)
-                        .max_by(|a, b| a.1.ratio().ln().abs().total_cmp(&b.1.ratio().ln().abs()))
+                        .map(|(k, d)| (k, d, d.ratio().ln().abs()))
+                        .filter(|(_, _, size)| *size >= margin)
+                        .max_by(|a, b| a.2.total_cmp(&b.2))
+                        .map(|(k, d, _)| (k, d))
                 }) {
                     check.unsettle(format!(
                         "the machine's rate moved between the sittings of its trials by more \

@@ -184,6 +184,12 @@ pub const DECISION_BAND: f64 = 1.0 + crate::analysis::stats::DEFAULT_NOISE;
 /// More trials than this factor of those already run are never asked to settle a check.
 pub const MAX_TRIALS_FACTOR: f64 = 16.0;
 
+/// Whether `f` times the trials behind `estimate` narrow its 95 % half-width, times `slack`,
+/// to within `margin` (a positive one).
+fn narrows_to(estimate: &LogEstimate, margin: f64, f: f64, slack: f64) -> bool {
+    margin > 0.0 && estimate.half_width_with_trials(f) * slack <= margin
+}
+
 /// One subject (a pipeline, strategy, codec) checked against a sub-claim.
 #[derive(Clone, Debug, Serialize)]
 pub struct Check {
@@ -202,7 +208,8 @@ pub struct Check {
     pub mechanism: Option<String>,
     /// Why it is unsettled, and what would settle it.
     pub unsettled: Option<String>,
-    /// The cells its figure comes from (ours only): more trials of them narrow its interval.
+    /// The cells settling adds trials to (ours only): its figure's cells and, for most rules,
+    /// the other epochs of the same runs (a trial runs them together).
     #[serde(skip)]
     pub cells: Vec<CellKey>,
     /// The cells whose epochs its figure is computed from, where a rule names them exactly
@@ -307,7 +314,7 @@ impl Check {
         self
     }
 
-    /// The cells the figure comes from.
+    /// The cells settling adds trials to ([`Check::cells`]'s field).
     pub fn cells(mut self, cells: Vec<CellKey>) -> Check {
         self.cells = cells;
         self
@@ -325,8 +332,8 @@ impl Check {
         }
         let (estimate, expect) = self.undecided()?;
         let margin = expect.margin(estimate.value())?;
-        let settles = |f: f64| estimate.half_width_with_trials(f) * 1.1 <= margin;
-        if margin <= 0.0 || !settles(MAX_TRIALS_FACTOR) {
+        let settles = |f: f64| narrows_to(&estimate, margin, f, 1.1);
+        if !settles(MAX_TRIALS_FACTOR) {
             return None;
         }
         // The half-width falls as the trials grow: bisect for the least factor that settles.
@@ -351,7 +358,7 @@ impl Check {
         };
         expect
             .margin(estimate.value())
-            .is_some_and(|m| m > 0.0 && estimate.half_width_with_trials(f) <= m)
+            .is_some_and(|m| narrows_to(&estimate, m, f, 1.0))
     }
 
     /// The paper's figure for the same subject, and whether ours has its size.

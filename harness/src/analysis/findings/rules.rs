@@ -16,6 +16,7 @@ use crate::analysis::findings::observed::{
 };
 use crate::analysis::findings::{published, Check, Expect, Finding, SubClaim};
 use crate::analysis::stats::LogEstimate;
+use crate::results::CacheState;
 
 /// Pipelines where the paper found an intermediate split fastest.
 const MIDDLE_WINS: [&str; 4] = ["cv", "cv2-jpg", "cv2-png", "nlp"];
@@ -178,7 +179,7 @@ fn faster_check(
     Check::of(format!("{}: {subject}", p.label), &figure, expect, "x")
         .paper(paper)
         .mechanism(mechanisms(&involved))
-        .figure_cells(cold_only(cells.clone()))
+        .figure_cells(in_states(&cells, &[CacheState::Cold]))
         .cells(cells)
 }
 
@@ -204,11 +205,12 @@ fn page_cache(s: &Strategy) -> Option<Figure> {
     s.page_cache.clone()
 }
 
-/// The cold ones of `cells`: those a cold throughput figure is computed from.
-fn cold_only(cells: Vec<CellKey>) -> Vec<CellKey> {
+/// The ones of `cells` in the cache `states`: those a figure of such epochs is computed from.
+fn in_states(cells: &[CellKey], states: &[CacheState]) -> Vec<CellKey> {
     cells
-        .into_iter()
-        .filter(|k| k.cache == crate::results::CacheState::Cold)
+        .iter()
+        .filter(|k| states.contains(&k.cache))
+        .cloned()
         .collect()
 }
 
@@ -406,7 +408,7 @@ impl Rules<'_> {
                 )
                 .paper(self.paper_of(&p.pipeline, |pp| Rules::concatenation(pp).map(|r| r.0)))
                 .mechanism(mechanism)
-                .figure_cells(cold_only(cells.clone()))
+                .figure_cells(in_states(&cells, &[CacheState::Cold]))
                 .cells(cells)
             })
             .into_iter()
@@ -581,7 +583,7 @@ impl Rules<'_> {
     /// machine moves both epochs of a trial and cancels in it).
     fn cache_checks(
         &self,
-        (fits, read): (bool, &[crate::results::CacheState]),
+        (fits, read): (bool, &[CacheState]),
         expect: Expect,
         f: impl Fn(&Strategy) -> Option<Figure>,
     ) -> Vec<Check> {
@@ -590,16 +592,13 @@ impl Rules<'_> {
             .filter(|(_, _, f)| *f == fits)
             .filter_map(|(p, s, _)| {
                 let figure = f(s)?;
+                let cells = plain_cells(&[s], p.threads);
                 Some(
                     Check::of(format!("{}: {}", p.label, s.name), &figure, expect, "x")
                         .paper(self.paper_of(&p.pipeline, |pp| f(pp.last()?)))
                         .mechanism(mechanisms(&[s]))
-                        .figure_cells(cells_of(&[s], |k| {
-                            k.codec == Codec::None
-                                && k.threads == p.threads
-                                && read.contains(&k.cache)
-                        }))
-                        .cells(plain_cells(&[s], p.threads)),
+                        .figure_cells(in_states(&cells, read))
+                        .cells(cells),
                 )
             })
             .collect()
@@ -630,17 +629,14 @@ impl Rules<'_> {
             opposite: 0.95,
         };
         // Unpaired: the application cache's epochs over the page cache's.
-        let read = [
-            crate::results::CacheState::App,
-            crate::results::CacheState::Warm,
-        ];
+        let read = [CacheState::App, CacheState::Warm];
         self.app_cache_claim(("4c", &read), expect, |s| s.app_over_page.clone())
     }
 
     /// A claim about the application-level cache of last strategies that fit in memory.
     fn app_cache_claim(
         &self,
-        (id, read): (&'static str, &[crate::results::CacheState]),
+        (id, read): (&'static str, &[CacheState]),
         expect: Expect,
         f: impl Fn(&Strategy) -> Option<Figure>,
     ) -> SubClaim {
@@ -733,6 +729,12 @@ impl Rules<'_> {
                 [small.cells.as_slice(), large.cells.as_slice()].concat(),
             ))
         };
+        // The figure's own epochs: cold for 5a, warm for 5b.
+        let read = if warm {
+            CacheState::Warm
+        } else {
+            CacheState::Cold
+        };
         let mut checks = Vec::new();
         let mut contrast = Vec::new();
         for series in self
@@ -744,15 +746,8 @@ impl Rules<'_> {
             let Some((subject, figure, mechanism, cells)) = rate(series) else {
                 continue;
             };
-            // The figure's own epochs: cold for 5a, warm for 5b.
-            let state = if warm {
-                crate::results::CacheState::Warm
-            } else {
-                crate::results::CacheState::Cold
-            };
-            let read: Vec<CellKey> = cells.iter().filter(|k| k.cache == state).cloned().collect();
             let check = Check::of(subject, &figure, expect, "x")
-                .figure_cells(read)
+                .figure_cells(in_states(&cells, &[read]))
                 .paper(self.paper.sizes.first().and_then(&rate).map(|r| r.1))
                 .mechanism(mechanism)
                 .cells(cells);
@@ -801,6 +796,7 @@ impl Rules<'_> {
                 if ideal <= 1.0 {
                     continue;
                 }
+                let cells = scaling_cells(strategy, scaling);
                 checks.push(
                     Check::of(
                         format!(
@@ -815,8 +811,8 @@ impl Rules<'_> {
                         Some(pp.strategy(s)?.scaling.as_ref()?.speedup.clone())
                     }))
                     .mechanism(mechanisms(&[strategy]))
-                    .figure_cells(cold_only(scaling_cells(strategy, scaling)))
-                    .cells(scaling_cells(strategy, scaling)),
+                    .figure_cells(in_states(&cells, &[CacheState::Cold]))
+                    .cells(cells),
                 );
             }
         }
@@ -904,6 +900,7 @@ impl Rules<'_> {
                     ));
                     continue;
                 }
+                let cells = scaling_cells(strategy, scaling);
                 checks.push(
                     Check::of(
                         format!("{}: {s} 1 -> {} threads", p.label, scaling.to),
@@ -917,8 +914,8 @@ impl Rules<'_> {
                     .paper(self.paper_of(&p.pipeline, |pp| {
                         Some(pp.strategy(s)?.scaling.as_ref()?.speedup.clone())
                     }))
-                    .figure_cells(cold_only(scaling_cells(strategy, scaling)))
-                    .cells(scaling_cells(strategy, scaling)),
+                    .figure_cells(in_states(&cells, &[CacheState::Cold]))
+                    .cells(cells),
                 );
             }
         }
