@@ -18,6 +18,7 @@ NumPy is needed to read tensors.
 """
 
 import json
+import operator
 import os
 
 from . import PrepbenchError, native
@@ -114,7 +115,14 @@ class Store:
     order keeps nothing."""
 
     def __init__(self, path, cache_bytes=None):
-        self.path = os.fspath(path)
+        self.path = os.fsdecode(path)
+        if cache_bytes is not None and (isinstance(cache_bytes, bool)
+                                        or operator.index(cache_bytes) < 0):
+            raise ValueError(f"cache_bytes is {cache_bytes!r}: a number of bytes (0 keeps no "
+                             "decompressed shard), or None for the default")
+        # The store's manifest named in place of its folder (as `ls` or a file dialog gives it).
+        if os.path.basename(self.path) == "store.json" and os.path.isfile(self.path):
+            self.path = os.path.dirname(self.path) or "."
         self.cache_bytes = cache_bytes
         module = native()
         try:
@@ -171,11 +179,15 @@ class Store:
     def __getitem__(self, index):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        index = int(index)
-        if index < 0:
-            index += len(self)
+        try:
+            asked = operator.index(index)
+        except TypeError:
+            raise TypeError(f"store indices must be integers or slices, not "
+                            f"{type(index).__name__}") from None
+        index = asked + len(self) if asked < 0 else asked
         if not 0 <= index < len(self):
-            raise IndexError(f"record {index} of a store holding {len(self)}")
+            raise IndexError(f"record {asked} of a store holding {len(self)} (records 0 to "
+                             f"{len(self) - 1}, or -{len(self)} to -1 from the end)")
         try:
             return _fields(*self._native.read(index))
         except self._error as e:
@@ -188,7 +200,10 @@ class Store:
 
     def records(self, shards=None):
         """(record number, sample) for the records of `shards` (default: all, in order)."""
-        for shard in range(len(self.shard_records)) if shards is None else shards:
+        count = len(self.shard_records)
+        for shard in range(count) if shards is None else shards:
+            if not 0 <= operator.index(shard) < count:
+                raise IndexError(f"shard {shard} of a store of {count} (shards 0 to {count - 1})")
             try:
                 for index, payload, sample_id, layout in self._native.shard(shard):
                     yield index, _fields(payload, sample_id, layout)

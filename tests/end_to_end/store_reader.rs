@@ -135,6 +135,33 @@ except prepbench.StoreError as e:
     assert os.path.basename(shard) in str(e), e
 else:
     raise AssertionError("a damaged record was read in order")
+# What a Python sequence refuses, refused as one: an index that is not an integer, a record or
+# a shard out of range (named as asked), a negative cache; the manifest's path or a bytes path
+# opens the store.
+store = prepbench.open_store(stores["none"])
+for index, error in (("a", TypeError), (1.5, TypeError), (len(store), IndexError), (-len(store) - 1, IndexError)):
+    try:
+        store[index]
+    except error as e:
+        assert repr(index) in str(e) or type(index).__name__ in str(e), e
+    else:
+        raise AssertionError(f"store[{index!r}] read")
+assert store[np.int64(2)].id == store[2].id
+for shard in (-1, len(store.shard_records)):
+    try:
+        list(store.iter_shard(shard))
+    except IndexError as e:
+        assert f"shard {shard} " in str(e), e
+    else:
+        raise AssertionError(f"shard {shard} read")
+try:
+    prepbench.open_store(stores["none"], cache_bytes=-1)
+except ValueError as e:
+    assert "cache_bytes" in str(e), e
+else:
+    raise AssertionError("a negative cache opened")
+assert len(prepbench.open_store(os.path.join(stores["none"], "store.json"))) == len(store)
+assert len(prepbench.open_store(os.fsencode(stores["none"]))) == len(store)
 for bad in (work, work + "/nowhere"):
     try:
         prepbench.open_store(bad)

@@ -28,10 +28,45 @@ pub struct Online {
     seed: u64,
     /// The Python steps' indices among the workload's steps.
     python: Vec<usize>,
-    /// The last item's outputs of the fan-out step, by (item, epoch): a loader asks for the
-    /// references of an item's outputs one by one (NILM's 360 windows of an hour), and each
-    /// would otherwise parse and cut the hour again.
-    fanned: std::sync::Mutex<Option<(usize, u64, Vec<Sample>)>>,
+    /// The latest items' outputs of the fan-out step: a loader asks for the references of an
+    /// item's outputs one by one (NILM's 360 windows of an hour), and each would otherwise
+    /// parse and cut the hour again.
+    fanned: std::sync::Mutex<Fanned>,
+}
+
+/// The fan-out step's outputs of the items asked for last, by (item, epoch), the newest last:
+/// a loader reading several files at once (tf.data's parallel reads, DataLoader's workers)
+/// interleaves their outputs, so keeping one item would cut each hour again for every window.
+/// At most [`FANNED_ITEMS`] items, and no more than [`FANNED_BYTES`] beyond the newest.
+#[derive(Default)]
+struct Fanned(std::collections::VecDeque<(usize, u64, Vec<Sample>)>);
+
+/// Items whose fan-out outputs are kept: more than a loader's parallel reads at 2-8 threads.
+const FANNED_ITEMS: usize = 8;
+/// Bytes of fan-out outputs kept (a CREAM hour's windows are about 370 MB as float64).
+const FANNED_BYTES: usize = 1 << 30;
+
+impl Fanned {
+    /// Output `child` of `item` in `epoch` if its outputs are kept (`Some(None)`: kept, but it
+    /// has no such output).
+    fn get(&self, (item, epoch): (usize, u64), child: usize) -> Option<Option<Sample>> {
+        (self.0.iter())
+            .find(|(i, e, _)| (*i, *e) == (item, epoch))
+            .map(|(_, _, out)| out.get(child).cloned())
+    }
+
+    /// Keeps `out`, the outputs of `item` in `epoch`, dropping the oldest past the bounds.
+    fn keep(&mut self, (item, epoch): (usize, u64), out: Vec<Sample>) {
+        self.0.retain(|(i, e, _)| (*i, *e) != (item, epoch));
+        self.0.push_back((item, epoch, out));
+        let bytes = |v: &Vec<Sample>| v.iter().map(Sample::size_bytes).sum::<usize>();
+        let mut total: usize = self.0.iter().map(|(_, _, out)| bytes(out)).sum();
+        while self.0.len() > 1 && (self.0.len() > FANNED_ITEMS || total > FANNED_BYTES) {
+            if let Some((_, _, old)) = self.0.pop_front() {
+                total -= bytes(&old);
+            }
+        }
+    }
 }
 
 #[pymethods]
@@ -304,8 +339,7 @@ impl Online {
     }
 
     /// Output `child` of the fan-out step (index `fan_out`) on raw item `item` in `epoch`: the
-    /// steps up to it run here once per item and epoch (its outputs kept until another item
-    /// is asked for).
+    /// steps up to it run here once per item and epoch while its outputs are kept ([`Fanned`]).
     fn fanned_output(
         &self,
         py: Python<'_>,
@@ -314,12 +348,8 @@ impl Online {
         fan_out: usize,
         place: &dyn Fn() -> String,
     ) -> PyResult<Sample> {
-        let kept = |fanned: &Option<(usize, u64, Vec<Sample>)>| match fanned {
-            Some((i, e, out)) if (*i, *e) == (item, epoch) => Some(out.get(child).cloned()),
-            _ => None,
-        };
         let lock = || self.fanned.lock().unwrap_or_else(|e| e.into_inner());
-        let hit = kept(&lock());
+        let hit = lock().get((item, epoch), child);
         let found = match hit {
             Some(found) => found,
             None => {
@@ -333,7 +363,7 @@ impl Online {
                     def.step.apply_many(sample, ctx, &mut out).map(|()| out)
                 })?;
                 let found = out.get(child).cloned();
-                *lock() = Some((item, epoch, out));
+                lock().keep((item, epoch), out);
                 found
             }
         };

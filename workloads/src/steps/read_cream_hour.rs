@@ -126,11 +126,15 @@ pub fn parse_recording(bytes: Vec<u8>, offsets: Offsets) -> Result<Recording, St
             .attribute("calibration_factor")
             .and_then(|a| a.read_scalar::<f64>())
             .map_err(|e| format!("`{name}` attribute `calibration_factor`: {e}"))?;
-        let counts: Vec<i16> = ds
+        let array = ds
             .read_array::<i16>()
-            .map_err(|e| format!("dataset `{name}` as int16: {e}"))?
-            .into_iter()
-            .collect();
+            .map_err(|e| format!("dataset `{name}` as int16: {e}"))?;
+        // One copy of the contiguous samples: the array's element iterator (any rank, any
+        // layout) took 40 % of an hour's parse.
+        let counts: Vec<i16> = match array.as_slice() {
+            Some(contiguous) => contiguous.to_vec(),
+            None => array.iter().copied().collect(),
+        };
         if counts.is_empty() {
             return Err(format!("dataset `{name}` is empty"));
         }
