@@ -366,8 +366,9 @@ def serve(run):
     the original stdout and everything else (the user's prints, the framework's) on stderr,
     and an error reported as prepbench reads it. Once a run is over (`end_run`), the process
     lets go of what it held (its dataset, an application cache), says `idle`, and waits for
-    the next run's job: prepbench keeps one process for the runs of a workload under a loader,
-    as a training job imports its framework once, rather than importing it for every run."""
+    the next run's job: prepbench keeps one process for the runs under a loader (of one workload,
+    where it has Python steps), as a training job imports its framework once, rather than
+    importing it for every run."""
     import gc
 
     proto_out = os.dup(1)

@@ -398,15 +398,17 @@ impl PythonLoader {
         self.result(job, start, end, before, answer, progress)
     }
 
-    /// What a process kept idle between runs must have been started for: this loader and
-    /// the job's workload (its Python steps' modules are imported once per process).
+    /// What a process kept idle between runs must have been started for: this loader, and
+    /// the job's workload where it has Python steps (their modules are imported once per
+    /// process). The workloads of prepbench's own steps share one process: a reproduction
+    /// imported TensorFlow for each workload's sweep, about 10 s each, where a training job
+    /// imports it once.
     fn key(&self, job: &OnlineJob) -> String {
-        let spec = serde_json::to_string(&job.workload.spec).unwrap_or_default();
-        format!("{} {spec}", self.name)
+        session::process_key(self.name, job.workload)
     }
 
-    /// A process given `job` (the one left idle by the workload's last run under this loader,
-    /// else a fresh one), once it said `ready`: the session and its CPU and I/O so far.
+    /// A process given `job` (the one the last run under this loader left idle, where its key
+    /// is the job's, else a fresh one), once it said `ready`: the session and its CPU and I/O so far.
     fn start(
         &self,
         job: &OnlineJob,
@@ -416,8 +418,8 @@ impl PythonLoader {
         if let Some(fill) = job.fill {
             request["cache"] = serde_json::json!({ "limit_bytes": fill.limit_bytes });
         }
-        // The process the workload's last run under this loader left idle, where it takes
-        // the job; else a fresh one.
+        // The process the last run under this loader left idle (of this workload, where it has
+        // Python steps), where it takes the job; else a fresh one.
         if let Some(mut session) = Session::idle(&self.key(job)) {
             if session.send(&request.to_string()).is_ok() {
                 if let Ok(line) = session.answer_line() {

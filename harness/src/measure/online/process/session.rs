@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::measure::errors::RunError;
 use workloads::python::watch::Watched;
+use workloads::Workload;
 
 /// A loader's error, named by the loader.
 pub(crate) fn loader_error(loader: &'static str, message: impl Into<String>) -> RunError {
@@ -195,6 +196,21 @@ pub fn retire_idle() {
     }
 }
 
+/// The key of a loader process kept idle (`PythonLoader::key`): `loader`, and `workload`'s
+/// spec where a step of it is Python.
+pub(super) fn process_key(loader: &str, workload: &Workload) -> String {
+    let python = workload
+        .steps
+        .iter()
+        .any(|d| d.step.python_link().is_some());
+    if python {
+        let spec = serde_json::to_string(&workload.spec).unwrap_or_default();
+        format!("{loader} {spec}")
+    } else {
+        loader.to_string()
+    }
+}
+
 /// A loader process's stderr (the user's prints, the framework's warnings), read as it comes
 /// and kept for an error's message.
 struct Stderr {
@@ -252,5 +268,35 @@ impl Drop for Loader {
         // Before it is reaped, while its process id still names the group.
         end_group(pid);
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::process_key;
+
+    fn workload(name: &str, last: &str) -> workloads::Workload {
+        let yaml = format!(
+            "name: {name}\ndataset: {{kind: imagenet, samples: 4}}\nsteps:\n  - name: \
+             concatenated\n    op: read_file\n{last}"
+        );
+        workloads::Workload::from_yaml(&yaml, "t.yaml").unwrap()
+    }
+
+    #[test]
+    fn workloads_of_prepbench_steps_share_a_loader_process_and_python_steps_have_their_own() {
+        let ours = "  - name: decoded\n    op: decode_jpeg\n";
+        let python = "  - name: decoded\n    op: python\n    params: {function: \"pipe:decode\", \
+                      from: data}\n";
+        let (a, b) = (workload("a", ours), workload("b", ours));
+        assert_eq!(process_key("tf-data", &a), process_key("tf-data", &b));
+        assert_ne!(process_key("tf-data", &a), process_key("torch", &a));
+        let (c, d) = (workload("c", python), workload("d", python));
+        assert_ne!(process_key("torch", &c), process_key("torch", &d));
+        assert_ne!(process_key("torch", &c), process_key("torch", &a));
+        assert_eq!(
+            process_key("torch", &c),
+            process_key("torch", &workload("c", python))
+        );
     }
 }
