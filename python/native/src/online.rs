@@ -37,7 +37,8 @@ pub struct Online {
 /// The fan-out step's outputs of the items asked for last, by (item, epoch), the newest last:
 /// a loader reading several files at once (tf.data's parallel reads, DataLoader's workers)
 /// interleaves their outputs, so keeping one item would cut each hour again for every window.
-/// At most [`FANNED_ITEMS`] items, and no more than [`FANNED_BYTES`] beyond the newest.
+/// At most [`FANNED_ITEMS`] items holding at most [`FANNED_BYTES`] together; the newest is kept
+/// whatever its size.
 #[derive(Default)]
 struct Fanned(std::collections::VecDeque<(usize, u64, Vec<Sample>)>);
 
