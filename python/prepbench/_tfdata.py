@@ -21,6 +21,7 @@ import os
 import sys
 import time
 
+from ._forms import within
 from ._loader import _layout, answer, native_for, next_epoch, ready, serve
 from .store import _fields
 
@@ -326,8 +327,6 @@ class Pipeline:
         """The sample's --verify hash: the native output's where this one is within the
         chain's bounds of it (see `_forms`), else its own."""
         if self.reference is not None and self.reference.compared(sample_id):
-            from ._forms import within
-
             payload, _, layout = self.reference.reference(sample_id, self.job["epoch"])
             expected = dict(_fields(payload, sample_id, layout))
             why = within(fields, expected, self.bounds, self.exp)

@@ -308,9 +308,18 @@ impl Check {
         expect.margin(estimate.value())
     }
 
-    /// The cells its figure is computed from, exactly ([`Check::figure_cells`]'s field).
-    pub fn figure_cells(mut self, cells: Vec<CellKey>) -> Check {
-        self.figure_cells = cells;
+    /// `cells` as settling's cells, and those of them in the cache `states` as the cells its
+    /// figure is computed from ([`Check::figure_cells`]; no state: no drift is judged).
+    pub fn cells_read(
+        mut self,
+        cells: Vec<CellKey>,
+        states: &[crate::results::CacheState],
+    ) -> Check {
+        self.figure_cells = (cells.iter())
+            .filter(|k| states.contains(&k.cache))
+            .cloned()
+            .collect();
+        self.cells = cells;
         self
     }
 

@@ -179,8 +179,7 @@ fn faster_check(
     Check::of(format!("{}: {subject}", p.label), &figure, expect, "x")
         .paper(paper)
         .mechanism(mechanisms(&involved))
-        .figure_cells(in_states(&cells, &[CacheState::Cold]))
-        .cells(cells)
+        .cells_read(cells, &[CacheState::Cold])
 }
 
 /// The cells of `strategies` that `keep` picks: where a check's figure comes from.
@@ -203,15 +202,6 @@ fn plain_cells(strategies: &[&Strategy], threads: usize) -> Vec<CellKey> {
 /// A strategy's page cache ratio (warm over cold).
 fn page_cache(s: &Strategy) -> Option<Figure> {
     s.page_cache.clone()
-}
-
-/// The ones of `cells` in the cache `states`: those a figure of such epochs is computed from.
-fn in_states(cells: &[CellKey], states: &[CacheState]) -> Vec<CellKey> {
-    cells
-        .iter()
-        .filter(|k| states.contains(&k.cache))
-        .cloned()
-        .collect()
 }
 
 /// The uncompressed cells of a thread-scaling figure: both thread counts.
@@ -408,8 +398,7 @@ impl Rules<'_> {
                 )
                 .paper(self.paper_of(&p.pipeline, |pp| Rules::concatenation(pp).map(|r| r.0)))
                 .mechanism(mechanism)
-                .figure_cells(in_states(&cells, &[CacheState::Cold]))
-                .cells(cells)
+                .cells_read(cells, &[CacheState::Cold])
             })
             .into_iter()
             .collect()
@@ -597,8 +586,7 @@ impl Rules<'_> {
                     Check::of(format!("{}: {}", p.label, s.name), &figure, expect, "x")
                         .paper(self.paper_of(&p.pipeline, |pp| f(pp.last()?)))
                         .mechanism(mechanisms(&[s]))
-                        .figure_cells(in_states(&cells, read))
-                        .cells(cells),
+                        .cells_read(cells, read),
                 )
             })
             .collect()
@@ -747,10 +735,9 @@ impl Rules<'_> {
                 continue;
             };
             let check = Check::of(subject, &figure, expect, "x")
-                .figure_cells(in_states(&cells, &[read]))
                 .paper(self.paper.sizes.first().and_then(&rate).map(|r| r.1))
                 .mechanism(mechanism)
-                .cells(cells);
+                .cells_read(cells, &[read]);
             if series.judged {
                 checks.push(check);
             } else {
@@ -811,8 +798,7 @@ impl Rules<'_> {
                         Some(pp.strategy(s)?.scaling.as_ref()?.speedup.clone())
                     }))
                     .mechanism(mechanisms(&[strategy]))
-                    .figure_cells(in_states(&cells, &[CacheState::Cold]))
-                    .cells(cells),
+                    .cells_read(cells, &[CacheState::Cold]),
                 );
             }
         }
@@ -914,8 +900,7 @@ impl Rules<'_> {
                     .paper(self.paper_of(&p.pipeline, |pp| {
                         Some(pp.strategy(s)?.scaling.as_ref()?.speedup.clone())
                     }))
-                    .figure_cells(in_states(&cells, &[CacheState::Cold]))
-                    .cells(cells),
+                    .cells_read(cells, &[CacheState::Cold]),
                 );
             }
         }

@@ -48,6 +48,15 @@ fn range_check(
     .cells(vec![cells.clone()])
 }
 
+/// `subs` as one finding after the report's unsettle pass over `results`, and their verdicts.
+fn unsettled(results: &Results, subs: Vec<SubClaim>) -> (Finding, Vec<Verdict>) {
+    let mut found = vec![Finding::new(1, "c", "p", subs)];
+    unsettle(results, &mut found);
+    let finding = found.remove(0);
+    let verdicts = finding.sub_claims.iter().map(|s| s.verdict).collect();
+    (finding, verdicts)
+}
+
 /// A warm epoch over the cold one of the same run: the runs' own ratios, whose spread is
 /// small where the runs differ a lot (the disk faster in one trial than in the next), give
 /// a far narrower interval than the two epochs' cells taken as independent.
@@ -183,20 +192,16 @@ fn busy_or_straddling_checks_are_unsettled_not_judged() {
     let check = |lo: f64, hi: f64, cells: &crate::analysis::cells::CellKey| {
         range_check((lo, hi), expect, cells)
     };
-    let mut found = vec![Finding::new(
-        1,
-        "c",
-        "p",
+    let (finding, verdicts) = unsettled(
+        &results,
         vec![
             SubClaim::new("1a", "decided, but busy", vec![check(2.0, 3.0, &busy)]),
             SubClaim::new("1b", "straddles", vec![check(1.2, 3.0, &idle)]),
             SubClaim::new("2a", "in between", vec![check(1.05, 1.4, &idle)]),
             SubClaim::new("2b", "decided", vec![check(2.0, 3.0, &idle)]),
         ],
-    )];
-    unsettle(&results, &mut found);
-    let subs = &found[0].sub_claims;
-    let verdicts: Vec<Verdict> = subs.iter().map(|s| s.verdict).collect();
+    );
+    let subs = &finding.sub_claims;
     assert_eq!(
         verdicts,
         [
@@ -209,12 +214,12 @@ fn busy_or_straddling_checks_are_unsettled_not_judged() {
     let why = |i: usize| subs[i].checks[0].unsettled.clone().unwrap_or_default();
     assert!(why(0).contains("busy (59 % foreign CPU"), "{}", why(0));
     assert!(why(1).contains("reaches across"), "{}", why(1));
-    assert!(found[0]
+    assert!(finding
         .markdown()
         .contains("unsettled: the machine was busy"));
     // A finding of decided and unsettled claims that agree is unsettled, a mixed one not
     // reproduced.
-    assert_eq!(found[0].verdict, Verdict::NotReproduced);
+    assert_eq!(finding.verdict, Verdict::NotReproduced);
     assert_eq!(
         Verdict::of_all([
             Verdict::Reproduced,
@@ -360,12 +365,10 @@ fn a_drift_between_sittings_larger_than_the_margin_unsettles_a_decided_check() {
         opposite: 1.2,
     };
     let check = |lo: f64, hi: f64, cells: &crate::analysis::cells::CellKey| {
-        range_check((lo, hi), expect, cells).figure_cells(vec![cells.clone()])
+        range_check((lo, hi), expect, cells).cells_read(vec![cells.clone()], &[cells.cache])
     };
-    let mut found = vec![Finding::new(
-        5,
-        "c",
-        "p",
+    let (finding, verdicts) = unsettled(
+        &results,
         vec![
             // 2.47x [2.24, 2.73]: 19 % above the band of 2x, less than the 25 % drift.
             SubClaim::new("5a", "near, drifted", vec![check(2.24, 2.73, &drifted)]),
@@ -378,10 +381,8 @@ fn a_drift_between_sittings_larger_than_the_margin_unsettles_a_decided_check() {
                 vec![range_check((2.24, 2.73), expect, &drifted)],
             ),
         ],
-    )];
-    unsettle(&results, &mut found);
-    let subs = &found[0].sub_claims;
-    let verdicts: Vec<Verdict> = subs.iter().map(|s| s.verdict).collect();
+    );
+    let subs = &finding.sub_claims;
     assert_eq!(
         verdicts,
         [

@@ -401,8 +401,8 @@ impl PythonLoader {
     /// What a process kept idle between runs must have been started for: this loader, and
     /// the job's workload where it has Python steps (their modules are imported once per
     /// process). The workloads of prepbench's own steps share one process: a reproduction
-    /// imported TensorFlow for each workload's sweep, about 10 s each, where a training job
-    /// imports it once.
+    /// imported TensorFlow for each workload's sweep (3.1-4.6 s each here, the package with
+    /// it), where a training job imports it once.
     fn key(&self, job: &OnlineJob) -> String {
         session::process_key(self.name, job.workload)
     }
