@@ -26,7 +26,7 @@ import types
 from .store import Store, _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
-PROTOCOL = 6
+PROTOCOL = 7
 
 
 def _usage():
@@ -176,6 +176,19 @@ def _nbytes(fields):
     return total
 
 
+def _part(shard_records, job):
+    """The store's records (their indices, in shard order) an epoch of `job` reads: every
+    record of its first `shards` shards, or each one's first `records_per_shard`."""
+    shards = shard_records[:job.get("shards")]
+    cap = job.get("records_per_shard")
+    if not cap:
+        return range(sum(shards))
+    starts = [0]
+    for records in shard_records[:-1]:
+        starts.append(starts[-1] + records)
+    return [start + k for start, records in zip(starts, shards) for k in range(min(records, cap))]
+
+
 def dataset_class():
     import torch.utils.data
 
@@ -191,9 +204,10 @@ def dataset_class():
             self.store = None if raw else Store(job["store"])
             self.online_split = job["split"]
             # A store's first `shards` shard files: all of them, or fewer where the run reads
-            # part of a store sized for a faster loader (its records come first, in order).
-            self.count = (job["items"] if raw
-                          else sum(self.store.shard_records[:job.get("shards")]))
+            # part of a store sized for a faster loader (its records come first, in order),
+            # and of each its first `records_per_shard` records where the part says so.
+            self.records = None if raw else _part(self.store.shard_records, job)
+            self.count = job["items"] if raw else len(self.records)
             self.chain = Chain(native, self.online)
             # With --verify, where prepbench's ops run in their PyTorch form (outputs that may
             # differ from native processing within stated bounds): each sample's native
@@ -215,7 +229,7 @@ def dataset_class():
 
         def _fields(self, index):
             if self.store is not None:
-                sample = self.store[index]
+                sample = self.store[self.records[index]]
                 return sample.id, dict(sample)
             payload, sample_id, layout = self.online.read(index, self.epoch)
             return sample_id, dict(_fields(payload, sample_id, layout))

@@ -26,14 +26,15 @@ from ._loader import _layout, answer, native_for, next_epoch, ready, serve
 from .store import _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
-PROTOCOL = 6
+PROTOCOL = 7
 
 _COMPRESSION = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}
 
 
-def _store_files(path, shards=None):
+def _store_files(path, shards=None, per_shard=None):
     """The store's first `shards` shard files (all when `None`), their compression as
-    TFRecordDataset names it, their records, and the whole store's."""
+    TFRecordDataset names it, the records read of them (each one's first `per_shard` where
+    given), and the whole store's."""
     with open(os.path.join(path, "store.json")) as f:
         manifest = json.load(f)
     codec = str(manifest.get("codec", "none")).split(":")[0]
@@ -42,7 +43,28 @@ def _store_files(path, shards=None):
                            "reads none, gzip and zlib")
     records = [int(shard.get("records", 0)) for shard in manifest["shards"]]
     files = [os.path.join(path, shard["file"]) for shard in manifest["shards"][:shards]]
-    return files, _COMPRESSION[codec], sum(records[:shards]), sum(records)
+    read = [min(r, per_shard) if per_shard else r for r in records[:shards]]
+    return files, _COMPRESSION[codec], sum(read), sum(records)
+
+
+def _records(files, compression, threads, per_shard=None):
+    """The records of `files`: `TFRecordDataset` with `num_parallel_reads` = `threads` (one
+    file after another where `threads` is 0). A part of a store that reads each shard's first
+    `per_shard` records (epochs sized for a faster loader) interleaves the files as
+    `num_parallel_reads` does, each file's dataset cut by `take`."""
+    import tensorflow as tf
+
+    if not per_shard:
+        return tf.data.TFRecordDataset(files, compression, num_parallel_reads=threads or None)
+
+    def shard(path):
+        return tf.data.TFRecordDataset(path, compression).take(per_shard)
+
+    paths = tf.data.Dataset.from_tensor_slices(files)
+    if not threads:
+        return paths.flat_map(shard)
+    return paths.interleave(shard, cycle_length=threads, block_length=1,
+                            num_parallel_calls=threads)
 
 
 def _plain(fn):
@@ -109,7 +131,9 @@ class Pipeline:
             self.count = ids = items
             first_id, first_fields = 0, {k: v[0] for k, v in columns.items()}
         else:
-            files, compression, held, ids = _store_files(job["store"], job.get("shards"))
+            per_shard = job.get("records_per_shard")
+            files, compression, held, ids = _store_files(job["store"], job.get("shards"),
+                                                         per_shard)
             first = tf.data.TFRecordDataset(files[:1], compression)
             first_record = next(iter(first))
             layout = _tf_steps.schema(first_record.numpy())
@@ -117,10 +141,10 @@ class Pipeline:
             self.parse = _tf_steps.parser(layout)
             self.count = held
             first_id, first_fields = self.parse(first_record)
-            records = tf.data.TFRecordDataset(files, compression, num_parallel_reads=threads)
+            records = _records(files, compression, threads, per_shard)
             # --verify's untimed pass reads the shards one after another: a fan-out step's
             # outputs (an hour's windows) then arrive together, as their reference makes them.
-            self.in_order = tf.data.TFRecordDataset(files, compression)
+            self.in_order = _records(files, compression, 0, per_shard)
             cache = job.get("cache")
             if cache is not None and self._fits(first, cache["limit_bytes"]):
                 # The application cache as tf.data's: the parsed records (the online steps'

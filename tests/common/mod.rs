@@ -536,16 +536,28 @@ pub fn photo_folder(photos: &Path, n: usize) {
 }
 
 /// `command` run with the Python package from the tree (`python/`) and the native module
-/// `native` ([`native_module`]), writing no bytecode into the tree.
+/// `native` ([`native_module`]), writing no bytecode into the tree, and its temporary files in
+/// the build's own folder ([`python_tmp`]).
 #[allow(dead_code)]
 pub fn with_package<'c>(command: &'c mut Command, native: &Path) -> &'c mut Command {
     command
+        .env("TMPDIR", python_tmp())
         .env("PREPBENCH_NATIVE", native)
         .env(
             "PYTHONPATH",
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../python"),
         )
         .env("PYTHONDONTWRITEBYTECODE", "1")
+}
+
+/// The temporary folder of the Python processes the tests start, under the build's folder:
+/// a DataLoader's workers leave `pymp-*` folders behind when they are stopped (two of three
+/// full runs left some in the system's /tmp), and TensorFlow writes its own.
+#[allow(dead_code)]
+pub fn python_tmp() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("python-tmp");
+    std::fs::create_dir_all(&dir).expect("the build's temporary folder is writable");
+    dir
 }
 
 /// The native module and an interpreter with PyTorch ([`native_module`], [`torch_python`]);

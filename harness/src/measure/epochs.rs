@@ -237,7 +237,7 @@ impl Session {
             }
             Some(m) => RunInput {
                 files: m.local_paths(),
-                storage_bytes: m.manifest.storage_bytes(),
+                storage_bytes: m.manifest.part_bytes(),
                 online: m.input(),
                 codec: m.manifest.codec,
                 // The store's layout, also where the run reads its first shards alone.

@@ -133,16 +133,41 @@ impl Materialized {
             .collect()
     }
 
-    /// The store's first `shards` shard files alone, as a run reads them when its loader is
-    /// slower than the store was sized for (`sweep`'s epochs sized per loader): the same
-    /// records in the same files, fewer of them. `None` when that is the whole store.
-    pub fn first_shards(&self, shards: usize) -> Option<Materialized> {
-        if shards == 0 || shards >= self.manifest.shards.len() {
+    /// The store's first `shards` shard files alone, and of each its first `per_shard`
+    /// records where given, as a run reads them when its loader is slower than the store was
+    /// sized for (`sweep`'s epochs sized per loader): the same records in the same files,
+    /// fewer of them. `None` when that is the whole store.
+    pub fn part(&self, shards: usize, per_shard: Option<u64>) -> Option<Materialized> {
+        let all = self.manifest.shards.len();
+        let most = self.manifest.shards.iter().map(|s| s.records).max();
+        let capped = per_shard.filter(|&k| k > 0 && most.is_some_and(|m| k < m));
+        if shards == 0 || (shards >= all && capped.is_none()) {
             return None;
         }
         let mut manifest = self.manifest.clone();
-        manifest.part_of = Some(manifest.shards.len());
+        manifest.part_of = Some(all);
         manifest.shards.truncate(shards);
+        manifest.records_per_shard = capped;
+        Some(Materialized {
+            backend: self.backend.clone(),
+            manifest,
+            reused: self.reused,
+            samples: (self.samples.0.clone(), Vec::new()),
+        })
+    }
+
+    /// The store's first `shards` shard files alone, read whole (`part`).
+    pub fn first_shards(&self, shards: usize) -> Option<Materialized> {
+        self.part(shards, None)
+    }
+
+    /// This part with every record of its shards, as `--verify` judges it: the records a
+    /// capped part leaves out of its timed epochs are the same store's, and a check over its
+    /// shards whole knows which items they hold (`StoreManifest::holds_item`).
+    pub fn whole_shards(&self) -> Option<Materialized> {
+        self.manifest.records_per_shard?;
+        let mut manifest = self.manifest.clone();
+        manifest.records_per_shard = None;
         Some(Materialized {
             backend: self.backend.clone(),
             manifest,
@@ -379,6 +404,8 @@ impl Session {
         seed: u64,
         (engine, loader_options): (&'static dyn crate::measure::online::Engine, &str),
     ) -> anyhow::Result<Verification> {
+        let whole = stored.and_then(Materialized::whole_shards);
+        let stored = whole.as_ref().or(stored);
         let input = stored.map_or(OnlineInput::Raw, Materialized::input);
         // The reference reads the source once; a store that cycles over it is checked on its
         // first cycle (later cycles are the same offline steps on the same items), one that

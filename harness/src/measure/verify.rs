@@ -285,4 +285,59 @@ mod tests {
         };
         assert_eq!(verify(&part).unwrap(), outcome(3, &[], 0));
     }
+
+    /// A part that reads each shard's first records: the engine reads those alone, and
+    /// `--verify` judges the part's shards whole (`Materialized::whole_shards`).
+    #[test]
+    fn a_part_stopping_within_its_shards_reads_their_first_records_and_is_judged_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (source, workload, store_dir, manifest) = six_resized(dir.path());
+        let stored = crate::measure::session::Materialized {
+            backend: std::sync::Arc::new(crate::store::LocalStore {
+                dir: store_dir.clone(),
+            }),
+            manifest,
+            reused: false,
+            samples: (String::new(), Vec::new()),
+        };
+        assert!(stored.part(2, None).is_none() && stored.part(2, Some(3)).is_none());
+        let part = stored.part(2, Some(2)).unwrap();
+        assert_eq!(part.manifest.records_per_shard, Some(2));
+        // Two of each shard's three records: two thirds of its bytes, as its rows say.
+        let shares: u64 = (stored.manifest.shards.iter())
+            .map(|s| (s.bytes as f64 * 2.0 / 3.0).round() as u64)
+            .sum();
+        assert_eq!(part.manifest.part_bytes(), shares);
+        assert_eq!(
+            stored.manifest.part_bytes(),
+            stored.manifest.storage_bytes()
+        );
+        let backend = crate::store::LocalStore { dir: store_dir };
+        let capped = OnlineJob {
+            hash: true,
+            ..reading(&workload, &source, &backend, &part.manifest)
+        };
+        let read = run_online(&capped, &ProgressBar::hidden()).unwrap();
+        let mut ids: Vec<u64> = read.hashes.iter().map(|(id, _)| *id).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, [0, 1, 2, 3]);
+        let whole = part.whole_shards().unwrap();
+        assert!(whole.whole_shards().is_none());
+        let judged = reading(&workload, &source, &backend, &whole.manifest);
+        assert_eq!(verify(&judged).unwrap(), outcome(6, &[], 0));
+        // The first shard, cut: items 0 and 2 read, and judged on 0, 2 and 4.
+        let first = stored.part(1, Some(2)).unwrap();
+        let read = run_online(
+            &OnlineJob {
+                hash: true,
+                ..reading(&workload, &source, &backend, &first.manifest)
+            },
+            &ProgressBar::hidden(),
+        )
+        .unwrap();
+        assert_eq!(read.hashes.len(), 2);
+        let whole = first.whole_shards().unwrap();
+        let judged = reading(&workload, &source, &backend, &whole.manifest);
+        assert_eq!(verify(&judged).unwrap(), outcome(3, &[], 0));
+    }
 }

@@ -64,7 +64,7 @@ pub struct Sizes {
     pub capped: Vec<String>,
     /// The parts of the stores (raw files) that runs under a loader slower than these sizes
     /// read, as the folder recorded them (`SizingEntry::loader_parts`).
-    pub loader_parts: BTreeMap<String, usize>,
+    pub loader_parts: BTreeMap<String, crate::results::LoaderPart>,
 }
 
 impl Sizes {

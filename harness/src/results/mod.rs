@@ -22,8 +22,8 @@ pub use error::ResultsError;
 pub use folder::{Recorded, Tables, ERRORS, OFFLINE, RANKS, RUNS, SAMPLES, STAGES};
 pub use labels::{Bound, CacheState, Condition, Phase, StageKind, StageName, Verdict};
 pub use manifest::{
-    utc_now, InvocationEntry, Manifest, MergedFrom, Place, PlanEntry, Shard, SizingEntry,
-    WorkloadEntry,
+    utc_now, InvocationEntry, LoaderPart, Manifest, MergedFrom, Place, PlanEntry, Shard,
+    SizingEntry, WorkloadEntry,
 };
 pub use rows::{ErrorRow, OfflineRow, RankRow, RunRow, SampleRow, Skipped, StageRow};
 pub use stages::{classify, share_pct, Stage};

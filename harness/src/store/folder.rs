@@ -101,6 +101,10 @@ pub struct StoreManifest {
     /// `Materialized::first_shards`): the store's shard count. Never written.
     #[serde(skip)]
     pub part_of: Option<usize>,
+    /// Set where such a part reads only the first records of each of its shards: how many.
+    /// Never written.
+    #[serde(skip)]
+    pub records_per_shard: Option<u64>,
 }
 
 impl StoreManifest {
@@ -125,6 +129,21 @@ impl StoreManifest {
 
     pub fn storage_bytes(&self) -> u64 {
         self.shards.iter().map(|s| s.bytes).sum()
+    }
+
+    /// The bytes a run of these shards reads: all of them, or where it reads each one's first
+    /// `records_per_shard` records, that share of each shard's bytes (its records' sizes are
+    /// not listed; one record of a shard is as large as another of the same strategy).
+    pub fn part_bytes(&self) -> u64 {
+        let Some(cap) = self.records_per_shard else {
+            return self.storage_bytes();
+        };
+        (self.shards.iter())
+            .map(|s| match s.records {
+                0 => s.bytes,
+                n => (s.bytes as f64 * n.min(cap) as f64 / n as f64).round() as u64,
+            })
+            .sum()
     }
 
     /// How many times the store repeats its source (1 when it does not cycle).
@@ -216,6 +235,7 @@ impl StoreKey {
             skipped: Vec::new(),
             spec: None,
             part_of: None,
+            records_per_shard: None,
         }
     }
 }

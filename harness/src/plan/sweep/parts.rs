@@ -7,7 +7,9 @@
 //! items), at the most threads its cells use, from its first sample, and
 //! its runs then read the store's first shards (the dataset's first items) that make the
 //! epoch last the floor: the same store and records, fewer of them, at least a shard per
-//! thread. The part is recorded in the manifest's sizing, so a resumed sweep reads the same.
+//! thread, and of each shard only its first records where the shards hold far more than the
+//! floor needs (`--verify` judges the part's shards whole). The part is recorded in the
+//! manifest's sizing, so a resumed sweep reads the same.
 
 use std::collections::HashMap;
 
@@ -17,7 +19,7 @@ use super::{Pending, SweepRun, VerdictKey};
 use crate::measure::epochs::RunSpec;
 use crate::measure::session::Materialized;
 use crate::plan::sizing::Sizes;
-use crate::results::{Manifest, SizingEntry};
+use crate::results::{LoaderPart, Manifest, SizingEntry};
 
 /// Parts aim this much above the floor, more than the model's sizing does (`sizing::MARGIN`):
 /// a probe of a shard per thread errs more, and a part short of the floor leaves its cells
@@ -54,6 +56,18 @@ fn shards_holding(records: &[u64], need: f64, threads: usize) -> usize {
     shards.max(threads).min(records.len())
 }
 
+/// Of each of a part's shards (`records`, each one's records), the first records that
+/// together hold `need`, where that cuts the shards short by more than a fifth: a part of a
+/// shard per thread still lasted 3.4 s where the floor was 1 s (NILM `aggregated` under
+/// tf.data in the quick reproduction, 2 of 16 shards of tiny records). `None`: every record.
+fn per_shard(records: &[u64], need: f64) -> Option<u64> {
+    let most = *records.iter().max()?;
+    let each = ((need / records.len() as f64).ceil() as u64).max(1);
+    let held: u64 = records.iter().sum();
+    let read: u64 = records.iter().map(|&r| r.min(each)).sum();
+    (each < most && (read as f64) < 0.8 * held as f64).then_some(each)
+}
+
 impl SweepRun<'_> {
     /// The part of the raw files each raw strategy reads under each slower loader.
     pub(super) fn raw_parts(
@@ -66,18 +80,18 @@ impl SweepRun<'_> {
                 continue;
             }
             for loader in self.plan.loaders() {
-                if let Some(n) = self.part(&strategy, codec, None, loader, asked)? {
+                if let Some(part) = self.part(&strategy, codec, None, loader, asked)? {
                     parts
                         .items
-                        .insert((strategy.name.clone(), codec, loader), n);
+                        .insert((strategy.name.clone(), codec, loader), part.n);
                 }
             }
         }
         Ok(())
     }
 
-    /// How much of `stored` (shards; the raw files when `None`: items) the runs of
-    /// (`strategy`, `codec`) under `loader` read for their epochs to last the floor: recorded
+    /// How much of `stored` (shards, and records of each; the raw files when `None`: items) the
+    /// runs of (`strategy`, `codec`) under `loader` read for their epochs to last the floor: recorded
     /// by an earlier sweep of the folder (in `sizes`), or timed now. `None`: all of it
     /// (prepbench's own engine, epochs not sized by time, no run pending, or the loader as fast
     /// as the sizing).
@@ -88,7 +102,7 @@ impl SweepRun<'_> {
         stored: Option<&Materialized>,
         loader: &'static str,
         (pending, sizes): (&Pending, &Sizes),
-    ) -> anyhow::Result<Option<usize>> {
+    ) -> anyhow::Result<Option<LoaderPart>> {
         let Some(floor) = self.opts.settings.min_epoch_s else {
             return Ok(None);
         };
@@ -107,32 +121,36 @@ impl SweepRun<'_> {
             m.manifest.shards.len()
         });
         let key = format!("{loader}:{}", SizingEntry::store_key(&strategy.name, codec));
-        let n = match sizes.loader_parts.get(&key).copied() {
-            Some(n) => n,
+        let part = match sizes.loader_parts.get(&key).copied() {
+            Some(part) => part,
             None => {
-                let n = self.probe(strategy, stored, loader, threads, floor)?;
+                let part = self.probe(strategy, stored, loader, threads, floor)?;
                 Manifest::update(&self.places.out, |m| {
                     if let Some(sizing) = m.sizing.get_mut(&self.name) {
-                        sizing.loader_parts.insert(key.clone(), n);
+                        sizing.loader_parts.insert(key.clone(), part);
                     }
                 })?;
-                n
+                part
             }
         };
-        if n < whole {
+        let LoaderPart { n, per_shard } = part;
+        if n < whole || per_shard.is_some() {
             let unit = if stored.is_some() { "shards" } else { "items" };
+            let each = per_shard.map_or(String::new(), |k| {
+                format!(", the first {k} records of each")
+            });
             self.places.progress.note(&format!(
-                "{}: {} ({codec}) under {loader} reads {n} of {whole} {unit} so that its epochs \
-                 last {floor} s",
+                "{}: {} ({codec}) under {loader} reads {n} of {whole} {unit}{each} so that its \
+                 epochs last {floor} s",
                 self.name, strategy.name
             ));
         }
-        Ok((n < whole).then_some(n))
+        Ok((n < whole || per_shard.is_some()).then_some(part))
     }
 
-    /// Times one cold epoch of (`strategy`) under `loader` on `threads` over the store's first
-    /// shard per thread (the raw files' first items) and gives the shards (items) whose epoch
-    /// lasts `floor` with the sizing's margin.
+    /// Times cold epochs of (`strategy`) under `loader` on `threads` over the store's first
+    /// shard per thread (the raw files' first items; more where those last less than half
+    /// the floor) and gives the part whose epochs last `floor` with the margin.
     fn probe(
         &self,
         strategy: &Strategy,
@@ -140,33 +158,71 @@ impl SweepRun<'_> {
         loader: &'static str,
         threads: usize,
         floor: f64,
-    ) -> anyhow::Result<usize> {
-        let session = &self.executor.session;
-        let (first, items, read, whole) = match stored {
-            // A shard per thread, the least a part reads: one shard would be read by one of
-            // tf.data's parallel reads, slower than the part's epochs read theirs.
-            Some(m) => match m.first_shards(threads) {
-                Some(first) => {
-                    let records = first.manifest.shards.iter().map(|s| s.records as f64).sum();
-                    (Some(first), None, records, m.manifest.shards.len())
-                }
-                None => return Ok(m.manifest.shards.len()),
-            },
-            None => {
-                let len = session.source.len();
-                let n = probe_items(len, threads);
-                if n >= len {
-                    return Ok(len);
-                }
-                (None, Some(n), n as f64, len)
+    ) -> anyhow::Result<LoaderPart> {
+        let whole = stored.map_or(self.executor.session.source.len(), |m| {
+            m.manifest.shards.len()
+        });
+        // A shard per thread, the least a part reads: one shard would be read by one of
+        // tf.data's parallel reads, slower than the part's epochs read theirs.
+        let mut n = match stored {
+            Some(_) => threads.min(whole),
+            None => probe_items(whole, threads),
+        };
+        let (read, seconds) = loop {
+            let (read, seconds) = self.timed(strategy, stored, n, loader, threads)?;
+            // A probe of a few hundredths of a second errs by its pipeline's start and its
+            // first batches (a DataLoader's 411 raw items were timed at 13,000 samples/s from
+            // their first, and read at 5,300 in the epochs sized from them): timed again on
+            // about a floor's worth.
+            if !(seconds > 0.0 && seconds.is_finite()) {
+                return Ok(whole.into());
             }
+            if seconds >= floor / 2.0 || n >= whole {
+                break (read, seconds);
+            }
+            let grow = (floor / seconds).ceil().max(2.0);
+            n = ((n as f64 * grow) as usize).min(whole);
+        };
+        let need = floor * PART_MARGIN * read / seconds;
+        Ok(match stored {
+            Some(m) => {
+                let records: Vec<u64> = m.manifest.shards.iter().map(|s| s.records).collect();
+                let n = shards_holding(&records, need, threads);
+                LoaderPart {
+                    n,
+                    per_shard: per_shard(&records[..n], need),
+                }
+            }
+            // An item per thread at least: NILM's are hours, 360 windows each.
+            None => ((need.ceil() as usize).max(threads).min(whole)).into(),
+        })
+    }
+
+    /// Two cold epochs of (`strategy`) under `loader` on `threads` over the first `n` shards
+    /// of `stored` (the raw files' first `n` items): the records (items) read and the faster
+    /// epoch's seconds.
+    fn timed(
+        &self,
+        strategy: &Strategy,
+        stored: Option<&Materialized>,
+        n: usize,
+        loader: &'static str,
+        threads: usize,
+    ) -> anyhow::Result<(f64, f64)> {
+        let session = &self.executor.session;
+        let first = stored.and_then(|m| m.first_shards(n));
+        let read = match (stored, &first) {
+            (Some(m), _) => (first.as_ref().unwrap_or(m).manifest.shards.iter())
+                .map(|s| s.records as f64)
+                .sum(),
+            (None, _) => n.min(session.source.len()) as f64,
         };
         let local = StorageProfile::local();
         let spec = RunSpec {
             run_id: format!("probe-{loader}-{}", strategy.name),
             strategy,
             stored: first.as_ref().or(stored),
-            items,
+            items: stored.is_none().then_some(n),
             threads,
             cache: CacheMode::Cold,
             // Two, each cold, the faster one taken: a loader's first epoch in a fresh process
@@ -196,24 +252,17 @@ impl SweepRun<'_> {
                 strategy.name
             ))
         })?;
-        // From the first sample: the pipeline's start, paid once per epoch, would make a short
-        // probe's rate low and the part's epochs short of the floor.
+        // The whole epoch, its pipeline's start included as the part's epochs include it:
+        // timed from its first sample, or at its steady rate, a probe of a few hundredths of
+        // a second read fast (tf.data's raw items at 11,200 and 12,500 samples/s, where the
+        // epochs sized from them read 6,300 and 6,800: the buffers fill before the first
+        // sample), so probes last half the floor at least (`probe`).
         let seconds = measured
             .rows
             .iter()
-            .map(|r| r.online_s - r.first_sample_s.unwrap_or(0.0).clamp(0.0, r.online_s / 2.0))
+            .map(|r| r.online_s)
             .fold(f64::INFINITY, f64::min);
-        if !(seconds > 0.0 && seconds.is_finite()) {
-            return Ok(whole);
-        }
-        let need = floor * PART_MARGIN * read / seconds;
-        Ok(match stored {
-            Some(m) => {
-                let records: Vec<u64> = m.manifest.shards.iter().map(|s| s.records).collect();
-                shards_holding(&records, need, threads)
-            }
-            None => (need.ceil() as usize).max(4 * threads).min(whole),
-        })
+        Ok((read, seconds))
     }
 }
 
@@ -233,5 +282,18 @@ mod tests {
         assert_eq!(probe_items(1600, 2), 100);
         assert_eq!(probe_items(40, 2), 8);
         assert_eq!(probe_items(5, 2), 5);
+    }
+
+    #[test]
+    fn a_part_stops_within_its_shards_only_where_that_cuts_a_fifth() {
+        // Two shards of 19,000 tiny records where the floor needs 8,000: 4,000 of each.
+        assert_eq!(per_shard(&[19_000, 19_000], 8_000.0), Some(4_000));
+        assert_eq!(per_shard(&[19_000, 18_999], 8_001.0), Some(4_001));
+        // Nearly all of them: the shards are read whole.
+        assert_eq!(per_shard(&[100, 100], 170.0), None);
+        assert_eq!(per_shard(&[100, 100], 150.0), Some(75));
+        // A record per shard (20 MB samples) cannot be cut.
+        assert_eq!(per_shard(&[1, 1, 1], 0.5), None);
+        assert_eq!(per_shard(&[], 10.0), None);
     }
 }

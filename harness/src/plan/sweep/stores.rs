@@ -65,7 +65,7 @@ impl SweepRun<'_> {
                 let key = (strategy.name.clone(), *codec, loader);
                 if let Some(part) = self
                     .part(strategy, *codec, Some(&m), loader, (pending, sizes))?
-                    .and_then(|n| m.first_shards(n))
+                    .and_then(|p| m.part(p.n, p.per_shard))
                 {
                     prepared.parts.stores.insert(key.clone(), part);
                 }

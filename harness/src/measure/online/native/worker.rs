@@ -325,15 +325,23 @@ fn read_shard(
 ) -> Result<bool, RunError> {
     // A store may hold more items than the source (it cycles over it): ids run up to its own
     // item count. Known once per shard, not per record.
-    let items = match job.input {
-        OnlineInput::Store { manifest, .. } => (manifest.samples as usize).max(job.source.len()),
-        _ => job.source.len(),
+    let (items, cap) = match job.input {
+        OnlineInput::Store { manifest, .. } => (
+            (manifest.samples as usize).max(job.source.len()),
+            manifest.records_per_shard,
+        ),
+        _ => (job.source.len(), None),
     };
+    // A part of a store that reads each shard's first records only (`Materialized::part`).
+    let records = cap.map_or(records, |cap| records.min(cap));
     loop {
         if stop.load(Ordering::Relaxed) {
             return Ok(false);
         }
         let record = reader.record_index();
+        if cap.is_some() && record >= records {
+            return Ok(true);
+        }
         match reader.next_into(payload) {
             Ok(true) => {}
             Ok(false) => return Ok(true),

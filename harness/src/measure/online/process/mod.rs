@@ -221,6 +221,10 @@ impl PythonLoader {
                 // The shard files the epoch reads, the store's first ones: all of them, or
                 // fewer where the run reads part of a store sized for a faster loader.
                 value["shards"] = read.shards.len().into();
+                // And of each, its first records only where the part stops within them.
+                if let Some(cap) = read.records_per_shard {
+                    value["records_per_shard"] = cap.into();
+                }
                 // The raw items, for --verify's native processing of each sample where prepbench's
                 // ops run in the loader's own form.
                 value["root"] = job.source.root.display().to_string().into();

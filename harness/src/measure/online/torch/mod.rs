@@ -87,7 +87,7 @@ impl std::str::FromStr for TorchOptions {
 }
 
 /// Bumped with `PROTOCOL` in `prepbench/_loader.py`.
-const PROTOCOL: u32 = 6;
+const PROTOCOL: u32 = 7;
 
 pub struct Torch;
 
