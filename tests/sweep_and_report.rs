@@ -572,6 +572,7 @@ fn mpirun_with_two_ranks_then_merge_gives_the_unsharded_cells() {
         .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
         .arg(env!("CARGO_BIN_EXE_prepbench"))
         .args(small_sweep(&d, &store, &[]))
+        .env("PREPBENCH_CACHE_DIR", common::calibration_cache())
         .env("PREPBENCH_HEAVY_LOAD_PCT", "1000")
         .output()
         .unwrap();

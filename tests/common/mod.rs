@@ -536,12 +536,15 @@ pub fn photo_folder(photos: &Path, n: usize) {
 }
 
 /// `command` run with the Python package from the tree (`python/`) and the native module
-/// `native` ([`native_module`]), writing no bytecode into the tree, and its temporary files in
-/// the build's own folder ([`python_tmp`]).
+/// `native` ([`native_module`]), writing no bytecode into the tree, its temporary files in
+/// the build's own folder ([`python_tmp`]), and its machine calibration in the tests' cache
+/// ([`calibration_cache`]), not the user's: one measured while tests ran sized the stores of
+/// a reproduction run after them.
 #[allow(dead_code)]
 pub fn with_package<'c>(command: &'c mut Command, native: &Path) -> &'c mut Command {
     command
         .env("TMPDIR", python_tmp())
+        .env("PREPBENCH_CACHE_DIR", calibration_cache())
         .env("PREPBENCH_NATIVE", native)
         .env(
             "PYTHONPATH",

@@ -309,6 +309,7 @@ fn python_workers_end_when_prepbench_is_killed() {
             &w,
             "--strategy unprocessed --epochs 3 --threads 2 --quiet --evict fadvise",
         ))
+        .env("PREPBENCH_CACHE_DIR", common::calibration_cache())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

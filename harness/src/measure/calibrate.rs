@@ -196,8 +196,10 @@ pub fn measure_machine(dir: &Path, mb: usize) -> anyhow::Result<MachineCalibrati
     }
     let small_file_ms = start.elapsed().as_secs_f64() * 1e3 / SMALL_FILES as f64;
 
+    let machine = crate::results::system::machine();
     Ok(MachineCalibration {
-        hostname: crate::results::system::machine().hostname,
+        hostname: machine.hostname,
+        cpu_model: machine.cpu_model,
         cores,
         dir: dir.display().to_string(),
         measured_utc: crate::results::utc_now(),
@@ -224,7 +226,8 @@ pub fn machine_cache_path(dir: &Path) -> Option<PathBuf> {
 }
 
 /// The machine calibration for `dir`'s disk: the cached one when younger than a week and
-/// measured with this many cores, else measured now (and cached when the cache is writable).
+/// measured with this many cores on this processor, else measured now (and cached when the
+/// cache is writable).
 pub fn machine(dir: &Path, refresh: bool, mb: usize) -> anyhow::Result<MachineCalibration> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -239,7 +242,9 @@ pub fn machine(dir: &Path, refresh: bool, mb: usize) -> anyhow::Result<MachineCa
             if let Some(cached) = std::fs::read_to_string(path)
                 .ok()
                 .and_then(|t| serde_json::from_str::<MachineCalibration>(&t).ok())
-                .filter(|c| c.cores == cores)
+                .filter(|c| {
+                    c.cores == cores && c.cpu_model == crate::results::system::machine().cpu_model
+                })
             {
                 return Ok(cached);
             }
@@ -394,6 +399,16 @@ mod tests {
             12345.0,
             "measured again"
         );
+        // Measured on another processor (a virtual machine moved to another host, its
+        // hostname kept), or before the processor was recorded: measured again.
+        for cpu_model in ["Another CPU", ""] {
+            let elsewhere = MachineCalibration {
+                cpu_model: cpu_model.into(),
+                ..marked.clone()
+            };
+            std::fs::write(&path, serde_json::to_string(&elsewhere).unwrap()).unwrap();
+            assert_ne!(machine(dir.path(), false, 8).unwrap().memcpy_gb_s, 12345.0);
+        }
         std::env::remove_var("PREPBENCH_CACHE_DIR");
     }
 }

@@ -31,11 +31,7 @@ pub(crate) fn calibrate_cells(
         // with both there, the temporary directory's (the model's storage figures are of a
         // local disk: docs/cluster.md).
         machine: Some(crate::measure::calibrate::machine(
-            [&places.store_dir, &places.data_dir]
-                .into_iter()
-                .find(|d| !datasets::files::is_remote(d))
-                .map_or_else(std::env::temp_dir, |d| d.to_path_buf())
-                .as_path(),
+            &machine_dir(places),
             opts.recalibrate,
             256,
         )?),
@@ -74,4 +70,13 @@ pub(crate) fn calibrate_cells(
     let mut all = recorded;
     all.merge(calibration);
     Ok(all)
+}
+
+/// Where the machine's storage figures are measured: the disk the stores are on; for stores
+/// in object storage, the data directory's, and with both there, the temporary directory's.
+pub fn machine_dir(places: &Places) -> std::path::PathBuf {
+    [&places.store_dir, &places.data_dir]
+        .into_iter()
+        .find(|d| !datasets::files::is_remote(d))
+        .map_or_else(std::env::temp_dir, |d| d.to_path_buf())
 }

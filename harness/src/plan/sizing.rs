@@ -243,6 +243,7 @@ mod tests {
         Calibration {
             machine: Some(MachineCalibration {
                 hostname: "h".into(),
+                cpu_model: String::new(),
                 cores: 2,
                 dir: "/".into(),
                 measured_utc: String::new(),
