@@ -12,6 +12,7 @@ pub mod folder;
 pub mod labels;
 pub mod lock;
 pub mod manifest;
+pub mod part;
 pub mod rows;
 pub mod stages;
 pub mod system;
@@ -22,9 +23,10 @@ pub use error::ResultsError;
 pub use folder::{Recorded, Tables, ERRORS, OFFLINE, RANKS, RUNS, SAMPLES, STAGES};
 pub use labels::{Bound, CacheState, Condition, Phase, StageKind, StageName, Verdict};
 pub use manifest::{
-    utc_now, InvocationEntry, LoaderPart, Manifest, MergedFrom, Place, PlanEntry, Shard,
-    SizingEntry, WorkloadEntry,
+    utc_now, InvocationEntry, Manifest, MergedFrom, Place, PlanEntry, Shard, SizingEntry,
+    WorkloadEntry,
 };
+pub use part::LoaderPart;
 pub use rows::{ErrorRow, OfflineRow, RankRow, RunRow, SampleRow, Skipped, StageRow};
 pub use stages::{classify, share_pct, Stage};
 pub use table::Table;
