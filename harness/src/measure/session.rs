@@ -148,12 +148,7 @@ impl Materialized {
         manifest.part_of = Some(all);
         manifest.shards.truncate(shards);
         manifest.records_per_shard = capped;
-        Some(Materialized {
-            backend: self.backend.clone(),
-            manifest,
-            reused: self.reused,
-            samples: (self.samples.0.clone(), Vec::new()),
-        })
+        Some(self.listing(manifest))
     }
 
     /// The store's first `shards` shard files alone, read whole (`part`).
@@ -168,12 +163,18 @@ impl Materialized {
         self.manifest.records_per_shard?;
         let mut manifest = self.manifest.clone();
         manifest.records_per_shard = None;
-        Some(Materialized {
+        Some(self.listing(manifest))
+    }
+
+    /// The same store's files listed by `manifest` (a part of them), without the samples
+    /// its making took.
+    fn listing(&self, manifest: StoreManifest) -> Materialized {
+        Materialized {
             backend: self.backend.clone(),
             manifest,
             reused: self.reused,
             samples: (self.samples.0.clone(), Vec::new()),
-        })
+        }
     }
 
     /// What the online phase reads.
