@@ -16,6 +16,7 @@ run and waits, idle, for the workload's next run under this loader (`serve`). Ev
 user's code prints goes to stderr.
 """
 
+import itertools
 import json
 import os
 import resource
@@ -183,10 +184,9 @@ def _part(shard_records, job):
     cap = job.get("records_per_shard")
     if not cap:
         return range(sum(shards))
-    starts = [0]
-    for records in shard_records[:-1]:
-        starts.append(starts[-1] + records)
-    return [start + k for start, records in zip(starts, shards) for k in range(min(records, cap))]
+    starts = itertools.accumulate(shards, initial=0)
+    return [i for start, records in zip(starts, shards)
+            for i in range(start, start + min(records, cap))]
 
 
 def dataset_class():

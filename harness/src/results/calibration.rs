@@ -27,8 +27,9 @@ pub struct MachineCalibration {
     pub hostname: String,
     pub cores: usize,
     /// The processor it was measured on: a virtual machine keeps its hostname when it moves
-    /// to another host (a cached AMD EPYC calibration, 2.6 GB/s reads, sized the stores of a
-    /// run on an Intel Xeon reading 1.5). Empty in calibrations from before it was recorded.
+    /// to another host (this project's VM moved from an AMD EPYC, whose calibration read 2.6
+    /// GB/s cold, to an Intel Xeon reading 1.8-2.1). Empty in calibrations from before it was
+    /// recorded.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub cpu_model: String,
     /// Where the storage figures were measured (the store directory).

@@ -98,7 +98,7 @@ pub struct StoreManifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec: Option<serde_json::Value>,
     /// Set where this lists the first of a store's shards alone (a run's part of a store:
-    /// `Materialized::first_shards`): the store's shard count. Never written.
+    /// `Materialized::part`): the store's shard count. Never written.
     #[serde(skip)]
     pub part_of: Option<usize>,
     /// Set where such a part reads only the first records of each of its shards: how many.

@@ -4,8 +4,8 @@
 //! reproduction under both loaders, 40 s per cold NILM `aggregated` epoch under tf.data where
 //! the floor is 1 s. So each (strategy, codec) under such a loader is timed in two cold epochs
 //! (the faster taken) over its store's first shards, one per thread (raw files: its first
-//! items), at the most threads its cells use, from its first sample, and
-//! its runs then read the store's first shards (the dataset's first items) that make the
+//! items; more where those last under half the floor), at the most threads its cells use,
+//! the whole epoch timed, and its runs then read the store's first shards (the dataset's first items) that make the
 //! epoch last the floor: the same store and records, fewer of them, at least a shard per
 //! thread, and of each shard only its first records where the shards hold far more than the
 //! floor needs (`--verify` judges the part's shards whole). The part is recorded in the
@@ -171,9 +171,9 @@ impl SweepRun<'_> {
         let (read, seconds) = loop {
             let (read, seconds) = self.timed(strategy, stored, n, loader, threads)?;
             // A probe of a few hundredths of a second errs by its pipeline's start and its
-            // first batches (a DataLoader's 411 raw items were timed at 13,000 samples/s from
-            // their first, and read at 5,300 in the epochs sized from them): timed again on
-            // about a floor's worth.
+            // first batches (a DataLoader's 410 raw items, timed from their first, gave a part
+            // implying about 13,000 samples/s, whose epochs read 5,300): timed again on about
+            // a floor's worth.
             if !(seconds > 0.0 && seconds.is_finite()) {
                 return Ok(whole.into());
             }
@@ -211,11 +211,9 @@ impl SweepRun<'_> {
     ) -> anyhow::Result<(f64, f64)> {
         let session = &self.executor.session;
         let first = stored.and_then(|m| m.first_shards(n));
-        let read = match (stored, &first) {
-            (Some(m), _) => (first.as_ref().unwrap_or(m).manifest.shards.iter())
-                .map(|s| s.records as f64)
-                .sum(),
-            (None, _) => n.min(session.source.len()) as f64,
+        let read = match first.as_ref().or(stored) {
+            Some(m) => m.manifest.shards.iter().map(|s| s.records as f64).sum(),
+            None => n.min(session.source.len()) as f64,
         };
         let local = StorageProfile::local();
         let spec = RunSpec {
@@ -254,8 +252,8 @@ impl SweepRun<'_> {
         })?;
         // The whole epoch, its pipeline's start included as the part's epochs include it:
         // timed from its first sample, or at its steady rate, a probe of a few hundredths of
-        // a second read fast (tf.data's raw items at 11,200 and 12,500 samples/s, where the
-        // epochs sized from them read 6,300 and 6,800: the buffers fill before the first
+        // a second read fast (tf.data's raw items gave parts implying about 11,200 and 12,500
+        // samples/s, whose epochs read 6,300 and 6,800: the buffers fill before the first
         // sample), so probes last half the floor at least (`probe`).
         let seconds = measured
             .rows
