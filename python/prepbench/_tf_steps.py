@@ -21,10 +21,9 @@ OPS = ("read_file", "decode_jpeg", "decode_png", "decode_npy", "resize_shorter",
        "bpe_encode", "embed")
 
 _GOLDEN = 0x9E3779B97F4A7C15
-#: The draws a random form looks up per sample (`Form.draws`): a crop takes two, and a third
-#: covers one redraw.
-DRAWS = 3
-#: The most ids a random form's draw table covers (24 bytes each); a store or source with
+#: The draws a random form looks up per sample (`Form.draws`): a crop takes two.
+DRAWS = 2
+#: The most ids a random form's draw table covers (16 bytes each); a store or source with
 #: more draws in ops.
 MAX_TABLE_IDS = 1 << 22
 
@@ -50,9 +49,18 @@ def check(condition, message):
         _PENDING.append((condition, message))
 
 
+#: The text an `Assert` of `checked` starts with; `explain` finds it in tf.data's error.
+_CHECKS = "the prepbench checks, 1 held and 0 failed"
+_SEPARATOR = " || "
+
+
 def checked(fn):
     """`fn`, a tf.data map's function, with the checks its forms make (`check`) in one `Assert`
-    that its output waits on: the failed checks' messages are what it says."""
+    that its output waits on. The `Assert` prints the checks' messages and a flag per check
+    (int32: an `Assert` printing a tensor of another dtype guards itself with a `tf.cond`,
+    which costs every element); `explain` reads which failed from tf.data's error. Choosing
+    the failed messages in the map (a mask or a gather of strings) cost about 5 % of a CV
+    `resized` epoch."""
     tf = _tf()
 
     def run(*args):
@@ -66,13 +74,31 @@ def checked(fn):
         if not pending:
             return out
         passed = tf.stack([tf.reshape(c, []) for c, _ in pending])
-        failed = tf.boolean_mask(tf.constant([m for _, m in pending]), tf.logical_not(passed))
-        with tf.control_dependencies([tf.debugging.Assert(tf.reduce_all(passed), [failed])]):
+        said = _CHECKS + ": " + _SEPARATOR.join(m for _, m in pending)
+        flags = tf.cast(passed, tf.int32)
+        with tf.control_dependencies([tf.debugging.Assert(tf.reduce_all(passed), [said, flags],
+                                                          summarize=len(pending))]):
             flat = tf.nest.flatten(out)
             flat[0] = tf.identity(flat[0])
         return tf.nest.pack_sequence_as(out, flat)
 
     return run
+
+
+def explain(message):
+    """tf.data's error `message` with a failed `checked` `Assert` said as the checks that
+    failed; other errors as they are."""
+    import re
+
+    found = re.search(re.escape(_CHECKS) + r": (.*?)\] \[([01 ]+)\]", message, re.S)
+    if found is None:
+        return message
+    # TensorFlow's error escapes quotes in the printed string.
+    messages = found.group(1).replace("\\'", "'").replace('\\"', '"').split(_SEPARATOR)
+    flags = found.group(2).split()
+    if len(flags) != len(messages):
+        return message
+    return "; ".join(m for m, flag in zip(messages, flags) if flag == "0")
 
 
 class Rng:
@@ -101,40 +127,10 @@ class Rng:
         self.state = self.state + self._c(_GOLDEN)
         return self._mix(self.state)
 
-    def below(self, n):
-        """A uniform integer in [0, n), as `below` draws it: the high 64 bits of a 128-bit
-        product, redrawn under the rejection threshold. n is an image's side plus one, so below
-        2^32 (images above 178,956,970 pixels are refused), which the product relies on."""
+    def index(self, n):
+        """An index in [0, n): the next draw modulo n, as `SeededRng::index` draws it."""
         tf = self.tf
-        n = tf.cast(n, tf.uint64)
-        threshold = (self._c(0) - n) % n
-        low32 = self._c(0xFFFFFFFF)
-
-        def product(x):
-            # x * n as (high 64 bits, low 64 bits), n < 2^32.
-            high = tf.bitwise.right_shift(
-                tf.bitwise.right_shift(x, self._c(32)) * n
-                + tf.bitwise.right_shift(tf.bitwise.bitwise_and(x, low32) * n, self._c(32)),
-                self._c(32))
-            return high, x * n
-
-        def draw(state):
-            state = state + self._c(_GOLDEN)
-            return state, product(self._mix(state))
-
-        def redraw(state, high, low):
-            return tf.while_loop(
-                lambda s, h, lo: lo < threshold,
-                lambda s, h, lo: (lambda d: (d[0], d[1][0], d[1][1]))(draw(s)),
-                (state, high, low))
-
-        state, (high, low) = draw(self.state)
-        # A draw under the threshold (n in 2^64 of them) is drawn again; the loop is built
-        # only on that branch, since a loop in every map call costs more than the draw.
-        state, high, low = tf.cond(low < threshold, lambda: redraw(state, high, low),
-                                   lambda: (state, high, low))
-        self.state = state
-        return tf.cast(high, tf.int64)
+        return tf.cast(self.next_u64() % tf.cast(n, tf.uint64), tf.int64)
 
     def unit(self):
         tf = self.tf
@@ -173,16 +169,6 @@ def draw_table(seed, epoch, step_index, count, draws=DRAWS):
         state = state + golden
         out[:, k] = _mix_np(state)
     return out
-
-
-def _high_low(x, n):
-    """x * n as (its high 64 bits, its low 64 bits), elementwise, n < 2^32 (as `Rng.below`)."""
-    tf = _tf()
-    c = lambda v: tf.constant(v, tf.uint64)  # noqa: E731
-    shift = tf.bitwise.right_shift
-    high = shift(shift(x, c(32)) * n + shift(tf.bitwise.bitwise_and(x, c(0xFFFFFFFF)) * n, c(32)),
-                 c(32))
-    return high, x * n
 
 
 class Form:
@@ -394,43 +380,25 @@ class RandomCrop(Form):
             tf.debugging.assert_greater_equal(shape[0], tf.constant(ch, tf.int64), message=small)
             tf.debugging.assert_greater_equal(shape[1], tf.constant(cw, tf.int64), message=small)
             rng = self.rng(context)
-            corner = tf.stack([rng.below(sides[0]), rng.below(sides[1])])
+            corner = tf.stack([rng.index(sides[0]), rng.index(sides[1])])
         else:
-            # No `tf.cond`, and the checks in the map's one `Assert` (`checked`): a `tf.cond`
-            # or an `Assert` of its own cost ~100 us and ~35 us per element (docs/decisions.md).
+            # The corner in one op from the table's two draws (`SeededRng::index`), and the
+            # checks in the map's one `Assert` (`checked`): each op in the map costs every
+            # element (docs/decisions.md). A side under one is made one for the modulo; the
+            # check says the image is too small.
             table, known = looked_up
-            corner, exact = _corner(table, sides)
+            corner = tf.cast(table % tf.cast(tf.maximum(sides, 1), tf.uint64), tf.int64)
             check(tf.reduce_all(sides > 0), small)
-            check(tf.logical_and(known, exact), "random_crop: two draws of three rejected, or "
-                                                "a sample id beyond the draw table (report this)")
+            check(known, "random_crop: a sample id beyond the draw table (report this)")
         rank = image.shape.rank
         if rank is None:
             f[self.to] = image[corner[0]:corner[0] + ch, corner[1]:corner[1] + cw]
             return
         # `tf.slice`, not `image[...]`: a strided slice of the same window cost ~30 us more.
-        # Its size within the image's, so that an image too small reaches the map's check,
-        # which says so, rather than failing the slice first.
-        size = tf.concat([tf.minimum(tf.constant([ch, cw], tf.int64), shape[:2]),
-                          tf.constant([-1] * (rank - 2), tf.int64)], 0)
-        f[self.to] = tf.slice(image, tf.concat([corner, tf.zeros([rank - 2], tf.int64)], 0),
-                              size)
-
-
-def _corner(table, sides):
-    """A crop's (top, left) as `Rng.below` draws them, from a sample's first three draws
-    (`table`) and the two sides' counts of positions, in a few elementwise ops: top from the
-    first draw, or the second where the first falls under the rejection threshold; left from
-    the next one or the one after. Whether that was exact (no second rejection in three draws,
-    about 2^-64 likely)."""
-    tf = _tf()
-    n = tf.cast(tf.maximum(tf.gather(sides, [0, 0, 1, 1]), 1), tf.uint64)
-    high, low = _high_low(tf.gather(table, [0, 1, 1, 2]), n)
-    kept = low >= (tf.constant(0, tf.uint64) - n) % n
-    # (draw for the top, draw for the left) among the four: (0, 2) where neither the first
-    # nor the next is rejected, (0, 3) where the next is, (1, 3) where the first is.
-    k = tf.cast(kept, tf.int32)
-    at = tf.stack([1 - k[0], 3 - k[0] * k[2]])
-    return tf.cast(tf.gather(high, at), tf.int64), tf.reduce_all(tf.gather(kept, at))
+        # Its size within the image's (the other axes whole), so that an image too small
+        # reaches the map's check, which says so, rather than failing the slice first.
+        size = tf.minimum(shape, tf.constant([ch, cw] + [1 << 62] * (rank - 2), tf.int64))
+        f[self.to] = tf.slice(image, tf.pad(corner, [[0, rank - 2]]), size)
 
 
 class RandomHflip(Form):

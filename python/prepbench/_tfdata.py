@@ -383,6 +383,8 @@ def _epoch(pipeline, job, proto_out):
     answer."""
     import tensorflow as tf
 
+    from . import _tf_steps
+
     started = time.perf_counter()
     arrivals, hashes = [], []
     samples = nbytes = passes = 0
@@ -400,7 +402,8 @@ def _epoch(pipeline, job, proto_out):
                 # tf.data names the op, not the sample: said as it is (so --on-error skip is
                 # refused under this loader).
                 raise RuntimeError(f"tf.data failed on an element after {samples} samples: "
-                                   f"{type(e).__name__}: {e.message}") from None
+                                   f"{type(e).__name__}: {_tf_steps.explain(e.message)}"
+                                   ) from None
             arrivals.append(time.perf_counter() - started)
             samples += 1
             if job["hash"]:

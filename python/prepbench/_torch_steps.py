@@ -203,8 +203,8 @@ class RandomCrop(Op):
             raise ValueError(f"cannot crop {ch}x{cw} from a {height}x{width} image in "
                              f"`{self.source}`")
         rng = self.rng(epoch, sample_id, seed)
-        top = rng.below(height - ch + 1)
-        left = rng.below(width - cw + 1)
+        top = rng.index(height - ch + 1)
+        left = rng.index(width - cw + 1)
         return image[top:top + ch, left:left + cw]
 
 

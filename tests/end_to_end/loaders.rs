@@ -441,10 +441,10 @@ for _ in range(40):
     parts = [random.getrandbits(64), random.getrandbits(40), random.getrandbits(8), 3]
     a, b = n.Rng.from_parts(parts), ts.Rng(parts)
     for bound in (1, 2, 33, 1000, 2**31 + 7, 2**32 - 1):
-        assert a.below(bound) == int(b.below(bound).numpy()), (parts, bound)
+        assert a.index(bound) == int(b.index(bound).numpy()), (parts, bound)
     assert a.unit() == float(b.unit().numpy()), parts
-# The draws a random form looks up per epoch (one table of every id's first three) are the
-# generator's, and a crop's corner and a flip from them are what `below` and `unit` give.
+# The draws a random form looks up per epoch (one table of every id's first two) are the
+# generator's, and a crop's corner and a flip from them are what `index` and `unit` give.
 import numpy as np
 import tensorflow as tf
 seed, epoch, step = random.getrandbits(64), 5, 4
@@ -456,9 +456,9 @@ flip = ts.make("random_hflip", {"p": 0.5, "field": "image"}, step)
 flip.ids = 300
 for sid in range(0, 300, 7):
     a = n.Rng.from_parts([seed, sid, epoch, step])
-    assert [a.next_u64() for _ in range(3)] == [int(x) for x in table[sid]], sid
+    assert [a.next_u64() for _ in range(2)] == [int(x) for x in table[sid]], sid
     a = n.Rng.from_parts([seed, sid, epoch, step])
-    top, left = a.below(260 - 224 + 1), a.below(300 - 200 + 1)
+    top, left = a.index(260 - 224 + 1), a.index(300 - 200 + 1)
     fields = {"image": image}
     crop(fields, (seed, tf.constant(sid, tf.uint64), epoch))
     assert (fields["image"].numpy() == image.numpy()[top:top + 224, left:left + 200]).all(), sid
@@ -473,7 +473,7 @@ def fails(fn, value, says):
     try:
         list(tf.data.Dataset.from_tensors(value).map(ts.checked(fn)))
     except tf.errors.InvalidArgumentError as e:
-        assert says in e.message, e.message
+        assert ts.explain(e.message) == says, e.message
     else:
         raise AssertionError(f"no error: {says}")
 def crop_of(image):
@@ -481,7 +481,14 @@ def crop_of(image):
     crop(fields, (seed, tf.constant(3, tf.uint64), epoch))
     return fields["image"]
 assert crop_of(image).shape == (224, 200, 3)
-fails(crop_of, tf.zeros([100, 300, 3], tf.int32), "cannot crop 224x200: image too small")
+fails(crop_of, tf.zeros([100, 300, 3], tf.int32), "random_crop: cannot crop 224x200: image too small")
+# Beyond the draw table (its 300 ids), a crop says so, and no other check failed.
+def crop_beyond(image):
+    fields = {"image": image}
+    crop(fields, (seed, tf.constant(300, tf.uint64), epoch))
+    return fields["image"]
+fails(crop_beyond, image, "random_crop: a sample id beyond the draw table (report this)")
+assert ts.explain("some other error") == "some other error"
 import struct
 def record(magic):
     head = magic + struct.pack("<IQ", 1, 9)

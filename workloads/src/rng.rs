@@ -46,6 +46,16 @@ impl SeededRng {
         }
     }
 
+    /// An index in `0..n`: the next draw modulo `n`, so uniform up to a bias under n / 2^64
+    /// (2^-32 for the largest image side a step takes), as TensorFlow's integer
+    /// `random.uniform` draws (modulo, with a larger bias). A random step draws its positions
+    /// this way so that the tf-data loader computes them in one op per element, as the
+    /// paper's `tf.image.random_crop` did (docs/decisions.md); `n` must be > 0.
+    pub fn index(&mut self, n: u64) -> u64 {
+        assert!(n > 0, "index(0)");
+        self.next_u64() % n
+    }
+
     /// Uniform in `[0, 1)` with 53 bits of precision.
     pub fn unit_f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
@@ -67,6 +77,21 @@ mod tests {
         // SplitMix64 seeded with mix(0) = 0: first outputs of the reference algorithm from 0.
         assert_eq!(r.next_u64(), 0xe220_a839_7b1d_cdaf);
         assert_eq!(r.next_u64(), 0x6e78_9e6a_a1b9_65f4);
+    }
+
+    #[test]
+    fn index_is_the_draw_modulo_n_and_covers_the_range() {
+        let (mut a, mut b) = (
+            SeededRng::from_parts(&[3, 4]),
+            SeededRng::from_parts(&[3, 4]),
+        );
+        let mut seen = [0u32; 7];
+        for _ in 0..7000 {
+            let i = a.index(7);
+            assert_eq!(i, b.next_u64() % 7);
+            seen[i as usize] += 1;
+        }
+        assert!(seen.iter().all(|&n| (850..1150).contains(&n)), "{seen:?}");
     }
 
     #[test]

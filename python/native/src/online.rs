@@ -461,6 +461,14 @@ impl Rng {
         Ok(self.0.below(n))
     }
 
+    /// An index in `[0, n)`: the next draw modulo `n`, as a crop's corner is drawn.
+    fn index(&mut self, n: u64) -> PyResult<u64> {
+        if n == 0 {
+            return Err(PyValueError::new_err("index(0)"));
+        }
+        Ok(self.0.index(n))
+    }
+
     /// A uniform float in `[0, 1)`.
     fn unit(&mut self) -> f64 {
         self.0.unit_f64()

@@ -72,8 +72,8 @@ impl Step for RandomCrop {
             )));
         }
         let mut rng = ctx.rng(sample.id);
-        let top = rng.below((h - ch + 1) as u64) as usize;
-        let left = rng.below((w - cw + 1) as u64) as usize;
+        let top = rng.index((h - ch + 1) as u64) as usize;
+        let left = rng.index((w - cw + 1) as u64) as usize;
         let data = match tensor.data() {
             TensorData::U8(v) => TensorData::U8(crop_rows(v, w, c, top, left, ch, cw)),
             TensorData::U16(v) => TensorData::U16(crop_rows(v, w, c, top, left, ch, cw)),
