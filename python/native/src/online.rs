@@ -453,14 +453,6 @@ impl Rng {
         self.0.next_u64()
     }
 
-    /// A uniform integer in `[0, n)`.
-    fn below(&mut self, n: u64) -> PyResult<u64> {
-        if n == 0 {
-            return Err(PyValueError::new_err("below(0)"));
-        }
-        Ok(self.0.below(n))
-    }
-
     /// An index in `[0, n)`: the next draw modulo `n`, as a crop's corner is drawn.
     fn index(&mut self, n: u64) -> PyResult<u64> {
         if n == 0 {
