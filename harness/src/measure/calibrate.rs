@@ -230,7 +230,6 @@ pub fn machine_cache_path(dir: &Path) -> Option<PathBuf> {
 /// cache is writable).
 pub fn machine(dir: &Path, refresh: bool, mb: usize) -> anyhow::Result<MachineCalibration> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let path = machine_cache_path(dir);
     if let (Some(path), false) = (&path, refresh) {
         let fresh = std::fs::metadata(path)
@@ -239,12 +238,11 @@ pub fn machine(dir: &Path, refresh: bool, mb: usize) -> anyhow::Result<MachineCa
             .and_then(|t| SystemTime::now().duration_since(t).ok())
             .is_some_and(|age| age < MACHINE_MAX_AGE);
         if fresh {
+            let here = crate::results::system::machine();
             if let Some(cached) = std::fs::read_to_string(path)
                 .ok()
                 .and_then(|t| serde_json::from_str::<MachineCalibration>(&t).ok())
-                .filter(|c| {
-                    c.cores == cores && c.cpu_model == crate::results::system::machine().cpu_model
-                })
+                .filter(|c| c.cores == here.logical_cores && c.cpu_model == here.cpu_model)
             {
                 return Ok(cached);
             }
