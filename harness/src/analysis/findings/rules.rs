@@ -601,10 +601,11 @@ impl Rules<'_> {
         sub_claim("4a", self.cache_checks((true, &[]), expect, page_cache))
     }
 
-    /// 4b. An application-level cache speeds it up by 1.3x or more.
+    /// 4b. An application-level cache speeds it up: the line of 4a's "speeds up", its size
+    /// (the paper's 1.4-15.2x) judged on the size line beside it.
     fn app_cache_helps(&self) -> SubClaim {
         let expect = Expect::AtLeast {
-            holds: 1.3,
+            holds: 1.05,
             opposite: 1.0,
         };
         self.app_cache_claim(("4b", &[]), expect, |s| s.app_cache.clone())

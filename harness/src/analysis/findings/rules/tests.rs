@@ -186,11 +186,13 @@ fn numbers_on_the_other_side_contradict_each_sub_claim() {
     }
 }
 
-/// A verdict is decided only where the whole interval lies in one region the claim's lines
-/// bound, clearing each line by the 2 % noise floor; an interval that reaches across a line,
-/// on either side of it, is unsettled. An exact figure need only reach its line.
+/// A verdict is decided where the whole interval lies in one region the claim's lines bound,
+/// clearing each line by the 2 % noise floor, or where it lies clear of every region where the
+/// claim holds (not reproduced, however far it reaches towards the opposite); an interval that
+/// reaches into a region where the claim holds and out of it, on either side, is unsettled. An
+/// exact figure need only reach its line.
 #[test]
-fn an_interval_across_a_line_is_unsettled_and_no_figure_is_not_testable() {
+fn an_interval_across_the_claims_line_is_unsettled_and_no_figure_is_not_testable() {
     let expect = Expect::AtLeast {
         holds: 1.5,
         opposite: 1.1,
@@ -198,10 +200,26 @@ fn an_interval_across_a_line_is_unsettled_and_no_figure_is_not_testable() {
     assert_eq!(expect.judge((1.6, 2.0)), Verdict::Reproduced);
     assert_eq!(expect.judge((1.2, 1.4)), Verdict::NotReproduced);
     assert_eq!(expect.judge((0.9, 1.05)), Verdict::Contradicted);
-    // Across the claim's line, from below or above, or across the opposite one.
-    for interval in [(1.2, 2.0), (1.4, 1.6), (1.0, 1.3)] {
+    // Across the claim's line, from below or above.
+    for interval in [(1.2, 2.0), (1.4, 1.6), (0.9, 1.6)] {
         assert_eq!(expect.judge(interval), Verdict::Unsettled, "{interval:?}");
     }
+    // Across the opposite line only: the claim fails either way.
+    for interval in [(1.0, 1.3), (0.5, 1.46), (1.09, 1.12)] {
+        assert_eq!(
+            expect.judge(interval),
+            Verdict::NotReproduced,
+            "{interval:?}"
+        );
+    }
+    // The margin an estimate has: from the claim's line only, between the lines; from both of
+    // its region's lines for the decided margin of one where the opposite holds.
+    let near_opposite = expect.margin(1.12).unwrap();
+    assert!((near_opposite - (1.5f64 / 1.02 / 1.12).ln()).abs() < 1e-9);
+    assert_eq!(expect.decided_margin(1.12), Some(near_opposite));
+    assert!(expect.margin(1.49).is_none());
+    assert!(expect.decided_margin(1.09).is_none());
+    assert!((expect.margin(1.0).unwrap() - (1.5f64 / 1.02).ln()).abs() < 1e-9);
     // Clear of the line, but by less than the noise floor.
     assert_eq!(expect.judge((1.51, 1.7)), Verdict::Unsettled);
     assert_eq!(expect.judge((1.2, 1.49)), Verdict::Unsettled);
@@ -220,6 +238,9 @@ fn an_interval_across_a_line_is_unsettled_and_no_figure_is_not_testable() {
     assert_eq!(within.judge((0.85, 0.95)), Verdict::NotReproduced);
     assert_eq!(within.judge((1.6, 1.9)), Verdict::NotReproduced);
     assert_eq!(within.judge((0.9, 1.0)), Verdict::Unsettled);
+    assert_eq!(within.judge((0.7, 0.97)), Verdict::NotReproduced);
+    assert_eq!(within.judge((1.6, 2.5)), Verdict::NotReproduced);
+    assert_eq!(within.judge((0.7, 1.2)), Verdict::Unsettled);
     assert_eq!(within.judge((2.1, 3.0)), Verdict::Contradicted);
     assert_eq!(within.judge((0.5, 0.7)), Verdict::Contradicted);
     let check = Check::of("x".into(), &Err("epochs of 0.05 s".into()), expect, "x");
@@ -367,27 +388,42 @@ fn a_straddling_check_names_its_cells_and_the_trials_that_settle_it() {
 }
 
 #[test]
-fn margins_are_measured_to_the_nearest_band_of_the_region_the_estimate_is_in() {
+fn margins_are_measured_to_the_lines_that_change_the_verdict() {
     let band = DECISION_BAND.ln();
     let at_least = Expect::AtLeast {
         holds: 2.0,
         opposite: 1.0,
     };
     let close = |a: Option<f64>, b: f64| (a.unwrap() - b).abs() < 1e-12;
+    // Settling's margin: to the band of the claim's line, wherever the estimate is (an
+    // interval across the opposite line alone is decided).
     assert!(close(at_least.margin(4.0), 2f64.ln() - band));
-    assert!(close(at_least.margin(0.5), 2f64.ln() - band));
-    // Between the lines: to the nearer one's band.
+    assert!(close(at_least.margin(0.5), 4f64.ln() - band));
     assert!(close(at_least.margin(1.5), (2.0f64 / 1.5).ln() - band));
-    // Within a line's band: no margin.
+    assert!(close(at_least.margin(0.99), (2.0f64 / 0.99).ln() - band));
     assert_eq!(at_least.margin(2.01), None);
-    assert_eq!(at_least.margin(0.99), None);
+    // A decided verdict's margin: both lines of a region where the claim or its opposite
+    // holds, the claim's line alone between them.
+    assert!(close(at_least.decided_margin(4.0), 2f64.ln() - band));
+    assert!(close(at_least.decided_margin(0.5), 2f64.ln() - band));
+    assert!(close(
+        at_least.decided_margin(1.5),
+        (2.0f64 / 1.5).ln() - band
+    ));
+    assert!(close(
+        at_least.decided_margin(1.01),
+        (2.0f64 / 1.01).ln() - band
+    ));
+    assert_eq!(at_least.decided_margin(0.99), None);
     let at_most = Expect::AtMost {
         holds: 1.1,
         opposite: 1.25,
     };
     assert!(at_most.margin(1.0).is_some() && at_most.margin(2.0).is_some());
     assert!(at_most.margin(1.17).is_some());
+    assert!(at_most.margin(1.25).is_some());
     assert_eq!(at_most.margin(1.11), None);
+    assert_eq!(at_most.decided_margin(1.26), None);
     let within = Expect::Within {
         lo: 1.0,
         hi: 1.5,
@@ -396,14 +432,19 @@ fn margins_are_measured_to_the_nearest_band_of_the_region_the_estimate_is_in() {
     };
     assert!(close(within.margin(1.2), 1.2f64.ln() - band));
     assert!(within.margin(0.5).is_some() && within.margin(3.0).is_some());
-    assert!(within.margin(0.9).is_some());
+    assert!(within.margin(0.9).is_some() && within.margin(0.8).is_some());
     assert_eq!(within.margin(1.01), None);
+    assert_eq!(within.decided_margin(0.8), None);
     // Every margin is one the interval can be decided within: an interval of that half-width
-    // around the estimate judges as the region it is in.
+    // around the estimate is not unsettled, and one of the decided margin judges as the region
+    // the estimate is in.
     for value in [0.5, 0.9, 1.2, 1.7, 3.0] {
         let m = within.margin(value).unwrap() * 0.999;
         let verdict = within.judge((value / m.exp(), value * m.exp()));
         assert_ne!(verdict, Verdict::Unsettled, "{value}");
+        let d = within.decided_margin(value).unwrap() * 0.999;
+        let decided = within.judge((value / d.exp(), value * d.exp()));
+        assert_eq!(decided, within.judge((value, value)), "{value}");
     }
 }
 
@@ -498,11 +539,14 @@ fn an_interval_across_the_line_is_unsettled_from_either_side() {
         opposite: 0.95,
     };
     assert_eq!(at(1.01, 0.01, small).verdict, Verdict::NotReproduced);
-    // The opposite line is a line too: an estimate on it is on the line.
-    let (_, line) = at(0.95, 0.1, small)
-        .on_threshold()
-        .expect("on the opposite line");
-    assert_eq!(line, 0.95);
+    // An estimate on the opposite line is not on a line that decides: with an interval clear
+    // of the claim's side it is not reproduced, and where the interval reaches that side,
+    // more trials decide it.
+    assert_eq!(at(0.95, 0.01, small).verdict, Verdict::NotReproduced);
+    let wide = at(0.95, 0.1, small);
+    assert_eq!(wide.verdict, Verdict::Unsettled, "{wide:?}");
+    assert_eq!(wide.on_threshold(), None);
+    assert!(wide.straddles().is_some());
 }
 
 /// 5a's mechanism names a fixed cost per record only where small records read slower per
