@@ -12,7 +12,7 @@ use crate::plan::sweep::{sweep, Places, SweepOptions, SweepOutcome};
 /// How much of the paper's protocol a reproduction runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ScaleName {
-    /// About 20 minutes on 2 cores (35 under both loaders): epochs of at least 1 s, 3 trials (4
+    /// About 20 minutes on 2 cores (30-37 under both loaders): epochs of at least 1 s, 3 trials (4
     /// where noisy, up to 16 where a finding's check needs them to settle its verdict); on the
     /// local disk CV, MP3, FLAC, NILM (thread scaling of MP3 `decoded` and NILM `aggregated`,
     /// finding 6) and the synthetic reading experiment at its smallest and largest sizes

@@ -17,11 +17,12 @@ use crate::results::{Calibration, SizingEntry, StrategyCalibration};
 /// Sizing aims this much above the floor: the model errs by a few to tens of percent (at 1.3,
 /// the quick reference's cold epochs had a median of 1.67 s and 2 % under 1.15 s).
 const MARGIN: f64 = 1.2;
-/// Sizing aims this much above the floor where the fastest cold epoch is bound by reading a
-/// local disk: a VM's cold reads of a whole store run 20-45 % under the calibration's
-/// parallel read rate (quick reproductions on the Xeon VM: 1.2-1.7 GB/s in epochs against
-/// 2.0-2.2 calibrated), and at [`MARGIN`] the 20.48 MB synthetic store's cold epochs lasted
-/// 0.92-1.05 s, a median under the 1 s floor, leaving finding 5a untested.
+/// Sizing aims this much above the floor where the model predicts the fastest cold epoch bound
+/// by reading a local disk: a VM's cold reads of a whole store run 20-45 % under the
+/// calibration's parallel read rate (quick reproductions on the Xeon VM: 1.2-1.7 GB/s in
+/// epochs against 2.0-2.2 calibrated). Epochs the model predicts CPU-bound keep [`MARGIN`]
+/// (the 20.48 MB synthetic store, predicted bound by deserializing, read 0.92-1.05 s cold in
+/// one quick run: the model's CPU estimate erred by more than the margin).
 const LOCAL_READ_MARGIN: f64 = 1.5;
 /// Shards of a store read under a storage profile hold, on average, this many times the
 /// profile's small-file cutoff.
