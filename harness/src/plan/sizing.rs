@@ -18,7 +18,7 @@ use crate::results::{Calibration, SizingEntry, StrategyCalibration};
 /// the quick reference's cold epochs had a median of 1.67 s and 2 % under 1.15 s).
 const MARGIN: f64 = 1.2;
 /// Sizing aims this much above the floor where the model predicts the fastest cold epoch bound
-/// by reading a local disk: a VM's cold reads of a whole store run 20-45 % under the
+/// by reading a local disk: a VM's cold reads of a whole store run 15-45 % under the
 /// calibration's parallel read rate (quick reproductions on the Xeon VM: 1.2-1.7 GB/s in
 /// epochs against 2.0-2.2 calibrated). Epochs the model predicts CPU-bound keep [`MARGIN`]
 /// (the 20.48 MB synthetic store, predicted bound by deserializing, read 0.92-1.05 s cold in

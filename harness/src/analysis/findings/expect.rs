@@ -139,12 +139,17 @@ impl Expect {
     /// across the opposite line alone is decided: not reproduced). `None` within such a
     /// line's band, where no number of trials can settle the claim.
     pub fn margin(self, value: f64) -> Option<f64> {
+        non_negative(self.claim_lines().map(|line| distance(value, line)))
+    }
+
+    /// The lines that bound a region where the claim holds: the only lines an undecided
+    /// interval must clear.
+    fn claim_lines(self) -> impl Iterator<Item = f64> {
         let (lines, verdicts) = self.regions();
-        let holds = |i: usize| verdicts[i] == Verdict::Reproduced;
-        let distances = (0..lines.len())
-            .filter(|&j| holds(j) || holds(j + 1))
-            .map(|j| distance(value, lines[j]));
-        non_negative(distances)
+        let holds = move |i: usize| verdicts[i] == Verdict::Reproduced;
+        (0..lines.len())
+            .filter(move |&j| holds(j) || holds(j + 1))
+            .map(move |j| lines[j])
     }
 
     /// How far `value` lies inside the region it is in, on the log scale, from the lines whose
@@ -162,11 +167,10 @@ impl Expect {
         non_negative(below.into_iter().chain(above))
     }
 
-    /// The line nearest `value` on the log scale.
+    /// The claim's line nearest `value` on the log scale: the one an estimate without a
+    /// [`Expect::margin`] lies on.
     pub(super) fn nearest_line(self, value: f64) -> f64 {
-        let (lines, _) = self.regions();
-        lines
-            .into_iter()
+        self.claim_lines()
             .min_by(|a, b| (value / a).ln().abs().total_cmp(&(value / b).ln().abs()))
             .unwrap_or(value)
     }
