@@ -395,6 +395,10 @@ def serve(run):
             if _ENDED:
                 return
             gc.collect()
+            # What outlived the first run (the framework's modules and graphs, imported
+            # once) is moved out of the collector's sight: each later run's collection then
+            # scans only what that run made (0.12 s a run under tf.data before, on 2 cores).
+            gc.freeze()
             os.write(proto_out, (json.dumps({"idle": _usage()}) + "\n").encode())
             line = sys.stdin.buffer.readline()
     except BaseException as e:  # noqa: BLE001 - prepbench reports it

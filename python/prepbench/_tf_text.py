@@ -23,6 +23,9 @@ class NativeText(Form):
 
     def __init__(self, params, step_index):
         super().__init__(params, step_index)
+        #: The native op is handed the epoch: its map is built again each epoch
+        #: (`Pipeline.epoch_bound`).
+        self.uses_epoch = True
         self.gives = TEXT_OPS[self.op][1]
         self.run = None
         _, (self.source, self.to) = text_op(None, step_index, self.op, params)
