@@ -699,6 +699,49 @@ fn the_papers_audio_and_nilm_chains_run_under_tf_data_and_verify() {
     assert!(checked.status.success(), "{}", stderr(&checked));
 }
 
+/// A tf-data process serves a sweep's runs one after another (what the first run left frozen
+/// out of the garbage collector's sight) and a run's epochs from one dataset where no step
+/// depends on the epoch (MP3's are not random): every epoch of every run, cold and warm,
+/// reads and gives the whole store, and every run verifies.
+#[test]
+fn a_tf_data_process_serves_every_epoch_and_run_of_a_sweep_whole() {
+    let (Some(native), Some(python)) = (common::native_module(), common::tf_python()) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let out_dir = work.path().join("out");
+    let args = argv![
+        "sweep mp3 --loaders tf-data --strategies unprocessed,decoded --samples 12",
+        "--threads 2 --trials 3 --epochs 3 --no-calibrate --evict fadvise",
+        "--verify --quiet --data-dir",
+        work.path().join("data").to_str().unwrap(),
+        "--store-dir",
+        work.path().join("stores").to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap()
+    ];
+    let out = prepbench_in(&python, &native, &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = Csv::read(&out_dir.join("runs.csv"));
+    assert_eq!(runs.rows.len(), 2 * 3 * 3, "{:?}", runs.rows);
+    for strategy in ["unprocessed", "decoded"] {
+        let rows: Vec<_> = (runs.rows.iter())
+            .filter(|r| runs.col(r, "strategy") == strategy)
+            .collect();
+        let read: Vec<(String, String)> = (rows.iter())
+            .map(|r| (runs.col(r, "samples"), runs.col(r, "output_bytes")))
+            .collect();
+        assert!(
+            read[0].0 == "12" && read.iter().all(|x| *x == read[0]),
+            "{strategy}: {read:?}"
+        );
+        assert!(
+            rows.iter().all(|r| runs.col(r, "verified") == "pass"),
+            "{strategy}: {rows:?}"
+        );
+    }
+}
+
 /// The chains of the test above under torch (a test of its own, so that the two loaders'
 /// sweeps run side by side).
 #[test]
