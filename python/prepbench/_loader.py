@@ -399,7 +399,7 @@ def serve(run):
             if not frozen:
                 # What outlived the first run (the framework's modules, imported once) is
                 # moved out of the collector's sight, once: each later run's collection then
-                # scans what came after it (0.11-0.12 s a run under tf.data before, 0.005-0.006 s
+                # scans what came after it (0.11-0.13 s a run under tf.data before, 0.005-0.006 s
                 # after, on 2 cores). Later survivors stay in sight, so a cycle that dies
                 # later is still collected.
                 gc.freeze()

@@ -179,6 +179,12 @@ class Form:
     #: Whether the form draws from prepbench's generator (`draws`).
     random = False
 
+    @property
+    def uses_epoch(self):
+        """Whether the form's ops depend on the epoch (a random form's draws do): the map is
+        then built again each epoch (`Pipeline.epoch_bound`)."""
+        return self.random
+
     def __init__(self, params, step_index):
         self.params = params
         self.step_index = step_index
@@ -495,6 +501,8 @@ class PythonSteps:
 
     levels = (0.0, 0.0)
     gain = 1.0
+    #: The steps are handed the epoch (their seeds): the map is built again each epoch.
+    uses_epoch = True
 
     def __init__(self, chain, indices, online):
         self.chain, self.indices, self.online = chain, indices, online

@@ -19,13 +19,11 @@ class NativeText(Form):
     prepbench's code run on the field through `tf.numpy_function` (`store.text_op`)."""
 
     learns = True  # the first sample runs eagerly, so the loader learns which fields are text
+    uses_epoch = True  # the native op is handed the epoch: the map is built again each epoch
     op = ""
 
     def __init__(self, params, step_index):
         super().__init__(params, step_index)
-        #: The native op is handed the epoch: its map is built again each epoch
-        #: (`Pipeline.epoch_bound`).
-        self.uses_epoch = True
         self.gives = TEXT_OPS[self.op][1]
         self.run = None
         _, (self.source, self.to) = text_op(None, step_index, self.op, params)

@@ -168,12 +168,11 @@ class Pipeline:
         # from native processing within bounds): each sample's native processing, to compare
         # with (`verify`). With Python steps the outputs are compared exactly, as natively.
         self.reference = None
-        #: Whether an epoch's map differs from the last one's: a random form draws from the
-        #: epoch, and Python steps and native text ops are handed it. Where none does, the
-        #: dataset is built once and iterated again each epoch (a map traced again cost
-        #: 0.16-0.18 s an epoch here).
-        self.epoch_bound = python or any(
-            getattr(f, "random", False) or getattr(f, "uses_epoch", False) for f in self.forms)
+        #: Whether an epoch's map differs from the last one's (`uses_epoch`: a random form
+        #: draws from the epoch, Python steps and native text ops are handed it). Where none
+        #: does, the dataset is built once and iterated again each epoch (a map traced again
+        #: cost 0.16-0.18 s an epoch here).
+        self.epoch_bound = any(f.uses_epoch for f in self.forms)
         self.dataset, self.built_hashed = None, None
         self.epoch(job["epoch"], job["hash"])
 

@@ -100,9 +100,10 @@ pub fn scale(name: ScaleName) -> Scale {
             ],
             trials: 3,
             // No round of a fourth trial for every noisy setting: at 3 trials nearly every
-            // local setting was (a 95 % CI within 5 % needs trials within about 2 %), and that
-            // round cost 4-5 minutes of a reproduction under both loaders; settling adds
-            // trials to the settings a finding's check reads, where its verdict needs them.
+            // local setting was (a 95 % CI within 5 % needs trials within about 2 %), 3.6-4.4
+            // minutes of epochs under both loaders. Settling adds trials to the settings a
+            // finding's check reads, where its verdict needs them (and now spends most of that
+            // time: docs/decisions.md).
             max_trials: None,
             settle_trials: Some(16),
             threads: &[1, 2],
