@@ -2,15 +2,14 @@
 //! (`sizing.rs`, from its calibration), and a loader slower than it (tf.data, a DataLoader)
 //! would spend ten or twenty times the floor on an epoch of the same store: in the quick
 //! reproduction under both loaders, 40 s per cold NILM `aggregated` epoch under tf.data where
-//! the floor is 1 s. So each (strategy, codec) under such a loader is timed in a cold epoch
-//! (two where its process starts, the faster taken) over its store's first shards, one per
-//! thread (raw files: its first items; more where those last under half the floor), at the
-//! most threads its cells use, the whole epoch timed, and its runs then read the store's
-//! first shards (the dataset's first items) that make the epoch last the floor: the same
-//! store and records, fewer of them, at least a shard per thread, and of each shard only its
-//! first records where the shards hold far more than the floor needs (`--verify` judges the
-//! part's shards whole). The part is recorded in the manifest's sizing, so a resumed sweep
-//! reads the same.
+//! the floor is 1 s. So each (strategy, codec) under such a loader is timed in two cold epochs
+//! (the faster taken) over its store's first shards, one per thread (raw files: its first
+//! items; more where those last under half the floor), at the most threads its cells use,
+//! the whole epoch timed, and its runs then read the store's first shards (the dataset's first items) that make the
+//! epoch last the floor: the same store and records, fewer of them, at least a shard per
+//! thread, and of each shard only its first records where the shards hold far more than the
+//! floor needs (`--verify` judges the part's shards whole). The part is recorded in the
+//! manifest's sizing, so a resumed sweep reads the same.
 
 use std::collections::HashMap;
 
@@ -199,9 +198,9 @@ impl SweepRun<'_> {
         })
     }
 
-    /// Cold epochs of (`strategy`) under `loader` on `threads` over the first `n` shards of
-    /// `stored` (the raw files' first `n` items), two where its process starts: the records
-    /// (items) read and the faster epoch's seconds.
+    /// Two cold epochs of (`strategy`) under `loader` on `threads` over the first `n` shards
+    /// of `stored` (the raw files' first `n` items): the records (items) read and the faster
+    /// epoch's seconds.
     fn timed(
         &self,
         strategy: &Strategy,
@@ -224,16 +223,13 @@ impl SweepRun<'_> {
             items: stored.is_none().then_some(n),
             threads,
             cache: CacheMode::Cold,
-            // Two, each cold, the faster one taken, where the loader's process starts for the
-            // probe: its first epoch in a fresh process is slower than its later ones (its
-            // memory not yet mapped), and the runs that follow are served by the process the
-            // probe leaves idle (at 1 the quick reproduction's 20.48 MB synthetic epochs under
-            // tf.data lasted 0.6-0.9 s). One where a process is kept idle, as for the runs.
-            epochs: if crate::measure::online::kept_idle(loader, &session.workload) {
-                1
-            } else {
-                2
-            },
+            // Two, each cold, the faster one taken: a loader's first epoch of a probe is slower
+            // than its later ones, in a fresh process (its memory not yet mapped) and in one
+            // kept idle too, and the runs that follow are served by the process the probe
+            // leaves idle (at 1 the quick reproduction's 20.48 MB synthetic epochs under
+            // tf.data lasted 0.6-0.9 s; at 1 where the process was kept idle, in `quick-u`,
+            // 0.75-0.99 s, and NILM `decoded` 0.75-0.78 s).
+            epochs: 2,
             seed: self.opts.settings.seed,
             trial: 0,
             verify: false,

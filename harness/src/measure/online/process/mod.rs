@@ -22,8 +22,8 @@ use crate::measure::steps::step_failed;
 
 mod session;
 pub(super) use session::loader_error;
+pub use session::retire_idle;
 use session::Session;
-pub use session::{kept_idle, retire_idle};
 
 /// A loader's check of one of prepbench's steps with its canonical parameters: why it has no
 /// form of it (`None`: it has).

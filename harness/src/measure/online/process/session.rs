@@ -196,15 +196,6 @@ pub fn retire_idle() {
     }
 }
 
-/// Whether a process of `loader` for `workload` is kept idle, ready to serve its next run
-/// without starting (a probe of its epochs then needs no epoch to warm it).
-pub fn kept_idle(loader: &str, workload: &Workload) -> bool {
-    let key = process_key(loader, workload);
-    (IDLE.lock().unwrap_or_else(|e| e.into_inner()))
-        .as_ref()
-        .is_some_and(|(k, _)| *k == key)
-}
-
 /// The key of a loader process kept idle (`PythonLoader::key`): `loader`, and `workload`'s
 /// spec where a step of it is Python.
 pub(super) fn process_key(loader: &str, workload: &Workload) -> String {
