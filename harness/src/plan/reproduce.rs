@@ -87,8 +87,8 @@ const QUICK_LOCAL: &[&str] = &["cv", "mp3", "flac", "nilm", "synthetic-reading"]
 /// What the quick scale sweeps again under another loader: every claim a local sweep judges
 /// still has a pipeline there (caching 4a-4c on CV, MP3 and NILM, sizes 5a-5b, threads 6a-6b),
 /// and FLAC, a second audio pipeline behind the caching claims alone, is left to the native
-/// sweep: under tf.data it cost about 2.5 minutes of sweep and 1-2 of settling in a quick
-/// reproduction of 32 (docs/decisions.md).
+/// sweep: under tf.data it cost 1.3-1.5 minutes of sweep and 36-48 settling rows (1.0-1.6
+/// minutes of epochs) in `quick-s` and `quick-t`, of 32-33 (docs/decisions.md).
 const QUICK_LOADER: &[&str] = &["cv", "mp3", "nilm", "synthetic-reading"];
 
 /// The pipelines findings 1 to 3 are about, swept again under the paper's storage, emulated
