@@ -1,0 +1,104 @@
+//! The scales' settings and the sweeps `reproduce` plans from them.
+use super::*;
+
+#[test]
+fn quick_cuts_dimensions_not_epoch_length() {
+    let quick = scale(ScaleName::Quick);
+    assert_eq!(quick.min_epoch_s, Some(1.0));
+    assert_eq!(quick.workloads().len(), 5, "{:?}", quick.workloads());
+    assert!(!quick.workloads().contains(&"detection"));
+    assert_eq!(quick.emulated.len(), 4);
+    // Thread scaling only where finding 6 asks for it.
+    assert_eq!(quick.threads_for("mp3"), vec![1, 2]);
+    assert_eq!(quick.threads_for("flac"), vec![2]);
+    assert_eq!(
+        quick.scaling_strategies_for("mp3"),
+        Some(vec!["decoded".to_string()])
+    );
+    assert_eq!(scale(ScaleName::Medium).scaling_strategies_for("mp3"), None);
+    assert_eq!(quick.threads_for("cv"), vec![2]);
+    // Findings 3d, 4b and 4c are testable at every scale: three materializations per codec
+    // at quick, and each local workload's last strategy with the application cache.
+    assert!(quick.offline_trials >= 3);
+    assert_eq!(emulated_options("cv", &quick, 0).offline_trials, 3);
+    assert_eq!(sweep_options("mp3", &quick, 0).offline_trials, 1);
+    assert_eq!(quick.samples_for("imagenet"), 1000);
+    for s in [ScaleName::Quick, ScaleName::Medium, ScaleName::Paper].map(scale) {
+        let cv = sweep_options("cv", &s, 0);
+        assert_eq!(cv.cache, Some(vec![CacheMode::Cold, CacheMode::App]));
+        assert_eq!(
+            cv.app_cache_strategies,
+            Some(vec!["pixel-centered".to_string()])
+        );
+        let emulated = emulated_options("cv", &s, 0);
+        assert_eq!(emulated.cache, Some(vec![CacheMode::Cold]));
+    }
+    // Findings 1-3's pipelines run again under the paper's storage, with GZIP, cold only.
+    let emulated = emulated_options("cv", &quick, 0);
+    assert_eq!(emulated.storage, Some(vec!["paper-ceph-hdd".to_string()]));
+    assert_eq!(emulated.codecs.as_ref().map(Vec::len), Some(2));
+    assert_eq!(emulated.settings.epochs, Some(1));
+    let plain = emulated_options("nlp", &quick, 0);
+    assert_eq!(plain.codecs, Some(vec![Codec::None]));
+    assert!(emulated.strategies.is_none(), "every strategy");
+    let medium = scale(ScaleName::Medium);
+    assert_eq!(medium.min_epoch_s, Some(3.0));
+    assert_eq!(medium.workloads().len(), workloads::BUILTIN.len());
+    assert_eq!(scale(ScaleName::Paper).min_epoch_s, None);
+}
+
+#[test]
+fn another_loader_runs_whole_pipelines_only() {
+    let quick = scale(ScaleName::Quick);
+    // No PyTorch form of detection's letterbox resize: the pipeline is refused whole,
+    // naming the step, before any runtime is asked for.
+    let why = loader_options("detection", &quick, 0, "torch")
+        .unwrap()
+        .unwrap_err();
+    assert!(why.contains("resize_longer_pad"), "{why}");
+    assert!(loader_options("cv", &quick, 0, "no-such-loader").is_err());
+}
+
+/// Quick's sweeps under another loader keep a pipeline for every claim the local sweeps
+/// judge: caching (CV, MP3, NILM), sample sizes (the synthetic arrays), threads (MP3
+/// `decoded`, NILM); FLAC is left to the native sweep. Medium runs them all.
+#[test]
+fn quicks_loader_sweeps_keep_a_pipeline_for_every_claim() {
+    let quick = scale(ScaleName::Quick);
+    assert_eq!(
+        quick.loader_workloads(),
+        vec!["cv", "mp3", "nilm", "synthetic-reading"]
+    );
+    for (workload, _) in quick.thread_sweeps.unwrap() {
+        assert!(quick.loader_workloads().contains(workload), "{workload}");
+    }
+    let medium = scale(ScaleName::Medium);
+    assert_eq!(medium.loader_workloads(), medium.workloads());
+}
+
+/// A loader's sweep at reproduce has what its claims need beside the steps: finding 6's
+/// thread sweep (MP3 `decoded` at 1 and 2 threads at quick) and the application cache of
+/// the last strategy where the loader has one (tf-data's `.cache()`), not where it has
+/// none (torch); and only the codecs it reads.
+#[test]
+fn a_loaders_sweep_has_the_thread_sweep_and_the_cache_its_claims_need() {
+    let quick = scale(ScaleName::Quick);
+    let plain = sweep_options("mp3", &quick, 0);
+    for loader in ["tf-data", "torch"] {
+        let engine = crate::measure::online::engine(loader).unwrap();
+        let opts = loader_sweep(plain.clone(), &quick, engine, loader);
+        assert_eq!(opts.threads, Some(vec![1, 2]), "{loader}");
+        assert_eq!(
+            opts.scaling_strategies, plain.scaling_strategies,
+            "{loader}"
+        );
+        let app = opts.cache.unwrap().contains(&CacheMode::App);
+        assert_eq!(app, loader == "tf-data", "{loader}");
+        assert_eq!(opts.loaders, Some(vec![loader.to_string()]));
+    }
+    let mut zstd = sweep_options("cv", &quick, 0);
+    zstd.codecs = Some(vec![Codec::None, "zstd".parse().unwrap()]);
+    let tf = crate::measure::online::engine("tf-data").unwrap();
+    let opts = loader_sweep(zstd, &quick, tf, "tf-data");
+    assert_eq!(opts.codecs, Some(vec![Codec::None]));
+}
