@@ -437,12 +437,13 @@ pub fn reproduce(
     // Each other loader's sweeps of the local workloads it can run, asked before anything is
     // written (a loader that cannot run here stops the reproduction, said).
     let mut other_loaders = Vec::new();
+    let under_loaders = s.loader_workloads();
     for loader in loaders
         .iter()
         .filter(|l| !crate::measure::online::is_default(l))
     {
         for w in s.workloads() {
-            if !s.loader_workloads().contains(&w) {
+            if !under_loaders.contains(&w) {
                 places.progress.note(&format!(
                     "reproduce: `{w}` is not run under the {loader} loader at this scale (its \
                      claims are judged there on the others)"

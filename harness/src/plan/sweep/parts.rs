@@ -227,8 +227,8 @@ impl SweepRun<'_> {
             // than its later ones, in a fresh process (its memory not yet mapped) and in one
             // kept idle too, and the runs that follow are served by the process the probe
             // leaves idle (at 1 the quick reproduction's 20.48 MB synthetic epochs under
-            // tf.data lasted 0.6-0.9 s; at 1 where the process was kept idle, in `quick-u`,
-            // 0.75-0.99 s, and NILM `decoded` 0.75-0.78 s).
+            // tf.data lasted 0.6-0.9 s; at 1 where the process was kept idle, in a quick run at
+            // ade724a, not committed, 0.75-0.99 s, and NILM `decoded` 0.75-0.78 s).
             epochs: 2,
             seed: self.opts.settings.seed,
             trial: 0,
