@@ -27,6 +27,11 @@ const LOCAL_READ_MARGIN: f64 = 1.5;
 /// Shards of a store read under a storage profile hold, on average, this many times the
 /// profile's small-file cutoff.
 const SHARD_MARGIN: f64 = 1.5;
+/// A raw strategy reads the dataset's first items only where this many times what the model
+/// says its epochs need is under four fifths of the dataset: raw files predicted are the
+/// calibration's first epoch scaled, so they get a margin over [`MARGIN`] (quick's thousand
+/// CV photographs read in 10 s epochs under the emulated storage, where the floor is 1 s).
+const RAW_PART_MARGIN: f64 = 1.5;
 /// A store repeats its source at most this many times.
 pub const MAX_CYCLES: usize = 1024;
 /// A sized store holds at most this many bytes (uncompressed estimate from the calibration).
@@ -72,6 +77,10 @@ pub struct Sizes {
     /// The parts of the stores (raw files) that runs under a loader slower than these sizes
     /// read, as the folder recorded them (`SizingEntry::loader_parts`).
     pub loader_parts: BTreeMap<String, crate::results::LoaderPart>,
+    /// The first items of the dataset that each raw strategy reads under prepbench's own
+    /// engine, where the dataset as asked for holds far more than its epochs need
+    /// ([`RAW_PART_MARGIN`]).
+    pub raw_parts: BTreeMap<String, usize>,
 }
 
 impl Sizes {
@@ -191,6 +200,7 @@ pub fn sizes(
         fastest_cold(predicts, items.map(|n| (plan.shards, n as f64 * per_item)))
     };
     // Raw files first: the dataset they grow is what the stores then cycle over.
+    let mut raw = Vec::new();
     for ((split, name, _), predicts) in &cells {
         if *split > 0 {
             continue;
@@ -202,6 +212,14 @@ pub fn sizes(
             ));
         }
         out.source_items = out.source_items.max(want.min(cap));
+        let threads = predicts.iter().map(|p| p.2.threads).max().unwrap_or(1);
+        raw.push((name.clone(), want, threads));
+    }
+    for (name, want, threads) in raw {
+        let part = ((want as f64 * RAW_PART_MARGIN).ceil() as usize).max(4 * threads);
+        if (part as f64) < 0.8 * out.source_items as f64 {
+            out.raw_parts.insert(name, part);
+        }
     }
     for ((split, name, codec), predicts) in cells {
         if split == 0 {
@@ -371,6 +389,20 @@ mod tests {
         );
         assert_eq!(bare.source_items, 100);
         assert!(bare.store_items.is_empty());
+        // Raw epochs that need a part of the dataset read its first items, with a margin over
+        // the model's: a little under 1000/s wants about 1170 items of a 10,000-item dataset
+        // (the floor with its margin), and the part half again as many.
+        assert!(
+            s.raw_parts.is_empty() && cheap.raw_parts.is_empty(),
+            "{s:?}"
+        );
+        let large = sizes(&plan, "cv", &calibration, 1.0, (10_000, 1.0), 1);
+        assert_eq!(large.source_items, 10_000);
+        let part = large.raw_parts["unprocessed"];
+        assert!((1600..1900).contains(&part), "{large:?}");
+        // Nor where the part would read most of the dataset anyway.
+        let near = sizes(&plan, "cv", &calibration, 1.0, (2_100, 1.0), 1);
+        assert!(near.raw_parts.is_empty(), "{near:?}");
     }
 
     /// Under an emulated profile a store read as small files (its base size) streams once

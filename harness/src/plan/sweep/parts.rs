@@ -93,8 +93,11 @@ impl SweepRun<'_> {
     /// How much of `stored` (shards, and records of each; the raw files when `None`: items) the
     /// runs of (`strategy`, `codec`) under `loader` read for their epochs to last the floor: recorded
     /// by an earlier sweep of the folder (in `sizes`), or timed now. `None`: all of it
-    /// (prepbench's own engine, epochs not sized by time, no run pending, or the loader as fast
-    /// as the sizing).
+    /// (epochs not sized by time, no run pending, or the loader as fast as the sizing).
+    /// prepbench's own engine reads a part of the raw files only, where the sizing gave one
+    /// (`Sizes::raw_parts`: from the calibration the folder keeps, so the same on every entry
+    /// of the sweep, and not recorded, as one sizing entry serves the workload's sweeps under
+    /// every storage), and of a store never: stores are sized for it.
     pub(super) fn part(
         &self,
         strategy: &Strategy,
@@ -108,9 +111,8 @@ impl SweepRun<'_> {
         };
         let of_loader =
             |c: &&super::Cell| c.strategy == *strategy && c.codec == codec && c.loader == loader;
-        if crate::measure::online::is_default(loader)
-            || !pending.cells.iter().any(|c| of_loader(&c))
-        {
+        let native = crate::measure::online::is_default(loader);
+        if (native && stored.is_some()) || !pending.cells.iter().any(|c| of_loader(&c)) {
             return Ok(None);
         }
         let threads = (self.plan.cells.iter().filter(of_loader))
@@ -121,8 +123,14 @@ impl SweepRun<'_> {
             m.manifest.shards.len()
         });
         let key = format!("{loader}:{}", SizingEntry::store_key(&strategy.name, codec));
-        let part = match sizes.loader_parts.get(&key).copied() {
+        let recorded = if native {
+            sizes.raw_parts.get(&strategy.name).map(|&n| n.into())
+        } else {
+            sizes.loader_parts.get(&key).copied()
+        };
+        let part = match recorded {
             Some(part) => part,
+            None if native => return Ok(None),
             None => {
                 let part = self.probe(strategy, stored, loader, threads, floor)?;
                 Manifest::update(&self.places.out, |m| {

@@ -110,20 +110,22 @@ fn run_native(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, R
                 }
             };
             match message {
-                Ok((sample, hash)) => {
-                    result.arrivals_s.push(start.at.elapsed().as_secs_f64());
-                    checksum = checksum.wrapping_add(touch(&sample));
-                    result.samples += 1;
-                    result.output_bytes += sample.size_bytes() as u64;
-                    if job.hash {
-                        result.hashes.push((sample.id, hash));
-                    }
-                    progress.inc(1);
-                    if let Some(trainer) = trainer.as_mut() {
-                        if result.template.is_none() {
-                            result.template = Some(sample);
+                Ok(samples) => {
+                    progress.inc(samples.len() as u64);
+                    for (sample, hash) in samples {
+                        result.arrivals_s.push(start.at.elapsed().as_secs_f64());
+                        checksum = checksum.wrapping_add(touch(&sample));
+                        result.samples += 1;
+                        result.output_bytes += sample.size_bytes() as u64;
+                        if job.hash {
+                            result.hashes.push((sample.id, hash));
                         }
-                        trainer.take();
+                        if let Some(trainer) = trainer.as_mut() {
+                            if result.template.is_none() {
+                                result.template = Some(sample);
+                            }
+                            trainer.take();
+                        }
                     }
                 }
                 Err(e) => {
