@@ -55,7 +55,8 @@ pub fn scores(
 
 /// The size a recommendation plans for, and where it comes from: `--dataset-samples`, else
 /// the dataset as the runs read it (`unprocessed`'s epochs, or the sizing's record of the
-/// source), else the largest measured.
+/// source where it holds more: a raw strategy may read the dataset's first items only, its
+/// epochs sized by time), else the largest measured.
 pub fn planned_size(
     view: &WorkloadView,
     opts: &RecommendOptions,
@@ -73,16 +74,22 @@ pub fn planned_size(
         .sizing
         .get(&view.name)
         .and_then(|s| s.source_samples);
+    dataset_read(raw, sized).or_else(|| {
+        view.strategies
+            .iter()
+            .flat_map(|(_, s)| view.codecs.iter().filter_map(move |c| view.cold(s, *c, t)))
+            .map(|cell| cell.samples)
+            .max()
+            .map(|n| (n, "the largest measured"))
+    })
+}
+
+/// The dataset as the runs read it: `unprocessed`'s cold epochs (`raw`), or the sizing's
+/// record of the source (`sized`) where that holds more (a raw part read).
+fn dataset_read(raw: Option<u64>, sized: Option<u64>) -> Option<(u64, &'static str)> {
+    let raw = raw.filter(|n| sized.is_none_or(|s| *n >= s));
     raw.map(|n| (n, "the dataset as `unprocessed` read it"))
         .or(sized.map(|n| (n, "the dataset as the sweep read it")))
-        .or_else(|| {
-            view.strategies
-                .iter()
-                .flat_map(|(_, s)| view.codecs.iter().filter_map(move |c| view.cold(s, *c, t)))
-                .map(|cell| cell.samples)
-                .max()
-                .map(|n| (n, "the largest measured"))
-        })
 }
 
 /// The samples of a store whose offline steps ran (all, or a cycling store's first cycle:
@@ -481,6 +488,17 @@ pub fn recommend(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_dataset_planned_for_is_the_whole_one_where_unprocessed_read_a_part() {
+        let from = |raw, sized| dataset_read(raw, sized).map(|(n, _)| n);
+        // Its first 186 of 1000 items read: the plan is for the 1000.
+        assert_eq!(from(Some(186), Some(1000)), Some(1000));
+        assert_eq!(from(Some(1045), Some(1045)), Some(1045));
+        assert_eq!(from(Some(1045), None), Some(1045));
+        assert_eq!(from(None, Some(1000)), Some(1000));
+        assert_eq!(from(None, None), None);
+    }
 
     #[test]
     fn presto_score_by_hand() {
