@@ -21,6 +21,14 @@ fn quick_cuts_dimensions_not_epoch_length() {
     // at quick, and each local workload's last strategy with the application cache.
     assert!(quick.offline_trials >= 3);
     assert_eq!(emulated_options("cv", &quick, 0).offline_trials, 3);
+    // 3d at quick on CV: CV2-PNG's compressed stores are made once (an uncompressed-only
+    // emulated workload too); the larger scales repeat every one.
+    assert_eq!(emulated_options("cv2-png", &quick, 0).offline_trials, 1);
+    assert_eq!(emulated_options("nlp", &quick, 0).offline_trials, 1);
+    let medium = scale(ScaleName::Medium);
+    assert_eq!(emulated_options("cv2-png", &medium, 0).offline_trials, 2);
+    assert_eq!(names(&["cv"]), "`cv`");
+    assert_eq!(names(&["a", "b", "c"]), "`a`, `b` and `c`");
     assert_eq!(sweep_options("mp3", &quick, 0).offline_trials, 1);
     assert_eq!(quick.samples_for("imagenet"), 1000);
     for s in [ScaleName::Quick, ScaleName::Medium, ScaleName::Paper].map(scale) {
