@@ -123,12 +123,12 @@ impl SweepRun<'_> {
             m.manifest.shards.len()
         });
         let key = format!("{loader}:{}", SizingEntry::store_key(&strategy.name, codec));
-        let recorded = if native {
+        let known = if native {
             sizes.raw_parts.get(&strategy.name).map(|&n| n.into())
         } else {
             sizes.loader_parts.get(&key).copied()
         };
-        let part = match recorded {
+        let part = match known {
             Some(part) => part,
             None if native => return Ok(None),
             None => {

@@ -35,7 +35,8 @@ struct Batch {
     bytes: usize,
     /// When its first sample was made.
     first: std::time::Instant,
-    /// When the last send (or the worker's start) finished: the next sample's making starts.
+    /// When the last sample was handed over (held, or sent once the queue took it): the next
+    /// sample's making starts. `None` before the first.
     ready: Option<std::time::Instant>,
     /// Samples a batch may hold: 1 when a simulated training step takes them, whose queue
     /// counts samples.
@@ -112,11 +113,13 @@ fn online_context<'a>(job: &'a OnlineJob<'a>) -> StepContext<'a> {
 fn send(job: &OnlineJob, outlet: &Outlet, sample: Sample, wait: &mut f64) -> bool {
     let hash = if job.hash { sample.unordered_hash() } else { 0 };
     let mut batch = outlet.batch.borrow_mut();
-    let sent = if batch.add(sample, hash, std::time::Instant::now()) {
-        flush(outlet.queue, &mut batch, wait)
-    } else {
-        true
-    };
+    let now = std::time::Instant::now();
+    if !batch.add(sample, hash, now) {
+        batch.ready = Some(now);
+        return true;
+    }
+    // Time blocked on a full queue is not the next sample's making.
+    let sent = flush(outlet.queue, &mut batch, wait);
     batch.ready = Some(std::time::Instant::now());
     sent
 }
