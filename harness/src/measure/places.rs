@@ -53,11 +53,17 @@ fn check_not_in_a_dataset(what: &str, path: &Path) -> anyhow::Result<()> {
 /// Refuses a results folder that already holds files of someone else's: an existing folder
 /// with entries but no prepbench results in it (no `manifest.json`, no `runs.csv`), such as
 /// `/`, a home folder or a project's folder. Workload files (`*.yaml`, as the Python API
-/// writes one beside its results) do not count as someone else's.
+/// writes one beside its results) and prepbench's own tables (the ranks.csv that rank 0 of
+/// `run --ranks` opens while the other ranks still check the folder) do not count as someone
+/// else's.
 pub fn check_results_folder(out: &Path) -> anyhow::Result<()> {
+    use crate::results::{ERRORS, OFFLINE, RANKS, SAMPLES, STAGES};
     check_own_folder("the results directory", out, |name| {
         // Its own: workload files, hidden ones (a lock), a sharded sweep's shard folders.
-        name.ends_with(".yaml") || name.starts_with('.') || name.starts_with("shard-")
+        name.ends_with(".yaml")
+            || name.starts_with('.')
+            || name.starts_with("shard-")
+            || [OFFLINE, STAGES, SAMPLES, ERRORS, RANKS].contains(&name)
     })
 }
 
@@ -185,7 +191,12 @@ mod tests {
         std::fs::write(ours.join("fe.yaml"), "name: fe").unwrap();
         std::fs::write(ours.join(".lock"), "").unwrap();
         check_results_folder(&ours).unwrap();
+        // A table prepbench writes before runs.csv or the manifest (ranks.csv, errors.csv).
+        std::fs::write(ours.join("ranks.csv"), "run_id\n").unwrap();
+        std::fs::write(ours.join("errors.csv"), "run_id\n").unwrap();
+        check_results_folder(&ours).unwrap();
         std::fs::write(ours.join("notes.txt"), "x").unwrap();
+        assert!(check_results_folder(&ours).is_err());
         std::fs::write(ours.join("runs.csv"), "run_id\n").unwrap();
         check_results_folder(&ours).unwrap();
         let generated = root.path().join("data/imagenet-seed0");

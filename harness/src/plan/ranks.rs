@@ -58,6 +58,8 @@ fn ranked(
 ) -> anyhow::Result<Option<String>> {
     let started_utc = results::utc_now();
     let Resolved { plan, .. } = Resolved::new(opts, places)?;
+    // Every rank has checked the places before rank 0 writes into the results folder.
+    world.barrier();
     let shards = plan.shards;
     if plan.cells.iter().any(|c| c.strategy.split > 0) && shards < size {
         bail!("{shards} shards cannot give each of {size} ranks a partition: use --shards {size} or more");
