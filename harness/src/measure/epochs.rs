@@ -418,7 +418,7 @@ impl Session {
     fn verify_run(&self, spec: &RunSpec, measured: &mut Measured) -> anyhow::Result<()> {
         let outcome = self.verify(
             spec.strategy,
-            spec.stored,
+            (spec.stored, spec.items),
             spec.threads,
             spec.seed,
             (spec.loader, spec.loader_options),

@@ -395,12 +395,13 @@ impl Session {
         })
     }
 
-    /// Checks, untimed, that `strategy` read from `stored` (raw files when `None`) gives every
-    /// sample exactly as fully-online processing does.
+    /// Checks, untimed, that `strategy` read from `stored` (the raw files when `None`: their
+    /// first `raw_items`, as a run reads them, all of them when `None`) gives every sample
+    /// exactly as fully-online processing does.
     pub fn verify(
         &self,
         strategy: &Strategy,
-        stored: Option<&Materialized>,
+        (stored, raw_items): (Option<&Materialized>, Option<usize>),
         threads: usize,
         seed: u64,
         (engine, loader_options): (&'static dyn crate::measure::online::Engine, &str),
@@ -410,11 +411,12 @@ impl Session {
         let input = stored.map_or(OnlineInput::Raw, Materialized::input);
         // The reference reads the source once; a store that cycles over it is checked on its
         // first cycle (later cycles are the same offline steps on the same items), one that
-        // holds the source's first items on those.
+        // holds the source's first items on those; the raw files on the first items a run reads.
         let items = match stored.map(|m| m.manifest.source_items as usize) {
             // (0: a store from before the manifest said.)
             Some(held) if held > 0 => held.min(self.source.len()),
-            _ => self.source.len(),
+            Some(_) => self.source.len(),
+            None => raw_items.unwrap_or(usize::MAX).min(self.source.len()),
         };
         let job = OnlineJob {
             hash: true,
@@ -551,7 +553,7 @@ mod tests {
             let v = session
                 .verify(
                     &strategy,
-                    Some(&m),
+                    (Some(&m), None),
                     2,
                     0,
                     (crate::measure::online::default_engine(), ""),
@@ -582,5 +584,31 @@ mod tests {
             .store_sized(&strategy, Codec::None, (4, 2), 2, false, false)
             .unwrap();
         assert!(again.reused);
+    }
+
+    /// The raw files are verified on the items a run reads: its first ones where it reads a
+    /// part, every one otherwise (and never more than the dataset holds).
+    #[test]
+    fn raw_files_verify_on_the_items_a_run_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = Session::open(
+            workloads::load("cv").unwrap(),
+            &dir.path().join("data"),
+            6,
+            2,
+            &dir.path().join("store"),
+            EvictPolicy::Fadvise,
+            Progress { quiet: true },
+        )
+        .unwrap();
+        let strategy = session.workload.spec.strategy("unprocessed").unwrap();
+        let engine = (crate::measure::online::default_engine(), "");
+        for (read, checked) in [(Some(2), 2), (None, 6), (Some(60), 6)] {
+            let v = session
+                .verify(&strategy, (None, read), 2, 0, engine)
+                .unwrap();
+            assert!(v.passed(), "{read:?}: {v:?}");
+            assert_eq!(v.checked, checked, "{read:?}");
+        }
     }
 }

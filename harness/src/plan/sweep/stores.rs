@@ -77,7 +77,7 @@ impl SweepRun<'_> {
                 let verdict = if m.reused && pending.passed.contains(&key) {
                     Verdict::Pass
                 } else {
-                    self.verdict(strategy, Some(read), loader, outcome)?
+                    self.verdict(strategy, (Some(read), None), loader, outcome)?
                 };
                 prepared.verdicts.insert(key, verdict);
             }
@@ -85,7 +85,8 @@ impl SweepRun<'_> {
         }
         self.raw_parts((pending, sizes), &mut prepared.parts)?;
         if self.opts.settings.verify {
-            self.verify_raw(pending, &mut prepared.verdicts, outcome)?;
+            let parts = &prepared.parts.items;
+            self.verify_raw(pending, parts, &mut prepared.verdicts, outcome)?;
         }
         Ok(prepared)
     }

@@ -12,10 +12,12 @@ use crate::results::Verdict;
 
 impl SweepRun<'_> {
     /// Raw files (`unprocessed`) under a loader other than prepbench's own, checked as stores
-    /// are (natively they are the reference itself).
+    /// are (natively they are the reference itself): the first items its runs read (`parts`),
+    /// as a store's part is judged on its shards, not the whole dataset.
     pub(super) fn verify_raw(
         &self,
         pending: &Pending,
+        parts: &HashMap<VerdictKey, usize>,
         verdicts: &mut HashMap<VerdictKey, Verdict>,
         outcome: &mut SweepOutcome,
     ) -> anyhow::Result<()> {
@@ -35,7 +37,8 @@ impl SweepRun<'_> {
                 let verdict = if pending.passed.contains(&key) {
                     Verdict::Pass
                 } else {
-                    self.verdict(&strategy, None, loader, outcome)?
+                    let read = parts.get(&key).copied();
+                    self.verdict(&strategy, (None, read), loader, outcome)?
                 };
                 verdicts.insert(key, verdict);
             }
@@ -43,12 +46,12 @@ impl SweepRun<'_> {
         Ok(())
     }
 
-    /// Verifies `strategy` (reading `stored`, or the raw files) under `loader` against native
-    /// fully-online processing.
+    /// Verifies `strategy` (reading `stored`, or the raw files: their first `raw_items`, all
+    /// when `None`) under `loader` against native fully-online processing.
     pub(super) fn verdict(
         &self,
         strategy: &Strategy,
-        stored: Option<&Materialized>,
+        (stored, raw_items): (Option<&Materialized>, Option<usize>),
         loader: &'static str,
         outcome: &mut SweepOutcome,
     ) -> anyhow::Result<Verdict> {
@@ -56,7 +59,8 @@ impl SweepRun<'_> {
         let engine = crate::measure::online::engine(loader).expect("checked by Plan::new");
         let session = &self.executor.session;
         let options = self.plan.loader_options(loader);
-        let v = session.verify(strategy, stored, self.max_threads, seed, (engine, options))?;
+        let input = (stored, raw_items);
+        let v = session.verify(strategy, input, self.max_threads, seed, (engine, options))?;
         Ok(if v.passed() {
             Verdict::Pass
         } else {
