@@ -2,23 +2,27 @@
 
 use super::*;
 
+/// A session of CV's first `samples` photographs in `dir` (data and stores there).
+fn cv_session(dir: &Path, samples: usize) -> Session {
+    Session::open(
+        workloads::load("cv").unwrap(),
+        &dir.join("data"),
+        samples,
+        2,
+        &dir.join("store"),
+        EvictPolicy::Fadvise,
+        Progress { quiet: true },
+    )
+    .unwrap()
+}
+
 /// Stores sized by time hold more items than the dataset (cycling over it) or fewer (its
 /// first items); either way they verify against fully-online processing of the items they
 /// hold, and an epoch reads every record they hold.
 #[test]
 fn stores_smaller_and_larger_than_their_source_verify_and_read_whole() {
     let dir = tempfile::tempdir().unwrap();
-    let workload = workloads::load("cv").unwrap();
-    let session = Session::open(
-        workload,
-        &dir.path().join("data"),
-        6,
-        2,
-        &dir.path().join("store"),
-        EvictPolicy::Fadvise,
-        Progress { quiet: true },
-    )
-    .unwrap();
+    let session = cv_session(dir.path(), 6);
     let strategy = session.workload.spec.strategy("resized").unwrap();
     for items in [2, 6, 15] {
         let m = session
@@ -46,16 +50,7 @@ fn stores_smaller_and_larger_than_their_source_verify_and_read_whole() {
     }
     // The store of the first 2 items is the store of a dataset of those 2 items: found
     // again, not made again, whichever was opened first (a dataset grows for raw epochs).
-    let small = Session::open(
-        workloads::load("cv").unwrap(),
-        &dir.path().join("data"),
-        2,
-        2,
-        &dir.path().join("store"),
-        EvictPolicy::Fadvise,
-        Progress { quiet: true },
-    )
-    .unwrap();
+    let small = cv_session(dir.path(), 2);
     let again = small
         .store_sized(&strategy, Codec::None, (4, 2), 2, false, false)
         .unwrap();
@@ -67,16 +62,7 @@ fn stores_smaller_and_larger_than_their_source_verify_and_read_whole() {
 #[test]
 fn raw_files_verify_on_the_items_a_run_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let session = Session::open(
-        workloads::load("cv").unwrap(),
-        &dir.path().join("data"),
-        6,
-        2,
-        &dir.path().join("store"),
-        EvictPolicy::Fadvise,
-        Progress { quiet: true },
-    )
-    .unwrap();
+    let session = cv_session(dir.path(), 6);
     let strategy = session.workload.spec.strategy("unprocessed").unwrap();
     let engine = (crate::measure::online::default_engine(), "");
     for (read, checked) in [(Some(2), 2), (None, 6), (Some(60), 6)] {
