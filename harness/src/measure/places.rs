@@ -57,13 +57,12 @@ fn check_not_in_a_dataset(what: &str, path: &Path) -> anyhow::Result<()> {
 /// `run --ranks` opens while the other ranks still check the folder) do not count as someone
 /// else's.
 pub fn check_results_folder(out: &Path) -> anyhow::Result<()> {
-    use crate::results::{ERRORS, OFFLINE, RANKS, SAMPLES, STAGES};
     check_own_folder("the results directory", out, |name| {
         // Its own: workload files, hidden ones (a lock), a sharded sweep's shard folders.
         name.ends_with(".yaml")
             || name.starts_with('.')
             || name.starts_with("shard-")
-            || [OFFLINE, STAGES, SAMPLES, ERRORS, RANKS].contains(&name)
+            || crate::results::TABLES.contains(&name)
     })
 }
 

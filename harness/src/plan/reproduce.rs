@@ -185,6 +185,12 @@ pub fn scale(name: ScaleName) -> Scale {
 }
 
 impl Scale {
+    /// Whether `workload`'s compressed stores under the emulated storage are materialized
+    /// `offline_trials` times per codec (finding 3d's interval), not once.
+    fn repeats_offline(&self, workload: &str) -> bool {
+        self.offline_repeats.is_none_or(|r| r.contains(&workload))
+    }
+
     /// Samples a workload reading `kind` uses at this scale.
     pub fn samples_for(&self, kind: &str) -> usize {
         self.samples_by_kind
@@ -320,10 +326,9 @@ pub fn emulated_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
     } else {
         &["none"]
     };
-    let repeats = s.offline_repeats.is_none_or(|r| r.contains(&workload));
     SweepOptions {
         codecs: Some(codecs(names)),
-        offline_trials: if repeats {
+        offline_trials: if s.repeats_offline(workload) {
             s.offline_trials_for(names.len())
         } else {
             1
@@ -484,7 +489,7 @@ pub fn reproduce(
     }
     if let Some(repeats) = s.offline_repeats {
         let once: Vec<&str> = (s.compressed.unwrap_or(s.emulated).iter())
-            .filter(|w| !repeats.contains(w))
+            .filter(|w| !s.repeats_offline(w))
             .copied()
             .collect();
         if !once.is_empty() {

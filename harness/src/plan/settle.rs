@@ -71,13 +71,12 @@ pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
             let Some(factor) = check.trials_factor() else {
                 continue;
             };
-            let targets = match (!offline)
+            // Materializations are grown alike; a ratio of independent cells where each needs it.
+            let allocation = (!offline)
                 .then(|| allocated(check, factor, (recorded, &spread), cap))
-                .flatten()
-            {
-                Some(targets) => targets,
-                None => targets_within_cap(check, factor, recorded, cap),
-            };
+                .flatten();
+            let targets =
+                allocation.unwrap_or_else(|| targets_within_cap(check, factor, recorded, cap));
             let Some(targets) = targets else {
                 continue;
             };

@@ -17,6 +17,8 @@ pub const SAMPLES: &str = "samples.csv";
 pub const ERRORS: &str = "errors.csv";
 /// Written by `run --ranks` only.
 pub const RANKS: &str = "ranks.csv";
+/// Every table a results folder may hold.
+pub const TABLES: [&str; 6] = [RUNS, OFFLINE, STAGES, SAMPLES, ERRORS, RANKS];
 
 /// The tables of a results folder, open for appending. Within a run, stages, samples and
 /// errors are appended before its rows in runs.csv, so a run interrupted in between is redone

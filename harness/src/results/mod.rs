@@ -20,7 +20,7 @@ pub mod table;
 
 pub use calibration::{Calibration, MachineCalibration, StrategyCalibration};
 pub use error::ResultsError;
-pub use folder::{Recorded, Tables, ERRORS, OFFLINE, RANKS, RUNS, SAMPLES, STAGES};
+pub use folder::{Recorded, Tables, ERRORS, OFFLINE, RANKS, RUNS, SAMPLES, STAGES, TABLES};
 pub use labels::{Bound, CacheState, Condition, Phase, StageKind, StageName, Verdict};
 pub use manifest::{
     utc_now, InvocationEntry, Manifest, MergedFrom, Place, PlanEntry, Shard, SizingEntry,

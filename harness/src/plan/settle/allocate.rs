@@ -12,11 +12,11 @@ use crate::plan::options::TrialTarget;
 /// its trials, and the trials go where they narrow it most for the fewest epochs (the least
 /// total that brings the variance to its value over `factor`: each cell's trials in
 /// proportion to its spread, none below what it has, none past `cap`). A noisy cell of 3
-/// trials beside a steady one of 10 grows alone where growing both alike would stop at the
-/// cap of the other (the 1-thread and 2-thread cells of 6b under tf-data in quick-aa, 3 and
-/// 10 trials, were left so). The other cells of the check grow with
-/// the figure cell whose runs they are epochs of. `None`: not such a figure (the caller
-/// grows every cell alike); `Some(None)`: not settled even with every cell at the cap.
+/// trials beside a steady one of 10 grows alone where growing both alike stops at the cap of
+/// the other. The other cells of the check grow with the figure cell whose runs they are
+/// epochs of. `None`: not such a figure (the caller grows every cell alike); `Some(None)`:
+/// not settled even with every cell at the cap (6b under tf-data in quick-aa: its 1-thread
+/// cell's slow epoch asks for more than 16 trials either way).
 pub(super) fn allocated(
     check: &crate::analysis::findings::Check,
     factor: f64,
