@@ -140,14 +140,31 @@ pub fn flush_dirty_pages() {
 /// What an eviction did and what it achieved.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Eviction {
-    /// `drop_caches`, `fadvise`, or `drop_caches+fadvise` when pages survived the drop.
+    /// `drop_caches`, `fadvise`, or `drop_caches+fadvise` when pages survived the drop;
+    /// prefixed `read+` when the files were first read in part (`evict_for_cold_read`).
     pub method: String,
+    /// Residency before anything was read or dropped.
     pub before: Residency,
     pub after: Residency,
+    /// Bytes of the files read before the eviction so that it freed as much as they hold.
+    pub primed_bytes: u64,
 }
 
 /// Evicts `files` from the page cache and measures their residency before and after.
 pub fn evict(files: &[PathBuf], policy: EvictPolicy) -> Result<Eviction, StoreError> {
+    evict_with(files, policy, false)
+}
+
+/// Evicts `files` before a cold read of them. On a machine whose free memory goes back to the
+/// hypervisor, the page cache the read fills is fast to take only where the eviction just
+/// freed it (docs/measurement.md, "Cold reads on a VM"): so when the eviction would free less
+/// than the files hold, as much of them is read first (`primed_bytes`), and every cold epoch
+/// starts from the state of one whose store was resident until its eviction.
+pub fn evict_for_cold_read(files: &[PathBuf], policy: EvictPolicy) -> Result<Eviction, StoreError> {
+    evict_with(files, policy, memory_goes_back())
+}
+
+fn evict_with(files: &[PathBuf], policy: EvictPolicy, prime: bool) -> Result<Eviction, StoreError> {
     let before = residency(files)?;
     let use_drop = match policy {
         EvictPolicy::Auto => can_drop_caches(),
@@ -155,6 +172,24 @@ pub fn evict(files: &[PathBuf], policy: EvictPolicy) -> Result<Eviction, StoreEr
         EvictPolicy::Fadvise => false,
     };
     let mut method = String::new();
+    let mut primed_bytes = 0;
+    if prime {
+        let page = page_size() as u64;
+        // What the eviction frees: all droppable page cache for a drop, the files' own pages
+        // for fadvise.
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let freed = if use_drop {
+            droppable_bytes(&meminfo).unwrap_or(0)
+        } else {
+            before.resident_pages * page
+        };
+        let free = meminfo_kib(&meminfo, "MemFree:").map_or(0, |k| k * 1024);
+        let deficit = prime_deficit(before.total_pages * page, freed, free);
+        if deficit > 0 {
+            primed_bytes = read_prefix(files, deficit)?;
+            method.push_str("read+");
+        }
+    }
     if use_drop {
         match drop_caches() {
             Ok(()) => method.push_str("drop_caches"),
@@ -170,14 +205,14 @@ pub fn evict(files: &[PathBuf], policy: EvictPolicy) -> Result<Eviction, StoreEr
         }
     }
     let mut after = residency(files)?;
-    if method.is_empty() || after.resident_pages > 0 {
+    if !method.ends_with("drop_caches") || after.resident_pages > 0 {
         for f in files {
             fadvise_dontneed(f)?;
         }
-        method.push_str(if method.is_empty() {
-            "fadvise"
-        } else {
+        method.push_str(if method.ends_with("drop_caches") {
             "+fadvise"
+        } else {
+            "fadvise"
         });
         after = residency(files)?;
     }
@@ -185,7 +220,67 @@ pub fn evict(files: &[PathBuf], policy: EvictPolicy) -> Result<Eviction, StoreEr
         method,
         before,
         after,
+        primed_bytes,
     })
+}
+
+/// A shortfall under this is not worth a read: at most tens of milliseconds of faults.
+const PRIME_MIN_BYTES: u64 = 16 << 20;
+
+/// How much to read before an eviction that frees `freed` bytes, for a read of `needed` bytes:
+/// the shortfall, bounded by the free memory it is read into, none when small.
+fn prime_deficit(needed: u64, freed: u64, free: u64) -> u64 {
+    let deficit = needed.saturating_sub(freed).min(free);
+    if deficit < PRIME_MIN_BYTES {
+        0
+    } else {
+        deficit
+    }
+}
+
+/// Whether this machine's free memory goes back to the hypervisor (read once).
+fn memory_goes_back() -> bool {
+    static REPORTS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *REPORTS.get_or_init(crate::results::system::reports_free_pages)
+}
+
+/// One `/proc/meminfo` field in KiB.
+fn meminfo_kib(meminfo: &str, field: &str) -> Option<u64> {
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+/// The page cache `drop_caches` can free: Cached and Buffers, less Shmem (tmpfs, the only copy
+/// of its pages) and Mapped (pages that processes have mapped stay).
+fn droppable_bytes(meminfo: &str) -> Option<u64> {
+    let kib = |f| meminfo_kib(meminfo, f);
+    let cached = kib("Cached:")? + kib("Buffers:").unwrap_or(0);
+    let kept = kib("Shmem:").unwrap_or(0) + kib("Mapped:").unwrap_or(0);
+    Some(cached.saturating_sub(kept) * 1024)
+}
+
+/// Reads the first `bytes` of `files` taken in order (whole files, then the start of the
+/// last); returns how many were read.
+fn read_prefix(files: &[PathBuf], bytes: u64) -> Result<u64, StoreError> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut done = 0u64;
+    for path in files {
+        let mut file = File::open(path).map_err(io_error(path))?;
+        while done < bytes {
+            let want = (bytes - done).min(buf.len() as u64) as usize;
+            let n = file.read(&mut buf[..want]).map_err(io_error(path))?;
+            if n == 0 {
+                break;
+            }
+            done += n as u64;
+        }
+        if done >= bytes {
+            break;
+        }
+    }
+    Ok(done)
 }
 
 /// Reads every file once so its pages are cached (the start of a warm epoch).
@@ -234,6 +329,75 @@ mod tests {
         crate::results::system::filesystem_of(path)
             .map(|fs| fs.fs_type == "tmpfs")
             .unwrap_or(false)
+    }
+
+    #[test]
+    fn a_cold_read_is_primed_by_the_shortfall_of_what_its_eviction_frees() {
+        let gib = 1u64 << 30;
+        // Freeing as much as the read needs, or more: nothing to read.
+        assert_eq!(prime_deficit(gib, gib, 8 * gib), 0);
+        assert_eq!(prime_deficit(gib, 2 * gib, 8 * gib), 0);
+        // Freeing less: the shortfall, bounded by free memory, none when small.
+        assert_eq!(prime_deficit(3 * gib, gib, 8 * gib), 2 * gib);
+        assert_eq!(prime_deficit(3 * gib, 0, gib), gib);
+        assert_eq!(prime_deficit(gib, gib - (1 << 20), 8 * gib), 0);
+        let meminfo = "MemTotal:       24683700 kB\nMemFree:        23000000 kB\n\
+                       Buffers:           10000 kB\nCached:          500000 kB\n\
+                       Shmem:              8000 kB\nMapped:           90000 kB\n";
+        assert_eq!(droppable_bytes(meminfo), Some((510_000 - 98_000) * 1024));
+        assert_eq!(meminfo_kib(meminfo, "MemFree:"), Some(23_000_000));
+        assert_eq!(droppable_bytes("MemTotal: 1 kB\n"), None);
+    }
+
+    #[test]
+    fn a_cold_read_reads_first_what_its_eviction_would_not_free_where_memory_goes_back() {
+        let dir = tempfile::tempdir().unwrap();
+        if on_tmpfs(dir.path()) {
+            return; // tmpfs pages cannot be evicted
+        }
+        let files: Vec<PathBuf> = (0..3)
+            .map(|i| {
+                let p = dir.path().join(format!("f{i}"));
+                std::fs::write(&p, vec![i as u8; 8 << 20]).unwrap();
+                p
+            })
+            .collect();
+        evict(&files, EvictPolicy::Fadvise).unwrap();
+        let ev = evict_for_cold_read(&files, EvictPolicy::Fadvise).unwrap();
+        // Residency is what it was before the read, and the files end evicted either way.
+        assert!(ev.before.pct() < 5.0, "{:.1} %", ev.before.pct());
+        assert!(ev.after.pct() < 5.0, "{:.1} %", ev.after.pct());
+        if memory_goes_back() {
+            // Fadvise frees the files' own pages, none of them resident: all 24 MiB read.
+            assert_eq!(ev.method, "read+fadvise");
+            assert_eq!(ev.primed_bytes, 24 << 20);
+        } else {
+            assert_eq!((ev.method.as_str(), ev.primed_bytes), ("fadvise", 0));
+        }
+        // Resident files free what they hold: nothing to read.
+        prefetch(&files).unwrap();
+        let ev = evict_for_cold_read(&files, EvictPolicy::Fadvise).unwrap();
+        assert_eq!((ev.method.as_str(), ev.primed_bytes), ("fadvise", 0));
+    }
+
+    #[test]
+    fn a_prefix_read_stops_at_its_bytes_across_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<PathBuf> = (0..3)
+            .map(|i| {
+                let p = dir.path().join(format!("f{i}"));
+                std::fs::write(&p, vec![i as u8; 3 << 20]).unwrap();
+                p
+            })
+            .collect();
+        assert_eq!(read_prefix(&files, 0).unwrap(), 0);
+        assert_eq!(read_prefix(&files, 5 << 20).unwrap(), 5 << 20);
+        assert_eq!(read_prefix(&files, (7 << 20) + 5).unwrap(), (7 << 20) + 5);
+        // Asking for more than the files hold reads them all.
+        assert_eq!(read_prefix(&files, 100 << 20).unwrap(), 9 << 20);
+        let missing = dir.path().join("gone");
+        let err = read_prefix(&[missing], 1).unwrap_err().to_string();
+        assert!(err.contains("gone"), "{err}");
     }
 
     #[test]

@@ -126,6 +126,7 @@ impl Session {
         files: &[PathBuf],
         epoch: u64,
         mode: CacheMode,
+        limited: bool,
     ) -> anyhow::Result<CachePrep> {
         if epoch > 0 {
             // Later epochs start from the cache the previous epoch left.
@@ -139,7 +140,13 @@ impl Session {
         }
         Ok(match mode {
             CacheMode::Cold | CacheMode::App => {
-                let ev = cache::evict(files, self.evict)?;
+                // Under a memory limit the read recycles the cgroup's own pages: nothing to
+                // prime, and a read there would only churn them.
+                let ev = if limited {
+                    cache::evict(files, self.evict)?
+                } else {
+                    cache::evict_for_cold_read(files, self.evict)?
+                };
                 CachePrep {
                     state: if mode == CacheMode::App {
                         CacheState::AppFill
@@ -301,7 +308,8 @@ impl Session {
         epoch: u64,
     ) -> anyhow::Result<CachePrep> {
         if !self.input_is_remote(spec.stored) {
-            return self.prepare_cache(files, epoch, spec.cache);
+            let limited = spec.memory_limit_mb.is_some();
+            return self.prepare_cache(files, epoch, spec.cache, limited);
         }
         Ok(CachePrep {
             state: if spec.cache == CacheMode::App && epoch == 0 {

@@ -110,7 +110,8 @@ pub struct RunRow {
     pub cpu_user_s: f64,
     #[serde(serialize_with = "fixed::<6, _>")]
     pub cpu_sys_s: f64,
-    /// How the page cache was prepared: `drop_caches`, `fadvise`, `prefetch`, `none`, `remote`.
+    /// How the page cache was prepared: `drop_caches`, `fadvise`, `prefetch`, `none`, `remote`;
+    /// `read+` before an eviction when the files were first read in part (`cache.rs`).
     pub evict_method: String,
     #[serde(serialize_with = "fixed::<2, _>")]
     pub residency_before_pct: f64,

@@ -154,8 +154,14 @@ pub fn machine() -> Machine {
             uname_field(|u| &u.sysname),
             uname_field(|u| &u.release)
         ),
-        free_page_reporting: Some(free_page_reporting(Path::new("/sys/bus/virtio/devices"))),
+        free_page_reporting: Some(reports_free_pages()),
     }
+}
+
+/// Whether this machine hands its free memory back to the hypervisor (a virtio balloon that
+/// negotiated free page reporting).
+pub fn reports_free_pages() -> bool {
+    free_page_reporting(Path::new("/sys/bus/virtio/devices"))
 }
 
 /// The virtio device id of a memory balloon.
