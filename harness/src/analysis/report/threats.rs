@@ -169,10 +169,22 @@ fn cold_reads(results: &Results, cells: &[Cell]) -> Option<String> {
         .flat_map(|(_, v)| v.iter().copied())
         .collect();
     let worst = spreads.iter().map(|(s, _)| *s).fold(0.0, f64::max);
+    let cold_rows: Vec<&crate::results::RunRow> = cells
+        .iter()
+        .filter(|c| c.key.cache == CacheState::Cold)
+        .flat_map(|c| c.rows.iter().filter_map(|i| results.rows.get(*i)))
+        .collect();
+    let primed = cold_rows
+        .iter()
+        .filter(|r| r.evict_method.starts_with("read+"))
+        .count();
     let why = if reporting {
-        " This machine gives its free memory back to the hypervisor (a virtio balloon with free page reporting): the page cache a cold epoch fills comes back through faults into the host, at a cost that changes from one epoch to the next (docs/measurement.md, \"Cold reads on a VM\")."
+        format!(
+            " This machine gives its free memory back to the hypervisor (a virtio balloon with free page reporting): the page cache a cold epoch fills comes back through faults into the host, at a cost that depends on how much page cache the eviction before it freed (docs/measurement.md, \"Cold reads on a VM\"). {primed} of {} cold epochs first read what their eviction would not free (`read+` in `evict_method`), so that each started as one whose store was resident until its eviction.",
+            cold_rows.len()
+        )
     } else {
-        ""
+        String::new()
     };
     Some(format!(
         "**Cold reads.** Cold epochs spent {:.2} to {:.2} s of kernel time per GB read (median {:.2}); within one cell the most and the least differed up to {worst:.1}x, more than 2x in {wide} of {} cells.{why} Intervals carry this variation, and settling adds trials where it straddles a threshold.",
@@ -333,6 +345,11 @@ mod tests {
         assert!(!text.contains("balloon"), "{text}");
         let text = said(apart(), Some(true)).unwrap();
         assert!(text.contains("free page reporting"), "{text}");
+        assert!(text.contains("0 of 2 cold epochs first read"), "{text}");
+        let mut primed = apart();
+        primed[1].evict_method = "read+drop_caches".into();
+        let text = said(primed, Some(true)).unwrap();
+        assert!(text.contains("1 of 2 cold epochs first read"), "{text}");
         // Alike cold reads say nothing, unless the machine gives its memory back.
         let alike = || vec![cold("a", 0, 0.8), cold("b", 1, 0.9)];
         assert_eq!(said(alike(), Some(false)), None);
