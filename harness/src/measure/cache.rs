@@ -297,16 +297,21 @@ pub fn prefetch(files: &[PathBuf]) -> Result<(), StoreError> {
 mod tests {
     use super::*;
 
+    /// Three files of `mib` MiB each under `dir`.
+    fn three_files(dir: &Path, mib: usize) -> Vec<PathBuf> {
+        (0..3)
+            .map(|i| {
+                let p = dir.join(format!("f{i}"));
+                std::fs::write(&p, vec![i as u8; mib << 20]).unwrap();
+                p
+            })
+            .collect()
+    }
+
     #[test]
     fn eviction_lowers_residency_and_prefetch_raises_it() {
         let dir = tempfile::tempdir().unwrap();
-        let files: Vec<PathBuf> = (0..3)
-            .map(|i| {
-                let p = dir.path().join(format!("f{i}"));
-                std::fs::write(&p, vec![i as u8; 1 << 20]).unwrap();
-                p
-            })
-            .collect();
+        let files = three_files(dir.path(), 1);
         prefetch(&files).unwrap();
         let warm = residency(&files).unwrap();
         assert_eq!(warm.total_pages, 3 * (1 << 20) / page_size() as u64);
@@ -355,13 +360,7 @@ mod tests {
         if on_tmpfs(dir.path()) {
             return; // tmpfs pages cannot be evicted
         }
-        let files: Vec<PathBuf> = (0..3)
-            .map(|i| {
-                let p = dir.path().join(format!("f{i}"));
-                std::fs::write(&p, vec![i as u8; 8 << 20]).unwrap();
-                p
-            })
-            .collect();
+        let files = three_files(dir.path(), 8);
         evict(&files, EvictPolicy::Fadvise).unwrap();
         let ev = evict_for_cold_read(&files, EvictPolicy::Fadvise).unwrap();
         // Residency is what it was before the read, and the files end evicted either way.
@@ -383,13 +382,7 @@ mod tests {
     #[test]
     fn a_prefix_read_stops_at_its_bytes_across_files() {
         let dir = tempfile::tempdir().unwrap();
-        let files: Vec<PathBuf> = (0..3)
-            .map(|i| {
-                let p = dir.path().join(format!("f{i}"));
-                std::fs::write(&p, vec![i as u8; 3 << 20]).unwrap();
-                p
-            })
-            .collect();
+        let files = three_files(dir.path(), 3);
         assert_eq!(read_prefix(&files, 0).unwrap(), 0);
         assert_eq!(read_prefix(&files, 5 << 20).unwrap(), 5 << 20);
         assert_eq!(read_prefix(&files, (7 << 20) + 5).unwrap(), (7 << 20) + 5);
