@@ -8,6 +8,7 @@ use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
+use crate::results::system::meminfo_kib;
 use crate::store::{io_error, StoreError};
 
 const DROP_CACHES: &str = "/proc/sys/vm/drop_caches";
@@ -190,9 +191,9 @@ fn evict_with(files: &[PathBuf], policy: EvictPolicy, prime: bool) -> Result<Evi
             method.push_str("read+");
         }
     }
-    if use_drop {
-        match drop_caches() {
-            Ok(()) => method.push_str("drop_caches"),
+    let dropped = use_drop
+        && match drop_caches() {
+            Ok(()) => true,
             Err(e) if policy == EvictPolicy::DropCaches => {
                 return Err(StoreError::Invalid {
                     path: DROP_CACHES.to_string(),
@@ -201,19 +202,17 @@ fn evict_with(files: &[PathBuf], policy: EvictPolicy, prime: bool) -> Result<Evi
                     ),
                 })
             }
-            Err(_) => {}
-        }
+            Err(_) => false,
+        };
+    if dropped {
+        method.push_str("drop_caches");
     }
     let mut after = residency(files)?;
-    if !method.ends_with("drop_caches") || after.resident_pages > 0 {
+    if !dropped || after.resident_pages > 0 {
         for f in files {
             fadvise_dontneed(f)?;
         }
-        method.push_str(if method.ends_with("drop_caches") {
-            "+fadvise"
-        } else {
-            "fadvise"
-        });
+        method.push_str(if dropped { "+fadvise" } else { "fadvise" });
         after = residency(files)?;
     }
     Ok(Eviction {
@@ -242,14 +241,6 @@ fn prime_deficit(needed: u64, freed: u64, free: u64) -> u64 {
 fn memory_goes_back() -> bool {
     static REPORTS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *REPORTS.get_or_init(crate::results::system::reports_free_pages)
-}
-
-/// One `/proc/meminfo` field in KiB.
-fn meminfo_kib(meminfo: &str, field: &str) -> Option<u64> {
-    meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
 /// The page cache `drop_caches` can free: Cached and Buffers, less Shmem (tmpfs, the only copy

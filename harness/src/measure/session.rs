@@ -190,12 +190,7 @@ impl Materialized {
 pub fn default_app_cache_bytes() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("MemAvailable:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<u64>().ok())
-        })
+        .and_then(|t| crate::results::system::meminfo_kib(&t, "MemAvailable:"))
         .map_or(4 << 30, |kb| kb * 1024 / 2)
 }
 

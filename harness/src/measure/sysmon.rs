@@ -97,13 +97,7 @@ fn read_counters(device: Option<(u32, u32)>) -> Counters {
         }
     }
     if let Ok(text) = std::fs::read_to_string("/proc/meminfo") {
-        let kb = |key: &str| {
-            text.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
+        let kb = |key| crate::results::system::meminfo_kib(&text, key).unwrap_or(0);
         c.page_cache_kb = kb("Cached:");
         c.memory_used_kb = kb("MemTotal:").saturating_sub(kb("MemAvailable:"));
     }

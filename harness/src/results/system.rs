@@ -137,11 +137,7 @@ pub fn machine() -> Machine {
                 .map(|(_, v)| v.trim().to_string())
         })
         .unwrap_or_else(|| "unknown".into());
-    let memory_kib: u64 = read("/proc/meminfo")
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0);
+    let memory_kib = meminfo_kib(&read("/proc/meminfo"), "MemTotal:").unwrap_or(0);
     Machine {
         hostname: uname_field(|u| &u.nodename),
         cpu_model,
@@ -156,6 +152,14 @@ pub fn machine() -> Machine {
         ),
         free_page_reporting: Some(reports_free_pages()),
     }
+}
+
+/// One field of `/proc/meminfo`'s text, in KiB (`field` with its colon: `"MemTotal:"`).
+pub fn meminfo_kib(meminfo: &str, field: &str) -> Option<u64> {
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
 /// Whether this machine hands its free memory back to the hypervisor (a virtio balloon that

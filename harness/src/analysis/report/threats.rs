@@ -169,16 +169,16 @@ fn cold_reads(results: &Results, cells: &[Cell]) -> Option<String> {
         .flat_map(|(_, v)| v.iter().copied())
         .collect();
     let worst = spreads.iter().map(|(s, _)| *s).fold(0.0, f64::max);
-    let cold_rows: Vec<&crate::results::RunRow> = cells
-        .iter()
-        .filter(|c| c.key.cache == CacheState::Cold)
-        .flat_map(|c| c.rows.iter().filter_map(|i| results.rows.get(*i)))
-        .collect();
-    let primed = cold_rows
-        .iter()
-        .filter(|r| r.evict_method.starts_with("read+"))
-        .count();
     let why = if reporting {
+        let cold_rows: Vec<&crate::results::RunRow> = cells
+            .iter()
+            .filter(|c| c.key.cache == CacheState::Cold)
+            .flat_map(|c| c.rows.iter().filter_map(|i| results.rows.get(*i)))
+            .collect();
+        let primed = cold_rows
+            .iter()
+            .filter(|r| r.evict_method.starts_with("read+"))
+            .count();
         format!(
             " This machine gives its free memory back to the hypervisor (a virtio balloon with free page reporting): the page cache a cold epoch fills comes back through faults into the host, at a cost that depends on how much page cache the eviction before it freed (docs/measurement.md, \"Cold reads on a VM\"). {primed} of {} cold epochs first read what their eviction would not free (`read+` in `evict_method`), so that each started as one whose store was resident until its eviction.",
             cold_rows.len()
