@@ -223,6 +223,25 @@ fn evict_with(files: &[PathBuf], policy: EvictPolicy, prime: bool) -> Result<Evi
     })
 }
 
+/// Frees the page cache of `files` just written, on a machine whose free memory goes back to
+/// the hypervisor: a written page, once dropped, does not serve a later read as a read one does
+/// (docs/measurement.md, "Cold reads on a VM"), so a store left resident from its writing would
+/// make its first cold epoch the slow one. Freed now, the store is not resident before that
+/// epoch's eviction, which reads first like every other's (`evict_for_cold_read`). Elsewhere
+/// nothing is done: the first eviction drops the pages.
+pub fn release_written(files: &[PathBuf]) -> Result<(), StoreError> {
+    release_written_with(files, memory_goes_back())
+}
+
+fn release_written_with(files: &[PathBuf], goes_back: bool) -> Result<(), StoreError> {
+    if goes_back {
+        for f in files {
+            fadvise_dontneed(f)?;
+        }
+    }
+    Ok(())
+}
+
 /// A shortfall under this is not worth a read: at most tens of milliseconds of faults.
 const PRIME_MIN_BYTES: u64 = 16 << 20;
 
@@ -368,6 +387,24 @@ mod tests {
         prefetch(&files).unwrap();
         let ev = evict_for_cold_read(&files, EvictPolicy::Fadvise).unwrap();
         assert_eq!((ev.method.as_str(), ev.primed_bytes), ("fadvise", 0));
+    }
+
+    #[test]
+    fn written_files_are_released_only_where_memory_goes_back() {
+        let dir = tempfile::tempdir().unwrap();
+        if on_tmpfs(dir.path()) {
+            return; // tmpfs pages cannot be evicted
+        }
+        let files = three_files(dir.path(), 2);
+        let written = residency(&files).unwrap();
+        release_written_with(&files, false).unwrap();
+        assert_eq!(residency(&files).unwrap(), written);
+        release_written_with(&files, true).unwrap();
+        let after = residency(&files).unwrap();
+        assert!(after.pct() < 5.0, "after release {:.1} %", after.pct());
+        let missing = dir.path().join("missing");
+        let err = release_written_with(&[missing], true).unwrap_err();
+        assert!(err.to_string().contains("missing"), "{err}");
     }
 
     #[test]

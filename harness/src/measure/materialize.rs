@@ -294,5 +294,11 @@ fn write_store(job: &MaterializeJob, progress: &ProgressBar) -> Result<StoreMani
     manifest.skipped = split.skipped;
     manifest.spec = serde_json::to_value(&job.workload.spec).ok();
     store::complete(job.dir, &manifest)?;
+    let files: Vec<_> = manifest
+        .shards
+        .iter()
+        .map(|s| job.dir.join(&s.file))
+        .collect();
+    crate::measure::cache::release_written(&files)?;
     Ok(manifest)
 }
