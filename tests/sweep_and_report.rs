@@ -362,7 +362,31 @@ fn a_sweep_calibrates_reports_its_roofline_and_whatif_predicts_from_it() {
             .map(|p| p[1].as_f64().unwrap())
             .sum();
         assert!(steps > 0.0, "{strategy}: online steps cost CPU time: {s}");
+        // Its warm pass repeats until the calibration has lasted half a second (40 samples
+        // take a few milliseconds): costs per sample come from every pass, bytes per sample
+        // from one.
+        let samples = s["samples"].as_u64().unwrap();
+        let per_pass: u64 = SAMPLES.parse().unwrap();
+        assert!(
+            samples > per_pass && samples.is_multiple_of(per_pass),
+            "{strategy}: {s}"
+        );
     }
+    let runs = Csv::read(&out.join("runs.csv"));
+    let resized = runs
+        .rows
+        .iter()
+        .find(|r| runs.col(r, "strategy") == "resized")
+        .unwrap();
+    let stored = runs.num(resized, "storage_bytes");
+    let per_sample = cal["strategies"]["cv/resized/none"]["bytes_per_sample"]
+        .as_f64()
+        .unwrap();
+    let per_pass: f64 = SAMPLES.parse().unwrap();
+    assert!(
+        (per_sample * per_pass / stored - 1.0).abs() < 1e-6,
+        "{per_sample} B a sample, a store of {stored} B"
+    );
     // Decoding JPEG online costs more per sample than cropping a stored, centred image.
     let steps_of = |k: &str| -> f64 {
         cal["strategies"][k]["steps"]

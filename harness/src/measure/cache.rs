@@ -340,6 +340,17 @@ mod tests {
         }
     }
 
+    /// Three files of `mib` MiB each in a new directory, `None` on tmpfs (whose pages cannot be
+    /// evicted: they are the only copy).
+    fn evictable_files(mib: usize) -> Option<(tempfile::TempDir, Vec<PathBuf>)> {
+        let dir = tempfile::tempdir().unwrap();
+        if on_tmpfs(dir.path()) {
+            return None;
+        }
+        let files = three_files(dir.path(), mib);
+        Some((dir, files))
+    }
+
     fn on_tmpfs(path: &Path) -> bool {
         crate::results::system::filesystem_of(path)
             .map(|fs| fs.fs_type == "tmpfs")
@@ -366,11 +377,9 @@ mod tests {
 
     #[test]
     fn a_cold_read_reads_first_what_its_eviction_would_not_free_where_memory_goes_back() {
-        let dir = tempfile::tempdir().unwrap();
-        if on_tmpfs(dir.path()) {
-            return; // tmpfs pages cannot be evicted
-        }
-        let files = three_files(dir.path(), 8);
+        let Some((_dir, files)) = evictable_files(8) else {
+            return;
+        };
         evict(&files, EvictPolicy::Fadvise).unwrap();
         let ev = evict_for_cold_read(&files, EvictPolicy::Fadvise).unwrap();
         // Residency is what it was before the read, and the files end evicted either way.
@@ -391,11 +400,9 @@ mod tests {
 
     #[test]
     fn written_files_are_released_only_where_memory_goes_back() {
-        let dir = tempfile::tempdir().unwrap();
-        if on_tmpfs(dir.path()) {
-            return; // tmpfs pages cannot be evicted
-        }
-        let files = three_files(dir.path(), 2);
+        let Some((dir, files)) = evictable_files(2) else {
+            return;
+        };
         let written = residency(&files).unwrap();
         release_written_with(&files, false).unwrap();
         assert_eq!(residency(&files).unwrap(), written);

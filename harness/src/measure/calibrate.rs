@@ -265,11 +265,9 @@ pub fn machine(dir: &Path, refresh: bool, mb: usize) -> anyhow::Result<MachineCa
 // ------------------------------------------------------------------------------ strategies
 
 /// A calibration's warm epoch repeats its passes until it has lasted this long. One pass was
-/// the whole calibration before, and half the strategies of a quick reproduction calibrated
-/// in under 0.3 s (a twentieth of that for some), so their per-sample costs carried the pass's
-/// start and the machine's moment: in one quick run after the machine sat idle, 1.5-4x the
-/// read time per sample of the runs before, which sized stores whose cold epochs fell under
-/// the 1 s floor and left 5a natively not testable (docs/decisions.md).
+/// the whole calibration before: under 0.3 s for 22 of a quick reproduction's 41 strategies,
+/// 7-80 ms for 14, so their per-sample costs carried the pass's start, and the stores sized
+/// from them could read in under the floor (docs/decisions.md, "Quick at 82817cc").
 const CALIBRATION_MIN_S: f64 = 0.5;
 
 /// Measures one (strategy, codec) of `session`: a warm epoch with one worker thread, its
