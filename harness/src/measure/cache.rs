@@ -188,7 +188,7 @@ fn evict_with(files: &[PathBuf], policy: EvictPolicy, prime: bool) -> Result<Evi
         let deficit = prime_deficit(before.total_pages * page, freed, free);
         if deficit > 0 {
             primed_bytes = read_prefix(files, deficit)?;
-            method.push_str("read+");
+            method.push_str(crate::results::rows::EVICT_PRIMED);
         }
     }
     let dropped = use_drop
@@ -209,9 +209,7 @@ fn evict_with(files: &[PathBuf], policy: EvictPolicy, prime: bool) -> Result<Evi
     }
     let mut after = residency(files)?;
     if !dropped || after.resident_pages > 0 {
-        for f in files {
-            fadvise_dontneed(f)?;
-        }
+        fadvise_all(files)?;
         method.push_str(if dropped { "+fadvise" } else { "fadvise" });
         after = residency(files)?;
     }
@@ -235,11 +233,13 @@ pub fn release_written(files: &[PathBuf]) -> Result<(), StoreError> {
 
 fn release_written_with(files: &[PathBuf], goes_back: bool) -> Result<(), StoreError> {
     if goes_back {
-        for f in files {
-            fadvise_dontneed(f)?;
-        }
+        fadvise_all(files)?;
     }
     Ok(())
+}
+
+fn fadvise_all(files: &[PathBuf]) -> Result<(), StoreError> {
+    files.iter().try_for_each(|f| fadvise_dontneed(f))
 }
 
 /// A shortfall under this is not worth a read: at most tens of milliseconds of faults.

@@ -302,6 +302,10 @@ pub fn heavy_load_pct() -> f64 {
 /// `evict_method` of an epoch read from object storage: nothing here to evict.
 pub const EVICT_REMOTE: &str = "remote";
 
+/// How `evict_method` starts when the files were first read in part before the eviction
+/// (`cache::evict_for_cold_read`).
+pub const EVICT_PRIMED: &str = "read+";
+
 impl RunRow {
     /// What the run was measured under besides its cell's settings.
     pub fn condition(&self) -> Condition {
@@ -322,6 +326,11 @@ impl RunRow {
     /// Whether the epoch read its input from object storage.
     pub fn read_remote(&self) -> bool {
         self.evict_method == EVICT_REMOTE
+    }
+
+    /// Whether its files were first read in part before the eviction ([`EVICT_PRIMED`]).
+    pub fn primed(&self) -> bool {
+        self.evict_method.starts_with(EVICT_PRIMED)
     }
 }
 

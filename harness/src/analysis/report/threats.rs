@@ -139,16 +139,18 @@ const COLD_READ_MIN_BYTES: u64 = 256 << 20;
 /// Said where a cell's cold epochs differ more than 2x in kernel time per GB, or the machine
 /// is known to give its memory back.
 fn cold_reads(results: &Results, cells: &[Cell]) -> Option<String> {
-    let per_gb = |i: &usize| {
-        let r = results.rows.get(*i)?;
+    let per_gb = |r: &crate::results::RunRow| {
         (r.read_bytes >= COLD_READ_MIN_BYTES && !r.read_remote())
             .then(|| r.cpu_sys_s / (r.read_bytes as f64 / 1e9))
     };
-    let spreads: Vec<(f64, Vec<f64>)> = cells
+    let cold: Vec<&Cell> = cells
         .iter()
         .filter(|c| c.key.cache == CacheState::Cold)
+        .collect();
+    let spreads: Vec<(f64, Vec<f64>)> = cold
+        .iter()
         .filter_map(|c| {
-            let v: Vec<f64> = c.rows.iter().filter_map(per_gb).collect();
+            let v: Vec<f64> = results.cell_rows(c).filter_map(per_gb).collect();
             let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = v.iter().copied().fold(0.0, f64::max);
             (v.len() >= 2 && lo > 0.0).then_some((hi / lo, v))
@@ -170,15 +172,8 @@ fn cold_reads(results: &Results, cells: &[Cell]) -> Option<String> {
         .collect();
     let worst = spreads.iter().map(|(s, _)| *s).fold(0.0, f64::max);
     let why = if reporting {
-        let cold_rows: Vec<&crate::results::RunRow> = cells
-            .iter()
-            .filter(|c| c.key.cache == CacheState::Cold)
-            .flat_map(|c| c.rows.iter().filter_map(|i| results.rows.get(*i)))
-            .collect();
-        let primed = cold_rows
-            .iter()
-            .filter(|r| r.evict_method.starts_with("read+"))
-            .count();
+        let cold_rows: Vec<_> = cold.iter().flat_map(|c| results.cell_rows(c)).collect();
+        let primed = cold_rows.iter().filter(|r| r.primed()).count();
         format!(
             " This machine gives its free memory back to the hypervisor (a virtio balloon with free page reporting): the page cache a cold epoch fills comes back through faults into the host, at a cost that depends on how much page cache the eviction before it freed (docs/measurement.md, \"Cold reads on a VM\"). {primed} of {} cold epochs first read what their eviction would not free (`read+` in `evict_method`), so that each started as one whose store was resident until its eviction.",
             cold_rows.len()
