@@ -949,12 +949,22 @@ fn a_slower_loader_reads_the_part_of_a_store_its_epochs_need_verified_and_resume
             let (ours, theirs) = (row("native", strategy), row(loader, strategy));
             assert_eq!(runs.col(&theirs, "verified"), "pass", "{loader} {strategy}");
             assert_eq!(runs.col(&theirs, "shards"), runs.col(&ours, "shards"));
+            // A part, smaller than the whole store the native rows read; how much smaller is
+            // the timed count, not a fixed ratio of two measured speeds.
             assert!(
-                number(&theirs, "storage_bytes") < number(&ours, "storage_bytes") / 2.0
-                    && number(&theirs, "samples") < number(&ours, "samples") / 2.0,
+                number(&theirs, "storage_bytes") < number(&ours, "storage_bytes")
+                    && number(&theirs, "samples") < number(&ours, "samples"),
                 "{loader} {strategy}: {theirs:?} against {ours:?}"
             );
         }
+        // The stored part is at most its first shards (of 16 of nearly equal size).
+        let shards = part.unwrap() as f64;
+        let (ours, theirs) = (row("native", "decoded"), row(loader, "decoded"));
+        assert!(
+            number(&theirs, "storage_bytes")
+                <= number(&ours, "storage_bytes") * (shards + 1.0) / 16.0,
+            "{loader}: {shards} shards, {theirs:?} against {ours:?}"
+        );
         let manifest: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(out_dir.join("manifest.json")).unwrap())
                 .unwrap();

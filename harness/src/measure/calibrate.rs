@@ -6,7 +6,7 @@
 //!   of five); a small file opened and read cold; a random 4 KiB read cold. Cached per machine
 //!   and disk for a week (`--recalibrate` measures again).
 //! - Each (strategy, codec): one warm epoch with one worker thread over the strategy's own
-//!   samples, split into CPU seconds per sample per stage (page-cache copies, decompression,
+//!   samples, its passes repeated for half a second, split into CPU seconds per sample per stage (page-cache copies, decompression,
 //!   deserialization, every online step) and the consumer's busy time, with the bytes and
 //!   files an epoch reads per sample.
 //!
@@ -360,6 +360,7 @@ pub fn strategy(
         split: strategy.split,
         codec,
         samples: row.samples,
+        passes: row.passes.max(1),
         bytes_per_sample: bytes / per_pass,
         files_per_sample: files / per_pass,
         output_bytes_per_sample: row.output_bytes as f64 / samples,

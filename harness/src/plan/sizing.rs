@@ -270,6 +270,7 @@ mod tests {
             split,
             codec: Codec::None,
             samples: 100,
+            passes: 1,
             bytes_per_sample: bytes,
             files_per_sample: 1.0,
             output_bytes_per_sample: bytes,

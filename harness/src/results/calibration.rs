@@ -58,7 +58,12 @@ pub struct StrategyCalibration {
     pub strategy: String,
     pub split: usize,
     pub codec: Codec,
+    /// Samples the calibration's warm epoch delivered, over all its passes.
     pub samples: u64,
+    /// Passes over the strategy's samples (repeated until the epoch lasted long enough); one
+    /// in calibrations recorded before passes repeated.
+    #[serde(default = "one_pass")]
+    pub passes: u64,
     /// Bytes an epoch reads per sample: the stored shards, or the raw files for unprocessed.
     pub bytes_per_sample: f64,
     /// Files an epoch opens per sample (raw files, or shards over samples).
@@ -81,7 +86,16 @@ pub struct StrategyCalibration {
     pub epoch_s: f64,
 }
 
+fn one_pass() -> u64 {
+    1
+}
+
 impl StrategyCalibration {
+    /// The distinct samples the calibration read: those of one pass.
+    pub fn distinct_samples(&self) -> u64 {
+        self.samples / self.passes.max(1)
+    }
+
     /// The key in the manifest: `workload/strategy/codec`.
     pub fn key(&self) -> String {
         key(&self.workload, &self.strategy, self.codec)

@@ -284,6 +284,7 @@ pub(super) mod tests {
             split: 1,
             codec: Codec::None,
             samples: 100,
+            passes: 1,
             bytes_per_sample: bytes,
             files_per_sample: files,
             output_bytes_per_sample: bytes,

@@ -153,7 +153,7 @@ pub fn whatif(
     };
     let _ = writeln!(
         out,
-        "# What if: {} ({}, CPU speed {}x this machine's, storage {storage})\n\nCold reads, codec {codec}, {}; predicted samples/s from this machine's calibration (each strategy measured for one warm epoch with one worker thread, on the samples given).\n",
+        "# What if: {} ({}, CPU speed {}x this machine's, storage {storage})\n\nCold reads, codec {codec}, {}; predicted samples/s from this machine's calibration (each strategy measured for one warm epoch with one worker thread, its passes over the samples given repeated for half a second).\n",
         hw.name,
         crate::units::count(hw.cores as u64, "core", "cores"),
         hw.cpu_speed,
@@ -175,7 +175,7 @@ pub fn whatif(
                     sps(p.cpu_bound),
                     sps(p.predicted),
                     p.binds.to_string(),
-                    s.samples.to_string(),
+                    calibrated_on(s),
                 ]
             })
             .collect();
@@ -191,7 +191,7 @@ pub fn whatif(
                     "CPU bound",
                     "predicted",
                     "binds",
-                    "calibrated on (samples)"
+                    "calibrated on (samples x passes)"
                 ],
                 &rows
             ),
@@ -241,27 +241,34 @@ pub fn whatif_rows(
                 ("cpu_bound_sps", json!(p.cpu_bound)),
                 ("predicted_sps", json!(p.predicted)),
                 ("binds", json!(p.binds)),
-                ("calibrated_samples", json!(s.samples)),
+                ("calibrated_samples", json!(s.distinct_samples())),
+                ("calibrated_passes", json!(s.passes)),
             ]);
         }
     }
     rows
 }
 
-/// Calibrations on fewer samples than this get a caution: their per-sample costs carry the
-/// epoch's start (thread start, first reads) and one pass of noise.
+/// Calibrations on fewer distinct samples than this get a caution: however many passes the
+/// epoch repeated, their per-sample costs are those of a few samples, read over and over.
 pub const THIN_CALIBRATION_SAMPLES: u64 = 100;
 
-/// A caution naming the strategies calibrated on fewer than [`THIN_CALIBRATION_SAMPLES`].
+/// What a calibration read: `48 x 12`, its distinct samples and passes over them.
+fn calibrated_on(s: &StrategyCalibration) -> String {
+    format!("{} x {}", s.distinct_samples(), s.passes.max(1))
+}
+
+/// A caution naming the strategies calibrated on fewer than [`THIN_CALIBRATION_SAMPLES`]
+/// distinct samples.
 fn thin_calibration_note(ranked: &[(&StrategyCalibration, Prediction)]) -> Option<String> {
     let thin: Vec<String> = ranked
         .iter()
-        .filter(|(s, _)| s.samples < THIN_CALIBRATION_SAMPLES)
-        .map(|(s, _)| format!("`{}` ({} samples)", s.strategy, s.samples))
+        .filter(|(s, _)| s.distinct_samples() < THIN_CALIBRATION_SAMPLES)
+        .map(|(s, _)| format!("`{}` ({} samples)", s.strategy, s.distinct_samples()))
         .collect();
     (!thin.is_empty()).then(|| {
         format!(
-            "**Caution:** {} calibrated on fewer than {THIN_CALIBRATION_SAMPLES} samples: one short warm epoch each, so start-up weighs on the per-sample costs these predictions rest on. Calibrate again with more (`prepbench calibrate WORKLOAD --samples 500 --recalibrate`) before acting on this.",
+            "**Caution:** {} calibrated on fewer than {THIN_CALIBRATION_SAMPLES} distinct samples: the per-sample costs these predictions rest on are those of a few samples read over and over (warm in the CPU's caches after the first pass), not of the dataset's variety. Calibrate again with more (`prepbench calibrate WORKLOAD --samples 500 --recalibrate`) before acting on this.",
             thin.join(", ")
         )
     })
@@ -441,6 +448,13 @@ mod tests {
         // 48 samples is thin evidence; 500 is not.
         let note = thin_calibration_note(&ranked).expect("a caution");
         assert!(note.contains("`small` (48 samples)"), "{note}");
+        // Passes repeated over the 48 do not make them more: still thin.
+        let mut repeated = small.clone();
+        (repeated.samples, repeated.passes) = (48 * 12, 12);
+        let ranked = vec![(&repeated, predict(&repeated, &local, &setting))];
+        let note = thin_calibration_note(&ranked).expect("a caution");
+        assert!(note.contains("`small` (48 samples)"), "{note}");
+        assert_eq!(calibrated_on(&repeated), "48 x 12");
         let mut plenty = small.clone();
         plenty.samples = 500;
         let ranked = vec![(&plenty, predict(&plenty, &local, &setting))];
