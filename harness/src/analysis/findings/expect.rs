@@ -109,10 +109,7 @@ impl Expect {
         let fits = |i: usize| {
             (i == 0 || lo >= lines[i - 1] * band) && (i == lines.len() || hi <= lines[i] / band)
         };
-        // Whether the interval reaches region `i` or a line's band around it.
-        let reaches = |i: usize| {
-            (i == 0 || hi > lines[i - 1] / band) && (i == lines.len() || lo < lines[i] * band)
-        };
+        let reaches = |i: usize| reaches(&lines, band, (lo, hi), i);
         let found: Vec<Verdict> = (0..verdicts.len())
             .filter(|i| fits(*i))
             .map(|i| verdicts[i])
@@ -142,13 +139,40 @@ impl Expect {
         non_negative(self.claim_lines().map(|line| distance(value, line)))
     }
 
+    /// Where the 95 % interval [lo, hi] is not reproduced only because it reaches across a line
+    /// of a region where the claim's opposite holds (it reaches no region where the claim
+    /// does): how far `value` lies, on the log scale, from the band of the nearest such line,
+    /// the half-width an interval around it may have and be decided either way (contradicted,
+    /// or not reproduced clear of the line). `None` otherwise, and within such a line's band.
+    pub fn contrary_margin(self, (lo, hi): (f64, f64), value: f64) -> Option<f64> {
+        if hi <= lo || self.judge((lo, hi)) != Verdict::NotReproduced {
+            return None;
+        }
+        let (lines, verdicts) = self.regions();
+        let contradicts = (0..verdicts.len()).any(|i| {
+            verdicts[i] == Verdict::Contradicted && reaches(&lines, DECISION_BAND, (lo, hi), i)
+        });
+        if !contradicts {
+            return None;
+        }
+        non_negative(
+            self.lines_of(Verdict::Contradicted)
+                .map(|line| distance(value, line)),
+        )
+    }
+
     /// The lines that bound a region where the claim holds: the only lines an undecided
     /// interval must clear.
     fn claim_lines(self) -> impl Iterator<Item = f64> {
+        self.lines_of(Verdict::Reproduced)
+    }
+
+    /// The lines that bound a region of `verdict`.
+    fn lines_of(self, verdict: Verdict) -> impl Iterator<Item = f64> {
         let (lines, verdicts) = self.regions();
-        let holds = move |i: usize| verdicts[i] == Verdict::Reproduced;
+        let of = move |i: usize| verdicts[i] == verdict;
         (0..lines.len())
-            .filter(move |&j| holds(j) || holds(j + 1))
+            .filter(move |&j| of(j) || of(j + 1))
             .map(move |j| lines[j])
     }
 
@@ -183,6 +207,12 @@ impl Expect {
             Expect::Within { lo, hi, .. } => format!("{lo:.2}{unit} to {hi:.2}{unit}"),
         }
     }
+}
+
+/// Whether the interval [lo, hi] reaches region `i` bounded by `lines`, or a line's band
+/// around it.
+fn reaches(lines: &[f64], band: f64, (lo, hi): (f64, f64), i: usize) -> bool {
+    (i == 0 || hi > lines[i - 1] / band) && (i == lines.len() || lo < lines[i] * band)
 }
 
 /// How far `value` lies from `line`'s band on the log scale (negative within the band).

@@ -181,16 +181,15 @@ impl Check {
 
     /// By how much the trials of every cell behind this check must grow for its 95 % interval
     /// to clear the band of the line it reaches across (with a 10 % margin), when more trials
-    /// can settle it: the check is unsettled only because its interval reaches across a line,
-    /// its estimate lies clear of that line's band, and at most [`MAX_TRIALS_FACTOR`] times the
-    /// trials would do. `None` otherwise (decided, no interval, no cells of ours, or an
-    /// estimate on a line).
+    /// can settle it: the check is unsettled only because its interval reaches across a line
+    /// (or not reproduced only because it reaches across the opposite's), its estimate lies
+    /// clear of that line's band, and at most [`MAX_TRIALS_FACTOR`] times the trials would do.
+    /// `None` otherwise (decided, no interval, no cells of ours, or an estimate on a line).
     pub fn trials_factor(&self) -> Option<f64> {
         if self.cells.is_empty() {
             return None;
         }
-        let (estimate, expect) = self.undecided()?;
-        let margin = expect.margin(estimate.value())?;
+        let (estimate, margin) = self.open()?;
         let settles = |f: f64| narrows_to(&estimate, margin, f, 1.1);
         if !settles(MAX_TRIALS_FACTOR) {
             return None;
@@ -212,12 +211,26 @@ impl Check {
     /// clear the band of the line it reaches across (without [`Check::trials_factor`]'s 10 %
     /// margin): a growth the cap on trials allows may still settle it.
     pub fn settles_with(&self, f: f64) -> bool {
-        let Some((estimate, expect)) = self.undecided() else {
-            return false;
-        };
-        expect
-            .margin(estimate.value())
-            .is_some_and(|m| narrows_to(&estimate, m, f, 1.0))
+        self.open()
+            .is_some_and(|(estimate, margin)| narrows_to(&estimate, margin, f, 1.0))
+    }
+
+    /// Its estimate and how far it lies from the band of the line its interval reaches across,
+    /// where more trials could decide what the interval leaves open: an unsettled check's
+    /// claim line, or the line of the claim's opposite for a check not reproduced only because
+    /// its interval reaches across that line (more trials say whether it is contradicted).
+    /// `None` where decided, where only a busy machine or a drift left it undecided, or where
+    /// its estimate lies on the line.
+    fn open(&self) -> Option<(LogEstimate, f64)> {
+        if let Some((estimate, expect)) = self.undecided() {
+            return Some((estimate, expect.margin(estimate.value())?));
+        }
+        let (estimate, expect) = self.judged?;
+        if self.verdict != Verdict::NotReproduced {
+            return None;
+        }
+        let margin = expect.contrary_margin(estimate.ci95(), estimate.value())?;
+        Some((estimate, margin))
     }
 
     /// The paper's figure for the same subject, and whether ours has its size.
