@@ -229,3 +229,6 @@ fn non_negative(distances: impl Iterator<Item = f64>) -> Option<f64> {
     let least = distances.fold(f64::INFINITY, f64::min);
     (least >= 0.0).then_some(least)
 }
+
+#[cfg(test)]
+mod tests;

@@ -918,4 +918,4 @@ impl Rules<'_> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
