@@ -492,6 +492,7 @@ impl Session {
             evict_policy: format!("{:?}", self.evict).to_lowercase(),
             run_ids,
             shard: None,
+            page_reporting_min_free_ms: crate::results::system::page_reporting_min_free_ms(),
         };
         Manifest::update(out, |m| {
             m.record_invocation(self.workload_entry(), invocation)

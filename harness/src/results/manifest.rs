@@ -133,6 +133,13 @@ pub struct InvocationEntry {
     /// The shard it ran as, in a merged folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<usize>,
+    /// How long a page stays free before the kernel's free page reporter may hand it back to
+    /// the hypervisor (`min_free_ms` of the `page_reporting` module), where the kernel has the
+    /// setting: less than an epoch lasts, it can take back what an eviction just freed while
+    /// the epoch reads (docs/measurement.md, "Cold reads on a VM"). Recorded per invocation,
+    /// not with the machine: changing it does not make another machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_reporting_min_free_ms: Option<u64>,
 }
 
 /// How a workload's epochs were sized by time (`--min-epoch-s`): the dataset's items and each

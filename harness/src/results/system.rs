@@ -168,6 +168,20 @@ pub fn reports_free_pages() -> bool {
     free_page_reporting(Path::new("/sys/bus/virtio/devices"))
 }
 
+/// The free page reporter's `min_free_ms` (how long a page stays free before it may be
+/// reported), where the kernel has the setting (`None` elsewhere).
+pub fn page_reporting_min_free_ms() -> Option<u64> {
+    min_free_ms(Path::new("/sys/module/page_reporting/parameters"))
+}
+
+fn min_free_ms(parameters: &Path) -> Option<u64> {
+    std::fs::read_to_string(parameters.join("min_free_ms"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// The virtio device id of a memory balloon.
 const VIRTIO_BALLOON: &str = "0x0005";
 /// The balloon's feature bit for free page reporting (`VIRTIO_BALLOON_F_REPORTING`).
@@ -286,6 +300,13 @@ mod tests {
         device("virtio2", VIRTIO_BALLOON, "01100101");
         assert!(free_page_reporting(sys.path()));
         assert!(!free_page_reporting(&sys.path().join("absent")));
+        // The reporter's delay, where the kernel has it.
+        let params = tempfile::tempdir().unwrap();
+        assert_eq!(min_free_ms(params.path()), None);
+        std::fs::write(params.path().join("min_free_ms"), "0\n").unwrap();
+        assert_eq!(min_free_ms(params.path()), Some(0));
+        std::fs::write(params.path().join("min_free_ms"), "n/a\n").unwrap();
+        assert_eq!(min_free_ms(params.path()), None);
     }
 
     #[test]
