@@ -345,6 +345,8 @@ fn a_sweep_calibrates_reports_its_roofline_and_whatif_predicts_from_it() {
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
     let cal = &manifest["calibration"];
+    // Every calibration's samples: each of its passes reads the sweep's samples.
+    let per_pass: u64 = SAMPLES.parse().unwrap();
     assert!(
         cal["machine"]["seq_read_mb_s"].as_f64().unwrap() > 0.0,
         "{cal}"
@@ -366,9 +368,13 @@ fn a_sweep_calibrates_reports_its_roofline_and_whatif_predicts_from_it() {
         // take a few milliseconds): costs per sample come from every pass, bytes per sample
         // from one.
         let samples = s["samples"].as_u64().unwrap();
-        let per_pass: u64 = SAMPLES.parse().unwrap();
         assert!(
             samples > per_pass && samples.is_multiple_of(per_pass),
+            "{strategy}: {s}"
+        );
+        assert_eq!(
+            s["passes"].as_u64(),
+            Some(samples / per_pass),
             "{strategy}: {s}"
         );
     }
@@ -382,9 +388,8 @@ fn a_sweep_calibrates_reports_its_roofline_and_whatif_predicts_from_it() {
     let per_sample = cal["strategies"]["cv/resized/none"]["bytes_per_sample"]
         .as_f64()
         .unwrap();
-    let per_pass: f64 = SAMPLES.parse().unwrap();
     assert!(
-        (per_sample * per_pass / stored - 1.0).abs() < 1e-6,
+        (per_sample * per_pass as f64 / stored - 1.0).abs() < 1e-6,
         "{per_sample} B a sample, a store of {stored} B"
     );
     // Decoding JPEG online costs more per sample than cropping a stored, centred image.

@@ -6,9 +6,9 @@
 //!   of five); a small file opened and read cold; a random 4 KiB read cold. Cached per machine
 //!   and disk for a week (`--recalibrate` measures again).
 //! - Each (strategy, codec): one warm epoch with one worker thread over the strategy's own
-//!   samples, its passes repeated for half a second, split into CPU seconds per sample per stage (page-cache copies, decompression,
-//!   deserialization, every online step) and the consumer's busy time, with the bytes and
-//!   files an epoch reads per sample.
+//!   samples, its passes repeated for half a second, split into CPU seconds per sample per
+//!   stage (page-cache copies, decompression, deserialization, every online step) and the
+//!   consumer's busy time, with the bytes and files one pass reads per sample.
 //!
 //! Both are recorded under `calibration` in the results folder's manifest.
 

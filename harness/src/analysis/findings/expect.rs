@@ -109,7 +109,7 @@ impl Expect {
         let fits = |i: usize| {
             (i == 0 || lo >= lines[i - 1] * band) && (i == lines.len() || hi <= lines[i] / band)
         };
-        let reaches = |i: usize| reaches(&lines, band, (lo, hi), i);
+        let reaches = |i: usize| interval_reaches(&lines, band, (lo, hi), i);
         let found: Vec<Verdict> = (0..verdicts.len())
             .filter(|i| fits(*i))
             .map(|i| verdicts[i])
@@ -150,7 +150,8 @@ impl Expect {
         }
         let (lines, verdicts) = self.regions();
         let contradicts = (0..verdicts.len()).any(|i| {
-            verdicts[i] == Verdict::Contradicted && reaches(&lines, DECISION_BAND, (lo, hi), i)
+            verdicts[i] == Verdict::Contradicted
+                && interval_reaches(&lines, DECISION_BAND, (lo, hi), i)
         });
         if !contradicts {
             return None;
@@ -211,7 +212,7 @@ impl Expect {
 
 /// Whether the interval [lo, hi] reaches region `i` bounded by `lines`, or a line's band
 /// around it.
-fn reaches(lines: &[f64], band: f64, (lo, hi): (f64, f64), i: usize) -> bool {
+fn interval_reaches(lines: &[f64], band: f64, (lo, hi): (f64, f64), i: usize) -> bool {
     (i == 0 || hi > lines[i - 1] / band) && (i == lines.len() || lo < lines[i] * band)
 }
 

@@ -203,7 +203,7 @@ fn reporter_race(results: &Results, longest_s: f64) -> String {
         .min();
     match soonest {
         Some(ms) if (ms as f64) < longest_s * 1000.0 => format!(
-            " Its free page reporter may hand a page back once it has been free {ms} ms (`min_free_ms` under /sys/module/page_reporting/parameters), sooner than the longest cold epoch lasted ({longest_s:.1} s): it can take back what an eviction just freed while the epoch reads. Raised above an epoch's length for the run, it stopped doing so in a test (a 3 GB read at once after its drop: 1.66-2.31 s, 1.15 s at 5000 ms); prepbench leaves the setting alone."
+            " Its free page reporter may hand a page back once it has been free {ms} ms (`min_free_ms` under /sys/module/page_reporting/parameters), sooner than the longest cold epoch lasted ({longest_s:.1} s): it can take back what an eviction just freed while the epoch reads. Raised above an epoch's length for the run, it stopped doing so in a test on another VM (docs/measurement.md); prepbench leaves the setting alone."
         ),
         _ => String::new(),
     }
@@ -334,7 +334,8 @@ mod tests {
         }
     }
 
-    fn said(rows: Vec<RunRow>, reporting: Option<bool>) -> Option<String> {
+    /// `rows` recorded on this machine, said to report free pages or not.
+    fn recorded(rows: Vec<RunRow>, reporting: Option<bool>) -> Results {
         let mut results = Results::of(Recorded {
             runs: rows,
             ..Default::default()
@@ -342,8 +343,12 @@ mod tests {
         let mut machine = crate::results::system::machine();
         machine.free_page_reporting = reporting;
         results.manifest.machine = Some(machine);
-        let cells = results.cells();
-        cold_reads(&results, &cells)
+        results
+    }
+
+    fn said(rows: Vec<RunRow>, reporting: Option<bool>) -> Option<String> {
+        let results = recorded(rows, reporting);
+        cold_reads(&results, &results.cells())
     }
 
     #[test]
@@ -383,13 +388,7 @@ mod tests {
     #[test]
     fn a_reporter_quicker_than_a_cold_epoch_is_named() {
         let with = |ms: Option<u64>| {
-            let mut results = Results::of(Recorded {
-                runs: vec![cold("a", 0, 0.8), cold("b", 1, 3.5)],
-                ..Default::default()
-            });
-            let mut machine = crate::results::system::machine();
-            machine.free_page_reporting = Some(true);
-            results.manifest.machine = Some(machine);
+            let mut results = recorded(vec![cold("a", 0, 0.8), cold("b", 1, 3.5)], Some(true));
             results.manifest.invocations = vec![crate::results::InvocationEntry {
                 run_ids: vec!["a".into(), "b".into()],
                 page_reporting_min_free_ms: ms,
