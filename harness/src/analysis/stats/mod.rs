@@ -184,6 +184,12 @@ pub struct Summary {
     pub cv: Option<f64>,
     /// Indices of observations whose modified z-score exceeds [`OUTLIER_Z`].
     pub outliers: Vec<usize>,
+    /// Sample standard deviation of the observations that are not [`Summary::outliers`] (of
+    /// them all where fewer than two are left): the spread settling plans trials from, so
+    /// that one slow epoch among steady ones does not make a check look as if it needs more
+    /// trials than it does (docs/decisions.md, "Settling plans from the typical spread"). The
+    /// interval and every verdict still come from [`Summary::sd`].
+    pub typical_sd: Option<f64>,
 }
 
 fn median_of(sorted: &[f64]) -> f64 {
@@ -201,6 +207,41 @@ fn sorted(values: &[f64]) -> Vec<f64> {
     v
 }
 
+/// Sample standard deviation (n - 1 denominator); `None` with fewer than two values.
+fn sample_sd(values: &[f64]) -> Option<f64> {
+    let n = values.len();
+    (n >= 2).then(|| {
+        let mean = values.iter().sum::<f64>() / n as f64;
+        (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+    })
+}
+
+/// Indices of `values` whose modified z-score exceeds [`OUTLIER_Z`] (none where the median
+/// absolute deviation is 0: over half the values equal, the score is undefined).
+fn outliers_of(values: &[f64]) -> Vec<usize> {
+    let median = median_of(&sorted(values));
+    let deviations: Vec<f64> = values.iter().map(|v| (v - median).abs()).collect();
+    let mad = median_of(&sorted(&deviations));
+    if mad > 0.0 {
+        (values.iter().enumerate())
+            .filter(|(_, v)| (0.6745 * (*v - median) / mad).abs() > OUTLIER_Z)
+            .map(|(i, _)| i)
+            .collect()
+    } else {
+        Vec::new()
+    }
+}
+
+/// The values that are not `outliers`, where there are outliers and two values or more are
+/// left; `None` otherwise (the spread of them all is the typical one).
+fn typical(values: &[f64], outliers: &[usize]) -> Option<Vec<f64>> {
+    let kept: Vec<f64> = (values.iter().enumerate())
+        .filter(|(i, _)| !outliers.contains(i))
+        .map(|(_, v)| *v)
+        .collect();
+    (!outliers.is_empty() && kept.len() >= 2).then_some(kept)
+}
+
 impl Summary {
     pub fn of(values: &[f64]) -> Result<Summary, StatsError> {
         if values.is_empty() {
@@ -213,32 +254,14 @@ impl Summary {
         let mean = values.iter().sum::<f64>() / n as f64;
         let order = sorted(values);
         let median = median_of(&order);
-        let sd = (n >= 2).then(|| {
-            (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-        });
+        let sd = sample_sd(values);
         let ci95 = sd.map(|sd| {
             let half = t_quantile(0.975, (n - 1) as f64) * sd / (n as f64).sqrt();
             (mean - half, mean + half)
         });
         let cv = sd.filter(|_| mean != 0.0).map(|sd| sd / mean.abs());
-        let deviations = sorted(
-            &values
-                .iter()
-                .map(|v| (v - median).abs())
-                .collect::<Vec<_>>(),
-        );
-        let mad = median_of(&deviations);
-        // With MAD = 0 (over half the values equal) the modified z-score is undefined: no outliers.
-        let outliers = if mad > 0.0 {
-            values
-                .iter()
-                .enumerate()
-                .filter(|(_, v)| (0.6745 * (*v - median) / mad).abs() > OUTLIER_Z)
-                .map(|(i, _)| i)
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let outliers = outliers_of(values);
+        let typical_sd = typical(values, &outliers).map_or(sd, |kept| sample_sd(&kept));
         Ok(Summary {
             n,
             mean,
@@ -249,7 +272,15 @@ impl Summary {
             ci95,
             cv,
             outliers,
+            typical_sd,
         })
+    }
+
+    /// [`Summary::typical_sd`] over the absolute mean: the typical trial-to-trial spread.
+    pub fn typical_cv(&self) -> Option<f64> {
+        self.typical_sd
+            .filter(|_| self.mean != 0.0)
+            .map(|sd| sd / self.mean.abs())
     }
 
     /// As [`Summary::of`], for a quantity that cannot be negative (a throughput, a time): the
@@ -322,6 +353,9 @@ pub struct LogEstimate {
     pub var: f64,
     /// Σ var_i² / df_i over the independent estimates combined (0: exact or infinite df).
     df_terms: f64,
+    /// The variance more trials are planned from ([`LogEstimate::half_width_with_trials`]):
+    /// `var` of the trials' typical spread, outliers left out ([`Summary::typical_sd`]).
+    plan_var: f64,
 }
 
 impl LogEstimate {
@@ -331,6 +365,7 @@ impl LogEstimate {
             log: value.ln(),
             var: 0.0,
             df_terms: 0.0,
+            plan_var: 0.0,
         })
     }
 
@@ -342,6 +377,7 @@ impl LogEstimate {
             log: (a.log + b.log) / 2.0,
             var: half * half,
             df_terms: 0.0,
+            plan_var: half * half,
         })
     }
 
@@ -352,11 +388,13 @@ impl LogEstimate {
         if s.mean <= 0.0 {
             return None;
         }
-        let var = sd * sd / (s.n as f64 * s.mean * s.mean);
+        let of_sd = |sd: f64| sd * sd / (s.n as f64 * s.mean * s.mean);
+        let var = of_sd(sd);
         Some(LogEstimate {
             log: s.mean.ln(),
             var,
             df_terms: var * var / (s.n - 1) as f64,
+            plan_var: s.typical_sd.map_or(var, of_sd),
         })
     }
 
@@ -370,10 +408,14 @@ impl LogEstimate {
         let n = logs.len() as f64;
         let mean = logs.iter().sum::<f64>() / n;
         let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1.0) / n;
+        let plan_var = typical(logs, &outliers_of(logs))
+            .and_then(|kept| sample_sd(&kept))
+            .map_or(var, |sd| sd * sd / n);
         Some(LogEstimate {
             log: mean,
             var,
             df_terms: var * var / (n - 1.0),
+            plan_var,
         })
     }
 
@@ -383,6 +425,7 @@ impl LogEstimate {
             log: self.log - other.log,
             var: self.var + other.var,
             df_terms: self.df_terms + other.df_terms,
+            plan_var: self.plan_var + other.plan_var,
         }
     }
 
@@ -407,8 +450,10 @@ impl LogEstimate {
     }
 
     /// The 95 % half-width on the log scale that the same estimate would have with `f` times
-    /// the trials behind each of its parts: variance over `f`, and degrees of freedom at least
-    /// `f` times as many (each part's n - 1 grows to f·n - 1 >= f·(n - 1)).
+    /// the trials behind each of its parts, planned from the trials' typical spread (`plan_var`:
+    /// a slow epoch among steady ones is not expected again in every trial added): that
+    /// variance over `f`, and degrees of freedom at least `f` times as many (each part's n - 1
+    /// grows to f·n - 1 >= f·(n - 1)).
     pub fn half_width_with_trials(&self, f: f64) -> f64 {
         if self.var <= 0.0 || f <= 0.0 {
             return 0.0;
@@ -418,7 +463,7 @@ impl LogEstimate {
         } else {
             1.96
         };
-        t * (self.var / f).sqrt()
+        t * (self.plan_var / f).sqrt()
     }
 
     /// Degrees of freedom of the estimate (Welch–Satterthwaite); `None` for an exact figure or

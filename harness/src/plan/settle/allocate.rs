@@ -14,9 +14,10 @@ use crate::plan::options::TrialTarget;
 /// proportion to its spread, none below what it has, none past `cap`). A noisy cell of 3
 /// trials beside a steady one of 10 grows alone where growing both alike stops at the cap of
 /// the other. The other cells of the check grow with the figure cell whose runs they are
-/// epochs of. `None`: not such a figure (the caller grows every cell alike); `Some(None)`:
-/// not settled even with every cell at the cap (6b under tf-data in quick-aa: its 1-thread
-/// cell's slow epoch asks for more than 16 trials either way).
+/// epochs of. Each cell's spread is its typical one (`Summary::typical_sd`: a slow epoch
+/// among steady ones is not planned for again in every trial added). `None`: not such a
+/// figure (the caller grows every cell alike); `Some(None)`: not settled even with every cell
+/// at the cap.
 pub(super) fn allocated(
     check: &crate::analysis::findings::Check,
     factor: f64,
