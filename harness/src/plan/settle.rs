@@ -51,11 +51,12 @@ pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
         .iter()
         .filter_map(|c| Some((&c.key, c.offline.as_ref()?.n)))
         .collect();
-    // Each cell's typical spread from trial to trial (its throughput's coefficient of
-    // variation, outliers left out: the trials are planned from it, `Summary::typical_sd`).
+    // Each cell's spread from trial to trial (its throughput's coefficient of variation, a
+    // slow epoch included: the trials go where the spread is, and a slow epoch weighs less the
+    // more trials its cell has).
     let spread: HashMap<&CellKey, f64> = cells
         .iter()
-        .filter_map(|c| Some((&c.key, c.throughput.typical_cv()?)))
+        .filter_map(|c| Some((&c.key, c.throughput.cv?)))
         .collect();
     let views = views(&results, &cells);
     let mut found = measured::judge(&results, &views);
@@ -308,10 +309,11 @@ mod tests {
         assert!(rematerialize(&sweep_options("cv2-png", &quick, 0), &targets).is_none());
     }
 
-    /// One slow epoch among steady ones (NILM `aggregated` on one thread in `quick-ak`, 97,000
-    /// samples/s beside 159,000-189,000) is not planned for again in every trial added:
-    /// settling asks the trials the typical spread needs (within the cap), where the spread
-    /// with it asked more than the cap allows and left 6b unsettled at 1.16x [0.93, 1.43].
+    /// One slow epoch among steady ones (as NILM `aggregated` on one thread in `quick-aj`:
+    /// 135,000 samples/s beside 172,000 and 173,000, 6b left unsettled at 1.19x [0.87, 1.62])
+    /// stays in the interval, weighing less the more trials its cell has, but is not expected
+    /// again in every trial added: settling asks for trials within the cap, where expecting
+    /// each at the spread with it asked for more and was refused.
     #[test]
     fn a_slow_epoch_does_not_make_settling_give_up() {
         use crate::analysis::findings::{Check, Expect, Verdict};
@@ -327,15 +329,9 @@ mod tests {
             cache: CacheState::Cold,
             epoch: 0,
         };
-        let one = Summary::of(&[159.0, 189.0, 180.0, 164.0, 97.0, 165.0]).unwrap();
-        let two = Summary::of(&[
-            150.0, 210.0, 211.0, 191.0, 188.0, 142.0, 204.0, 203.0, 144.0, 187.0, 177.0, 198.0,
-        ])
-        .unwrap();
-        assert_eq!(
-            (one.outliers.clone(), two.outliers.clone()),
-            (vec![4], vec![])
-        );
+        let one = Summary::of(&[110.0, 172.0, 173.0, 170.0, 171.0]).unwrap();
+        let two = Summary::of(&[186.0, 190.0, 187.0, 192.0, 189.0]).unwrap();
+        assert_eq!((&one.outliers, &two.outliers), (&vec![0], &vec![]));
         let expect = Expect::AtMost {
             holds: 1.3,
             opposite: 1.5,
@@ -348,32 +344,24 @@ mod tests {
             Check::of("x".into(), &Ok(ratio), expect, "x")
                 .cells_read(keys.clone(), &[CacheState::Cold])
         };
-        let recorded: HashMap<&CellKey, usize> = HashMap::from([(&keys[0], 6), (&keys[1], 12)]);
+        let recorded: HashMap<&CellKey, usize> = keys.iter().map(|k| (k, 5)).collect();
         let spread = |one: &Summary| -> HashMap<&CellKey, f64> {
-            HashMap::from([
-                (&keys[0], one.typical_cv().unwrap()),
-                (&keys[1], two.typical_cv().unwrap()),
-            ])
+            HashMap::from([(&keys[0], one.cv.unwrap()), (&keys[1], two.cv.unwrap())])
         };
         let planned = check(&one);
         assert_eq!(planned.verdict, Verdict::Unsettled, "{}", planned.measured);
-        let factor = planned
-            .trials_factor()
-            .expect("the typical spread settles it");
+        let factor = planned.trials_factor().expect("more trials decide it");
         let targets = allocated(&planned, factor, (&recorded, &spread(&one)), 16)
             .expect("a ratio of independent cells")
             .expect("within the cap");
         let of = |k: &CellKey| targets.iter().find(|t| &t.key == k).map(|t| t.trials);
-        assert!(factor < 2.0, "{factor}");
+        // The trials go to the cell with the slow epoch, where it weighs less the more it has.
         assert!(
-            of(&keys[0]).is_some_and(|t| (7..=16).contains(&t)),
+            of(&keys[0]).is_some_and(|t| (6..=16).contains(&t)),
             "{targets:?}"
         );
-        assert!(
-            of(&keys[1]).is_some_and(|t| (12..=16).contains(&t)),
-            "{targets:?}"
-        );
-        // The slow epoch taken as typical: the same interval, asking for more than the cap.
+        assert!(of(&keys[1]).is_some_and(|t| t < 8), "{targets:?}");
+        // Each trial added expected at the spread with the slow epoch: past the cap, refused.
         let as_typical = Summary {
             typical_sd: one.sd,
             ..one.clone()
@@ -381,7 +369,7 @@ mod tests {
         let unplanned = check(&as_typical);
         assert_eq!(unplanned.measured, planned.measured);
         let f = unplanned.trials_factor().expect("within 16x");
-        assert!(f > 4.0, "{f}");
+        assert!(f > 2.0 * factor, "{f} {factor}");
         let refused = allocated(&unplanned, f, (&recorded, &spread(&as_typical)), 16);
         assert_eq!(refused, Some(None));
     }

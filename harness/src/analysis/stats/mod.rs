@@ -185,10 +185,10 @@ pub struct Summary {
     /// Indices of observations whose modified z-score exceeds [`OUTLIER_Z`].
     pub outliers: Vec<usize>,
     /// Sample standard deviation of the observations that are not [`Summary::outliers`] (of
-    /// them all where fewer than two are left): the spread settling plans trials from, so
-    /// that one slow epoch among steady ones does not make a check look as if it needs more
-    /// trials than it does (docs/decisions.md, "Settling plans from the typical spread"). The
-    /// interval and every verdict still come from [`Summary::sd`].
+    /// them all where fewer than three are left): the spread settling expects of the trials
+    /// it adds, so that one slow epoch among steady ones is not expected again in each
+    /// (docs/decisions.md, "Settling plans from the typical spread"). The interval and every
+    /// verdict still come from [`Summary::sd`], the slow epoch included.
     pub typical_sd: Option<f64>,
 }
 
@@ -232,14 +232,16 @@ fn outliers_of(values: &[f64]) -> Vec<usize> {
     }
 }
 
-/// The values that are not `outliers`, where there are outliers and two values or more are
-/// left; `None` otherwise (the spread of them all is the typical one).
+/// The values that are not `outliers`, where there are outliers and three values or more are
+/// left; `None` otherwise (the spread of them all is the typical one). Of three trials, the
+/// median absolute deviation flags any value six times further from the median than the
+/// nearer one, and the two left would say little of the spread.
 fn typical(values: &[f64], outliers: &[usize]) -> Option<Vec<f64>> {
     let kept: Vec<f64> = (values.iter().enumerate())
         .filter(|(i, _)| !outliers.contains(i))
         .map(|(_, v)| *v)
         .collect();
-    (!outliers.is_empty() && kept.len() >= 2).then_some(kept)
+    (!outliers.is_empty() && kept.len() >= 3).then_some(kept)
 }
 
 impl Summary {
@@ -274,13 +276,6 @@ impl Summary {
             outliers,
             typical_sd,
         })
-    }
-
-    /// [`Summary::typical_sd`] over the absolute mean: the typical trial-to-trial spread.
-    pub fn typical_cv(&self) -> Option<f64> {
-        self.typical_sd
-            .filter(|_| self.mean != 0.0)
-            .map(|sd| sd / self.mean.abs())
     }
 
     /// As [`Summary::of`], for a quantity that cannot be negative (a throughput, a time): the
@@ -449,21 +444,25 @@ impl LogEstimate {
         self.log.exp()
     }
 
-    /// The 95 % half-width on the log scale that the same estimate would have with `f` times
-    /// the trials behind each of its parts, planned from the trials' typical spread (`plan_var`:
-    /// a slow epoch among steady ones is not expected again in every trial added): that
-    /// variance over `f`, and degrees of freedom at least `f` times as many (each part's n - 1
-    /// grows to f·n - 1 >= f·(n - 1)).
+    /// The 95 % half-width on the log scale that the same estimate would have with `f` (one or
+    /// more) times the trials behind each of its parts, and degrees of freedom at least `f`
+    /// times as many (each part's n - 1 grows to f·n - 1 >= f·(n - 1)). The trials recorded
+    /// stay in it, slow epochs and all, and weigh 1/f² of their variance; those added are
+    /// expected at the typical spread (`plan_var`: a slow epoch among steady ones is not
+    /// expected again in every trial added), (f - 1)/f² of its variance. With no outlier,
+    /// the variance over `f`; at `f` = 1, the interval's own half-width.
     pub fn half_width_with_trials(&self, f: f64) -> f64 {
         if self.var <= 0.0 || f <= 0.0 {
             return 0.0;
         }
+        let f = f.max(1.0);
         let t = if self.df_terms > 0.0 {
             t_quantile(0.975, (f * self.var * self.var / self.df_terms).max(1.0))
         } else {
             1.96
         };
-        t * (self.plan_var / f).sqrt()
+        let projected = (self.var + (f - 1.0) * self.plan_var) / (f * f);
+        t * projected.max(0.0).sqrt()
     }
 
     /// Degrees of freedom of the estimate (Welch–Satterthwaite); `None` for an exact figure or
