@@ -233,6 +233,22 @@ fn rematerialize(opts: &SweepOptions, targets: &[TrialTarget]) -> Option<SweepOp
     })
 }
 
+/// A cell of NILM `aggregated` on the local disk under prepbench's engine (the settling
+/// tests' subject: 4c's and 6b's cells).
+#[cfg(test)]
+fn nilm_aggregated(threads: usize, cache: crate::results::CacheState, epoch: u64) -> CellKey {
+    CellKey {
+        workload: "nilm".into(),
+        condition: crate::results::Condition::default(),
+        split: 4,
+        strategy: "aggregated".into(),
+        codec: Codec::None,
+        threads,
+        cache,
+        epoch,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,17 +334,8 @@ mod tests {
     fn a_slow_epoch_does_not_make_settling_give_up() {
         use crate::analysis::findings::{Check, Expect, Verdict};
         use crate::analysis::stats::{LogEstimate, Summary};
-        use crate::results::{CacheState, Condition};
-        let cell = |threads: usize| CellKey {
-            workload: "nilm".into(),
-            condition: Condition::default(),
-            split: 4,
-            strategy: "aggregated".into(),
-            codec: Codec::None,
-            threads,
-            cache: CacheState::Cold,
-            epoch: 0,
-        };
+        use crate::results::CacheState;
+        let cell = |threads: usize| nilm_aggregated(threads, CacheState::Cold, 0);
         let one = Summary::of(&[110.0, 172.0, 173.0, 170.0, 171.0]).unwrap();
         let two = Summary::of(&[186.0, 190.0, 187.0, 192.0, 189.0]).unwrap();
         assert_eq!((&one.outliers, &two.outliers), (&vec![0], &vec![]));
@@ -380,17 +387,8 @@ mod tests {
     fn trials_past_the_cap_are_held_to_it_where_that_still_settles() {
         use crate::analysis::findings::{Check, Expect};
         use crate::analysis::stats::{LogEstimate, Summary};
-        use crate::results::{CacheState, Condition};
-        let cell = |cache: CacheState, epoch: u64| CellKey {
-            workload: "nilm".into(),
-            condition: Condition::default(),
-            split: 4,
-            strategy: "aggregated".into(),
-            codec: Codec::None,
-            threads: 2,
-            cache,
-            epoch,
-        };
+        use crate::results::CacheState;
+        let cell = |cache: CacheState, epoch: u64| nilm_aggregated(2, cache, epoch);
         let keys = vec![cell(CacheState::Warm, 1), cell(CacheState::App, 1)];
         let expect = Expect::AtLeast {
             holds: 1.05,

@@ -234,7 +234,7 @@ fn outliers_of(values: &[f64]) -> Vec<usize> {
 
 /// The values that are not `outliers`, where there are outliers and three values or more are
 /// left; `None` otherwise (the spread of them all is the typical one). Of three trials, the
-/// median absolute deviation flags any value six times further from the median than the
+/// median absolute deviation flags any value over five times further from the median than the
 /// nearer one, and the two left would say little of the spread.
 fn typical(values: &[f64], outliers: &[usize]) -> Option<Vec<f64>> {
     let kept: Vec<f64> = (values.iter().enumerate())

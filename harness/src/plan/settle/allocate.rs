@@ -130,7 +130,6 @@ fn same_run(a: &CellKey, b: &CellKey) -> bool {
 mod tests {
     use super::super::targets_within_cap;
     use super::*;
-    use workloads::Codec;
 
     /// A ratio of a noisy cell of 3 trials over a steady one of 10 against 6b's 1.3x line:
     /// growing both alike (2.4x) is held at the cap after 1.6x and refused; the trials go to
@@ -139,16 +138,9 @@ mod tests {
     fn trials_go_to_the_noisy_cell_of_a_ratio() {
         use crate::analysis::findings::{Check, Expect};
         use crate::analysis::stats::{LogEstimate, Summary};
-        use crate::results::{CacheState, Condition};
-        let key = |threads: usize, cache: CacheState| CellKey {
-            workload: "nilm".into(),
-            condition: Condition::default(),
-            split: 4,
-            strategy: "aggregated".into(),
-            codec: Codec::None,
-            threads,
-            cache,
-            epoch: u64::from(cache == CacheState::Warm),
+        use crate::results::CacheState;
+        let key = |threads: usize, cache: CacheState| {
+            super::super::nilm_aggregated(threads, cache, u64::from(cache == CacheState::Warm))
         };
         let one = Summary::of(&[5.6, 6.3, 6.6]).unwrap();
         let two = Summary::of(&[6.9, 6.8, 7.4, 6.2, 7.6, 7.7, 7.4, 7.5, 7.1, 7.3]).unwrap();
