@@ -203,7 +203,7 @@ fn reporter_race(results: &Results, longest_s: f64) -> String {
         .min();
     match soonest {
         Some(ms) if (ms as f64) < longest_s * 1000.0 => format!(
-            " Its free page reporter may hand a page back once it has been free {ms} ms (`min_free_ms` under /sys/module/page_reporting/parameters), sooner than the longest cold epoch lasted ({longest_s:.1} s): it can take back what an eviction just freed while the epoch reads. Raised above an epoch's length for the run, it stopped doing so in a test on another VM (docs/measurement.md); prepbench leaves the setting alone."
+            " Its free page reporter may hand a page back once it has been free {ms} ms (`min_free_ms` under /sys/module/page_reporting/parameters), sooner than the longest cold epoch lasted ({longest_s:.1} s): it can take back what an eviction just freed while the epoch reads. Raised above an epoch's length on another VM, it sped up a 3 GB read right after its drop, but over a whole quick reproduction it changed neither the share of slow cold epochs nor the verdicts (docs/measurement.md); prepbench leaves the setting alone."
         ),
         _ => String::new(),
     }

@@ -216,10 +216,10 @@ fn sample_sd(values: &[f64]) -> Option<f64> {
     })
 }
 
-/// Indices of `values` whose modified z-score exceeds [`OUTLIER_Z`] (none where the median
-/// absolute deviation is 0: over half the values equal, the score is undefined).
-fn outliers_of(values: &[f64]) -> Vec<usize> {
-    let median = median_of(&sorted(values));
+/// Indices of `values` (whose median is `median`) with a modified z-score over [`OUTLIER_Z`]
+/// (none where the median absolute deviation is 0: over half the values equal, the score is
+/// undefined).
+fn outliers_of(values: &[f64], median: f64) -> Vec<usize> {
     let deviations: Vec<f64> = values.iter().map(|v| (v - median).abs()).collect();
     let mad = median_of(&sorted(&deviations));
     if mad > 0.0 {
@@ -262,7 +262,7 @@ impl Summary {
             (mean - half, mean + half)
         });
         let cv = sd.filter(|_| mean != 0.0).map(|sd| sd / mean.abs());
-        let outliers = outliers_of(values);
+        let outliers = outliers_of(values, median);
         let typical_sd = typical(values, &outliers).map_or(sd, |kept| sample_sd(&kept));
         Ok(Summary {
             n,
@@ -403,7 +403,7 @@ impl LogEstimate {
         let n = logs.len() as f64;
         let mean = logs.iter().sum::<f64>() / n;
         let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1.0) / n;
-        let plan_var = typical(logs, &outliers_of(logs))
+        let plan_var = typical(logs, &outliers_of(logs, median_of(&sorted(logs))))
             .and_then(|kept| sample_sd(&kept))
             .map_or(var, |sd| sd * sd / n);
         Some(LogEstimate {
