@@ -70,16 +70,7 @@ pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
         let offline = OFFLINE_CLAIMS.contains(&sub.id);
         let recorded = if offline { &materialized } else { &trials };
         for check in &sub.checks {
-            let Some(factor) = check.trials_factor() else {
-                continue;
-            };
-            // Materializations are grown alike; a ratio of independent cells where each needs it.
-            let allocation = (!offline)
-                .then(|| allocated(check, factor, (recorded, &spread), cap))
-                .flatten();
-            let targets =
-                allocation.unwrap_or_else(|| targets_within_cap(check, factor, recorded, cap));
-            let Some(targets) = targets else {
+            let Some(targets) = targets(check, offline, (recorded, &spread), cap) else {
                 continue;
             };
             out.push(Unsettled {
@@ -91,6 +82,43 @@ pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
         }
     }
     Ok(out)
+}
+
+/// Trials a cell has before settling gives up on a check behind it: of three, one slow epoch
+/// sets the spread, and the typical spread leaves such an epoch out only where three values
+/// are left beside it (`Summary::typical_sd`).
+const SPREAD_TRIALS: usize = 5;
+
+/// The trials each cell behind `check` should reach for it to settle (`offline`: the
+/// materializations of a check about the offline phase), from each cell's `recorded` count
+/// and `spread`: materializations grown alike; a ratio of independent cells where each needs
+/// it ([`allocated`]); every cell alike otherwise ([`targets_within_cap`]). Where that asks past
+/// `cap` (or past [`crate::analysis::findings::MAX_TRIALS_FACTOR`]) but more trials could still
+/// decide the check, its cells of fewer than [`SPREAD_TRIALS`] get that many first, and the
+/// next round plans from the spread they show.
+fn targets(
+    check: &crate::analysis::findings::Check,
+    offline: bool,
+    (recorded, spread): (&HashMap<&CellKey, usize>, &HashMap<&CellKey, f64>),
+    cap: usize,
+) -> Option<Vec<TrialTarget>> {
+    let planned = check.trials_factor().and_then(|factor| {
+        let allocation = (!offline)
+            .then(|| allocated(check, factor, (recorded, spread), cap))
+            .flatten();
+        allocation.unwrap_or_else(|| targets_within_cap(check, factor, recorded, cap))
+    });
+    planned.or_else(|| {
+        let first = SPREAD_TRIALS.min(cap);
+        let few: Vec<TrialTarget> = (check.cells.iter())
+            .filter(|key| recorded.get(key).is_some_and(|&n| n < first))
+            .map(|key| TrialTarget {
+                key: key.clone(),
+                trials: first,
+            })
+            .collect();
+        (check.open_to_trials() && !few.is_empty()).then_some(few)
+    })
 }
 
 /// The trials each cell behind `check` should reach: its recorded count times `factor` (one
@@ -379,6 +407,52 @@ mod tests {
         assert!(f > 2.0 * factor, "{f} {factor}");
         let refused = allocated(&unplanned, f, (&recorded, &spread(&as_typical)), 16);
         assert_eq!(refused, Some(None));
+    }
+
+    /// A check of three trials a cell, one of them slow (as NILM `aggregated` on one thread in
+    /// `quick-ao`: 6b unsettled at 1.25x [0.66, 2.38]) asks past the cap from the spread of
+    /// three: its cells get five trials first, and are refused only once they have them.
+    #[test]
+    fn a_check_of_three_trials_gets_five_before_settling_gives_up() {
+        use crate::analysis::findings::{Check, Expect, Verdict};
+        use crate::analysis::stats::{LogEstimate, Summary};
+        use crate::results::CacheState;
+        let keys = vec![
+            nilm_aggregated(1, CacheState::Cold, 0),
+            nilm_aggregated(2, CacheState::Cold, 0),
+        ];
+        let check = |one: &[f64], two: &[f64]| {
+            let mean = |v: &[f64]| LogEstimate::of_mean(&Summary::of(v).unwrap()).unwrap();
+            let expect = Expect::AtMost {
+                holds: 1.3,
+                opposite: 1.5,
+            };
+            Check::of("x".into(), &Ok(mean(two).over(&mean(one))), expect, "x")
+                .cells_read(keys.clone(), &[CacheState::Cold])
+        };
+        let recorded =
+            |n: usize| -> HashMap<&CellKey, usize> { keys.iter().map(|k| (k, n)).collect() };
+        let spread = |cv: f64| -> HashMap<&CellKey, f64> { keys.iter().map(|k| (k, cv)).collect() };
+        let two = [186.0, 190.0, 187.0];
+        let slow = check(&[110.0, 172.0, 173.0], &two);
+        assert_eq!(slow.verdict, Verdict::Unsettled, "{}", slow.measured);
+        let asked = slow.trials_factor().map(|f| f * 3.0);
+        assert!(asked.is_none_or(|n| n > 16.0), "{asked:?}");
+        let first = targets(&slow, false, (&recorded(3), &spread(0.3)), 16).expect("five first");
+        assert_eq!(first.len(), 2);
+        assert!(first.iter().all(|t| t.trials == 5), "{first:?}");
+        // As many already, the spread they show stands: past the cap, refused.
+        assert!(targets(&slow, false, (&recorded(5), &spread(0.3)), 16).is_none());
+        // Materializations too; within a cap under five, the cap.
+        let offline = targets(&slow, true, (&recorded(2), &spread(0.3)), 4).unwrap();
+        assert!(offline.iter().all(|t| t.trials == 4), "{offline:?}");
+        // A decided check, or one on its line, gets none.
+        let decided = check(&[172.0, 173.0, 171.0], &two);
+        assert_eq!(decided.verdict, Verdict::Reproduced, "{}", decided.measured);
+        assert!(targets(&decided, false, (&recorded(3), &spread(0.01)), 16).is_none());
+        let on_line = check(&[100.0, 160.0, 130.0], &[169.0, 170.0, 168.0]);
+        assert!(!on_line.open_to_trials(), "{}", on_line.measured);
+        assert!(targets(&on_line, false, (&recorded(3), &spread(0.2)), 16).is_none());
     }
 
     /// A check whose trials factor asks past the cap is given the cap where that still

@@ -207,6 +207,12 @@ impl Check {
         Some(hi)
     }
 
+    /// Whether more trials could decide it, however many: it is open as
+    /// [`Check::trials_factor`] asks, without the bound on the factor.
+    pub fn open_to_trials(&self) -> bool {
+        !self.cells.is_empty() && self.open().is_some()
+    }
+
     /// Whether `f` times the trials of every cell behind it would narrow its interval enough to
     /// clear the band of the line it reaches across (without [`Check::trials_factor`]'s 10 %
     /// margin): a growth the cap on trials allows may still settle it.
