@@ -108,17 +108,18 @@ fn targets(
             .flatten();
         allocation.unwrap_or_else(|| targets_within_cap(check, factor, recorded, cap))
     });
-    planned.or_else(|| {
-        let first = SPREAD_TRIALS.min(cap);
-        let few: Vec<TrialTarget> = (check.cells.iter())
-            .filter(|key| recorded.get(key).is_some_and(|&n| n < first))
-            .map(|key| TrialTarget {
-                key: key.clone(),
-                trials: first,
-            })
-            .collect();
-        (check.open_to_trials() && !few.is_empty()).then_some(few)
-    })
+    if planned.is_some() || !check.open_to_trials() {
+        return planned;
+    }
+    let first = SPREAD_TRIALS.min(cap);
+    let few: Vec<TrialTarget> = (check.cells.iter())
+        .filter(|key| recorded.get(key).is_some_and(|&n| n < first))
+        .map(|key| TrialTarget {
+            key: key.clone(),
+            trials: first,
+        })
+        .collect();
+    (!few.is_empty()).then_some(few)
 }
 
 /// The trials each cell behind `check` should reach: its recorded count times `factor` (one

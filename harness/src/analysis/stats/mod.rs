@@ -462,7 +462,7 @@ impl LogEstimate {
             1.96
         };
         let projected = (self.var + (f - 1.0) * self.plan_var) / (f * f);
-        t * projected.max(0.0).sqrt()
+        t * projected.sqrt()
     }
 
     /// Degrees of freedom of the estimate (Welch–Satterthwaite); `None` for an exact figure or
