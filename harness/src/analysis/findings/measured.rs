@@ -264,7 +264,7 @@ const SCALING_CLAIMS: [&str; 3] = ["6a", "6b", "6c"];
 /// processes used more than the heavy-load share of the machine (for thread scaling: while
 /// fewer cores were free than the threads it ran); and says why for each whose interval
 /// reaches across a line: its estimate on the line (`Check::on_threshold`), or clear of it, so
-/// that more trials decide it (`reproduce` resumed into the same folder adds them). Verdicts of
+/// that more trials decide it (and whether rerunning what made the folder adds them). Verdicts of
 /// sub-claims and findings follow.
 fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding]) {
     use crate::analysis::findings::Verdict;
@@ -280,6 +280,12 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
         .filter_map(|c| Some((&c.key, results.drift(c, &sittings)?)))
         .collect();
     let heavy = crate::results::rows::heavy_load_pct();
+    // Trials recorded of each cell, and what the reproduction that made the folder gives a
+    // cell at most (its scale's settling cap), to say whether rerunning it would add them.
+    let recorded: std::collections::HashMap<&crate::analysis::cells::CellKey, usize> =
+        cells.iter().map(|c| (&c.key, c.rows.len())).collect();
+    let cap = (results.manifest.invocations.iter().rev())
+        .find_map(|i| crate::plan::reproduce::settle_cap(&i.command_line));
     let cores = results
         .manifest
         .machine
@@ -349,20 +355,43 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
                          trials narrow the interval, not the distance"
                     ));
                 } else if let Some(factor) = check.straddles() {
-                    let trials = match factor {
-                        Some(f) => format!("about {f:.1}x the trials would decide it"),
-                        None => "more than 16x the trials would be needed".into(),
-                    };
+                    let most = check.cells.iter().filter_map(|k| recorded.get(k)).max();
                     check.unsettle(format!(
                         "the estimate lies clear of the line but its interval reaches across \
-                         it (or within the 2 % noise floor of it); {trials} (`reproduce` into \
-                         the same folder adds trials)"
+                         it (or within the 2 % noise floor of it); {}",
+                        more_trials(factor, most.copied().unwrap_or(1), cap.as_ref())
                     ));
                 }
             }
             sub.verdict = Verdict::of_all(sub.checks.iter().map(|c| c.verdict));
         }
         finding.verdict = Verdict::of_all(finding.sub_claims.iter().map(|s| s.verdict));
+    }
+}
+
+/// What it would take to decide a check whose estimate lies clear of the line: `factor` times
+/// the trials (`None`: more than 16x), where its cells have up to `most`; and whether the
+/// reproduction that made the folder (its scale and settling cap) adds them when rerun into
+/// it, or a sweep's `--trials` does.
+fn more_trials(factor: Option<f64>, most: usize, cap: Option<&(String, usize)>) -> String {
+    let Some(f) = factor else {
+        return "more than 16x the trials would be needed".into();
+    };
+    let needed = ((most as f64 * f).ceil() as usize).max(most + 1);
+    let about = format!("about {f:.1}x the trials would decide it ({needed} a cell");
+    match cap {
+        Some((scale, cap)) if needed > *cap => format!(
+            "{about}, where its cells have up to {most}): more than `reproduce --scale {scale}` \
+             gives a cell ({cap}), so rerunning it into the same folder adds none"
+        ),
+        Some((scale, cap)) => format!(
+            "{about}, within the {cap} `reproduce --scale {scale}` gives: rerunning it into the \
+             same folder adds them)"
+        ),
+        None => format!(
+            "{about}, where its cells have up to {most}: a sweep's `--trials {needed}` into the \
+             same folder adds them)"
+        ),
     }
 }
 

@@ -398,3 +398,43 @@ fn a_drift_between_sittings_larger_than_the_margin_unsettles_a_decided_check() {
         "{why}"
     );
 }
+
+/// A check left open says what it would take: its trials a cell, and whether the
+/// reproduction that made the folder gives that many when rerun into it (quick: 16 a cell),
+/// rather than promising trials its cap refuses.
+#[test]
+fn an_open_check_says_whether_rerunning_what_made_its_folder_adds_the_trials() {
+    let quick = Some(("quick".to_string(), 16));
+    // quick-aq's 4a on NILM under tf-data: 2.9x of 8 trials a cell is 24, past quick's 16.
+    let past = more_trials(Some(2.9), 8, quick.as_ref());
+    assert!(
+        past.contains("(24 a cell, where its cells have up to 8)"),
+        "{past}"
+    );
+    assert!(
+        past.contains("`reproduce --scale quick` gives a cell (16)"),
+        "{past}"
+    );
+    assert!(
+        past.contains("adds none") && !past.contains("adds them"),
+        "{past}"
+    );
+    let within = more_trials(Some(2.0), 3, quick.as_ref());
+    assert!(within.contains("(6 a cell, within the 16"), "{within}");
+    assert!(
+        within.contains("adds them") && !within.contains("adds none"),
+        "{within}"
+    );
+    // A factor under one trial more still asks for one.
+    assert!(more_trials(Some(1.1), 3, quick.as_ref()).contains("(4 a cell"));
+    // A sweep's folder: its own `--trials`.
+    let swept = more_trials(Some(1.5), 3, None);
+    assert!(
+        swept.contains("`--trials 5` into the same folder adds them"),
+        "{swept}"
+    );
+    assert_eq!(
+        more_trials(None, 3, quick.as_ref()),
+        "more than 16x the trials would be needed"
+    );
+}
