@@ -66,11 +66,55 @@ fn paired(results: &Results, a: Option<&Cell>, b: Option<&Cell>) -> Option<Figur
     }
 }
 
-/// What bound a cell's epochs, from its stages: `cpu-bound (io 10 %, cpu 85 %, ...)`.
+/// What bound a cell's epochs, from its stages: `cpu-bound (io 10 %, cpu 85 %, ...)`; for a
+/// loader that times no stages (its epochs run in its own process), from the CPU its
+/// processes used ([`cpu_mechanism`]).
 fn mechanism(results: &Results, cell: Option<&Cell>) -> Option<String> {
-    let (stages, _) = results.cell_stages(cell?)?;
-    let (bound, evidence) = classify(&stages);
-    Some(format!("{} ({evidence})", bound?))
+    let cell = cell?;
+    // (Such a loader's rows in stages.csv carry no time.)
+    match results
+        .cell_stages(cell)
+        .map(|(stages, _)| classify(&stages))
+    {
+        Some((Some(bound), evidence)) => Some(format!("{bound} ({evidence})")),
+        _ => cpu_mechanism(results, cell),
+    }
+}
+
+/// Processes using this share of the machine's cores or more through an epoch: cpu-bound.
+const CPU_BOUND_SHARE: f64 = 0.75;
+
+/// What bound a cell's epochs where no stage was timed: the cores its processes kept busy
+/// (their CPU seconds over the epochs' wall time) against the machine's, and what the device
+/// read meanwhile. A loader whose cold epochs keep the cores busy has little time spent
+/// waiting on reads that the page cache could save, and few free cores for more threads.
+fn cpu_mechanism(results: &Results, cell: &Cell) -> Option<String> {
+    let cores = results.manifest.machine.as_ref()?.logical_cores.max(1);
+    let (cpu, wall) = results
+        .cell_rows(cell)
+        .fold((0.0, 0.0), |(cpu, wall), row| {
+            (cpu + row.cpu_user_s + row.cpu_sys_s, wall + row.online_s)
+        });
+    if wall <= 0.0 || cpu <= 0.0 {
+        return None;
+    }
+    let used = cpu / wall;
+    let share = used / cores as f64;
+    let bound = if share >= CPU_BOUND_SHARE {
+        "cpu-bound"
+    } else {
+        "not cpu-bound"
+    };
+    let device = results
+        .cell_system(cell)
+        .map_or(String::new(), |(mb_s, _)| {
+            format!(", the device reading {mb_s:.0} MB/s")
+        });
+    Some(format!(
+        "{bound} (the loader's processes kept {used:.2} of {cores} cores busy, {:.0} %{device}; \
+         no stage is timed inside the loader)",
+        100.0 * share
+    ))
 }
 
 fn storage_of(view: &WorkloadView) -> Storage {
@@ -119,13 +163,21 @@ fn strategy(results: &Results, view: &WorkloadView, name: &str) -> Strategy {
     let scaling_to = |to: usize| {
         let from = *view.threads.first()?;
         (to > from).then(|| {
+            let (low, high) = (
+                view.cold(name, Codec::None, from),
+                view.cold(name, Codec::None, to),
+            );
+            let bound = |n: usize, cell| {
+                let plural = if n == 1 { "" } else { "s" };
+                Some(format!("{n} thread{plural}: {}", mechanism(results, cell)?))
+            };
             Some(Scaling {
                 from,
                 to,
-                speedup: over(
-                    throughput(view.cold(name, Codec::None, to)),
-                    throughput(view.cold(name, Codec::None, from)),
-                )?,
+                speedup: over(throughput(high), throughput(low))?,
+                mechanism: bound(from, low)
+                    .zip(bound(to, high))
+                    .map(|(l, h)| format!("{l}; {h}")),
             })
         })?
     };

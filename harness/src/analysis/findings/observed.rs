@@ -118,6 +118,9 @@ pub struct Scaling {
     pub from: usize,
     pub to: usize,
     pub speedup: Figure,
+    /// What bound its cold epochs at each end (`1 threads: ...; 2 threads: ...`), where both
+    /// are known: why more threads did or did not help.
+    pub mechanism: Option<String>,
 }
 
 /// One sample size of a synthetic reading experiment (finding 5).

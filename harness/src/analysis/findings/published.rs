@@ -58,6 +58,7 @@ fn strategy(p: &PaperPipeline, s: &paper::PaperStrategy, last: bool) -> Strategy
             to: r.threads_to,
             speedup: LogEstimate::range(r.speedup_low, r.speedup_high)
                 .ok_or_else(|| "no range".to_string()),
+            mechanism: None,
         });
     Strategy {
         name: s.strategy.clone(),

@@ -798,7 +798,11 @@ impl Rules<'_> {
                     .paper(self.paper_of(&p.pipeline, |pp| {
                         Some(pp.strategy(s)?.scaling.as_ref()?.speedup.clone())
                     }))
-                    .mechanism(mechanisms(&[strategy]))
+                    .mechanism(
+                        (scaling.mechanism.as_ref())
+                            .map(|m| format!("{s}: {m}"))
+                            .or_else(|| mechanisms(&[strategy])),
+                    )
                     .cells_read(cells, &[CacheState::Cold]),
                 );
             }

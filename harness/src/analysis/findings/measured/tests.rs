@@ -438,3 +438,95 @@ fn an_open_check_says_whether_rerunning_what_made_its_folder_adds_the_trials() {
         "more than 16x the trials would be needed"
     );
 }
+
+/// A loader that times no stages (tf.data, a DataLoader) is explained by the cores its
+/// processes kept busy: tf.data's cold epochs of CV `pixel-centered` keep 1.7 of 2 cores busy
+/// at 1 thread and at 2 (as in `quick-ar`), so the page cache has little to save and the
+/// second thread little room; prepbench's own runs keep their stage-based mechanism.
+#[test]
+fn a_loader_without_stages_is_explained_by_the_cores_its_processes_kept_busy() {
+    let mut rows = Vec::new();
+    for (threads, busy) in [(1, 1.7), (2, 1.72)] {
+        for (trial, sps) in [(0, 100.0), (1, 104.0), (2, 98.0)] {
+            for epoch in [0, 1] {
+                let mut row = epoch_row(
+                    &format!("tf-{threads}-{trial}"),
+                    "tf-data",
+                    "pixel-centered",
+                    epoch,
+                    sps,
+                );
+                row.threads = threads;
+                row.cpu_user_s = row.online_s * busy * 0.9;
+                row.cpu_sys_s = row.online_s * busy * 0.1;
+                rows.push(row);
+            }
+        }
+    }
+    // Its epochs' stage rows, as the loader's runs record them, carry no time.
+    let stages = (rows.iter())
+        .flat_map(|r| {
+            [("read", "io"), ("step:pixel-centered", "cpu")].map(|(stage, kind)| {
+                crate::results::StageRow {
+                    run_id: r.run_id.clone(),
+                    epoch: r.epoch,
+                    stage: stage.parse().unwrap(),
+                    kind: kind.parse().unwrap(),
+                    seconds: 0.0,
+                    share_pct: 0.0,
+                }
+            })
+        })
+        .collect();
+    let mut recorded = Recorded {
+        runs: rows,
+        stages,
+        ..Recorded::default()
+    };
+    recorded.manifest.machine = Some(crate::results::system::Machine {
+        hostname: "two".into(),
+        cpu_model: "test".into(),
+        logical_cores: 2,
+        memory_bytes: 25_000_000_000,
+        kernel: "test".into(),
+        free_page_reporting: None,
+    });
+    let results = Results::of(recorded);
+    let cells = results.cells();
+    let views = crate::analysis::report::views(&results, &cells);
+    let view = views.iter().find(|v| v.name == "cv").unwrap();
+    let s = strategy(&results, view, "pixel-centered");
+    let cold = s.mechanism.unwrap();
+    assert!(
+        cold.starts_with("cpu-bound (the loader's processes kept 1.72 of 2 cores busy, 86 %"),
+        "{cold}"
+    );
+    assert!(
+        cold.contains("no stage is timed inside the loader"),
+        "{cold}"
+    );
+    let scaling = s.scaling.unwrap().mechanism.unwrap();
+    assert!(
+        scaling.starts_with("1 thread: cpu-bound (the loader's processes kept 1.70 of 2")
+            && scaling.contains("; 2 threads: cpu-bound (the loader's processes kept 1.72"),
+        "{scaling}"
+    );
+    // Under a quarter of the cores kept busy is not cpu-bound.
+    let mut idle = results.rows.clone();
+    for row in &mut idle {
+        row.cpu_user_s /= 4.0;
+        row.cpu_sys_s /= 4.0;
+    }
+    let mut recorded = Recorded {
+        runs: idle,
+        ..Recorded::default()
+    };
+    recorded.manifest = results.manifest.clone();
+    let idle = Results::of(recorded);
+    let cell = idle.cells().into_iter().next().unwrap();
+    let m = cpu_mechanism(&idle, &cell).unwrap();
+    assert!(
+        m.starts_with("not cpu-bound (the loader's processes kept 0.4"),
+        "{m}"
+    );
+}
