@@ -553,25 +553,17 @@ pub fn reproduce(
         sweeps.push((label.clone(), outcome));
     }
     if let Some(cap) = s.settle_trials {
+        // The report says of a check left open whether rerunning this adds its trials.
+        crate::results::Manifest::update(&places.out, |m| {
+            m.settling = Some(crate::results::SettlingCap {
+                scale: format!("{name:?}").to_lowercase(),
+                trials: cap,
+            })
+        })?;
         crate::plan::settle::settle(&planned, &mut sweeps, cap, places, &command_line)?;
     }
     let report = write_report(&places.out)?;
     Ok(Reproduction { sweeps, report })
-}
-
-/// The reproduction `command_line` ran, read back from a results folder's manifest: its scale
-/// and the trials a cell settling gives at most there. `None` for another command, or a scale
-/// that does not settle.
-pub fn settle_cap(command_line: &[String]) -> Option<(String, usize)> {
-    use clap::Parser;
-    let cli = crate::cli::Cli::try_parse_from(command_line).ok()?;
-    let crate::cli::Command::Reproduce { scale: name, .. } = cli.command else {
-        return None;
-    };
-    Some((
-        format!("{name:?}").to_lowercase(),
-        scale(name).settle_trials?,
-    ))
 }
 
 pub fn default_out(name: ScaleName) -> PathBuf {

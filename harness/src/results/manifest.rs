@@ -307,6 +307,17 @@ pub struct Manifest {
     /// Per workload, how its epochs were sized by time.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sizing: BTreeMap<String, SizingEntry>,
+    /// What settling could give a cell in the reproduction that made the folder (absent for
+    /// sweeps, and in folders from before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settling: Option<SettlingCap>,
+}
+
+/// A reproduction's scale and the most trials a cell its settling adds may reach.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettlingCap {
+    pub scale: String,
+    pub trials: usize,
 }
 
 /// The manifest's file name in a results folder.

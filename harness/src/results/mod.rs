@@ -23,8 +23,8 @@ pub use error::ResultsError;
 pub use folder::{Recorded, Tables, ERRORS, OFFLINE, RANKS, RUNS, SAMPLES, STAGES, TABLES};
 pub use labels::{Bound, CacheState, Condition, Phase, StageKind, StageName, Verdict};
 pub use manifest::{
-    utc_now, InvocationEntry, Manifest, MergedFrom, Place, PlanEntry, Shard, SizingEntry,
-    WorkloadEntry,
+    utc_now, InvocationEntry, Manifest, MergedFrom, Place, PlanEntry, SettlingCap, Shard,
+    SizingEntry, WorkloadEntry,
 };
 pub use part::LoaderPart;
 pub use rows::{ErrorRow, OfflineRow, RankRow, RunRow, SampleRow, Skipped, StageRow};

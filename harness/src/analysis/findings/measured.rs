@@ -336,8 +336,15 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
     // cell at most (its scale's settling cap), to say whether rerunning it would add them.
     let recorded: std::collections::HashMap<&crate::analysis::cells::CellKey, usize> =
         cells.iter().map(|c| (&c.key, c.rows.len())).collect();
-    let cap = (results.manifest.invocations.iter().rev())
-        .find_map(|i| crate::plan::reproduce::settle_cap(&i.command_line));
+    let made = match &results.manifest.settling {
+        Some(cap) => Made::Reproduced(Some((cap.scale.as_str(), cap.trials))),
+        None if (results.manifest.invocations.iter())
+            .any(|i| i.command_line.iter().any(|a| a == "reproduce")) =>
+        {
+            Made::Reproduced(None)
+        }
+        None => Made::Swept,
+    };
     let cores = results
         .manifest
         .machine
@@ -411,7 +418,7 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
                     check.unsettle(format!(
                         "the estimate lies clear of the line but its interval reaches across \
                          it (or within the 2 % noise floor of it); {}",
-                        more_trials(factor, most.copied().unwrap_or(1), cap.as_ref())
+                        more_trials(factor, most.copied().unwrap_or(1), &made)
                     ));
                 }
             }
@@ -421,26 +428,35 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
     }
 }
 
+/// How a folder was made, for what rerunning it adds to a check's trials.
+enum Made<'a> {
+    /// By `reproduce`: its scale and the trials a cell settling gives at most (`None`: a
+    /// folder from before the manifest recorded them).
+    Reproduced(Option<(&'a str, usize)>),
+    /// By sweeps: their `--trials`.
+    Swept,
+}
+
 /// What it would take to decide a check whose estimate lies clear of the line: `factor` times
-/// the trials (`None`: more than 16x), where its cells have up to `most`; and whether the
-/// reproduction that made the folder (its scale and settling cap) adds them when rerun into
-/// it, or a sweep's `--trials` does.
-fn more_trials(factor: Option<f64>, most: usize, cap: Option<&(String, usize)>) -> String {
+/// the trials (`None`: more than 16x), where its cells have up to `most`; and whether rerunning
+/// what `made` the folder into it adds them.
+fn more_trials(factor: Option<f64>, most: usize, made: &Made) -> String {
     let Some(f) = factor else {
         return "more than 16x the trials would be needed".into();
     };
     let needed = ((most as f64 * f).ceil() as usize).max(most + 1);
     let about = format!("about {f:.1}x the trials would decide it ({needed} a cell");
-    match cap {
-        Some((scale, cap)) if needed > *cap => format!(
+    match made {
+        Made::Reproduced(Some((scale, cap))) if needed > *cap => format!(
             "{about}, where its cells have up to {most}): more than `reproduce --scale {scale}` \
              gives a cell ({cap}), so rerunning it into the same folder adds none"
         ),
-        Some((scale, cap)) => format!(
+        Made::Reproduced(Some((scale, cap))) => format!(
             "{about}, within the {cap} `reproduce --scale {scale}` gives: rerunning it into the \
              same folder adds them)"
         ),
-        None => format!(
+        Made::Reproduced(None) => format!("{about}, where its cells have up to {most})"),
+        Made::Swept => format!(
             "{about}, where its cells have up to {most}: a sweep's `--trials {needed}` into the \
              same folder adds them)"
         ),

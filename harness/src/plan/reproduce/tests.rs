@@ -110,24 +110,3 @@ fn a_loaders_sweep_has_the_thread_sweep_and_the_cache_its_claims_need() {
     let opts = loader_sweep(zstd, &quick, tf, "tf-data");
     assert_eq!(opts.codecs, Some(vec![Codec::None]));
 }
-
-/// A folder's report reads the cap settling had from the command that made it, as clap parses
-/// it (the default scale, `--scale=`), and none from a command that does not settle.
-#[test]
-fn the_settling_cap_is_read_back_from_the_reproduction_that_ran() {
-    let line = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
-    let quick = Some(("quick".to_string(), 16));
-    let cap = |s: &str| settle_cap(&line(s));
-    assert_eq!(
-        cap("prepbench reproduce --scale quick --loaders native,tf-data"),
-        quick
-    );
-    assert_eq!(cap("./bin/prepbench --quiet reproduce --out /tmp/x"), quick);
-    assert_eq!(
-        cap("prepbench reproduce --scale=medium"),
-        Some(("medium".into(), 24))
-    );
-    assert_eq!(cap("prepbench reproduce --scale paper"), None);
-    assert_eq!(cap("prepbench sweep cv --trials 3"), None);
-    assert_eq!(cap("prepbench reproduce --scale huge"), None);
-}

@@ -32,6 +32,28 @@ pub(crate) fn epoch_row(run: &str, loader: &str, strategy: &str, epoch: u64, sps
     }
 }
 
+/// `runs` and their `stages` as recorded on a machine of `(cores, memory_bytes)`.
+fn on_machine(
+    runs: Vec<RunRow>,
+    stages: Vec<crate::results::StageRow>,
+    (cores, memory_bytes): (usize, u64),
+) -> Results {
+    let mut recorded = Recorded {
+        runs,
+        stages,
+        ..Recorded::default()
+    };
+    recorded.manifest.machine = Some(crate::results::system::Machine {
+        hostname: "test".into(),
+        cpu_model: "test".into(),
+        logical_cores: cores,
+        memory_bytes,
+        kernel: "test".into(),
+        free_page_reporting: None,
+    });
+    Results::of(recorded)
+}
+
 /// A check of a figure whose 95 % interval is `range`, behind `cells` (settling's cells, not
 /// the figure's).
 fn range_check(
@@ -182,7 +204,7 @@ fn busy_or_straddling_checks_are_unsettled_not_judged() {
     let key = |r: &RunRow| crate::analysis::cells::key_of(r);
     let (busy, idle) = (key(&rows[0]), key(&rows[2]));
     let results = Results::of(Recorded {
-        runs: rows,
+        runs: rows.clone(),
         ..Recorded::default()
     });
     let expect = Expect::AtLeast {
@@ -214,6 +236,35 @@ fn busy_or_straddling_checks_are_unsettled_not_judged() {
     let why = |i: usize| subs[i].checks[0].unsettled.clone().unwrap_or_default();
     assert!(why(0).contains("busy (59 % foreign CPU"), "{}", why(0));
     assert!(why(1).contains("reaches across"), "{}", why(1));
+    // Its idle cells have two trials: a sweep's folder is told its own `--trials`, one that a
+    // reproduction recorded its settling cap in, whether rerunning that adds them.
+    assert!(
+        why(1).contains("where its cells have up to 2: a sweep's `--trials"),
+        "{}",
+        why(1)
+    );
+    let mut recorded = Recorded {
+        runs: rows,
+        ..Recorded::default()
+    };
+    recorded.manifest.settling = Some(crate::results::SettlingCap {
+        scale: "quick".into(),
+        trials: 3,
+    });
+    let reproduced = Results::of(recorded);
+    let (again, _) = unsettled(
+        &reproduced,
+        vec![SubClaim::new(
+            "1b",
+            "straddles",
+            vec![check(1.2, 3.0, &idle)],
+        )],
+    );
+    let capped = again.sub_claims[0].checks[0].unsettled.clone().unwrap();
+    assert!(
+        capped.contains("more than `reproduce --scale quick` gives a cell (3)"),
+        "{capped}"
+    );
     assert!(finding
         .markdown()
         .contains("unsettled: the machine was busy"));
@@ -265,19 +316,7 @@ fn thread_claims_are_judged_at_the_papers_eight_threads() {
             });
         }
     }
-    let mut recorded = Recorded {
-        runs: rows,
-        ..Recorded::default()
-    };
-    recorded.manifest.machine = Some(crate::results::system::Machine {
-        hostname: "many".into(),
-        cpu_model: "test".into(),
-        logical_cores: 16,
-        memory_bytes: 64_000_000_000,
-        kernel: "test".into(),
-        free_page_reporting: None,
-    });
-    let results = Results::of(recorded);
+    let results = on_machine(rows, Vec::new(), (16, 64_000_000_000));
     let cells = results.cells();
     let views = crate::analysis::report::views(&results, &cells);
     let found = judge(&results, &views);
@@ -404,9 +443,9 @@ fn a_drift_between_sittings_larger_than_the_margin_unsettles_a_decided_check() {
 /// rather than promising trials its cap refuses.
 #[test]
 fn an_open_check_says_whether_rerunning_what_made_its_folder_adds_the_trials() {
-    let quick = Some(("quick".to_string(), 16));
+    let quick = Made::Reproduced(Some(("quick", 16)));
     // quick-aq's 4a on NILM under tf-data: 2.9x of 8 trials a cell is 24, past quick's 16.
-    let past = more_trials(Some(2.9), 8, quick.as_ref());
+    let past = more_trials(Some(2.9), 8, &quick);
     assert!(
         past.contains("(24 a cell, where its cells have up to 8)"),
         "{past}"
@@ -419,22 +458,28 @@ fn an_open_check_says_whether_rerunning_what_made_its_folder_adds_the_trials() {
         past.contains("adds none") && !past.contains("adds them"),
         "{past}"
     );
-    let within = more_trials(Some(2.0), 3, quick.as_ref());
+    let within = more_trials(Some(2.0), 3, &quick);
     assert!(within.contains("(6 a cell, within the 16"), "{within}");
     assert!(
         within.contains("adds them") && !within.contains("adds none"),
         "{within}"
     );
     // A factor under one trial more still asks for one.
-    assert!(more_trials(Some(1.1), 3, quick.as_ref()).contains("(4 a cell"));
+    assert!(more_trials(Some(1.1), 3, &quick).contains("(4 a cell"));
     // A sweep's folder: its own `--trials`.
-    let swept = more_trials(Some(1.5), 3, None);
+    let swept = more_trials(Some(1.5), 3, &Made::Swept);
     assert!(
         swept.contains("`--trials 5` into the same folder adds them"),
         "{swept}"
     );
+    // A reproduction from before its cap was recorded: no promise either way.
+    let before = more_trials(Some(2.9), 8, &Made::Reproduced(None));
+    assert!(
+        before.ends_with("(24 a cell, where its cells have up to 8)"),
+        "{before}"
+    );
     assert_eq!(
-        more_trials(None, 3, quick.as_ref()),
+        more_trials(None, 3, &quick),
         "more than 16x the trials would be needed"
     );
 }
@@ -478,20 +523,7 @@ fn a_loader_without_stages_is_explained_by_the_cores_its_processes_kept_busy() {
             })
         })
         .collect();
-    let mut recorded = Recorded {
-        runs: rows,
-        stages,
-        ..Recorded::default()
-    };
-    recorded.manifest.machine = Some(crate::results::system::Machine {
-        hostname: "two".into(),
-        cpu_model: "test".into(),
-        logical_cores: 2,
-        memory_bytes: 25_000_000_000,
-        kernel: "test".into(),
-        free_page_reporting: None,
-    });
-    let results = Results::of(recorded);
+    let results = on_machine(rows, stages, (2, 25_000_000_000));
     let cells = results.cells();
     let views = crate::analysis::report::views(&results, &cells);
     let view = views.iter().find(|v| v.name == "cv").unwrap();
@@ -517,12 +549,7 @@ fn a_loader_without_stages_is_explained_by_the_cores_its_processes_kept_busy() {
         row.cpu_user_s /= 4.0;
         row.cpu_sys_s /= 4.0;
     }
-    let mut recorded = Recorded {
-        runs: idle,
-        ..Recorded::default()
-    };
-    recorded.manifest = results.manifest.clone();
-    let idle = Results::of(recorded);
+    let idle = on_machine(idle, Vec::new(), (2, 25_000_000_000));
     let cell = idle.cells().into_iter().next().unwrap();
     let m = cpu_mechanism(&idle, &cell).unwrap();
     assert!(
