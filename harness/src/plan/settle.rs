@@ -32,8 +32,7 @@ pub struct Unsettled {
     pub offline: bool,
 }
 
-/// Claims about the offline phase: their checks are settled by more materializations.
-const OFFLINE_CLAIMS: [&str; 1] = ["3d"];
+use crate::analysis::findings::OFFLINE_CLAIMS;
 
 /// The checks of the findings in `dir` whose 95 % interval straddles the threshold their
 /// estimate lies clear of, each with the trials that should narrow it enough (every cell's

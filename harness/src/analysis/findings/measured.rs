@@ -332,10 +332,14 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
         .filter_map(|c| Some((&c.key, results.drift(c, &sittings)?)))
         .collect();
     let heavy = crate::results::rows::heavy_load_pct();
-    // Trials recorded of each cell, and what the reproduction that made the folder gives a
-    // cell at most (its scale's settling cap), to say whether rerunning it would add them.
-    let recorded: std::collections::HashMap<&crate::analysis::cells::CellKey, usize> =
-        cells.iter().map(|c| (&c.key, c.rows.len())).collect();
+    // Trials recorded of each cell (materializations, for a claim about the offline phase),
+    // and what the reproduction that made the folder gives a cell at most (its scale's
+    // settling cap), to say whether rerunning it would add them.
+    type Counts<'c> = std::collections::HashMap<&'c crate::analysis::cells::CellKey, usize>;
+    let trials: Counts = cells.iter().map(|c| (&c.key, c.rows.len())).collect();
+    let materialized: Counts = (cells.iter())
+        .filter_map(|c| Some((&c.key, c.offline.as_ref()?.n)))
+        .collect();
     let made = match &results.manifest.settling {
         Some(cap) => Made::Reproduced(Some((cap.scale.as_str(), cap.trials))),
         None if (results.manifest.invocations.iter())
@@ -353,6 +357,11 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
     for finding in found.iter_mut() {
         for sub in &mut finding.sub_claims {
             let scaling = SCALING_CLAIMS.contains(&sub.id);
+            let recorded = if crate::analysis::findings::OFFLINE_CLAIMS.contains(&sub.id) {
+                &materialized
+            } else {
+                &trials
+            };
             for check in &mut sub.checks {
                 if check.verdict == Verdict::NotTestable || check.cells.is_empty() {
                     continue;

@@ -34,6 +34,10 @@ pub const SIZE_FACTOR: f64 = 2.0;
 /// More trials than this factor of those already run are never asked to settle a check.
 pub const MAX_TRIALS_FACTOR: f64 = 16.0;
 
+/// Claims about the offline phase: their checks are settled by more materializations, not
+/// more online trials.
+pub const OFFLINE_CLAIMS: [&str; 1] = ["3d"];
+
 /// Whether `f` times the trials behind `estimate` narrow its 95 % half-width, times `slack`,
 /// to within `margin` (a positive one).
 fn narrows_to(estimate: &LogEstimate, margin: f64, f: f64, slack: f64) -> bool {

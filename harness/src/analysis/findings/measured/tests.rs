@@ -557,3 +557,52 @@ fn a_loader_without_stages_is_explained_by_the_cores_its_processes_kept_busy() {
         "{m}"
     );
 }
+
+/// A claim about the offline phase (3d) is settled by materializations, and its open check
+/// counts them, not the online trials of its cells.
+#[test]
+fn an_open_offline_check_counts_materializations() {
+    let runs: Vec<RunRow> = (0..2)
+        .map(|trial| RunRow {
+            run_id: format!("r{trial}"),
+            trial,
+            ..epoch_row("r", "native", "resized", 0, 100.0)
+        })
+        .collect();
+    let offline = (0..5)
+        .map(|trial| crate::results::OfflineRow {
+            run_id: format!("o{trial}"),
+            workload: "cv".into(),
+            strategy: "resized".into(),
+            split: 3,
+            offline_trial: trial,
+            offline_s: 10.0 + trial as f64,
+            ..crate::results::OfflineRow::default()
+        })
+        .collect();
+    let key = crate::analysis::cells::key_of(&runs[0]);
+    let results = Results::of(Recorded {
+        runs,
+        offline,
+        ..Recorded::default()
+    });
+    let expect = Expect::AtLeast {
+        holds: 1.5,
+        opposite: 1.0,
+    };
+    let open = |id: &'static str| {
+        let check = range_check((1.2, 3.0), expect, &key);
+        let (finding, _) = unsettled(&results, vec![SubClaim::new(id, "open", vec![check])]);
+        finding.sub_claims[0].checks[0].unsettled.clone().unwrap()
+    };
+    assert!(
+        open("3d").contains("where its cells have up to 5"),
+        "{}",
+        open("3d")
+    );
+    assert!(
+        open("3a").contains("where its cells have up to 2"),
+        "{}",
+        open("3a")
+    );
+}
