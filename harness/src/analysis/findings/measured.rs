@@ -508,4 +508,6 @@ pub fn observations(results: &Results, views: &[&WorkloadView]) -> Observations 
 }
 
 #[cfg(test)]
+mod explained;
+#[cfg(test)]
 pub(crate) mod tests;
