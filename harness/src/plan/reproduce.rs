@@ -29,6 +29,13 @@ pub enum ScaleName {
     Paper,
 }
 
+impl ScaleName {
+    /// The name `--scale` takes (`quick`).
+    pub fn label(self) -> String {
+        format!("{self:?}").to_lowercase()
+    }
+}
+
 /// The settings of one scale.
 #[derive(Clone, Debug)]
 pub struct Scale {
@@ -556,7 +563,7 @@ pub fn reproduce(
         // The report says of a check left open whether rerunning this adds its trials.
         crate::results::Manifest::update(&places.out, |m| {
             m.settling = Some(crate::results::SettlingCap {
-                scale: format!("{name:?}").to_lowercase(),
+                scale: name.label(),
                 trials: cap,
             })
         })?;
@@ -567,10 +574,7 @@ pub fn reproduce(
 }
 
 pub fn default_out(name: ScaleName) -> PathBuf {
-    PathBuf::from(format!(
-        "results/local/reproduce-{}",
-        format!("{name:?}").to_lowercase()
-    ))
+    PathBuf::from(format!("results/local/reproduce-{}", name.label()))
 }
 
 #[cfg(test)]

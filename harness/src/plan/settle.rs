@@ -9,7 +9,7 @@ use std::path::Path;
 use workloads::Codec;
 
 use crate::analysis::cells::{CellKey, Results};
-use crate::analysis::findings::measured;
+use crate::analysis::findings::{grown_trials, measured, SettleCounts, OFFLINE_CLAIMS};
 use crate::analysis::report::views;
 use crate::plan::options::TrialTarget;
 use crate::plan::sweep::{sweep, Places, SweepOptions, SweepOutcome};
@@ -32,8 +32,6 @@ pub struct Unsettled {
     pub offline: bool,
 }
 
-use crate::analysis::findings::OFFLINE_CLAIMS;
-
 /// The checks of the findings in `dir` whose 95 % interval straddles the threshold their
 /// estimate lies clear of, each with the trials that should narrow it enough (every cell's
 /// trials times the check's [`crate::analysis::findings::Check::trials_factor`], at least one
@@ -42,14 +40,7 @@ use crate::analysis::findings::OFFLINE_CLAIMS;
 pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
     let results = Results::load(dir)?;
     let cells = results.cells();
-    // Trials recorded, not those the summary kept: a target at or below the recorded count
-    // would ask for nothing, and the round would end without settling.
-    let trials: HashMap<&CellKey, usize> = cells.iter().map(|c| (&c.key, c.rows.len())).collect();
-    // Materializations recorded of each cell's strategy and codec.
-    let materialized: HashMap<&CellKey, usize> = cells
-        .iter()
-        .filter_map(|c| Some((&c.key, c.offline.as_ref()?.n)))
-        .collect();
+    let counts = SettleCounts::of(&cells);
     // Each cell's spread from trial to trial (its throughput's coefficient of variation, a
     // slow epoch included: the trials go where the spread is, and a slow epoch weighs less the
     // more trials its cell has).
@@ -67,7 +58,7 @@ pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
     let mut out = Vec::new();
     for sub in found.iter().flat_map(|f| &f.sub_claims) {
         let offline = OFFLINE_CLAIMS.contains(&sub.id);
-        let recorded = if offline { &materialized } else { &trials };
+        let recorded = counts.for_claim(sub.id);
         for check in &sub.checks {
             let Some(targets) = targets(check, offline, (recorded, &spread), cap) else {
                 continue;
@@ -138,7 +129,7 @@ fn targets_within_cap(
         .iter()
         .filter_map(|key| {
             let n = *recorded.get(key)?;
-            let trials = ((n as f64 * factor).ceil() as usize).max(n + 1);
+            let trials = grown_trials(n, factor);
             Some((
                 TrialTarget {
                     key: key.clone(),

@@ -332,14 +332,9 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
         .filter_map(|c| Some((&c.key, results.drift(c, &sittings)?)))
         .collect();
     let heavy = crate::results::rows::heavy_load_pct();
-    // Trials recorded of each cell (materializations, for a claim about the offline phase),
-    // and what the reproduction that made the folder gives a cell at most (its scale's
-    // settling cap), to say whether rerunning it would add them.
-    type Counts<'c> = std::collections::HashMap<&'c crate::analysis::cells::CellKey, usize>;
-    let trials: Counts = cells.iter().map(|c| (&c.key, c.rows.len())).collect();
-    let materialized: Counts = (cells.iter())
-        .filter_map(|c| Some((&c.key, c.offline.as_ref()?.n)))
-        .collect();
+    // What settling counts of each cell, and what the reproduction that made the folder gives
+    // a cell at most (its scale's settling cap), to say whether rerunning it would add them.
+    let counts = crate::analysis::findings::SettleCounts::of(&cells);
     let made = match &results.manifest.settling {
         Some(cap) => Made::Reproduced(Some((cap.scale.as_str(), cap.trials))),
         None if (results.manifest.invocations.iter())
@@ -357,11 +352,7 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
     for finding in found.iter_mut() {
         for sub in &mut finding.sub_claims {
             let scaling = SCALING_CLAIMS.contains(&sub.id);
-            let recorded = if crate::analysis::findings::OFFLINE_CLAIMS.contains(&sub.id) {
-                &materialized
-            } else {
-                &trials
-            };
+            let recorded = counts.for_claim(sub.id);
             for check in &mut sub.checks {
                 if check.verdict == Verdict::NotTestable || check.cells.is_empty() {
                     continue;
@@ -453,7 +444,7 @@ fn more_trials(factor: Option<f64>, most: usize, made: &Made) -> String {
     let Some(f) = factor else {
         return "more than 16x the trials would be needed".into();
     };
-    let needed = ((most as f64 * f).ceil() as usize).max(most + 1);
+    let needed = crate::analysis::findings::grown_trials(most, f);
     let about = format!("about {f:.1}x the trials would decide it ({needed} a cell");
     match made {
         Made::Reproduced(Some((scale, cap))) if needed > *cap => format!(

@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use workloads::Codec;
 
-use crate::analysis::cells::CellKey;
+use crate::analysis::cells::{Cell, CellKey};
 use crate::analysis::findings::observed::Figure;
 use crate::analysis::stats::{kendall_tau_b, LogEstimate};
 use crate::analysis::view::WorkloadView;
@@ -37,6 +37,40 @@ pub const MAX_TRIALS_FACTOR: f64 = 16.0;
 /// Claims about the offline phase: their checks are settled by more materializations, not
 /// more online trials.
 pub const OFFLINE_CLAIMS: [&str; 1] = ["3d"];
+
+/// What settling counts of each cell, for settling's plan and the report's word on an open
+/// check: the trials recorded (rows, not those its summary kept: a target at or below the
+/// recorded count would ask for nothing), and the materializations of its strategy and codec.
+pub struct SettleCounts<'c> {
+    trials: std::collections::HashMap<&'c CellKey, usize>,
+    materialized: std::collections::HashMap<&'c CellKey, usize>,
+}
+
+impl<'c> SettleCounts<'c> {
+    pub fn of(cells: &'c [Cell]) -> SettleCounts<'c> {
+        SettleCounts {
+            trials: cells.iter().map(|c| (&c.key, c.rows.len())).collect(),
+            materialized: (cells.iter())
+                .filter_map(|c| Some((&c.key, c.offline.as_ref()?.n)))
+                .collect(),
+        }
+    }
+
+    /// The counts a check of `claim` is settled by: materializations for a claim about the
+    /// offline phase ([`OFFLINE_CLAIMS`]), trials otherwise.
+    pub fn for_claim(&self, claim: &str) -> &std::collections::HashMap<&'c CellKey, usize> {
+        if OFFLINE_CLAIMS.contains(&claim) {
+            &self.materialized
+        } else {
+            &self.trials
+        }
+    }
+}
+
+/// The trials `factor` times `n` asks for: one more at least.
+pub fn grown_trials(n: usize, factor: f64) -> usize {
+    ((n as f64 * factor).ceil() as usize).max(n + 1)
+}
 
 /// Whether `f` times the trials behind `estimate` narrow its 95 % half-width, times `slack`,
 /// to within `margin` (a positive one).

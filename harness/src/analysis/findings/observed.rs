@@ -118,7 +118,7 @@ pub struct Scaling {
     pub from: usize,
     pub to: usize,
     pub speedup: Figure,
-    /// What bound its cold epochs at each end (`1 threads: ...; 2 threads: ...`), where both
+    /// What bound its cold epochs at each end (`1 thread: ...; 2 threads: ...`), where both
     /// are known: why more threads did or did not help.
     pub mechanism: Option<String>,
 }
