@@ -9,7 +9,8 @@
 #     strategy, cold epochs, at WORKERS threads / num_workers.
 #  3. SPDL beside them (scripts/peers/spdl_bare.py, the same steps in an SPDL pipeline of
 #     WORKERS threads, and with SPDL's own decode and resize), when the interpreter has it
-#     (`pip install spdl`; said missing otherwise): spdl-module.txt, spdl-decode.txt.
+#     (`pip install spdl`; said missing otherwise): spdl-module.txt, spdl-spdl.txt. SPDL's own
+#     decoder loads FFmpeg's shared libraries (Debian 12: apt-get install libavdevice59).
 #  4. The paper's CV chain (prepbench's own steps; under torch in their torchvision form),
 #     `sweep cv --loaders native,torch` of every strategy, cold, verified: cv/.
 # Epochs of steps 2 and 4 are sized to last MIN_EPOCH_S (default 2) from a calibration.

@@ -82,6 +82,12 @@ def main():
     def collate(batch):
         return {key: np.stack([s[key] for s in batch]) for key in batch[0]}
 
+    # SPDL's pipeline logs a stage's exception and drops the item: one sample first, untimed,
+    # so that a step or a decoder that cannot run (SPDL without its FFmpeg libraries) stops
+    # here with its own error, and an epoch short of samples fails below.
+    if items:
+        sample(items[0])
+
     for trial in range(args.trials):
         for epoch in range(args.epochs):
             pipeline = (
@@ -99,6 +105,9 @@ def main():
                 for batch in pipeline:
                     samples += len(batch["label"])
             seconds = time.perf_counter() - started
+            if samples != len(items):
+                sys.exit(f"spdl_bare.py: trial {trial} epoch {epoch} delivered {samples} of "
+                         f"{len(items)} samples (the pipeline dropped the rest: its log says why)")
             print(f"{trial} {epoch} {samples} {seconds:.6f} {samples / seconds:.3f}", flush=True)
 
 
