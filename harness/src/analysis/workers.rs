@@ -79,8 +79,10 @@ pub fn workers_note(
             measured.join(", ")
         );
         if ratio.is_some_and(|r| r.ci95().0 < 0.9) {
+            let trials = chosen.throughput.n.max(best.throughput.n);
             text.push_str(&format!(
-                " The interval is wide: more trials would tell whether more {workers} help."
+                " The interval is wide: more trials would tell whether more {workers} help ({}).",
+                crate::analysis::advice::more_trials(trials)
             ));
         }
         text
@@ -181,5 +183,25 @@ mod tests {
         let note = workers_note(&view, "s", workloads::Codec::None, Some(8)).unwrap();
         assert!(note.contains("fastest with threads = 8"), "{note}");
         assert!(note.contains("all 8 cores"), "{note}");
+        // One thread scattered so far that it is within noise of two: said wide, with what
+        // would narrow it (twice its trials, into the same folder).
+        let runs = [(1, [60.0, 100.0, 160.0]), (2, [195.0, 200.0, 205.0])]
+            .into_iter()
+            .flat_map(|(t, sps)| sps.into_iter().enumerate().map(move |(i, s)| (t, i, s)))
+            .map(|(threads, trial, sps)| row(threads, trial, sps, "native"))
+            .collect();
+        let results = Results::of(Recorded {
+            runs,
+            ..Recorded::default()
+        });
+        let cells = results.cells();
+        let (label, condition) = &results.conditions()[0];
+        let view = WorkloadView::new(label, condition, &cells, None);
+        let note = workers_note(&view, "s", workloads::Codec::None, Some(2)).unwrap();
+        assert!(note.contains("no more than threads = 1"), "{note}");
+        assert!(
+            note.contains("The interval is wide") && note.contains("`--trials 6` adds trials"),
+            "{note}"
+        );
     }
 }
