@@ -2,11 +2,12 @@
 //! chose the strategy (its cold throughput, or the weighted score and what the weights bought),
 //! which way a shorter or longer training run moves the answer (from the two candidates'
 //! offline time and per-epoch time, not from a fixed phrase), and interval language only
-//! where both sides have intervals. A difference the measurements cannot carry (overlapping
-//! intervals, one trial, one materialization) is said to be one, with the command that
+//! where both sides have intervals. A difference the measurements cannot carry (a ratio whose
+//! interval reaches 1, one trial, one materialization) is said to be one, with the command that
 //! would settle it.
 
 use crate::analysis::candidate::{Candidate, Weights};
+use crate::analysis::stats::DEFAULT_NOISE;
 use crate::units::{duration, rate};
 
 /// Whether the weights rank on cold throughput alone.
@@ -140,22 +141,30 @@ pub fn more_trials(trials: usize) -> String {
 }
 
 /// The candidates the measurements cannot separate from `best` on cold throughput (when
-/// ranking on it alone), said as what they are: overlapping intervals, or one trial.
+/// ranking on it alone), said as what they are: a ratio whose 95 % interval reaches within
+/// noise of 1 (as `compare` and the workers note judge; two intervals that overlap can still
+/// differ), or one trial.
 pub fn ties(best: &Candidate, list: &[Candidate], weights: Weights) -> String {
     if !throughput_only(weights) {
         return String::new();
     }
     let name = |c: &Candidate| format!("`{}` ({})", c.strategy, c.codec);
-    let mut overlap = Vec::new();
+    let mut tied = Vec::new();
     let mut single = Vec::new();
     // The most trials any of the tied settings has ([`more_trials`]).
     let mut trials = best.trials;
     let same = |c: &Candidate| c.strategy == best.strategy && c.codec == best.codec;
     for c in list.iter().filter(|c| !same(c)) {
-        match (best.cold_ci95, c.cold_ci95) {
-            (Some((alo, ahi)), Some((blo, bhi))) => {
-                if alo <= bhi && blo <= ahi {
-                    overlap.push(name(c));
+        match (best.cold_estimate, c.cold_estimate) {
+            (Some(a), Some(b)) => {
+                let ratio = a.over(&b);
+                let (lo, hi) = ratio.ci95();
+                if lo <= 1.0 / (1.0 - DEFAULT_NOISE) {
+                    tied.push(format!(
+                        "{} ({:.2}x [{lo:.2}, {hi:.2}])",
+                        name(c),
+                        ratio.value()
+                    ));
                     trials = trials.max(c.trials);
                 }
             }
@@ -163,20 +172,21 @@ pub fn ties(best: &Candidate, list: &[Candidate], weights: Weights) -> String {
         }
     }
     let mut text = String::new();
-    if !overlap.is_empty() {
+    if !tied.is_empty() {
         text.push_str(&format!(
-            " The measurements do not separate it from {}: their 95 % intervals of cold throughput overlap ({}; or prefer the one cheaper in storage and offline time).",
-            overlap.join(", "),
+            " The measurements do not separate it from {}: the 95 % interval of its cold throughput over theirs reaches within {:.0} % of 1 ({}; or prefer the one cheaper in storage and offline time).",
+            tied.join(", "),
+            DEFAULT_NOISE * 100.0,
             more_trials(trials)
         ));
     }
     if !single.is_empty() {
-        let lead = if overlap.is_empty() {
+        let lead = if tied.is_empty() {
             "The measurements cannot rank it against"
         } else {
             "Nor can they rank it against"
         };
-        let why = if best.cold_ci95.is_none() {
+        let why = if best.cold_estimate.is_none() {
             "it rests on one trial".to_string()
         } else if single.len() == 1 {
             format!("{} rests on one trial", single[0])
@@ -194,6 +204,7 @@ pub fn ties(best: &Candidate, list: &[Candidate], weights: Weights) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::stats::{LogEstimate, Summary};
 
     /// A candidate of 1000 samples read at `sps` cold and later, after `offline_s`.
     fn candidate(name: &str, offline_s: f64, sps: f64, ci: Option<f64>, epochs: u64) -> Candidate {
@@ -206,6 +217,10 @@ mod tests {
             storage_bytes: 1e9 + offline_s * 1e6,
             cold_sps: sps,
             cold_ci95: ci.map(|f| (sps / f, sps * f)),
+            cold_estimate: ci.and_then(|f| {
+                let trials = Summary::of(&[sps / f, sps, sps * f]).ok()?;
+                LogEstimate::of_mean(&trials)
+            }),
             long_enough: true,
             trials: if ci.is_some() { 3 } else { 1 },
             epoch_s: samples / sps,
@@ -297,26 +312,51 @@ mod tests {
         );
     }
 
+    /// A candidate measured in `trials` (samples/s of its cold epochs).
+    fn measured(name: &str, trials: &[f64]) -> Candidate {
+        let summary = Summary::of(trials).unwrap();
+        Candidate {
+            cold_ci95: summary.ci95,
+            cold_estimate: LogEstimate::of_mean(&summary),
+            trials: trials.len(),
+            ..candidate(name, 0.0, summary.mean, Some(1.1), 10)
+        }
+    }
+
+    /// Two settings whose own 95 % intervals overlap can still differ: tied only where the
+    /// interval of their ratio reaches within noise of 1.
+    #[test]
+    fn a_tie_is_judged_on_the_ratio_not_on_overlapping_intervals() {
+        let w = Weights(0.0, 0.0, 1.0);
+        let best = measured("resized", &[103.8, 104.8, 105.8]);
+        let apart = measured("decoded", &[99.0, 100.0, 101.0]);
+        let (b, a) = (best.cold_ci95.unwrap(), apart.cold_ci95.unwrap());
+        assert!(b.0 < a.1, "the intervals overlap: {b:?} {a:?}");
+        let text = ties(&best, &[best.clone(), apart], w);
+        assert!(text.is_empty(), "{text}");
+        let close = measured("decoded", &[101.0, 103.0, 105.0]);
+        let text = ties(&best, &[best.clone(), close], w);
+        assert!(
+            text.contains("do not separate it from `decoded` (none) (1.02x [")
+                && text.contains("reaches within 2 % of 1"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn interval_language_only_where_both_sides_have_intervals() {
         let w = Weights(0.0, 0.0, 1.0);
         let best = candidate("resized", 0.0, 1731.0, None, 10);
         let other = candidate("decoded", 0.0, 1500.0, Some(1.2), 10);
         let text = ties(&best, &[best.clone(), other.clone()], w);
-        assert!(
-            !text.contains("intervals of cold throughput overlap"),
-            "{text}"
-        );
+        assert!(!text.contains("reaches within"), "{text}");
         assert!(
             text.contains("cannot rank it against `decoded` (none): it rests on one trial"),
             "{text}"
         );
         let best = candidate("resized", 0.0, 1731.0, Some(1.2), 10);
         let text = ties(&best, &[best.clone(), other], w);
-        assert!(
-            text.contains("intervals of cold throughput overlap"),
-            "{text}"
-        );
+        assert!(text.contains("reaches within 2 % of 1"), "{text}");
         // What would separate them: twice the trials they have, added to the same folder.
         assert!(text.contains("with `--trials 6` adds trials"), "{text}");
         assert!(!text.contains("one trial"), "{text}");

@@ -49,6 +49,9 @@ pub struct Candidate {
     pub cold_sps: f64,
     /// The 95 % interval of `cold_sps` (`None` from one trial).
     pub cold_ci95: Option<(f64, f64)>,
+    /// `cold_sps` on the log scale with its variance, for ratios to other candidates (`None`
+    /// from one trial).
+    pub cold_estimate: Option<crate::analysis::stats::LogEstimate>,
     /// Whether its cold epochs lasted long enough to judge by.
     pub long_enough: bool,
     /// The evidence behind `cold_sps`: trials, the median cold epoch in seconds, and the

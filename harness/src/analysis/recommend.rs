@@ -149,6 +149,7 @@ pub fn candidates(
                 storage_bytes,
                 cold_sps: cold.throughput.mean,
                 cold_ci95: cold.throughput.ci95,
+                cold_estimate: crate::analysis::stats::LogEstimate::of_mean(&cold.throughput),
                 long_enough: cold.long_enough(),
                 trials: cold.throughput.n,
                 epoch_s: cold.online.median,
