@@ -30,9 +30,10 @@ pub enum ScaleName {
 }
 
 impl ScaleName {
-    /// The name `--scale` takes (`quick`).
+    /// The name `--scale` takes (`quick`), as clap spells it.
     pub fn label(self) -> String {
-        format!("{self:?}").to_lowercase()
+        clap::ValueEnum::to_possible_value(&self)
+            .map_or_else(|| format!("{self:?}"), |v| v.get_name().to_string())
     }
 }
 

@@ -335,15 +335,7 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
     // What settling counts of each cell, and what the reproduction that made the folder gives
     // a cell at most (its scale's settling cap), to say whether rerunning it would add them.
     let counts = crate::analysis::findings::SettleCounts::of(&cells);
-    let made = match &results.manifest.settling {
-        Some(cap) => Made::Reproduced(Some((cap.scale.as_str(), cap.trials))),
-        None if (results.manifest.invocations.iter())
-            .any(|i| i.command_line.iter().any(|a| a == "reproduce")) =>
-        {
-            Made::Reproduced(None)
-        }
-        None => Made::Swept,
-    };
+    let made = Made::of(&results.manifest);
     let cores = results
         .manifest
         .machine
@@ -435,6 +427,38 @@ enum Made<'a> {
     Reproduced(Option<(&'a str, usize)>),
     /// By sweeps: their `--trials`.
     Swept,
+}
+
+impl<'a> Made<'a> {
+    /// From the manifest: the settling cap `reproduce` recorded, else whether an invocation's
+    /// subcommand was `reproduce` (a folder from before the record), else sweeps.
+    fn of(manifest: &'a crate::results::Manifest) -> Made<'a> {
+        if let Some(cap) = &manifest.settling {
+            return Made::Reproduced(Some((cap.scale.as_str(), cap.trials)));
+        }
+        let reproduced =
+            (manifest.invocations.iter()).any(|i| subcommand(&i.command_line) == Some("reproduce"));
+        if reproduced {
+            Made::Reproduced(None)
+        } else {
+            Made::Swept
+        }
+    }
+}
+
+/// The subcommand of a recorded command line: its first word after the program that is not an
+/// option or the value of the global `--python` (the one global option that takes a value), so
+/// that `sweep cv --out reproduce` is a sweep.
+fn subcommand(command_line: &[String]) -> Option<&str> {
+    let mut words = command_line.iter().skip(1);
+    while let Some(word) = words.next() {
+        if word == "--python" {
+            words.next();
+        } else if !word.starts_with('-') {
+            return Some(word);
+        }
+    }
+    None
 }
 
 /// What it would take to decide a check whose estimate lies clear of the line: `factor` times

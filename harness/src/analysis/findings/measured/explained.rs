@@ -52,6 +52,46 @@ fn an_open_check_says_whether_rerunning_what_made_its_folder_adds_the_trials() {
     );
 }
 
+/// How a folder was made is read from its manifest: the cap `reproduce` recorded, else the
+/// subcommand of an invocation (global options before it, a path named `reproduce` after it).
+#[test]
+fn how_a_folder_was_made_is_read_from_its_manifest() {
+    let line = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+    assert_eq!(
+        subcommand(&line(
+            "./bin/prepbench --python /usr/bin/python3 --quiet reproduce"
+        )),
+        Some("reproduce")
+    );
+    assert_eq!(
+        subcommand(&line("prepbench sweep cv --out reproduce")),
+        Some("sweep")
+    );
+    assert_eq!(subcommand(&line("prepbench --quiet")), None);
+    let mut manifest = crate::results::Manifest::default();
+    let invoked = |manifest: &mut crate::results::Manifest, s: &str| {
+        manifest.invocations.push(crate::results::InvocationEntry {
+            command_line: line(s),
+            ..Default::default()
+        })
+    };
+    invoked(&mut manifest, "prepbench sweep cv --out reproduce");
+    assert!(matches!(Made::of(&manifest), Made::Swept));
+    invoked(
+        &mut manifest,
+        "prepbench --python python3 reproduce --scale quick",
+    );
+    assert!(matches!(Made::of(&manifest), Made::Reproduced(None)));
+    manifest.settling = Some(crate::results::SettlingCap {
+        scale: "quick".into(),
+        trials: 16,
+    });
+    assert!(matches!(
+        Made::of(&manifest),
+        Made::Reproduced(Some(("quick", 16)))
+    ));
+}
+
 /// A loader that times no stages (tf.data, a DataLoader) is explained by the cores its
 /// processes kept busy: tf.data's cold epochs of CV `pixel-centered` keep 1.7 of 2 cores busy
 /// at 1 thread and at 2 (as in `quick-ar`), so the page cache has little to save and the
