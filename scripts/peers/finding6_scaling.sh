@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Finding 6 on a many-core machine, in one short run: the paper's two sides of thread scaling,
-# MP3 `decoded` (the spectrogram online: CPU-bound) and NILM `aggregated` (tiny samples), swept
+# MP3 `decoded` (the spectrogram online: CPU-bound), FLAC `decoded` (the same steps, the other
+# audio pipeline 6a and 6c are about) and NILM `aggregated` (tiny samples), swept
 # at 1, 2, 4, 8, 16 threads with prepbench's own engine, cold epochs of at least MIN_EPOCH_S
 # (default 1) at the most threads, TRIALS (default 3) trials; then, while the time lasts, MP3
 # `decoded` under PyTorch's DataLoader at the same worker counts (its online steps are torch
 # arithmetic: no audio decoder needed). `prepbench report` of the folder judges 6a, 6b and 6c,
 # the claim the 2-core VM cannot test (8 threads on 8 or more cores).
 #
-# PARTS (default mp3,nilm,torch) names the sweeps to run. Each runs under its own `timeout`
-# (MP3_S, NILM_S, TORCH_S seconds): a sweep resumes
-# where it stopped, so a cut run still leaves its finished cells in runs.csv, and the report is
-# written of what is there. Needs a built prepbench and its Python module (PREPBENCH,
+# PARTS (default mp3,nilm,torch; flac too where named) names the sweeps to run, in the order
+# mp3, nilm, flac, torch. Each runs under its own `timeout` (MP3_S, NILM_S, FLAC_S, TORCH_S
+# seconds): a sweep resumes where it stopped, so a cut run still leaves its finished cells in
+# runs.csv, and the report is written of what is there. Needs a built prepbench and its Python module (PREPBENCH,
 # PREPBENCH_NATIVE; default target/release/) and, for the torch part, a python3 with torch
 # (PYTHON). Writes OUT (default results/local/finding6-scaling): machine.txt, log.txt,
 # finding6.tar.gz (the results folder, report.md and recommend.md in it), report.md and
@@ -27,6 +28,7 @@ trials=${TRIALS:-3}
 min_epoch_s=${MIN_EPOCH_S:-1}
 mp3_s=${MP3_S:-200}
 nilm_s=${NILM_S:-150}
+flac_s=${FLAC_S:-200}
 torch_s=${TORCH_S:-120}
 parts=,${PARTS:-mp3,nilm,torch},
 export PYTHONPATH=$repo/python${PYTHONPATH:+:$PYTHONPATH}
@@ -51,6 +53,7 @@ sweep() { # part, seconds, label, sweep arguments...
 }
 sweep mp3 "$mp3_s" "mp3 decoded, native" mp3 --strategies decoded
 sweep nilm "$nilm_s" "nilm aggregated, native" nilm --strategies aggregated
+sweep flac "$flac_s" "flac decoded, native" flac --strategies decoded
 sweep torch "$torch_s" "mp3 decoded, torch" mp3 --strategies decoded --loaders torch
 "$bin" report "$results" --quiet
 "$bin" recommend "$results" > "$results/recommend.md"
