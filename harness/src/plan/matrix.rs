@@ -198,6 +198,18 @@ impl Plan {
             trials > 0 && threads.iter().all(|&t| t > 0),
             "trials and thread counts must be at least 1"
         );
+        if let Some(max) = opts.max_trials {
+            let from = if opts.trials.is_some() {
+                "--trials"
+            } else {
+                "the workload's sweep.trials"
+            };
+            anyhow::ensure!(
+                max > trials,
+                "--max-trials {max} would add no trial: every setting already runs {trials} \
+                 ({from}); give more than {trials}, or leave --max-trials out"
+            );
+        }
         check_subsets(opts, &strategies, &cache)?;
         let most = threads.iter().copied().max().unwrap_or(1);
         let scales = |strategy: &Strategy, t: usize| {

@@ -240,6 +240,22 @@ pub fn parse_rows<R: DeserializeOwned>(
             "empty table: no header".into(),
         ));
     }
+    // A header sharing no column with the rows' fields is another file, whether or not rows
+    // follow it (without rows, no field would be found missing).
+    let known = columns::<R>();
+    if !known.is_empty() && !header.iter().any(|h| known.contains(&h)) {
+        let shown: Vec<&str> = header.iter().take(4).collect();
+        return Err(ResultsError::invalid(
+            origin,
+            format!(
+                "its header ({}{}) has none of the columns this prepbench writes (`{}`, ...): \
+                 not a table this prepbench wrote",
+                shown.join(","),
+                if header.len() > 4 { ",..." } else { "" },
+                known[0]
+            ),
+        ));
+    }
     reader
         .deserialize()
         .map(|row| row.map_err(|e| ResultsError::invalid(origin, describe(&e))))
@@ -350,5 +366,17 @@ mod tests {
         std::fs::write(&bad, "id,other\nr1,x\n").unwrap();
         let err = read_rows::<Row>(&bad).unwrap_err().to_string();
         assert!(err.contains("no column `value`"), "{err}");
+        // A foreign header is refused with rows or without: no row finds a field missing.
+        for text in ["a,b\n", "a,b\n1,2\n"] {
+            std::fs::write(&bad, text).unwrap();
+            let err = read_rows::<Row>(&bad).unwrap_err().to_string();
+            assert!(
+                err.contains("bad.csv") && err.contains("its header (a,b) has none of the columns"),
+                "{err}"
+            );
+        }
+        // A header of this prepbench's columns and no rows yet is an empty table.
+        std::fs::write(&bad, "id,value,later\n").unwrap();
+        assert!(read_rows::<Row>(&bad).unwrap().is_empty());
     }
 }

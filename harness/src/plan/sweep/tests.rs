@@ -246,3 +246,26 @@ fn the_application_cache_is_refused_under_a_loader_without_one() {
         assert_eq!(refused, engine.name() == "torch", "{}", engine.name());
     }
 }
+
+/// `--max-trials` at or below the trials every setting runs adds none: refused, naming where
+/// those trials come from, rather than silently ignored.
+#[test]
+fn max_trials_that_add_none_are_refused() {
+    let mut opts = SweepOptions {
+        workload: "cv".into(),
+        trials: Some(3),
+        max_trials: Some(3),
+        ..Default::default()
+    };
+    let err = Plan::new(&cv(), &opts).err().unwrap().to_string();
+    assert!(
+        err.contains("--max-trials 3 would add no trial: every setting already runs 3 (--trials)"),
+        "{err}"
+    );
+    opts.trials = None;
+    opts.max_trials = Some(1);
+    let err = Plan::new(&cv(), &opts).err().unwrap().to_string();
+    assert!(err.contains("(the workload's sweep.trials)"), "{err}");
+    opts.max_trials = Some(10);
+    assert!(Plan::new(&cv(), &opts).is_ok());
+}
