@@ -542,6 +542,23 @@ def outer():
     return inner
 refused(lambda x: x, "lambda")
 refused(tf.Scale(5), "not a module-level name")
+# An object bound in a module and here too (a loop variable) is named by the module's name,
+# which its import binds; one whose name is bound again before the workload is written is
+# refused rather than written as whatever that name then holds.
+for alias in [tf.SCALE]:
+    assert named(prepbench.Step("b", alias))[0] == "tf:SCALE"
+tf.CURRENT = tf.Scale(1)
+first = prepbench.Step("first", tf.CURRENT)
+tf.CURRENT = tf.Scale(2)
+try:
+    prepbench.Pipeline("t", data=".", steps=[first]).yaml()
+except prepbench.PrepbenchError as e:
+    assert "step first" in str(e) and "tf:CURRENT" in str(e) and "now holds another" in str(e), e
+else:
+    raise AssertionError("a step whose name was bound again was written")
+import builtins
+builtins._ = tf.Scale(6)
+refused(builtins._, "not a module-level name")
 refused(outer(), "inside a function")
 for constant in (5, None, True):
     refused(constant, "is not callable")
@@ -620,6 +637,27 @@ print("ok")
         .unwrap();
     assert!(stderr(&ran).contains("__name__"), "{}", stderr(&ran));
     assert!(!work.path().join("x").exists(), "nothing was written");
+    // A script read from stdin names its file `<stdin>`, which no worker can import.
+    let mut piped = Command::new(python)
+        .arg("-")
+        .current_dir(work.path())
+        .env("PYTHONPATH", repo().join("python"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        piped.stdin.as_mut().unwrap(),
+        b"import prepbench\ndef g(x):\n    return x\nprepbench.Step('a', g)\n",
+    )
+    .unwrap();
+    let ran = piped.wait_with_output().unwrap();
+    assert!(
+        stderr(&ran).contains("interactive session"),
+        "{}",
+        stderr(&ran)
+    );
     // The packaging: a maturin build of the native module (reader and CLI) with this folder.
     let pyproject = std::fs::read_to_string(repo().join("pyproject.toml")).unwrap();
     for needle in [

@@ -131,7 +131,8 @@ def _module_place(module_name):
     module = sys.modules.get(module_name)
     file = getattr(module, "__file__", None)
     if module_name == "__main__":
-        if not file:
+        # `python - < script` names its file `<stdin>`: no file a worker can import either.
+        if not file or not Path(file).is_file():
             raise PrepbenchError(
                 "a step defined in an interactive session cannot run in a worker process: "
                 "define it in a module file and import it"
@@ -147,15 +148,35 @@ def _module_place(module_name):
     return module_name, str(root)
 
 
+def _bound(function):
+    """Where an object (not a function or class) is a module-level name, the module and
+    the name: (`sys.modules` key, attribute). Public names in modules other than `__main__`
+    first (bound when the module is imported), then `__main__`'s, then private ones; never
+    `builtins` (whose `_` holds an interactive session's last value). `None`: nowhere."""
+    found = []
+    for name, module in list(sys.modules.items()):
+        if name == "builtins":
+            continue
+        for attr, value in list(getattr(module, "__dict__", {}).items()):
+            if value is function and not attr.startswith("__"):
+                found.append((attr.startswith("_"), name == "__main__", name, attr))
+    if not found:
+        return None
+    _, _, name, attr = min(found, key=lambda f: (f[0], f[1]))
+    return name, attr
+
+
 def _locate(function):
-    """`module:name` and the search path for an importable callable."""
+    """`module:name` and the search path for an importable callable, and for an object found
+    by identity (`sys.modules` key, attribute, object): the binding its name must still hold
+    when the workload is written, or `None`."""
     if isinstance(function, str):
         if ":" not in function:
             raise PrepbenchError(f"{function!r}: expected `module:callable`")
-        return function, None
+        return function, None, None
     if inspect.ismethod(function) and not inspect.isclass(function.__self__):
-        owner, path = _locate(function.__self__)
-        return f"{owner}.{function.__name__}", path
+        owner, path, bound = _locate(function.__self__)
+        return f"{owner}.{function.__name__}", path, bound
     if inspect.isclass(function) or inspect.isfunction(function) or inspect.isbuiltin(function):
         qualname = function.__qualname__
         if "<locals>" in qualname or "<lambda>" in qualname:
@@ -164,7 +185,7 @@ def _locate(function):
                 "cannot import it; define it at module level"
             )
         module, path = _module_place(function.__module__)
-        return f"{module}:{qualname}", path
+        return f"{module}:{qualname}", path, None
     # An object (a transform instance): found by identity among the loaded modules' globals.
     # Only a callable one: `5`, `None` or `True` is the same object as many a module's
     # constant, and would be taken for it.
@@ -173,11 +194,11 @@ def _locate(function):
             f"{function!r} ({type(function).__name__}) is not callable: a step is a function, a "
             "transform object, a class with `init`, or \"module:callable\""
         )
-    for name, module in list(sys.modules.items()):
-        for attr, value in list(getattr(module, "__dict__", {}).items()):
-            if value is function and not attr.startswith("__"):
-                module_name, path = _module_place(name)
-                return f"{module_name}:{attr}", path
+    bound = _bound(function)
+    if bound is not None:
+        name, attr = bound
+        module_name, path = _module_place(name)
+        return f"{module_name}:{attr}", path, (name, attr, function)
     raise PrepbenchError(
         f"{type(function).__name__} object is not a module-level name, so a worker process "
         "cannot import it: assign it to a name in your module, or give the class and its "
@@ -194,7 +215,7 @@ class Step:
 
     def __init__(self, name, function, *, field="data", to=None, random=False, init=None):
         self.name = name
-        self.function, self.path = _locate(function)
+        self.function, self.path, self._bound = _locate(function)
         self.field = field
         self.to = to
         self.random = random
@@ -203,6 +224,15 @@ class Step:
         self.init = list(init) if isinstance(init, tuple) else init
 
     def yaml(self):
+        if self._bound is not None:
+            module, attr, value = self._bound
+            if getattr(sys.modules.get(module), attr, None) is not value:
+                raise PrepbenchError(
+                    f"step {self.name}: its object was found as `{self.function}`, a name "
+                    "that now holds another (a loop variable, or a name bound again), so a "
+                    "worker importing it would run that other: give each step's object a "
+                    "module-level name of its own"
+                )
         params = {"function": self.function}
         if self.path:
             params["path"] = self.path
