@@ -121,6 +121,25 @@ fn loader_options(
     Ok(options)
 }
 
+/// `--max-trials` adds trials up to its count: at or below the `trials` every setting runs
+/// it would add none, so it is refused, saying where those trials come from.
+fn check_max_trials(opts: &SweepOptions, trials: usize) -> anyhow::Result<()> {
+    let Some(max) = opts.max_trials else {
+        return Ok(());
+    };
+    let from = if opts.trials.is_some() {
+        "--trials"
+    } else {
+        "the workload's sweep.trials"
+    };
+    anyhow::ensure!(
+        max > trials,
+        "--max-trials {max} would add no trial: every setting already runs {trials} \
+         ({from}); give more than {trials}, or leave --max-trials out"
+    );
+    Ok(())
+}
+
 /// Refuses the parts of a sweep's options that name what it does not run: thread scaling or
 /// the application cache of a strategy it does not run (or store), and the application cache
 /// inside a memory limit.
@@ -198,18 +217,7 @@ impl Plan {
             trials > 0 && threads.iter().all(|&t| t > 0),
             "trials and thread counts must be at least 1"
         );
-        if let Some(max) = opts.max_trials {
-            let from = if opts.trials.is_some() {
-                "--trials"
-            } else {
-                "the workload's sweep.trials"
-            };
-            anyhow::ensure!(
-                max > trials,
-                "--max-trials {max} would add no trial: every setting already runs {trials} \
-                 ({from}); give more than {trials}, or leave --max-trials out"
-            );
-        }
+        check_max_trials(opts, trials)?;
         check_subsets(opts, &strategies, &cache)?;
         let most = threads.iter().copied().max().unwrap_or(1);
         let scales = |strategy: &Strategy, t: usize| {
