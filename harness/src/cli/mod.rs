@@ -373,7 +373,8 @@ pub struct MeasureArgs {
     pub on_error: Option<workloads::OnError>,
     /// Options of the loaders that take them, comma-separated: for torch,
     /// batch=N,prefetch=K|default,pin=true|false,persistent=true|false (default:
-    /// batch=32,prefetch=default,pin=false,persistent=false); for tf-data, autotune=true|false
+    /// batch=32,prefetch=default,pin=false,persistent=false; the DataLoader's own names,
+    /// batch_size=N and so on, work too); for tf-data, autotune=true|false
     /// (default: true, tf.data's autotuning on). Recorded in runs.csv loader_options; runs with
     /// other options are another condition, never pooled.
     #[arg(long)]

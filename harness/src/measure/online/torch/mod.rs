@@ -53,7 +53,9 @@ impl std::str::FromStr for TorchOptions {
     type Err = String;
 
     /// `batch=64,prefetch=4,pin=true,persistent=true` (commas or spaces between them), each
-    /// optional; those not named keep their defaults.
+    /// optional; those not named keep their defaults. The DataLoader's own names
+    /// (`batch_size`, `prefetch_factor`, `pin_memory`, `persistent_workers`) and Python's
+    /// `True`/`False` are taken too, as a PyTorch user writes them.
     fn from_str(text: &str) -> Result<TorchOptions, String> {
         let mut options = TorchOptions::default();
         let known = "batch=N, prefetch=K|default, pin=true|false, persistent=true|false";
@@ -68,17 +70,25 @@ impl std::str::FromStr for TorchOptions {
                     .filter(|n| (1..=max).contains(n))
                     .ok_or_else(|| format!("{key}={value}: a count from 1 to {max}"))
             };
-            let flag = || {
-                value
-                    .parse::<bool>()
-                    .map_err(|_| format!("{key}={value}: true or false"))
+            let flag = || match value {
+                "true" | "True" => Ok(true),
+                "false" | "False" => Ok(false),
+                _ => Err(format!("{key}={value}: true or false")),
             };
             match key {
-                "batch" => options.batch_size = count(65_536)?,
-                "prefetch" if value == "default" => options.prefetch_factor = None,
-                "prefetch" => options.prefetch_factor = Some(count(1_024)?),
-                "pin" => options.pin_memory = flag()?,
-                "persistent" => options.persistent_workers = flag()?,
+                "batch" | "batch_size" => options.batch_size = count(65_536)?,
+                "prefetch" | "prefetch_factor" if matches!(value, "default" | "None") => {
+                    options.prefetch_factor = None
+                }
+                "prefetch" | "prefetch_factor" => options.prefetch_factor = Some(count(1_024)?),
+                "pin" | "pin_memory" => options.pin_memory = flag()?,
+                "persistent" | "persistent_workers" => options.persistent_workers = flag()?,
+                "num_workers" => {
+                    return Err(format!(
+                        "{key}={value}: a run's num_workers is its thread count (--threads), \
+                         a dimension of the sweep; the torch loader's options are {known}"
+                    ))
+                }
                 _ => return Err(format!("no option `{key}`; the torch loader takes {known}")),
             }
         }
@@ -169,11 +179,26 @@ mod tests {
         let spelled = Torch.options(Some("prefetch=4,persistent=true")).unwrap();
         // What runs record parses back to the same options.
         assert_eq!(Torch.options(Some(&spelled)).unwrap(), spelled);
+        // The DataLoader's own argument names and Python's booleans are the same options,
+        // recorded in prepbench's spelling.
+        assert_eq!(
+            Torch
+                .options(Some(
+                    "batch_size=64,prefetch_factor=4,pin_memory=True,persistent_workers=False"
+                ))
+                .unwrap(),
+            "batch=64 prefetch=4 pin=true persistent=false"
+        );
+        assert_eq!(
+            Torch.options(Some("prefetch_factor=None")).unwrap(),
+            Torch.options(None).unwrap()
+        );
         for (bad, says) in [
             ("batch=0", "from 1 to"),
             ("batch=x", "from 1 to"),
             ("pin=yes", "true or false"),
             ("workers=4", "no option `workers`"),
+            ("num_workers=4", "its thread count (--threads)"),
             ("batch", "KEY=VALUE"),
         ] {
             let error = Torch.options(Some(bad)).unwrap_err();
