@@ -604,6 +604,25 @@ with tempfile.TemporaryDirectory() as d:
     except prepbench.PrepbenchError as e:
         assert "w.yaml" in str(e), e
     assert pathlib.Path(d, "file").read_text() == "mine"
+# The loader dimension from Python: loaders= and loader_options= reach the command line, and
+# its errors name them as this API's arguments.
+import os, stat
+with tempfile.TemporaryDirectory() as d:
+    fake = pathlib.Path(d, "fake-prepbench")
+    fake.write_text('#!/bin/sh\necho "$@" > ' + d + '/args\n'
+                    "echo 'error: --loader-options: no option x' >&2\nexit 1\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    os.environ["PREPBENCH_BIN"] = str(fake)
+    try:
+        prepbench.Pipeline("t", data=".", steps=[("a", tf.f)]).sweep(
+            d + "/res", loaders=["native", "torch"], loader_options="batch_size=64")
+    except prepbench.PrepbenchError as e:
+        assert "loader_options=: no option" in str(e), e
+    else:
+        raise AssertionError("the fake command line's error was lost")
+    args = pathlib.Path(d, "args").read_text()
+    assert "--loaders native,torch --loader-options batch_size=64" in args, args
+    del os.environ["PREPBENCH_BIN"]
 print("ok")
 "#;
     let ran = Command::new(python)

@@ -292,7 +292,8 @@ def _rows(path):
 _ARGUMENTS = (("--samples or dataset.samples", "samples="), ("--samples", "samples="),
               ("--threads", "threads="), ("--strategies", "strategies="), ("--trials", "trials="),
               ("--epochs", "epochs="), ("--cache", "cache="), ("--weights", "weights="),
-              ("--dataset-samples", "dataset_samples="), ("--out", "out"))
+              ("--dataset-samples", "dataset_samples="), ("--loader-options", "loader_options="),
+              ("--loaders", "loaders="), ("--out", "out"))
 
 
 def _in_python_terms(message):
@@ -407,10 +408,13 @@ class Pipeline:
         return stdout
 
     def sweep(self, out, *, threads=None, strategies=None, trials=None, epochs=None,
-              samples=None, verify=False, cache=None, extra=()):
+              samples=None, verify=False, cache=None, loaders=None, loader_options=None,
+              extra=()):
         """Sweeps every split point (or `strategies`) into the results folder `out` (resumed
         when it holds runs already) and returns the rows of its runs.csv. The workload YAML is
-        written as `out/NAME.yaml`."""
+        written as `out/NAME.yaml`. `loaders` (`["native", "torch"]`) measures each split
+        under each loader; `loader_options` (`"batch_size=64,pin_memory=True"`) sets the
+        torch loader's DataLoader arguments."""
         _not_in_worker()
         out = Path(out)
         # Nothing is written into the dataset, not even the workload file, before the command
@@ -425,11 +429,12 @@ class Pipeline:
         workload = self.write(out / f"{self.name}.yaml")
         args = ["sweep", workload, "--out", out]
         for flag, value in (("--threads", threads), ("--strategies", strategies),
-                            ("--cache", cache)):
+                            ("--cache", cache), ("--loaders", loaders)):
             if value is not None:
                 values = value if isinstance(value, (list, tuple)) else [value]
                 args += [flag, ",".join(map(str, values))]
-        for flag, value in (("--trials", trials), ("--epochs", epochs), ("--samples", samples)):
+        for flag, value in (("--trials", trials), ("--epochs", epochs), ("--samples", samples),
+                            ("--loader-options", loader_options)):
             if value is not None:
                 args += [flag, value]
         if verify:
