@@ -75,12 +75,19 @@ class StoreIterable(IterableDataset):
     """Whole shards in order, each read by one consumer: the shards are dealt round-robin over
     (rank, worker) pairs, in an order shuffled per epoch when `shuffle_shards` (call
     `set_epoch`). With fewer shards than consumers, records are dealt instead (read by number),
-    with a warning: make the store with more shards (`--shards`)."""
+    with a warning: make the store with more shards (`--shards`).
+
+    Shards rarely hold equal counts, so ranks can read different numbers of records, and a
+    DistributedDataParallel loop waits forever on a rank that ran out of batches. `even=True`
+    gives each rank's worker the count of the same worker on the rank that reads most,
+    repeating its own first records to make it up (as `DistributedSampler` pads); without it,
+    every record is read once and uneven ranks are warned of."""
 
     def __init__(self, path, transform=None, shuffle_shards=False, seed=0, rank=None,
-                 world_size=None, cache_bytes=None):
+                 world_size=None, cache_bytes=None, even=False):
         self.path = os.fspath(path)
         self.transform = transform
+        self.even = bool(even)
         self.shuffle_shards = shuffle_shards
         self.seed = seed
         self.epoch = 0
@@ -100,6 +107,13 @@ class StoreIterable(IterableDataset):
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
         return rank * workers + worker, world * workers
 
+    def _counts(self, order, consumers, records):
+        """The records each consumer reads: its shards' counts, or its dealt records'."""
+        if len(order) >= consumers:
+            return [sum(self.shard_records[s] for s in order[c::consumers])
+                    for c in range(consumers)]
+        return [len(range(c, records, consumers)) for c in range(consumers)]
+
     def __iter__(self):
         store = Store(self.path, self.cache_bytes)
         me, consumers = self._consumer()
@@ -107,8 +121,8 @@ class StoreIterable(IterableDataset):
         if self.shuffle_shards:
             random.Random(self.seed * 1_000_003 + self.epoch).shuffle(order)
         if len(order) >= consumers:
-            samples = store.records(order[me::consumers])
-            samples = (s for _, s in samples)
+            def mine():
+                return (s for _, s in store.records(order[me::consumers]))
         else:
             if me == 0:
                 warnings.warn(
@@ -117,6 +131,38 @@ class StoreIterable(IterableDataset):
                     "store with at least as many shards as readers",
                     stacklevel=2,
                 )
-            samples = (store[i] for i in range(me, len(store), consumers))
-        for sample in samples:
-            yield self.transform(sample) if self.transform is not None else sample
+
+            def mine():
+                return (store[i] for i in range(me, len(store), consumers))
+        # A worker's count beside the same worker's on every rank: what a DDP loop's batches
+        # per rank come to.
+        counts = self._counts(order, consumers, len(store))
+        workers = consumers // _rank_and_world(self.rank, self.world_size)[1]
+        peers = counts[me % workers::workers]
+        target = max(peers)
+        if not self.even and len(set(peers)) > 1 and me < workers:
+            warnings.warn(
+                f"{self.path}: the ranks' worker {me} reads {min(peers)} to {max(peers)} "
+                "records, so ranks run different numbers of batches (a DistributedDataParallel "
+                "loop would wait on the rank that ran out): pass even=True",
+                stacklevel=2,
+            )
+        if not self.even:
+            for sample in mine():
+                yield self.transform(sample) if self.transform is not None else sample
+            return
+        # Its own records, then again from its first, up to the target; a consumer with none
+        # of its own repeats the store's from its place in it.
+        yielded = 0
+        while yielded < target:
+            got = 0
+            source = mine() if counts[me] else (store[(me + i) % len(store)]
+                                                 for i in range(target))
+            for sample in source:
+                if yielded == target:
+                    break
+                got += 1
+                yielded += 1
+                yield self.transform(sample) if self.transform is not None else sample
+            if got == 0:
+                break

@@ -206,6 +206,25 @@ for rank in (0, 1):
     for batch in DataLoader(StoreIterable(path, rank=rank, world_size=2), batch_size=2, num_workers=2, collate_fn=keep):
         ids += [s.id for s in batch]
 assert sorted(ids) == list(range(len(prepbench.open_store(path)))), ids
+# Three shards over two ranks read unequal counts (two shards against one): warned of, since a
+# DDP loop would wait on the rank that ran out; with even=True both ranks read as many, the
+# shorter one repeating its own records, and every record is still read.
+import warnings
+n = len(prepbench.open_store(path))
+read = {}
+for even in (False, True):
+    for rank in (0, 1):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            read[even, rank] = [s.id for s in StoreIterable(path, rank=rank, world_size=2, even=even)]
+        said = [str(w.message) for w in caught if "even=True" in str(w.message)]
+        assert bool(said) == (not even and rank == 0), (even, rank, said)
+assert len(read[False, 0]) != len(read[False, 1]), read
+assert sorted(read[False, 0] + read[False, 1]) == list(range(n))
+assert len(read[True, 0]) == len(read[True, 1]) == max(len(read[False, 0]), len(read[False, 1]))
+assert set(read[True, 0]) | set(read[True, 1]) == set(range(n))
+short = 0 if len(read[False, 0]) < len(read[False, 1]) else 1
+assert set(read[True, short]) == set(read[False, short]), "the shorter rank repeats its own"
 print("ok")
 "#;
     assert!(python_ok(&torch, &native, &check, work.path()).contains("ok"));
