@@ -597,8 +597,6 @@ fn sweep_cv(work: &Path, trials: &str) -> Command {
             SAMPLES,
             "--trials",
             trials,
-            "--max-trials",
-            trials,
             "--data-dir",
             data_dir().to_str().unwrap(),
             "--store-dir",
