@@ -225,6 +225,18 @@ assert len(read[True, 0]) == len(read[True, 1]) == max(len(read[False, 0]), len(
 assert set(read[True, 0]) | set(read[True, 1]) == set(range(n))
 short = 0 if len(read[False, 0]) < len(read[False, 1]) else 1
 assert set(read[True, short]) == set(read[False, short]), "the shorter rank repeats its own"
+# The shard order set_epoch asks for reaches workers that persist between epochs too (they
+# keep the dataset they started with): the same orders as fresh workers read, not the first.
+orders = {}
+for persistent in (False, True):
+    dataset = StoreIterable(path, shuffle_shards=True)
+    loader = DataLoader(dataset, batch_size=1, num_workers=2, persistent_workers=persistent, collate_fn=keep)
+    orders[persistent] = []
+    for epoch in range(4):
+        dataset.set_epoch(epoch)
+        orders[persistent].append([s.id for batch in loader for s in batch])
+assert orders[True] == orders[False], orders
+assert len({tuple(o) for o in orders[False]}) > 1, orders
 print("ok")
 "#;
     assert!(python_ok(&torch, &native, &check, work.path()).contains("ok"));
