@@ -18,8 +18,10 @@ NumPy is needed to read tensors.
 """
 
 import json
+import multiprocessing
 import operator
 import os
+from multiprocessing import context as _context
 
 from . import PrepbenchError, native
 
@@ -228,6 +230,32 @@ def open_store(path, cache_bytes=None):
     return Store(path, cache_bytes)
 
 
+class SharedEpoch:
+    """An epoch number in shared memory, so that a `set_epoch` reaches DataLoader workers
+    that persist between epochs (they keep the copy of the dataset, and of its transform,
+    they started with). It travels as shared memory to a worker process being started (fork,
+    spawn or forkserver); pickled for anything else (a copy, a file), as a number."""
+
+    def __init__(self, value=0):
+        self._shared = multiprocessing.RawValue("q", int(value))
+
+    @property
+    def value(self):
+        return self._shared.value
+
+    @value.setter
+    def value(self, epoch):
+        self._shared.value = int(epoch)
+
+    def __getstate__(self):
+        if _context.get_spawning_popen() is None:
+            return {"value": self._shared.value}
+        return {"shared": self._shared}
+
+    def __setstate__(self, state):
+        self._shared = state.get("shared") or multiprocessing.RawValue("q", state["value"])
+
+
 class OnlineSteps:
     """The steps a store leaves to run on every record (its workload's steps after the split),
     as one callable on a sample: your Python steps as prepbench ran them, and prepbench's image
@@ -247,7 +275,7 @@ class OnlineSteps:
         self.spec_json = json.dumps(store.spec)
         self.split = store.split
         self.seed = seed
-        self.epoch = 0
+        self._epoch = SharedEpoch()
         module = native()
         try:
             # Refused here, naming the step, when one of them is prepbench's own.
@@ -257,7 +285,13 @@ class OnlineSteps:
         self._loaded = None
 
     def set_epoch(self, epoch):
-        self.epoch = epoch
+        """The epoch seeded draws are made for: seen by DataLoader workers, persistent ones
+        too, from their next sample."""
+        self._epoch.value = epoch
+
+    @property
+    def epoch(self):
+        return self._epoch.value
 
     def _ready(self):
         # Made in the process that calls (a DataLoader worker imports the steps itself).

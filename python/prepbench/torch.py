@@ -15,16 +15,14 @@ own files: a dataset travels to a worker as its path. `transform` is called with
 (a dict of NumPy arrays, bytes and str) and returns what the loader batches.
 """
 
-import multiprocessing
 import os
 import random
 import warnings
-from multiprocessing import context as _context
 
 import torch  # noqa: F401  (the module needs PyTorch; fail here with its own message)
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
-from .store import Store
+from .store import SharedEpoch, Store
 
 __all__ = ["StoreDataset", "StoreIterable"]
 
@@ -92,9 +90,7 @@ class StoreIterable(IterableDataset):
         self.even = bool(even)
         self.shuffle_shards = shuffle_shards
         self.seed = seed
-        # In shared memory: DataLoader workers that persist between epochs keep the copy of
-        # the dataset they started with, and would never see a plain attribute set later.
-        self._epoch = multiprocessing.RawValue("q", 0)
+        self._epoch = SharedEpoch()
         self.rank, self.world_size = rank, world_size
         self.cache_bytes = cache_bytes
         store = Store(self.path, cache_bytes)
@@ -111,18 +107,6 @@ class StoreIterable(IterableDataset):
     def epoch(self):
         return self._epoch.value
 
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        # The shared value travels to a worker process being started; pickled for anything
-        # else (a copy, a file), the epoch as a number.
-        if _context.get_spawning_popen() is None:
-            state["_epoch"] = self._epoch.value
-        return state
-
-    def __setstate__(self, state):
-        if isinstance(state["_epoch"], int):
-            state["_epoch"] = multiprocessing.RawValue("q", state["_epoch"])
-        self.__dict__.update(state)
 
     def _consumer(self):
         rank, world = _rank_and_world(self.rank, self.world_size)

@@ -237,6 +237,20 @@ for persistent in (False, True):
         orders[persistent].append([s.id for batch in loader for s in batch])
 assert orders[True] == orders[False], orders
 assert len({tuple(o) for o in orders[False]}) > 1, orders
+# So does the epoch of seeded online steps (the store's random crop drawn as the sweep drew it).
+from prepbench import OnlineSteps
+import zlib
+crops = {}
+for persistent in (False, True):
+    steps = OnlineSteps(path, seed=0)
+    loader = DataLoader(StoreDataset(path, transform=steps), batch_size=1, num_workers=2,
+                        persistent_workers=persistent, collate_fn=keep)
+    crops[persistent] = []
+    for epoch in range(3):
+        steps.set_epoch(epoch)
+        crops[persistent].append([zlib.crc32(batch[0]["image"].tobytes()) for batch in loader])
+assert crops[True] == crops[False], crops
+assert len({tuple(c) for c in crops[False]}) == 3, crops
 print("ok")
 "#;
     assert!(python_ok(&torch, &native, &check, work.path()).contains("ok"));
