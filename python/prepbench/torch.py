@@ -15,6 +15,7 @@ own files: a dataset travels to a worker as its path. `transform` is called with
 (a dict of NumPy arrays, bytes and str) and returns what the loader batches.
 """
 
+import itertools
 import os
 import random
 import warnings
@@ -101,18 +102,19 @@ class StoreIterable(IterableDataset):
     def set_epoch(self, epoch):
         """The epoch the shard order is shuffled for: seen by the DataLoader's workers, also
         persistent ones, from their next epoch."""
-        self._epoch.value = int(epoch)
+        self._epoch.value = epoch
 
     @property
     def epoch(self):
         return self._epoch.value
 
-
     def _consumer(self):
+        """This reader's number among all readers (ranks x workers), their count, and the
+        workers of each rank."""
         rank, world = _rank_and_world(self.rank, self.world_size)
         info = get_worker_info()
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
-        return rank * workers + worker, world * workers
+        return rank * workers + worker, world * workers, workers
 
     def _counts(self, order, consumers, records):
         """The records each consumer reads: its shards' counts, or its dealt records'."""
@@ -123,7 +125,7 @@ class StoreIterable(IterableDataset):
 
     def __iter__(self):
         store = Store(self.path, self.cache_bytes)
-        me, consumers = self._consumer()
+        me, consumers, workers = self._consumer()
         order = list(range(len(self.shard_records)))
         if self.shuffle_shards:
             random.Random(self.seed * 1_000_003 + self.epoch).shuffle(order)
@@ -144,32 +146,32 @@ class StoreIterable(IterableDataset):
         # A worker's count beside the same worker's on every rank: what a DDP loop's batches
         # per rank come to.
         counts = self._counts(order, consumers, len(store))
-        workers = consumers // _rank_and_world(self.rank, self.world_size)[1]
         peers = counts[me % workers::workers]
-        target = max(peers)
-        if not self.even and len(set(peers)) > 1 and me < workers:
-            warnings.warn(
-                f"{self.path}: the ranks' worker {me} reads {min(peers)} to {max(peers)} "
-                "records, so ranks run different numbers of batches (a DistributedDataParallel "
-                "loop would wait on the rank that ran out): pass even=True",
-                stacklevel=2,
-            )
-        if not self.even:
-            for sample in mine():
-                yield self.transform(sample) if self.transform is not None else sample
-            return
-        # Its own records, then again from its first, up to the target; a consumer with none
-        # of its own repeats the store's from its place in it.
-        yielded = 0
-        while yielded < target:
-            got = 0
-            source = mine() if counts[me] else (store[(me + i) % len(store)]
-                                                 for i in range(target))
-            for sample in source:
-                if yielded == target:
-                    break
-                got += 1
-                yielded += 1
-                yield self.transform(sample) if self.transform is not None else sample
-            if got == 0:
-                break
+        if self.even:
+            samples = itertools.islice(_repeated(mine, store, me), max(peers))
+        else:
+            if len(set(peers)) > 1 and me < workers:
+                warnings.warn(
+                    f"{self.path}: the ranks' worker {me} reads {min(peers)} to {max(peers)} "
+                    "records, so ranks run different numbers of batches (a "
+                    "DistributedDataParallel loop would wait on the rank that ran out): pass "
+                    "even=True",
+                    stacklevel=2,
+                )
+            samples = mine()
+        for sample in samples:
+            yield self.transform(sample) if self.transform is not None else sample
+
+
+def _repeated(mine, store, me):
+    """A reader's own records (`mine()`), again and again from its first; one with none of
+    its own, the store's from its place in it. Endless: the caller takes what it needs."""
+    while True:
+        got = False
+        for sample in mine():
+            got = True
+            yield sample
+        if not got:
+            break
+    for i in itertools.count():
+        yield store[(me + i) % len(store)]

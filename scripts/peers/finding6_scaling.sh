@@ -11,9 +11,9 @@
 # PARTS (default mp3,nilm,torch; flac too where named) names the sweeps to run, in the order
 # mp3, nilm, flac, torch. Each runs under its own `timeout` (MP3_S, NILM_S, FLAC_S, TORCH_S
 # seconds): a sweep resumes where it stopped, so a cut run still leaves its finished cells in
-# runs.csv, and the report is written of what is there. Needs a built prepbench and its Python module (PREPBENCH,
-# PREPBENCH_NATIVE; default target/release/) and, for the torch part, a python3 with torch
-# (PYTHON). Writes OUT (default results/local/finding6-scaling): machine.txt, log.txt,
+# runs.csv, and the report is written of what is there. Needs a built prepbench and its Python
+# module (PREPBENCH, PREPBENCH_NATIVE; default target/release/) and, for the torch part, a
+# python3 with torch (PYTHON). Writes OUT (default results/local/finding6-scaling): machine.txt, log.txt,
 # finding6.tar.gz (the results folder, report.md and recommend.md in it), report.md and
 # recommend.md.
 #

@@ -157,9 +157,9 @@ pub fn ties(best: &Candidate, list: &[Candidate], weights: Weights) -> String {
     for c in list.iter().filter(|c| !same(c)) {
         match (best.cold_estimate, c.cold_estimate) {
             (Some(a), Some(b)) => {
-                let ratio = a.over(&b);
-                let (lo, hi) = ratio.ci95();
-                if lo <= 1.0 / (1.0 - DEFAULT_NOISE) {
+                if b.over(&a).reaches_within_noise_of_one() {
+                    let ratio = a.over(&b);
+                    let (lo, hi) = ratio.ci95();
                     tied.push(format!(
                         "{} ({:.2}x [{lo:.2}, {hi:.2}])",
                         name(c),

@@ -35,7 +35,7 @@ pub fn workers_note(
             LogEstimate::of_mean(&c.throughput),
             LogEstimate::of_mean(&best.throughput),
         ) {
-            (Some(a), Some(b)) => a.over(&b).ci95().1 >= 1.0 - DEFAULT_NOISE,
+            (Some(a), Some(b)) => a.over(&b).reaches_within_noise_of_one(),
             // One trial has no interval: within noise only if its mean is.
             _ => c.throughput.mean >= best.throughput.mean * (1.0 - DEFAULT_NOISE),
         }

@@ -424,6 +424,13 @@ impl LogEstimate {
         }
     }
 
+    /// Whether this ratio (a setting over the best one) could be within noise of 1: its 95 %
+    /// interval reaches `1 - DEFAULT_NOISE`. The test by which `recommend` and the workers note
+    /// call a setting not measurably slower than the best.
+    pub fn reaches_within_noise_of_one(&self) -> bool {
+        self.ci95().1 >= 1.0 - DEFAULT_NOISE
+    }
+
     /// This times `other` (independent).
     pub fn times(&self, other: &LogEstimate) -> LogEstimate {
         LogEstimate {
