@@ -253,7 +253,11 @@ class SharedEpoch:
         return {"shared": self._shared}
 
     def __setstate__(self, state):
-        self._shared = state.get("shared") or multiprocessing.RawValue("q", state["value"])
+        # Not `or`: a ctypes value of 0 is false.
+        shared = state.get("shared")
+        if shared is None:
+            shared = multiprocessing.RawValue("q", state["value"])
+        self._shared = shared
 
 
 class OnlineSteps:

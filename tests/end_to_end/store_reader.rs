@@ -174,6 +174,24 @@ for bad in (work, work + "/nowhere"):
         assert bad in str(e), e
     else:
         raise AssertionError(f"{bad} opened as a store")
+# The shared epoch reaches a process started by fork, spawn or forkserver, epoch 0 included,
+# and a value set after it started is the one it reads.
+import multiprocessing, pathlib
+from prepbench.store import SharedEpoch
+pathlib.Path("epoch_probe.py").write_text(
+    "def report(epoch, queue, go):\n    queue.put(epoch.value)\n    go.wait()\n    queue.put(epoch.value)\n")
+import epoch_probe
+for method in ("fork", "spawn", "forkserver"):
+    ctx = multiprocessing.get_context(method)
+    for value in (0, 3):
+        epoch, queue, go = SharedEpoch(value), ctx.Queue(), ctx.Event()
+        child = ctx.Process(target=epoch_probe.report, args=(epoch, queue, go))
+        child.start()
+        first = queue.get(timeout=60)
+        epoch.value = value + 5
+        go.set()
+        child.join(60)
+        assert child.exitcode == 0 and (first, queue.get(timeout=5)) == (value, value + 5), (method, value, child.exitcode)
 print("ok")
 "#;
     assert!(python_ok(&python, &native, &check, work.path()).contains("ok"));
