@@ -9,9 +9,10 @@ so far; on `go` it runs the epoch as a training loop iterates: a DataLoader with
 the online Python steps on its samples exactly as prepbench's own workers do (the same chain
 code, the same per-sample seeds). Then it answers with every batch's arrival, the samples'
 bytes, the skipped samples, (with --verify) each output's hash, and the CPU and I/O of this
-process and its reaped workers. Then it serves the run's next epochs, each asked for by a line
-of its own (`next_epoch`: its epoch, seed, `min_s` and `hash`) with a new DataLoader, as a
-training job runs its epochs in one process, until the run is over; then it lets go of the
+process and its workers. Then it serves the run's next epochs, each asked for by a line of
+its own (`next_epoch`: its epoch, seed, `min_s` and `hash`), as a training job runs its epochs
+in one process: with a new DataLoader each, or, where its workers persist, the same one (its
+workers see each epoch through shared memory), until the run is over; then it lets go of the
 run and waits, idle, for the workload's next run under this loader (`serve`). Everything the
 user's code prints goes to stderr.
 """
@@ -24,32 +25,89 @@ import sys
 import time
 import types
 
-from .store import Store, _fields
+from .store import SharedInt, Store, _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
 PROTOCOL = 7
 
 
 def _usage():
-    """CPU seconds (user, system) of this process and its waited-for children, and its I/O
-    (bytes fetched from storage, bytes read through syscalls): reaped DataLoader workers
-    included."""
+    """CPU seconds (user, system) of this process and its children, and its I/O (bytes fetched
+    from storage, bytes read through syscalls): DataLoader workers that have been waited for
+    (`getrusage`, `/proc/self/io`) and those still alive (persistent ones: `/proc/PID`)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    io = {}
+    total = {"user_s": own.ru_utime + kids.ru_utime, "sys_s": own.ru_stime + kids.ru_stime,
+             "read_bytes": 0, "read_chars": 0}
+    for pid in ["self", *_live_descendants(os.getpid())]:
+        _add_proc(total, pid, own=pid == "self")
+    return total
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _add_proc(total, pid, own):
+    """Adds process `pid`'s I/O to `total`, and, unless it is this process (`own`, whose CPU
+    `getrusage` gave), its CPU and that of its children it has waited for; nothing if it has
+    gone."""
     try:
-        with open("/proc/self/io") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                io[key] = int(value)
-    except OSError:
-        pass
-    return {
-        "user_s": own.ru_utime + kids.ru_utime,
-        "sys_s": own.ru_stime + kids.ru_stime,
-        "read_bytes": io.get("read_bytes", 0),
-        "read_chars": io.get("rchar", 0),
-    }
+        with open(f"/proc/{pid}/io") as f:
+            io = dict(line.split(":", 1) for line in f if ":" in line)
+        total["read_bytes"] += int(io.get("read_bytes", 0))
+        total["read_chars"] += int(io.get("rchar", 0))
+        if own:
+            return
+        with open(f"/proc/{pid}/stat") as f:
+            # After the command's name (in parentheses, which may hold anything): state is the
+            # first field, utime, stime, cutime and cstime the 12th to 15th.
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks = [int(t) for t in fields[11:15]]
+    except (OSError, ValueError, IndexError):
+        return
+    total["user_s"] += (ticks[0] + ticks[2]) / _TICKS
+    total["sys_s"] += (ticks[1] + ticks[3]) / _TICKS
+
+
+def _live_descendants(pid):
+    """The pids of `pid`'s children not yet waited for (a persistent DataLoader's workers),
+    and of theirs: from each thread's `/proc/PID/task/TID/children`, or, on a kernel without
+    those files, from every process's parent in `/proc`."""
+    if not os.path.exists(f"/proc/{pid}/task/{pid}/children"):
+        return _descendants_by_parent(pid)
+    found, parents = [], [pid]
+    while parents:
+        parent = parents.pop()
+        kids = []
+        try:
+            for tid in os.listdir(f"/proc/{parent}/task"):
+                with open(f"/proc/{parent}/task/{tid}/children") as f:
+                    kids.extend(int(k) for k in f.read().split())
+        except OSError:  # gone meanwhile
+            pass
+        found.extend(kids)
+        parents.extend(kids)
+    return found
+
+
+def _descendants_by_parent(pid):
+    """`_live_descendants` from every process's parent (the fourth field of its stat)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found, parents = [], [pid]
+    while parents:
+        kids = children.get(parents.pop(), [])
+        found.extend(kids)
+        parents.extend(kids)
+    return found
 
 
 def _driver(native):
@@ -209,20 +267,39 @@ def dataset_class():
             self.records = None if raw else _part(self.store.shard_records, job)
             self.count = job["items"] if raw else len(self.records)
             self.chain = Chain(native, self.online)
+            # The epoch and whether --verify's hashes are asked: in shared memory, so that
+            # they reach persistent workers (started with a copy of this dataset).
+            self._epoch, self._hash = SharedInt(), SharedInt()
             # With --verify, where prepbench's ops run in their PyTorch form (outputs that may
             # differ from native processing within stated bounds): each sample's native
-            # processing, to compare with.
+            # processing, to compare with (made where it is first needed).
             self.reference = None
+            self._reference_of = (json.dumps(job["spec"]), job["seed"], job.get("root"),
+                                  job.get("items", 0))
             self.next_epoch(job, native)
+
+        @property
+        def epoch(self):
+            return self._epoch.value
+
+        @property
+        def hash(self):
+            return bool(self._hash.value)
 
         def next_epoch(self, job, native):
             """The run's next epoch: its number, and --verify's hashes if asked."""
-            self.epoch, self.hash = job["epoch"], job["hash"]
-            if self.hash and self.chain.bounds is not None and self.reference is None:
-                # Native processing of the raw item (a fan-out output's, of its parent
-                # item): every step in prepbench's own form.
-                self.reference = native.Online(json.dumps(job["spec"]), 0, job["seed"],
-                                               job["root"], job["items"], "native")
+            self._epoch.value, self._hash.value = job["epoch"], int(bool(job["hash"]))
+            if self.hash:
+                self._native_reference()  # before workers are started with a copy
+
+        def _native_reference(self):
+            """Where the chain's outputs may differ from native processing within bounds: the
+            native processing of the raw item (a fan-out output's, of its parent item), every
+            step in prepbench's own form; None elsewhere."""
+            if self.reference is None and self.chain.bounds is not None:
+                spec, seed, root, items = self._reference_of
+                self.reference = self.native.Online(spec, 0, seed, root, items, "native")
+            return self.reference
 
         def __len__(self):
             return self.count
@@ -301,10 +378,11 @@ def dataset_class():
             """The sample's --verify hash; where the output may differ from native processing
             within the chain's bounds and does so no more, the native output's hash (what the
             reference has), else this output's (a mismatch, named by its sample)."""
-            if self.reference is not None and self.reference.compared(sample_id):
+            reference = self._native_reference()
+            if reference is not None and reference.compared(sample_id):
                 from ._torch_steps import exp_fields, tolerance, within
 
-                payload, _, layout = self.reference.reference(sample_id, self.epoch)
+                payload, _, layout = reference.reference(sample_id, self.epoch)
                 expected = dict(_fields(payload, sample_id, layout))
                 # The bounds as the ops' gains stand after this sample (the STFT's follows the
                 # PCM's dtype it was given).
@@ -471,22 +549,34 @@ def run(job, proto_out):
         if asked["prefetch_factor"] is not None:
             options["prefetch_factor"] = asked["prefetch_factor"]
     versions = {"torch": torch.__version__}
-    while True:
-        if not _epoch(DataLoader, (dataset, options), job, (proto_out, versions)):
-            return
-        job = next_epoch(job)
-        if job is None:
-            return
-        dataset.next_epoch(job, native)
+    # As a training loop runs: one DataLoader for the run where its workers persist (started
+    # in the first epoch, serving the next ones), a new one each epoch where they do not.
+    kept = {}
+
+    def loader():
+        made = kept.get("loader") or DataLoader(dataset, **options)
+        if options.get("persistent_workers"):
+            kept["loader"] = made
+        return made
+
+    try:
+        while True:
+            if not _epoch(loader, job, (proto_out, versions)):
+                return
+            job = next_epoch(job)
+            if job is None:
+                return
+            dataset.next_epoch(job, native)
+    finally:
+        kept.clear()  # persistent workers shut down and waited for
 
 
-def _epoch(data_loader, made_of, job, protocol):
-    """One epoch: a DataLoader over the dataset (as a training loop makes one each epoch),
-    `ready`, then on `go` its passes (repeated until `min_s`, for an epoch served from the page
-    cache) and the answer; False when no `go` came."""
+def _epoch(loader_of, job, protocol):
+    """One epoch: the DataLoader (`loader_of()`), `ready`, then on `go` its passes (repeated
+    until `min_s`, for an epoch served from the page cache) and the answer; False when no `go`
+    came."""
     proto_out, versions = protocol
-    dataset, options = made_of
-    loader = data_loader(dataset, **options)
+    loader = loader_of()
     if not ready(proto_out, versions):
         return False
     started = time.perf_counter()
@@ -515,7 +605,9 @@ def _epoch(data_loader, made_of, job, protocol):
                 break
         if job["min_s"] is None or time.perf_counter() - started >= job["min_s"]:
             break
-    del loader  # its workers are shut down and waited for: their CPU and I/O count below
+    # Workers that do not persist are shut down and waited for here (their CPU and I/O count
+    # below); persistent ones are counted alive.
+    del loader
     answer(proto_out, started, arrivals, samples, nbytes, hashes, skipped, failed, passes)
     return True
 

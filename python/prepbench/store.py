@@ -230,11 +230,12 @@ def open_store(path, cache_bytes=None):
     return Store(path, cache_bytes)
 
 
-class SharedEpoch:
-    """An epoch number in shared memory, so that a `set_epoch` reaches DataLoader workers
-    that persist between epochs (they keep the copy of the dataset, and of its transform,
-    they started with). It travels as shared memory to a worker process being started (fork,
-    spawn or forkserver); pickled for anything else (a copy, a file), as a number."""
+class SharedInt:
+    """A number in shared memory (an epoch, a flag), so that a `set_epoch` reaches DataLoader
+    workers that persist between epochs (they keep the copy of the dataset, and of its
+    transform, they started with). It travels as shared memory to a worker process being
+    started (fork, spawn or forkserver); pickled for anything else (a copy, a file), as a
+    number."""
 
     def __init__(self, value=0):
         self._shared = multiprocessing.RawValue("q", int(value))
@@ -279,7 +280,7 @@ class OnlineSteps:
         self.spec_json = json.dumps(store.spec)
         self.split = store.split
         self.seed = seed
-        self._epoch = SharedEpoch()
+        self._epoch = SharedInt()
         module = native()
         try:
             # Refused here, naming the step, when one of them is prepbench's own.

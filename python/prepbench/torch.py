@@ -23,7 +23,7 @@ import warnings
 import torch  # noqa: F401  (the module needs PyTorch; fail here with its own message)
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
-from .store import SharedEpoch, Store
+from .store import SharedInt, Store
 
 __all__ = ["StoreDataset", "StoreIterable"]
 
@@ -91,7 +91,7 @@ class StoreIterable(IterableDataset):
         self.even = bool(even)
         self.shuffle_shards = shuffle_shards
         self.seed = seed
-        self._epoch = SharedEpoch()
+        self._epoch = SharedInt()
         self.rank, self.world_size = rank, world_size
         self.cache_bytes = cache_bytes
         store = Store(self.path, cache_bytes)

@@ -4,7 +4,8 @@
 # side to 256, normalize, random 224 crop) over generated ImageNet-style JPEGs.
 #  1. Overhead: `prepbench sweep --loaders torch` of `unprocessed` with warm epochs against the
 #     same DataLoader written bare (scripts/peers/torch_bare.py) on the same files, at
-#     WORKERS (default 8) workers, TRIALS x EPOCHS epochs each.
+#     WORKERS (default 8) workers, TRIALS x EPOCHS epochs each; with PERSISTENT=1, both with
+#     persistent workers (one DataLoader a trial; `--loader-options persistent=true`).
 #  2. How far the answer moves with the loader: `sweep --loaders native,torch` of every
 #     strategy, cold epochs, at WORKERS threads / num_workers.
 #  3. SPDL beside them (scripts/peers/spdl_bare.py, the same steps in an SPDL pipeline of
@@ -31,6 +32,10 @@ min_epoch_s=${MIN_EPOCH_S:-2}
 trials=${TRIALS:-3}
 epochs=${EPOCHS:-2}
 strategies=${STRATEGIES:-unprocessed,concatenated,decoded,resized,normalized}
+bare_persistent=() loader_persistent=()
+if [ -n "${PERSISTENT:-}" ]; then
+  bare_persistent=(--persistent) loader_persistent=(--loader-options persistent=true)
+fi
 export PYTHONPATH=$repo/python
 export PREPBENCH_NATIVE=${PREPBENCH_NATIVE:-$repo/target/release/lib_native.so}
 . "$repo/scripts/peers/_loaders_common.sh"
@@ -49,10 +54,12 @@ common=(--samples "$samples" --no-calibrate --store-dir "$work/stores" --quiet)
 start=$(date +%s)
 "$python" "$repo/scripts/peers/torch_bare.py" --data "$data/train" \
   --module "$work/my_pipeline.py" --steps decode,resize,normalize,random_crop \
-  --workers "$workers" --trials "$trials" --epochs "$epochs" --samples "$samples" > "$out/bare.txt"
+  --workers "$workers" --trials "$trials" --epochs "$epochs" --samples "$samples" \
+  "${bare_persistent[@]}" > "$out/bare.txt"
 echo "bare DataLoader: rc $? after $(( $(date +%s) - start )) s"
 start=$(date +%s)
-"$bin" --python "$python" sweep "$work/photos.yaml" --loaders torch --strategies unprocessed \
+"$bin" --python "$python" sweep "$work/photos.yaml" --loaders torch "${loader_persistent[@]}" \
+  --strategies unprocessed \
   --threads "$workers" --cache warm --trials "$trials" --epochs "$epochs" "${common[@]}" \
   --out "$out/overhead"
 echo "prepbench torch loader, warm: rc $? after $(( $(date +%s) - start )) s"

@@ -6,7 +6,8 @@ measure the same thing and their ratio is prepbench's overhead.
 
 Per epoch, as the torch loader's: a DataLoader (batch size, num_workers, default collation of
 dicts of NumPy arrays, workers not persistent) is iterated once from a fresh iterator, the
-clock running from `iter()` to the last batch; the files are in the page cache (read once
+clock running from `iter()` to the last batch (with `--persistent`, one DataLoader per trial
+whose persistent workers serve its epochs, as `--loader-options persistent=true`); the files are in the page cache (read once
 before the first epoch), so the figure is the loader's and the steps' CPU. One line per epoch
 on stdout: `trial epoch samples seconds samples_per_s`.
 
@@ -63,6 +64,7 @@ def main():
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--samples", type=int, default=0)
+    parser.add_argument("--persistent", action="store_true")
     args = parser.parse_args()
     module = load(args.module)
     steps = [getattr(module, name) for name in args.steps.split(",")]
@@ -74,10 +76,13 @@ def main():
     for p in paths:  # warm: in the page cache, as the torch loader's warm epochs are
         p.read_bytes()
     dataset = Files([str(p) for p in paths], labels, steps)
+    options = dict(batch_size=args.batch, num_workers=args.workers, shuffle=False)
+    if args.persistent:
+        options["persistent_workers"] = True
     for trial in range(args.trials):
+        kept = DataLoader(dataset, **options) if args.persistent else None
         for epoch in range(args.epochs):
-            loader = DataLoader(dataset, batch_size=args.batch, num_workers=args.workers,
-                                shuffle=False)
+            loader = kept or DataLoader(dataset, **options)
             started = time.perf_counter()
             samples = 0
             for batch in loader:
@@ -85,6 +90,7 @@ def main():
             seconds = time.perf_counter() - started
             del loader
             print(f"{trial} {epoch} {samples} {seconds:.6f} {samples / seconds:.3f}", flush=True)
+        del kept
 
 
 if __name__ == "__main__":

@@ -139,6 +139,145 @@ fn the_torch_loader_runs_beside_native_verified_paired_and_answers_num_workers()
     assert!(text.contains("threads = "), "{text}");
 }
 
+/// A step that logs, per call, its process, epoch, sample and a seeded draw, after spending
+/// 40 ms of CPU: what a worker did, and that its CPU is counted.
+const TAGGED: &str = r#"
+import os, random, time
+
+LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calls.log")
+
+
+def tag(image, epoch, sample_id):
+    began = time.process_time()
+    while time.process_time() - began < 0.04:
+        pass
+    with open(LOG, "a") as f:
+        f.write(f"{os.getpid()} {epoch} {sample_id} {random.getrandbits(32)}\n")
+    return image
+"#;
+
+/// The torch loader process's CPU counts a child while it lives (found through the children
+/// files and, as on a kernel without them, through every process's parent) and once reaped.
+const LIVE_CPU: &str = r#"
+import os, signal, time
+from prepbench import _loader
+
+def cpu():
+    usage = _loader._usage()
+    return usage["user_s"] + usage["sys_s"]
+
+
+before = cpu()
+child = os.fork()
+if child == 0:
+    began = time.process_time()
+    while time.process_time() - began < 0.3:
+        pass
+    time.sleep(60)
+    os._exit(0)
+assert _loader._live_descendants(os.getpid()) == [child] == _loader._descendants_by_parent(os.getpid())
+deadline = time.monotonic() + 30
+while cpu() - before < 0.25 and time.monotonic() < deadline:
+    time.sleep(0.05)
+alive = cpu() - before
+os.kill(child, signal.SIGKILL)
+os.waitpid(child, 0)
+reaped = cpu() - before
+assert alive >= 0.25 and reaped >= 0.25 and _loader._live_descendants(os.getpid()) == [], (alive, reaped)
+print("ok")
+"#;
+
+/// With `persistent=true` the torch loader keeps one DataLoader for a run, as a training job
+/// that keeps its workers: the same worker processes serve every epoch, each epoch's number
+/// reaches them (their seeded draws are native processing's, epoch by epoch), and their CPU
+/// is counted while they live. Without it, each epoch starts workers of its own.
+#[test]
+fn persistent_workers_serve_every_epoch_of_a_run_with_its_epoch_and_their_cpu() {
+    let Some((native, python)) = common::torch_with_package() else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let yaml = setup(
+        work.path(),
+        "tagged",
+        &format!("{}  - name: tagged\n    op: python\n    random: true\n    params: {{function: \"tagged:tag\", from: data}}\n", &STEPS[..STEPS.find("  - name: cropped").unwrap()]),
+    );
+    std::fs::write(work.path().join("tagged.py"), TAGGED).unwrap();
+    let log = work.path().join("calls.log");
+    // (pid, epoch, sample, draw) of every call a run made, the log emptied for the next.
+    let run = |loader: &str, options: &str, out: &str| {
+        let mut args = argv![
+            "run",
+            yaml.to_str().unwrap(),
+            "--loader",
+            loader,
+            "--strategy concatenated --epochs 3 --threads 2 --evict fadvise --quiet",
+            "--store-dir",
+            work.path().join("stores").to_str().unwrap(),
+            "--out",
+            work.path().join(out).to_str().unwrap()
+        ];
+        if !options.is_empty() {
+            args.extend(["--loader-options".into(), options.into()]);
+        }
+        let ran = prepbench_in(&python, &native, &args);
+        assert!(ran.status.success(), "{}", stderr(&ran));
+        let text = std::fs::read_to_string(&log).unwrap();
+        std::fs::remove_file(&log).unwrap();
+        let mut calls: Vec<Vec<u64>> = text
+            .lines()
+            .map(|l| l.split(' ').map(|v| v.parse().unwrap()).collect())
+            .collect();
+        calls.sort_by_key(|c| (c[1], c[2]));
+        calls
+    };
+    let kept = run("torch", "batch=2,persistent=true", "kept");
+    let fresh = run("torch", "batch=2", "fresh");
+    let native_calls = run("native", "", "native");
+    // The epochs each worker process served: a run measured beside heavy foreign load is
+    // measured once more, by workers of its own.
+    let served = |calls: &[Vec<u64>]| {
+        let mut by_pid = std::collections::BTreeMap::<u64, std::collections::BTreeSet<u64>>::new();
+        for call in calls {
+            by_pid.entry(call[0]).or_default().insert(call[1]);
+        }
+        by_pid.into_values().collect::<Vec<_>>()
+    };
+    let every: std::collections::BTreeSet<u64> = [0, 1, 2].into();
+    assert!(
+        served(&kept).iter().all(|epochs| *epochs == every),
+        "each worker serves the run's 3 epochs: {kept:?}"
+    );
+    assert!(
+        served(&fresh).iter().all(|epochs| epochs.len() == 1),
+        "workers of an epoch's own: {fresh:?}"
+    );
+    // Every epoch's draws are native processing's, as many times as the run was measured.
+    let drawn = |calls: &[Vec<u64>]| {
+        let mut drawn: Vec<_> = calls.iter().map(|c| c[1..].to_vec()).collect();
+        drawn.dedup();
+        drawn
+    };
+    for calls in [&kept, &fresh] {
+        assert!(calls.len() == 36 || calls.len() == 72, "{calls:?}");
+        assert_eq!(drawn(calls), drawn(&native_calls), "epochs 0-2 as natively");
+    }
+    assert_eq!(drawn(&native_calls).len(), 36);
+    // 12 samples x 40 ms of the workers' CPU in every epoch, the first (workers started) and
+    // the later ones (workers alive when it ends) alike.
+    let runs = Csv::read(&work.path().join("kept/runs.csv"));
+    assert_eq!(runs.rows.len(), 3);
+    let counted = common::with_package(&mut Command::new(&python), &native)
+        .args(["-c", LIVE_CPU])
+        .output()
+        .unwrap();
+    assert!(counted.status.success(), "{}", stderr(&counted));
+    for row in &runs.rows {
+        let cpu = |c: &str| runs.col(row, c).parse::<f64>().unwrap();
+        assert!(cpu("cpu_user_s") + cpu("cpu_sys_s") >= 0.4, "{row:?}");
+    }
+}
+
 /// A torchvision `Compose` as one step and its transforms as steps give the same samples
 /// (PIL Images crossing between them as they are), natively and under the torch loader.
 #[test]

@@ -177,14 +177,14 @@ for bad in (work, work + "/nowhere"):
 # The shared epoch reaches a process started by fork, spawn or forkserver, epoch 0 included,
 # and a value set after it started is the one it reads.
 import multiprocessing, pathlib
-from prepbench.store import SharedEpoch
+from prepbench.store import SharedInt
 pathlib.Path("epoch_probe.py").write_text(
     "def report(epoch, queue, go):\n    queue.put(epoch.value)\n    go.wait()\n    queue.put(epoch.value)\n")
 import epoch_probe
 for method in ("fork", "spawn", "forkserver"):
     ctx = multiprocessing.get_context(method)
     for value in (0, 3):
-        epoch, queue, go = SharedEpoch(value), ctx.Queue(), ctx.Event()
+        epoch, queue, go = SharedInt(value), ctx.Queue(), ctx.Event()
         child = ctx.Process(target=epoch_probe.report, args=(epoch, queue, go))
         child.start()
         first = queue.get(timeout=60)

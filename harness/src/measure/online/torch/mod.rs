@@ -106,7 +106,9 @@ pub mod steps;
 /// Why the torch loader has no application cache: a DataLoader's workers are processes, each
 /// with its own memory, started afresh every epoch unless persistent.
 const APP_CACHE_REFUSAL: &str = "has no application cache (--cache app): its workers are \
-     processes of their own, started afresh each epoch; use --loader native or tf-data";
+     processes of their own, each with its own memory (a cache in each would hold only that \
+     worker's samples, and go with it where workers do not persist); use --loader native or \
+     tf-data";
 
 /// The torch loader's process.
 const PROCESS: PythonLoader = PythonLoader {
