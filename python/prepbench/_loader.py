@@ -28,7 +28,7 @@ import types
 from .store import SharedInt, Store, _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
-PROTOCOL = 7
+PROTOCOL = 8
 
 
 def _usage():
@@ -236,23 +236,45 @@ def _nbytes(fields):
 
 
 def _part(shard_records, job):
-    """The store's records (their indices, in shard order) an epoch of `job` reads: every
-    record of its first `shards` shards, or each one's first `records_per_shard`."""
-    shards = shard_records[:job.get("shards")]
+    """(shard, its first record's number, records read) of each shard an epoch of `job` reads:
+    its first `shards` shards, of each every record or its first `records_per_shard`."""
     cap = job.get("records_per_shard")
-    if not cap:
-        return range(sum(shards))
-    starts = itertools.accumulate(shards, initial=0)
-    return [i for start, records in zip(starts, shards)
-            for i in range(start, start + min(records, cap))]
+    starts = itertools.accumulate(shard_records, initial=0)
+    return [(shard, start, min(records, cap) if cap else records)
+            for shard, (start, records) in enumerate(zip(starts, shard_records[:job.get("shards")]))]
+
+
+class _Corrupt(Exception):
+    """A stored record prepbench's reader found corrupt, as the native engine names it: its
+    shard file, its number there, the byte and what is wrong (`unread` in the answer), with
+    the shard's records after it that could not be read (`rest`), or none where the error came
+    after the last record (`past_end`)."""
+
+    def __init__(self, named):
+        super().__init__(named["what"])
+        self.named = named
+
+    @classmethod
+    def of(cls, error, rest, past_end):
+        """The reader's `error`, named; one without a record's name is the error itself."""
+        if not hasattr(error, "what"):
+            return error
+        return cls({"shard": error.shard, "record": error.record, "offset": error.offset,
+                    "compressed": error.compressed, "what": error.what, "rest": rest,
+                    "past_end": past_end})
+
+    def __reduce__(self):
+        return _Corrupt, (self.named,)
 
 
 def dataset_class():
     import torch.utils.data
 
     class OnlineDataset(torch.utils.data.Dataset):
-        """Sample i of the epoch: read (a store's record i, or raw item i after the read
-        step), then the online Python steps."""
+        """The epoch's samples: read (a store's records, or raw items through the read step),
+        then the online Python steps. Map-style over raw items (item i, as a PyTorch user's
+        dataset of files); a store is read by `WorkerShare`, each worker streaming its own
+        shards (`share`)."""
 
         def __init__(self, job, native):
             self.native = native
@@ -264,8 +286,8 @@ def dataset_class():
             # A store's first `shards` shard files: all of them, or fewer where the run reads
             # part of a store sized for a faster loader (its records come first, in order),
             # and of each its first `records_per_shard` records where the part says so.
-            self.records = None if raw else _part(self.store.shard_records, job)
-            self.count = job["items"] if raw else len(self.records)
+            self.part = None if raw else _part(self.store.shard_records, job)
+            self.count = job["items"] if raw else sum(n for _, _, n in self.part)
             self.chain = Chain(native, self.online)
             # The epoch and whether --verify's hashes are asked: in shared memory, so that
             # they reach persistent workers (started with a copy of this dataset).
@@ -304,17 +326,68 @@ def dataset_class():
         def __len__(self):
             return self.count
 
-        def _fields(self, index):
-            if self.store is not None:
-                sample = self.store[self.records[index]]
-                return sample.id, dict(sample)
+        def _raw(self, index):
             payload, sample_id, layout = self.online.read(index, self.epoch)
             return sample_id, dict(_fields(payload, sample_id, layout))
 
         def __getitem__(self, index):
-            sample_id = index
             try:
-                sample_id, fields = self._fields(index)
+                sample_id, fields = self._raw(index)
+            except Exception as e:  # noqa: BLE001 - the read step: named
+                return self.unread(index, e)
+            return self.item(sample_id, fields)
+
+        def share(self, worker, workers):
+            """(sample id, fields, None), or (sample id or record number, None, the error
+            that stopped it), of worker `worker`'s share of the epoch among `workers`: raw
+            items worker, worker + workers, ...; of a store, the shards dealt so (as
+            prepbench's own workers deal them), each read in order."""
+            if self.store is None:
+                for index in range(worker, self.count, workers):
+                    try:
+                        yield (*self._raw(index), None)
+                    except Exception as e:  # noqa: BLE001 - the read step: named
+                        yield index, None, e
+                return
+            for shard, start, records in self.part[worker::workers]:
+                yield from self._shard(shard, start, records)
+
+        def _shard(self, shard, start, records):
+            """A shard's first `records` records read in order, and, where the epoch reads it
+            whole, its end (a compressed stream's checksum comes after its last record). A
+            record that fails its checksum is named and stepped over; an error the shard
+            cannot be read past leaves its other records unread (named with it), as natively."""
+            whole = records == self.store.shard_records[shard]
+            reader, error = self.store._native.shard(shard), self.store._error
+            local = 0
+            while whole or local < records:
+                try:
+                    got = next(reader, None)
+                except error as e:
+                    past_end = local >= records
+                    rest = 0 if past_end or reader.can_continue else records - local - 1
+                    yield start + local, None, _Corrupt.of(e, rest, past_end)
+                    if past_end or rest:
+                        return
+                    local += 1
+                    continue
+                if got is None:
+                    return
+                _, payload, sample_id, layout = got
+                yield sample_id, dict(_fields(payload, sample_id, layout)), None
+                local += 1
+
+        def unread(self, sample_id, error):
+            """The item of a sample that could not be read (by the read step, or from the
+            store)."""
+            if isinstance(error, _Corrupt):
+                return Item(sample_id, error=error)
+            step = "read" if self.store is None else "deserialize"
+            return Item(sample_id, error=(step, f"{type(error).__name__}: {error}", ""))
+
+        def item(self, sample_id, fields):
+            """The sample after the online steps: its item, or the step's failure."""
+            try:
                 if self.chain.links:
                     seeds = self.online.seeds(self.epoch, sample_id)
                     error = self.chain.run(fields, seeds, sample_id, self.epoch)
@@ -323,9 +396,8 @@ def dataset_class():
                 nbytes = _nbytes(fields)
                 digest = self._digest(sample_id, fields) if self.hash else 0
                 return Item(sample_id, nbytes, digest, fields)
-            except Exception as e:  # noqa: BLE001 - the read step or the store: named
-                step = "read" if self.store is None else "deserialize"
-                return Item(sample_id, error=(step, f"{type(e).__name__}: {e}", ""))
+            except Exception as e:  # noqa: BLE001 - named as reading the sample
+                return self.unread(sample_id, e)
 
         def fan_out(self):
             """The index among the chain's links of a fan-out op (NILM's `window`), if one
@@ -333,19 +405,12 @@ def dataset_class():
             fan, first = self.online.fan_out, max(self.online_split, 1)
             return None if fan is None or fan < first else fan - first
 
-        def fanned(self, index, fan):
-            """Item `index` through the links before the fan-out op at `fan`, cut by it, and
-            each output through the links after it (numbered as natively: item << CHILD_ID_BITS
-            | output): the items it yields."""
+        def fanned(self, sample_id, fields, fan):
+            """A sample through the links before the fan-out op at `fan`, cut by it, and each
+            output through the links after it (numbered as natively: item << CHILD_ID_BITS |
+            output): the items it yields."""
             chain = self.chain
-            sample_id = index
             before, after = list(range(fan)), list(range(fan + 1, len(chain.links)))
-            try:
-                sample_id, fields = self._fields(index)
-            except Exception as e:  # noqa: BLE001 - the read step or the store: named
-                step = "read" if self.store is None else "deserialize"
-                yield Item(sample_id, error=(step, f"{type(e).__name__}: {e}", ""))
-                return
             error = self._links(before, fields, sample_id)
             if error is not None:
                 yield Item(sample_id, error=error)
@@ -396,13 +461,16 @@ def dataset_class():
     return OnlineDataset
 
 
-def fan_out_class():
+def share_class():
     import torch.utils.data
 
-    class FanOutDataset(torch.utils.data.IterableDataset):
-        """A workload whose step makes many samples of one item (NILM's hour, 360 windows) as
-        a PyTorch user iterates one: each worker takes every n-th item (an IterableDataset
-        over files split by `get_worker_info`) and yields its outputs one by one."""
+    class WorkerShare(torch.utils.data.IterableDataset):
+        """The epoch as each DataLoader worker reads its own share of it (`get_worker_info`),
+        as a PyTorch user reads sharded record files (`prepbench.torch.StoreIterable`,
+        WebDataset, TFRecord): a store's shards dealt over the workers, each streamed in order
+        (a compressed shard is decompressed once, by the worker that reads it); and raw items
+        of a workload whose step makes many samples of one (NILM's hour, 360 windows), every
+        n-th item a worker's, its outputs yielded one by one."""
 
         def __init__(self, items, fan):
             self.items, self.fan = items, fan
@@ -412,11 +480,17 @@ def fan_out_class():
 
         def __iter__(self):
             info = torch.utils.data.get_worker_info()
-            first, step = (0, 1) if info is None else (info.id, info.num_workers)
-            for index in range(first, self.items.count, step):
-                yield from self.items.fanned(index, self.fan)
+            worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
+            items = self.items
+            for sample_id, fields, error in items.share(worker, workers):
+                if error is not None:
+                    yield items.unread(sample_id, error)
+                elif self.fan is None:
+                    yield items.item(sample_id, fields)
+                else:
+                    yield from items.fanned(sample_id, fields, self.fan)
 
-    return FanOutDataset
+    return WorkerShare
 
 
 def collate(items):
@@ -521,11 +595,14 @@ def next_epoch(job):
 
 
 def answer(proto_out, started, arrivals, samples, nbytes, hashes, skipped, failed, passes,
-           cache=None):
+           cache=None, unread=(), failed_read=None):
     """The epoch's answer, with the CPU and I/O used by its end (and, from a loader that
-    keeps an application cache, whether it kept the records and their estimated bytes)."""
+    keeps an application cache, whether it kept the records and their estimated bytes; from
+    one that reads stores record by record, the records it could not read: `unread`, skipped,
+    or `failed_read`, which stopped it)."""
     out = {"arrivals": arrivals, "samples": samples, "bytes": nbytes, "hashes": hashes,
            "skipped": skipped, "failed": failed, "passes": passes,
+           "unread": list(unread), "failed_read": failed_read,
            "wall_s": time.perf_counter() - started, "usage": _usage()}
     if cache is not None:
         out["cache"] = cache
@@ -539,8 +616,8 @@ def run(job, proto_out):
 
     dataset = dataset_class()(job, native)
     fan = dataset.fan_out()
-    if fan is not None:
-        dataset = fan_out_class()(dataset, fan)
+    if fan is not None or dataset.store is not None:
+        dataset = share_class()(dataset, fan)
     asked = job["options"]
     options = dict(batch_size=asked["batch_size"], num_workers=job["threads"],
                    pin_memory=asked["pin_memory"], collate_fn=collate, shuffle=False)
@@ -554,7 +631,9 @@ def run(job, proto_out):
     kept = {}
 
     def loader():
-        made = kept.get("loader") or DataLoader(dataset, **options)
+        made = kept.get("loader")
+        if made is None:  # (not `or`: a DataLoader's truth is its length)
+            made = DataLoader(dataset, **options)
         if options.get("persistent_workers"):
             kept["loader"] = made
         return made
@@ -580,7 +659,7 @@ def _epoch(loader_of, job, protocol):
     if not ready(proto_out, versions):
         return False
     started = time.perf_counter()
-    arrivals, hashes, skipped, failed = [], [], [], None
+    arrivals, hashes, skipped, unread, failed = [], [], [], [], None
     samples = nbytes = passes = 0
     while failed is None:
         passes += 1
@@ -593,6 +672,11 @@ def _epoch(loader_of, job, protocol):
                     nbytes += item.nbytes
                     if job["hash"]:
                         hashes.append([item.id, item.hash])
+                elif isinstance(item.error, _Corrupt):
+                    unread.append(item.error.named)
+                    if job["on_error"] != "skip":
+                        failed = True
+                        break
                 elif job["on_error"] == "skip":
                     skipped.append([item.id, *item.error])
                 else:
@@ -608,7 +692,12 @@ def _epoch(loader_of, job, protocol):
     # Workers that do not persist are shut down and waited for here (their CPU and I/O count
     # below); persistent ones are counted alive.
     del loader
-    answer(proto_out, started, arrivals, samples, nbytes, hashes, skipped, failed, passes)
+    if failed is True:  # a stored record that could not be read
+        answer(proto_out, started, arrivals, samples, nbytes, hashes, skipped, None, passes,
+               failed_read=unread.pop())
+    else:
+        answer(proto_out, started, arrivals, samples, nbytes, hashes, skipped, failed, passes,
+               unread=unread)
     return True
 
 

@@ -377,6 +377,115 @@ fn torchvision_transforms_work_as_one_step_and_as_steps_under_every_loader() {
     }
 }
 
+/// A damaged store under the torch loader, read as prepbench's own reader reads it: each
+/// worker streams its shards, a record that fails its checksum is stepped over, one the shard
+/// cannot be read past leaves the rest unread, an error after a compressed shard's last record
+/// loses no sample; the same rows in errors.csv, the same counts and the same error as native,
+/// for uncompressed and GZIP stores.
+#[test]
+fn a_damaged_store_is_read_under_torch_as_natively() {
+    let Some((native, python)) = common::torch_with_package() else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let yaml = setup(work.path(), "photos", STEPS);
+    let stores = work.path().join("stores");
+    let run = |loader: &str, codec: &str, on_error: &str, out: &str| {
+        prepbench_in(
+            &python,
+            &native,
+            &argv![
+                "run",
+                yaml.to_str().unwrap(),
+                "--loader",
+                loader,
+                "--codec",
+                codec,
+                "--on-error",
+                on_error,
+                "--strategy resized --shards 4 --threads 2 --epochs 1 --evict fadvise --quiet",
+                "--store-dir",
+                stores.to_str().unwrap(),
+                "--out",
+                work.path().join(out).to_str().unwrap()
+            ],
+        )
+    };
+    // errors.csv's rows without their run, and (samples, skipped) of the run.
+    let read = |out: &str| {
+        let errors = Csv::read(&work.path().join(out).join("errors.csv"));
+        let rows: Vec<Vec<String>> = errors
+            .rows
+            .iter()
+            .map(|r| {
+                ["sample", "file", "stage", "count", "message"]
+                    .iter()
+                    .map(|c| errors.col(r, c))
+                    .collect()
+            })
+            .collect();
+        let runs = Csv::read(&work.path().join(out).join("runs.csv"));
+        let row = &runs.rows[0];
+        let counts = (runs.num(row, "samples"), runs.num(row, "skipped_samples"));
+        (rows, counts)
+    };
+    let mut seen = Vec::new();
+    for codec in ["none", "gzip"] {
+        // The store, made once by a clean run.
+        let made = run("native", codec, "fail", &format!("made-{codec}"));
+        assert!(made.status.success(), "{}", stderr(&made));
+        let shard = find_files(&stores, "shard-00001-of-00004.tfrecord")
+            .into_iter()
+            .chain(find_files(&stores, "shard-00001-of-00004.tfrecord.gz"))
+            .find(|p| {
+                p.to_string_lossy()
+                    .contains(if codec == "gzip" { "/gzip" } else { "/none" })
+            })
+            .unwrap();
+        let clean = std::fs::read(&shard).unwrap();
+        for (damage, at) in [("middle", clean.len() / 2), ("length", 2)] {
+            let mut bytes = clean.clone();
+            bytes[at] ^= 0x04;
+            std::fs::write(&shard, &bytes).unwrap();
+            let case = format!("{codec}-{damage}");
+            let mut both = Vec::new();
+            for loader in ["native", "torch"] {
+                let out = format!("{loader}-{case}");
+                let skipped = run(loader, codec, "skip", &out);
+                assert!(skipped.status.success(), "{case}: {}", stderr(&skipped));
+                // And stopped by it (one damage a codec: each run starts a loader).
+                let mut error = String::new();
+                if damage == "length" {
+                    let failed = run(loader, codec, "fail", &format!("{out}-fail"));
+                    assert!(
+                        !failed.status.success(),
+                        "{case} under {loader} did not fail"
+                    );
+                    error = stderr(&failed)
+                        .lines()
+                        .find(|l| l.starts_with("error:"))
+                        .unwrap_or_default()
+                        .to_string();
+                    assert!(error.contains("shard-00001-of-00004"), "{case}: {error}");
+                }
+                both.push((read(&out), error));
+            }
+            assert_eq!(both[0], both[1], "{case}: native, then torch");
+            let ((rows, (delivered, skipped)), _) = &both[0];
+            assert_eq!(delivered + skipped, 12.0, "{case}: {rows:?}");
+            seen.extend(
+                rows.iter()
+                    .map(|r| (r[3] == "0", r[4].starts_with("unreadable"))),
+            );
+        }
+        std::fs::write(&shard, &clean).unwrap();
+    }
+    // Every kind met: an error stepped over, one that leaves the rest of its shard unread, and
+    // one after a compressed shard's last record.
+    assert!(seen.iter().any(|&(zero, _)| zero), "{seen:?}");
+    assert!(seen.iter().any(|&(_, rest)| rest), "{seen:?}");
+}
+
 /// Checks, in the package's own code, that the PyTorch forms of the paper's CV chain stay within
 /// the bounds `--verify` allows of native processing while a crop of another epoch and one a
 /// pixel off do not, and that the ops it implements are those prepbench lets run under torch.

@@ -108,7 +108,8 @@ for codec, path in sorted(stores.items()):
     # The records a DataLoader reads of a part that stops within its shards (`_part`): the
     # first 3 of each of the first 2 shards, whose ids are shard + 3k (items round-robin).
     from prepbench._loader import _part
-    cut = _part(store.shard_records, {"shards": 2, "records_per_shard": 3})
+    part = _part(store.shard_records, {"shards": 2, "records_per_shard": 3})
+    cut = [start + i for _, start, records in part for i in range(records)]
     assert [store[i].id for i in cut] == [s + 3 * k for s in range(2) for k in range(3)], cut
     # Arrays are writable, and writing one changes no later read.
     sample = store[0]

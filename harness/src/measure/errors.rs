@@ -138,6 +138,20 @@ impl RunError {
     }
 }
 
+/// The records of a shard of `records` left unread after an error at `record` that reading
+/// cannot step over (its framing broken), as one skipped entry; `None` when it was the last.
+pub fn unreadable_rest(file: &str, record: u64, records: u64) -> Option<Skipped> {
+    let rest = records.saturating_sub(record + 1);
+    (rest > 0).then(|| Skipped {
+        sample: format!("records {} to {}", record + 1, records - 1),
+        file: file.to_string(),
+        stage: StageName::Read,
+        count: rest,
+        message: format!("unreadable after the error at record {record}"),
+        detail: String::new(),
+    })
+}
+
 /// Turns a worker's panic payload into an error instead of unwinding through the harness.
 pub fn panic_message(payload: Box<dyn std::any::Any + Send>) -> RunError {
     let text = payload

@@ -31,6 +31,8 @@ pub struct InOrder {
     record: u64,
     header: Option<[u8; 12]>,
     advised_to: u64,
+    /// An error left the reader where it cannot go on (any but a payload's checksum).
+    broken: bool,
 }
 
 impl InOrder {
@@ -61,8 +63,22 @@ impl InOrder {
         }
     }
 
+    /// Whether reading may go on after an error: only past a record whose payload failed its
+    /// checksum, its frame being intact.
+    pub fn can_continue(&self) -> bool {
+        !self.broken
+    }
+
     /// The next record's number in the shard and payload; `None` at the end.
     pub fn next_record(&mut self) -> Result<Option<(u64, Vec<u8>)>, StoreError> {
+        let record = self.record;
+        let next = self.read_next();
+        // Only a payload's checksum steps past its record; any other error stays where it was.
+        self.broken |= next.is_err() && self.record == record;
+        next
+    }
+
+    fn read_next(&mut self) -> Result<Option<(u64, Vec<u8>)>, StoreError> {
         if self.offset >= self.size {
             if self.record != self.records {
                 return Err(self.corrupt(format!(
@@ -142,6 +158,7 @@ impl OpenStore {
             record: 0,
             header: None,
             advised_to: 0,
+            broken: false,
         }))
     }
 }

@@ -33,6 +33,34 @@ fn store_error(e: impl std::fmt::Display) -> PyErr {
     StoreError::new_err(e.to_string())
 }
 
+/// A store's error as `StoreError`; a corrupt record's with what names it as prepbench's own
+/// reader does (`shard`, `record`, `offset`, `compressed`, `what`), for the torch loader to
+/// report it so.
+fn read_error(py: Python<'_>, e: harness::store::StoreError) -> PyErr {
+    let err = store_error(&e);
+    if let harness::store::StoreError::Corrupt {
+        shard,
+        record,
+        offset,
+        compressed,
+        what,
+    } = e
+    {
+        let value = err.value(py);
+        let named = [
+            value.setattr("shard", shard),
+            value.setattr("record", record),
+            value.setattr("offset", offset),
+            value.setattr("compressed", compressed),
+            value.setattr("what", what),
+        ];
+        if let Some(Err(failed)) = named.into_iter().find(Result::is_err) {
+            return failed;
+        }
+    }
+    err
+}
+
 /// One record's bytes, owned by this object; arrays made of it with `numpy.frombuffer` view
 /// them in place and keep it alive. Writable: every record read is its own copy, so changing
 /// one sample's array in place changes nothing else.
@@ -269,6 +297,15 @@ enum Records {
 }
 
 impl Records {
+    /// Whether reading may go on after an error (past a record whose payload failed its
+    /// checksum).
+    fn can_continue(&self) -> bool {
+        match self {
+            Records::Positioned(records) => records.can_continue(),
+            Records::Streamed(reader, _) => reader.can_continue(),
+        }
+    }
+
     fn next(&mut self) -> Result<Option<(u64, Vec<u8>)>, harness::store::StoreError> {
         match self {
             Records::Positioned(records) => records.next_record(),
@@ -295,12 +332,22 @@ impl ShardIter {
         slf
     }
 
+    /// Whether the next record can still be read after an error: only past a record whose
+    /// payload failed its checksum (its frame intact).
+    #[getter]
+    fn can_continue(&self) -> bool {
+        self.records
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .can_continue()
+    }
+
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Numbered>> {
         let got = py.detach(|| {
             let mut records = self.records.lock().unwrap_or_else(|e| e.into_inner());
             records.next()
         });
-        let Some((local, payload)) = got.map_err(store_error)? else {
+        let Some((local, payload)) = got.map_err(|e| read_error(py, e))? else {
             return Ok(None);
         };
         let (payload, id, fields) = record(payload, || {

@@ -435,20 +435,23 @@ fn read_shard(
             Ok(false) => return Ok(true),
             Err(e) => {
                 skip_or_fail(job, e.into(), tally)?;
+                if record >= records {
+                    // After the shard's last record (a compressed stream's checksum at its end):
+                    // every record was read, each passing its own checksum; no sample is lost.
+                    if let Some(error) = tally.skipped.last_mut() {
+                        error.count = 0;
+                    }
+                    return Ok(true);
+                }
                 if reader.can_continue() {
                     continue;
                 }
-                let rest = records.saturating_sub(record + 1);
-                if rest > 0 {
-                    tally.skipped.push(Skipped {
-                        sample: format!("records {} to {}", record + 1, records - 1),
-                        file: reader.path().display().to_string(),
-                        stage: crate::results::StageName::Read,
-                        count: rest,
-                        message: format!("unreadable after the error at record {record}"),
-                        detail: String::new(),
-                    });
-                }
+                let file = reader.path().display().to_string();
+                tally
+                    .skipped
+                    .extend(crate::measure::errors::unreadable_rest(
+                        &file, record, records,
+                    ));
                 return Ok(true);
             }
         }

@@ -12,15 +12,15 @@
 use std::process::Command;
 
 use indicatif::ProgressBar;
-use serde::Deserialize;
 use workloads::{OnError, Workload};
 
 use super::engine::{OnlineInput, OnlineJob, OnlineResult};
 use crate::measure::errors::RunError;
 use crate::measure::metrics::Snapshot;
-use crate::measure::steps::step_failed;
 
+mod answer;
 mod session;
+use answer::{failure, Answer, Ready, Usage};
 pub(super) use session::loader_error;
 pub use session::retire_idle;
 use session::Session;
@@ -140,43 +140,6 @@ pub(super) struct PythonLoader {
     pub protocol: u32,
     /// Why it cannot run the online steps from `split` of a workload.
     pub steps: fn(&Workload, usize) -> Option<String>,
-}
-
-#[derive(Deserialize)]
-struct Usage {
-    user_s: f64,
-    sys_s: f64,
-    read_bytes: u64,
-    read_chars: u64,
-}
-
-#[derive(Deserialize)]
-struct Ready {
-    ready: Option<Usage>,
-    error: Option<String>,
-    detail: Option<String>,
-}
-
-/// What a loader that keeps an application cache says of it after the filling epoch.
-#[derive(Deserialize)]
-struct CacheAnswer {
-    kept: bool,
-    /// The kept records' bytes, estimated.
-    bytes: u64,
-}
-
-#[derive(Deserialize)]
-struct Answer {
-    arrivals: Vec<(u64, f64)>,
-    samples: u64,
-    bytes: u64,
-    hashes: Vec<(u64, u64)>,
-    /// (sample id, step, message, detail).
-    skipped: Vec<Failure>,
-    failed: Option<Failure>,
-    passes: u64,
-    usage: Usage,
-    cache: Option<CacheAnswer>,
 }
 
 impl PythonLoader {
@@ -523,36 +486,6 @@ impl Drop for Kept {
     }
 }
 
-/// (sample id, step, message, detail) of a sample the loader could not deliver.
-type Failure = (u64, String, String, String);
-
-/// A sample the loader could not deliver, as the native engine names it: by the workload's step
-/// (the read step for raw input), or, for a stored record it could not read, as `deserialize`.
-fn failure(job: &OnlineJob, (id, step, message, detail): Failure) -> RunError {
-    let at = job.workload.steps.iter().position(|d| d.name == step);
-    let error = workloads::StepError {
-        message,
-        detail: (!detail.is_empty()).then_some(detail),
-    };
-    match step_failed(job.workload, job.source, id, at.unwrap_or(0), error) {
-        RunError::Step {
-            sample,
-            file,
-            message,
-            detail,
-            ..
-        } if at.is_none() && step != "read" => RunError::Step {
-            sample,
-            file,
-            step,
-            op: "python",
-            message,
-            detail,
-        },
-        named => named,
-    }
-}
-
 impl PythonLoader {
     fn result(
         &self,
@@ -565,6 +498,9 @@ impl PythonLoader {
     ) -> Result<OnlineResult, RunError> {
         if let Some(failed) = answer.failed {
             return Err(failure(job, failed));
+        }
+        if let Some(failed) = answer.failed_read {
+            return Err(failed.error());
         }
         let mut delta = end.since(&start);
         let user = (answer.usage.user_s - before.user_s).max(0.0);
@@ -590,6 +526,7 @@ impl PythonLoader {
             .skipped
             .into_iter()
             .filter_map(|f| failure(job, f).skipped())
+            .chain(answer.unread.into_iter().flat_map(answer::Unread::skipped))
             .collect();
         progress.inc(answer.samples);
         Ok(result)
