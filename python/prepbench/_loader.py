@@ -364,17 +364,22 @@ def dataset_class():
                 try:
                     got = next(reader, None)
                 except error as e:
-                    past_end = local >= records
-                    rest = 0 if past_end or reader.can_continue else records - local - 1
+                    past_end, going_on = local >= records, reader.can_continue
+                    rest = 0 if past_end or going_on else records - local - 1
                     yield start + local, None, _Corrupt.of(e, rest, past_end)
-                    if past_end or rest:
+                    if past_end or not going_on:
                         return
                     local += 1
                     continue
                 if got is None:
                     return
                 _, payload, sample_id, layout = got
-                yield sample_id, dict(_fields(payload, sample_id, layout)), None
+                try:
+                    fields = dict(_fields(payload, sample_id, layout))
+                except Exception as e:  # noqa: BLE001 - the record's layout: named
+                    yield start + local, None, e
+                else:
+                    yield sample_id, fields, None
                 local += 1
 
         def unread(self, sample_id, error):

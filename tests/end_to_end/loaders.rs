@@ -443,7 +443,20 @@ fn a_damaged_store_is_read_under_torch_as_natively() {
             })
             .unwrap();
         let clean = std::fs::read(&shard).unwrap();
-        for (damage, at) in [("middle", clean.len() / 2), ("length", 2)] {
+        // The last record's length (an uncompressed shard's frames walked: 8 bytes of length,
+        // 4 of its checksum, the payload, 4 of its checksum).
+        let mut last = 0;
+        let mut at = 0;
+        while codec == "none" && at + 12 <= clean.len() {
+            last = at;
+            let len = u64::from_le_bytes(clean[at..at + 8].try_into().unwrap()) as usize;
+            at += 16 + len;
+        }
+        let mut damages = vec![("middle", clean.len() / 2), ("length", 2)];
+        if codec == "none" {
+            damages.push(("last", last + 2));
+        }
+        for (damage, at) in damages {
             let mut bytes = clean.clone();
             bytes[at] ^= 0x04;
             std::fs::write(&shard, &bytes).unwrap();
