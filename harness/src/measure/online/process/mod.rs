@@ -2,9 +2,9 @@
 //! the prepbench package, run in the `--python` interpreter), the job it reads (one JSON
 //! line), its `ready` once its framework and the steps are imported, `go`, its answer, and the
 //! epoch's result made of it as the native engine makes its own: samples, bytes, arrivals,
-//! hashes, skipped samples, and the CPU and I/O of the loader's process and its reaped workers
-//! (reported by the process from `getrusage` and `/proc/self/io`), which are not counted as
-//! the machine's foreign load.
+//! hashes, skipped samples, and the CPU and I/O of the loader's process and its workers
+//! (reported by the process: `getrusage` and `/proc/self/io` for workers waited for,
+//! `/proc/PID` for those alive), which are not counted as the machine's foreign load.
 //!
 //! The epoch is timed from `go` (after the framework and the steps are imported, as a training
 //! job has them before its first epoch) to the loader's answer.
