@@ -28,7 +28,7 @@ import types
 from .store import SharedInt, Store, _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
-PROTOCOL = 8
+PROTOCOL = 9
 
 
 def _usage():
@@ -37,61 +37,79 @@ def _usage():
     (`getrusage`, `/proc/self/io`) and those still alive (persistent ones: `/proc/PID`)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    total = {"user_s": own.ru_utime + kids.ru_utime, "sys_s": own.ru_stime + kids.ru_stime,
-             "read_bytes": 0, "read_chars": 0}
-    for pid in ["self", *_live_descendants(os.getpid())]:
-        _add_proc(total, pid, own=pid == "self")
-    return total
+    user, system = own.ru_utime + kids.ru_utime, own.ru_stime + kids.ru_stime
+    read_bytes, read_chars = _proc_io("self")
+    for pid in _live_descendants(os.getpid()):
+        cpu, io = _proc_cpu(pid), _proc_io(pid)
+        user, system = user + cpu[0], system + cpu[1]
+        read_bytes, read_chars = read_bytes + io[0], read_chars + io[1]
+    return {"user_s": user, "sys_s": system, "read_bytes": read_bytes, "read_chars": read_chars}
 
 
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _add_proc(total, pid, own):
-    """Adds process `pid`'s I/O to `total`, and, unless it is this process (`own`, whose CPU
-    `getrusage` gave), its CPU and that of its children it has waited for; nothing if it has
-    gone."""
+def _proc_io(pid):
+    """(bytes fetched from storage, bytes read through syscalls) of process `pid` and the
+    children it has waited for; zeros if it has gone."""
     try:
         with open(f"/proc/{pid}/io") as f:
             io = dict(line.split(":", 1) for line in f if ":" in line)
-        total["read_bytes"] += int(io.get("read_bytes", 0))
-        total["read_chars"] += int(io.get("rchar", 0))
-        if own:
-            return
+        return int(io.get("read_bytes", 0)), int(io.get("rchar", 0))
+    except (OSError, ValueError):
+        return 0, 0
+
+
+def _proc_cpu(pid):
+    """CPU seconds (user, system) of process `pid` and the children it has waited for; zeros
+    if it has gone."""
+    try:
         with open(f"/proc/{pid}/stat") as f:
             # After the command's name (in parentheses, which may hold anything): state is the
             # first field, utime, stime, cutime and cstime the 12th to 15th.
             fields = f.read().rsplit(")", 1)[1].split()
-        ticks = [int(t) for t in fields[11:15]]
+        utime, stime, cutime, cstime = (int(t) for t in fields[11:15])
     except (OSError, ValueError, IndexError):
-        return
-    total["user_s"] += (ticks[0] + ticks[2]) / _TICKS
-    total["sys_s"] += (ticks[1] + ticks[3]) / _TICKS
+        return 0.0, 0.0
+    return (utime + cutime) / _TICKS, (stime + cstime) / _TICKS
 
 
-def _live_descendants(pid):
+def _live_descendants(pid, children=None):
     """The pids of `pid`'s children not yet waited for (a persistent DataLoader's workers),
-    and of theirs: from each thread's `/proc/PID/task/TID/children`, or, on a kernel without
-    those files, from every process's parent in `/proc`."""
-    if not os.path.exists(f"/proc/{pid}/task/{pid}/children"):
-        return _descendants_by_parent(pid)
+    and of theirs. `children(pid)` lists a process's children: by default from each thread's
+    `/proc/PID/task/TID/children`, or, on a kernel without those files, from every process's
+    parent (`_children_by_parent`)."""
+    if children is None:
+        listed = os.path.exists(f"/proc/{pid}/task/{pid}/children")
+        children = _children_listed if listed else _children_by_parent()
     found, parents = [], [pid]
     while parents:
-        parent = parents.pop()
-        kids = []
-        try:
-            for tid in os.listdir(f"/proc/{parent}/task"):
-                with open(f"/proc/{parent}/task/{tid}/children") as f:
-                    kids.extend(int(k) for k in f.read().split())
-        except OSError:  # gone meanwhile
-            pass
+        kids = children(parents.pop())
         found.extend(kids)
         parents.extend(kids)
     return found
 
 
 def _descendants_by_parent(pid):
-    """`_live_descendants` from every process's parent (the fourth field of its stat)."""
+    """`_live_descendants` as a kernel without children files finds them."""
+    return _live_descendants(pid, _children_by_parent())
+
+
+def _children_listed(pid):
+    """Process `pid`'s children, from each of its threads' children file; none if it has gone."""
+    kids = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids.extend(int(k) for k in f.read().split())
+    except OSError:
+        pass
+    return kids
+
+
+def _children_by_parent():
+    """A process's children (as `children(pid)`), from every process's parent in `/proc` (the
+    fourth field of its stat), read once."""
     children = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -102,12 +120,7 @@ def _descendants_by_parent(pid):
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(parent, []).append(int(entry))
-    found, parents = [], [pid]
-    while parents:
-        kids = children.get(parents.pop(), [])
-        found.extend(kids)
-        parents.extend(kids)
-    return found
+    return lambda pid: children.get(pid, [])
 
 
 def _driver(native):
@@ -246,22 +259,21 @@ def _part(shard_records, job):
 
 class _Corrupt(Exception):
     """A stored record prepbench's reader found corrupt, as the native engine names it: its
-    shard file, its number there, the byte and what is wrong (`unread` in the answer), with
-    the shard's records after it that could not be read (`rest`), or none where the error came
-    after the last record (`past_end`)."""
+    shard file, its number there, the byte and what is wrong (`unread` in the answer), with the
+    records the epoch reads of its shard and whether reading could go on past it."""
 
     def __init__(self, named):
         super().__init__(named["what"])
         self.named = named
 
     @classmethod
-    def of(cls, error, rest, past_end):
+    def of(cls, error, records, can_continue):
         """The reader's `error`, named; one without a record's name is the error itself."""
         if not hasattr(error, "what"):
             return error
         return cls({"shard": error.shard, "record": error.record, "offset": error.offset,
-                    "compressed": error.compressed, "what": error.what, "rest": rest,
-                    "past_end": past_end})
+                    "compressed": error.compressed, "what": error.what, "records": records,
+                    "can_continue": can_continue})
 
     def __reduce__(self):
         return _Corrupt, (self.named,)
@@ -327,14 +339,18 @@ def dataset_class():
             return self.count
 
         def _raw(self, index):
-            payload, sample_id, layout = self.online.read(index, self.epoch)
-            return sample_id, dict(_fields(payload, sample_id, layout))
+            """Raw item `index` through the read step: (sample id, fields, None), or (index,
+            None, the error that stopped it)."""
+            try:
+                payload, sample_id, layout = self.online.read(index, self.epoch)
+                return sample_id, dict(_fields(payload, sample_id, layout)), None
+            except Exception as e:  # noqa: BLE001 - the read step: named
+                return index, None, e
 
         def __getitem__(self, index):
-            try:
-                sample_id, fields = self._raw(index)
-            except Exception as e:  # noqa: BLE001 - the read step: named
-                return self.unread(index, e)
+            sample_id, fields, error = self._raw(index)
+            if error is not None:
+                return self.unread(sample_id, error)
             return self.item(sample_id, fields)
 
         def share(self, worker, workers):
@@ -343,11 +359,7 @@ def dataset_class():
             items worker, worker + workers, ...; of a store, the shards dealt so (as
             prepbench's own workers deal them), each read in order."""
             if self.store is None:
-                for index in range(worker, self.count, workers):
-                    try:
-                        yield (*self._raw(index), None)
-                    except Exception as e:  # noqa: BLE001 - the read step: named
-                        yield index, None, e
+                yield from map(self._raw, range(worker, self.count, workers))
                 return
             for shard, start, records in self.part[worker::workers]:
                 yield from self._shard(shard, start, records)
@@ -364,10 +376,9 @@ def dataset_class():
                 try:
                     got = next(reader, None)
                 except error as e:
-                    past_end, going_on = local >= records, reader.can_continue
-                    rest = 0 if past_end or going_on else records - local - 1
-                    yield start + local, None, _Corrupt.of(e, rest, past_end)
-                    if past_end or not going_on:
+                    going_on = reader.can_continue
+                    yield start + local, None, _Corrupt.of(e, records, going_on)
+                    if local >= records or not going_on:  # after the last record, or stuck
                         return
                     local += 1
                     continue
@@ -632,19 +643,12 @@ def run(job, proto_out):
             options["prefetch_factor"] = asked["prefetch_factor"]
     versions = {"torch": torch.__version__}
     # As a training loop runs: one DataLoader for the run where its workers persist (started
-    # in the first epoch, serving the next ones), a new one each epoch where they do not.
-    kept = {}
-
-    def loader():
-        made = kept.get("loader")
-        if made is None:  # (not `or`: a DataLoader's truth is its length)
-            made = DataLoader(dataset, **options)
-        if options.get("persistent_workers"):
-            kept["loader"] = made
-        return made
-
+    # in the first epoch, serving the next ones), a new one each epoch where they do not (its
+    # iterator shuts them down and waits for them as it ends, before the epoch's answer).
+    kept = DataLoader(dataset, **options) if options.get("persistent_workers") else None
     try:
         while True:
+            loader = kept if kept is not None else DataLoader(dataset, **options)
             if not _epoch(loader, job, (proto_out, versions)):
                 return
             job = next_epoch(job)
@@ -652,21 +656,21 @@ def run(job, proto_out):
                 return
             dataset.next_epoch(job, native)
     finally:
-        kept.clear()  # persistent workers shut down and waited for
+        kept = loader = None  # persistent workers shut down and waited for before `idle`
 
 
-def _epoch(loader_of, job, protocol):
-    """One epoch: the DataLoader (`loader_of()`), `ready`, then on `go` its passes (repeated
-    until `min_s`, for an epoch served from the page cache) and the answer; False when no `go`
-    came."""
+def _epoch(loader, job, protocol):
+    """One epoch of `loader`: `ready`, then on `go` its passes (repeated until `min_s`, for an
+    epoch served from the page cache) and the answer; False when no `go` came."""
     proto_out, versions = protocol
-    loader = loader_of()
     if not ready(proto_out, versions):
         return False
     started = time.perf_counter()
-    arrivals, hashes, skipped, unread, failed = [], [], [], [], None
+    arrivals, hashes, skipped, unread = [], [], [], []
     samples = nbytes = passes = 0
-    while failed is None:
+    # What stopped the epoch (--on-error fail): a sample, or a stored record.
+    failed = failed_read = None
+    while failed is None and failed_read is None:
         passes += 1
         for items, _batch in loader:
             at = time.perf_counter() - started
@@ -677,11 +681,11 @@ def _epoch(loader_of, job, protocol):
                     nbytes += item.nbytes
                     if job["hash"]:
                         hashes.append([item.id, item.hash])
-                elif isinstance(item.error, _Corrupt):
+                elif isinstance(item.error, _Corrupt) and job["on_error"] == "skip":
                     unread.append(item.error.named)
-                    if job["on_error"] != "skip":
-                        failed = True
-                        break
+                elif isinstance(item.error, _Corrupt):
+                    failed_read = item.error.named
+                    break
                 elif job["on_error"] == "skip":
                     skipped.append([item.id, *item.error])
                 else:
@@ -690,19 +694,12 @@ def _epoch(loader_of, job, protocol):
             samples += good
             if good:
                 arrivals.append([good, at])
-            if failed is not None:
+            if failed is not None or failed_read is not None:
                 break
         if job["min_s"] is None or time.perf_counter() - started >= job["min_s"]:
             break
-    # Workers that do not persist are shut down and waited for here (their CPU and I/O count
-    # below); persistent ones are counted alive.
-    del loader
-    if failed is True:  # a stored record that could not be read
-        answer(proto_out, started, arrivals, samples, nbytes, hashes, skipped, None, passes,
-               failed_read=unread.pop())
-    else:
-        answer(proto_out, started, arrivals, samples, nbytes, hashes, skipped, failed, passes,
-               unread=unread)
+    answer(proto_out, started, arrivals, samples, nbytes, hashes, skipped, failed, passes,
+           unread=unread, failed_read=failed_read)
     return True
 
 

@@ -138,18 +138,31 @@ impl RunError {
     }
 }
 
-/// The records of a shard of `records` left unread after an error at `record` that reading
-/// cannot step over (its framing broken), as one skipped entry; `None` when it was the last.
-pub fn unreadable_rest(file: &str, record: u64, records: u64) -> Option<Skipped> {
-    let rest = records.saturating_sub(record + 1);
-    (rest > 0).then(|| Skipped {
+/// The rows errors.csv gets for a read error at `record` of a shard read to `records`, its
+/// own row given (`error`): one after the shard's last record (a compressed stream's checksum
+/// at its end) counts no sample, every record having been read and passed its own checksum;
+/// one that reading cannot step past (`going_on` false: its framing broken) leaves the
+/// shard's later records unread, counted in one more row.
+pub fn read_error_rows(
+    mut error: Skipped,
+    record: u64,
+    records: u64,
+    going_on: bool,
+) -> Vec<Skipped> {
+    if record >= records {
+        error.count = 0;
+        return vec![error];
+    }
+    let rest = records - record - 1;
+    let unread = (!going_on && rest > 0).then(|| Skipped {
         sample: format!("records {} to {}", record + 1, records - 1),
-        file: file.to_string(),
+        file: error.file.clone(),
         stage: StageName::Read,
         count: rest,
         message: format!("unreadable after the error at record {record}"),
         detail: String::new(),
-    })
+    });
+    std::iter::once(error).chain(unread).collect()
 }
 
 /// Turns a worker's panic payload into an error instead of unwinding through the harness.

@@ -435,23 +435,17 @@ fn read_shard(
             Ok(false) => return Ok(true),
             Err(e) => {
                 skip_or_fail(job, e.into(), tally)?;
-                if record >= records {
-                    // After the shard's last record (a compressed stream's checksum at its end):
-                    // every record was read, each passing its own checksum; no sample is lost.
-                    if let Some(error) = tally.skipped.last_mut() {
-                        error.count = 0;
-                    }
-                    return Ok(true);
-                }
-                if reader.can_continue() {
+                let going_on = reader.can_continue();
+                if record < records && going_on {
                     continue;
                 }
-                let file = reader.path().display().to_string();
-                tally
-                    .skipped
-                    .extend(crate::measure::errors::unreadable_rest(
-                        &file, record, records,
-                    ));
+                if let Some(own) = tally.skipped.pop() {
+                    tally
+                        .skipped
+                        .extend(crate::measure::errors::read_error_rows(
+                            own, record, records, going_on,
+                        ));
+                }
                 return Ok(true);
             }
         }

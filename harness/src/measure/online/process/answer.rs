@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::super::engine::OnlineJob;
-use crate::measure::errors::{unreadable_rest, RunError};
+use crate::measure::errors::{read_error_rows, RunError};
 use crate::measure::steps::step_failed;
 use crate::results::Skipped;
 use crate::store::StoreError;
@@ -53,9 +53,9 @@ pub(super) struct Answer {
 }
 
 /// A stored record a loader could not read, named as prepbench's own reader names it (its
-/// shard file, its number there, the byte and what is wrong), with the records after it the
-/// shard could no longer give (`rest`), or none where the error came after its last record
-/// (`past_end`: a compressed stream's checksum at its end).
+/// shard file, its number there, the byte and what is wrong), with the records the epoch reads
+/// of its shard and whether reading could go on past it: errors.csv gets from them what the
+/// native engine writes (`read_error_rows`).
 #[derive(Deserialize)]
 pub(super) struct Unread {
     shard: String,
@@ -63,10 +63,8 @@ pub(super) struct Unread {
     offset: u64,
     compressed: bool,
     what: String,
-    #[serde(default)]
-    rest: u64,
-    #[serde(default)]
-    past_end: bool,
+    records: u64,
+    can_continue: bool,
 }
 
 impl Unread {
@@ -81,18 +79,15 @@ impl Unread {
         })
     }
 
-    /// Its entries in errors.csv, as the native engine writes them when it skips.
+    /// Its rows in errors.csv, as the native engine writes them when it skips.
     pub fn skipped(self) -> Vec<Skipped> {
-        let (record, rest, past_end) = (self.record, self.rest, self.past_end);
-        let shard = self.shard.clone();
-        let mut rows: Vec<Skipped> = self.error().skipped().into_iter().collect();
-        if past_end {
-            rows.iter_mut().for_each(|r| r.count = 0);
-        }
-        rows.extend(unreadable_rest(&shard, record, record + 1 + rest));
-        rows
+        let (record, records, going_on) = (self.record, self.records, self.can_continue);
+        self.error().skipped().map_or_else(Vec::new, |own| {
+            read_error_rows(own, record, records, going_on)
+        })
     }
 }
+
 /// (sample id, step, message, detail) of a sample the loader could not deliver.
 pub(super) type Failure = (u64, String, String, String);
 
