@@ -113,8 +113,9 @@ def _raised(error):
 
 class Store:
     """A complete store, opened (see the module's doc). `cache_bytes` bounds the decompressed
-    shards kept for reading a compressed store by record number (default 1 GiB); reading in
-    order keeps nothing."""
+    stretches kept for reading a compressed store by record number (default 1 GiB): a record
+    is decompressed from the codec's restart before it (about every MiB of stream; a store made
+    before prepbench wrote restarts has one a shard); reading in order keeps nothing."""
 
     def __init__(self, path, cache_bytes=None):
         self.path = os.fsdecode(path)

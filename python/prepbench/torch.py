@@ -8,10 +8,11 @@
         ...
 
 `StoreDataset` is map-style (any sampler, `shuffle=True`); `StoreIterable` reads whole shards
-in order, split across DataLoader workers and distributed ranks, the better choice for a
-compressed store (a compressed shard is read from its start; by record number it is
-decompressed once and kept per worker, within `cache_bytes`). Each worker process opens its
-own files: a dataset travels to a worker as its path. `transform` is called with each sample
+in order, split across DataLoader workers and distributed ranks. A compressed store read by
+record number decompresses, per worker, the stretch of about 1 MiB of stream around the
+record (the writer restarts the codec there) and keeps stretches within `cache_bytes`; read in
+order, nothing is decompressed twice, so `StoreIterable` still reads a compressed store
+fastest. Each worker process opens its own files: a dataset travels to a worker as its path. `transform` is called with each sample
 (a dict of NumPy arrays, bytes and str) and returns what the loader batches.
 """
 

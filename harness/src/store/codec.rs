@@ -12,75 +12,195 @@ pub const READ_BUFFER_BYTES: usize = 1 << 20;
 const WRITE_BUFFER_BYTES: usize = 1 << 20;
 
 /// A compressing writer over a shard file; [`CodecWriter::finish`] writes the trailer.
-pub enum CodecWriter {
-    None(BufWriter<File>),
-    Gzip(flate2::write::GzEncoder<BufWriter<File>>),
-    Zlib(flate2::write::ZlibEncoder<BufWriter<File>>),
-    Zstd(zstd::stream::Encoder<'static, BufWriter<File>>),
-    Lz4(lz4_flex::frame::FrameEncoder<BufWriter<File>>),
+///
+/// [`CodecWriter::restart`] makes a point where decompression can begin without what came
+/// before: a full flush of the deflate stream (its dictionary emptied, the stream still one
+/// standard gzip or zlib stream that any reader, TensorFlow's included, reads through), or a new
+/// frame for zstd and lz4 (concatenated frames, one stream to their decoders). A store reads a
+/// record by number from the restart before it ([`restart_reader`]) instead of from the
+/// shard's start.
+pub struct CodecWriter {
+    inner: Inner,
+    codec: Codec,
+}
+
+enum Inner {
+    None(Counted),
+    Deflate(Deflater),
+    Zstd(Option<zstd::stream::Encoder<'static, Counted>>),
+    Lz4(Option<lz4_flex::frame::FrameEncoder<Counted>>),
+}
+
+/// The file's buffered writer, counting the bytes given to it: a restart's offset in the file.
+pub struct Counted {
+    file: BufWriter<File>,
+    bytes: u64,
+}
+
+impl Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// The deflate stream of a gzip or zlib shard, written through flate2's `Compress` so that it
+/// can be fully flushed (flate2's writers flush with a sync flush, which keeps the dictionary).
+struct Deflater {
+    out: Counted,
+    compress: flate2::Compress,
+    /// CRC-32 and length of what was written, for the gzip trailer; `None` for zlib, whose
+    /// header and Adler-32 trailer `Compress` writes itself.
+    gzip: Option<flate2::Crc>,
+    buf: Vec<u8>,
+}
+
+const DEFLATE_OUT_BYTES: usize = 64 << 10;
+
+impl Deflater {
+    fn new(mut out: Counted, level: u32, gzip: bool) -> io::Result<Deflater> {
+        if gzip {
+            // RFC 1952's header as flate2's GzEncoder writes it: no name, time 0, OS unknown.
+            let xfl = match level {
+                9.. => 2,
+                0..=1 => 4,
+                _ => 0,
+            };
+            out.write_all(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, xfl, 0xff])?;
+        }
+        Ok(Deflater {
+            out,
+            compress: flate2::Compress::new(Compression::new(level), !gzip),
+            gzip: gzip.then(flate2::Crc::new),
+            buf: Vec::with_capacity(DEFLATE_OUT_BYTES),
+        })
+    }
+
+    /// Compresses `input` with `flush`, writing what comes out.
+    fn run(&mut self, mut input: &[u8], flush: flate2::FlushCompress) -> io::Result<()> {
+        loop {
+            self.buf.clear();
+            let before = self.compress.total_in();
+            let status = self
+                .compress
+                .compress_vec(input, &mut self.buf, flush)
+                .map_err(io::Error::other)?;
+            input = &input[(self.compress.total_in() - before) as usize..];
+            self.out.write_all(&self.buf)?;
+            let room_left = self.buf.len() < self.buf.capacity();
+            if status == flate2::Status::StreamEnd
+                || (input.is_empty() && room_left && flush != flate2::FlushCompress::Finish)
+            {
+                return Ok(());
+            }
+        }
+    }
+
+    fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        if let Some(crc) = &mut self.gzip {
+            crc.update(data);
+        }
+        self.run(data, flate2::FlushCompress::None)
+    }
+
+    fn finish(mut self) -> io::Result<Counted> {
+        self.run(&[], flate2::FlushCompress::Finish)?;
+        if let Some(crc) = &self.gzip {
+            self.out.write_all(&crc.sum().to_le_bytes())?;
+            self.out.write_all(&crc.amount().to_le_bytes())?;
+        }
+        Ok(self.out)
+    }
 }
 
 impl CodecWriter {
     pub fn new(codec: Codec, file: File) -> io::Result<CodecWriter> {
-        let buffered = BufWriter::with_capacity(WRITE_BUFFER_BYTES, file);
-        Ok(match codec {
-            Codec::None => CodecWriter::None(buffered),
-            Codec::Gzip { level } => CodecWriter::Gzip(flate2::write::GzEncoder::new(
-                buffered,
-                Compression::new(level),
-            )),
-            Codec::Zlib { level } => CodecWriter::Zlib(flate2::write::ZlibEncoder::new(
-                buffered,
-                Compression::new(level),
-            )),
-            Codec::Zstd { level } => {
-                CodecWriter::Zstd(zstd::stream::Encoder::new(buffered, level)?)
+        let out = Counted {
+            file: BufWriter::with_capacity(WRITE_BUFFER_BYTES, file),
+            bytes: 0,
+        };
+        let inner = match codec {
+            Codec::None => Inner::None(out),
+            Codec::Gzip { level } => Inner::Deflate(Deflater::new(out, level, true)?),
+            Codec::Zlib { level } => Inner::Deflate(Deflater::new(out, level, false)?),
+            Codec::Zstd { level } => Inner::Zstd(Some(zstd::stream::Encoder::new(out, level)?)),
+            Codec::Lz4 => Inner::Lz4(Some(lz4_flex::frame::FrameEncoder::new(out))),
+        };
+        Ok(CodecWriter { inner, codec })
+    }
+
+    /// Makes a restart here and returns its offset in the file, for a compressed codec;
+    /// `None` without one (an uncompressed shard is entered at any record's offset).
+    pub fn restart(&mut self) -> io::Result<Option<u64>> {
+        let gone = || io::Error::other("the codec's writer was lost by an earlier error");
+        Ok(Some(match &mut self.inner {
+            Inner::None(_) => return Ok(None),
+            Inner::Deflate(d) => {
+                d.run(&[], flate2::FlushCompress::Full)?;
+                d.out.bytes
             }
-            Codec::Lz4 => CodecWriter::Lz4(lz4_flex::frame::FrameEncoder::new(buffered)),
-        })
+            Inner::Zstd(slot) => {
+                let out = slot.take().ok_or_else(gone)?.finish()?;
+                let at = out.bytes;
+                let Codec::Zstd { level } = self.codec else {
+                    unreachable!("a zstd writer")
+                };
+                *slot = Some(zstd::stream::Encoder::new(out, level)?);
+                at
+            }
+            Inner::Lz4(slot) => {
+                let out = slot
+                    .take()
+                    .ok_or_else(gone)?
+                    .finish()
+                    .map_err(io::Error::other)?;
+                let at = out.bytes;
+                *slot = Some(lz4_flex::frame::FrameEncoder::new(out));
+                at
+            }
+        }))
     }
 
     /// Completes the stream and returns the file, flushed (not yet synced).
     pub fn finish(self) -> io::Result<File> {
-        let buffered = match self {
-            CodecWriter::None(w) => w,
-            CodecWriter::Gzip(w) => w.finish()?,
-            CodecWriter::Zlib(w) => w.finish()?,
-            CodecWriter::Zstd(w) => w.finish()?,
-            CodecWriter::Lz4(w) => w.finish().map_err(io::Error::other)?,
+        let gone = || io::Error::other("the codec's writer was lost by an earlier error");
+        let out = match self.inner {
+            Inner::None(w) => w,
+            Inner::Deflate(d) => d.finish()?,
+            Inner::Zstd(w) => w.ok_or_else(gone)?.finish()?,
+            Inner::Lz4(w) => w.ok_or_else(gone)?.finish().map_err(io::Error::other)?,
         };
-        buffered.into_inner().map_err(|e| e.into_error())
+        out.file.into_inner().map_err(|e| e.into_error())
     }
 }
 
 impl Write for CodecWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            CodecWriter::None(w) => w.write(buf),
-            CodecWriter::Gzip(w) => w.write(buf),
-            CodecWriter::Zlib(w) => w.write(buf),
-            CodecWriter::Zstd(w) => w.write(buf),
-            CodecWriter::Lz4(w) => w.write(buf),
-        }
+        self.write_all(buf)?;
+        Ok(buf.len())
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        match self {
-            CodecWriter::None(w) => w.write_all(buf),
-            CodecWriter::Gzip(w) => w.write_all(buf),
-            CodecWriter::Zlib(w) => w.write_all(buf),
-            CodecWriter::Zstd(w) => w.write_all(buf),
-            CodecWriter::Lz4(w) => w.write_all(buf),
+        let gone = || io::Error::other("the codec's writer was lost by an earlier error");
+        match &mut self.inner {
+            Inner::None(w) => w.write_all(buf),
+            Inner::Deflate(d) => d.write_all(buf),
+            Inner::Zstd(w) => w.as_mut().ok_or_else(gone)?.write_all(buf),
+            Inner::Lz4(w) => w.as_mut().ok_or_else(gone)?.write_all(buf),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match self {
-            CodecWriter::None(w) => w.flush(),
-            CodecWriter::Gzip(w) => w.flush(),
-            CodecWriter::Zlib(w) => w.flush(),
-            CodecWriter::Zstd(w) => w.flush(),
-            CodecWriter::Lz4(w) => w.flush(),
+        match &mut self.inner {
+            Inner::None(w) => w.flush(),
+            Inner::Deflate(d) => d.out.flush(),
+            Inner::Zstd(w) => w.as_mut().map_or(Ok(()), |w| w.flush()),
+            Inner::Lz4(w) => w.as_mut().map_or(Ok(()), |w| w.flush()),
         }
     }
 }
@@ -93,7 +213,37 @@ pub fn reader<R: Read + Send + 'static>(codec: Codec, file: R) -> io::Result<Box
         Codec::Gzip { .. } => Box::new(flate2::bufread::MultiGzDecoder::new(buffered)),
         Codec::Zlib { .. } => Box::new(flate2::bufread::ZlibDecoder::new(buffered)),
         Codec::Zstd { .. } => Box::new(zstd::stream::Decoder::with_buffer(buffered)?),
-        Codec::Lz4 => Box::new(lz4_flex::frame::FrameDecoder::new(buffered)),
+        Codec::Lz4 => Box::new(Lz4Frames(lz4_flex::frame::FrameDecoder::new(buffered))),
+    })
+}
+
+/// lz4_flex's decoder reads concatenated frames but ends each `read` call at a frame's end
+/// with 0, which a caller takes for the stream's end: read again once, where the next frame
+/// begins (a writer's restarts never leave an empty frame).
+struct Lz4Frames<R: Read>(lz4_flex::frame::FrameDecoder<R>);
+
+impl<R: Read> Read for Lz4Frames<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.0.read(buf)? {
+            0 if !buf.is_empty() => self.0.read(buf),
+            n => Ok(n),
+        }
+    }
+}
+
+/// A decompressing reader from a restart [`CodecWriter::restart`] made: `file` positioned at
+/// its offset. A deflate stream is read raw from there (the gzip or zlib header lies before
+/// the first restart; the trailer after the stream's last block is not read).
+pub fn restart_reader<R: Read + Send + 'static>(
+    codec: Codec,
+    file: R,
+) -> io::Result<Box<dyn Read + Send>> {
+    let buffered = BufReader::with_capacity(READ_BUFFER_BYTES, file);
+    Ok(match codec {
+        Codec::Gzip { .. } | Codec::Zlib { .. } => {
+            Box::new(flate2::bufread::DeflateDecoder::new(buffered))
+        }
+        _ => return reader(codec, buffered.into_inner()),
     })
 }
 

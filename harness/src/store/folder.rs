@@ -60,6 +60,37 @@ pub struct ShardInfo {
     /// The longest record written: a longer declared length is refused before it is read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_record: Option<u64>,
+    /// Where a compressed shard's decompression may begin (about every
+    /// [`RESTART_EVERY_BYTES`] of its stream): a record is read by number from the restart
+    /// before it, not from the shard's start. Empty for an uncompressed shard, one of a single
+    /// stretch, and stores from before restarts were written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restarts: Vec<Restart>,
+}
+
+/// Decompressed bytes of a shard's stream between two restarts (at least; a restart lies at a
+/// record's start): 1 MiB costs a deflate stream about 0.1 % of its size (CV's
+/// `pixel-centered` 29.64 % of its bytes with GZIP against 29.54 % as one stretch, `resized`
+/// 76.76 % against 76.74 %), where 256 KiB cost 1.3 %.
+pub const RESTART_EVERY_BYTES: u64 = 1 << 20;
+
+/// A restart: the first record after it (of its shard), its offset in the shard file and in
+/// the decompressed stream. Written as `[record, file offset, stream offset]`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Restart(pub u64, pub u64, pub u64);
+
+impl Restart {
+    pub fn record(&self) -> u64 {
+        self.0
+    }
+
+    pub fn file_offset(&self) -> u64 {
+        self.1
+    }
+
+    pub fn stream_offset(&self) -> u64 {
+        self.2
+    }
 }
 
 /// What a store holds and how it was made; written last, so its presence means complete.

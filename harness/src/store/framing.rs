@@ -16,6 +16,36 @@ pub fn masked_crc32c(data: &[u8]) -> u32 {
 /// Bytes of framing around each payload.
 pub const FRAMING_BYTES: u64 = 16;
 
+/// Where one record lies in its shard's (decompressed) stream.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Frame {
+    /// Offset of the record's header.
+    pub offset: u64,
+    /// Its payload's length.
+    pub len: u64,
+}
+
+/// The payload length a record header declares at `offset` of a stream of `size` bytes, checked
+/// against its length checksum, the shard's longest record and the stream's end; else what is
+/// wrong with it.
+pub fn declared_len(header: &[u8], offset: u64, size: u64, longest: u64) -> Result<u64, String> {
+    let len_bytes: [u8; 8] = header[..8].try_into().expect("8 bytes");
+    let len_crc = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
+    if masked_crc32c(&len_bytes) != len_crc {
+        return Err("length checksum mismatch (corrupt or not a TFRecord file)".into());
+    }
+    let len = u64::from_le_bytes(len_bytes);
+    if len > longest {
+        return Err(format!(
+            "the record declares {len} bytes, more than the {longest} this shard may hold"
+        ));
+    }
+    if offset + FRAMING_BYTES + len > size {
+        return Err("truncated payload".into());
+    }
+    Ok(len)
+}
+
 pub struct RecordWriter<W: Write> {
     inner: W,
     records: u64,
@@ -45,6 +75,10 @@ impl<W: Write> RecordWriter<W> {
 
     pub fn into_inner(self) -> W {
         self.inner
+    }
+
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.inner
     }
 }
 

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use workloads::Codec;
 
 use super::error::{io_error, StoreError};
-use super::framing::FRAMING_BYTES;
-use super::open::{check_payload, declared_len, BadPayload, OpenStore};
+use super::framing::{declared_len, FRAMING_BYTES};
+use super::open::{check_payload, BadPayload, OpenStore};
 
 /// Bytes read ahead of an in-order reader of an uncompressed shard (`posix_fadvise` WILLNEED,
 /// asynchronous), so that the disk reads the next records while this one is checked and handed

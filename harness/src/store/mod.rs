@@ -15,6 +15,7 @@ pub mod remote;
 #[cfg(feature = "s3")]
 pub mod s3;
 mod shard;
+mod stretch;
 
 pub use backend::{LocalStore, StoreBackend};
 pub(crate) use error::io_error;

@@ -5,10 +5,12 @@
 //!
 //! Uncompressed shards are read record by record with positioned reads (one read per record
 //! once a shard's frames are indexed, so many processes may share nothing but the files).
-//! Compressed shards (the codec covers the whole stream, as TFRecord's does) cannot be entered
-//! in the middle: a shard read by record number is decompressed once and kept, within a byte
-//! budget (least recently used shards go first). In order, [`OpenStore::shard_reader`] streams
-//! any codec without keeping anything.
+//! Compressed shards (the codec covers the whole stream, as TFRecord's does) are entered at
+//! their restarts (about every MiB of stream, where the writer emptied the compressor's
+//! dictionary or began a new frame): a record read by number decompresses the stretch from the
+//! restart before it to the next, kept within a byte budget (least recently used stretches go
+//! first). A store written before restarts has one stretch a shard. In order,
+//! [`OpenStore::shard_reader`] streams any codec without keeping anything.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -18,19 +20,12 @@ use workloads::Codec;
 
 use super::error::{io_error, StoreError};
 use super::folder::{StoreManifest, FORMAT_VERSION, STORE_MANIFEST};
-use super::framing::{masked_crc32c, FRAMING_BYTES, MAX_RECORD_BYTES};
+use super::framing::{declared_len, masked_crc32c, Frame, FRAMING_BYTES, MAX_RECORD_BYTES};
 use super::shard::ShardReader;
+use super::stretch::{self, Stretch};
 
 /// Decompressed shards kept for reading by record number unless told otherwise: 1 GiB.
 pub const DEFAULT_CACHE_BYTES: u64 = 1 << 30;
-
-/// Where one record's payload lies in its shard's (decompressed) stream.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Frame {
-    /// Offset of the record's header.
-    offset: u64,
-    len: u64,
-}
 
 /// A shard as far as it has been opened: its file, and its frames once indexed.
 #[derive(Default)]
@@ -46,8 +41,9 @@ pub struct OpenStore {
     /// `starts[k]`: global number of shard k's first record; one more entry, the total.
     starts: Vec<u64>,
     shards: Vec<Shard>,
-    /// Decompressed shards, least recently used first.
-    cache: Vec<(usize, Vec<u8>)>,
+    /// Decompressed stretches of compressed shards (shard, stretch), least recently used
+    /// first.
+    cache: Vec<((usize, usize), Stretch)>,
     cache_bytes: u64,
 }
 
@@ -56,32 +52,6 @@ fn invalid(path: &Path, message: impl Into<String>) -> StoreError {
         path: path.display().to_string(),
         message: message.into(),
     }
-}
-
-/// The payload length a record header declares at `offset` of a stream of `size` bytes, checked
-/// against its length checksum, the shard's longest record and the stream's end; else what is
-/// wrong with it.
-pub(super) fn declared_len(
-    header: &[u8],
-    offset: u64,
-    size: u64,
-    longest: u64,
-) -> Result<u64, String> {
-    let len_bytes: [u8; 8] = header[..8].try_into().expect("8 bytes");
-    let len_crc = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
-    if masked_crc32c(&len_bytes) != len_crc {
-        return Err("length checksum mismatch (corrupt or not a TFRecord file)".into());
-    }
-    let len = u64::from_le_bytes(len_bytes);
-    if len > longest {
-        return Err(format!(
-            "the record declares {len} bytes, more than the {longest} this shard may hold"
-        ));
-    }
-    if offset + FRAMING_BYTES + len > size {
-        return Err("truncated payload".into());
-    }
-    Ok(len)
 }
 
 /// What is wrong with record `local`'s payload: its checksum (the frame intact: the next record
@@ -166,6 +136,8 @@ impl OpenStore {
                     ),
                 ));
             }
+            stretch::check_restarts(shard, manifest.codec)
+                .map_err(|what| invalid(&path, format!("shard `{}`: {what}", shard.file)))?;
             starts.push(starts.last().expect("one start") + shard.records);
         }
         let shards = manifest.shards.iter().map(|_| Shard::default()).collect();
@@ -291,6 +263,48 @@ impl OpenStore {
         Ok(buf)
     }
 
+    fn read_compressed(&mut self, shard: usize, local: u64) -> Result<Vec<u8>, StoreError> {
+        let key = (
+            shard,
+            stretch::stretch_of(&self.manifest.shards[shard], local),
+        );
+        let at = match self.cache.iter().position(|(k, _)| *k == key) {
+            Some(at) => at,
+            None => {
+                let (path, codec) = (self.shard_path(shard), self.manifest.codec);
+                let info = &self.manifest.shards[shard];
+                let read = stretch::decompress(&path, codec, info, key.1, self.longest(shard))?;
+                let size = read.stream.len() as u64;
+                // Least recently used first: make room, keeping at least the one just read.
+                let mut held = self.held_bytes();
+                while !self.cache.is_empty() && held + size > self.cache_bytes {
+                    held -= self.cache.remove(0).1.stream.len() as u64;
+                }
+                self.cache.push((key, read));
+                self.cache.len() - 1
+            }
+        };
+        let entry = self.cache.remove(at);
+        self.cache.push(entry);
+        let read = &self.cache.last().expect("just pushed").1;
+        let frame = read.frames[(local - read.first) as usize];
+        let start = (frame.offset + 12) as usize;
+        let end = start + frame.len as usize;
+        let payload = read.stream[start..end].to_vec();
+        let crc = u32::from_le_bytes(read.stream[end..end + 4].try_into().expect("4 bytes"));
+        let named = Frame {
+            offset: read.base + frame.offset,
+            len: frame.len,
+        };
+        self.check(shard, local, named, &payload, crc)?;
+        Ok(payload)
+    }
+
+    /// Decompressed bytes kept for reading by number.
+    pub(super) fn held_bytes(&self) -> u64 {
+        self.cache.iter().map(|(_, s)| s.stream.len() as u64).sum()
+    }
+
     /// The frames of an uncompressed shard, found by reading each header where the previous
     /// record ends.
     fn index_file(&self, shard: usize) -> Result<Vec<Frame>, StoreError> {
@@ -340,77 +354,6 @@ impl OpenStore {
             ));
         }
         Ok(frames)
-    }
-
-    fn read_compressed(&mut self, shard: usize, local: u64) -> Result<Vec<u8>, StoreError> {
-        let at = match self.cache.iter().position(|(k, _)| *k == shard) {
-            Some(at) => at,
-            None => {
-                let stream = self.decompress(shard)?;
-                if self.shards[shard].frames.is_none() {
-                    let frames = self.index_stream(shard, &stream)?;
-                    self.shards[shard].frames = Some(frames);
-                }
-                // Least recently used first: make room, keeping at least the one just read.
-                let mut held: u64 = self.cache.iter().map(|(_, s)| s.len() as u64).sum();
-                while !self.cache.is_empty() && held + stream.len() as u64 > self.cache_bytes {
-                    held -= self.cache.remove(0).1.len() as u64;
-                }
-                self.cache.push((shard, stream));
-                self.cache.len() - 1
-            }
-        };
-        let entry = self.cache.remove(at);
-        self.cache.push(entry);
-        let stream = &self.cache.last().expect("just pushed").1;
-        let frame = self.shards[shard].frames.as_ref().expect("indexed")[local as usize];
-        let start = (frame.offset + 12) as usize;
-        let end = start + frame.len as usize;
-        let payload = stream[start..end].to_vec();
-        let crc = u32::from_le_bytes(stream[end..end + 4].try_into().expect("4 bytes"));
-        self.check(shard, local, frame, &payload, crc)?;
-        Ok(payload)
-    }
-
-    /// A compressed shard's whole stream, bounded by what its records may hold.
-    fn decompress(&self, shard: usize) -> Result<Vec<u8>, StoreError> {
-        use std::io::Read;
-        let path = self.shard_path(shard);
-        let info = &self.manifest.shards[shard];
-        let bound = info.records * (FRAMING_BYTES + self.longest(shard));
-        let file = File::open(&path).map_err(io_error(&path))?;
-        let mut stream = Vec::new();
-        super::codec::reader(self.manifest.codec, file)
-            .map_err(io_error(&path))?
-            .take(bound + 1)
-            .read_to_end(&mut stream)
-            .map_err(|e| self.corrupt(shard, 0, 0, format!("decompressing: {e}")))?;
-        if stream.len() as u64 > bound {
-            return Err(self.corrupt(
-                shard,
-                info.records,
-                bound,
-                "decompresses to more than its records may hold",
-            ));
-        }
-        Ok(stream)
-    }
-
-    fn index_stream(&self, shard: usize, stream: &[u8]) -> Result<Vec<Frame>, StoreError> {
-        let size = stream.len() as u64;
-        let mut frames = Vec::new();
-        let mut offset = 0u64;
-        while offset < size {
-            let record = frames.len() as u64;
-            if offset + 12 > size {
-                return Err(self.corrupt(shard, record, offset, "truncated header"));
-            }
-            let header = &stream[offset as usize..offset as usize + 12];
-            let frame = self.frame(shard, record, offset, header, size)?;
-            frames.push(frame);
-            offset += FRAMING_BYTES + frame.len;
-        }
-        self.counted(shard, frames)
     }
 }
 

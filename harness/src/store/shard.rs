@@ -9,8 +9,8 @@ use workloads::Codec;
 
 use super::codec::{self, CodecWriter};
 use super::error::{io_error, StoreError};
-use super::folder::{shard_file_name, ShardInfo};
-use super::framing::{FramingError, RecordReader, RecordWriter};
+use super::folder::{shard_file_name, Restart, ShardInfo, RESTART_EVERY_BYTES};
+use super::framing::{FramingError, RecordReader, RecordWriter, FRAMING_BYTES};
 
 /// Writes one shard under a temporary name; [`ShardWriter::finish`] syncs and renames it.
 pub struct ShardWriter {
@@ -19,6 +19,10 @@ pub struct ShardWriter {
     records: RecordWriter<CodecWriter>,
     first_crc: Option<u32>,
     max_record: u64,
+    /// Bytes of the decompressed stream written, and where it was last restarted.
+    stream: u64,
+    restarted_at: u64,
+    restarts: Vec<Restart>,
 }
 
 impl ShardWriter {
@@ -39,6 +43,9 @@ impl ShardWriter {
             records: RecordWriter::new(writer),
             first_crc: None,
             max_record: 0,
+            stream: 0,
+            restarted_at: 0,
+            restarts: Vec::new(),
         })
     }
 
@@ -47,6 +54,15 @@ impl ShardWriter {
             self.first_crc = Some(crc32c::crc32c(payload));
         }
         self.max_record = self.max_record.max(payload.len() as u64);
+        if self.stream - self.restarted_at >= RESTART_EVERY_BYTES {
+            let record = self.records.records();
+            let at = self.records.get_mut().restart();
+            if let Some(at) = at.map_err(io_error(&self.tmp_path))? {
+                self.restarts.push(Restart(record, at, self.stream));
+            }
+            self.restarted_at = self.stream;
+        }
+        self.stream += FRAMING_BYTES + payload.len() as u64;
         self.records
             .write_record(payload)
             .map_err(io_error(&self.tmp_path))
@@ -74,6 +90,7 @@ impl ShardWriter {
             records,
             first_crc: self.first_crc,
             max_record: Some(self.max_record),
+            restarts: self.restarts,
         })
     }
 }

@@ -1,0 +1,326 @@
+//! Compressed shards read by record number, a stretch at a time: from the codec's restart
+//! before a record to the next (see [`CodecWriter::restart`](super::codec::CodecWriter::restart)).
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use workloads::Codec;
+
+use super::codec;
+use super::error::{io_error, StoreError};
+use super::folder::ShardInfo;
+use super::framing::{declared_len, Frame, FRAMING_BYTES, MAX_RECORD_BYTES};
+
+/// One decompressed stretch of a shard: records `first..first + frames.len()`, its stream
+/// beginning at `base` of the shard's stream; frame offsets are within `stream`.
+pub(super) struct Stretch {
+    pub stream: Vec<u8>,
+    pub frames: Vec<Frame>,
+    pub first: u64,
+    pub base: u64,
+}
+
+/// What is wrong with a shard's recorded restarts, if anything: each must lie after the one
+/// before it (records, file and stream offsets), within the shard, and hold as many stream
+/// bytes as its records may (a stretch is decompressed up to that bound, and no further).
+pub(super) fn check_restarts(info: &ShardInfo, codec: Codec) -> Result<(), String> {
+    if info.restarts.is_empty() {
+        return Ok(());
+    }
+    if codec == Codec::None {
+        return Err("restarts recorded for an uncompressed shard".into());
+    }
+    let longest = info.max_record.unwrap_or(MAX_RECORD_BYTES);
+    let (mut record, mut at, mut stream) = (0, 0, 0);
+    for r in &info.restarts {
+        let records = r.record().saturating_sub(record);
+        let bytes = r.stream_offset().saturating_sub(stream);
+        let fits = bytes >= records * FRAMING_BYTES
+            && bytes <= records.saturating_mul(FRAMING_BYTES + longest);
+        if records == 0
+            || r.record() >= info.records
+            || r.file_offset() <= at
+            || r.file_offset() >= info.bytes
+            || !fits
+        {
+            return Err(format!(
+                "its restart [{}, {}, {}] does not follow [{record}, {at}, {stream}] within \
+                 its {} records and {} bytes",
+                r.record(),
+                r.file_offset(),
+                r.stream_offset(),
+                info.records,
+                info.bytes
+            ));
+        }
+        (record, at, stream) = (r.record(), r.file_offset(), r.stream_offset());
+    }
+    Ok(())
+}
+
+/// The stretch of a shard (`info`, checked by [`check_restarts`]) that holds its record
+/// `local`.
+pub(super) fn stretch_of(info: &ShardInfo, local: u64) -> usize {
+    info.restarts.partition_point(|r| r.record() <= local)
+}
+
+fn corrupt(path: &Path, record: u64, offset: u64, what: impl Into<String>) -> StoreError {
+    StoreError::Corrupt {
+        shard: path.display().to_string(),
+        record,
+        offset,
+        compressed: true,
+        what: what.into(),
+    }
+}
+
+/// Stretch `index` of the compressed shard `path` (`info`, its records no longer than
+/// `longest`), decompressed (to no more than its records may hold) and its frames indexed.
+pub(super) fn decompress(
+    path: &Path,
+    codec: Codec,
+    info: &ShardInfo,
+    index: usize,
+    longest: u64,
+) -> Result<Stretch, StoreError> {
+    let (first, at, base) = match index.checked_sub(1).map(|i| info.restarts[i]) {
+        Some(r) => (r.record(), r.file_offset(), r.stream_offset()),
+        None => (0, 0, 0),
+    };
+    let next = info.restarts.get(index);
+    let records = next.map_or(info.records, |r| r.record()) - first;
+    let bound = match next {
+        Some(r) => r.stream_offset() - base,
+        None => records * (FRAMING_BYTES + longest),
+    };
+    let mut file = File::open(path).map_err(io_error(path))?;
+    let reader = if index == 0 {
+        codec::reader(codec, file)
+    } else {
+        file.seek(SeekFrom::Start(at)).map_err(io_error(path))?;
+        codec::restart_reader(codec, file)
+    };
+    let mut stream = Vec::new();
+    reader
+        .map_err(io_error(path))?
+        .take(bound + u64::from(next.is_none()))
+        .read_to_end(&mut stream)
+        .map_err(|e| corrupt(path, first, base, format!("decompressing: {e}")))?;
+    let size = stream.len() as u64;
+    if next.is_none() && size > bound {
+        let what = "decompresses to more than its records may hold";
+        return Err(corrupt(path, info.records, base + bound, what));
+    }
+    if next.is_some() && size < bound {
+        let what = format!(
+            "the stream ends before its restart at record {}",
+            first + records
+        );
+        return Err(corrupt(path, first, base + size, what));
+    }
+    let frames = index_frames(path, &stream, first, base, longest)?;
+    if frames.len() as u64 != records {
+        let span = match info.restarts.is_empty() {
+            true => "it holds".to_string(),
+            false => format!("records {first} to {} hold", first + records),
+        };
+        return Err(StoreError::Invalid {
+            path: path.display().to_string(),
+            message: format!(
+                "not the shard its store wrote: {span} {} records where the store wrote \
+                 {records}",
+                frames.len()
+            ),
+        });
+    }
+    Ok(Stretch {
+        stream,
+        frames,
+        first,
+        base,
+    })
+}
+
+/// The frames of a decompressed stretch whose first record is `first`, at `base` of the
+/// shard's stream (what an error names).
+fn index_frames(
+    path: &Path,
+    stream: &[u8],
+    first: u64,
+    base: u64,
+    longest: u64,
+) -> Result<Vec<Frame>, StoreError> {
+    let size = stream.len() as u64;
+    let mut frames = Vec::new();
+    let mut offset = 0u64;
+    while offset < size {
+        let record = first + frames.len() as u64;
+        if offset + 12 > size {
+            return Err(corrupt(path, record, base + offset, "truncated header"));
+        }
+        let header = &stream[offset as usize..offset as usize + 12];
+        let len = declared_len(header, offset, size, longest)
+            .map_err(|what| corrupt(path, record, base + offset, what))?;
+        frames.push(Frame { offset, len });
+        offset += FRAMING_BYTES + len;
+    }
+    Ok(frames)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::store::folder::{Restart, StoreManifest, RESTART_EVERY_BYTES};
+    use crate::store::{complete, create, OpenStore, ShardWriter};
+
+    const COMPRESSED: [&str; 5] = ["gzip", "gzip:1", "zlib", "zstd", "lz4"];
+
+    /// Record `i`: 100 to 190 KB of bytes that compress about 2x.
+    fn payload(i: u64) -> Vec<u8> {
+        let mut x = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..100_000 + (i % 10) * 10_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                b"abcdefghijklmnop"[(x % 16) as usize]
+            })
+            .collect()
+    }
+
+    /// A store of 2 shards of `per` records, and its manifest.
+    fn make(dir: &Path, codec: Codec, per: u64) -> StoreManifest {
+        create(dir).unwrap();
+        let mut infos = Vec::new();
+        for k in 0..2 {
+            let mut w = ShardWriter::create(dir, k, 2, codec).unwrap();
+            for r in 0..per {
+                w.write(&payload(k as u64 * per + r)).unwrap();
+            }
+            infos.push(w.finish().unwrap());
+        }
+        let key = crate::store::StoreKey {
+            workload: "t".into(),
+            strategy: "s".into(),
+            split: 1,
+            codec,
+            shards: 2,
+            samples: 2 * per,
+            source_fingerprint: "f".into(),
+            prefix_fingerprint: "p".into(),
+        };
+        let m = key.manifest(infos, 1.0, 0.0, 0.0);
+        complete(dir, &m).unwrap();
+        m
+    }
+
+    fn held(store: &OpenStore) -> u64 {
+        store.held_bytes()
+    }
+
+    #[test]
+    fn a_record_read_by_number_decompresses_only_its_stretch_under_every_codec() {
+        for name in COMPRESSED {
+            let dir = tempfile::tempdir().unwrap();
+            let m = make(dir.path(), name.parse().unwrap(), 30);
+            // 30 records of 100-190 KB: a restart every 7 to 11 records.
+            let restarts: Vec<usize> = m.shards.iter().map(|s| s.restarts.len()).collect();
+            assert!(
+                restarts.iter().all(|&n| (3..=5).contains(&n)),
+                "{name}: {restarts:?}"
+            );
+            let mut store = OpenStore::open(dir.path(), 0).unwrap();
+            let most = RESTART_EVERY_BYTES + 2 * (FRAMING_BYTES + 190_000);
+            for i in [59, 0, 31, 17, 45, 8, 30, 29, 59] {
+                assert!(store.read(i).unwrap() == payload(i), "{name} record {i}");
+                assert!(
+                    held(&store) <= most,
+                    "{name}: {} bytes for record {i}",
+                    held(&store)
+                );
+            }
+            // In order, the same stream: a restart is invisible to a reader of the whole.
+            let mut records = store.shard_reader(1).unwrap();
+            let (mut got, mut read) = (Vec::new(), Vec::new());
+            while records.next_into(&mut read).unwrap() {
+                got.push(read.clone());
+            }
+            assert!(got == (30..60).map(payload).collect::<Vec<_>>(), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_gzip_shard_with_restarts_is_one_standard_gzip_stream() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = make(dir.path(), "gzip".parse().unwrap(), 12);
+        let bytes = std::fs::read(dir.path().join(&m.shards[0].file)).unwrap();
+        // One member (flate2's single-member decoder reads it all), its trailer checked.
+        let mut whole = Vec::new();
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_end(&mut whole)
+            .unwrap();
+        let expected: u64 = (0..12)
+            .map(|i| FRAMING_BYTES + payload(i).len() as u64)
+            .sum();
+        assert_eq!(whole.len() as u64, expected);
+        assert!(!m.shards[0].restarts.is_empty());
+    }
+
+    #[test]
+    fn damage_after_a_restart_leaves_the_stretches_before_it_readable() {
+        for name in COMPRESSED {
+            let dir = tempfile::tempdir().unwrap();
+            let m = make(dir.path(), name.parse().unwrap(), 30);
+            let info = &m.shards[0];
+            let last = *info.restarts.last().unwrap();
+            let path = dir.path().join(&info.file);
+            let mut bytes = std::fs::read(&path).unwrap();
+            // Near the end: within the last record's compressed bytes, before any trailer.
+            let end = bytes.len() - 16;
+            for b in &mut bytes[end - 64..end] {
+                *b ^= 0x5a;
+            }
+            std::fs::write(&path, &bytes).unwrap();
+            let mut store = OpenStore::open(dir.path(), 0).unwrap();
+            for i in [0, last.record() - 1, 30] {
+                assert!(store.read(i).unwrap() == payload(i), "{name} record {i}");
+            }
+            let e = match store.read(29) {
+                Ok(_) => panic!("{name}: record 29 read through damaged bytes"),
+                Err(e) => e.to_string(),
+            };
+            assert!(e.contains(&info.file), "{name}: {e}");
+        }
+    }
+
+    #[test]
+    fn restarts_that_cannot_be_the_writers_are_refused_naming_the_shard() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = make(dir.path(), "zstd".parse().unwrap(), 30);
+        let good = m.shards[0].restarts.clone();
+        let r = good[0];
+        let bad: [Vec<Restart>; 5] = [
+            vec![good[1], good[0]],
+            vec![Restart(0, r.1, r.2)],
+            vec![Restart(30, r.1, r.2)],
+            vec![Restart(r.0, m.shards[0].bytes, r.2)],
+            vec![Restart(r.0, r.1, 1 << 40)],
+        ];
+        for restarts in bad {
+            let mut manifest = m.clone();
+            manifest.shards[0].restarts = restarts.clone();
+            complete(dir.path(), &manifest).unwrap();
+            let e = OpenStore::open(dir.path(), 0).err().unwrap().to_string();
+            assert!(
+                e.contains("store.json") && e.contains(&m.shards[0].file) && e.contains("restart"),
+                "{restarts:?}: {e}"
+            );
+        }
+        let mut manifest = m.clone();
+        manifest.codec = Codec::None;
+        assert!(check_restarts(&manifest.shards[0], Codec::None).is_err());
+    }
+}
