@@ -322,5 +322,28 @@ mod tests {
         let mut manifest = m.clone();
         manifest.codec = Codec::None;
         assert!(check_restarts(&manifest.shards[0], Codec::None).is_err());
+        // In order and in bounds, but not where the writer restarted: the stretches it begins
+        // are refused when read (named with their shard), the one before it still reads.
+        for name in COMPRESSED {
+            let dir = tempfile::tempdir().unwrap();
+            let m = make(dir.path(), name.parse().unwrap(), 30);
+            for shift in [1i64, -1, 7] {
+                let mut manifest = m.clone();
+                let r = &mut manifest.shards[0].restarts[0];
+                r.1 = r.1.checked_add_signed(shift).unwrap();
+                complete(dir.path(), &manifest).unwrap();
+                let mut store = OpenStore::open(dir.path(), 0).unwrap();
+                let first = manifest.shards[0].restarts[0].record();
+                assert!(
+                    store.read(first - 1).unwrap() == payload(first - 1),
+                    "{name}"
+                );
+                let e = match store.read(first) {
+                    Ok(_) => panic!("{name}: record {first} read from a wrong restart"),
+                    Err(e) => e.to_string(),
+                };
+                assert!(e.contains(&m.shards[0].file), "{name} {shift}: {e}");
+            }
+        }
     }
 }
