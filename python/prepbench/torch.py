@@ -76,8 +76,12 @@ class StoreDataset(Dataset):
 class StoreIterable(IterableDataset):
     """Whole shards in order, each read by one consumer: the shards are dealt round-robin over
     (rank, worker) pairs, in an order shuffled per epoch when `shuffle_shards` (call
-    `set_epoch`). With fewer shards than consumers, records are dealt instead (read by number),
-    with a warning: make the store with more shards (`--shards`).
+    `set_epoch`). With fewer shards than consumers (8 ranks of 4 workers over 16 shards), the
+    shards are cut into pieces read in order instead: a compressed shard at the codec's
+    restarts (about every MiB of stream, so each piece is decompressed once, by its reader),
+    an uncompressed one into as many equal runs of records as it takes. Only where that still
+    leaves fewer pieces than consumers (a compressed store made before restarts were written)
+    are records dealt one by one, with a warning: make the store with more shards (`--shards`).
 
     Shards rarely hold equal counts, so ranks can read different numbers of records, and a
     DistributedDataParallel loop waits forever on a rank that ran out of batches. `even=True`
@@ -99,6 +103,11 @@ class StoreIterable(IterableDataset):
         self.strategy = store.strategy
         self.online_steps = store.online_steps
         self.shard_records = store.shard_records
+        self._compressed = store.manifest["codec"] != "none"
+        # Where a compressed shard may be entered (its records numbered within the shard).
+        self._restarts = [[r[0] for r in shard.get("restarts", [])]
+                          for shard in store.manifest["shards"]]
+        self._starts = list(itertools.accumulate(self.shard_records, initial=0))
 
     def set_epoch(self, epoch):
         """The epoch the shard order is shuffled for: seen by the DataLoader's workers, also
@@ -117,12 +126,29 @@ class StoreIterable(IterableDataset):
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
         return rank * workers + worker, world * workers, workers
 
-    def _counts(self, order, consumers, records):
-        """The records each consumer reads: its shards' counts, or its dealt records'."""
-        if len(order) >= consumers:
-            return [sum(self.shard_records[s] for s in order[c::consumers])
-                    for c in range(consumers)]
-        return [len(range(c, records, consumers)) for c in range(consumers)]
+    def _pieces(self, order, consumers):
+        """The shards in `order` cut into runs of records read in order, as (first, end) global
+        record numbers: at a compressed shard's restarts, or an uncompressed shard into as
+        many equal runs as give every consumer one."""
+        starts = self._starts
+        cuts = -(-consumers // max(len(order), 1))
+        pieces = []
+        for shard in order:
+            records = self.shard_records[shard]
+            if self._compressed:
+                inner = self._restarts[shard]
+            else:
+                inner = sorted({records * k // cuts for k in range(1, cuts)} - {0, records})
+            bounds = [0, *inner, records]
+            pieces += [(starts[shard] + a, starts[shard] + b)
+                       for a, b in zip(bounds, bounds[1:]) if b > a]
+        return pieces
+
+    @staticmethod
+    def _counts(dealt, consumers):
+        """The records each consumer reads: those of the shards or pieces (first, end) dealt
+        to it round-robin."""
+        return [sum(b - a for a, b in dealt[c::consumers]) for c in range(consumers)]
 
     def __iter__(self):
         store = Store(self.path, self.cache_bytes)
@@ -130,23 +156,36 @@ class StoreIterable(IterableDataset):
         order = list(range(len(self.shard_records)))
         if self.shuffle_shards:
             random.Random(self.seed * 1_000_003 + self.epoch).shuffle(order)
+        starts = self._starts
+        pieces = self._pieces(order, consumers) if len(order) < consumers else []
         if len(order) >= consumers:
+            dealt = [(starts[s], starts[s + 1]) for s in order]
+
             def mine():
                 return (s for _, s in store.records(order[me::consumers]))
+        elif len(pieces) >= consumers:
+            dealt = pieces
+
+            def mine():
+                return (store[i] for a, b in pieces[me::consumers] for i in range(a, b))
         else:
             if me == 0:
+                cut = ("at its codec's restarts, which a store made before prepbench wrote "
+                       "them has none of" if self._compressed else "into runs of records")
                 warnings.warn(
                     f"{self.path}: {len(order)} shards for {consumers} readers (ranks x "
-                    "workers): records are dealt one by one instead of whole shards; make the "
-                    "store with at least as many shards as readers",
+                    f"workers), too few to give each reader a piece (a shard is cut {cut}): "
+                    "records are dealt one by one instead; make the store with at least as "
+                    "many shards as readers",
                     stacklevel=2,
                 )
+            dealt = [(i, i + 1) for i in range(len(store))]
 
             def mine():
                 return (store[i] for i in range(me, len(store), consumers))
         # A worker's count beside the same worker's on every rank: what a DDP loop's batches
         # per rank come to.
-        counts = self._counts(order, consumers, len(store))
+        counts = self._counts(dealt, consumers)
         peers = counts[me % workers::workers]
         if self.even:
             samples = itertools.islice(_repeated(mine, store, me), max(peers))

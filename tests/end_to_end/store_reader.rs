@@ -234,6 +234,29 @@ for rank in (0, 1):
     for batch in DataLoader(StoreIterable(path, rank=rank, world_size=2), batch_size=2, num_workers=2, collate_fn=keep):
         ids += [s.id for s in batch]
 assert sorted(ids) == list(range(len(prepbench.open_store(path)))), ids
+# More readers than shards (3 shards; 2 ranks of 2 workers, 4 ranks of 2): the shards are cut
+# into pieces read in order, a compressed one at its restarts (2 or 3 a shard here), each
+# record read once, not dealt one by one; even=True gives every rank's worker as many.
+import warnings
+for codec in ("none", "gzip6", "zstd3"):
+    store = prepbench.open_store(stores[codec])
+    for world in (2, 4):
+        ids, counts = [], {}
+        for rank in range(world):
+            with warnings.catch_warnings():
+                warnings.filterwarnings("error", message=".*one by one")
+                for batch in DataLoader(StoreIterable(stores[codec], rank=rank, world_size=world), batch_size=2, num_workers=2, collate_fn=keep):
+                    ids += [s.id for s in batch]
+            evened = [s.id for batch in DataLoader(StoreIterable(stores[codec], rank=rank, world_size=world, even=True), batch_size=1, num_workers=2, collate_fn=keep) for s in batch]
+            counts[rank] = len(evened)
+        assert sorted(ids) == list(range(len(store))), (codec, world, ids)
+        assert len(set(counts.values())) == 1, (codec, world, counts)
+    pieces = StoreIterable(stores[codec])._pieces([0, 1, 2], 8)
+    assert [(a, b) for a, b in pieces] == sorted(pieces) and pieces[0][0] == 0 and pieces[-1][1] == len(store), pieces
+    assert all(b == c for (_, b), (c, _) in zip(pieces, pieces[1:])), pieces
+    if codec != "none":
+        restarts = [r[0] for r in store.manifest["shards"][0]["restarts"]]
+        assert [b for _, b in pieces[:len(restarts)]] == restarts, (pieces, restarts)
 # Three shards over two ranks read unequal counts (two shards against one): warned of, since a
 # DDP loop would wait on the rank that ran out; with even=True both ranks read as many, the
 # shorter one repeating its own records, and every record is still read.
