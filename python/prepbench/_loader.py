@@ -28,7 +28,7 @@ import types
 from .store import SharedInt, Store, _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
-PROTOCOL = 9
+PROTOCOL = 10
 
 
 def _usage():
@@ -260,20 +260,21 @@ def _part(shard_records, job):
 class _Corrupt(Exception):
     """A stored record prepbench's reader found corrupt, as the native engine names it: its
     shard file, its number there, the byte and what is wrong (`unread` in the answer), with the
-    records the epoch reads of its shard and whether reading could go on past it."""
+    records the epoch reads of its shard, whether reading could go on past it, and the
+    record it went on at instead (a compressed shard's next restart), if any."""
 
     def __init__(self, named):
         super().__init__(named["what"])
         self.named = named
 
     @classmethod
-    def of(cls, error, records, can_continue):
+    def of(cls, error, records, can_continue, resumed_at=None):
         """The reader's `error`, named; one without a record's name is the error itself."""
         if not hasattr(error, "what"):
             return error
         return cls({"shard": error.shard, "record": error.record, "offset": error.offset,
                     "compressed": error.compressed, "what": error.what, "records": records,
-                    "can_continue": can_continue})
+                    "can_continue": can_continue, "resumed_at": resumed_at})
 
     def __reduce__(self):
         return _Corrupt, (self.named,)
@@ -368,7 +369,8 @@ def dataset_class():
             """A shard's first `records` records read in order, and, where the epoch reads it
             whole, its end (a compressed stream's checksum comes after its last record). A
             record that fails its checksum is named and stepped over; an error the shard
-            cannot be read past leaves its other records unread (named with it), as natively."""
+            cannot be read past leaves its other records unread (named with it), up to the
+            compressed shard's next restart where reading goes on, as natively."""
             whole = records == self.store.shard_records[shard]
             reader, error = self.store._native.shard(shard), self.store._error
             local = 0
@@ -376,11 +378,17 @@ def dataset_class():
                 try:
                     got = next(reader, None)
                 except error as e:
-                    going_on = reader.can_continue
-                    yield start + local, None, _Corrupt.of(e, records, going_on)
-                    if local >= records or not going_on:  # after the last record, or stuck
+                    resumed = getattr(e, "resumed_at", None)
+                    going_on = reader.can_continue and resumed is None
+                    yield start + local, None, _Corrupt.of(e, records, going_on, resumed)
+                    if local >= records:  # after the last record
                         return
-                    local += 1
+                    if resumed is not None:  # on at a restart, the records before it unread
+                        local = resumed
+                    elif going_on:
+                        local += 1
+                    else:
+                        return
                     continue
                 if got is None:
                     return

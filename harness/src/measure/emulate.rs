@@ -244,6 +244,17 @@ pub struct ThrottledFile {
     first: bool,
 }
 
+impl ThrottledFile {
+    /// Goes to byte `offset` of the file (a reader going on at a restart): what it reads from
+    /// there is delayed as any read, its first as a new request.
+    pub fn seek_to(&mut self, offset: u64) -> std::io::Result<()> {
+        use std::io::{Seek, SeekFrom};
+        self.file.seek(SeekFrom::Start(offset))?;
+        self.first = true;
+        Ok(())
+    }
+}
+
 impl Read for ThrottledFile {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let begin = Instant::now();

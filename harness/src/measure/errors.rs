@@ -142,24 +142,36 @@ impl RunError {
 /// own row given (`error`): one after the shard's last record (a compressed stream's checksum
 /// at its end) counts no sample, every record having been read and passed its own checksum;
 /// one that reading cannot step past (`going_on` false: its framing broken) leaves the
-/// shard's later records unread, counted in one more row.
+/// shard's later records unread, counted in one more row: all of them, or those before the
+/// codec's restart reading went on at (`resumed_at`, [`ShardReader::resume`]).
+///
+/// [`ShardReader::resume`]: crate::store::ShardReader::resume
 pub fn read_error_rows(
     mut error: Skipped,
     record: u64,
     records: u64,
     going_on: bool,
+    resumed_at: Option<u64>,
 ) -> Vec<Skipped> {
     if record >= records {
         error.count = 0;
         return vec![error];
     }
-    let rest = records - record - 1;
+    let end = resumed_at.map_or(records, |at| at.min(records));
+    let rest = end.saturating_sub(record + 1);
+    let message = match resumed_at {
+        Some(at) if at < records => format!(
+            "unreadable after the error at record {record}, up to the codec's restart at \
+             record {at}"
+        ),
+        _ => format!("unreadable after the error at record {record}"),
+    };
     let unread = (!going_on && rest > 0).then(|| Skipped {
-        sample: format!("records {} to {}", record + 1, records - 1),
+        sample: format!("records {} to {}", record + 1, end - 1),
         file: error.file.clone(),
         stage: StageName::Read,
         count: rest,
-        message: format!("unreadable after the error at record {record}"),
+        message,
         detail: String::new(),
     });
     std::iter::once(error).chain(unread).collect()
@@ -178,6 +190,52 @@ pub fn panic_message(payload: Box<dyn std::any::Any + Send>) -> RunError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_read_error_counts_the_records_it_leaves_unread_up_to_where_reading_went_on() {
+        let own = || Skipped {
+            sample: "record 3".into(),
+            file: "shard-00000-of-00001.tfrecord.gz".into(),
+            stage: StageName::Read,
+            count: 1,
+            message: "truncated header at byte 99".into(),
+            detail: String::new(),
+        };
+        let counts = |rows: Vec<Skipped>| -> Vec<(u64, String)> {
+            rows.into_iter().map(|r| (r.count, r.sample)).collect()
+        };
+        // Stepped over, stuck, resumed at a restart, resumed at once, after the last record.
+        assert_eq!(
+            counts(read_error_rows(own(), 3, 10, true, None)),
+            [(1, "record 3".into())]
+        );
+        let stuck = counts(read_error_rows(own(), 3, 10, false, None));
+        assert_eq!(
+            stuck,
+            [(1, "record 3".into()), (6, "records 4 to 9".into())]
+        );
+        let resumed = read_error_rows(own(), 3, 10, false, Some(7));
+        assert!(resumed[1]
+            .message
+            .ends_with("up to the codec's restart at record 7"));
+        let resumed = counts(resumed);
+        assert_eq!(
+            resumed,
+            [(1, "record 3".into()), (3, "records 4 to 6".into())]
+        );
+        let next = counts(read_error_rows(own(), 3, 10, false, Some(4)));
+        assert_eq!(next, [(1, "record 3".into())]);
+        // A part of the shard that ends before the restart: the rest of the part.
+        let beyond = counts(read_error_rows(own(), 3, 5, false, Some(7)));
+        assert_eq!(
+            beyond,
+            [(1, "record 3".into()), (1, "records 4 to 4".into())]
+        );
+        assert_eq!(
+            counts(read_error_rows(own(), 10, 10, false, None)),
+            [(0, "record 3".into())]
+        );
+    }
 
     #[test]
     fn a_thread_the_system_refuses_is_an_error_naming_it() {

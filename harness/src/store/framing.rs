@@ -158,6 +158,15 @@ impl<R: Read> RecordReader<R> {
         self.record
     }
 
+    /// Goes on from `inner`, a stream that begins with record `record` at `offset` of the
+    /// shard's stream (a codec's restart), after an error that broke the old one.
+    pub fn resume(&mut self, inner: R, record: u64, offset: u64) {
+        self.inner = inner;
+        self.record = record;
+        self.offset = offset;
+        self.broken = false;
+    }
+
     fn corrupt(&self, what: impl Into<String>) -> FramingError {
         FramingError::Corrupt {
             record: self.record,

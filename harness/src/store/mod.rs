@@ -26,4 +26,4 @@ pub use folder::{
 };
 pub use in_order::InOrder;
 pub use open::{OpenStore, DEFAULT_CACHE_BYTES};
-pub use shard::{ShardReader, ShardWriter};
+pub use shard::{Reopen, ShardReader, ShardWriter};

@@ -114,10 +114,15 @@ impl Read for TimedFile {
     }
 }
 
+/// Opens a shard's bytes again from a file offset: how a reader goes on at a restart.
+pub type Reopen = Box<dyn FnMut(u64) -> std::io::Result<Box<dyn Read + Send>> + Send>;
+
 /// Reads the payloads of one shard in order, checking every frame.
 pub struct ShardReader {
     path: PathBuf,
-    compressed: bool,
+    codec: Codec,
+    /// How to open the shard again at an offset, where the caller can.
+    reopen: Option<Reopen>,
     records: RecordReader<Box<dyn Read + Send>>,
     read_nanos: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Time inside `next_into`, file reads included.
@@ -131,7 +136,22 @@ pub struct ShardReader {
 impl ShardReader {
     pub fn open(path: &Path, codec: Codec) -> Result<ShardReader, StoreError> {
         let file = File::open(path).map_err(io_error(path))?;
-        ShardReader::from_read(path, codec, Box::new(file))
+        let owned = path.to_path_buf();
+        Ok(
+            ShardReader::from_read(path, codec, Box::new(file))?.reopening(Box::new(move |at| {
+                use std::io::{Seek, SeekFrom};
+                let mut file = File::open(&owned)?;
+                file.seek(SeekFrom::Start(at))?;
+                Ok(Box::new(file) as Box<dyn Read + Send>)
+            })),
+        )
+    }
+
+    /// Lets the reader go on at the next restart after an error it cannot step past
+    /// ([`ShardReader::resume`]), opening the shard again with `reopen`.
+    pub fn reopening(mut self, reopen: Reopen) -> ShardReader {
+        self.reopen = Some(reopen);
+        self
     }
 
     /// Reads a shard from any reader (a file, emulated storage, object storage); `label`
@@ -149,7 +169,8 @@ impl ShardReader {
         let inner = codec::reader(codec, timed).map_err(io_error(label))?;
         Ok(ShardReader {
             path: label.to_path_buf(),
-            compressed: codec != Codec::None,
+            codec,
+            reopen: None,
             records: RecordReader::new(inner),
             read_nanos,
             record_seconds: 0.0,
@@ -197,6 +218,34 @@ impl ShardReader {
     /// checksum).
     pub fn can_continue(&self) -> bool {
         !self.refused && self.records.can_continue()
+    }
+
+    /// After an error reading cannot step past, goes on at the compressed shard's first
+    /// restart after the record that failed (see
+    /// [`CodecWriter::restart`](super::codec::CodecWriter::restart)): the record it reads
+    /// next, or `None` where there is no restart after it, the store recorded none, or the
+    /// reader cannot open its shard again. The records in between are not read.
+    pub fn resume(&mut self) -> Result<Option<u64>, StoreError> {
+        if self.refused || self.records.can_continue() {
+            return Ok(None);
+        }
+        let failed = self.records.record_index();
+        let next = self
+            .expected
+            .as_ref()
+            .and_then(|info| info.restarts.iter().find(|r| r.record() > failed).copied());
+        let (Some(restart), Some(reopen)) = (next, self.reopen.as_mut()) else {
+            return Ok(None);
+        };
+        let file = reopen(restart.file_offset()).map_err(io_error(&self.path))?;
+        let timed = TimedFile {
+            file,
+            nanos: self.read_nanos.clone(),
+        };
+        let inner = codec::restart_reader(self.codec, timed).map_err(io_error(&self.path))?;
+        self.records
+            .resume(inner, restart.record(), restart.stream_offset());
+        Ok(Some(restart.record()))
     }
 
     /// Reads the next payload into `payload`; `Ok(false)` at the end of the shard.
@@ -258,7 +307,7 @@ impl ShardReader {
                 shard,
                 record,
                 offset,
-                compressed: self.compressed,
+                compressed: self.codec != Codec::None,
                 what,
             }
         })

@@ -306,6 +306,15 @@ impl Records {
         }
     }
 
+    /// After an error reading cannot step past, goes on at a compressed shard's next restart:
+    /// the record read next, if it can.
+    fn resume(&mut self) -> Option<u64> {
+        match self {
+            Records::Positioned(_) => None,
+            Records::Streamed(reader, _) => reader.resume().ok().flatten(),
+        }
+    }
+
     fn next(&mut self) -> Result<Option<(u64, Vec<u8>)>, harness::store::StoreError> {
         match self {
             Records::Positioned(records) => records.next_record(),
@@ -342,12 +351,28 @@ impl ShardIter {
             .can_continue()
     }
 
+    /// The next record; a damaged one raises `StoreError` with where it broke, and with
+    /// `resumed_at`, the record of the shard reading goes on at (a compressed shard's next
+    /// restart) where reading could not step past it, else None.
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Numbered>> {
         let got = py.detach(|| {
             let mut records = self.records.lock().unwrap_or_else(|e| e.into_inner());
-            records.next()
+            records.next().map_err(|e| {
+                let resumed = match records.can_continue() {
+                    true => None,
+                    false => records.resume(),
+                };
+                (e, resumed)
+            })
         });
-        let Some((local, payload)) = got.map_err(|e| read_error(py, e))? else {
+        let got = got.map_err(|(e, resumed)| {
+            let err = read_error(py, e);
+            match err.value(py).setattr("resumed_at", resumed) {
+                Ok(()) => err,
+                Err(failed) => failed,
+            }
+        })?;
+        let Some((local, payload)) = got else {
             return Ok(None);
         };
         let (payload, id, fields) = record(payload, || {

@@ -335,6 +335,9 @@ fn store_worker(
             _ => backend.open(&shard.file, shard.bytes)?,
         };
         let mut reader = ShardReader::from_read(&label, manifest.codec, file)?.expecting(shard);
+        if let Some(path) = backend.local_path(&shard.file) {
+            reader = reader.reopening(reopen(job.throttle.cloned(), path));
+        }
         let result = read_shard(
             job,
             &mut reader,
@@ -360,6 +363,29 @@ fn store_worker(
         cache.store_part(kept);
     }
     outcome
+}
+
+/// Opens a local shard again at an offset (through the run's emulated storage, if any), for
+/// a reader that goes on at a restart after an error.
+fn reopen(
+    throttle: Option<std::sync::Arc<crate::measure::emulate::Throttle>>,
+    path: std::path::PathBuf,
+) -> crate::store::Reopen {
+    Box::new(move |at| {
+        use std::io::{Seek, SeekFrom};
+        Ok(match &throttle {
+            Some(t) => {
+                let mut file = t.open(&path)?;
+                file.seek_to(at)?;
+                Box::new(file) as Box<dyn std::io::Read + Send>
+            }
+            None => {
+                let mut file = std::fs::File::open(&path)?;
+                file.seek(SeekFrom::Start(at))?;
+                Box::new(file)
+            }
+        })
+    })
 }
 
 /// Serves the application cache's parts `worker`, `worker + threads`, ... through the online
@@ -439,12 +465,20 @@ fn read_shard(
                 if record < records && going_on {
                     continue;
                 }
+                // A compressed shard goes on at its next restart, where it has one.
+                let resumed_at = match going_on || record >= records {
+                    true => None,
+                    false => reader.resume()?,
+                };
                 if let Some(own) = tally.skipped.pop() {
                     tally
                         .skipped
                         .extend(crate::measure::errors::read_error_rows(
-                            own, record, records, going_on,
+                            own, record, records, going_on, resumed_at,
                         ));
+                }
+                if resumed_at.is_some_and(|at| at < records) {
+                    continue;
                 }
                 return Ok(true);
             }

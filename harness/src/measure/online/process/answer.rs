@@ -65,6 +65,10 @@ pub(super) struct Unread {
     what: String,
     records: u64,
     can_continue: bool,
+    /// The codec's restart the loader's reader went on at, after an error it could not step
+    /// past.
+    #[serde(default)]
+    resumed_at: Option<u64>,
 }
 
 impl Unread {
@@ -82,8 +86,9 @@ impl Unread {
     /// Its rows in errors.csv, as the native engine writes them when it skips.
     pub fn skipped(self) -> Vec<Skipped> {
         let (record, records, going_on) = (self.record, self.records, self.can_continue);
+        let resumed_at = self.resumed_at;
         self.error().skipped().map_or_else(Vec::new, |own| {
-            read_error_rows(own, record, records, going_on)
+            read_error_rows(own, record, records, going_on, resumed_at)
         })
     }
 }
