@@ -16,6 +16,8 @@ pub mod remote;
 pub mod s3;
 mod shard;
 mod stretch;
+#[cfg(test)]
+mod testing;
 
 pub use backend::{LocalStore, StoreBackend};
 pub(crate) use error::io_error;

@@ -360,33 +360,12 @@ impl OpenStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{complete, create, ShardWriter};
+    use crate::store::complete;
 
     /// A store of `shards` shards of `per` records each (record i's payload: i as text,
     /// repeated), and its manifest.
     fn make(dir: &Path, codec: Codec, shards: usize, per: u64) -> StoreManifest {
-        create(dir).unwrap();
-        let mut infos = Vec::new();
-        for k in 0..shards {
-            let mut w = ShardWriter::create(dir, k, shards, codec).unwrap();
-            for r in 0..per {
-                w.write(payload(k as u64 * per + r).as_slice()).unwrap();
-            }
-            infos.push(w.finish().unwrap());
-        }
-        let key = crate::store::StoreKey {
-            workload: "t".into(),
-            strategy: "s".into(),
-            split: 1,
-            codec,
-            shards,
-            samples: shards as u64 * per,
-            source_fingerprint: "f".into(),
-            prefix_fingerprint: "p".into(),
-        };
-        let m = key.manifest(infos, 1.0, 0.0, 0.0);
-        complete(dir, &m).unwrap();
-        m
+        crate::store::testing::make_store(dir, codec, shards, per, payload)
     }
 
     fn payload(i: u64) -> Vec<u8> {

@@ -174,7 +174,7 @@ mod tests {
 
     use super::*;
     use crate::store::folder::{Restart, StoreManifest, RESTART_EVERY_BYTES};
-    use crate::store::{complete, create, OpenStore, ShardWriter};
+    use crate::store::{complete, OpenStore};
 
     const COMPRESSED: [&str; 5] = ["gzip", "gzip:1", "zlib", "zstd", "lz4"];
 
@@ -193,28 +193,7 @@ mod tests {
 
     /// A store of 2 shards of `per` records, and its manifest.
     fn make(dir: &Path, codec: Codec, per: u64) -> StoreManifest {
-        create(dir).unwrap();
-        let mut infos = Vec::new();
-        for k in 0..2 {
-            let mut w = ShardWriter::create(dir, k, 2, codec).unwrap();
-            for r in 0..per {
-                w.write(&payload(k as u64 * per + r)).unwrap();
-            }
-            infos.push(w.finish().unwrap());
-        }
-        let key = crate::store::StoreKey {
-            workload: "t".into(),
-            strategy: "s".into(),
-            split: 1,
-            codec,
-            shards: 2,
-            samples: 2 * per,
-            source_fingerprint: "f".into(),
-            prefix_fingerprint: "p".into(),
-        };
-        let m = key.manifest(infos, 1.0, 0.0, 0.0);
-        complete(dir, &m).unwrap();
-        m
+        crate::store::testing::make_store(dir, codec, 2, per, payload)
     }
 
     fn held(store: &OpenStore) -> u64 {
