@@ -17,6 +17,7 @@ fastest. Each worker process opens its own files: a dataset travels to a worker 
 """
 
 import itertools
+import operator
 import os
 import random
 import warnings
@@ -87,13 +88,26 @@ class StoreIterable(IterableDataset):
     DistributedDataParallel loop waits forever on a rank that ran out of batches. `even=True`
     gives each rank's worker the count of the same worker on the rank that reads most,
     repeating its own first records to make it up (as `DistributedSampler` pads); without it,
-    every record is read once and uneven ranks are warned of."""
+    every record is read once and uneven ranks are warned of.
+
+    Records within a shard come in the order they were stored. `shuffle_buffer=N` shuffles
+    each reader's records through a buffer of N (as tf.data's and WebDataset's `shuffle`), in
+    an order drawn from `seed`, the epoch and the reader: reproducible, another every epoch.
+    The buffer holds N samples (after `transform`) in each DataLoader worker."""
 
     def __init__(self, path, transform=None, shuffle_shards=False, seed=0, rank=None,
-                 world_size=None, cache_bytes=None, even=False):
+                 world_size=None, cache_bytes=None, even=False, shuffle_buffer=0):
         self.path = os.fspath(path)
         self.transform = transform
         self.even = bool(even)
+        try:
+            self.shuffle_buffer = operator.index(shuffle_buffer)
+        except TypeError:
+            self.shuffle_buffer = None
+        if isinstance(shuffle_buffer, bool) or self.shuffle_buffer is None \
+                or self.shuffle_buffer < 0:
+            raise ValueError(f"shuffle_buffer is {shuffle_buffer!r}: a number of samples (0 "
+                             "shuffles nothing)")
         self.shuffle_shards = shuffle_shards
         self.seed = seed
         self._epoch = SharedInt()
@@ -199,8 +213,27 @@ class StoreIterable(IterableDataset):
                     stacklevel=2,
                 )
             samples = mine()
-        for sample in samples:
-            yield self.transform(sample) if self.transform is not None else sample
+        if self.transform is not None:
+            samples = map(self.transform, samples)
+        if self.shuffle_buffer > 1:
+            draws = random.Random(f"{self.seed}/{self.epoch}/{me}")
+            samples = _shuffled(samples, self.shuffle_buffer, draws)
+        yield from samples
+
+
+def _shuffled(samples, size, draws):
+    """`samples` through a buffer of `size`: each one given out is drawn from the buffer, its
+    place taken by the next to come in; what is left at the end, in a drawn order."""
+    buffer = []
+    for sample in samples:
+        if len(buffer) < size:
+            buffer.append(sample)
+            continue
+        at = draws.randrange(size)
+        yield buffer[at]
+        buffer[at] = sample
+    draws.shuffle(buffer)
+    yield from buffer
 
 
 def _repeated(mine, store, me):

@@ -288,6 +288,24 @@ for persistent in (False, True):
         orders[persistent].append([s.id for batch in loader for s in batch])
 assert orders[True] == orders[False], orders
 assert len({tuple(o) for o in orders[False]}) > 1, orders
+# A shuffle buffer: every record once an epoch, in an order drawn from the seed, the epoch and
+# the reader (the same again for the same epoch, another for the next), not the stored order.
+def epoch_ids(buffer, epoch, seed=0):
+    dataset = StoreIterable(stores["gzip6"], shuffle_buffer=buffer, seed=seed)
+    dataset.set_epoch(epoch)
+    loader = DataLoader(dataset, batch_size=1, num_workers=2, collate_fn=keep)
+    return [s.id for batch in loader for s in batch]
+plain = epoch_ids(0, 0)
+first, again, later, other = epoch_ids(8, 0), epoch_ids(8, 0), epoch_ids(8, 1), epoch_ids(8, 0, 1)
+assert sorted(first) == sorted(plain) == sorted(later) == list(range(len(plain))), first
+assert first == again and len({tuple(first), tuple(plain), tuple(later), tuple(other)}) == 4, (first, later)
+for bad in (-1, 1.5, True, "8"):
+    try:
+        StoreIterable(stores["gzip6"], shuffle_buffer=bad)
+    except ValueError as e:
+        assert "shuffle_buffer" in str(e), e
+    else:
+        raise AssertionError(f"shuffle_buffer={bad!r} accepted")
 # So does the epoch of seeded online steps (the store's random crop drawn as the sweep drew it).
 from prepbench import OnlineSteps
 import zlib
