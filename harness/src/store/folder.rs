@@ -60,8 +60,9 @@ pub struct ShardInfo {
     /// The longest record written: a longer declared length is refused before it is read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_record: Option<u64>,
-    /// Where a compressed shard's decompression may begin (about every
-    /// [`RESTART_EVERY_BYTES`] of its stream): a record is read by number from the restart
+    /// Where a compressed shard's decompression may begin (every [`RESTART_EVERY_BYTES`] of
+    /// its stream, further apart in a shard of more than 4 GiB of stream, so that a shard keeps
+    /// at most 4,096): a record is read by number from the restart
     /// before it, not from the shard's start. Empty for an uncompressed shard, one of a single
     /// stretch, and stores from before restarts were written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -19,10 +19,27 @@ pub struct ShardWriter {
     records: RecordWriter<CodecWriter>,
     first_crc: Option<u32>,
     max_record: u64,
-    /// Bytes of the decompressed stream written, and where it was last restarted.
+    /// Bytes of the decompressed stream written, where it was last restarted, and how far
+    /// apart its restarts are (doubled as a shard grows, see [`MAX_RESTARTS`]).
     stream: u64,
     restarted_at: u64,
+    restart_every: u64,
     restarts: Vec<Restart>,
+}
+
+/// Restarts kept of one shard: past this many, every other one is dropped and they are made
+/// twice as far apart, so that `store.json` stays small (4,096 a shard: 4 GiB of stream at
+/// 1 MiB, about 130 KB of JSON) whatever a shard holds.
+const MAX_RESTARTS: usize = 4096;
+
+/// Every other restart of `restarts` (the second, fourth, ...): each is still a point where
+/// the stream may be entered, twice as far apart.
+fn thinned(restarts: &mut Vec<Restart>) {
+    let mut k = 0;
+    restarts.retain(|_| {
+        k += 1;
+        k % 2 == 0
+    });
 }
 
 impl ShardWriter {
@@ -45,6 +62,7 @@ impl ShardWriter {
             max_record: 0,
             stream: 0,
             restarted_at: 0,
+            restart_every: RESTART_EVERY_BYTES,
             restarts: Vec::new(),
         })
     }
@@ -54,11 +72,15 @@ impl ShardWriter {
             self.first_crc = Some(crc32c::crc32c(payload));
         }
         self.max_record = self.max_record.max(payload.len() as u64);
-        if self.stream - self.restarted_at >= RESTART_EVERY_BYTES {
+        if self.stream - self.restarted_at >= self.restart_every {
             let record = self.records.records();
             let at = self.records.get_mut().restart();
             if let Some(at) = at.map_err(io_error(&self.tmp_path))? {
                 self.restarts.push(Restart(record, at, self.stream));
+                if self.restarts.len() > MAX_RESTARTS {
+                    thinned(&mut self.restarts);
+                    self.restart_every *= 2;
+                }
             }
             self.restarted_at = self.stream;
         }
@@ -311,5 +333,41 @@ impl ShardReader {
                 what,
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thinned_restarts_keep_every_other_one_still_in_order() {
+        let mut restarts: Vec<Restart> = (1..=9).map(|k| Restart(k, 10 * k, 100 * k)).collect();
+        thinned(&mut restarts);
+        let records: Vec<u64> = restarts.iter().map(|r| r.record()).collect();
+        assert_eq!(records, [2, 4, 6, 8]);
+        assert!(restarts
+            .windows(2)
+            .all(|w| w[0].file_offset() < w[1].file_offset()));
+        // A shard written past MAX_RESTARTS keeps at most that many (here at a
+        // kilobyte's stream for speed: the rule is the count's, not the spacing's).
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = ShardWriter::create(dir.path(), 0, 1, Codec::Lz4).unwrap();
+        w.restart_every = 1024;
+        for i in 0..(3 * MAX_RESTARTS as u64) {
+            w.write(&i.to_le_bytes().repeat(128)).unwrap();
+        }
+        let info = w.finish().unwrap();
+        assert!(
+            info.restarts.len() <= MAX_RESTARTS,
+            "{}",
+            info.restarts.len()
+        );
+        assert!(
+            info.restarts.len() >= MAX_RESTARTS / 2,
+            "{}",
+            info.restarts.len()
+        );
+        assert!(crate::store::stretch::check_restarts(&info, Codec::Lz4).is_ok());
     }
 }
