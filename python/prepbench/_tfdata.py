@@ -103,6 +103,23 @@ def _sizer(spec):
 class Pipeline:
     """The job's tf.data pipeline and what the consumer needs to check its outputs."""
 
+    def damage(self):
+        """The first damaged record of the shards this pipeline reads, as prepbench's reader
+        names it (the shard file, the record, the byte, what is wrong); None for raw input or
+        where it finds none."""
+        if self.job["input"] == "raw":
+            return None
+        from .store import Store
+
+        store = Store(self.job["store"])
+        for shard in range(len(store.shard_records))[:self.job.get("shards")]:
+            try:
+                for _ in store._native.shard(shard):
+                    pass
+            except store._error as e:
+                return str(e)
+        return None
+
     def __init__(self, job, native):
         import tensorflow as tf
 
@@ -411,9 +428,12 @@ def _epoch(pipeline, job, proto_out):
                 break
             except tf.errors.OpError as e:
                 # tf.data names the op, not the sample: said as it is (so --on-error skip is
-                # refused under this loader).
+                # refused under this loader), with the damaged record prepbench's reader
+                # finds where TFRecordDataset found one ("corrupted record at BYTE", no file).
+                found = pipeline.damage() if isinstance(e, tf.errors.DataLossError) else None
                 raise RuntimeError(f"tf.data failed on an element after {samples} samples: "
                                    f"{type(e).__name__}: {_tf_steps.explain(e.message)}"
+                                   + (f"; prepbench's reader finds {found}" if found else "")
                                    ) from None
             arrivals.append(time.perf_counter() - started)
             samples += 1

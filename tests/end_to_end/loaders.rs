@@ -891,6 +891,29 @@ fn the_papers_cv_chain_runs_under_tf_data_in_tensorflow_and_verifies() {
         .unwrap();
     assert!(checked.status.success(), "{}", stderr(&checked));
 
+    // A damaged record in a GZIP shard stops the run, named as prepbench's reader names it
+    // (TFRecordDataset says "corrupted record at BYTE" without its file).
+    let shard = find_files(&work.path().join("stores"), "shard-00003-of-00016.tfrecord.gz")
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("/resized/gzip"))
+        .unwrap();
+    let clean = std::fs::read(&shard).unwrap();
+    let mut bytes = clean.clone();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x10;
+    std::fs::write(&shard, &bytes).unwrap();
+    let mut args = argv![
+        "run cv --loader tf-data --strategy resized --codec gzip --samples 40 --threads 2",
+        "--epochs 1 --evict fadvise --quiet"
+    ];
+    args.extend(places("damaged"));
+    let out = prepbench_in(&python, &native, &args);
+    let said = stderr(&out);
+    assert!(!out.status.success(), "{said}");
+    let named = format!("prepbench's reader finds corrupt shard {}", shard.display());
+    assert!(said.contains(&named), "{said}");
+    std::fs::write(&shard, &clean).unwrap();
+
     // The synthetic arrays (finding 5's): `.npy` files parsed in TensorFlow's string ops and
     // `decode_raw`, at the smallest and largest sample sizes, verified exactly.
     let mut args = argv![
