@@ -16,6 +16,7 @@ With `--cache app` the parse is a map of its own followed by `.cache()`, and the
 after the first are served from it.
 """
 
+import itertools
 import json
 import os
 import sys
@@ -103,21 +104,40 @@ def _sizer(spec):
 class Pipeline:
     """The job's tf.data pipeline and what the consumer needs to check its outputs."""
 
-    def damage(self):
-        """The first damaged record of the shards this pipeline reads, as prepbench's reader
-        names it (the shard file, the record, the byte, what is wrong); None for raw input or
-        where it finds none."""
-        if self.job["input"] == "raw":
+    def diagnose(self, error):
+        """What tf.data's `error` (an op's, which names no sample) failed on, where bad input
+        can be why: the first damaged record of the shards read, as prepbench's reader names
+        it (shard file, record, byte; TFRecordDataset says "corrupted record at BYTE"), or the
+        first raw item whose steps fail when run one at a time in order, named by its file.
+        None where neither is found."""
+        tf = self.tf
+        bad_input = (tf.errors.InvalidArgumentError, tf.errors.DataLossError,
+                     tf.errors.NotFoundError)
+        if not isinstance(error, bad_input):
             return None
-        from .store import Store
+        if self.job["input"] != "raw":
+            from .store import Store
 
-        store = Store(self.job["store"])
-        for shard in range(len(store.shard_records))[:self.job.get("shards")]:
+            store = Store(self.job["store"])
+            for shard in range(len(store.shard_records))[:self.job.get("shards")]:
+                try:
+                    for _ in store._native.shard(shard):
+                        pass
+                except store._error as e:
+                    return f"prepbench's reader finds {e}"
+            return None
+        if self.first_steps is None:
+            return None
+        iterator = iter(self.source.map(_plain(self.first_steps)))  # one at a time, in order
+        for index in itertools.count():
             try:
-                for _ in store._native.shard(shard):
-                    pass
-            except store._error as e:
-                return str(e)
+                next(iterator)
+            except StopIteration:
+                return None
+            except tf.errors.OpError:
+                fields = _fields(*self.online.source(index))
+                named = ", ".join(str(v) for v in fields.values() if isinstance(v, str))
+                return f"sample {index}, {named}, fails when run alone"
         return None
 
     def __init__(self, job, native):
@@ -139,6 +159,7 @@ class Pipeline:
         #: when asked and the store's samples fit the cache's limit.
         self.cached = False
         self.cached_bytes = 0
+        self.first_steps = None
         if raw:
             items = job["items"]
             columns, self.texts = self._source(items)
@@ -285,6 +306,8 @@ class Pipeline:
             return run
 
         first = steps_of(before, fan_out is None)
+        #: The steps before any fan-out, as one raw item's map (`diagnose`).
+        self.first_steps = first if self.job["input"] == "raw" else None
         if fused is not None:
             mapped = source.map(_plain(lambda r: first(*fused(r))),
                                 num_parallel_calls=self.threads)
@@ -428,13 +451,12 @@ def _epoch(pipeline, job, proto_out):
                 break
             except tf.errors.OpError as e:
                 # tf.data names the op, not the sample: said as it is (so --on-error skip is
-                # refused under this loader), with the damaged record prepbench's reader
-                # finds where TFRecordDataset found one ("corrupted record at BYTE", no file).
-                found = pipeline.damage() if isinstance(e, tf.errors.DataLossError) else None
-                raise RuntimeError(f"tf.data failed on an element after {samples} samples: "
-                                   f"{type(e).__name__}: {_tf_steps.explain(e.message)}"
-                                   + (f"; prepbench's reader finds {found}" if found else "")
-                                   ) from None
+                # refused under this loader), with the sample or record found to fail.
+                found = pipeline.diagnose(e)
+                found = f" ({found})" if found else ""
+                raise RuntimeError(f"tf.data failed on an element after {samples} samples"
+                                   f"{found}: {type(e).__name__}: "
+                                   f"{_tf_steps.explain(e.message)}") from None
             arrivals.append(time.perf_counter() - started)
             samples += 1
             if job["hash"]:

@@ -913,6 +913,32 @@ fn the_papers_cv_chain_runs_under_tf_data_in_tensorflow_and_verifies() {
     let named = format!("prepbench's reader finds corrupt shard {}", shard.display());
     assert!(said.contains(&named), "{said}");
     std::fs::write(&shard, &clean).unwrap();
+    // So is a raw file its steps fail on (TensorFlow's decode_jpeg names no file): the one
+    // that fails when the items are run one at a time.
+    let photos = work.path().join("bad-photos");
+    prepbench_ok(&argv![
+        "generate imagenet --samples 6 --quiet --out",
+        photos.to_str().unwrap()
+    ]);
+    let mut jpegs: Vec<_> = walk(&photos)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "JPEG"))
+        .collect();
+    jpegs.sort();
+    let victim = &jpegs[2];
+    let bytes = std::fs::read(victim).unwrap();
+    std::fs::write(victim, &bytes[..bytes.len() / 3]).unwrap();
+    let mut args = argv![
+        "run cv --loader tf-data --strategy unprocessed --samples 6 --threads 2 --epochs 1",
+        "--evict fadvise --quiet --dataset",
+        photos.to_str().unwrap()
+    ];
+    args.extend(places("bad-photos-out"));
+    let out = prepbench_in(&python, &native, &args);
+    let said = stderr(&out);
+    assert!(!out.status.success(), "{said}");
+    let first = said.lines().find(|l| l.starts_with("error:")).unwrap_or_default();
+    assert!(first.contains(&format!("{}, fails when run alone", victim.display())), "{said}");
 
     // The synthetic arrays (finding 5's): `.npy` files parsed in TensorFlow's string ops and
     // `decode_raw`, at the smallest and largest sample sizes, verified exactly.
