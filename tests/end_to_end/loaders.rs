@@ -893,10 +893,13 @@ fn the_papers_cv_chain_runs_under_tf_data_in_tensorflow_and_verifies() {
 
     // A damaged record in a GZIP shard stops the run, named as prepbench's reader names it
     // (TFRecordDataset says "corrupted record at BYTE" without its file).
-    let shard = find_files(&work.path().join("stores"), "shard-00003-of-00016.tfrecord.gz")
-        .into_iter()
-        .find(|p| p.to_string_lossy().contains("/resized/gzip"))
-        .unwrap();
+    let shard = find_files(
+        &work.path().join("stores"),
+        "shard-00003-of-00016.tfrecord.gz",
+    )
+    .into_iter()
+    .find(|p| p.to_string_lossy().contains("/resized/gzip"))
+    .unwrap();
     let clean = std::fs::read(&shard).unwrap();
     let mut bytes = clean.clone();
     let middle = bytes.len() / 2;
@@ -937,8 +940,14 @@ fn the_papers_cv_chain_runs_under_tf_data_in_tensorflow_and_verifies() {
     let out = prepbench_in(&python, &native, &args);
     let said = stderr(&out);
     assert!(!out.status.success(), "{said}");
-    let first = said.lines().find(|l| l.starts_with("error:")).unwrap_or_default();
-    assert!(first.contains(&format!("{}, fails when run alone", victim.display())), "{said}");
+    let first = said
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or_default();
+    assert!(
+        first.contains(&format!("{}, fails when run alone", victim.display())),
+        "{said}"
+    );
 
     // The synthetic arrays (finding 5's): `.npy` files parsed in TensorFlow's string ops and
     // `decode_raw`, at the smallest and largest sample sizes, verified exactly.
