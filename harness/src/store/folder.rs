@@ -69,6 +69,48 @@ pub struct ShardInfo {
     pub restarts: Vec<Restart>,
 }
 
+impl ShardInfo {
+    /// What is wrong with the shard's recorded restarts, if anything: each must lie after the
+    /// one before it (records, file and stream offsets), within the shard, and hold as many
+    /// stream bytes as its records may (a stretch is decompressed up to that bound, and no
+    /// further). Checked whenever a manifest is read.
+    pub fn restarts_error(&self, codec: Codec) -> Option<String> {
+        use crate::store::framing::{FRAMING_BYTES, MAX_RECORD_BYTES};
+        if self.restarts.is_empty() {
+            return None;
+        }
+        if codec == Codec::None {
+            return Some("restarts recorded for an uncompressed shard".into());
+        }
+        let longest = self.max_record.unwrap_or(MAX_RECORD_BYTES);
+        let (mut record, mut at, mut stream) = (0, 0, 0);
+        for r in &self.restarts {
+            let records = r.record().saturating_sub(record);
+            let bytes = r.stream_offset().saturating_sub(stream);
+            let fits = bytes >= records * FRAMING_BYTES
+                && bytes <= records.saturating_mul(FRAMING_BYTES + longest);
+            if records == 0
+                || r.record() >= self.records
+                || r.file_offset() <= at
+                || r.file_offset() >= self.bytes
+                || !fits
+            {
+                return Some(format!(
+                    "its restart [{}, {}, {}] does not follow [{record}, {at}, {stream}] \
+                     within its {} records and {} bytes",
+                    r.record(),
+                    r.file_offset(),
+                    r.stream_offset(),
+                    self.records,
+                    self.bytes
+                ));
+            }
+            (record, at, stream) = (r.record(), r.file_offset(), r.stream_offset());
+        }
+        None
+    }
+}
+
 /// Decompressed bytes of a shard's stream between two restarts (at least; a restart lies at a
 /// record's start): 1 MiB costs a deflate stream at most about 0.3 % of its size (CV's
 /// `pixel-centered` 29.64 % of its bytes with GZIP against 29.54 % as one stretch, `resized`
@@ -143,13 +185,21 @@ impl StoreManifest {
     /// The manifest in `bytes`, read from `at` (a path or URL, named in the error with what
     /// mends it: the store is damaged, so it is made again or removed).
     pub fn parse(bytes: &[u8], at: &str) -> Result<StoreManifest, StoreError> {
-        serde_json::from_slice(bytes).map_err(|e| StoreError::Invalid {
+        let damaged = |what: String| StoreError::Invalid {
             path: at.to_string(),
             message: format!(
-                "unreadable store manifest ({e}): the store is damaged; `--rematerialize` on \
-                 run or sweep makes it again, `prepbench store remove --stale` removes it"
+                "unreadable store manifest ({what}): the store is damaged; `--rematerialize` \
+                 on run or sweep makes it again, `prepbench store remove --stale` removes it"
             ),
-        })
+        };
+        let manifest: StoreManifest =
+            serde_json::from_slice(bytes).map_err(|e| damaged(e.to_string()))?;
+        for shard in &manifest.shards {
+            if let Some(what) = shard.restarts_error(manifest.codec) {
+                return Err(damaged(format!("shard `{}`: {what}", shard.file)));
+            }
+        }
+        Ok(manifest)
     }
 
     /// Whether the shards listed hold the records of source item `item` (`id` mod the store's

@@ -10,7 +10,7 @@ use workloads::Codec;
 use super::codec;
 use super::error::{io_error, StoreError};
 use super::folder::ShardInfo;
-use super::framing::{declared_len, Frame, FRAMING_BYTES, MAX_RECORD_BYTES};
+use super::framing::{declared_len, Frame, FRAMING_BYTES};
 
 /// One decompressed stretch of a shard: records `first..first + frames.len()`, its stream
 /// beginning at `base` of the shard's stream; frame offsets are within `stream`.
@@ -21,45 +21,7 @@ pub(super) struct Stretch {
     pub base: u64,
 }
 
-/// What is wrong with a shard's recorded restarts, if anything: each must lie after the one
-/// before it (records, file and stream offsets), within the shard, and hold as many stream
-/// bytes as its records may (a stretch is decompressed up to that bound, and no further).
-pub(super) fn check_restarts(info: &ShardInfo, codec: Codec) -> Result<(), String> {
-    if info.restarts.is_empty() {
-        return Ok(());
-    }
-    if codec == Codec::None {
-        return Err("restarts recorded for an uncompressed shard".into());
-    }
-    let longest = info.max_record.unwrap_or(MAX_RECORD_BYTES);
-    let (mut record, mut at, mut stream) = (0, 0, 0);
-    for r in &info.restarts {
-        let records = r.record().saturating_sub(record);
-        let bytes = r.stream_offset().saturating_sub(stream);
-        let fits = bytes >= records * FRAMING_BYTES
-            && bytes <= records.saturating_mul(FRAMING_BYTES + longest);
-        if records == 0
-            || r.record() >= info.records
-            || r.file_offset() <= at
-            || r.file_offset() >= info.bytes
-            || !fits
-        {
-            return Err(format!(
-                "its restart [{}, {}, {}] does not follow [{record}, {at}, {stream}] within \
-                 its {} records and {} bytes",
-                r.record(),
-                r.file_offset(),
-                r.stream_offset(),
-                info.records,
-                info.bytes
-            ));
-        }
-        (record, at, stream) = (r.record(), r.file_offset(), r.stream_offset());
-    }
-    Ok(())
-}
-
-/// The stretch of a shard (`info`, checked by [`check_restarts`]) that holds its record
+/// The stretch of a shard (`info`, its restarts checked as its manifest was read) that holds its record
 /// `local`.
 pub(super) fn stretch_of(info: &ShardInfo, local: u64) -> usize {
     info.restarts.partition_point(|r| r.record() <= local)
@@ -356,9 +318,7 @@ mod tests {
                 "{restarts:?}: {e}"
             );
         }
-        let mut manifest = m.clone();
-        manifest.codec = Codec::None;
-        assert!(check_restarts(&manifest.shards[0], Codec::None).is_err());
+        assert!(m.shards[0].restarts_error(Codec::None).is_some());
         // In order and in bounds, but not where the writer restarted: the stretches it begins
         // are refused when read (named with their shard), the one before it still reads.
         for name in COMPRESSED {
