@@ -261,7 +261,7 @@ class _Corrupt(Exception):
     """A stored record prepbench's reader found corrupt, as the native engine names it: its
     shard file, its number there, the byte and what is wrong (`unread` in the answer), with the
     records the epoch reads of its shard, whether reading could go on past it, and the
-    record it went on at instead (a compressed shard's next restart), if any."""
+    record it went on at instead (the shard's next restart), if any."""
 
     def __init__(self, named):
         super().__init__(named["what"])
@@ -370,7 +370,7 @@ def dataset_class():
             whole, its end (a compressed stream's checksum comes after its last record). A
             record that fails its checksum is named and stepped over; an error the shard
             cannot be read past leaves its other records unread (named with it), up to the
-            compressed shard's next restart where reading goes on, as natively."""
+            shard's next restart where reading goes on, as natively."""
             whole = records == self.store.shard_records[shard]
             reader, error = self.store._native.shard(shard), self.store._error
             local = 0

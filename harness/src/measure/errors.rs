@@ -143,7 +143,7 @@ impl RunError {
 /// at its end) counts no sample, every record having been read and passed its own checksum;
 /// one that reading cannot step past (`going_on` false: its framing broken) leaves the
 /// shard's later records unread, counted in one more row: all of them, or those before the
-/// codec's restart reading went on at (`resumed_at`, [`ShardReader::resume`]).
+/// shard's restart reading went on at (`resumed_at`, [`ShardReader::resume`]).
 ///
 /// [`ShardReader::resume`]: crate::store::ShardReader::resume
 pub fn read_error_rows(
@@ -161,7 +161,7 @@ pub fn read_error_rows(
     let rest = end.saturating_sub(record + 1);
     let message = match resumed_at {
         Some(at) if at < records => format!(
-            "unreadable after the error at record {record}, up to the codec's restart at \
+            "unreadable after the error at record {record}, up to the shard's restart at \
              record {at}"
         ),
         _ => format!("unreadable after the error at record {record}"),
@@ -217,7 +217,7 @@ mod tests {
         let resumed = read_error_rows(own(), 3, 10, false, Some(7));
         assert!(resumed[1]
             .message
-            .ends_with("up to the codec's restart at record 7"));
+            .ends_with("up to the shard's restart at record 7"));
         let resumed = counts(resumed);
         assert_eq!(
             resumed,

@@ -134,12 +134,12 @@ impl CodecWriter {
         Ok(CodecWriter { inner, codec })
     }
 
-    /// Makes a restart here and returns its offset in the file, for a compressed codec;
-    /// `None` without one (an uncompressed shard is entered at any record's offset).
+    /// Makes a restart here and returns its offset in the file (an uncompressed stream's is
+    /// where the next record starts: its frames can be found again from there).
     pub fn restart(&mut self) -> io::Result<Option<u64>> {
         let gone = || io::Error::other("the codec's writer was lost by an earlier error");
         Ok(Some(match &mut self.inner {
-            Inner::None(_) => return Ok(None),
+            Inner::None(w) => w.bytes,
             Inner::Deflate(d) => {
                 d.run(&[], flate2::FlushCompress::Full)?;
                 d.out.bytes

@@ -60,11 +60,12 @@ pub struct ShardInfo {
     /// The longest record written: a longer declared length is refused before it is read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_record: Option<u64>,
-    /// Where a compressed shard's decompression may begin (every [`RESTART_EVERY_BYTES`] of
-    /// its stream, further apart in a shard of more than 4 GiB of stream, so that a shard keeps
-    /// at most 4,096): a record is read by number from the restart
-    /// before it, not from the shard's start. Empty for an uncompressed shard, one of a single
-    /// stretch, and stores from before restarts were written.
+    /// Where the shard's stream may be entered (every [`RESTART_EVERY_BYTES`] of it, further
+    /// apart in a shard of more than 4 GiB of stream, so that a shard keeps at most 4,096): a
+    /// compressed shard's decompression begins there (a record read by number is
+    /// decompressed from the restart before it, not from the shard's start), and an
+    /// uncompressed shard's frames are found again from there after a damaged header. Empty
+    /// for a shard of a single stretch, and in stores from before restarts were written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub restarts: Vec<Restart>,
 }
@@ -79,9 +80,6 @@ impl ShardInfo {
         if self.restarts.is_empty() {
             return None;
         }
-        if codec == Codec::None {
-            return Some("restarts recorded for an uncompressed shard".into());
-        }
         let longest = self.max_record.unwrap_or(MAX_RECORD_BYTES);
         let (mut record, mut at, mut stream) = (0, 0, 0);
         for r in &self.restarts {
@@ -89,11 +87,14 @@ impl ShardInfo {
             let bytes = r.stream_offset().saturating_sub(stream);
             let fits = bytes >= records * FRAMING_BYTES
                 && bytes <= records.saturating_mul(FRAMING_BYTES + longest);
+            // An uncompressed shard's stream is its file.
+            let unmoved = codec != Codec::None || r.file_offset() == r.stream_offset();
             if records == 0
                 || r.record() >= self.records
                 || r.file_offset() <= at
                 || r.file_offset() >= self.bytes
                 || !fits
+                || !unmoved
             {
                 return Some(format!(
                     "its restart [{}, {}, {}] does not follow [{record}, {at}, {stream}] \

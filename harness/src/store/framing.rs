@@ -159,7 +159,7 @@ impl<R: Read> RecordReader<R> {
     }
 
     /// Goes on from `inner`, a stream that begins with record `record` at `offset` of the
-    /// shard's stream (a codec's restart), after an error that broke the old one.
+    /// shard's stream (a restart), after an error that broke the old one.
     pub fn resume(&mut self, inner: R, record: u64, offset: u64) {
         self.inner = inner;
         self.record = record;

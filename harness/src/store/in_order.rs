@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use workloads::Codec;
 
 use super::error::{io_error, StoreError};
+use super::folder::Restart;
 use super::framing::{declared_len, FRAMING_BYTES};
 use super::open::{check_payload, BadPayload, OpenStore};
 
@@ -33,6 +34,8 @@ pub struct InOrder {
     advised_to: u64,
     /// An error left the reader where it cannot go on (any but a payload's checksum).
     broken: bool,
+    /// Where the shard's frames can be found again (see [`InOrder::resume`]).
+    restarts: Vec<Restart>,
 }
 
 impl InOrder {
@@ -67,6 +70,21 @@ impl InOrder {
     /// checksum, its frame being intact.
     pub fn can_continue(&self) -> bool {
         !self.broken
+    }
+
+    /// After an error reading cannot step past (a damaged header), goes on at the shard's
+    /// first restart after the record that failed, where the writer noted a record's start:
+    /// the record read next, or `None` where the store noted none after it.
+    pub fn resume(&mut self) -> Option<u64> {
+        if !self.broken {
+            return None;
+        }
+        let restart = self.restarts.iter().find(|r| r.record() > self.record)?;
+        self.offset = restart.file_offset();
+        self.record = restart.record();
+        self.header = None;
+        self.broken = false;
+        Some(self.record)
     }
 
     /// The next record's number in the shard and payload; `None` at the end.
@@ -159,6 +177,7 @@ impl OpenStore {
             header: None,
             advised_to: 0,
             broken: false,
+            restarts: info.restarts.clone(),
         }))
     }
 }

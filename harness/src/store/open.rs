@@ -31,7 +31,9 @@ pub const DEFAULT_CACHE_BYTES: u64 = 1 << 30;
 #[derive(Default)]
 struct Shard {
     file: Option<File>,
-    frames: Option<Vec<Frame>>,
+    /// An uncompressed shard's frames, by stretch (from one restart to the next), each found
+    /// when a record of it is first read.
+    frames: Vec<Option<Vec<Frame>>>,
 }
 
 /// A complete store, opened for reading by record number.
@@ -246,11 +248,24 @@ impl OpenStore {
             let path = self.shard_path(shard);
             self.shards[shard].file = Some(File::open(&path).map_err(io_error(&path))?);
         }
-        if self.shards[shard].frames.is_none() {
-            let frames = self.index_file(shard)?;
-            self.shards[shard].frames = Some(frames);
+        let info = &self.manifest.shards[shard];
+        let stretch = stretch::stretch_of(info, local);
+        let first = stretch
+            .checked_sub(1)
+            .map_or(0, |i| info.restarts[i].record());
+        if self.shards[shard].frames.len() <= stretch {
+            self.shards[shard]
+                .frames
+                .resize(info.restarts.len() + 1, None);
         }
-        let frame = self.shards[shard].frames.as_ref().expect("indexed")[local as usize];
+        if self.shards[shard].frames[stretch].is_none() {
+            let frames = self.index_file(shard, stretch)?;
+            self.shards[shard].frames[stretch] = Some(frames);
+        }
+        let frames = self.shards[shard].frames[stretch]
+            .as_ref()
+            .expect("indexed");
+        let frame = frames[(local - first) as usize];
         let file = self.shards[shard].file.as_ref().expect("opened");
         let mut buf = vec![0u8; frame.len as usize + 4];
         file.read_exact_at(&mut buf, frame.offset + 12)
@@ -303,16 +318,23 @@ impl OpenStore {
         self.cache.iter().map(|(_, s)| s.stream.len() as u64).sum()
     }
 
-    /// The frames of an uncompressed shard, found by reading each header where the previous
-    /// record ends.
-    fn index_file(&self, shard: usize) -> Result<Vec<Frame>, StoreError> {
+    /// The frames of stretch `stretch` of an uncompressed shard (from the restart before it to
+    /// the next, or the whole shard), found by reading each header where the previous record
+    /// ends.
+    fn index_file(&self, shard: usize, stretch: usize) -> Result<Vec<Frame>, StoreError> {
         let file = self.shards[shard].file.as_ref().expect("opened");
-        let size = self.manifest.shards[shard].bytes;
-        let mut frames = Vec::with_capacity(self.manifest.shards[shard].records as usize);
-        let mut offset = 0u64;
+        let info = &self.manifest.shards[shard];
+        let (first, mut offset) = match stretch.checked_sub(1).map(|i| info.restarts[i]) {
+            Some(r) => (r.record(), r.file_offset()),
+            None => (0, 0),
+        };
+        let next = info.restarts.get(stretch);
+        let size = next.map_or(info.bytes, |r| r.file_offset());
+        let count = next.map_or(info.records, |r| r.record()) - first;
+        let mut frames = Vec::with_capacity(count as usize);
         while offset < size {
             let mut header = [0u8; 12];
-            let record = frames.len() as u64;
+            let record = first + frames.len() as u64;
             if offset + 12 > size {
                 return Err(self.corrupt(shard, record, offset, "truncated header"));
             }
@@ -322,7 +344,7 @@ impl OpenStore {
             frames.push(frame);
             offset += FRAMING_BYTES + frame.len;
         }
-        self.counted(shard, frames)
+        self.counted(shard, frames, first, count)
     }
 
     /// Parses and checks one record header at `offset` of a stream of `size` bytes.
@@ -340,13 +362,25 @@ impl OpenStore {
     }
 
     /// `frames`, if the shard holds as many records as the store wrote there.
-    fn counted(&self, shard: usize, frames: Vec<Frame>) -> Result<Vec<Frame>, StoreError> {
-        let expected = self.manifest.shards[shard].records;
+    /// `frames`, if the stretch from record `first` holds as many records as the store wrote
+    /// there (`expected`).
+    fn counted(
+        &self,
+        shard: usize,
+        frames: Vec<Frame>,
+        first: u64,
+        expected: u64,
+    ) -> Result<Vec<Frame>, StoreError> {
         if frames.len() as u64 != expected {
+            let span = match self.manifest.shards[shard].restarts.is_empty() {
+                true => "it holds".to_string(),
+                false => format!("records {first} to {} hold", first + expected),
+            };
             return Err(invalid(
                 &self.shard_path(shard),
                 format!(
-                    "not the shard its store wrote: it holds {} records where the store wrote {expected}",
+                    "not the shard its store wrote: {span} {} records where the store wrote \
+                     {expected}",
                     frames.len()
                 ),
             ));

@@ -242,7 +242,7 @@ impl ShardReader {
         !self.refused && self.records.can_continue()
     }
 
-    /// After an error reading cannot step past, goes on at the compressed shard's first
+    /// After an error reading cannot step past, goes on at the shard's first
     /// restart after the record that failed (see
     /// [`CodecWriter::restart`](super::codec::CodecWriter::restart)): the record it reads
     /// next, or `None` where there is no restart after it, the store recorded none, or the

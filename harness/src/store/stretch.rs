@@ -57,10 +57,17 @@ pub(super) fn decompress(
         None => records * (FRAMING_BYTES + longest),
     };
     let mut file = File::open(path).map_err(io_error(path))?;
+    file.seek(SeekFrom::Start(at)).map_err(io_error(path))?;
+    // The stretch's own bytes only: a decoder that has given the stretch's last byte may go on
+    // parsing what follows within the same call (deflate's next block), and damage there is
+    // the next stretch's.
+    let file: Box<dyn Read + Send> = match next {
+        Some(r) => Box::new(file.take(r.file_offset() - at)),
+        None => Box::new(file),
+    };
     let reader = if index == 0 {
         codec::reader(codec, file)
     } else {
-        file.seek(SeekFrom::Start(at)).map_err(io_error(path))?;
         codec::restart_reader(codec, file)
     };
     let mut stream = Vec::new();
@@ -238,8 +245,8 @@ mod tests {
     }
 
     #[test]
-    fn a_reader_in_order_goes_on_at_the_restart_after_damage_it_cannot_step_past() {
-        for name in COMPRESSED {
+    fn a_reader_goes_on_at_the_restart_after_damage_it_cannot_step_past() {
+        for name in std::iter::once("none").chain(COMPRESSED) {
             let dir = tempfile::tempdir().unwrap();
             let m = make(dir.path(), name.parse().unwrap(), 30);
             let info = &m.shards[0];
@@ -247,8 +254,8 @@ mod tests {
             let path = dir.path().join(&info.file);
             let clean = std::fs::read(&path).unwrap();
             let mut bytes = clean.clone();
-            // The stretch's first bytes (a frame's header for zstd and lz4, a block's for
-            // deflate): damage no decoder reads past.
+            // The stretch's first bytes (a record's header uncompressed, a frame's for zstd
+            // and lz4, a block's for deflate): damage no reader steps past.
             let at = first.file_offset() as usize;
             for b in &mut bytes[at..at + 64] {
                 *b ^= 0x5a;
@@ -284,6 +291,27 @@ mod tests {
                 "{name}: lost {lost:?}"
             );
             assert!(read.contains(&second.record()), "{name}");
+            // By number, the stretches beside the damaged one still read (an uncompressed
+            // shard's frames are found from its restarts, not only from its start).
+            let mut store = OpenStore::open(dir.path(), 0).unwrap();
+            for i in [first.record() - 2, second.record(), 29] {
+                assert!(store.read(i).unwrap() == payload(i), "{name} record {i}");
+            }
+            assert!(store.read(first.record()).is_err(), "{name}");
+            // The positioned reader of an uncompressed shard goes on at the restart too.
+            if let Some(mut records) = store.in_order(0).unwrap() {
+                let mut got = Vec::new();
+                loop {
+                    match records.next_record() {
+                        Ok(Some((i, _))) => got.push(i),
+                        Ok(None) => break,
+                        Err(_) if records.can_continue() => {}
+                        Err(_) => assert_eq!(records.resume(), Some(second.record())),
+                    }
+                }
+                let expected: Vec<u64> = (0..first.record()).chain(second.record()..30).collect();
+                assert_eq!(got, expected, "{name}");
+            }
             // A reader that cannot open its shard again, or a shard without restarts, stops.
             let file = Box::new(File::open(&path).unwrap());
             let mut bare = crate::store::ShardReader::from_read(&path, m.codec, file)
@@ -318,28 +346,49 @@ mod tests {
                 "{restarts:?}: {e}"
             );
         }
+        // An uncompressed shard's restarts lie where its records start, file and stream alike.
         assert!(m.shards[0].restarts_error(Codec::None).is_some());
-        // In order and in bounds, but not where the writer restarted: the stretches it begins
-        // are refused when read (named with their shard), the one before it still reads.
-        for name in COMPRESSED {
+        let plain = make(&dir.path().join("plain"), Codec::None, 30);
+        let mut info = plain.shards[0].clone();
+        assert!(info.restarts.len() >= 3 && info.restarts_error(Codec::None).is_none());
+        info.restarts[0].1 += 1;
+        assert!(info.restarts_error(Codec::None).is_some());
+        // In order and in bounds, but not where the writer restarted: the stretches it bounds
+        // are refused when read (named with their shard), never read wrong; the one after the
+        // next restart still reads.
+        for name in std::iter::once("none").chain(COMPRESSED) {
             let dir = tempfile::tempdir().unwrap();
             let m = make(dir.path(), name.parse().unwrap(), 30);
             for shift in [1i64, -1, 7] {
                 let mut manifest = m.clone();
                 let r = &mut manifest.shards[0].restarts[0];
                 r.1 = r.1.checked_add_signed(shift).unwrap();
+                if name == "none" {
+                    // An uncompressed shard's stream is its file: a restart elsewhere is
+                    // refused as the manifest is read, so both move.
+                    r.2 = r.1;
+                }
                 complete(dir.path(), &manifest).unwrap();
                 let mut store = OpenStore::open(dir.path(), 0).unwrap();
                 let first = manifest.shards[0].restarts[0].record();
+                for i in [first - 1, first] {
+                    match store.read(i) {
+                        Ok(got) => assert!(got == payload(i), "{name} {shift}: record {i}"),
+                        Err(e) => {
+                            let e = e.to_string();
+                            assert!(e.contains(&m.shards[0].file), "{name} {shift}: {e}");
+                        }
+                    }
+                }
                 assert!(
-                    store.read(first - 1).unwrap() == payload(first - 1),
-                    "{name}"
+                    store.read(first).is_err(),
+                    "{name} {shift}: read from a wrong restart"
                 );
-                let e = match store.read(first) {
-                    Ok(_) => panic!("{name}: record {first} read from a wrong restart"),
-                    Err(e) => e.to_string(),
-                };
-                assert!(e.contains(&m.shards[0].file), "{name} {shift}: {e}");
+                let second = manifest.shards[0].restarts[1].record();
+                assert!(
+                    store.read(second).unwrap() == payload(second),
+                    "{name} {shift}"
+                );
             }
         }
     }

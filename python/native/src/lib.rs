@@ -306,11 +306,11 @@ impl Records {
         }
     }
 
-    /// After an error reading cannot step past, goes on at a compressed shard's next restart:
-    /// the record read next, if it can.
+    /// After an error reading cannot step past, goes on at the shard's next restart: the
+    /// record read next, if it can.
     fn resume(&mut self) -> Option<u64> {
         match self {
-            Records::Positioned(_) => None,
+            Records::Positioned(records) => records.resume(),
             Records::Streamed(reader, _) => reader.resume().ok().flatten(),
         }
     }
@@ -352,7 +352,7 @@ impl ShardIter {
     }
 
     /// The next record; a damaged one raises `StoreError` with where it broke, and with
-    /// `resumed_at`, the record of the shard reading goes on at (a compressed shard's next
+    /// `resumed_at`, the record of the shard reading goes on at (the shard's next
     /// restart) where reading could not step past it, else None.
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Numbered>> {
         let got = py.detach(|| {

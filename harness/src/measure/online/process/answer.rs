@@ -65,7 +65,7 @@ pub(super) struct Unread {
     what: String,
     records: u64,
     can_continue: bool,
-    /// The codec's restart the loader's reader went on at, after an error it could not step
+    /// The shard's restart the loader's reader went on at, after an error it could not step
     /// past.
     #[serde(default)]
     resumed_at: Option<u64>,
