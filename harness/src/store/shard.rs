@@ -67,6 +67,13 @@ impl ShardWriter {
         })
     }
 
+    /// Restarts `bytes` of stream apart, where a test needs many in a small shard.
+    #[cfg(test)]
+    pub(super) fn restarting_every(mut self, bytes: u64) -> ShardWriter {
+        self.restart_every = bytes;
+        self
+    }
+
     pub fn write(&mut self, payload: &[u8]) -> Result<(), StoreError> {
         if self.first_crc.is_none() {
             self.first_crc = Some(crc32c::crc32c(payload));
