@@ -16,7 +16,6 @@ With `--cache app` the parse is a map of its own followed by `.cache()`, and the
 after the first are served from it.
 """
 
-import itertools
 import json
 import os
 import sys
@@ -116,28 +115,25 @@ class Pipeline:
         if not isinstance(error, bad_input):
             return None
         if self.job["input"] != "raw":
-            from .store import Store
+            from .store import Store, StoreError
 
             store = Store(self.job["store"])
-            for shard in range(len(store.shard_records))[:self.job.get("shards")]:
-                try:
-                    for _ in store._native.shard(shard):
-                        pass
-                except store._error as e:
-                    return f"prepbench's reader finds {e}"
+            try:
+                for _ in store.records(range(len(store.shard_records))[:self.job.get("shards")]):
+                    pass
+            except StoreError as e:
+                return f"prepbench's reader finds {e}"
             return None
         if self.first_steps is None:
             return None
-        iterator = iter(self.source.map(_plain(self.first_steps)))  # one at a time, in order
-        for index in itertools.count():
-            try:
-                next(iterator)
-            except StopIteration:
-                return None
-            except tf.errors.OpError:
-                fields = _fields(*self.online.source(index))
-                named = ", ".join(str(v) for v in fields.values() if isinstance(v, str))
-                return f"sample {index}, {named}, fails when run alone"
+        index = 0
+        try:
+            for _ in self.source.map(_plain(self.first_steps)):  # one at a time, in order
+                index += 1
+        except tf.errors.OpError:
+            fields = _fields(*self.online.source(index))
+            named = ", ".join(str(v) for v in fields.values() if isinstance(v, str))
+            return f"sample {index}, {named}, fails when run alone"
         return None
 
     def __init__(self, job, native):

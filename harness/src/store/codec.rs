@@ -21,14 +21,20 @@ const WRITE_BUFFER_BYTES: usize = 1 << 20;
 /// shard's start.
 pub struct CodecWriter {
     inner: Inner,
-    codec: Codec,
 }
 
+/// The encoder of each codec; a zstd or lz4 encoder is taken out while its frame is finished
+/// and a new one begun (`None` only if that failed), a zstd one with its level.
 enum Inner {
     None(Counted),
     Deflate(Deflater),
-    Zstd(Option<zstd::stream::Encoder<'static, Counted>>),
+    Zstd(Option<zstd::stream::Encoder<'static, Counted>>, i32),
     Lz4(Option<lz4_flex::frame::FrameEncoder<Counted>>),
+}
+
+/// A zstd or lz4 writer used after an error lost its encoder.
+fn lost() -> io::Error {
+    io::Error::other("the codec's writer was lost by an earlier error")
 }
 
 /// The file's buffered writer, counting the bytes given to it: a restart's offset in the file.
@@ -128,52 +134,46 @@ impl CodecWriter {
             Codec::None => Inner::None(out),
             Codec::Gzip { level } => Inner::Deflate(Deflater::new(out, level, true)?),
             Codec::Zlib { level } => Inner::Deflate(Deflater::new(out, level, false)?),
-            Codec::Zstd { level } => Inner::Zstd(Some(zstd::stream::Encoder::new(out, level)?)),
+            Codec::Zstd { level } => {
+                Inner::Zstd(Some(zstd::stream::Encoder::new(out, level)?), level)
+            }
             Codec::Lz4 => Inner::Lz4(Some(lz4_flex::frame::FrameEncoder::new(out))),
         };
-        Ok(CodecWriter { inner, codec })
+        Ok(CodecWriter { inner })
     }
 
     /// Makes a restart here and returns its offset in the file (an uncompressed stream's is
     /// where the next record starts: its frames can be found again from there).
-    pub fn restart(&mut self) -> io::Result<Option<u64>> {
-        let gone = || io::Error::other("the codec's writer was lost by an earlier error");
-        Ok(Some(match &mut self.inner {
+    pub fn restart(&mut self) -> io::Result<u64> {
+        Ok(match &mut self.inner {
             Inner::None(w) => w.bytes,
             Inner::Deflate(d) => {
                 d.run(&[], flate2::FlushCompress::Full)?;
                 d.out.bytes
             }
-            Inner::Zstd(slot) => {
-                let out = slot.take().ok_or_else(gone)?.finish()?;
+            Inner::Zstd(slot, level) => {
+                let out = slot.take().ok_or_else(lost)?.finish()?;
                 let at = out.bytes;
-                let Codec::Zstd { level } = self.codec else {
-                    unreachable!("a zstd writer")
-                };
-                *slot = Some(zstd::stream::Encoder::new(out, level)?);
+                *slot = Some(zstd::stream::Encoder::new(out, *level)?);
                 at
             }
             Inner::Lz4(slot) => {
-                let out = slot
-                    .take()
-                    .ok_or_else(gone)?
-                    .finish()
-                    .map_err(io::Error::other)?;
+                let out = slot.take().ok_or_else(lost)?;
+                let out = out.finish().map_err(io::Error::other)?;
                 let at = out.bytes;
                 *slot = Some(lz4_flex::frame::FrameEncoder::new(out));
                 at
             }
-        }))
+        })
     }
 
     /// Completes the stream and returns the file, flushed (not yet synced).
     pub fn finish(self) -> io::Result<File> {
-        let gone = || io::Error::other("the codec's writer was lost by an earlier error");
         let out = match self.inner {
             Inner::None(w) => w,
             Inner::Deflate(d) => d.finish()?,
-            Inner::Zstd(w) => w.ok_or_else(gone)?.finish()?,
-            Inner::Lz4(w) => w.ok_or_else(gone)?.finish().map_err(io::Error::other)?,
+            Inner::Zstd(w, _) => w.ok_or_else(lost)?.finish()?,
+            Inner::Lz4(w) => w.ok_or_else(lost)?.finish().map_err(io::Error::other)?,
         };
         out.file.into_inner().map_err(|e| e.into_error())
     }
@@ -186,12 +186,11 @@ impl Write for CodecWriter {
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        let gone = || io::Error::other("the codec's writer was lost by an earlier error");
         match &mut self.inner {
             Inner::None(w) => w.write_all(buf),
             Inner::Deflate(d) => d.write_all(buf),
-            Inner::Zstd(w) => w.as_mut().ok_or_else(gone)?.write_all(buf),
-            Inner::Lz4(w) => w.as_mut().ok_or_else(gone)?.write_all(buf),
+            Inner::Zstd(w, _) => w.as_mut().ok_or_else(lost)?.write_all(buf),
+            Inner::Lz4(w) => w.as_mut().ok_or_else(lost)?.write_all(buf),
         }
     }
 
@@ -199,7 +198,7 @@ impl Write for CodecWriter {
         match &mut self.inner {
             Inner::None(w) => w.flush(),
             Inner::Deflate(d) => d.out.flush(),
-            Inner::Zstd(w) => w.as_mut().map_or(Ok(()), |w| w.flush()),
+            Inner::Zstd(w, _) => w.as_mut().map_or(Ok(()), |w| w.flush()),
             Inner::Lz4(w) => w.as_mut().map_or(Ok(()), |w| w.flush()),
         }
     }

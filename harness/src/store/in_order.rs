@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use workloads::Codec;
 
 use super::error::{io_error, StoreError};
-use super::folder::Restart;
+use super::folder::{next_restart, Restart};
 use super::framing::{declared_len, FRAMING_BYTES};
 use super::open::{check_payload, BadPayload, OpenStore};
 
@@ -79,7 +79,7 @@ impl InOrder {
         if !self.broken {
             return None;
         }
-        let restart = self.restarts.iter().find(|r| r.record() > self.record)?;
+        let restart = next_restart(&self.restarts, self.record)?;
         self.offset = restart.file_offset();
         self.record = restart.record();
         self.header = None;

@@ -28,4 +28,4 @@ pub use folder::{
 };
 pub use in_order::InOrder;
 pub use open::{OpenStore, DEFAULT_CACHE_BYTES};
-pub use shard::{Reopen, ShardReader, ShardWriter};
+pub use shard::{reopen_file, Reopen, ShardReader, ShardWriter};

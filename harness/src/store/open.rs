@@ -12,6 +12,7 @@
 //! first). A store written before restarts has one stretch a shard. In order,
 //! [`OpenStore::shard_reader`] streams any codec without keeping anything.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -43,9 +44,11 @@ pub struct OpenStore {
     /// `starts[k]`: global number of shard k's first record; one more entry, the total.
     starts: Vec<u64>,
     shards: Vec<Shard>,
-    /// Decompressed stretches of compressed shards (shard, stretch), least recently used
-    /// first.
-    cache: Vec<((usize, usize), Stretch)>,
+    /// Decompressed stretches of compressed shards by (shard, stretch), each with the read
+    /// that last used it; `held` their bytes, `reads` the reads so far.
+    cache: HashMap<(usize, usize), (Stretch, u64)>,
+    held: u64,
+    reads: u64,
     cache_bytes: u64,
 }
 
@@ -146,7 +149,9 @@ impl OpenStore {
             manifest,
             starts,
             shards,
-            cache: Vec::new(),
+            cache: HashMap::new(),
+            held: 0,
+            reads: 0,
             cache_bytes,
         })
     }
@@ -250,9 +255,7 @@ impl OpenStore {
         }
         let info = &self.manifest.shards[shard];
         let stretch = stretch::stretch_of(info, local);
-        let first = stretch
-            .checked_sub(1)
-            .map_or(0, |i| info.restarts[i].record());
+        let first = stretch::span(info, stretch).first;
         if self.shards[shard].frames.len() <= stretch {
             self.shards[shard]
                 .frames
@@ -281,25 +284,26 @@ impl OpenStore {
             shard,
             stretch::stretch_of(&self.manifest.shards[shard], local),
         );
-        let at = match self.cache.iter().position(|(k, _)| *k == key) {
-            Some(at) => at,
-            None => {
-                let (path, codec) = (self.shard_path(shard), self.manifest.codec);
-                let info = &self.manifest.shards[shard];
-                let read = stretch::decompress(&path, codec, info, key.1, self.longest(shard))?;
-                let size = read.stream.len() as u64;
-                // Least recently used first: make room, keeping at least the one just read.
-                let mut held = self.held_bytes();
-                while !self.cache.is_empty() && held + size > self.cache_bytes {
-                    held -= self.cache.remove(0).1.stream.len() as u64;
-                }
-                self.cache.push((key, read));
-                self.cache.len() - 1
+        self.reads += 1;
+        if !self.cache.contains_key(&key) {
+            let (path, codec) = (self.shard_path(shard), self.manifest.codec);
+            let info = &self.manifest.shards[shard];
+            let read = stretch::decompress(&path, codec, info, key.1, self.longest(shard))?;
+            let size = read.stream.len() as u64;
+            // The least recently read go first, to make room; the one just read stays.
+            while self.held + size > self.cache_bytes {
+                let oldest = self.cache.iter().min_by_key(|(_, (_, last))| *last);
+                let Some(&oldest) = oldest.map(|(k, _)| k) else {
+                    break;
+                };
+                let (gone, _) = self.cache.remove(&oldest).expect("listed");
+                self.held -= gone.stream.len() as u64;
             }
-        };
-        let entry = self.cache.remove(at);
-        self.cache.push(entry);
-        let read = &self.cache.last().expect("just pushed").1;
+            self.held += size;
+            self.cache.insert(key, (read, 0));
+        }
+        let (read, last) = self.cache.get_mut(&key).expect("kept");
+        *last = self.reads;
         let frame = read.frames[(local - read.first) as usize];
         let start = (frame.offset + 12) as usize;
         let end = start + frame.len as usize;
@@ -313,9 +317,16 @@ impl OpenStore {
         Ok(payload)
     }
 
-    /// Decompressed bytes kept for reading by number.
+    /// Decompressed bytes kept for reading by number, as kept and as counted.
+    #[cfg(test)]
     pub(super) fn held_bytes(&self) -> u64 {
-        self.cache.iter().map(|(_, s)| s.stream.len() as u64).sum()
+        let kept = self
+            .cache
+            .values()
+            .map(|(s, _)| s.stream.len() as u64)
+            .sum();
+        assert_eq!(kept, self.held, "the bytes kept and the bytes counted");
+        kept
     }
 
     /// The frames of stretch `stretch` of an uncompressed shard (from the restart before it to
@@ -324,14 +335,10 @@ impl OpenStore {
     fn index_file(&self, shard: usize, stretch: usize) -> Result<Vec<Frame>, StoreError> {
         let file = self.shards[shard].file.as_ref().expect("opened");
         let info = &self.manifest.shards[shard];
-        let (first, mut offset) = match stretch.checked_sub(1).map(|i| info.restarts[i]) {
-            Some(r) => (r.record(), r.file_offset()),
-            None => (0, 0),
-        };
-        let next = info.restarts.get(stretch);
-        let size = next.map_or(info.bytes, |r| r.file_offset());
-        let count = next.map_or(info.records, |r| r.record()) - first;
-        let mut frames = Vec::with_capacity(count as usize);
+        let span = stretch::span(info, stretch);
+        let (first, mut offset) = (span.first, span.file_at);
+        let size = span.next.map_or(info.bytes, |r| r.file_offset());
+        let mut frames = Vec::with_capacity(span.records as usize);
         while offset < size {
             let mut header = [0u8; 12];
             let record = first + frames.len() as u64;
@@ -344,7 +351,11 @@ impl OpenStore {
             frames.push(frame);
             offset += FRAMING_BYTES + frame.len;
         }
-        self.counted(shard, frames, first, count)
+        if frames.len() as u64 != span.records {
+            let path = self.shard_path(shard);
+            return Err(stretch::miscounted(&path, info, &span, frames.len()));
+        }
+        Ok(frames)
     }
 
     /// Parses and checks one record header at `offset` of a stream of `size` bytes.
@@ -359,33 +370,6 @@ impl OpenStore {
         declared_len(header, offset, size, self.longest(shard))
             .map(|len| Frame { offset, len })
             .map_err(|what| self.corrupt(shard, record, offset, what))
-    }
-
-    /// `frames`, if the shard holds as many records as the store wrote there.
-    /// `frames`, if the stretch from record `first` holds as many records as the store wrote
-    /// there (`expected`).
-    fn counted(
-        &self,
-        shard: usize,
-        frames: Vec<Frame>,
-        first: u64,
-        expected: u64,
-    ) -> Result<Vec<Frame>, StoreError> {
-        if frames.len() as u64 != expected {
-            let span = match self.manifest.shards[shard].restarts.is_empty() {
-                true => "it holds".to_string(),
-                false => format!("records {first} to {} hold", first + expected),
-            };
-            return Err(invalid(
-                &self.shard_path(shard),
-                format!(
-                    "not the shard its store wrote: {span} {} records where the store wrote \
-                     {expected}",
-                    frames.len()
-                ),
-            ));
-        }
-        Ok(frames)
     }
 }
 

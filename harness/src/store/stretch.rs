@@ -9,7 +9,7 @@ use workloads::Codec;
 
 use super::codec;
 use super::error::{io_error, StoreError};
-use super::folder::ShardInfo;
+use super::folder::{Restart, ShardInfo};
 use super::framing::{declared_len, Frame, FRAMING_BYTES};
 
 /// One decompressed stretch of a shard: records `first..first + frames.len()`, its stream
@@ -21,10 +21,57 @@ pub(super) struct Stretch {
     pub base: u64,
 }
 
-/// The stretch of a shard (`info`, its restarts checked as its manifest was read) that holds its record
-/// `local`.
+/// The stretch of a shard (`info`, its restarts checked as its manifest was read) that holds
+/// its record `local`.
 pub(super) fn stretch_of(info: &ShardInfo, local: u64) -> usize {
     info.restarts.partition_point(|r| r.record() <= local)
+}
+
+/// Where stretch `index` of a shard lies: from the restart before it (or the shard's start) to
+/// the next restart (`next`; `None` for the last stretch, which runs to the shard's end).
+pub(super) struct Span {
+    /// Its first record (of the shard), and how many it holds.
+    pub first: u64,
+    pub records: u64,
+    /// Where it begins in the shard file and in the shard's (decompressed) stream.
+    pub file_at: u64,
+    pub stream_at: u64,
+    pub next: Option<Restart>,
+}
+
+pub(super) fn span(info: &ShardInfo, index: usize) -> Span {
+    let (first, file_at, stream_at) = match index.checked_sub(1).map(|i| info.restarts[i]) {
+        Some(r) => (r.record(), r.file_offset(), r.stream_offset()),
+        None => (0, 0, 0),
+    };
+    let next = info.restarts.get(index).copied();
+    Span {
+        first,
+        records: next.map_or(info.records, |r| r.record()) - first,
+        file_at,
+        stream_at,
+        next,
+    }
+}
+
+/// A stretch (or, without restarts, a shard) found to hold `found` records where the store
+/// wrote `span.records`.
+pub(super) fn miscounted(path: &Path, info: &ShardInfo, span: &Span, found: usize) -> StoreError {
+    let held = match info.restarts.is_empty() {
+        true => "it holds".to_string(),
+        false => format!(
+            "records {} to {} hold",
+            span.first,
+            span.first + span.records
+        ),
+    };
+    StoreError::Invalid {
+        path: path.display().to_string(),
+        message: format!(
+            "not the shard its store wrote: {held} {found} records where the store wrote {}",
+            span.records
+        ),
+    }
 }
 
 fn corrupt(path: &Path, record: u64, offset: u64, what: impl Into<String>) -> StoreError {
@@ -46,12 +93,14 @@ pub(super) fn decompress(
     index: usize,
     longest: u64,
 ) -> Result<Stretch, StoreError> {
-    let (first, at, base) = match index.checked_sub(1).map(|i| info.restarts[i]) {
-        Some(r) => (r.record(), r.file_offset(), r.stream_offset()),
-        None => (0, 0, 0),
-    };
-    let next = info.restarts.get(index);
-    let records = next.map_or(info.records, |r| r.record()) - first;
+    let stretch = span(info, index);
+    let (first, records, base, next) = (
+        stretch.first,
+        stretch.records,
+        stretch.stream_at,
+        stretch.next,
+    );
+    let at = stretch.file_at;
     let bound = match next {
         Some(r) => r.stream_offset() - base,
         None => records * (FRAMING_BYTES + longest),
@@ -90,18 +139,7 @@ pub(super) fn decompress(
     }
     let frames = index_frames(path, &stream, first, base, longest)?;
     if frames.len() as u64 != records {
-        let span = match info.restarts.is_empty() {
-            true => "it holds".to_string(),
-            false => format!("records {first} to {} hold", first + records),
-        };
-        return Err(StoreError::Invalid {
-            path: path.display().to_string(),
-            message: format!(
-                "not the shard its store wrote: {span} {} records where the store wrote \
-                 {records}",
-                frames.len()
-            ),
-        });
+        return Err(miscounted(path, info, &stretch, frames.len()));
     }
     Ok(Stretch {
         stream,
@@ -455,20 +493,22 @@ mod tests {
                 }
             }
             let mut reader = store.shard_reader(0).unwrap();
-            let mut buf = Vec::new();
-            for _ in 0..(2 * n + 2) {
+            let (mut buf, mut ended) = (Vec::new(), false);
+            // Each turn reads a record, steps past one or goes on at a later restart: it ends
+            // within the records and restarts there are.
+            for _ in 0..(n + info.restarts.len() as u64 + 2) {
                 let index = reader.record_index();
                 match reader.next_into(&mut buf) {
                     Ok(true) => proptest::prop_assert_eq!(&buf, &record(index)),
-                    Ok(false) => break,
-                    Err(_) if reader.can_continue() => {}
-                    Err(_) => {
-                        if reader.resume().unwrap().is_none() {
-                            break;
-                        }
-                    }
+                    Ok(false) => ended = true,
+                    Err(_) if reader.can_continue() => continue,
+                    Err(_) => ended = reader.resume().unwrap().is_none(),
+                }
+                if ended {
+                    break;
                 }
             }
+            proptest::prop_assert!(ended, "reading in order did not end");
         }
     }
 }

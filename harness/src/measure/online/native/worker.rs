@@ -371,20 +371,13 @@ fn reopen(
     throttle: Option<std::sync::Arc<crate::measure::emulate::Throttle>>,
     path: std::path::PathBuf,
 ) -> crate::store::Reopen {
+    let Some(throttle) = throttle else {
+        return crate::store::reopen_file(path);
+    };
     Box::new(move |at| {
-        use std::io::{Seek, SeekFrom};
-        Ok(match &throttle {
-            Some(t) => {
-                let mut file = t.open(&path)?;
-                file.seek_to(at)?;
-                Box::new(file) as Box<dyn std::io::Read + Send>
-            }
-            None => {
-                let mut file = std::fs::File::open(&path)?;
-                file.seek(SeekFrom::Start(at))?;
-                Box::new(file)
-            }
-        })
+        let mut file = throttle.open(&path)?;
+        file.seek_to(at)?;
+        Ok(Box::new(file) as Box<dyn std::io::Read + Send>)
     })
 }
 
