@@ -356,6 +356,83 @@ fn a_store_in_s3_is_written_read_back_verified_and_reused() {
         "{}",
         stderr(&warm)
     );
+
+    // A shard damaged in the bucket: the reader goes on at the next restart with ranged GETs
+    // from there, as it does from a local file, and names the object.
+    let decoded = |out: &str| {
+        Command::new(&binary)
+            .env("PREPBENCH_HEAVY_LOAD_PCT", "1000")
+            .args(["run", "cv", "--strategy", "decoded", "--samples", SAMPLES])
+            .args(["--threads", "1", "--epochs", "1", "--shards", "1"])
+            .args(["--codec", "gzip", "--on-error", "skip", "--json", "--quiet"])
+            .arg("--data-dir")
+            .arg(data_dir())
+            .args([
+                "--store-dir",
+                "s3://bench/stores?range_mb=0.05&concurrency=3",
+            ])
+            .arg("--out")
+            .arg(work.path().join(out))
+            .envs(moto.env())
+            .output()
+            .unwrap()
+    };
+    let made = decoded("made");
+    assert!(made.status.success(), "{}", stderr(&made));
+    // The first bytes of the shard's second stretch (a deflate block's header after a full
+    // flush): damage no reader steps past.
+    let script = format!(
+        "import json, boto3\n\
+         s3 = boto3.client('s3', endpoint_url='{}', aws_access_key_id='test',\n\
+                           aws_secret_access_key='test', region_name='us-east-1')\n\
+         keys = [o['Key'] for o in s3.list_objects_v2(Bucket='bench')['Contents']]\n\
+         key = next(k for k in keys if '/decoded/' in k and k.endswith('.tfrecord.gz'))\n\
+         get = lambda k: s3.get_object(Bucket='bench', Key=k)['Body'].read()\n\
+         r = json.loads(get(key.rsplit('/', 1)[0] + '/store.json'))['shards'][0]['restarts']\n\
+         body = bytearray(get(key))\n\
+         at = r[0][1]\n\
+         body[at:at + 64] = bytes(b ^ 0x5a for b in body[at:at + 64])\n\
+         s3.put_object(Bucket='bench', Key=key, Body=bytes(body))\n\
+         print(json.dumps(r))\n",
+        moto.endpoint()
+    );
+    let out = Command::new(&moto.python)
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let restarts: Vec<[u64; 3]> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(restarts.len() >= 2, "{restarts:?}");
+    let damaged = decoded("damaged");
+    assert!(damaged.status.success(), "{}", stderr(&damaged));
+    let row: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&damaged.stdout)
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(row["offline_reused"], true, "{row}");
+    let (delivered, skipped) = (
+        row["samples"].as_u64().unwrap(),
+        row["skipped_samples"].as_u64().unwrap(),
+    );
+    assert_eq!(
+        delivered + skipped,
+        SAMPLES.parse::<u64>().unwrap(),
+        "{row}"
+    );
+    assert!(skipped >= 1, "{row}");
+    let errors = std::fs::read_to_string(work.path().join("damaged").join("errors.csv")).unwrap();
+    assert!(errors.contains("restart"), "{errors}");
+    assert!(errors.contains("s3://bench/stores/"), "{errors}");
+    // No more than the damaged stretch and the record before it is lost: the records after
+    // it were read from the next restart on.
+    let stretch = restarts[1][0] - restarts[0][0];
+    assert!(
+        delivered + stretch + 1 >= SAMPLES.parse::<u64>().unwrap(),
+        "{row}\n{errors}"
+    );
 }
 
 #[test]

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::store::error::{io_error, StoreError};
 use crate::store::folder::{find_complete, StoreKey, StoreManifest};
+use crate::store::shard::{reopen_file, Reopen};
 
 pub trait StoreBackend: Send + Sync + fmt::Debug {
     /// The store's location for messages: its folder, or its `s3://` URL.
@@ -27,6 +28,11 @@ pub trait StoreBackend: Send + Sync + fmt::Debug {
     fn is_local(&self) -> bool;
     /// Opens the shard file `file`, `bytes` long, with the name its errors give.
     fn open(&self, file: &str, bytes: u64) -> Result<(PathBuf, Box<dyn Read + Send>), StoreError>;
+    /// How to open the shard file `file` (`bytes` long) again at an offset, for a reader that
+    /// goes on at a restart after damage it cannot step past ([`ShardReader::resume`]).
+    ///
+    /// [`ShardReader::resume`]: crate::store::ShardReader::resume
+    fn reopen(&self, file: &str, bytes: u64) -> Option<Reopen>;
 }
 
 /// A store in a folder on this machine, made in place.
@@ -61,5 +67,9 @@ impl StoreBackend for LocalStore {
         let path = self.dir.join(file);
         let opened = std::fs::File::open(&path).map_err(io_error(&path))?;
         Ok((path, Box::new(opened)))
+    }
+
+    fn reopen(&self, file: &str, _bytes: u64) -> Option<Reopen> {
+        Some(reopen_file(self.dir.join(file)))
     }
 }

@@ -18,7 +18,12 @@ pub trait RemoteStore: Send + Sync + std::fmt::Debug {
     /// Deletes every object under `key_prefix`.
     fn remove(&self, key_prefix: &str) -> std::io::Result<()>;
     /// A reader of the object at `key`, `size` bytes long.
-    fn open(&self, key: &str, size: u64) -> std::io::Result<Box<dyn Read + Send>>;
+    fn open(&self, key: &str, size: u64) -> std::io::Result<Box<dyn Read + Send>> {
+        self.open_at(key, size, 0)
+    }
+    /// A reader of the object at `key`, `size` bytes long, from byte `offset` on (ranged
+    /// reads from there): how a shard reader goes on at a restart after damage.
+    fn open_at(&self, key: &str, size: u64, offset: u64) -> std::io::Result<Box<dyn Read + Send>>;
     /// The objects directly under the key folder `dir` (`""` for the prefix itself) and, as
     /// folders, the next level of deeper keys; empty when there are none.
     fn list(&self, dir: &str) -> std::io::Result<Vec<datasets::Entry>>;

@@ -205,7 +205,7 @@ impl RemoteStore for S3Store {
         Ok(folders.chain(objects).collect())
     }
 
-    fn open(&self, key: &str, size: u64) -> std::io::Result<Box<dyn Read + Send>> {
+    fn open_at(&self, key: &str, size: u64, offset: u64) -> std::io::Result<Box<dyn Read + Send>> {
         Ok(Box::new(RangedReader {
             handle: self.runtime.handle().clone(),
             store: self.store.clone(),
@@ -213,7 +213,7 @@ impl RemoteStore for S3Store {
             size,
             range: self.range_bytes.max(1),
             concurrency: self.concurrency,
-            requested: 0,
+            requested: offset.min(size),
             pending: VecDeque::new(),
             current: bytes::Bytes::new(),
             pos: 0,
