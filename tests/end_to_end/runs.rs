@@ -175,6 +175,45 @@ fn the_application_cache_serves_later_epochs_or_says_it_does_not_fit() {
     fails_naming(&out, &["stores none"]);
 }
 
+/// The `deserialize` seconds of each epoch of the run in `out`, in epoch order.
+fn deserialize_seconds(out: &Path) -> Vec<f64> {
+    let stages = Csv::read(&out.join("stages.csv"));
+    let rows = stages.rows.iter();
+    rows.filter(|r| stages.col(r, "stage") == "deserialize")
+        .map(|r| stages.num(r, "seconds"))
+        .collect()
+}
+
+#[test]
+fn the_application_cache_hands_on_what_it_holds_where_no_online_step_follows() {
+    // The synthetic arrays' `decoded` is read only: its cached samples go to the consumer as
+    // the cache holds them, as tf.data's `cache()` hands on its tensors, and verify as read.
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    let (data, stores) = (work.path().join("data"), work.path().join("store"));
+    let args = argv![
+        "run synthetic-reading --strategy decoded --cache app --epochs 3 --verify --samples 40",
+        "--quiet --data-dir",
+        data.to_str().unwrap(),
+        "--store-dir",
+        stores.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let run = prepbench(&args);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let runs = Csv::read(&out.join("runs.csv"));
+    assert!(runs.rows.iter().all(|r| runs.col(r, "verified") == "pass"));
+    let served = deserialize_seconds(&out);
+    assert_eq!(served.len(), 3, "{served:?}");
+    assert!(served[0] > 0.0 && served[1..] == [0.0, 0.0], "{served:?}");
+    // Where online steps follow (CV `resized`: centre and crop), each is cloned out of the
+    // cache for them to consume, and that copy is timed.
+    let work = run_cv_ok(&argv!["--strategy resized --cache app --epochs 2"]);
+    let cloned = deserialize_seconds(&work.path().join("out"));
+    assert!(cloned.len() == 2 && cloned[1] > 0.0, "{cloned:?}");
+}
+
 /// Runs that measure different things never pool in one cell: another definition of a
 /// workload's name is refused before anything is written, and runs of another size are kept
 /// out of the cell and named where its figures are read.

@@ -1,6 +1,7 @@
 //! prepbench's own online engine: worker threads ([`worker`]) read their share of the input
 //! and run the online steps; this thread is the consumer, timing each arrival.
 
+mod batch;
 mod worker;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,7 +15,8 @@ use crate::measure::errors::{panic_message, spawn_worker, RunError};
 use crate::measure::metrics::Snapshot;
 use crate::measure::online::engine::{Engine, OnlineJob, OnlineResult};
 use crate::measure::passes::Passes;
-use worker::{online_worker, Message};
+use batch::Message;
+use worker::online_worker;
 
 /// Queue slots per worker between the workers and the consumer.
 const QUEUE_PER_WORKER: usize = 4;
@@ -112,9 +114,10 @@ fn run_native(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, R
             match message {
                 Ok(samples) => {
                     progress.inc(samples.len() as u64);
-                    for (sample, hash) in samples {
+                    for (delivered, hash) in samples {
+                        let sample = delivered.sample();
                         result.arrivals_s.push(start.at.elapsed().as_secs_f64());
-                        checksum = checksum.wrapping_add(touch(&sample));
+                        checksum = checksum.wrapping_add(touch(sample));
                         result.samples += 1;
                         result.output_bytes += sample.size_bytes() as u64;
                         if job.hash {
@@ -122,7 +125,7 @@ fn run_native(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, R
                         }
                         if let Some(trainer) = trainer.as_mut() {
                             if result.template.is_none() {
-                                result.template = Some(sample);
+                                result.template = Some(sample.clone());
                             }
                             trainer.take();
                         }

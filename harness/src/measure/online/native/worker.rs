@@ -15,68 +15,7 @@ use crate::measure::steps::{apply_steps, Lookahead, StepSeconds};
 use crate::results::Skipped;
 use crate::store::{ShardInfo, ShardReader};
 
-/// What a worker hands the consumer: samples in the order made, each with its content hash (0
-/// unless hashing), or the error that stops the epoch.
-pub(super) type Message = Result<Vec<(Sample, u64)>, RunError>;
-
-/// A sample made within this long of the last one sent joins a batch rather than going alone:
-/// a queue handing over one tiny sample at a time spends more on waking the consumer than on
-/// the sample (NILM `aggregated`'s 12 KB samples: about a third of the epoch's CPU in futex
-/// waits and wake-ups). A slower sample, or the first, goes at once.
-const BATCH_GAP: std::time::Duration = std::time::Duration::from_micros(100);
-/// A batch is sent once it holds this many samples, this many bytes, or its first sample has
-/// waited [`BATCH_GAP`]: a sample waits at most about that long for the consumer.
-const BATCH_SAMPLES: usize = 64;
-const BATCH_BYTES: usize = 1 << 20;
-
-/// The samples a worker has made and not yet sent.
-struct Batch {
-    samples: Vec<(Sample, u64)>,
-    bytes: usize,
-    /// When its first sample was made.
-    first: std::time::Instant,
-    /// When the last sample was handed over (held, or sent once the queue took it): the next
-    /// sample's making starts. `None` before the first.
-    ready: Option<std::time::Instant>,
-    /// Samples a batch may hold: 1 when a simulated training step takes them, whose queue
-    /// counts samples.
-    most: usize,
-}
-
-impl Batch {
-    fn new(most: usize) -> Batch {
-        Batch {
-            samples: Vec::new(),
-            bytes: 0,
-            first: std::time::Instant::now(),
-            ready: None,
-            most,
-        }
-    }
-
-    /// Adds a sample made at `now`; whether the batch should go now: the sample came slowly
-    /// (or first), or the batch is full.
-    fn add(&mut self, sample: Sample, hash: u64, now: std::time::Instant) -> bool {
-        let quick = self
-            .ready
-            .is_some_and(|r| now.saturating_duration_since(r) < BATCH_GAP);
-        if self.samples.is_empty() {
-            self.first = now;
-        }
-        self.bytes += sample.size_bytes();
-        self.samples.push((sample, hash));
-        !quick
-            || self.samples.len() >= self.most
-            || self.bytes >= BATCH_BYTES
-            || now.saturating_duration_since(self.first) >= BATCH_GAP
-    }
-
-    /// The samples held, leaving the batch empty.
-    fn take(&mut self) -> Vec<(Sample, u64)> {
-        self.bytes = 0;
-        std::mem::replace(&mut self.samples, Vec::with_capacity(self.most.min(16)))
-    }
-}
+use super::batch::{Batch, Delivered, Message, BATCH_SAMPLES};
 
 /// What one worker thread measured: its stage times and the samples it skipped.
 pub(super) struct Tally {
@@ -110,8 +49,12 @@ fn online_context<'a>(job: &'a OnlineJob<'a>) -> StepContext<'a> {
 /// Hands a sample to the consumer, alone or in a batch of those made quickly after one another
 /// ([`BATCH_GAP`]); only time blocked on a full queue counts as waiting (a send that succeeds at
 /// once costs nothing here, whatever the scheduler does around it).
-fn send(job: &OnlineJob, outlet: &Outlet, sample: Sample, wait: &mut f64) -> bool {
-    let hash = if job.hash { sample.unordered_hash() } else { 0 };
+fn send(job: &OnlineJob, outlet: &Outlet, sample: Delivered, wait: &mut f64) -> bool {
+    let hash = if job.hash {
+        sample.sample().unordered_hash()
+    } else {
+        0
+    };
     let mut batch = outlet.batch.borrow_mut();
     let now = std::time::Instant::now();
     if !batch.add(sample, hash, now) {
@@ -167,7 +110,7 @@ fn online_steps(
             transfer: Some(transfer),
             ahead: Some(&mut ahead),
         },
-        &mut |sample| Ok(send(job, outlet, sample, send_wait)),
+        &mut |sample| Ok(send(job, outlet, Delivered::Made(sample), send_wait)),
     )
 }
 
@@ -191,7 +134,7 @@ fn finish_queued(job: &OnlineJob, outlet: &Outlet, tally: &mut Tally) -> Result<
                 transfer: Some(transfer),
                 ahead: None,
             },
-            &mut |sample| Ok(send(job, outlet, sample, send_wait)),
+            &mut |sample| Ok(send(job, outlet, Delivered::Made(sample), send_wait)),
         );
         match next {
             None => return Ok(true),
@@ -335,8 +278,12 @@ fn store_worker(
             _ => backend.open(&shard.file, shard.bytes)?,
         };
         let mut reader = ShardReader::from_read(&label, manifest.codec, file)?.expecting(shard);
-        if let Some(path) = backend.local_path(&shard.file) {
-            reader = reader.reopening(reopen(job.throttle.cloned(), path));
+        let again = match (job.throttle, backend.local_path(&shard.file)) {
+            (Some(t), Some(path)) => Some(throttled_reopen(t.clone(), path)),
+            _ => backend.reopen(&shard.file, shard.bytes),
+        };
+        if let Some(again) = again {
+            reader = reader.reopening(again);
         }
         let result = read_shard(
             job,
@@ -365,15 +312,12 @@ fn store_worker(
     outcome
 }
 
-/// Opens a local shard again at an offset (through the run's emulated storage, if any), for
-/// a reader that goes on at a restart after an error.
-fn reopen(
-    throttle: Option<std::sync::Arc<crate::measure::emulate::Throttle>>,
+/// Opens a local shard again at an offset through the run's emulated storage, for a reader
+/// that goes on at a restart after an error.
+fn throttled_reopen(
+    throttle: std::sync::Arc<crate::measure::emulate::Throttle>,
     path: std::path::PathBuf,
 ) -> crate::store::Reopen {
-    let Some(throttle) = throttle else {
-        return crate::store::reopen_file(path);
-    };
     Box::new(move |at| {
         let mut file = throttle.open(&path)?;
         file.seek_to(at)?;
@@ -382,8 +326,8 @@ fn reopen(
 }
 
 /// Serves the application cache's parts `worker`, `worker + threads`, ... through the online
-/// steps; each sample is cloned out of the cache (timed as `deserialize`), as the steps consume
-/// their input.
+/// steps: each sample cloned out of the cache (timed as `deserialize`) where online steps
+/// consume it, handed on as the cache holds it where none follows the split.
 fn memory_worker(
     job: &OnlineJob,
     cache: &AppCache,
@@ -402,15 +346,24 @@ fn memory_worker(
         .step_by(job.threads)
         .cloned()
         .collect();
-    for sample in mine.iter().flat_map(|part| part.iter()) {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let start = std::time::Instant::now();
-        let sample = sample.clone();
-        tally.times.deserialize += start.elapsed().as_secs_f64();
-        if !process(job, sample, outlet, tally)? {
-            break;
+    let stepped = job.split < job.workload.steps.len();
+    for part in &mine {
+        for (i, sample) in part.iter().enumerate() {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let going = if stepped {
+                let start = std::time::Instant::now();
+                let sample = sample.clone();
+                tally.times.deserialize += start.elapsed().as_secs_f64();
+                process(job, sample, outlet, tally)?
+            } else {
+                let cached = Delivered::Cached(part.clone(), i);
+                send(job, outlet, cached, &mut tally.times.send_wait)
+            };
+            if !going {
+                return Ok(());
+            }
         }
     }
     Ok(())
@@ -510,81 +463,5 @@ fn read_shard(
         if !process(job, sample, outlet, tally)? {
             return Ok(false);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::{Duration, Instant};
-
-    use workloads::{Field, Sample};
-
-    use super::{Batch, BATCH_BYTES, BATCH_GAP, BATCH_SAMPLES};
-
-    fn tiny(id: u64) -> Sample {
-        Sample::new(id).with("x", Field::Bytes(vec![0; 100]))
-    }
-
-    /// Adds samples made `every` apart, the batch sent whenever it says so (the time of the
-    /// send itself taken as nothing); the sizes of the messages sent.
-    fn messages(mut batch: Batch, samples: Vec<Sample>, every: Duration) -> Vec<usize> {
-        let start = Instant::now();
-        let mut sent = Vec::new();
-        for (i, sample) in samples.into_iter().enumerate() {
-            let now = start + every * (i as u32 + 1);
-            if batch.add(sample, 0, now) {
-                sent.push(batch.take().len());
-            }
-            batch.ready = Some(now);
-        }
-        sent.push(batch.take().len());
-        sent.retain(|n| *n > 0);
-        sent
-    }
-
-    #[test]
-    fn samples_made_quickly_go_together_and_every_sample_goes_once() {
-        let sent = messages(
-            Batch::new(BATCH_SAMPLES),
-            (0..1000).map(tiny).collect(),
-            Duration::from_micros(1),
-        );
-        assert_eq!(sent.iter().sum::<usize>(), 1000);
-        // The first alone (nothing before it to judge its pace by), then full batches.
-        assert_eq!(sent[0], 1);
-        assert!(
-            sent[1..sent.len() - 1].iter().all(|n| *n == BATCH_SAMPLES),
-            "{sent:?}"
-        );
-    }
-
-    #[test]
-    fn a_sample_waits_at_most_the_gap_for_the_rest_of_its_batch() {
-        let every = BATCH_GAP / 4;
-        let sent = messages(
-            Batch::new(BATCH_SAMPLES),
-            (0..100).map(tiny).collect(),
-            every,
-        );
-        assert_eq!(sent.iter().sum::<usize>(), 100);
-        // Its first sample made at t, the batch goes with the one made at t + gap.
-        assert!(sent[1..sent.len() - 1].iter().all(|n| *n == 5), "{sent:?}");
-    }
-
-    #[test]
-    fn slow_samples_large_samples_and_a_training_steps_queue_go_one_by_one() {
-        let slow = messages(
-            Batch::new(BATCH_SAMPLES),
-            (0..20).map(tiny).collect(),
-            BATCH_GAP * 2,
-        );
-        assert_eq!(slow, vec![1; 20]);
-        let large = (0..5)
-            .map(|id| Sample::new(id).with("x", Field::Bytes(vec![0; BATCH_BYTES])))
-            .collect();
-        let large = messages(Batch::new(BATCH_SAMPLES), large, Duration::from_micros(1));
-        assert_eq!(large, vec![1; 5]);
-        let trained = messages(Batch::new(1), (0..20).map(tiny).collect(), Duration::ZERO);
-        assert_eq!(trained, vec![1; 20]);
     }
 }
