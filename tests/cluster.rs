@@ -289,6 +289,13 @@ impl Moto {
     }
 }
 
+/// The JSON row a `run --json` printed last.
+fn last_row(out: &std::process::Output) -> serde_json::Value {
+    let printed = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(printed.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {printed}"))
+}
+
 #[test]
 fn a_store_in_s3_is_written_read_back_verified_and_reused() {
     let moto = or_skip!(Moto::start());
@@ -325,13 +332,7 @@ fn a_store_in_s3_is_written_read_back_verified_and_reused() {
     };
     let first = run(&["--verify", "--codec", "gzip"]);
     assert!(first.status.success(), "{}", stderr(&first));
-    let row: serde_json::Value = serde_json::from_str(
-        String::from_utf8_lossy(&first.stdout)
-            .lines()
-            .last()
-            .unwrap(),
-    )
-    .unwrap();
+    let row = last_row(&first);
     assert_eq!(row["verified"], "pass", "{row}");
     assert_eq!(row["offline_reused"], false);
     assert_eq!(row["evict_method"], "remote");
@@ -340,13 +341,7 @@ fn a_store_in_s3_is_written_read_back_verified_and_reused() {
     // The same store is found in the bucket and reused.
     let again = run(&["--codec", "gzip"]);
     assert!(again.status.success(), "{}", stderr(&again));
-    let row: serde_json::Value = serde_json::from_str(
-        String::from_utf8_lossy(&again.stdout)
-            .lines()
-            .last()
-            .unwrap(),
-    )
-    .unwrap();
+    let row = last_row(&again);
     assert_eq!(row["offline_reused"], true, "{row}");
     // No page cache to warm in object storage.
     let warm = run(&["--cache", "warm"]);
@@ -405,13 +400,7 @@ fn a_store_in_s3_is_written_read_back_verified_and_reused() {
     assert!(restarts.len() >= 2, "{restarts:?}");
     let damaged = decoded("damaged");
     assert!(damaged.status.success(), "{}", stderr(&damaged));
-    let row: serde_json::Value = serde_json::from_str(
-        String::from_utf8_lossy(&damaged.stdout)
-            .lines()
-            .last()
-            .unwrap(),
-    )
-    .unwrap();
+    let row = last_row(&damaged);
     assert_eq!(row["offline_reused"], true, "{row}");
     let (delivered, skipped) = (
         row["samples"].as_u64().unwrap(),

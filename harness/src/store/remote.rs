@@ -369,23 +369,11 @@ mod tests {
         );
     }
 
-    /// Record `i`: 100 to 190 KB of letters that compress about 2x.
-    fn record(i: u64) -> Vec<u8> {
-        let mut x = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..100_000 + (i % 10) * 10_000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                b"abcdefghijklmnop"[(x % 16) as usize]
-            })
-            .collect()
-    }
-
     #[test]
     fn a_shard_in_object_storage_is_read_on_from_the_restart_after_damage() {
         use crate::store::backend::StoreBackend;
         use crate::store::shard::ShardReader;
+        use crate::store::testing::letters;
         let dir = tempfile::tempdir().unwrap();
         for name in ["gzip", "zstd", "none"] {
             let m = crate::store::testing::make_store(
@@ -393,7 +381,7 @@ mod tests {
                 name.parse().unwrap(),
                 1,
                 30,
-                record,
+                letters,
             );
             let info = &m.shards[0];
             let (first, second) = (info.restarts[0], info.restarts[1]);
@@ -424,7 +412,7 @@ mod tests {
                 loop {
                     let index = reader.record_index();
                     match reader.next_into(&mut buf) {
-                        Ok(true) => read.push((index, buf == record(index))),
+                        Ok(true) => read.push((index, buf == letters(index))),
                         Ok(false) => break,
                         Err(_) if reader.can_continue() => {}
                         // On at the first restart after the record that failed (a decoder

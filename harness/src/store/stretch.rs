@@ -185,18 +185,7 @@ mod tests {
 
     const COMPRESSED: [&str; 5] = ["gzip", "gzip:1", "zlib", "zstd", "lz4"];
 
-    /// Record `i`: 100 to 190 KB of bytes that compress about 2x.
-    fn payload(i: u64) -> Vec<u8> {
-        let mut x = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..100_000 + (i % 10) * 10_000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                b"abcdefghijklmnop"[(x % 16) as usize]
-            })
-            .collect()
-    }
+    use crate::store::testing::letters as payload;
 
     /// A store of 2 shards of `per` records, and its manifest.
     fn make(dir: &Path, codec: Codec, per: u64) -> StoreManifest {

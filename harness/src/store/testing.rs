@@ -39,3 +39,16 @@ pub(super) fn make_store(
     complete(dir, &m).unwrap();
     m
 }
+
+/// Record `i`: 100 to 190 KB of letters that compress about 2x (a restart every 7 to 11).
+pub(super) fn letters(i: u64) -> Vec<u8> {
+    let mut x = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..100_000 + (i % 10) * 10_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            b"abcdefghijklmnop"[(x % 16) as usize]
+        })
+        .collect()
+}
