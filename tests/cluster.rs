@@ -289,6 +289,23 @@ impl Moto {
     }
 }
 
+/// The feature build's `run cv --strategy <strategy>` against `moto`, reading the tests'
+/// dataset and keeping its stores in the bucket `bench` (ranged GETs of 50 KB, 3 at once).
+fn in_bucket(binary: &std::path::Path, moto: &Moto, strategy: &str) -> Command {
+    let mut command = Command::new(binary);
+    command
+        .env("PREPBENCH_HEAVY_LOAD_PCT", "1000")
+        .envs(moto.env())
+        .args(["run", "cv", "--strategy", strategy, "--samples", SAMPLES])
+        .arg("--data-dir")
+        .arg(data_dir())
+        .args([
+            "--store-dir",
+            "s3://bench/stores?range_mb=0.05&concurrency=3",
+        ]);
+    command
+}
+
 /// The JSON row a `run --json` printed last.
 fn last_row(out: &std::process::Output) -> serde_json::Value {
     let printed = String::from_utf8_lossy(&out.stdout);
@@ -304,29 +321,20 @@ fn a_store_in_s3_is_written_read_back_verified_and_reused() {
     let work = tempfile::tempdir().unwrap();
     let out = work.path().join("out");
     let run = |extra: &[&str]| {
-        Command::new(&binary)
-            .env("PREPBENCH_HEAVY_LOAD_PCT", "1000")
+        in_bucket(&binary, &moto, "resized")
             .args([
-                "run",
-                "cv",
-                "--strategy",
-                "resized",
-                "--samples",
-                SAMPLES,
                 "--threads",
                 "2",
-            ])
-            .args(["--epochs", "1", "--shards", "4", "--json", "--quiet"])
-            .arg("--data-dir")
-            .arg(data_dir())
-            .args([
-                "--store-dir",
-                "s3://bench/stores?range_mb=0.05&concurrency=3",
+                "--epochs",
+                "1",
+                "--shards",
+                "4",
+                "--json",
+                "--quiet",
             ])
             .arg("--out")
             .arg(&out)
             .args(extra)
-            .envs(moto.env())
             .output()
             .unwrap()
     };
@@ -355,20 +363,11 @@ fn a_store_in_s3_is_written_read_back_verified_and_reused() {
     // A shard damaged in the bucket: the reader goes on at the next restart with ranged GETs
     // from there, as it does from a local file, and names the object.
     let decoded = |out: &str| {
-        Command::new(&binary)
-            .env("PREPBENCH_HEAVY_LOAD_PCT", "1000")
-            .args(["run", "cv", "--strategy", "decoded", "--samples", SAMPLES])
+        in_bucket(&binary, &moto, "decoded")
             .args(["--threads", "1", "--epochs", "1", "--shards", "1"])
             .args(["--codec", "gzip", "--on-error", "skip", "--json", "--quiet"])
-            .arg("--data-dir")
-            .arg(data_dir())
-            .args([
-                "--store-dir",
-                "s3://bench/stores?range_mb=0.05&concurrency=3",
-            ])
             .arg("--out")
             .arg(work.path().join(out))
-            .envs(moto.env())
             .output()
             .unwrap()
     };
