@@ -435,9 +435,12 @@ mod tests {
             let indices: Vec<u64> = resumed.iter().map(|&(i, _)| i).collect();
             let after: Vec<u64> = (second.record()..30).collect();
             assert!(indices.ends_with(&after), "{name}: {indices:?}");
-            assert!(indices
-                .iter()
-                .all(|&i| i < first.record() || i >= second.record()));
+            assert!(
+                indices
+                    .iter()
+                    .all(|&i| i < first.record() || i >= second.record()),
+                "{name}: {indices:?}"
+            );
             let stopped = read_all(false);
             assert!(stopped.iter().all(|&(i, _)| i < first.record()), "{name}");
         }

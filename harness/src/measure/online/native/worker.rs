@@ -269,19 +269,24 @@ fn store_worker(
     let mut outcome = Ok(());
     let mut kept = Vec::new();
     for shard in shards {
-        // Reads of a local store through emulated storage count as read time.
-        let (label, file) = match (job.throttle, backend.local_path(&shard.file)) {
+        // Reads of a local store through emulated storage count as read time; a reader goes
+        // on at a restart after damage through the same storage.
+        let (label, file, again) = match (job.throttle, backend.local_path(&shard.file)) {
             (Some(t), Some(path)) => {
                 let file = t.open(&path).map_err(crate::store::io_error(&path))?;
-                (path, Box::new(file) as Box<dyn std::io::Read + Send>)
+                let again = throttled_reopen(t.clone(), path.clone());
+                (
+                    path,
+                    Box::new(file) as Box<dyn std::io::Read + Send>,
+                    Some(again),
+                )
             }
-            _ => backend.open(&shard.file, shard.bytes)?,
+            _ => {
+                let (label, file) = backend.open(&shard.file, shard.bytes)?;
+                (label, file, backend.reopen(&shard.file, shard.bytes))
+            }
         };
         let mut reader = ShardReader::from_read(&label, manifest.codec, file)?.expecting(shard);
-        let again = match (job.throttle, backend.local_path(&shard.file)) {
-            (Some(t), Some(path)) => Some(throttled_reopen(t.clone(), path)),
-            _ => backend.reopen(&shard.file, shard.bytes),
-        };
         if let Some(again) = again {
             reader = reader.reopening(again);
         }
