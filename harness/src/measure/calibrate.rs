@@ -22,7 +22,7 @@ use workloads::options::{CacheMode, Codec};
 use workloads::Strategy;
 
 use crate::measure::cache::{self, EvictPolicy};
-use crate::measure::epochs::RunSpec;
+use crate::measure::epochs::{Measured, RunSpec};
 use crate::measure::session::{Materialized, Session};
 use crate::results::calibration::SMALL_FILE_BYTES;
 use crate::results::{MachineCalibration, StageKind, StageName, StrategyCalibration};
@@ -306,9 +306,11 @@ pub fn strategy(
         start_gate: None,
         memory_limit_mb: None,
     };
-    let measured = session
-        .measure(&spec)
-        .with_context(|| format!("calibrating strategy `{}`", strategy.name))?;
+    let (measured, disturbed) = quietest(quiet_limit(), || {
+        session
+            .measure(&spec)
+            .with_context(|| format!("calibrating strategy `{}`", strategy.name))
+    })?;
     let row = measured
         .rows
         .first()
@@ -370,12 +372,121 @@ pub fn strategy(
         steps,
         consumer_s: ((row.online_s - recv_wait).max(0.0)) / samples,
         epoch_s: (row.online_s - worker_total).max(0.0),
+        disturbed_pct: disturbed,
     })
+}
+
+/// A calibration epoch beside more than this share of the machine's CPU used by other
+/// processes or stolen by the hypervisor (%) is measured again, as runs are: its costs per
+/// sample size the stores and feed the model, and load beside it moves them. On the 2-core VM,
+/// NILM `aggregated` calibrated at 10.4-11.4 us a sample in six idle calibrations and at
+/// 5.2-6.5 us in three beside a busy loop (one core's worth, 47-51 % of the machine).
+const CALIBRATION_QUIET_PCT: f64 = 10.0;
+/// Calibration epochs at most; of those beside load, the cheapest per sample is kept.
+const CALIBRATION_TRIES: usize = 3;
+
+/// The CPU others used and the hypervisor stole during `measured`'s first epoch, % of the
+/// machine (`None` where not recorded).
+fn disturbance(measured: &Measured) -> Option<f64> {
+    let row = measured.rows.first()?;
+    match (row.foreign_load_pct, row.steal_pct) {
+        (None, None) => None,
+        (f, s) => Some(f.unwrap_or(0.0) + s.unwrap_or(0.0)),
+    }
+}
+
+/// Seconds per sample of `measured`'s first epoch: its wall time over its samples.
+fn cost_per_sample(measured: &Measured) -> f64 {
+    measured
+        .rows
+        .first()
+        .map_or(f64::INFINITY, |r| r.online_s / r.samples.max(1) as f64)
+}
+
+/// [`CALIBRATION_QUIET_PCT`], or the runs' foreign-load setting where lower; above 100
+/// (`PREPBENCH_HEAVY_LOAD_PCT`, as the test suite sets it where tests run side by side): never.
+fn quiet_limit() -> f64 {
+    let heavy = crate::results::rows::heavy_load_pct();
+    if heavy > 100.0 {
+        heavy
+    } else {
+        heavy.min(CALIBRATION_QUIET_PCT)
+    }
+}
+
+/// The calibration epoch `measure` takes, taken again while the machine was disturbed past
+/// `limit` % (up to [`CALIBRATION_TRIES`]): the first quiet one, else the cheapest per
+/// sample, with its disturbance.
+fn quietest(
+    limit: f64,
+    mut measure: impl FnMut() -> anyhow::Result<Measured>,
+) -> anyhow::Result<(Measured, Option<f64>)> {
+    let mut best: Option<(Measured, Option<f64>)> = None;
+    for _ in 0..CALIBRATION_TRIES {
+        let measured = measure()?;
+        let disturbed = disturbance(&measured);
+        if disturbed.is_none_or(|pct| pct <= limit) {
+            return Ok((measured, disturbed));
+        }
+        let cheaper = best
+            .as_ref()
+            .is_none_or(|(b, _)| cost_per_sample(&measured) < cost_per_sample(b));
+        if cheaper {
+            best = Some((measured, disturbed));
+        }
+    }
+    best.context("no calibration epoch was measured")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn epoch(online_s: f64, foreign: f64, steal: f64) -> Measured {
+        Measured {
+            rows: vec![crate::results::RunRow {
+                online_s,
+                samples: 100,
+                foreign_load_pct: Some(foreign),
+                steal_pct: Some(steal),
+                ..Default::default()
+            }],
+            epoch_stages: vec![],
+            bounds: vec![],
+            samples: vec![],
+            errors: vec![],
+            warnings: vec![],
+            verification: None,
+        }
+    }
+
+    /// A calibration epoch beside load (another process's CPU or the hypervisor's steal, past
+    /// 10 % of the machine together) is measured again: the first quiet one is kept, else the
+    /// cheapest of three; a quiet first epoch is measured once.
+    #[test]
+    fn a_calibration_beside_load_is_measured_again_and_the_cheapest_kept() {
+        let take = |epochs: Vec<(f64, f64, f64)>| {
+            let mut left = epochs.into_iter();
+            let mut tries = 0;
+            let (kept, disturbed) = quietest(CALIBRATION_QUIET_PCT, || {
+                tries += 1;
+                let (s, f, st) = left.next().expect("no more than offered");
+                Ok(epoch(s, f, st))
+            })
+            .unwrap();
+            (kept.rows[0].online_s, disturbed, tries)
+        };
+        assert_eq!(take(vec![(1.0, 2.0, 1.0)]), (1.0, Some(3.0), 1));
+        assert_eq!(
+            take(vec![(2.0, 40.0, 0.0), (1.1, 3.0, 2.0)]),
+            (1.1, Some(5.0), 2)
+        );
+        // Foreign load and steal count together.
+        assert_eq!(
+            take(vec![(2.0, 6.0, 6.0), (1.5, 0.0, 20.0), (1.8, 30.0, 0.0)]),
+            (1.5, Some(20.0), 3)
+        );
+    }
 
     #[test]
     fn machine_figures_are_positive_and_the_test_files_are_removed() {

@@ -9,7 +9,7 @@ use std::path::Path;
 use workloads::Codec;
 
 use crate::analysis::cells::{CellKey, Results};
-use crate::analysis::findings::{grown_trials, measured, SettleCounts, OFFLINE_CLAIMS};
+use crate::analysis::findings::{grown_trials, measured, Caps, SettleCounts, OFFLINE_CLAIMS};
 use crate::analysis::report::views;
 use crate::plan::options::TrialTarget;
 use crate::plan::sweep::{sweep, Places, SweepOptions, SweepOutcome};
@@ -59,8 +59,9 @@ pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
     for sub in found.iter().flat_map(|f| &f.sub_claims) {
         let offline = OFFLINE_CLAIMS.contains(&sub.id);
         let recorded = counts.for_claim(sub.id);
+        let caps = counts.caps(sub.id, cap);
         for check in &sub.checks {
-            let Some(targets) = targets(check, offline, (recorded, &spread), cap) else {
+            let Some(targets) = targets(check, offline, (recorded, &spread), &caps) else {
                 continue;
             };
             out.push(Unsettled {
@@ -90,7 +91,7 @@ fn targets(
     check: &crate::analysis::findings::Check,
     offline: bool,
     (recorded, spread): (&HashMap<&CellKey, usize>, &HashMap<&CellKey, f64>),
-    cap: usize,
+    cap: &Caps,
 ) -> Option<Vec<TrialTarget>> {
     let planned = check.trials_factor().and_then(|factor| {
         let allocation = (!offline)
@@ -101,12 +102,12 @@ fn targets(
     if planned.is_some() || !check.open_to_trials() {
         return planned;
     }
-    let first = SPREAD_TRIALS.min(cap);
+    let first = |key: &CellKey| SPREAD_TRIALS.min(cap.of(key));
     let few: Vec<TrialTarget> = (check.cells.iter())
-        .filter(|key| recorded.get(key).is_some_and(|&n| n < first))
+        .filter(|key| recorded.get(key).is_some_and(|&n| n < first(key)))
         .map(|key| TrialTarget {
             key: key.clone(),
-            trials: first,
+            trials: first(key),
         })
         .collect();
     (!few.is_empty()).then_some(few)
@@ -122,7 +123,7 @@ fn targets_within_cap(
     check: &crate::analysis::findings::Check,
     factor: f64,
     recorded: &HashMap<&CellKey, usize>,
-    cap: usize,
+    cap: &Caps,
 ) -> Option<Vec<TrialTarget>> {
     let wanted: Vec<(TrialTarget, usize)> = check
         .cells
@@ -142,18 +143,18 @@ fn targets_within_cap(
     if wanted.is_empty() {
         return None;
     }
-    if wanted.iter().all(|(t, _)| t.trials <= cap) {
+    if wanted.iter().all(|(t, _)| t.trials <= cap.of(&t.key)) {
         return Some(wanted.into_iter().map(|(t, _)| t).collect());
     }
     let growth = wanted
         .iter()
-        .map(|(t, n)| t.trials.min(cap) as f64 / *n as f64)
+        .map(|(t, n)| t.trials.min(cap.of(&t.key)) as f64 / *n as f64)
         .fold(f64::INFINITY, f64::min);
     (growth > 1.0 && check.settles_with(growth)).then(|| {
         wanted
             .into_iter()
             .map(|(t, _)| TrialTarget {
-                trials: t.trials.min(cap),
+                trials: t.trials.min(cap.of(&t.key)),
                 ..t
             })
             .collect()
@@ -377,9 +378,14 @@ mod tests {
         let planned = check(&one);
         assert_eq!(planned.verdict, Verdict::Unsettled, "{}", planned.measured);
         let factor = planned.trials_factor().expect("more trials decide it");
-        let targets = allocated(&planned, factor, (&recorded, &spread(&one)), 16)
-            .expect("a ratio of independent cells")
-            .expect("within the cap");
+        let targets = allocated(
+            &planned,
+            factor,
+            (&recorded, &spread(&one)),
+            &Caps::flat(16),
+        )
+        .expect("a ratio of independent cells")
+        .expect("within the cap");
         let of = |k: &CellKey| targets.iter().find(|t| &t.key == k).map(|t| t.trials);
         // The trials go to the cell with the slow epoch, where it weighs less the more it has.
         assert!(
@@ -396,7 +402,12 @@ mod tests {
         assert_eq!(unplanned.measured, planned.measured);
         let f = unplanned.trials_factor().expect("within 16x");
         assert!(f > 2.0 * factor, "{f} {factor}");
-        let refused = allocated(&unplanned, f, (&recorded, &spread(&as_typical)), 16);
+        let refused = allocated(
+            &unplanned,
+            f,
+            (&recorded, &spread(&as_typical)),
+            &Caps::flat(16),
+        );
         assert_eq!(refused, Some(None));
     }
 
@@ -429,21 +440,34 @@ mod tests {
         assert_eq!(slow.verdict, Verdict::Unsettled, "{}", slow.measured);
         let asked = slow.trials_factor().map(|f| f * 3.0);
         assert!(asked.is_none_or(|n| n > 16.0), "{asked:?}");
-        let first = targets(&slow, false, (&recorded(3), &spread(0.3)), 16).expect("five first");
+        let first = targets(&slow, false, (&recorded(3), &spread(0.3)), &Caps::flat(16))
+            .expect("five first");
         assert_eq!(first.len(), 2);
         assert!(first.iter().all(|t| t.trials == 5), "{first:?}");
         // As many already, the spread they show stands: past the cap, refused.
-        assert!(targets(&slow, false, (&recorded(5), &spread(0.3)), 16).is_none());
+        assert!(targets(&slow, false, (&recorded(5), &spread(0.3)), &Caps::flat(16)).is_none());
         // Materializations too; within a cap under five, the cap.
-        let offline = targets(&slow, true, (&recorded(2), &spread(0.3)), 4).unwrap();
+        let offline = targets(&slow, true, (&recorded(2), &spread(0.3)), &Caps::flat(4)).unwrap();
         assert!(offline.iter().all(|t| t.trials == 4), "{offline:?}");
         // A decided check, or one on its line, gets none.
         let decided = check(&[172.0, 173.0, 171.0], &two);
         assert_eq!(decided.verdict, Verdict::Reproduced, "{}", decided.measured);
-        assert!(targets(&decided, false, (&recorded(3), &spread(0.01)), 16).is_none());
+        assert!(targets(
+            &decided,
+            false,
+            (&recorded(3), &spread(0.01)),
+            &Caps::flat(16)
+        )
+        .is_none());
         let on_line = check(&[100.0, 160.0, 130.0], &[169.0, 170.0, 168.0]);
         assert!(!on_line.open_to_trials(), "{}", on_line.measured);
-        assert!(targets(&on_line, false, (&recorded(3), &spread(0.2)), 16).is_none());
+        assert!(targets(
+            &on_line,
+            false,
+            (&recorded(3), &spread(0.2)),
+            &Caps::flat(16)
+        )
+        .is_none());
     }
 
     /// A check whose trials factor asks past the cap is given the cap where that still
@@ -494,18 +518,40 @@ mod tests {
         let near = asking(2.0, 9);
         let f = near.trials_factor().unwrap();
         assert!(f > 16.0 / 9.0 && f < 2.0, "{f}");
-        let targets = targets_within_cap(&near, f, &recorded(9), 16).expect("held to the cap");
+        let targets =
+            targets_within_cap(&near, f, &recorded(9), &Caps::flat(16)).expect("held to the cap");
         assert!(targets.iter().all(|t| t.trials == 16), "{targets:?}");
         // Within the cap: as asked.
-        let targets = targets_within_cap(&near, f, &recorded(9), 24).unwrap();
+        let targets = targets_within_cap(&near, f, &recorded(9), &Caps::flat(24)).unwrap();
         assert!(targets.iter().all(|t| t.trials == 18), "{targets:?}");
         // Four asked for about 10x: 16 grows them 4x, not enough.
         let far = asking(10.0, 4);
         let f = far.trials_factor().unwrap();
         assert!(f > 8.0, "{f}");
-        assert!(targets_within_cap(&far, f, &recorded(4), 16).is_none());
+        assert!(targets_within_cap(&far, f, &recorded(4), &Caps::flat(16)).is_none());
+        // Cells of 1 s epochs may take the time 16 trials of 3 s epochs take (48 trials, the
+        // most three times the cap allows): they settle it.
+        let short = Caps::flat(crate::analysis::findings::cell_cap(16, 1.0));
+        let targets = targets_within_cap(&far, f, &recorded(4), &short).expect("within its time");
+        assert!(
+            targets.iter().all(|t| t.trials > 16 && t.trials <= 48),
+            "{targets:?}"
+        );
         // Cells at the cap already cannot grow.
-        assert!(targets_within_cap(&near, f, &recorded(16), 16).is_none());
+        assert!(targets_within_cap(&near, f, &recorded(16), &Caps::flat(16)).is_none());
+    }
+
+    /// A cell's settling cap grows where its epochs are short (the cap's trials of 3 s
+    /// epochs), up to three times the scale's; long epochs, or none recorded, keep it.
+    #[test]
+    fn short_epochs_get_more_settling_trials_in_the_same_time() {
+        use crate::analysis::findings::cell_cap;
+        // 4d's cells in quick-ba: epochs of 1.2-1.5 s, 29 trials wanted.
+        assert_eq!(cell_cap(16, 1.3), 36);
+        assert_eq!(cell_cap(16, 0.5), 48);
+        for long in [3.0, 10.0, f64::NAN, 0.0] {
+            assert_eq!(cell_cap(16, long), 16, "{long}");
+        }
     }
 
     #[test]

@@ -84,6 +84,11 @@ pub struct StrategyCalibration {
     /// the queue): the epoch's wall time less the worker's stages, s per epoch.
     #[serde(default)]
     pub epoch_s: f64,
+    /// CPU used by other processes and stolen by the hypervisor during the epoch kept, % of
+    /// the machine (an epoch past 10 % is measured again, up to three times, and the first quiet
+    /// one kept, else the cheapest); absent in calibrations from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbed_pct: Option<f64>,
 }
 
 fn one_pass() -> u64 {

@@ -407,6 +407,8 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
                     ));
                 } else if let Some(factor) = check.straddles() {
                     let most = check.cells.iter().filter_map(|k| recorded.get(k)).max();
+                    // The trials settling gives this check's cells (more where epochs are short).
+                    let made = made.for_cells(|cap| counts.caps(sub.id, cap).least(&check.cells));
                     check.unsettle(format!(
                         "the estimate lies clear of the line but its interval reaches across \
                          it (or within the 2 % noise floor of it); {}",
@@ -430,6 +432,16 @@ enum Made<'a> {
 }
 
 impl<'a> Made<'a> {
+    /// The same, with the settling cap `cap_of` gives for a scale's cap (the cap of a check's
+    /// cells).
+    fn for_cells(&self, cap_of: impl FnOnce(usize) -> usize) -> Made<'a> {
+        match self {
+            Made::Reproduced(Some((scale, cap))) => Made::Reproduced(Some((scale, cap_of(*cap)))),
+            Made::Reproduced(None) => Made::Reproduced(None),
+            Made::Swept => Made::Swept,
+        }
+    }
+
     /// From the manifest: the settling cap `reproduce` recorded, else whether an invocation's
     /// subcommand was `reproduce` (a folder from before the record), else sweeps.
     fn of(manifest: &'a crate::results::Manifest) -> Made<'a> {

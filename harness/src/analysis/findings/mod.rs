@@ -44,6 +44,8 @@ pub const OFFLINE_CLAIMS: [&str; 1] = ["3d"];
 pub struct SettleCounts<'c> {
     trials: std::collections::HashMap<&'c CellKey, usize>,
     materialized: std::collections::HashMap<&'c CellKey, usize>,
+    /// Each cell's median epoch, s.
+    epochs: std::collections::HashMap<&'c CellKey, f64>,
 }
 
 impl<'c> SettleCounts<'c> {
@@ -53,6 +55,23 @@ impl<'c> SettleCounts<'c> {
             materialized: (cells.iter())
                 .filter_map(|c| Some((&c.key, c.offline.as_ref()?.n)))
                 .collect(),
+            epochs: cells.iter().map(|c| (&c.key, c.online.median)).collect(),
+        }
+    }
+
+    /// The counts settling may bring each cell behind a check of `claim` to, under a scale's
+    /// `cap`: materializations to the cap; trials to the cap, or more where the cell's epochs
+    /// are short ([`cell_cap`]).
+    pub fn caps(&self, claim: &str, cap: usize) -> Caps<'c> {
+        Caps {
+            base: cap,
+            by_cell: if OFFLINE_CLAIMS.contains(&claim) {
+                Default::default()
+            } else {
+                (self.epochs.iter())
+                    .map(|(&k, &s)| (k, cell_cap(cap, s)))
+                    .collect()
+            },
         }
     }
 
@@ -64,6 +83,56 @@ impl<'c> SettleCounts<'c> {
         } else {
             &self.trials
         }
+    }
+}
+
+/// A cell's trials may pass a scale's settling cap while they cost no more than the cap's
+/// trials of epochs this long (s) would. The cap bounds the time settling spends, and trials
+/// of short epochs are cheap: quick-ba left 4d unsettled at 1.05x [0.99, 1.12] against its
+/// 1.10x line, 29 trials a cell short of deciding it, where the cap of 16 held epochs of
+/// 1.2-1.5 s (about 3 s a trial, cold and warm epoch together).
+pub const SETTLE_EPOCH_S: f64 = 3.0;
+/// ... and at most this many times the cap.
+pub const MAX_CAP_GROWTH: usize = 3;
+
+/// The trials settling may bring a cell to under a scale's `cap`, where its median epoch lasts
+/// `epoch_s`: the cap, or as many as fit in the cap's trials of [`SETTLE_EPOCH_S`] epochs, up
+/// to [`MAX_CAP_GROWTH`] times the cap.
+pub fn cell_cap(cap: usize, epoch_s: f64) -> usize {
+    if !epoch_s.is_finite() || epoch_s <= 0.0 {
+        return cap;
+    }
+    let by_time = (cap as f64 * SETTLE_EPOCH_S / epoch_s).floor() as usize;
+    by_time.clamp(cap, cap * MAX_CAP_GROWTH)
+}
+
+/// The counts settling may bring each cell to ([`SettleCounts::caps`]); a cell it does not
+/// know gets the scale's cap.
+#[derive(Clone, Debug, Default)]
+pub struct Caps<'c> {
+    base: usize,
+    by_cell: std::collections::HashMap<&'c CellKey, usize>,
+}
+
+impl Caps<'_> {
+    /// The scale's cap for every cell.
+    pub fn flat(cap: usize) -> Caps<'static> {
+        Caps {
+            base: cap,
+            by_cell: Default::default(),
+        }
+    }
+
+    pub fn of(&self, key: &CellKey) -> usize {
+        self.by_cell.get(key).copied().unwrap_or(self.base)
+    }
+
+    /// The least cap of `keys` (the scale's where there are none).
+    pub fn least<'k>(&self, keys: impl IntoIterator<Item = &'k CellKey>) -> usize {
+        keys.into_iter()
+            .map(|k| self.of(k))
+            .min()
+            .unwrap_or(self.base)
     }
 }
 

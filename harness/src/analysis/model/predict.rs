@@ -294,6 +294,7 @@ pub(super) mod tests {
             steps: vec![("step".into(), worker)],
             consumer_s: 1e-6,
             epoch_s: 0.0,
+            disturbed_pct: None,
         }
     }
 

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use crate::analysis::cells::CellKey;
+use crate::analysis::findings::Caps;
 use crate::plan::options::TrialTarget;
 
 /// The trials each cell behind `check` should reach where its figure is a ratio of
@@ -22,7 +23,7 @@ pub(super) fn allocated(
     check: &crate::analysis::findings::Check,
     factor: f64,
     (recorded, spread): (&HashMap<&CellKey, usize>, &HashMap<&CellKey, f64>),
-    cap: usize,
+    cap: &Caps,
 ) -> Option<Option<Vec<TrialTarget>>> {
     let figure: Vec<(&CellKey, usize, f64)> = (check.figure_cells.iter())
         .map(|k| Some((k, *recorded.get(k)?, *spread.get(k)?)))
@@ -30,16 +31,18 @@ pub(super) fn allocated(
     if figure.is_empty() || figure.iter().any(|&(_, n, s)| n < 2 || !s.is_finite()) {
         return None;
     }
-    let cells: Vec<(usize, f64)> = figure.iter().map(|&(_, n, s)| (n, s)).collect();
-    let variance = |m: &[f64]| -> f64 { cells.iter().zip(m).map(|((_, s), m)| s * s / m).sum() };
-    let now = variance(&cells.iter().map(|&(n, _)| n as f64).collect::<Vec<_>>());
+    let cells: Vec<(usize, f64, usize)> = (figure.iter())
+        .map(|&(key, n, s)| (n, s, cap.of(key)))
+        .collect();
+    let variance = |m: &[f64]| -> f64 { cells.iter().zip(m).map(|((_, s, _), m)| s * s / m).sum() };
+    let now = variance(&cells.iter().map(|&(n, _, _)| n as f64).collect::<Vec<_>>());
     if now <= 0.0 {
         return None;
     }
-    let trials = match water_fill(&cells, now / factor, cap) {
+    let trials = match water_fill(&cells, now / factor) {
         Some(m) => m,
         None => {
-            let at_cap: Vec<f64> = cells.iter().map(|&(n, _)| n.max(cap) as f64).collect();
+            let at_cap: Vec<f64> = cells.iter().map(|&(n, _, c)| n.max(c) as f64).collect();
             let growth = now / variance(&at_cap);
             if !(growth > 1.0 && check.settles_with(growth)) {
                 return Some(None);
@@ -68,15 +71,15 @@ pub(super) fn allocated(
     Some(Some(targets))
 }
 
-/// The trials of each of `cells` (recorded trials, spread) whose variance sum is `want` at the
-/// least total: each in proportion to its spread, held between what it has and `cap`; `None`
-/// when even every cell at the cap leaves more.
-fn water_fill(cells: &[(usize, f64)], want: f64, cap: usize) -> Option<Vec<f64>> {
+/// The trials of each of `cells` (recorded trials, spread, cap) whose variance sum is `want` at
+/// the least total: each in proportion to its spread, held between what it has and its cap;
+/// `None` when even every cell at its cap leaves more.
+fn water_fill(cells: &[(usize, f64, usize)], want: f64) -> Option<Vec<f64>> {
     let mut fixed: Vec<Option<f64>> = vec![None; cells.len()];
     loop {
         let left = want
             - (cells.iter().zip(&fixed))
-                .filter_map(|((_, s), m)| Some(s * s / (*m)?))
+                .filter_map(|((_, s, _), m)| Some(s * s / (*m)?))
                 .sum::<f64>();
         let free: Vec<usize> = (0..cells.len()).filter(|&i| fixed[i].is_none()).collect();
         if free.is_empty() {
@@ -89,7 +92,7 @@ fn water_fill(cells: &[(usize, f64)], want: f64, cap: usize) -> Option<Vec<f64>>
         let lambda = free.iter().map(|&i| cells[i].1).sum::<f64>() / left;
         let mut changed = false;
         for &i in &free {
-            let (n, s) = cells[i];
+            let (n, s, cap) = cells[i];
             let m = s * lambda;
             if m < n as f64 {
                 fixed[i] = Some(n as f64);
@@ -163,8 +166,8 @@ mod tests {
         let spread: HashMap<&CellKey, f64> =
             HashMap::from([(&c1, one.cv.unwrap()), (&c2, two.cv.unwrap())]);
         // Alike: the 2-thread cells stop the growth at 1.6x, which does not settle it.
-        assert!(targets_within_cap(&check, factor, &recorded, 16).is_none());
-        let targets = allocated(&check, factor, (&recorded, &spread), 16)
+        assert!(targets_within_cap(&check, factor, &recorded, &Caps::flat(16)).is_none());
+        let targets = allocated(&check, factor, (&recorded, &spread), &Caps::flat(16))
             .expect("a ratio of independent cells")
             .expect("settled within the cap");
         let of = |k: &CellKey| targets.iter().find(|t| &t.key == k).map(|t| t.trials);
@@ -180,33 +183,33 @@ mod tests {
         // A check without independent figure cells (paired epochs) is grown alike.
         let paired = Check::of("x".into(), &Ok(ratio), expect, "x")
             .cells_read(vec![c1.clone(), w1.clone()], &[]);
-        assert!(allocated(&paired, factor, (&recorded, &spread), 16).is_none());
+        assert!(allocated(&paired, factor, (&recorded, &spread), &Caps::flat(16)).is_none());
     }
 
     /// Trials in proportion to each cell's spread, none below what a cell has, none past the
     /// cap; `None` where every cell at the cap leaves more than asked.
     #[test]
     fn water_filling_holds_its_bounds() {
-        let sum = |cells: &[(usize, f64)], m: &[f64]| -> f64 {
-            cells.iter().zip(m).map(|((_, s), m)| s * s / m).sum()
+        let sum = |cells: &[(usize, f64, usize)], m: &[f64]| -> f64 {
+            cells.iter().zip(m).map(|((_, s, _), m)| s * s / m).sum()
         };
         // Two alike: equal trials.
-        let cells = [(3, 0.1), (3, 0.1)];
-        let m = water_fill(&cells, sum(&cells, &[3.0, 3.0]) / 4.0, 16).unwrap();
+        let cells = [(3, 0.1, 16), (3, 0.1, 16)];
+        let m = water_fill(&cells, sum(&cells, &[3.0, 3.0]) / 4.0).unwrap();
         assert!(
             (m[0] - 12.0).abs() < 1e-9 && (m[1] - 12.0).abs() < 1e-9,
             "{m:?}"
         );
         // Twice the spread: twice the trials.
-        let cells = [(2, 0.2), (2, 0.1)];
-        let m = water_fill(&cells, 0.0015, 100).unwrap();
+        let cells = [(2, 0.2, 100), (2, 0.1, 100)];
+        let m = water_fill(&cells, 0.0015).unwrap();
         assert!((m[0] / m[1] - 2.0).abs() < 1e-9, "{m:?}");
         assert!((sum(&cells, &m) - 0.0015).abs() < 1e-12);
         // A steady cell keeps what it has; the cap holds the other and the rest is refused.
-        let cells = [(10, 0.001), (3, 0.2)];
-        let m = water_fill(&cells, 0.2 * 0.2 / 12.0, 16).unwrap();
+        let cells = [(10, 0.001, 16), (3, 0.2, 16)];
+        let m = water_fill(&cells, 0.2 * 0.2 / 12.0).unwrap();
         assert_eq!(m[0], 10.0);
         assert!(m[1] > 12.0 && m[1] <= 16.0, "{m:?}");
-        assert!(water_fill(&cells, 0.2 * 0.2 / 40.0, 16).is_none());
+        assert!(water_fill(&cells, 0.2 * 0.2 / 40.0).is_none());
     }
 }

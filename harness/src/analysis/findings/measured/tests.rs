@@ -260,9 +260,10 @@ fn busy_or_straddling_checks_are_unsettled_not_judged() {
             vec![check(1.2, 3.0, &idle)],
         )],
     );
+    // Epochs of 2 s: a cap of 3 trials gives a cell 4 (the time of 3 trials of 3 s epochs).
     let capped = again.sub_claims[0].checks[0].unsettled.clone().unwrap();
     assert!(
-        capped.contains("more than `reproduce --scale quick` gives a cell (3)"),
+        capped.contains("more than `reproduce --scale quick` gives a cell (4)"),
         "{capped}"
     );
     assert!(finding
