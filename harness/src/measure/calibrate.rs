@@ -382,7 +382,9 @@ pub fn strategy(
 /// NILM `aggregated` calibrated at 10.4-11.4 us a sample in six idle calibrations and at
 /// 5.2-6.5 us in three beside a busy loop (one core's worth, 47-51 % of the machine).
 const CALIBRATION_QUIET_PCT: f64 = 10.0;
-/// Calibration epochs at most; of those beside load, the cheapest per sample is kept.
+/// Calibration epochs at most; of those beside load, the cheapest per sample is kept: it sizes
+/// the stores largest, and an epoch too long costs time where one under the floor costs a
+/// verdict.
 const CALIBRATION_TRIES: usize = 3;
 
 /// The CPU others used and the hypervisor stole during `measured`'s first epoch, % of the

@@ -450,24 +450,15 @@ mod tests {
         let offline = targets(&slow, true, (&recorded(2), &spread(0.3)), &Caps::flat(4)).unwrap();
         assert!(offline.iter().all(|t| t.trials == 4), "{offline:?}");
         // A decided check, or one on its line, gets none.
+        let none_for = |c: &Check, s: f64| {
+            targets(c, false, (&recorded(3), &spread(s)), &Caps::flat(16)).is_none()
+        };
         let decided = check(&[172.0, 173.0, 171.0], &two);
         assert_eq!(decided.verdict, Verdict::Reproduced, "{}", decided.measured);
-        assert!(targets(
-            &decided,
-            false,
-            (&recorded(3), &spread(0.01)),
-            &Caps::flat(16)
-        )
-        .is_none());
+        assert!(none_for(&decided, 0.01));
         let on_line = check(&[100.0, 160.0, 130.0], &[169.0, 170.0, 168.0]);
         assert!(!on_line.open_to_trials(), "{}", on_line.measured);
-        assert!(targets(
-            &on_line,
-            false,
-            (&recorded(3), &spread(0.2)),
-            &Caps::flat(16)
-        )
-        .is_none());
+        assert!(none_for(&on_line, 0.2));
     }
 
     /// A check whose trials factor asks past the cap is given the cap where that still
