@@ -62,21 +62,13 @@ impl<'c> SettleCounts<'c> {
     /// The counts settling may bring each cell behind a check of `claim` to, under a scale's
     /// `cap`: materializations to the cap; trials to the cap, or more where the cell's epochs
     /// are short ([`cell_cap`]).
-    pub fn caps(&self, claim: &str, cap: usize) -> Caps<'c> {
+    pub fn caps(&self, claim: &str, cap: usize) -> Caps<'_> {
         Caps {
             base: cap,
-            by_cell: if OFFLINE_CLAIMS.contains(&claim) {
-                Default::default()
-            } else {
-                (self.epochs.iter())
-                    .map(|(&k, &s)| (k, cell_cap(cap, s)))
-                    .collect()
-            },
+            epochs: (!OFFLINE_CLAIMS.contains(&claim)).then_some(&self.epochs),
         }
     }
 
-    /// The counts a check of `claim` is settled by: materializations for a claim about the
-    /// offline phase ([`OFFLINE_CLAIMS`]), trials otherwise.
     pub fn for_claim(&self, claim: &str) -> &std::collections::HashMap<&'c CellKey, usize> {
         if OFFLINE_CLAIMS.contains(&claim) {
             &self.materialized
@@ -108,10 +100,11 @@ pub fn cell_cap(cap: usize, epoch_s: f64) -> usize {
 
 /// The counts settling may bring each cell to ([`SettleCounts::caps`]); a cell it does not
 /// know gets the scale's cap.
-#[derive(Clone, Debug, Default)]
-pub struct Caps<'c> {
+#[derive(Clone, Copy, Debug)]
+pub struct Caps<'a> {
     base: usize,
-    by_cell: std::collections::HashMap<&'c CellKey, usize>,
+    /// Each cell's median epoch (s), where trials may pass the cap; `None`: held to it.
+    epochs: Option<&'a std::collections::HashMap<&'a CellKey, f64>>,
 }
 
 impl Caps<'_> {
@@ -119,12 +112,13 @@ impl Caps<'_> {
     pub fn flat(cap: usize) -> Caps<'static> {
         Caps {
             base: cap,
-            by_cell: Default::default(),
+            epochs: None,
         }
     }
 
     pub fn of(&self, key: &CellKey) -> usize {
-        self.by_cell.get(key).copied().unwrap_or(self.base)
+        (self.epochs.and_then(|e| e.get(key)))
+            .map_or(self.base, |&epoch_s| cell_cap(self.base, epoch_s))
     }
 
     /// The least cap of `keys` (the scale's where there are none).
