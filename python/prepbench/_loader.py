@@ -20,6 +20,7 @@ user's code prints goes to stderr.
 import itertools
 import json
 import os
+import platform
 import resource
 import sys
 import time
@@ -590,6 +591,17 @@ def serve(run):
         sys.exit(1)
 
 
+def stack(*modules):
+    """The interpreter's version and those of `modules` (import names) as this process imported
+    them: what measured its epochs, for the manifest (a module not imported is left out)."""
+    found = {"python": platform.python_version()}
+    for name in modules:
+        version = getattr(sys.modules.get(name), "__version__", None)
+        if isinstance(version, str):
+            found[name] = version
+    return found
+
+
 def ready(proto_out, versions):
     """Says `ready` (the CPU and I/O used so far, the framework's `versions`) and waits for
     `go`: whether it came."""
@@ -649,7 +661,7 @@ def run(job, proto_out):
         options["persistent_workers"] = asked["persistent_workers"]
         if asked["prefetch_factor"] is not None:
             options["prefetch_factor"] = asked["prefetch_factor"]
-    versions = {"torch": torch.__version__}
+    versions = stack("torch", "torchvision", "numpy", "PIL")
     # As a training loop runs: one DataLoader for the run where its workers persist (started
     # in the first epoch, serving the next ones), a new one each epoch where they do not (its
     # iterator shuts them down and waits for them as it ends, before the epoch's answer).

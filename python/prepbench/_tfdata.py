@@ -22,7 +22,7 @@ import sys
 import time
 
 from ._forms import within
-from ._loader import _layout, answer, native_for, next_epoch, ready, serve
+from ._loader import _layout, answer, native_for, next_epoch, ready, serve, stack
 from .store import _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
@@ -412,7 +412,7 @@ def run(job, proto_out):
     import tensorflow as tf
 
     pipeline = Pipeline(job, native)
-    versions = {"tensorflow": tf.__version__}
+    versions = stack("tensorflow", "tensorflow_io", "numpy")
     while True:
         if not ready(proto_out, versions):
             return

@@ -63,6 +63,22 @@ fn setup(work: &Path, name: &str, steps: &str) -> std::path::PathBuf {
 
 const STEPS: &str = "  - name: decoded\n    op: python\n    params: {function: \"pipe:decode\", from: data}\n  - name: resized\n    op: python\n    params: {function: \"pipe:resize\", from: data}\n  - name: cropped\n    op: python\n    random: true\n    params: {function: \"pipe:crop\", from: data}\n";
 
+/// The stack (package -> version) the manifest in `out` records for `loader`, from the one
+/// invocation that ran it; no other records one (native runs have none).
+fn loader_stack(out: &Path, loader: &str) -> serde_json::Value {
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    let stacks: Vec<&serde_json::Value> = manifest["invocations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i.get("loaders"))
+        .collect();
+    assert_eq!(stacks.len(), 1, "{manifest}");
+    assert_eq!(stacks[0].as_object().unwrap().len(), 1, "{manifest}");
+    stacks[0][loader].clone()
+}
+
 /// `prepbench` with the interpreter `python` and the Python package from the tree.
 fn prepbench_in(python: &str, native: &Path, args: &[String]) -> Output {
     common::with_package(&mut Command::new(env!("CARGO_BIN_EXE_prepbench")), native)
@@ -118,6 +134,12 @@ fn the_torch_loader_runs_beside_native_verified_paired_and_answers_num_workers()
         let cpu = |c: &str| runs.col(row, c).parse::<f64>().unwrap();
         assert!(cpu("cpu_user_s") + cpu("cpu_sys_s") > 0.0, "{row:?}");
     }
+    // What the loader ran on, as its process said: torch's version and the interpreter's.
+    let stack = loader_stack(&out, "torch");
+    assert!(
+        stack["torch"].is_string() && stack["python"].is_string(),
+        "{stack}"
+    );
     // Paired across the loader, cell by cell.
     let compared = prepbench_ok(&argv![
         "compare",
@@ -895,6 +917,11 @@ fn the_papers_cv_chain_runs_under_tf_data_in_tensorflow_and_verifies() {
     assert!(
         tf.iter().all(|r| runs.col(r, "verified") == "pass"),
         "{tf:?}"
+    );
+    let stack = loader_stack(&work.path().join("out"), "tf-data");
+    assert!(
+        stack["tensorflow"].is_string() && stack["numpy"].is_string(),
+        "{stack}"
     );
     let ops = harness::measure::online::tfdata::steps::OPS.join(",");
     let checked = common::with_package(&mut Command::new(&python), &native)

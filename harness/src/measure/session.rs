@@ -493,6 +493,7 @@ impl Session {
             run_ids,
             shard: None,
             page_reporting_min_free_ms: crate::results::system::page_reporting_min_free_ms(),
+            loaders: crate::measure::online::take_stacks(),
         };
         Manifest::update(out, |m| {
             m.record_invocation(self.workload_entry(), invocation)

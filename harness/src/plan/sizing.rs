@@ -12,7 +12,7 @@ use workloads::Codec;
 
 use crate::analysis::model::{self, Hardware, Reading, Setting};
 use crate::plan::matrix::Plan;
-use crate::results::{Calibration, SizingEntry, StrategyCalibration};
+use crate::results::{Calibration, MachineCalibration, SizingEntry, StrategyCalibration};
 
 /// Sizing aims this much above the floor where the model predicts the fastest cold epoch bound
 /// by a storage profile's reads, which the emulator paces as the model reads them.
@@ -41,11 +41,31 @@ const SHARD_MARGIN: f64 = 1.5;
 const RAW_PART_MARGIN: f64 = 1.5;
 /// A store repeats its source at most this many times.
 pub const MAX_CYCLES: usize = 1024;
-/// A sized store holds at most this many bytes (uncompressed estimate from the calibration).
+/// A sized store holds at most this many bytes (uncompressed estimate from the calibration),
+/// unless the local disk reads so fast that its cold epochs would end before the floor
+/// ([`store_byte_cap`]).
 pub const MAX_STORE_BYTES: f64 = 3e9;
+/// On a disk that fast, a sized store holds at most this many bytes, and at most a third of the
+/// machine's memory (its warm epochs read it from the page cache).
+pub const MAX_FAST_STORE_BYTES: f64 = 8e9;
 /// The dataset grows at most this many times its requested size for `unprocessed` (a dataset
 /// cheap to generate, up to [`MAX_STORE_BYTES`] of files; see [`growth_cap`]).
 pub const MAX_SOURCE_GROWTH: usize = 8;
+
+/// The bytes a sized store may hold on `machine`, with `memory_bytes` of memory (0: not known),
+/// for epochs of `floor_s`: [`MAX_STORE_BYTES`], or where the disk's calibrated read rate would
+/// read that in less than the floor with [`LOCAL_READ_MARGIN`], what it reads in that time, up
+/// to [`MAX_FAST_STORE_BYTES`] and a third of the memory. At 3 GB, quick's stores of CV
+/// `pixel-centered`, MP3 and FLAC `spectrogram-encoded` and NILM `decoded` read cold in 0.86-0.99
+/// s on a VM whose disk was calibrated at 2.6-3.3 GB/s (`quick-bd`, `quick-be`): their checks
+/// not testable, the audio pipelines' best strategy undetermined.
+pub fn store_byte_cap(machine: &MachineCalibration, floor_s: f64, memory_bytes: u64) -> f64 {
+    let read_bytes_s = machine.parallel_read_mb_s.max(machine.seq_read_mb_s) * 1e6;
+    let ceiling = MAX_FAST_STORE_BYTES
+        .min(memory_bytes as f64 / 3.0)
+        .max(MAX_STORE_BYTES);
+    (floor_s * read_bytes_s * LOCAL_READ_MARGIN).clamp(MAX_STORE_BYTES, ceiling)
+}
 
 /// How many times its size a dataset of `bytes` may grow for raw epochs' length: a few times
 /// when generating is costly (encoders), up to a store's byte cap when it is not.
@@ -146,14 +166,15 @@ fn fastest_cold(predicts: &[Predict], store: Option<(usize, f64)>) -> (f64, f64)
 
 /// The sizes that make every epoch of `plan` last `floor_s`, for a workload whose dataset
 /// now has `source_items` items making `samples_per_item` samples each, and may grow
-/// `max_growth` times for the raw files.
+/// `max_growth` times for the raw files, on a machine with `memory_bytes` of memory (0: not
+/// known; see [`store_byte_cap`]).
 pub fn sizes(
     plan: &Plan,
     workload: &str,
     calibration: &Calibration,
     floor_s: f64,
     (source_items, samples_per_item): (usize, f64),
-    max_growth: usize,
+    (max_growth, memory_bytes): (usize, u64),
 ) -> Sizes {
     let mut out = Sizes {
         source_items,
@@ -198,6 +219,7 @@ pub fn sizes(
             .or_default()
             .push((cal, hw, setting, cell.storage.is_passthrough()));
     }
+    let byte_cap = store_byte_cap(machine, floor_s, memory_bytes);
     let per_item = samples_per_item.max(1e-9);
     // Items for epochs of the floor at `sps` samples/s, with the margin its bound asks.
     let needed = |(sps, margin): (f64, f64)| (floor_s * sps * margin / per_item).ceil() as usize;
@@ -247,7 +269,7 @@ pub fn sizes(
             }
             want = next;
         }
-        let by_bytes = (MAX_STORE_BYTES / (bytes_per_sample * per_item).max(1.0)) as usize;
+        let by_bytes = (byte_cap / (bytes_per_sample * per_item).max(1.0)) as usize;
         let cap = (out.source_items * MAX_CYCLES)
             .min(by_bytes)
             .max(source_items);
@@ -342,7 +364,7 @@ mod tests {
             &calibration,
             1.0,
             (100, 1.0),
-            MAX_SOURCE_GROWTH,
+            (MAX_SOURCE_GROWTH, 0),
         );
         // Raw files: 1000/s on 2 threads x 1 s x the margin = 1300 items, more than the 8x
         // growth allowed, so capped at 800 and said.
@@ -362,7 +384,7 @@ mod tests {
             &calibration,
             0.1,
             (100, 1.0),
-            MAX_SOURCE_GROWTH,
+            (MAX_SOURCE_GROWTH, 0),
         );
         // (Cold reads add to the 2 ms and 0.1 ms of work: a little under 130 and 2600.)
         assert!((110..130).contains(&short.source_items), "{short:?}");
@@ -379,7 +401,7 @@ mod tests {
             &calibration,
             1.0,
             (100, 1.0),
-            growth_cap(true, 10_000_000),
+            (growth_cap(true, 10_000_000), 0),
         );
         assert!(
             cheap.source_items > 800 && cheap.capped.len() == 2,
@@ -392,7 +414,7 @@ mod tests {
             &Calibration::default(),
             1.0,
             (100, 1.0),
-            MAX_SOURCE_GROWTH,
+            (MAX_SOURCE_GROWTH, 0),
         );
         assert_eq!(bare.source_items, 100);
         assert!(bare.store_items.is_empty());
@@ -403,13 +425,58 @@ mod tests {
             s.raw_parts.is_empty() && cheap.raw_parts.is_empty(),
             "{s:?}"
         );
-        let large = sizes(&plan, "cv", &calibration, 1.0, (10_000, 1.0), 1);
+        let large = sizes(&plan, "cv", &calibration, 1.0, (10_000, 1.0), (1, 0));
         assert_eq!(large.source_items, 10_000);
         let part = large.raw_parts["unprocessed"];
         assert!((1600..1900).contains(&part), "{large:?}");
         // Nor where the part would read most of the dataset anyway.
-        let near = sizes(&plan, "cv", &calibration, 1.0, (2_100, 1.0), 1);
+        let near = sizes(&plan, "cv", &calibration, 1.0, (2_100, 1.0), (1, 0));
         assert!(near.raw_parts.is_empty(), "{near:?}");
+    }
+
+    /// A disk that reads 3 GB in less than the floor lifts the byte cap to what a cold epoch
+    /// of the floor reads, within the memory's third and [`MAX_FAST_STORE_BYTES`]; a slower one,
+    /// or a machine whose memory is not known, keeps [`MAX_STORE_BYTES`].
+    #[test]
+    fn a_fast_disk_lifts_the_byte_cap_within_the_memory() {
+        let machine = |rates| calibrated(rates).machine.unwrap();
+        let gb = 1e9 as u64;
+        let slow = machine((1500.0, 1400.0));
+        assert_eq!(store_byte_cap(&slow, 1.0, 24 * gb), MAX_STORE_BYTES);
+        let fast = machine((3300.0, 3250.0));
+        assert!((store_byte_cap(&fast, 1.0, 24 * gb) - 4.95e9).abs() < 1e3);
+        assert_eq!(store_byte_cap(&fast, 1.0, 6 * gb), MAX_STORE_BYTES);
+        assert_eq!(store_byte_cap(&fast, 1.0, 0), MAX_STORE_BYTES);
+        assert_eq!(store_byte_cap(&fast, 0.5, 24 * gb), MAX_STORE_BYTES);
+        let faster = machine((10_000.0, 9000.0));
+        assert_eq!(store_byte_cap(&faster, 1.0, 64 * gb), MAX_FAST_STORE_BYTES);
+        assert_eq!(store_byte_cap(&faster, 1.0, 15 * gb), 5e9);
+
+        // A store of 0.6 MB samples cheap to read, as CV `pixel-centered`: bound by the disk at
+        // 3.25 GB/s, it wants about 4.9 GB for the floor with the local read's margin.
+        let mut calibration = calibrated((3300.0, 3250.0));
+        let c = cost("pixel-centered", 4, 1e-6, 6e5);
+        calibration.strategies.insert(c.key(), c);
+        let workload = workloads::load("cv").unwrap();
+        let opts = SweepOptions {
+            workload: "cv".into(),
+            strategies: Some(vec!["pixel-centered".into()]),
+            codecs: Some(vec![Codec::None]),
+            threads: Some(vec![2]),
+            trials: Some(1),
+            ..Default::default()
+        };
+        let plan = Plan::new(&workload, &opts).unwrap();
+        let sized = |memory| sizes(&plan, "cv", &calibration, 1.0, (100, 1.0), (1, memory));
+        let roomy = sized(24 * gb);
+        let items = roomy.store_items("pixel-centered", Codec::None);
+        // At the calibrated rate its cold epoch lasts the floor and more.
+        assert!(items as f64 * 6e5 / 3.25e9 > 1.2, "{roomy:?}");
+        assert!(roomy.capped.is_empty(), "{roomy:?}");
+        // With memory unknown the old cap holds it: 0.92 s at that rate, and said.
+        let unknown = sized(0);
+        assert_eq!(unknown.store_items("pixel-centered", Codec::None), 5000);
+        assert_eq!(unknown.capped.len(), 1, "{unknown:?}");
     }
 
     /// Under an emulated profile a store read as small files (its base size) streams once
@@ -435,7 +502,14 @@ mod tests {
         };
         let mut plan = Plan::new(&workload, &opts).unwrap();
         plan.shards = 16;
-        let s = sizes(&plan, "cv", &calibration, 1.0, (24, 1.0), MAX_SOURCE_GROWTH);
+        let s = sizes(
+            &plan,
+            "cv",
+            &calibration,
+            1.0,
+            (24, 1.0),
+            (MAX_SOURCE_GROWTH, 0),
+        );
         let items = s.store_items("resized", Codec::None);
         // Streamed (1.4 ms a sample at 219 MB/s, plus 1 ms of work, on 2 readers: ~840/s),
         // the store needs about 1100 items for 1.3 s, where the small-file rate of the
@@ -448,7 +522,7 @@ mod tests {
         for c in slow.strategies.values_mut() {
             c.steps = vec![("work".into(), 1.0)];
         }
-        let s = sizes(&plan, "cv", &slow, 1.0, (24, 1.0), MAX_SOURCE_GROWTH);
+        let s = sizes(&plan, "cv", &slow, 1.0, (24, 1.0), (MAX_SOURCE_GROWTH, 0));
         assert_eq!(s.store_items("resized", Codec::None), 84, "{s:?}");
     }
 }

@@ -335,7 +335,7 @@ impl<'a> SweepRun<'a> {
             &calibration,
             floor,
             (items, per_item),
-            growth,
+            (growth, crate::results::system::machine().memory_bytes),
         );
         if sizes.source_items > items {
             let samples = (sizes.source_items as f64 * per_item).round() as usize;

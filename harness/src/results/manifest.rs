@@ -140,6 +140,12 @@ pub struct InvocationEntry {
     /// not with the machine: changing it does not make another machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_reporting_min_free_ms: Option<u64>,
+    /// Each loader in Python that ran in it (`tf-data`, `torch`) -> what its process ran on:
+    /// `python` and its framework's packages by import name (`tensorflow`, `tensorflow_io`,
+    /// `torch`, `torchvision`, `numpy`, `PIL`) -> version. Absent for native runs and in folders
+    /// from before it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub loaders: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// How a workload's epochs were sized by time (`--min-epoch-s`): the dataset's items and each

@@ -558,10 +558,14 @@ pub fn comparison(a_dir: &Path, b_dir: &Path, opts: &CompareOptions) -> anyhow::
     }
     let paired = pairs.len();
     let changes = judge(pairs, opts);
+    // The machine, and the stack of each loader in Python: a change of TensorFlow reads as a
+    // change of machine does.
     let machine = |r: &Results| {
         r.manifest.machine.as_ref().map(|m| {
+            let stacks = crate::analysis::report::lines::loader_stacks(r)
+                .map_or_else(String::new, |s| format!("; loaders: {s}"));
             format!(
-                "{} ({}, {} logical cores)",
+                "{} ({}, {} logical cores){stacks}",
                 m.hostname, m.cpu_model, m.logical_cores
             )
         })

@@ -110,11 +110,11 @@ pub fn storage_line(results: &Results) -> String {
     line
 }
 
-/// The machine and the build that measured the folder.
+/// The machine and the build that measured the folder, and what each loader in Python ran on.
 pub fn machine_line(results: &Results) -> String {
     let (m, b) = (&results.manifest.machine, &results.manifest.build);
     let build = |f: fn(&crate::results::system::Build) -> &str| b.as_ref().map_or("?", f);
-    format!(
+    let mut line = format!(
         "Machine: {} ({} cores, {:.1} GB memory, {}); prepbench {} ({}), {}.",
         m.as_ref().map_or("unknown CPU", |m| &m.cpu_model),
         m.as_ref().map_or(0, |m| m.logical_cores),
@@ -123,5 +123,84 @@ pub fn machine_line(results: &Results) -> String {
         build(|b| &b.prepbench_version),
         build(|b| &b.git_commit),
         build(|b| &b.rustc),
-    )
+    );
+    if let Some(stacks) = loader_stacks(results) {
+        line.push_str(&format!(" Loaders: {stacks}."));
+    }
+    line
+}
+
+/// "tf-data on python 3.11.7, tensorflow 2.16.2, ...": each loader in Python with every stack
+/// its invocations recorded (two where a folder was resumed under another); `None` where none
+/// ran.
+pub fn loader_stacks(results: &Results) -> Option<String> {
+    let mut stacks: Vec<(&String, String)> = Vec::new();
+    for (loader, stack) in results.manifest.invocations.iter().flat_map(|i| &i.loaders) {
+        let text = stack
+            .iter()
+            .map(|(package, version)| format!("{package} {version}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if !stacks.contains(&(loader, text.clone())) {
+            stacks.push((loader, text));
+        }
+    }
+    stacks.sort();
+    let named: Vec<String> = stacks
+        .iter()
+        .map(|(loader, text)| format!("{loader} on {text}"))
+        .collect();
+    (!named.is_empty()).then(|| named.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{InvocationEntry, Recorded};
+
+    #[test]
+    fn the_machine_line_names_each_loaders_stack_once_and_each_of_two() {
+        let stack = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
+        let tf = stack(&[("python", "3.11.7"), ("tensorflow", "2.16.2")]);
+        let invoked =
+            |loaders: &[(&str, &std::collections::BTreeMap<String, String>)]| InvocationEntry {
+                loaders: loaders
+                    .iter()
+                    .map(|(l, s)| (l.to_string(), (*s).clone()))
+                    .collect(),
+                ..Default::default()
+            };
+        let mut results = Results::of(Recorded::default());
+        // Native runs only: no loader named.
+        results.manifest.invocations = vec![invoked(&[])];
+        assert!(!machine_line(&results).contains("Loaders"));
+        // The same stack in two invocations, named once.
+        results.manifest.invocations =
+            vec![invoked(&[("tf-data", &tf)]), invoked(&[("tf-data", &tf)])];
+        let line = machine_line(&results);
+        assert!(
+            line.ends_with(" Loaders: tf-data on python 3.11.7, tensorflow 2.16.2."),
+            "{line}"
+        );
+        // A folder resumed under another TensorFlow, and torch beside it: each named.
+        let newer = stack(&[("python", "3.11.7"), ("tensorflow", "2.17.0")]);
+        let torch = stack(&[("python", "3.11.7"), ("torch", "2.15.0")]);
+        results
+            .manifest
+            .invocations
+            .push(invoked(&[("tf-data", &newer), ("torch", &torch)]));
+        let line = machine_line(&results);
+        assert!(
+            line.contains(
+                "Loaders: tf-data on python 3.11.7, tensorflow 2.16.2; tf-data on python 3.11.7, \
+                 tensorflow 2.17.0; torch on python 3.11.7, torch 2.15.0."
+            ),
+            "{line}"
+        );
+    }
 }

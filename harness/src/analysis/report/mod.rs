@@ -4,7 +4,7 @@
 
 mod assemble;
 mod json;
-mod lines;
+pub(crate) mod lines;
 mod markdown;
 pub mod model;
 pub mod peers;

@@ -11,7 +11,7 @@ pub mod tfdata;
 pub mod torch;
 
 pub use engine::{Engine, KeptProcess, OnlineInput, OnlineJob, OnlineResult, StageTimes};
-pub use process::retire_idle;
+pub use process::{retire_idle, take_stacks};
 
 use indicatif::ProgressBar;
 

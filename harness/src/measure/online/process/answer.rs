@@ -1,6 +1,9 @@
 //! What a loader process answers (`ready`, and each epoch's answer), and the errors it
 //! reports named as the native engine names them.
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
 use serde::Deserialize;
 
 use super::super::engine::OnlineJob;
@@ -22,6 +25,32 @@ pub(super) struct Ready {
     pub ready: Option<Usage>,
     pub error: Option<String>,
     pub detail: Option<String>,
+    /// What the process runs on: the interpreter's version and its framework's packages
+    /// (`python`, `tensorflow`, `torch`, ...), by import name.
+    #[serde(flatten)]
+    pub versions: BTreeMap<String, serde_json::Value>,
+}
+
+/// Each loader's stack (the versions its process greeted with) since the last
+/// [`take_stacks`].
+static STACKS: Mutex<BTreeMap<String, BTreeMap<String, String>>> = Mutex::new(BTreeMap::new());
+
+/// Notes what `loader`'s process said it runs on.
+pub(super) fn note_stack(loader: &str, versions: &BTreeMap<String, serde_json::Value>) {
+    let stack: BTreeMap<String, String> = versions
+        .iter()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+        .collect();
+    if !stack.is_empty() {
+        let mut stacks = STACKS.lock().unwrap_or_else(|e| e.into_inner());
+        stacks.insert(loader.to_string(), stack);
+    }
+}
+
+/// The stacks of the loaders whose processes greeted since the last call (an invocation's, as
+/// its manifest entry records them), taken.
+pub fn take_stacks() -> BTreeMap<String, BTreeMap<String, String>> {
+    std::mem::take(&mut *STACKS.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// What a loader that keeps an application cache says of it after the filling epoch.
@@ -120,5 +149,31 @@ pub(super) fn failure(job: &OnlineJob, (id, step, message, detail): Failure) -> 
             detail,
         },
         named => named,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_greeting_carries_its_stack_and_what_is_noted_is_taken_once() {
+        let ready: Ready = serde_json::from_str(
+            r#"{"ready": {"user_s": 1.0, "sys_s": 0.5, "read_bytes": 0, "read_chars": 0},
+                "python": "3.11.7", "tensorflow": "2.16.2", "odd": 3}"#,
+        )
+        .unwrap();
+        assert!(ready.ready.is_some() && ready.error.is_none());
+        note_stack("stack-test-loader", &ready.versions);
+        let taken = take_stacks();
+        // Only strings are versions; the usage and the rest stay out.
+        assert_eq!(
+            taken["stack-test-loader"].iter().collect::<Vec<_>>(),
+            [
+                (&"python".to_string(), &"3.11.7".to_string()),
+                (&"tensorflow".to_string(), &"2.16.2".to_string())
+            ]
+        );
+        assert!(!take_stacks().contains_key("stack-test-loader"));
     }
 }

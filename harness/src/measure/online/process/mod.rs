@@ -20,7 +20,8 @@ use crate::measure::metrics::Snapshot;
 
 mod answer;
 mod session;
-use answer::{failure, Answer, Ready, Usage};
+pub use answer::take_stacks;
+use answer::{failure, note_stack, Answer, Ready, Usage};
 pub(super) use session::loader_error;
 pub use session::retire_idle;
 use session::Session;
@@ -455,7 +456,10 @@ impl PythonLoader {
         let ready: Ready = serde_json::from_str(line)
             .map_err(|e| loader_error(self.name, format!("its greeting {line:?}: {e}")))?;
         match ready.ready {
-            Some(before) => Ok((session, before)),
+            Some(before) => {
+                note_stack(self.name, &ready.versions);
+                Ok((session, before))
+            }
             None => {
                 let _ = session.end(std::time::Duration::from_secs(5));
                 Err(loader_error(
