@@ -64,7 +64,10 @@ pub fn store_byte_cap(machine: &MachineCalibration, floor_s: f64, memory_bytes: 
     let ceiling = MAX_FAST_STORE_BYTES
         .min(memory_bytes as f64 / 3.0)
         .max(MAX_STORE_BYTES);
-    (floor_s * read_bytes_s * LOCAL_READ_MARGIN).clamp(MAX_STORE_BYTES, ceiling)
+    // `max` passes over a NaN, where `clamp` keeps it: a rate not measured keeps the cap.
+    (floor_s * read_bytes_s * LOCAL_READ_MARGIN)
+        .max(MAX_STORE_BYTES)
+        .min(ceiling)
 }
 
 /// How many times its size a dataset of `bytes` may grow for raw epochs' length: a few times
@@ -451,6 +454,8 @@ mod tests {
         let faster = machine((10_000.0, 9000.0));
         assert_eq!(store_byte_cap(&faster, 1.0, 64 * gb), MAX_FAST_STORE_BYTES);
         assert_eq!(store_byte_cap(&faster, 1.0, 15 * gb), 5e9);
+        let unmeasured = machine((f64::NAN, f64::NAN));
+        assert_eq!(store_byte_cap(&unmeasured, 1.0, 24 * gb), MAX_STORE_BYTES);
 
         // A store of 0.6 MB samples cheap to read, as CV `pixel-centered`: bound by the disk at
         // 3.25 GB/s, it wants about 4.9 GB for the floor with the local read's margin.
