@@ -76,6 +76,23 @@ impl ShardInfo {
         next_restart(&self.restarts, record)
     }
 
+    /// What is wrong with the shard's record count, if anything: an uncompressed shard's file
+    /// is its stream, and every record takes at least its framing there.
+    pub fn records_error(&self, codec: Codec) -> Option<String> {
+        use crate::store::framing::FRAMING_BYTES;
+        let fits = codec != Codec::None
+            || self
+                .records
+                .checked_mul(FRAMING_BYTES)
+                .is_some_and(|b| b <= self.bytes);
+        (!fits).then(|| {
+            format!(
+                "{} records cannot lie in its {} bytes (a record takes at least {FRAMING_BYTES})",
+                self.records, self.bytes
+            )
+        })
+    }
+
     /// What is wrong with the shard's recorded restarts, if anything: each must lie after the
     /// one before it (records, file and stream offsets), within the shard, and hold as many
     /// stream bytes as its records may (a stretch is decompressed up to that bound, and no
@@ -116,6 +133,10 @@ impl ShardInfo {
         None
     }
 }
+
+/// Records a store's manifest may list in all (2^48: far past any store, and a count that
+/// every reader's index, Python's `len` among them, holds without overflowing).
+pub const MAX_STORE_RECORDS: u64 = 1 << 48;
 
 /// Decompressed bytes of a shard's stream between two restarts (at least; a restart lies at a
 /// record's start): 1 MiB cost a deflate stream 0.02-0.34 % of its size on CV's streams
@@ -207,10 +228,21 @@ impl StoreManifest {
         };
         let manifest: StoreManifest =
             serde_json::from_slice(bytes).map_err(|e| damaged(e.to_string()))?;
+        let mut total: u64 = 0;
         for shard in &manifest.shards {
-            if let Some(what) = shard.restarts_error(manifest.codec) {
+            let what = (shard.records_error(manifest.codec))
+                .or_else(|| shard.restarts_error(manifest.codec));
+            if let Some(what) = what {
                 return Err(damaged(format!("shard `{}`: {what}", shard.file)));
             }
+            total = total
+                .checked_add(shard.records)
+                .filter(|&t| t <= MAX_STORE_RECORDS)
+                .ok_or_else(|| {
+                    damaged(format!(
+                        "its shards list more than {MAX_STORE_RECORDS} records in all"
+                    ))
+                })?;
         }
         Ok(manifest)
     }
@@ -448,130 +480,4 @@ pub(crate) fn drain<E>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::shard::{ShardReader, ShardWriter};
-
-    fn key(codec: Codec) -> StoreKey {
-        StoreKey {
-            workload: "w".into(),
-            strategy: "decoded".into(),
-            split: 2,
-            codec,
-            shards: 2,
-            samples: 4,
-            source_fingerprint: "src".into(),
-            prefix_fingerprint: "steps".into(),
-        }
-    }
-
-    fn write_store(dir: &Path, codec: Codec) -> StoreManifest {
-        create(dir).unwrap();
-        let mut shards = Vec::new();
-        for s in 0..2 {
-            let mut w = ShardWriter::create(dir, s, 2, codec).unwrap();
-            for r in 0..2u8 {
-                w.write(&[s as u8, r, 42]).unwrap();
-            }
-            shards.push(w.finish().unwrap());
-        }
-        let m = key(codec).manifest(shards, 1.0, 0.5, 0.1);
-        complete(dir, &m).unwrap();
-        m
-    }
-
-    fn read_shard(path: &Path, codec: Codec) -> Result<Vec<Vec<u8>>, StoreError> {
-        let mut r = ShardReader::open(path, codec)?;
-        drain(|buf| r.next_into(buf))
-    }
-
-    #[test]
-    fn complete_stores_are_found_and_read_back_for_every_codec() {
-        for name in ["none", "gzip", "zlib", "zstd", "lz4"] {
-            let codec: Codec = name.parse().unwrap();
-            let root = tempfile::tempdir().unwrap();
-            let dir = key(codec).dir(root.path());
-            let written = write_store(&dir, codec);
-            let found = find_complete(&dir, &key(codec)).unwrap().expect("complete");
-            assert_eq!(found, written);
-            assert_eq!(found.shards[0].file, shard_file_name(0, 2, codec));
-            let records = read_shard(&dir.join(&found.shards[1].file), codec).unwrap();
-            assert_eq!(records, vec![vec![1, 0, 42], vec![1, 1, 42]], "{name}");
-            assert!(!std::fs::read_dir(&dir).unwrap().any(|e| e
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .ends_with(".tmp")));
-        }
-    }
-
-    #[test]
-    fn a_store_without_manifest_or_with_another_key_is_not_reused() {
-        let root = tempfile::tempdir().unwrap();
-        let dir = key(Codec::None).dir(root.path());
-        write_store(&dir, Codec::None);
-        let mut other = key(Codec::None);
-        other.prefix_fingerprint = "changed".into();
-        assert!(find_complete(&dir, &other).unwrap().is_none());
-        std::fs::remove_file(dir.join(STORE_MANIFEST)).unwrap();
-        assert!(find_complete(&dir, &key(Codec::None)).unwrap().is_none());
-        // Interrupted (no manifest) but marked as ours: cleared, marker and all.
-        clear(&dir).unwrap();
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
-        // Someone else's directory: refused, whatever its files are called.
-        std::fs::write(dir.join("shard-00000-of-00001.tfrecord"), b"theirs").unwrap();
-        let err = clear(&dir).unwrap_err().to_string();
-        assert!(err.contains("marker"), "{err}");
-        assert!(dir.join("shard-00000-of-00001.tfrecord").exists());
-        // Ours, but holding a file prepbench did not write: refused too.
-        create(&dir).unwrap();
-        std::fs::write(dir.join("notes.txt"), b"mine").unwrap();
-        assert!(clear(&dir).unwrap_err().to_string().contains("notes.txt"));
-        assert!(dir.join("notes.txt").exists());
-    }
-
-    #[test]
-    fn a_flipped_byte_in_a_shard_names_shard_record_and_offset() {
-        let root = tempfile::tempdir().unwrap();
-        let dir = root.path().join("s");
-        let m = write_store(&dir, Codec::None);
-        let path = dir.join(&m.shards[0].file);
-        let mut bytes = std::fs::read(&path).unwrap();
-        bytes[19 + 13] ^= 0x40; // inside the second record's payload
-        std::fs::write(&path, bytes).unwrap();
-        let err = read_shard(&path, Codec::None).unwrap_err().to_string();
-        assert!(
-            err.contains(&m.shards[0].file)
-                && err.contains("record 1 at byte 19")
-                && err.contains("checksum"),
-            "{err}"
-        );
-        // The manifest still matches on size: corruption is caught when reading, not skipped.
-        assert!(find_complete(&dir, &key(Codec::None)).unwrap().is_some());
-    }
-
-    #[test]
-    fn a_shard_compressed_with_another_codec_is_an_error() {
-        let root = tempfile::tempdir().unwrap();
-        let dir = root.path().join("s");
-        let m = write_store(&dir, Codec::Zstd { level: 3 });
-        let path = dir.join(&m.shards[0].file);
-        for wrong in ["none", "gzip", "lz4"] {
-            assert!(
-                read_shard(&path, wrong.parse().unwrap()).is_err(),
-                "{wrong}"
-            );
-        }
-    }
-    #[test]
-    fn an_unreadable_manifest_says_how_the_store_is_mended() {
-        let err = StoreManifest::parse(b"garbage{", "s/store.json").unwrap_err();
-        let text = err.to_string();
-        assert!(
-            text.contains("s/store.json")
-                && text.contains("--rematerialize")
-                && text.contains("store remove --stale"),
-            "{text}"
-        );
-    }
-}
+mod tests;
