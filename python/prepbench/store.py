@@ -164,7 +164,16 @@ class Store:
         """The steps left to run on every record (a list of step dicts), or None when the store
         does not record its spec."""
         spec = self.spec
-        return None if spec is None else spec["steps"][self.split:]
+        if spec is None:
+            return None
+        steps = spec.get("steps") if isinstance(spec, dict) else None
+        split = self.split
+        if not isinstance(steps, list) or not isinstance(split, int) or not (
+                0 <= split <= len(steps)):
+            raise StoreError(f"{os.path.join(self.path, 'store.json')}: its workload spec lists "
+                             "no steps to split where it says: the store is damaged; "
+                             "`--rematerialize` on run or sweep makes it again")
+        return steps[split:]
 
     @property
     def shard_records(self):

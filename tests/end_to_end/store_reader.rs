@@ -150,6 +150,24 @@ except prepbench.StoreError as e:
     assert os.path.basename(shard) in str(e), e
 else:
     raise AssertionError("a damaged record was read in order")
+# A manifest edited past what its shards hold, or whose spec lists no steps to split, is
+# refused as damaged, naming its store.json, not an OverflowError or a KeyError.
+import json
+for name, edit in (("count", lambda m: m["shards"][0].__setitem__("records", 2**63)),
+                   ("spec", lambda m: m["spec"].pop("steps"))):
+    edited = work + "/edited-" + name
+    shutil.copytree(stores["none"], edited)
+    with open(os.path.join(edited, "store.json")) as f:
+        manifest = json.load(f)
+    edit(manifest)
+    with open(os.path.join(edited, "store.json"), "w") as f:
+        json.dump(manifest, f)
+    try:
+        len(prepbench.open_store(edited).online_steps)
+    except prepbench.StoreError as e:
+        assert os.path.join(edited, "store.json") in str(e) and "damaged" in str(e), e
+    else:
+        raise AssertionError(f"a manifest edited ({name}) was read")
 # What a Python sequence refuses, refused as one: an index that is not an integer, a record or
 # a shard out of range (named as asked), a negative cache; the manifest's path or a bytes path
 # opens the store.
