@@ -57,6 +57,8 @@ pub struct Cell {
     pub steady: Option<Summary>,
     /// Mean foreign CPU load during its epochs, % of the machine, where recorded.
     pub foreign_load_pct: Option<f64>,
+    /// Mean CPU the hypervisor stole during its epochs, % of the machine, where recorded.
+    pub steal_pct: Option<f64>,
     /// Offline time of the strategy and codec (all materializations), absent for `unprocessed`.
     #[serde(skip)]
     pub offline: Option<Summary>,
@@ -353,6 +355,7 @@ impl Results {
                 let first_sample = optional(|r| r.first_sample_s);
                 let steady = optional(|r| r.steady_sps);
                 let foreign_load_pct = optional(|r| r.foreign_load_pct).map(|s| s.mean);
+                let steal_pct = optional(|r| r.steal_pct).map(|s| s.mean);
                 let offline = self
                     .offline
                     .get(&(key.workload.clone(), key.strategy.clone(), key.codec))
@@ -371,6 +374,7 @@ impl Results {
                     first_sample,
                     steady,
                     foreign_load_pct,
+                    steal_pct,
                     offline,
                     invalid_runs: rows.iter().filter(|r| !r.valid).count(),
                     verified,

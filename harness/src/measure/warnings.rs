@@ -61,9 +61,10 @@ impl fmt::Display for Warning {
             ),
             Warning::ForeignLoad { run_id, pct } => write!(
                 f,
-                "{run_id}: other processes used {pct:.0} % of the machine's CPU during the run, \
-                 and again when it was measured a second time; its rows are kept (see \
-                 foreign_load_pct in runs.csv). Measure on an idle machine"
+                "{run_id}: other processes and the hypervisor took {pct:.0} % of the machine's \
+                 CPU during the run, and again when it was measured a second time; its rows are \
+                 kept (see foreign_load_pct and steal_pct in runs.csv). Measure on an idle \
+                 machine"
             ),
             Warning::NothingDelivered {
                 strategy,

@@ -12,13 +12,14 @@ use crate::measure::warnings::Warning;
 use crate::plan::settings::Places;
 use crate::results::{self, OfflineRow, Tables};
 
-/// The heaviest foreign load of a run's epochs, when above [`crate::results::rows::HEAVY_FOREIGN_LOAD_PCT`].
+/// The heaviest load of a run's epochs (other processes' CPU and the hypervisor's steal), when
+/// above [`crate::results::rows::HEAVY_FOREIGN_LOAD_PCT`].
 fn foreign_load(measured: &Measured) -> Option<f64> {
     let heavy = crate::results::rows::heavy_load_pct();
     measured
         .rows
         .iter()
-        .filter_map(|r| r.foreign_load_pct)
+        .filter_map(|r| r.disturbed_pct())
         .filter(|pct| *pct > heavy)
         .max_by(f64::total_cmp)
 }
@@ -98,8 +99,9 @@ impl<'p> Executor<'p> {
         self.tables.offline.append(offline.as_slice())
     }
 
-    /// Measures one run and records it. A run measured beside heavy foreign load (over
-    /// [`crate::results::rows::HEAVY_FOREIGN_LOAD_PCT`] of the machine in any epoch) is measured once more, and only
+    /// Measures one run and records it. A run measured beside heavy load (other processes and
+    /// the hypervisor's steal over [`crate::results::rows::HEAVY_FOREIGN_LOAD_PCT`] of the
+    /// machine in any epoch) is measured once more, and only
     /// the second measurement recorded; still loaded, it carries a warning.
     pub fn measure(
         &self,
@@ -109,7 +111,7 @@ impl<'p> Executor<'p> {
         let mut measured = self.session.measure(spec)?;
         if foreign_load(&measured).is_some() {
             self.places.progress.note(&format!(
-                "{}: heavy load from other processes, measuring it again",
+                "{}: heavy load from other processes or the hypervisor, measuring it again",
                 spec.run_id
             ));
             let first = std::mem::replace(&mut measured, self.session.measure(spec)?);

@@ -287,7 +287,8 @@ impl Default for RunRow {
     }
 }
 
-/// Foreign CPU load, % of the machine, above which a run is measured again.
+/// Foreign CPU load with the hypervisor's steal ([`RunRow::disturbed_pct`]), % of the
+/// machine, above which a run is measured again and a check's cells count as busy.
 pub const HEAVY_FOREIGN_LOAD_PCT: f64 = 25.0;
 
 /// [`HEAVY_FOREIGN_LOAD_PCT`], or `PREPBENCH_HEAVY_LOAD_PCT` where set (above 100: never
@@ -326,6 +327,16 @@ impl RunRow {
     /// Whether the epoch read its input from object storage.
     pub fn read_remote(&self) -> bool {
         self.evict_method == EVICT_REMOTE
+    }
+
+    /// The share of the machine's CPU the run could not have, % of the machine: what other
+    /// processes used and what the hypervisor stole (a VM's vCPU held back while runnable
+    /// costs a run as another process's use of it does); `None` where neither was recorded.
+    pub fn disturbed_pct(&self) -> Option<f64> {
+        match (self.foreign_load_pct, self.steal_pct) {
+            (None, None) => None,
+            (f, s) => Some(f.unwrap_or(0.0) + s.unwrap_or(0.0)),
+        }
     }
 
     /// Whether its files were first read in part before the eviction ([`EVICT_PRIMED`]).
@@ -490,4 +501,24 @@ pub struct RankRow {
     /// The slowest rank's time over the fastest's, less one.
     #[serde(serialize_with = "fixed::<2, _>")]
     pub straggler_spread_pct: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunRow;
+
+    #[test]
+    fn a_run_is_disturbed_by_other_processes_and_by_the_hypervisor_alike() {
+        let row = |foreign, steal| RunRow {
+            foreign_load_pct: foreign,
+            steal_pct: steal,
+            ..RunRow::default()
+        };
+        assert_eq!(row(None, None).disturbed_pct(), None);
+        assert_eq!(row(Some(3.0), None).disturbed_pct(), Some(3.0));
+        // A VM's vCPUs held back 30 % of the time beside 2 % of other processes: heavy.
+        let held = row(Some(2.0), Some(30.0)).disturbed_pct().unwrap();
+        assert_eq!(held, 32.0);
+        assert!(held > super::HEAVY_FOREIGN_LOAD_PCT);
+    }
 }

@@ -25,6 +25,7 @@ fn cell(strategy: &str, threads: usize, values: &[f64]) -> Cell {
         first_sample: None,
         steady: None,
         foreign_load_pct: None,
+        steal_pct: None,
         offline: None,
         invalid_runs: 0,
         verified: None,

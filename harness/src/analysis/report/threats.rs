@@ -121,7 +121,7 @@ fn load(results: &Results) -> String {
         return "**Other load.** Not recorded (runs from before prepbench measured it, or no /proc/stat).".into();
     }
     format!(
-        "**Other load.** Other processes used a median {:.1} % (max {:.1} %) of the machine during the epochs; the hypervisor stole a median {:.1} % (max {:.1} %). Runs above {:.0} % were measured again.",
+        "**Other load.** Other processes used a median {:.1} % (max {:.1} %) of the machine during the epochs; the hypervisor stole a median {:.1} % (max {:.1} %). Runs above {:.0} % of the two were measured again.",
         median(&load),
         load.iter().copied().fold(0.0, f64::max),
         if steal.is_empty() { 0.0 } else { median(&steal) },

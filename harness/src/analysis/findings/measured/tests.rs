@@ -193,16 +193,24 @@ fn busy_or_straddling_checks_are_unsettled_not_judged() {
         throughput_sps: 50.0,
         threads: 1,
         foreign_load_pct: Some(load),
+        steal_pct: Some(0.0),
         ..RunRow::default()
+    };
+    // A VM whose hypervisor held its vCPUs back: few other processes, much stolen.
+    let stolen = |run: &str| RunRow {
+        steal_pct: Some(40.0),
+        ..row(run, "stolen", 2.0)
     };
     let rows = vec![
         row("a", "busy", 60.0),
         row("b", "busy", 58.0),
         row("c", "idle", 2.0),
         row("d", "idle", 3.0),
+        stolen("e"),
+        stolen("f"),
     ];
     let key = |r: &RunRow| crate::analysis::cells::key_of(r);
-    let (busy, idle) = (key(&rows[0]), key(&rows[2]));
+    let (busy, idle, held) = (key(&rows[0]), key(&rows[2]), key(&rows[4]));
     let results = Results::of(Recorded {
         runs: rows.clone(),
         ..Recorded::default()
@@ -221,6 +229,7 @@ fn busy_or_straddling_checks_are_unsettled_not_judged() {
             SubClaim::new("1b", "straddles", vec![check(1.2, 3.0, &idle)]),
             SubClaim::new("2a", "in between", vec![check(1.05, 1.4, &idle)]),
             SubClaim::new("2b", "decided", vec![check(2.0, 3.0, &idle)]),
+            SubClaim::new("3a", "decided, but stolen", vec![check(2.0, 3.0, &held)]),
         ],
     );
     let subs = &finding.sub_claims;
@@ -230,11 +239,21 @@ fn busy_or_straddling_checks_are_unsettled_not_judged() {
             Verdict::Unsettled,
             Verdict::Unsettled,
             Verdict::NotReproduced,
-            Verdict::Reproduced
+            Verdict::Reproduced,
+            Verdict::Unsettled
         ]
     );
     let why = |i: usize| subs[i].checks[0].unsettled.clone().unwrap_or_default();
-    assert!(why(0).contains("busy (59 % foreign CPU"), "{}", why(0));
+    assert!(
+        why(0).contains("busy (59 % foreign CPU while"),
+        "{}",
+        why(0)
+    );
+    assert!(
+        why(4).contains("busy (2 % foreign CPU, 40 % stolen by the hypervisor"),
+        "{}",
+        why(4)
+    );
     assert!(why(1).contains("reaches across"), "{}", why(1));
     // Its idle cells have two trials: a sweep's folder is told its own `--trials`, one that a
     // reproduction recorded its settling cap in, whether rerunning that adds them.
