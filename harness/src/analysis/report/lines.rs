@@ -131,26 +131,38 @@ pub fn machine_line(results: &Results) -> String {
 }
 
 /// "tf-data on python 3.11.7, tensorflow 2.16.2, ...": each loader in Python with every stack
-/// its invocations recorded (two where a folder was resumed under another); `None` where none
-/// ran.
+/// its invocations recorded (two where a folder was resumed under another); a stack whose
+/// packages another of the same loader holds at the same versions (a process that had no
+/// audio to decode imported no tensorflow-io) is named within it; `None` where none ran.
 pub fn loader_stacks(results: &Results) -> Option<String> {
-    let mut stacks: Vec<(&String, String)> = Vec::new();
-    for (loader, stack) in results.manifest.invocations.iter().flat_map(|i| &i.loaders) {
-        let text = stack
+    let all: Vec<_> = (results.manifest.invocations.iter())
+        .flat_map(|i| &i.loaders)
+        .collect();
+    let within =
+        |(loader, stack): (&String, &std::collections::BTreeMap<String, String>),
+         (other, wider): (&String, &std::collections::BTreeMap<String, String>)| {
+            loader == other && stack.iter().all(|(p, v)| wider.get(p) == Some(v))
+        };
+    let mut stacks: Vec<String> = Vec::new();
+    for &(loader, stack) in &all {
+        // Named by the widest stack that holds it (itself where none does).
+        if all
             .iter()
+            .any(|&(l, s)| s.len() > stack.len() && within((loader, stack), (l, s)))
+        {
+            continue;
+        }
+        let text = (stack.iter())
             .map(|(package, version)| format!("{package} {version}"))
             .collect::<Vec<_>>()
             .join(", ");
-        if !stacks.contains(&(loader, text.clone())) {
-            stacks.push((loader, text));
+        let named = format!("{loader} on {text}");
+        if !stacks.contains(&named) {
+            stacks.push(named);
         }
     }
     stacks.sort();
-    let named: Vec<String> = stacks
-        .iter()
-        .map(|(loader, text)| format!("{loader} on {text}"))
-        .collect();
-    (!named.is_empty()).then(|| named.join("; "))
+    (!stacks.is_empty()).then(|| stacks.join("; "))
 }
 
 #[cfg(test)]
@@ -187,6 +199,24 @@ mod tests {
             line.ends_with(" Loaders: tf-data on python 3.11.7, tensorflow 2.16.2."),
             "{line}"
         );
+        // A process that imported tensorflow-io beside one that did not: named as the wider.
+        let io = stack(&[
+            ("python", "3.11.7"),
+            ("tensorflow", "2.16.2"),
+            ("tensorflow_io", "0.37.1"),
+        ]);
+        results
+            .manifest
+            .invocations
+            .push(invoked(&[("tf-data", &io)]));
+        let line = machine_line(&results);
+        assert!(
+            line.ends_with(
+                " Loaders: tf-data on python 3.11.7, tensorflow 2.16.2, tensorflow_io 0.37.1."
+            ),
+            "{line}"
+        );
+        results.manifest.invocations.pop();
         // A folder resumed under another TensorFlow, and torch beside it: each named.
         let newer = stack(&[("python", "3.11.7"), ("tensorflow", "2.17.0")]);
         let torch = stack(&[("python", "3.11.7"), ("torch", "2.15.0")]);
