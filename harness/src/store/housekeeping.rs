@@ -121,26 +121,29 @@ fn entry(dir: &Path, workload: &str, strategy: &str) -> Result<StoreEntry, Store
     let (state, version) = match std::fs::read_to_string(&manifest_path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => (State::Incomplete, None),
         Err(e) => return Err(io_error(&manifest_path)(e)),
-        Ok(text) => match serde_json::from_str::<StoreManifest>(&text) {
-            Err(_) => (State::Damaged, None),
-            Ok(m) => {
-                workload.clone_from(&m.workload);
-                strategy.clone_from(&m.strategy);
-                codec = Some(m.codec);
-                shards = m.shards.len();
-                samples = m.samples;
-                let current =
-                    m.format == FORMAT_VERSION && m.prepbench_version == env!("CARGO_PKG_VERSION");
-                (
-                    if current {
-                        State::Complete
-                    } else {
-                        State::Stale
-                    },
-                    Some(m.prepbench_version),
-                )
+        // Read as a run reads it: what a run refuses as damaged is listed so.
+        Ok(text) => {
+            match StoreManifest::parse(text.as_bytes(), &manifest_path.display().to_string()) {
+                Err(_) => (State::Damaged, None),
+                Ok(m) => {
+                    workload.clone_from(&m.workload);
+                    strategy.clone_from(&m.strategy);
+                    codec = Some(m.codec);
+                    shards = m.shards.len();
+                    samples = m.samples;
+                    let current = m.format == FORMAT_VERSION
+                        && m.prepbench_version == env!("CARGO_PKG_VERSION");
+                    (
+                        if current {
+                            State::Complete
+                        } else {
+                            State::Stale
+                        },
+                        Some(m.prepbench_version),
+                    )
+                }
             }
-        },
+        }
     };
     let modified = std::fs::metadata(&manifest_path)
         .and_then(|m| m.modified())
@@ -368,5 +371,32 @@ mod tests {
         assert!(why.contains("notes.txt"), "{why}");
         assert!(remove(&all[0], r).is_err());
         assert!(moved.join("notes.txt").is_file());
+    }
+
+    /// A manifest a run would refuse (more records than its shard can hold) is listed as
+    /// damaged, so that `store remove --stale` finds it.
+    #[test]
+    fn a_manifest_a_run_refuses_is_listed_as_damaged() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = store(root.path(), "cv", "decoded", "none-1sh-10n-aaaa", true);
+        let path = dir.join(STORE_MANIFEST);
+        let mut manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let mut listed = |records: u64| {
+            manifest["shards"] = serde_json::json!([{
+                "file": "shard-00000-of-00001.tfrecord", "bytes": 1000, "records": records
+            }]);
+            std::fs::write(&path, manifest.to_string()).unwrap();
+            list(root.path()).unwrap()
+        };
+        // 62 records of 16 bytes fit its 1000; 2^63 do not.
+        assert_eq!(listed(62)[0].state, State::Complete);
+        let all = listed(1 << 63);
+        assert_eq!(all[0].state, State::Damaged);
+        let stale = Selection {
+            stale: true,
+            ..Selection::default()
+        };
+        assert!(stale.selects(&all[0], SystemTime::now()));
     }
 }
