@@ -71,6 +71,15 @@ pub struct Cell {
 }
 
 impl Cell {
+    /// What other processes used and the hypervisor stole during its epochs (means, % of the
+    /// machine; the cell's [`RunRow::disturbed_pct`] in its two parts); `None` where neither
+    /// was recorded.
+    pub fn load(&self) -> Option<(f64, f64)> {
+        let (foreign, steal) = (self.foreign_load_pct, self.steal_pct);
+        (foreign.is_some() || steal.is_some())
+            .then(|| (foreign.unwrap_or(0.0), steal.unwrap_or(0.0)))
+    }
+
     /// Whether its epochs last long enough to judge by ([`MIN_EPOCH_S`]).
     pub fn long_enough(&self) -> bool {
         self.online.median >= MIN_EPOCH_S

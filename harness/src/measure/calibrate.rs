@@ -390,11 +390,7 @@ const CALIBRATION_TRIES: usize = 3;
 /// The CPU others used and the hypervisor stole during `measured`'s first epoch, % of the
 /// machine (`None` where not recorded).
 fn disturbance(measured: &Measured) -> Option<f64> {
-    let row = measured.rows.first()?;
-    match (row.foreign_load_pct, row.steal_pct) {
-        (None, None) => None,
-        (f, s) => Some(f.unwrap_or(0.0) + s.unwrap_or(0.0)),
-    }
+    measured.rows.first()?.disturbed_pct()
 }
 
 /// Seconds per sample of `measured`'s first epoch: its wall time over its samples.

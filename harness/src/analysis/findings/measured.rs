@@ -321,14 +321,9 @@ const SCALING_CLAIMS: [&str; 3] = ["6a", "6b", "6c"];
 fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding]) {
     use crate::analysis::findings::Verdict;
     let cells = results.cells();
-    // What other processes took and the hypervisor stole, each where recorded.
     let loads: std::collections::HashMap<&crate::analysis::cells::CellKey, (f64, f64)> = cells
         .iter()
-        .filter(|c| c.foreign_load_pct.is_some() || c.steal_pct.is_some())
-        .map(|c| {
-            let (f, s) = (c.foreign_load_pct, c.steal_pct);
-            (&c.key, (f.unwrap_or(0.0), s.unwrap_or(0.0)))
-        })
+        .filter_map(|c| Some((&c.key, c.load()?)))
         .collect();
     let load_of = |key: &crate::analysis::cells::CellKey| loads.get(key).copied();
     let sittings = results.sittings();
@@ -362,10 +357,10 @@ fn unsettle(results: &Results, found: &mut [crate::analysis::findings::Finding])
                         let load = foreign + steal;
                         let starved =
                             scaling && k.threads as f64 > cores * (1.0 - load / 100.0) + 0.5;
-                        (load > heavy || starved).then_some((foreign, steal))
+                        (load > heavy || starved).then_some((load, foreign, steal))
                     })
-                    .max_by(|a, b| (a.0 + a.1).total_cmp(&(b.0 + b.1)));
-                if let Some((foreign, steal)) = busy {
+                    .max_by(|a, b| a.0.total_cmp(&b.0));
+                if let Some((_, foreign, steal)) = busy {
                     let stolen = if steal >= 0.5 {
                         format!(", {steal:.0} % stolen by the hypervisor")
                     } else {

@@ -138,18 +138,15 @@ pub fn loader_stacks(results: &Results) -> Option<String> {
     let all: Vec<_> = (results.manifest.invocations.iter())
         .flat_map(|i| &i.loaders)
         .collect();
-    let within =
-        |(loader, stack): (&String, &std::collections::BTreeMap<String, String>),
-         (other, wider): (&String, &std::collections::BTreeMap<String, String>)| {
-            loader == other && stack.iter().all(|(p, v)| wider.get(p) == Some(v))
-        };
     let mut stacks: Vec<String> = Vec::new();
     for &(loader, stack) in &all {
-        // Named by the widest stack that holds it (itself where none does).
-        if all
-            .iter()
-            .any(|&(l, s)| s.len() > stack.len() && within((loader, stack), (l, s)))
-        {
+        // Named by a wider stack of the same loader that holds it at the same versions.
+        let held = |(other, wider): &(&String, &std::collections::BTreeMap<String, String>)| {
+            *other == loader
+                && wider.len() > stack.len()
+                && stack.iter().all(|(p, v)| wider.get(p) == Some(v))
+        };
+        if all.iter().any(held) {
             continue;
         }
         let text = (stack.iter())
