@@ -49,7 +49,7 @@ pub const MAX_STORE_BYTES: f64 = 3e9;
 /// machine's memory (its warm epochs read it from the page cache).
 pub const MAX_FAST_STORE_BYTES: f64 = 8e9;
 /// The dataset grows at most this many times its requested size for `unprocessed` (a dataset
-/// cheap to generate, up to [`MAX_STORE_BYTES`] of files; see [`growth_cap`]).
+/// cheap to generate, up to a store's byte cap of files; see [`growth_cap`]).
 pub const MAX_SOURCE_GROWTH: usize = 8;
 
 /// The bytes a sized store may hold on `machine`, with `memory_bytes` of memory (0: not known),
@@ -71,9 +71,10 @@ pub fn store_byte_cap(machine: &MachineCalibration, floor_s: f64, memory_bytes: 
 }
 
 /// How many times its size a dataset of `bytes` may grow for raw epochs' length: a few times
-/// when generating is costly (encoders), up to a store's byte cap when it is not.
-pub fn growth_cap(cheap_to_generate: bool, bytes: u64) -> usize {
-    let by_bytes = (MAX_STORE_BYTES / (bytes as f64).max(1.0)) as usize;
+/// when generating is costly (encoders), up to `byte_cap` ([`store_byte_cap`]: a fast disk's
+/// raw files grow as far as its stores) when it is not.
+pub fn growth_cap(cheap_to_generate: bool, bytes: u64, byte_cap: f64) -> usize {
+    let by_bytes = (byte_cap / (bytes as f64).max(1.0)) as usize;
     if cheap_to_generate {
         MAX_SOURCE_GROWTH.max(by_bytes)
     } else {
@@ -83,11 +84,12 @@ pub fn growth_cap(cheap_to_generate: bool, bytes: u64) -> usize {
 
 /// How many times its size the dataset of `spec` may grow for raw epochs' length: not at all
 /// when it is the user's (a path, `--dataset`) or its kind cannot be generated (a folder of
-/// files is all there is: prepbench never writes into it), else [`growth_cap`].
-pub fn dataset_growth(spec: &workloads::WorkloadSpec, bytes: u64) -> usize {
+/// files is all there is: prepbench never writes into it), else [`growth_cap`] within
+/// `byte_cap`.
+pub fn dataset_growth(spec: &workloads::WorkloadSpec, bytes: u64, byte_cap: f64) -> usize {
     match datasets::find_kind(&spec.dataset.kind) {
         Ok(kind) if spec.dataset.path.is_none() && kind.generate_one.is_some() => {
-            growth_cap(kind.cheap_to_generate, bytes)
+            growth_cap(kind.cheap_to_generate, bytes, byte_cap)
         }
         _ => 1,
     }
@@ -272,7 +274,10 @@ pub fn sizes(
             }
             want = next;
         }
-        let by_bytes = (byte_cap / (bytes_per_sample * per_item).max(1.0)) as usize;
+        // Rounded up as `want` is: where the disk binds, the cap is the want itself (both are
+        // the disk's rate for the floor with its margin), which flooring called capped by
+        // one item (`quick-bg`: "3553 items for 1 s epochs, capped at 3552").
+        let by_bytes = (byte_cap / (bytes_per_sample * per_item).max(1.0)).ceil() as usize;
         let cap = (out.source_items * MAX_CYCLES)
             .min(by_bytes)
             .max(source_items);
@@ -395,16 +400,27 @@ mod tests {
         assert!((1300..2600).contains(&resized), "{short:?}");
         // A dataset cheap to generate grows up to the byte cap instead (100 items of 0.1 MB
         // may grow 300 times), so its raw epochs reach the floor.
-        assert_eq!(growth_cap(true, 100 * 100_000), 300);
-        assert_eq!(growth_cap(false, 100 * 100_000), MAX_SOURCE_GROWTH);
-        assert_eq!(growth_cap(true, 10_000_000_000), MAX_SOURCE_GROWTH);
+        assert_eq!(growth_cap(true, 100 * 100_000, MAX_STORE_BYTES), 300);
+        assert_eq!(
+            growth_cap(false, 100 * 100_000, MAX_STORE_BYTES),
+            MAX_SOURCE_GROWTH
+        );
+        assert_eq!(
+            growth_cap(true, 10_000_000_000, MAX_STORE_BYTES),
+            MAX_SOURCE_GROWTH
+        );
+        // On a disk fast enough to lift a store's cap, raw files grow as far (`quick-bg`: two
+        // 20.48 MB synthetic files grown 73 times to 3 GB, read in 0.9 s at 3.3 GB/s, where
+        // its stores were allowed 4.95 GB).
+        assert_eq!(growth_cap(true, 40_960_000, MAX_STORE_BYTES), 73);
+        assert_eq!(growth_cap(true, 40_960_000, 4.95e9), 120);
         let cheap = sizes(
             &plan,
             "cv",
             &calibration,
             1.0,
             (100, 1.0),
-            (growth_cap(true, 10_000_000), 0),
+            (growth_cap(true, 10_000_000, MAX_STORE_BYTES), 0),
         );
         assert!(
             cheap.source_items > 800 && cheap.capped.len() == 2,
@@ -478,6 +494,19 @@ mod tests {
         // At the calibrated rate its cold epoch lasts the floor and more.
         assert!(items as f64 * 6e5 / 3.25e9 > 1.2, "{roomy:?}");
         assert!(roomy.capped.is_empty(), "{roomy:?}");
+        // Samples whose size does not divide the cap: the disk binds, so the store the floor
+        // wants is what the cap allows, not one item more (it was said capped by one).
+        let mut odd = calibration.clone();
+        let c = cost("pixel-centered", 4, 1e-6, 6.1e5);
+        odd.strategies.insert(c.key(), c);
+        let odd = sizes(&plan, "cv", &odd, 1.0, (100, 1.0), (1, 24 * gb));
+        let cap = store_byte_cap(&calibration.machine.clone().unwrap(), 1.0, 24 * gb) / 6.1e5;
+        let items = odd.store_items("pixel-centered", Codec::None) as f64;
+        assert!(
+            items <= cap.ceil() && items > 1.2 * 3.25e9 / 6.1e5,
+            "{odd:?}"
+        );
+        assert!(odd.capped.is_empty(), "{odd:?}");
         // With memory unknown the old cap holds it: 0.92 s at that rate, and said.
         let unknown = sized(0);
         assert_eq!(unknown.store_items("pixel-centered", Codec::None), 5000);

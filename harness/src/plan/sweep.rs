@@ -327,7 +327,13 @@ impl<'a> SweepRun<'a> {
         let session = &self.executor.session;
         let items = session.source.len();
         let per_item = self.plan.samples as f64 / items.max(1) as f64;
-        let growth = sizing::dataset_growth(&session.workload.spec, session.source.total_bytes());
+        let memory = crate::results::system::machine().memory_bytes;
+        // Raw files grow within the byte cap a store has on this disk.
+        let byte_cap = (calibration.machine.as_ref()).map_or(sizing::MAX_STORE_BYTES, |m| {
+            sizing::store_byte_cap(m, floor, memory)
+        });
+        let spec = &session.workload.spec;
+        let growth = sizing::dataset_growth(spec, session.source.total_bytes(), byte_cap);
         let name = self.name.clone();
         sizes = sizing::sizes(
             &self.plan,
@@ -335,7 +341,7 @@ impl<'a> SweepRun<'a> {
             &calibration,
             floor,
             (items, per_item),
-            (growth, crate::results::system::machine().memory_bytes),
+            (growth, memory),
         );
         if sizes.source_items > items {
             let samples = (sizes.source_items as f64 * per_item).round() as usize;
