@@ -129,6 +129,7 @@ impl Sizes {
                 .collect(),
             capped: self.capped.clone(),
             loader_parts: self.loader_parts.clone(),
+            parts_timed_on: BTreeMap::new(),
         }
     }
 

@@ -363,7 +363,7 @@ impl<'a> SweepRun<'a> {
             if let Some(before) = m.sizing.get(&name) {
                 recorded.keep_from(before);
             }
-            sizes.loader_parts = recorded.loader_parts.clone();
+            sizes.loader_parts = recorded.parts_that_hold();
             m.sizing.insert(name.clone(), recorded);
         })?;
         Ok((self, sizes))

@@ -168,6 +168,11 @@ pub struct SizingEntry {
     /// absent: the whole store.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub loader_parts: BTreeMap<String, super::LoaderPart>,
+    /// `loader:strategy/codec` -> the items of the store (raw files: of the dataset) its part
+    /// was timed on: a part holds for a store of that size only. Absent in folders written
+    /// before it was recorded, where a part was timed on the store `stores` gives.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parts_timed_on: BTreeMap<String, usize>,
 }
 
 impl SizingEntry {
@@ -177,12 +182,14 @@ impl SizingEntry {
     }
 
     /// Carries over from `before`, an earlier sweep's sizing of the same workload, the stores
-    /// this one does not size and each loader part whose store (for raw files: the dataset)
-    /// is sized the same here. Sweeps of one workload under other conditions (emulated
-    /// storage, a memory limit, settling trials of a few cells) size only their own strategies;
-    /// dropping the parts they did not size made a later sweep under a slower loader time its
-    /// epochs again, and a part timed anew (9 of 16 shards where the first sweep read 16) made
-    /// its runs a new cell of one trial.
+    /// this one does not size and the loader parts it has not timed, each with the size of the
+    /// store it was timed on. Sweeps of one workload under other conditions (emulated storage,
+    /// a memory limit, settling trials of a few cells) size only their own strategies, and a
+    /// sweep under emulated storage sizes a strategy's store otherwise than the local one:
+    /// dropping the parts whose store it sized otherwise made the local tf-data sweep's
+    /// settling trials time their part again (`quick-bh`: 16 of 16 shards where the sweep had
+    /// read 13), so that its trials became a new cell of one trial and 1a under tf-data was
+    /// not testable. Which parts hold for this entry's sizes is [`SizingEntry::parts_that_hold`].
     pub fn keep_from(&mut self, before: &SizingEntry) {
         if self.min_epoch_s != before.min_epoch_s {
             return;
@@ -190,17 +197,32 @@ impl SizingEntry {
         for (store, items) in &before.stores {
             self.stores.entry(store.clone()).or_insert(*items);
         }
-        for (key, n) in &before.loader_parts {
-            let store = key.split_once(':').map_or(key.as_str(), |(_, s)| s);
-            let same = match (before.stores.get(store), self.stores.get(store)) {
-                (Some(a), Some(b)) => a == b,
-                (None, None) => before.source_items == self.source_items,
-                _ => false,
-            };
-            if same {
-                self.loader_parts.entry(key.clone()).or_insert(*n);
+        for (key, part) in &before.loader_parts {
+            if !self.loader_parts.contains_key(key) {
+                self.loader_parts.insert(key.clone(), *part);
+                (self.parts_timed_on).insert(key.clone(), before.part_timed_on(key));
             }
         }
+    }
+
+    /// The loader parts timed on a store (raw files: a dataset) of the size this entry gives
+    /// it: those a sweep of these sizes reads; the others are timed again.
+    pub fn parts_that_hold(&self) -> BTreeMap<String, super::LoaderPart> {
+        (self.loader_parts.iter())
+            .filter(|(key, _)| self.part_timed_on(key) == self.items_of(key))
+            .map(|(key, part)| (key.clone(), *part))
+            .collect()
+    }
+
+    /// The items of the store (raw files: of the dataset) that the part `key` was timed on.
+    fn part_timed_on(&self, key: &str) -> usize {
+        (self.parts_timed_on.get(key).copied()).unwrap_or_else(|| self.items_of(key))
+    }
+
+    /// The items this entry gives the store (raw files: the dataset) of the part `key`.
+    fn items_of(&self, key: &str) -> usize {
+        let store = key.split_once(':').map_or(key, |(_, s)| s);
+        self.stores.get(store).copied().unwrap_or(self.source_items)
     }
 
     /// The fraction of a store's records whose offline steps ran: 1, or for a store that
@@ -445,111 +467,4 @@ pub fn utc_now() -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A sweep of one strategy under a memory limit, after the tf-data sweep timed its parts,
-    /// keeps every part whose store it sizes the same, and the stores it does not size; a
-    /// store it sizes otherwise loses its part, and so do raw parts when the dataset changed.
-    #[test]
-    fn a_sweep_of_some_strategies_keeps_the_loader_parts_of_the_others() {
-        let entry = |stores: &[(&str, usize)], items: usize, parts: &[(&str, usize)]| SizingEntry {
-            min_epoch_s: 1.0,
-            source_items: items,
-            source_samples: None,
-            stores: stores.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-            capped: Vec::new(),
-            loader_parts: parts
-                .iter()
-                .map(|(k, v)| (k.to_string(), (*v).into()))
-                .collect(),
-        };
-        let before = entry(
-            &[("resized/none", 6160), ("pixel-centered/none", 2815)],
-            300,
-            &[
-                ("tf-data:resized/none", 10),
-                ("tf-data:pixel-centered/none", 16),
-                ("tf-data:unprocessed/none", 120),
-            ],
-        );
-        let mut limited = entry(&[("pixel-centered/none", 2815)], 300, &[]);
-        limited.keep_from(&before);
-        assert_eq!(limited.loader_parts, before.loader_parts);
-        assert_eq!(limited.stores, before.stores);
-        // A store sized otherwise, and a larger dataset: their parts are timed again.
-        let mut other = entry(&[("pixel-centered/none", 1000)], 600, &[]);
-        other.keep_from(&before);
-        assert_eq!(other.stores["pixel-centered/none"], 1000);
-        assert_eq!(
-            other.loader_parts.keys().collect::<Vec<_>>(),
-            ["tf-data:resized/none"]
-        );
-        // Another floor: nothing carries over.
-        let mut slower = entry(&[], 300, &[]);
-        slower.min_epoch_s = 2.0;
-        slower.keep_from(&before);
-        assert!(slower.loader_parts.is_empty() && slower.stores.is_empty());
-    }
-
-    fn invocation(dir: &Path, id: &str) -> InvocationEntry {
-        InvocationEntry {
-            started_utc: utc_now(),
-            command_line: vec!["prepbench".into(), "run".into()],
-            build: system::build(),
-            data_dir: Place::of(dir),
-            dataset: Some(Place::of(Path::new("s3://bucket/imagenet"))),
-            store_dir: Place::of(dir),
-            evict_policy: "auto".into(),
-            run_ids: vec![id.into()],
-            ..InvocationEntry::default()
-        }
-    }
-
-    #[test]
-    fn manifest_accumulates_invocations_and_refuses_other_machines() {
-        let dir = tempfile::tempdir().unwrap();
-        let w = WorkloadEntry {
-            identity: "abc".into(),
-            ..WorkloadEntry::of(&workloads::load_spec("cv").unwrap())
-        };
-        for id in ["r1", "r2"] {
-            Manifest::update(dir.path(), |m| {
-                m.record_invocation(w.clone(), invocation(dir.path(), id))
-            })
-            .unwrap();
-        }
-        let m = Manifest::read(dir.path()).unwrap().unwrap();
-        assert_eq!(m.invocations.len(), 2);
-        assert_eq!(m.invocations[1].workload, "cv@abc");
-        let recorded = m.workloads["cv@abc"].spec().unwrap();
-        assert_eq!(recorded, workloads::load_spec("cv").unwrap());
-        assert_eq!(m.workload_specs("cv").count(), 1);
-        assert!(!m.machine.as_ref().unwrap().cpu_model.is_empty());
-        let dataset = m.invocations[0].dataset.as_ref().unwrap();
-        assert_eq!(dataset.path, "s3://bucket/imagenet");
-        assert!(dataset.object_storage.is_some());
-        assert!(m.invocations[0].data_dir.filesystem.is_some());
-        let mut other = m.clone();
-        other.machine.as_mut().unwrap().hostname = "elsewhere".into();
-        other.write(dir.path()).unwrap();
-        let err = Manifest::update(dir.path(), |_| {}).unwrap_err();
-        assert!(err.to_string().contains("another machine"), "{err}");
-    }
-
-    #[test]
-    fn committed_reference_manifests_load() {
-        for dir in crate::results::folder::reference_folders() {
-            let m = Manifest::read(&dir).unwrap().unwrap();
-            assert!(!m.invocations.is_empty(), "{}", dir.display());
-            assert!(m.complete_calibration().is_some());
-        }
-    }
-
-    #[test]
-    fn utc_timestamps_are_well_formed() {
-        let t = utc_now();
-        assert_eq!(t.len(), 20);
-        assert!(t.starts_with("20") && t.ends_with('Z'), "{t}");
-    }
-}
+mod tests;
