@@ -62,6 +62,11 @@ pub struct Cell {
     /// Offline time of the strategy and codec (all materializations), absent for `unprocessed`.
     #[serde(skip)]
     pub offline: Option<Summary>,
+    /// The samples each of those materializations processed (their mean), where offline.csv
+    /// records them: the dataset as asked for, whatever size the store its online runs read
+    /// (a store cycles over it, a slower loader reads a part of it).
+    #[serde(skip)]
+    pub offline_samples: Option<f64>,
     pub invalid_runs: usize,
     /// `fail` when any trial failed verification, else `pass` when any passed.
     pub verified: Option<Verdict>,
@@ -97,7 +102,8 @@ impl Cell {
 /// A results folder: its rows, offline materializations and manifest.
 pub struct Results {
     pub rows: Vec<RunRow>,
-    /// (workload, strategy, codec) -> offline seconds of each materialization.
+    /// (workload, strategy, codec) -> offline seconds of each materialization, with the samples
+    /// it processed where offline.csv records them.
     pub offline: OfflineTimes,
     pub manifest: Manifest,
     /// (run id, epoch) -> that epoch's stages, from `stages.csv` (the last lines of a run id win).
@@ -196,7 +202,7 @@ pub(crate) fn key_of(row: &RunRow) -> CellKey {
 }
 
 /// Offline seconds of each materialization per (workload, strategy, codec).
-pub type OfflineTimes = BTreeMap<(String, String, Codec), Vec<f64>>;
+pub type OfflineTimes = BTreeMap<(String, String, Codec), Vec<(f64, Option<u64>)>>;
 /// Stages of each (run id, epoch).
 pub type StagesByRun = BTreeMap<(String, u64), Vec<Stage>>;
 /// Online phases' (MB read by the device, seconds sampled, CPU busy % x seconds) per (run id,
@@ -214,7 +220,7 @@ fn load_offline(offline: &[OfflineRow], rows: &[RunRow]) -> OfflineTimes {
                 times
                     .entry((row.workload.clone(), row.strategy.clone(), row.codec))
                     .or_default()
-                    .push(row.offline_s);
+                    .push((row.offline_s, None));
             }
         }
         return times;
@@ -223,7 +229,7 @@ fn load_offline(offline: &[OfflineRow], rows: &[RunRow]) -> OfflineTimes {
         times
             .entry((row.workload.clone(), row.strategy.clone(), row.codec))
             .or_default()
-            .push(row.offline_s);
+            .push((row.offline_s, Some(row.samples)));
     }
     times
 }
@@ -365,10 +371,15 @@ impl Results {
                 let steady = optional(|r| r.steady_sps);
                 let foreign_load_pct = optional(|r| r.foreign_load_pct).map(|s| s.mean);
                 let steal_pct = optional(|r| r.steal_pct).map(|s| s.mean);
-                let offline = self
-                    .offline
-                    .get(&(key.workload.clone(), key.strategy.clone(), key.codec))
-                    .and_then(|v| Summary::of_positive(v).ok());
+                let made =
+                    (self.offline).get(&(key.workload.clone(), key.strategy.clone(), key.codec));
+                let offline = made.and_then(|v| {
+                    Summary::of_positive(&v.iter().map(|(s, _)| *s).collect::<Vec<_>>()).ok()
+                });
+                let offline_samples = made.and_then(|v| {
+                    let n = v.iter().map(|(_, n)| *n).collect::<Option<Vec<u64>>>()?;
+                    (!n.is_empty()).then(|| n.iter().sum::<u64>() as f64 / n.len() as f64)
+                });
                 let verdicts = || rows.iter().filter_map(|r| r.verified);
                 let verified = verdicts()
                     .find(|v| *v == Verdict::Fail)
@@ -385,6 +396,7 @@ impl Results {
                     foreign_load_pct,
                     steal_pct,
                     offline,
+                    offline_samples,
                     invalid_runs: rows.iter().filter(|r| !r.valid).count(),
                     verified,
                     key,

@@ -27,6 +27,7 @@ fn cell(strategy: &str, threads: usize, values: &[f64]) -> Cell {
         foreign_load_pct: None,
         steal_pct: None,
         offline: None,
+        offline_samples: None,
         invalid_runs: 0,
         verified: None,
         rows: Vec::new(),
