@@ -526,22 +526,22 @@ mod tests {
         };
         let rows = recommend_rows(&dir, &opts, crate::markdown::Rows::Json).unwrap();
         let rows: Vec<serde_json::Value> = serde_json::from_str(&rows).unwrap();
-        let offline = std::fs::read_to_string(dir.join("offline.csv")).unwrap();
+        let offline = crate::analysis::cells::Results::load(&dir).unwrap().offline;
         let mut checked = std::collections::BTreeSet::new();
         for row in &rows {
             let (strategy, codec) = (row["strategy"].as_str().unwrap(), row["codec"].as_str());
             let (Some(codec), Some(planned)) = (codec, row["planned_samples"].as_f64()) else {
                 continue;
             };
-            let made: Vec<(f64, f64)> = (offline.lines().skip(1))
-                .map(|l| l.split(',').collect::<Vec<_>>())
-                .filter(|f| f[1] == row["workload"] && f[2] == strategy && f[4] == codec)
-                .map(|f| (f[8].parse().unwrap(), f[6].parse().unwrap()))
-                .collect();
-            if made.is_empty() {
+            let Some(made) = offline.iter().find_map(|((w, s, c), made)| {
+                (*w == row["workload"] && s == strategy && c.to_string() == codec).then_some(made)
+            }) else {
                 continue;
-            }
-            let per_sample = made.iter().map(|(s, n)| s / n).sum::<f64>() / made.len() as f64;
+            };
+            let per_sample = (made.iter())
+                .map(|(s, n)| s / n.expect("offline.csv records samples") as f64)
+                .sum::<f64>()
+                / made.len() as f64;
             let ours = row["offline_s"].as_f64().unwrap() / planned;
             assert!(
                 (ours / per_sample - 1.0).abs() < 1e-6,

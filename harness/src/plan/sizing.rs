@@ -411,8 +411,8 @@ mod tests {
             MAX_SOURCE_GROWTH
         );
         // On a disk fast enough to lift a store's cap, raw files grow as far (`quick-bg`: two
-        // 20.48 MB synthetic files grown 73 times to 3 GB, read in 0.9 s at 3.3 GB/s, where
-        // its stores were allowed 4.95 GB).
+        // 20.48 MB synthetic files grown 73 times to 3 GB, 146 where 185 were wanted, while
+        // its stores were allowed 3.8 GB; 4.95 GB is the cap at `quick-bd`'s 3.3 GB/s).
         assert_eq!(growth_cap(true, 40_960_000, MAX_STORE_BYTES), 73);
         assert_eq!(growth_cap(true, 40_960_000, 4.95e9), 120);
         let cheap = sizes(

@@ -205,6 +205,14 @@ impl SizingEntry {
         }
     }
 
+    /// Records `part` as timed on the store (raw files: the dataset) of `key` at the size this
+    /// entry gives it.
+    pub fn record_part(&mut self, key: &str, part: super::LoaderPart) {
+        self.parts_timed_on
+            .insert(key.to_string(), self.items_of(key));
+        self.loader_parts.insert(key.to_string(), part);
+    }
+
     /// The loader parts timed on a store (raw files: a dataset) of the size this entry gives
     /// it: those a sweep of these sizes reads; the others are timed again.
     pub fn parts_that_hold(&self) -> BTreeMap<String, super::LoaderPart> {

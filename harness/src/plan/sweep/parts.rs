@@ -138,12 +138,7 @@ impl SweepRun<'_> {
                 let part = self.probe(strategy, stored, loader, threads, floor)?;
                 Manifest::update(&self.places.out, |m| {
                     if let Some(sizing) = m.sizing.get_mut(&self.name) {
-                        sizing.loader_parts.insert(key.clone(), part);
-                        let items = match stored {
-                            Some(_) => sizes.store_items(&strategy.name, codec),
-                            None => sizes.source_items,
-                        };
-                        sizing.parts_timed_on.insert(key.clone(), items);
+                        sizing.record_part(&key, part);
                     }
                 })?;
                 part

@@ -42,13 +42,12 @@ fn a_sweep_of_some_strategies_keeps_the_loader_parts_of_the_others() {
 /// timed again, and its part then holds for the new size.
 #[test]
 fn a_part_holds_across_a_sweep_that_sized_its_store_for_another_storage() {
-    let local = entry(
-        &[("pixel-centered/none", 4059)],
-        1435,
-        &[
-            ("tf-data:pixel-centered/none", 13),
-            ("tf-data:unprocessed/none", 1372),
-        ],
+    let mut local = entry(&[("pixel-centered/none", 4059)], 1435, &[]);
+    local.record_part("tf-data:pixel-centered/none", 13.into());
+    local.record_part("tf-data:unprocessed/none", 1372.into());
+    assert_eq!(
+        local.parts_timed_on.values().collect::<Vec<_>>(),
+        [&4059, &1435]
     );
     let mut emulated = entry(&[("pixel-centered/none", 1000)], 1000, &[]);
     emulated.keep_from(&local);
