@@ -658,4 +658,30 @@ fn cached_epochs_repeat_their_passes_until_they_last_the_floor() {
             "{run:?}"
         );
     }
+    // A sweep of the workload under emulated storage sizes its store for that storage, under
+    // its own key: the local sweep's sizing, which the local views plan by, stays as it was.
+    let sizing = |out: &std::path::Path| {
+        let text = std::fs::read_to_string(out.join("manifest.json")).unwrap();
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()["sizing"].clone()
+    };
+    let local = sizing(&out);
+    prepbench_ok(&argv![
+        "sweep cv --samples",
+        SAMPLES,
+        "--strategies resized --trials 1 --threads 1 --epochs 1 --shards 2 --cache cold",
+        "--storage paper-ceph-hdd --evict fadvise --min-epoch-s 0.5 --quiet --data-dir",
+        data_dir().to_str().unwrap(),
+        "--store-dir",
+        store.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap()
+    ]);
+    let both = sizing(&out);
+    assert_eq!(both["cv"], local["cv"], "{both}");
+    let emulated = &both["cv [storage paper-ceph-hdd]"];
+    assert!(
+        emulated["stores"]["resized/none"].as_u64().unwrap() > 0,
+        "{both}"
+    );
+    assert_eq!(both.as_object().unwrap().len(), 2, "{both}");
 }

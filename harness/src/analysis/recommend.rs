@@ -70,10 +70,7 @@ pub fn planned_size(
         .raw_strategy()
         .and_then(|s| view.codecs.iter().find_map(|c| view.cold(s, *c, t)))
         .map(|cell| cell.samples);
-    let sized = machine
-        .sizing
-        .get(&view.name)
-        .and_then(|s| s.source_samples);
+    let sized = (machine.sizing_of(&view.name, &view.condition)).and_then(|s| s.source_samples);
     dataset_read(raw, sized).or_else(|| {
         view.strategies
             .iter()
@@ -105,7 +102,7 @@ fn processed(cell: &crate::analysis::cells::Cell, machine: &Machine, workload: &
     if let Some(n) = cell.offline_samples {
         return n;
     }
-    let share = machine.sizing.get(workload).map_or(1.0, |e| {
+    let share = (machine.sizing_of(workload, &cell.key.condition)).map_or(1.0, |e| {
         e.processed_share(&cell.key.strategy, cell.key.codec)
     });
     cell.samples as f64 * share
@@ -294,7 +291,7 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, machine: &Machine) 
     // raw files' epochs can still be short: they do not cycle, and a user's folder does not
     // grow (`sizing::dataset_growth`); that is said as what it is.
     let raw = view.raw_strategy();
-    let sized = machine.sizing.contains_key(&view.name);
+    let sized = machine.sizing_of(&view.name, &view.condition).is_some();
     let as_is = |c: &Candidate| sized && Some(c.strategy.as_str()) == raw;
     let short = list.iter().filter(|c| !c.long_enough && !as_is(c)).count();
     let mut short_note = if short > 0 {
@@ -357,6 +354,27 @@ pub struct Machine {
     pub cores: Option<usize>,
     /// The manifest's sizing of each workload's epochs (`--min-epoch-s`).
     pub sizing: std::collections::BTreeMap<String, crate::results::SizingEntry>,
+}
+
+impl Machine {
+    /// How the sweeps behind `workload`'s runs under `condition` sized their epochs
+    /// ([`crate::results::SizingEntry::key`]); in a folder from before the sizing was kept per
+    /// condition, the workload's one entry.
+    pub fn sizing_of(
+        &self,
+        workload: &str,
+        condition: &crate::results::Condition,
+    ) -> Option<&crate::results::SizingEntry> {
+        let key = crate::results::SizingEntry::key(workload, condition);
+        let per_condition = |k: &String| {
+            k.strip_prefix(workload)
+                .is_some_and(|r| r.starts_with(" ["))
+        };
+        (self.sizing.get(&key)).or_else(|| {
+            let old = !self.sizing.keys().any(per_condition);
+            old.then(|| self.sizing.get(workload)).flatten()
+        })
+    }
 }
 
 /// The memory to plan for: the option, else the measured machine's.
@@ -496,89 +514,4 @@ pub fn recommend(dir: &Path, opts: &RecommendOptions) -> anyhow::Result<String> 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_dataset_planned_for_is_the_whole_one_where_unprocessed_read_a_part() {
-        let from = |raw, sized| dataset_read(raw, sized).map(|(n, _)| n);
-        // Its first 186 of 1000 items read: the plan is for the 1000.
-        assert_eq!(from(Some(186), Some(1000)), Some(1000));
-        assert_eq!(from(Some(1045), Some(1045)), Some(1045));
-        assert_eq!(from(Some(1045), None), Some(1045));
-        assert_eq!(from(None, Some(1000)), Some(1000));
-        assert_eq!(from(None, None), None);
-    }
-
-    /// Offline time per sample is the same in every view of a workload: under the emulated
-    /// storage (stores sized otherwise), under tf-data (a part of a cycling store read) and
-    /// locally, it is what the materializations in offline.csv took for the samples they
-    /// processed.
-    #[test]
-    fn offline_time_per_sample_is_the_materializations_in_every_view() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../results/reproducibility/quick-bh");
-        let opts = RecommendOptions {
-            weights: Weights(0.0, 0.0, 1.0),
-            epochs: 10,
-            memory_bytes: None,
-            dataset_samples: None,
-        };
-        let rows = recommend_rows(&dir, &opts, crate::markdown::Rows::Json).unwrap();
-        let rows: Vec<serde_json::Value> = serde_json::from_str(&rows).unwrap();
-        let offline = crate::analysis::cells::Results::load(&dir).unwrap().offline;
-        let mut checked = std::collections::BTreeSet::new();
-        for row in &rows {
-            let (strategy, codec) = (row["strategy"].as_str().unwrap(), row["codec"].as_str());
-            let (Some(codec), Some(planned)) = (codec, row["planned_samples"].as_f64()) else {
-                continue;
-            };
-            let Some(made) = offline.iter().find_map(|((w, s, c), made)| {
-                (*w == row["workload"] && s == strategy && c.to_string() == codec).then_some(made)
-            }) else {
-                continue;
-            };
-            let per_sample = (made.iter())
-                .map(|(s, n)| s / n.expect("offline.csv records samples") as f64)
-                .sum::<f64>()
-                / made.len() as f64;
-            let ours = row["offline_s"].as_f64().unwrap() / planned;
-            assert!(
-                (ours / per_sample - 1.0).abs() < 1e-6,
-                "{row}: {ours} s a sample against the materializations' {per_sample}"
-            );
-            checked.insert(row["condition"].to_string());
-        }
-        // The local, emulated, tf-data and memory-limited views all checked.
-        assert!(checked.len() >= 4, "{checked:?}");
-    }
-
-    #[test]
-    fn presto_score_by_hand() {
-        // offline 0, 10, 20; storage 5, 1, 3; throughput 100, 300, 200.
-        let (p, s, t) = ([0.0, 10.0, 20.0], [5.0, 1.0, 3.0], [100.0, 300.0, 200.0]);
-        assert_eq!(
-            scores(&p, &s, &t, Weights(0.0, 0.0, 1.0)),
-            vec![0.0, 1.0, 0.5]
-        );
-        assert_eq!(
-            scores(&p, &s, &t, Weights(1.0, 0.0, 1.0)),
-            vec![1.0, 1.5, 0.5]
-        );
-        // storage normalised: 5 -> 1, 1 -> 0, 3 -> 0.5; inverted: 0, 1, 0.5.
-        assert_eq!(
-            scores(&p, &s, &t, Weights(0.0, 1.0, 0.0)),
-            vec![0.0, 1.0, 0.5]
-        );
-        // A constant column does not separate anybody.
-        assert_eq!(
-            scores(
-                &[0.0, 0.0],
-                &[1.0, 2.0],
-                &[5.0, 5.0],
-                Weights(1.0, 0.0, 1.0)
-            ),
-            vec![1.0 + 1.0, 1.0 + 1.0]
-        );
-    }
-}
+mod tests;

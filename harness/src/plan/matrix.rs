@@ -10,6 +10,7 @@ use crate::measure::epochs::RunSpec;
 use crate::measure::session::{app_cache_bytes, resolve_strategies, Materialized};
 use crate::plan::options::SweepOptions;
 use crate::plan::settings::Settings;
+use crate::results::SizingEntry;
 use workloads::ConsumerSpec;
 
 /// One online run of the matrix.
@@ -318,6 +319,24 @@ impl Plan {
                 .or_insert((cell.strategy.clone(), cell.codec));
         }
         pairs.into_values().collect()
+    }
+
+    /// The keys under which the manifest keeps this plan's sizing ([`SizingEntry::key`]): one
+    /// per storage profile its cells read from, with its consumer and memory limit; sorted.
+    pub fn sizing_keys(&self, workload: &str) -> Vec<String> {
+        let keys: std::collections::BTreeSet<String> = (self.cells.iter())
+            .map(|cell| {
+                let local = cell.storage.name == crate::results::labels::LOCAL_STORAGE;
+                let condition = crate::results::labels::Condition {
+                    storage: (!local).then(|| cell.storage.name.clone()),
+                    consumer: self.consumer,
+                    loader: None,
+                    memory_mb: self.memory_limit_mb,
+                };
+                SizingEntry::key(workload, &condition)
+            })
+            .collect();
+        keys.into_iter().collect()
     }
 
     /// The stable id of a cell's run: equal settings give equal ids, so a rerun can skip it.

@@ -4,7 +4,7 @@
 //! order so drift does not line up with one cell. Every run has a stable id derived from its
 //! settings, so re-running the same command skips what is already in `runs.csv`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use workloads::{CacheMode, Codec, Workload};
 
@@ -16,7 +16,7 @@ pub use crate::plan::options::SweepOptions;
 pub use crate::plan::settings::{Places, Settings};
 use crate::plan::sizing::{self, Sizes};
 use crate::plan::trials::targeted;
-use crate::results::{Calibration, Manifest, PlanEntry, Verdict};
+use crate::results::{Calibration, LoaderPart, Manifest, PlanEntry, Verdict};
 
 /// What a sweep did.
 pub struct SweepOutcome {
@@ -356,15 +356,29 @@ impl<'a> SweepRun<'a> {
                 .progress
                 .note(&format!("{name}: epochs may stay short: {line}"));
         }
-        let mut recorded = sizes.to_entry(floor, per_item);
+        let recorded = sizes.to_entry(floor, per_item);
+        let keys = self.plan.sizing_keys(&name);
         Manifest::update(&self.places.out, |m| {
-            // The parts a resumed sweep's slower loaders read, kept while their stores' sizes
-            // hold, and the stores other sweeps of the workload sized.
-            if let Some(before) = m.sizing.get(&name) {
-                recorded.keep_from(before);
+            // Under each condition the sweep reads (a storage profile, a consumer, a memory
+            // limit): the parts a resumed sweep's slower loaders read, kept while their stores'
+            // sizes hold, and the stores other sweeps of the workload under it sized. The
+            // parts it reads are those that hold under every one.
+            let mut parts: Option<BTreeMap<String, LoaderPart>> = None;
+            for key in &keys {
+                let mut entry = recorded.clone();
+                if let Some(before) = m.sizing.get(key) {
+                    entry.keep_from(before);
+                }
+                let holds = entry.parts_that_hold();
+                parts = Some(match parts {
+                    None => holds,
+                    Some(so_far) => (so_far.into_iter())
+                        .filter(|(k, part)| holds.get(k) == Some(part))
+                        .collect(),
+                });
+                m.sizing.insert(key.clone(), entry);
             }
-            sizes.loader_parts = recorded.parts_that_hold();
-            m.sizing.insert(name.clone(), recorded);
+            sizes.loader_parts = parts.unwrap_or_default();
         })?;
         Ok((self, sizes))
     }

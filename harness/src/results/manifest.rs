@@ -176,20 +176,39 @@ pub struct SizingEntry {
 }
 
 impl SizingEntry {
+    /// The key in [`Manifest::sizing`] of the sweeps of `workload` under `condition`, its
+    /// loader aside (the sweeps of every loader under one condition read the same stores, each
+    /// loader's part of them in `loader_parts`): the workload's name on the local disk as it
+    /// is, else `NAME [storage paper-ceph-hdd]`, `NAME [memory 256 MB]` and so on. Folders
+    /// written before kept one entry a workload, which each sweep of it under any condition
+    /// replaced: in `quick-bh` the memory-limited sweep's 1,000 source samples were what the
+    /// tf-data view planned by, where the local sweeps had read 1,435.
+    pub fn key(workload: &str, condition: &super::labels::Condition) -> String {
+        let condition = super::labels::Condition {
+            loader: None,
+            ..condition.clone()
+        };
+        if condition.is_plain() {
+            workload.to_string()
+        } else {
+            format!("{workload} [{condition}]")
+        }
+    }
+
     /// The key of `strategy`'s store with `codec` in `stores`.
     pub fn store_key(strategy: &str, codec: impl std::fmt::Display) -> String {
         format!("{strategy}/{codec}")
     }
 
-    /// Carries over from `before`, an earlier sweep's sizing of the same workload, the stores
-    /// this one does not size and the loader parts it has not timed, each with the size of the
-    /// store it was timed on. Sweeps of one workload under other conditions (emulated storage,
-    /// a memory limit, settling trials of a few cells) size only their own strategies, and a
-    /// sweep under emulated storage sizes a strategy's store otherwise than the local one:
-    /// dropping the parts whose store it sized otherwise made the local tf-data sweep's
-    /// settling trials time their part again (`quick-bh`: 16 of 16 shards where the sweep had
-    /// read 13), so that its trials became a new cell of one trial and 1a under tf-data was
-    /// not testable. Which parts hold for this entry's sizes is [`SizingEntry::parts_that_hold`].
+    /// Carries over from `before`, an earlier sweep's sizing of the same workload under the
+    /// same condition, the stores this one does not size and the loader parts it has not timed,
+    /// each with the size of the store it was timed on. Settling trials of a few cells and
+    /// sweeps of some strategies size only their own, and a store may be sized again at
+    /// another size: dropping the parts whose store was sized otherwise made the local tf-data
+    /// sweep's settling trials time their part again (`quick-bh`, where one entry still served
+    /// the emulated sweep too: 16 of 16 shards where the sweep had read 13), so that its
+    /// trials became a new cell of one trial and 1a under tf-data was not testable. Which
+    /// parts hold for this entry's sizes is [`SizingEntry::parts_that_hold`].
     pub fn keep_from(&mut self, before: &SizingEntry) {
         if self.min_epoch_s != before.min_epoch_s {
             return;
@@ -340,7 +359,7 @@ pub struct Manifest {
     /// The shards a merged folder was made from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<MergedFrom>,
-    /// Per workload, how its epochs were sized by time.
+    /// Per workload and condition ([`SizingEntry::key`]), how its epochs were sized by time.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sizing: BTreeMap<String, SizingEntry>,
     /// What settling could give a cell in the reproduction that made the folder (absent for

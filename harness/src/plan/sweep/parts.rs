@@ -136,9 +136,12 @@ impl SweepRun<'_> {
             None if native => return Ok(None),
             None => {
                 let part = self.probe(strategy, stored, loader, threads, floor)?;
+                let keys = self.plan.sizing_keys(&self.name);
                 Manifest::update(&self.places.out, |m| {
-                    if let Some(sizing) = m.sizing.get_mut(&self.name) {
-                        sizing.record_part(&key, part);
+                    for k in &keys {
+                        if let Some(sizing) = m.sizing.get_mut(k) {
+                            sizing.record_part(&key, part);
+                        }
                     }
                 })?;
                 part
