@@ -1,13 +1,13 @@
 //! The features beyond one machine, against the real things on loopback, from one prepbench
-//! built here into its own target directory with `--features mpi,s3` (`s3` alone where MPI
-//! cannot be installed; the default build has neither):
+//! built with `--features mpi,s3` into its own target directory, kept outside the clone across
+//! runs (`s3` alone where MPI cannot be installed; the default build has neither):
 //!
 //! - multi-rank reading under a real `mpirun` (Open MPI from the distribution's packages): a
 //!   prepbench built with `--features mpi` runs `run --ranks` on two ranks, each reading its
 //!   partition at once after a barrier (needs libopenmpi-dev and libclang, installed when
 //!   running as root);
 //! - stores in S3-compatible object storage: a prepbench built with `--features s3`
-//!   materializes a strategy to a moto server (from PyPI, in a virtual environment made here)
+//!   materializes a strategy to a moto server (from PyPI, in a shared virtual environment)
 //!   on 127.0.0.1 and reads it back with `--verify`; `generate` uploads a dataset there, and a
 //!   workload whose `dataset.path` is that `s3://` URL runs on it.
 //!
@@ -63,9 +63,15 @@ fn s3_binary() -> Result<PathBuf, String> {
     Ok(feature_build()?.binary.clone())
 }
 
-/// prepbench built with `features` into the tests' own target directory, or why it cannot be.
+/// prepbench built with `features` into the shared feature build's target directory, or why it
+/// cannot be.
 fn build_with(features: &str) -> Result<PathBuf, String> {
-    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("feature-build");
+    // Outside the clone, with the shared virtual environments: its dependencies (aws-lc-sys's
+    // C, tokio, reqwest, the MPI bindings) build once per machine, not once per clean clone
+    // (from a clean clone and an empty cache these tests took 7.7 minutes, most of it this
+    // build).
+    // Cargo's lock on the folder queues two checkouts testing at once.
+    let target = common::shared_root()?.join("feature-build");
     let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
@@ -204,7 +210,7 @@ impl Moto {
     /// would otherwise make it over each other, and all but one skip).
     fn venv() -> Result<&'static PathBuf, String> {
         static VENV: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-        VENV.get_or_init(|| common::venv("venv-moto", "moto.server", &["moto[server]"]))
+        VENV.get_or_init(|| common::shared_venv("moto", "moto.server", &["moto[server]"]))
             .as_ref()
             .map_err(Clone::clone)
     }

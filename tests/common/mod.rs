@@ -272,25 +272,6 @@ pub fn mpirun() -> Result<&'static str, String> {
         .clone()
 }
 
-/// The virtual environment `name` under the target's temporary folder with `packages`
-/// installed by pip, made once per test process and kept for later runs (it is reused when
-/// `import_check` imports); an error saying why when python3 or pip cannot make it (the caller
-/// skips, saying so). One per purpose, so that tests starting at once do not make one over each
-/// other.
-#[allow(dead_code)]
-pub fn venv(name: &str, import_check: &str, packages: &[&str]) -> Result<PathBuf, String> {
-    let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let ready = Command::new(venv.join("bin").join("python"))
-        .args(["-c", &format!("import {import_check}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ready {
-        return Ok(venv);
-    }
-    make_venv(&venv, packages)?;
-    Ok(venv)
-}
-
 /// `python3 -m venv VENV`, then `packages` installed into it by pip.
 fn make_venv(venv: &Path, packages: &[&str]) -> Result<(), String> {
     let made = Command::new("python3")
@@ -316,11 +297,11 @@ fn make_venv(venv: &Path, packages: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
-/// The virtual environment with NumPy and Pillow for Python steps (see [`venv`]).
+/// The virtual environment with NumPy and Pillow for Python steps (see [`shared_venv`]).
 #[allow(dead_code)]
 pub fn numpy_venv() -> Result<&'static Path, String> {
     static VENV: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    VENV.get_or_init(|| venv("venv-steps", "numpy, PIL", &["numpy", "Pillow"]))
+    VENV.get_or_init(|| shared_venv("steps", "numpy, PIL", &["numpy", "Pillow"]))
         .as_ref()
         .map(PathBuf::as_path)
         .map_err(Clone::clone)
@@ -398,6 +379,17 @@ pub const TORCH_PACKAGES: [&str; 6] = [
     "python3-h5py",
 ];
 
+/// Where what the tests make once and reuse across checkouts and runs is kept, outside the
+/// clone: `$PREPBENCH_TEST_VENVS`, else `~/.cache/prepbench-tests` (the virtual environments
+/// of [`shared_venv`], the cluster tests' feature build). A clean clone's CI run then pays for
+/// a pip install or a build of `aws-lc-sys` once per machine, not once per run.
+#[allow(dead_code)]
+pub fn shared_root() -> Result<PathBuf, String> {
+    (std::env::var_os("PREPBENCH_TEST_VENVS").map(PathBuf::from))
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/prepbench-tests")))
+        .ok_or_else(|| "neither PREPBENCH_TEST_VENVS nor HOME is set".to_string())
+}
+
 /// A virtual environment kept outside the clone and shared by every checkout and run on this
 /// machine, keyed by its requirements: `$PREPBENCH_TEST_VENVS/NAME-KEY` (default
 /// `~/.cache/prepbench-tests`), with `packages` installed by pip, made once and reused while
@@ -406,10 +398,7 @@ pub const TORCH_PACKAGES: [&str; 6] = [
 #[allow(dead_code)]
 pub fn shared_venv(name: &str, import_check: &str, packages: &[&str]) -> Result<PathBuf, String> {
     use std::hash::{Hash, Hasher};
-    let root = std::env::var_os("PREPBENCH_TEST_VENVS")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/prepbench-tests")))
-        .ok_or("neither PREPBENCH_TEST_VENVS nor HOME is set")?;
+    let root = shared_root()?;
     let mut key = std::hash::DefaultHasher::new();
     (packages, import_check).hash(&mut key);
     let venv = root.join(format!("{name}-{:016x}", key.finish()));
