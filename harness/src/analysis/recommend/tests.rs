@@ -11,22 +11,31 @@ fn the_dataset_planned_for_is_the_whole_one_where_unprocessed_read_a_part() {
     assert_eq!(from(None, None), None);
 }
 
-/// Offline time per sample is the same in every view of a workload: under the emulated
-/// storage (stores sized otherwise), under tf-data (a part of a cycling store read) and
-/// locally, it is what the materializations in offline.csv took for the samples they
-/// processed.
-#[test]
-fn offline_time_per_sample_is_the_materializations_in_every_view() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../results/reproducibility/quick-bh");
+/// The committed `quick-bh` folder, written before the sizing was kept per condition.
+fn quick_bh() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/reproducibility/quick-bh")
+}
+
+/// `recommend --json` on `dir` for 10 epochs, by throughput alone.
+fn throughput_rows(dir: &Path) -> Vec<serde_json::Value> {
     let opts = RecommendOptions {
         weights: Weights(0.0, 0.0, 1.0),
         epochs: 10,
         memory_bytes: None,
         dataset_samples: None,
     };
-    let rows = recommend_rows(&dir, &opts, crate::markdown::Rows::Json).unwrap();
-    let rows: Vec<serde_json::Value> = serde_json::from_str(&rows).unwrap();
+    let rows = recommend_rows(dir, &opts, crate::markdown::Rows::Json).unwrap();
+    serde_json::from_str(&rows).unwrap()
+}
+
+/// Offline time per sample is the same in every view of a workload: under the emulated
+/// storage (stores sized otherwise), under tf-data (a part of a cycling store read) and
+/// locally, it is what the materializations in offline.csv took for the samples they
+/// processed.
+#[test]
+fn offline_time_per_sample_is_the_materializations_in_every_view() {
+    let dir = quick_bh();
+    let rows = throughput_rows(&dir);
     let offline = crate::analysis::cells::Results::load(&dir).unwrap().offline;
     let mut checked = std::collections::BTreeSet::new();
     for row in &rows {
@@ -61,18 +70,9 @@ fn offline_time_per_sample_is_the_materializations_in_every_view() {
 /// for 1,435 and the memory-limited one for its own 1,000.
 #[test]
 fn each_view_plans_for_the_dataset_its_conditions_sweeps_read() {
-    let committed = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../results/reproducibility/quick-bh");
-    let opts = RecommendOptions {
-        weights: Weights(0.0, 0.0, 1.0),
-        epochs: 10,
-        memory_bytes: None,
-        dataset_samples: None,
-    };
+    let committed = quick_bh();
     let planned = |dir: &Path| {
-        let rows = recommend_rows(dir, &opts, crate::markdown::Rows::Json).unwrap();
-        let rows: Vec<serde_json::Value> = serde_json::from_str(&rows).unwrap();
-        (rows.iter())
+        (throughput_rows(dir).iter())
             .filter(|r| r["workload"] == "cv")
             .map(|r| {
                 (
