@@ -326,9 +326,9 @@ impl Plan {
     pub fn sizing_keys(&self, workload: &str) -> Vec<String> {
         let keys: std::collections::BTreeSet<String> = (self.cells.iter())
             .map(|cell| {
-                let local = cell.storage.name == crate::results::labels::LOCAL_STORAGE;
+                let storage = crate::results::labels::emulated_storage(&cell.storage.name);
                 let condition = crate::results::labels::Condition {
-                    storage: (!local).then(|| cell.storage.name.clone()),
+                    storage: storage.map(str::to_string),
                     consumer: self.consumer,
                     loader: None,
                     memory_mb: self.memory_limit_mb,

@@ -221,6 +221,12 @@ label_serde!(StageName);
 /// The storage profile every run reads through unless another is emulated.
 pub const LOCAL_STORAGE: &str = workloads::storage::LOCAL;
 
+/// The emulated storage profile of a run read under the profile named `storage`; `None` for
+/// the local disk as it is.
+pub fn emulated_storage(storage: &str) -> Option<&str> {
+    (storage != LOCAL_STORAGE).then_some(storage)
+}
+
 /// What a run was measured under besides its cell's settings: an emulated storage profile and a
 /// simulated consumer. The default (neither) is a plain run. Reports keep each condition apart.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -321,7 +321,7 @@ impl RunRow {
 
     /// The emulated storage profile the run was read under; `None` for the local disk.
     pub fn emulated_storage(&self) -> Option<&str> {
-        (self.storage != LOCAL_STORAGE).then_some(self.storage.as_str())
+        super::labels::emulated_storage(&self.storage)
     }
 
     /// Whether the epoch read its input from object storage.
