@@ -269,3 +269,32 @@ fn max_trials_that_add_none_are_refused() {
     opts.max_trials = Some(10);
     assert!(Plan::new(&cv(), &opts).is_ok());
 }
+
+#[test]
+fn a_sweep_over_several_storage_profiles_keeps_a_sizing_entry_for_each() {
+    let mut opts = SweepOptions {
+        workload: "cv".into(),
+        strategies: Some(vec!["resized".into()]),
+        storage: Some(vec!["local".into(), "paper-ceph-hdd".into()]),
+        ..Default::default()
+    };
+    let plan = Plan::new(&cv(), &opts).unwrap();
+    assert_eq!(
+        plan.sizing_keys("cv"),
+        ["cv", "cv [storage paper-ceph-hdd]"]
+    );
+    // The memory limit is part of every key; one profile gives one key.
+    opts.settings.memory_limit_mb = Some(256);
+    let plan = Plan::new(&cv(), &opts).unwrap();
+    assert_eq!(
+        plan.sizing_keys("cv"),
+        [
+            "cv [memory 256 MB]",
+            "cv [storage paper-ceph-hdd, memory 256 MB]"
+        ]
+    );
+    opts.storage = Some(vec!["paper-ceph-hdd".into()]);
+    opts.settings.memory_limit_mb = None;
+    let plan = Plan::new(&cv(), &opts).unwrap();
+    assert_eq!(plan.sizing_keys("cv"), ["cv [storage paper-ceph-hdd]"]);
+}
