@@ -635,6 +635,18 @@ for i in range(8):
 assert differ >= 6 and other_epoch >= 7 and shifted == 8, (differ, other_epoch, shifted)
 late = sorted(m for m in set(sys.modules) - made if m.split(".")[0] in ("torch", "torchvision", "PIL", "numpy"))
 assert not late, f"imported on the first sample: {late}"
+# A PNG under a JPEG's name (ImageNet's n02105855_2933.JPEG) decodes to its RGB pixels, alpha
+# dropped, in the torchvision form as natively.
+import io
+from PIL import Image
+rgba = np.random.default_rng(0).integers(0, 256, (7, 9, 4), dtype=np.uint8)
+buf = io.BytesIO()
+Image.fromarray(rgba).save(buf, format="PNG")
+step = next(k for k, s in enumerate(spec["steps"]) if s["op"] == "decode_jpeg")
+payload, _, layout = online.apply(step, 0, 0, [("data", "bytes", None, [], buf.getvalue())])
+assert np.array_equal(_fields(payload, 0, layout)["image"], rgba[..., :3])
+torch_form = ts.DecodeJpeg({"from": "data", "to": "image"})
+assert np.array_equal(np.asarray(torch_form(buf.getvalue())), rgba[..., :3])
 print("ok")
 "#;
 
@@ -852,6 +864,16 @@ parse = ts.parser(ts.schema(record(b"PBS1")))
 sid, fields = ts.checked(parse)(tf.constant(record(b"PBS1")))
 assert int(sid) == 9 and fields["x"].numpy().tobytes() == b"abc", (sid, fields)
 fails(parse, record(b"PBSX"), "not a prepbench record")
+# A PNG under a JPEG's name decodes under `tf.io.decode_jpeg` to its RGB pixels, alpha dropped,
+# as prepbench's decode_jpeg decodes it.
+import io
+from PIL import Image
+rgba = np.random.default_rng(0).integers(0, 256, (7, 9, 4), dtype=np.uint8)
+buf = io.BytesIO()
+Image.fromarray(rgba).save(buf, format="PNG")
+fields = {"data": tf.constant(buf.getvalue())}
+ts.make("decode_jpeg", {"from": "data", "to": "image"}, 1)(fields, None)
+assert (fields["image"].numpy() == rgba[..., :3]).all()
 print("ok")
 "#;
 

@@ -1,7 +1,8 @@
 //! `decode_jpeg`: decodes JPEG bytes to an RGB uint8 image tensor [height, width, 3], refusing
 //! images above a pixel limit before allocating them (decompression bombs). The decoding is
 //! prepbench's own for the files photographs come as (`decoder` and the modules beside it),
-//! zune-jpeg's for the rest.
+//! zune-jpeg's for the rest; a PNG under a JPEG's name is decoded as a PNG, as TensorFlow's
+//! `decode_jpeg` and Pillow do, and other formats are refused naming what they are.
 
 use image::ImageFormat;
 use serde::{Deserialize, Serialize};
@@ -40,7 +41,7 @@ pub struct Params {
     pub max_expansion: f64,
 }
 
-step_spec! { DecodeJpeg, "decode_jpeg", "decode JPEG bytes to an RGB uint8 image [height, width, 3]" }
+step_spec! { DecodeJpeg, "decode_jpeg", "decode JPEG bytes (or a PNG under a JPEG's name, as TensorFlow's decode_jpeg) to an RGB uint8 image [height, width, 3]" }
 
 #[derive(Debug)]
 pub struct DecodeJpeg {
@@ -76,6 +77,9 @@ pub fn decode_rgb8(bytes: &[u8], max_pixels: u64, max_expansion: f64) -> Result<
     use zune_core::bytestream::ZCursor;
     use zune_core::colorspace::ColorSpace;
     use zune_core::options::DecoderOptions;
+    if bytes.starts_with(PNG_SIGNATURE) {
+        return png_rgb8(bytes, max_pixels, max_expansion);
+    }
     check_complete(bytes).map_err(|what| StepError::new(format!("invalid JPEG: {what}")))?;
     let bad = |e: zune_jpeg::errors::DecodeErrors| StepError::new(format!("invalid JPEG: {e}"));
     let options = DecoderOptions::default()
@@ -133,6 +137,41 @@ pub fn decode_rgb8(bytes: &[u8], max_pixels: u64, max_expansion: f64) -> Result<
     Tensor::new(vec![height, width, 3], TensorData::U8(rgb))
 }
 
+/// The eight bytes a PNG file starts with.
+const PNG_SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
+
+/// A PNG under a JPEG's name, decoded as TensorFlow's `decode_jpeg` and Pillow read one (and
+/// so the paper's stack and a PyTorch user's `ImageFolder`): RGB uint8, alpha dropped, 16-bit
+/// samples rounded to 8 as `decode_png` does. ImageNet's training set holds one such file
+/// (n02105855_2933.JPEG), and folders of photographs gathered from the web hold more.
+fn png_rgb8(bytes: &[u8], max_pixels: u64, max_expansion: f64) -> Result<Tensor, StepError> {
+    let image = super::decode_guarded(bytes, ImageFormat::Png, max_pixels, max_expansion)?;
+    let (width, height) = (image.width() as usize, image.height() as usize);
+    Tensor::new(
+        vec![height, width, 3],
+        TensorData::U8(image.into_rgb8().into_raw()),
+    )
+}
+
+/// What a file that is neither JPEG nor PNG is, from its first bytes, for the error that
+/// refuses it (`None` where the bytes name no format this knows).
+fn other_format(bytes: &[u8]) -> Option<&'static str> {
+    let at = |offset: usize, magic: &[u8]| bytes.get(offset..offset + magic.len()) == Some(magic);
+    if at(0, b"GIF87a") || at(0, b"GIF89a") {
+        Some("GIF")
+    } else if at(0, b"RIFF") && at(8, b"WEBP") {
+        Some("WebP")
+    } else if at(0, b"BM") {
+        Some("BMP")
+    } else if at(0, b"II*\0") || at(0, b"MM\0*") {
+        Some("TIFF")
+    } else if at(4, b"ftyphei") || at(4, b"ftypmif1") || at(4, b"ftypavif") {
+        Some("HEIF or AVIF")
+    } else {
+        None
+    }
+}
+
 /// The same decode through the `image` crate (what [`decode_rgb8`] replaced): the reference its
 /// output is tested against, and the baseline of its benchmark.
 pub fn decode_rgb8_via_image(
@@ -155,7 +194,13 @@ pub fn decode_rgb8_via_image(
 /// loaders) refuses such files by default, and so does prepbench.
 pub fn check_complete(bytes: &[u8]) -> Result<(), String> {
     if bytes.len() < 4 || bytes[0] != 0xFF || bytes[1] != 0xD8 {
-        return Err("no start-of-image marker (not a JPEG)".into());
+        return Err(match other_format(bytes) {
+            Some(format) => format!(
+                "the file is a {format}, not a JPEG (decode_jpeg reads JPEG, and PNG as \
+                 TensorFlow's decode_jpeg does; convert it, or pass --on-error skip)"
+            ),
+            None => "no start-of-image marker (not a JPEG)".into(),
+        });
     }
     let mut pos = 2;
     loop {

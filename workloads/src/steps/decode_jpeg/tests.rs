@@ -295,3 +295,73 @@ fn a_header_claiming_more_than_the_bytes_can_hold_is_refused_before_decoding() {
     let s = Sample::new(4).with("data", Field::Bytes(jpeg(640, 480)));
     assert!(step(crate::steps::MAX_IMAGE_PIXELS).apply(s, &CTX).is_ok());
 }
+
+/// `pixels` (`color`'s channels a pixel) encoded as PNG.
+fn png(pixels: &[u8], width: u32, height: u32, color: image::ExtendedColorType) -> Vec<u8> {
+    use image::ImageEncoder;
+    let mut out = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut out)
+        .write_image(pixels, width, height, color)
+        .unwrap();
+    out
+}
+
+fn decoded(bytes: Vec<u8>) -> Result<(Vec<usize>, Vec<u8>), String> {
+    let s = Sample::new(5).with("data", Field::Bytes(bytes));
+    let out = step(crate::steps::MAX_IMAGE_PIXELS)
+        .apply(s, &CTX)
+        .map_err(|e| e.message)?;
+    let t = out.tensor("image").unwrap();
+    let TensorData::U8(px) = t.data() else {
+        panic!("not u8")
+    };
+    Ok((t.shape().to_vec(), px.clone()))
+}
+
+/// A PNG under a JPEG's name (ImageNet's n02105855_2933.JPEG) decodes as TensorFlow's
+/// `decode_jpeg` and Pillow decode it: RGB, alpha dropped, grey spread to three channels,
+/// 16-bit samples rounded to 8; and its guards are the JPEG's.
+#[test]
+fn a_png_under_a_jpegs_name_decodes_to_its_rgb_pixels() {
+    use image::ExtendedColorType as C;
+    let rgb: Vec<u8> = (0..5 * 3 * 3).map(|v| (v * 7) as u8).collect();
+    let got = decoded(png(&rgb, 5, 3, C::Rgb8)).unwrap();
+    assert_eq!(got, (vec![3, 5, 3], rgb.clone()));
+    let rgba: Vec<u8> = (rgb.chunks(3))
+        .flat_map(|p| [p[0], p[1], p[2], 9])
+        .collect();
+    assert_eq!(decoded(png(&rgba, 5, 3, C::Rgba8)).unwrap().1, rgb);
+    let grey: Vec<u8> = (0..15).map(|v| v * 17).collect();
+    let spread: Vec<u8> = grey.iter().flat_map(|&v| [v, v, v]).collect();
+    assert_eq!(decoded(png(&grey, 5, 3, C::L8)).unwrap().1, spread);
+    let wide: Vec<u8> = [0u16, 257, 65535, 1000, 32768, 12345]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
+    let narrow = [0u8, 1, 255, 4, 128, 48];
+    assert_eq!(decoded(png(&wide, 2, 1, C::Rgb16)).unwrap().1, narrow);
+    // Truncated, it is an invalid PNG, not an invalid JPEG; too large, refused before decoding.
+    let whole = png(&rgb, 5, 3, C::Rgb8);
+    let err = decoded(whole[..whole.len() - 20].to_vec()).unwrap_err();
+    assert!(err.contains("invalid PNG"), "{err}");
+    let s = Sample::new(6).with("data", Field::Bytes(whole));
+    let err = step(10).apply(s, &CTX).unwrap_err();
+    assert!(err.message.contains("exceeds max_pixels"), "{err}");
+}
+
+/// Other image formats under a JPEG's name are refused naming what they are.
+#[test]
+fn other_formats_under_a_jpegs_name_are_named_in_the_error() {
+    for (bytes, format) in [
+        (b"GIF89a\x01\x00\x01\x00".to_vec(), "a GIF"),
+        (b"RIFF\x10\x00\x00\x00WEBPVP8 ".to_vec(), "a WebP"),
+        (b"BM\x3a\x00\x00\x00".to_vec(), "a BMP"),
+        (b"II*\x00\x08\x00\x00\x00".to_vec(), "a TIFF"),
+        (b"\x00\x00\x00\x18ftypheic".to_vec(), "a HEIF or AVIF"),
+    ] {
+        let err = decoded(bytes).unwrap_err();
+        assert!(err.contains(format) && err.contains("not a JPEG"), "{err}");
+    }
+    let err = decoded(b"not a jpeg".to_vec()).unwrap_err();
+    assert!(err.contains("no start-of-image marker"), "{err}");
+}
