@@ -100,7 +100,32 @@ class DecodeJpeg(Op):
         from torchvision.io import ImageReadMode, decode_jpeg
 
         encoded = torch.frombuffer(data, dtype=torch.uint8)
-        return decode_jpeg(encoded, mode=ImageReadMode.RGB).permute(1, 2, 0)
+        try:
+            return decode_jpeg(encoded, mode=ImageReadMode.RGB).permute(1, 2, 0)
+        except RuntimeError:
+            # torchvision's decoder before 0.19 refuses a four-channel (CMYK or YCCK) file
+            # ("Unsupported color conversion request"): ImageNet holds 22. Pillow converts it
+            # as prepbench's decoder and TensorFlow's do (the same pixels on Pillow's own
+            # CMYK files); anything else torchvision refuses stays refused.
+            cmyk = _cmyk_as_rgb(data)
+            if cmyk is None:
+                raise
+            return cmyk
+
+
+def _cmyk_as_rgb(data):
+    """A CMYK (or YCCK) JPEG's pixels in RGB as Pillow converts them; None for any other file
+    (Pillow reads only the header to tell)."""
+    import numpy as np
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            if image.format != "JPEG" or image.mode != "CMYK":
+                return None
+            return _tensor(np.asarray(image.convert("RGB")))
+    except (OSError, ValueError):
+        return None
 
 
 class DecodePng(Op):
