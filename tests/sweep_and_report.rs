@@ -624,17 +624,22 @@ fn mpirun_with_two_ranks_then_merge_gives_the_unsharded_cells() {
 fn cached_epochs_repeat_their_passes_until_they_last_the_floor() {
     let work = tempfile::tempdir().unwrap();
     let (out, store) = (work.path().join("out"), work.path().join("store"));
-    prepbench_ok(&argv![
-        "sweep cv --samples",
-        SAMPLES,
-        "--strategies resized --trials 1 --threads 1 --epochs 2 --shards 2 --cache cold,app",
-        "--evict fadvise --min-epoch-s 0.5 --quiet --data-dir",
-        data_dir().to_str().unwrap(),
-        "--store-dir",
-        store.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap()
-    ]);
+    let sweep = |settings: &str| {
+        let mut args = argv![
+            "sweep cv --samples",
+            SAMPLES,
+            "--strategies resized --trials 1 --threads 1 --shards 2 --evict fadvise",
+            "--min-epoch-s 0.5 --quiet --data-dir",
+            data_dir().to_str().unwrap(),
+            "--store-dir",
+            store.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap()
+        ];
+        args.extend(settings.split_whitespace().map(String::from));
+        prepbench_ok(&args);
+    };
+    sweep("--epochs 2 --cache cold,app");
     let runs = Csv::read(&out.join("runs.csv"));
     assert_eq!(runs.rows.len(), 4, "{:?}", runs.rows);
     for run in &runs.rows {
@@ -665,17 +670,7 @@ fn cached_epochs_repeat_their_passes_until_they_last_the_floor() {
         serde_json::from_str::<serde_json::Value>(&text).unwrap()["sizing"].clone()
     };
     let local = sizing(&out);
-    prepbench_ok(&argv![
-        "sweep cv --samples",
-        SAMPLES,
-        "--strategies resized --trials 1 --threads 1 --epochs 1 --shards 2 --cache cold",
-        "--storage paper-ceph-hdd --evict fadvise --min-epoch-s 0.5 --quiet --data-dir",
-        data_dir().to_str().unwrap(),
-        "--store-dir",
-        store.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap()
-    ]);
+    sweep("--epochs 1 --cache cold --storage paper-ceph-hdd");
     let both = sizing(&out);
     assert_eq!(both["cv"], local["cv"], "{both}");
     let emulated = &both["cv [storage paper-ceph-hdd]"];

@@ -95,7 +95,7 @@ class DecodeJpeg(Op):
         if bytes(data[:8]) == PNG_SIGNATURE:
             # A PNG under a JPEG's name (ImageNet holds one), read as Pillow reads it, as
             # ImageFolder's loader does and prepbench's own decode_jpeg.
-            return DecodePng.__call__(self, data)
+            return _pillow_rgb(data)
         torch = _torch()
         from torchvision.io import ImageReadMode, decode_jpeg
 
@@ -107,25 +107,28 @@ class DecodeJpeg(Op):
             # ("Unsupported color conversion request"): ImageNet holds 22. Pillow converts it
             # as prepbench's decoder and TensorFlow's do (the same pixels on Pillow's own
             # CMYK files); anything else torchvision refuses stays refused.
-            cmyk = _cmyk_as_rgb(data)
+            cmyk = _pillow_rgb(data, cmyk_jpeg=True)
             if cmyk is None:
                 raise
             return cmyk
 
 
-def _cmyk_as_rgb(data):
-    """A CMYK (or YCCK) JPEG's pixels in RGB as Pillow converts them; None for any other file
-    (Pillow reads only the header to tell)."""
+def _pillow_rgb(data, cmyk_jpeg=False):
+    """An image file's pixels in RGB as Pillow reads and converts them. With `cmyk_jpeg`, only
+    a CMYK (or YCCK) JPEG's: None for any other file (Pillow reads the header to tell) and for
+    one Pillow cannot read."""
     import numpy as np
     from PIL import Image
 
     try:
         with Image.open(io.BytesIO(data)) as image:
-            if image.format != "JPEG" or image.mode != "CMYK":
+            if cmyk_jpeg and (image.format, image.mode) != ("JPEG", "CMYK"):
                 return None
             return _tensor(np.asarray(image.convert("RGB")))
     except (OSError, ValueError):
-        return None
+        if cmyk_jpeg:
+            return None
+        raise
 
 
 class DecodePng(Op):
@@ -134,11 +137,7 @@ class DecodePng(Op):
     imports = ("numpy", "PIL.Image", "torch")
 
     def __call__(self, data):
-        import numpy as np
-        from PIL import Image
-
-        with Image.open(io.BytesIO(data)) as image:
-            return _tensor(np.asarray(image.convert("RGB")))
+        return _pillow_rgb(data)
 
 
 class DecodeNpy(Op):

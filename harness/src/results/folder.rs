@@ -118,6 +118,20 @@ pub(crate) fn reference_folders() -> Vec<std::path::PathBuf> {
     folders
 }
 
+/// A copy of the folder `from` (a committed results folder, say) at `to`, every file in it.
+#[cfg(test)]
+pub(crate) fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let (path, target) = (entry.path(), to.join(entry.file_name()));
+        if path.is_dir() {
+            copy_tree(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

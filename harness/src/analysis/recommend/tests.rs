@@ -94,15 +94,7 @@ fn each_view_plans_for_the_dataset_its_conditions_sweeps_read() {
     assert_eq!(find(&old, "memory 256 MB"), 1000.0, "{old:?}");
     // As a sweep now writes it: an entry per condition.
     let work = tempfile::tempdir().unwrap();
-    for file in [
-        "manifest.json",
-        "runs.csv",
-        "offline.csv",
-        "samples.csv",
-        "stages.csv",
-    ] {
-        std::fs::copy(committed.join(file), work.path().join(file)).unwrap();
-    }
+    crate::results::folder::copy_tree(&committed, work.path());
     let path = work.path().join("manifest.json");
     let mut manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();

@@ -1,20 +1,7 @@
 //! Reports of the committed references, and reports written elsewhere.
 
-use std::path::Path;
-
 use super::*;
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().flatten() {
-        let (path, target) = (entry.path(), to.join(entry.file_name()));
-        if path.is_dir() {
-            copy_tree(&path, &target);
-        } else {
-            std::fs::copy(&path, &target).unwrap();
-        }
-    }
-}
+use crate::results::folder::copy_tree;
 
 /// `prepbench report` of a committed reference writes its committed report again, byte for
 /// byte (the peer measurements it keeps included): a reference that no longer matches what

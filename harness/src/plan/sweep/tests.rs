@@ -271,7 +271,7 @@ fn max_trials_that_add_none_are_refused() {
 }
 
 #[test]
-fn a_sweep_over_several_storage_profiles_keeps_a_sizing_entry_for_each() {
+fn a_sweep_over_several_storage_profiles_plans_a_sizing_key_for_each() {
     let mut opts = SweepOptions {
         workload: "cv".into(),
         strategies: Some(vec!["resized".into()]),
