@@ -7,7 +7,8 @@ or quick's figures are figures of its small stores, not of the pipeline.
 Three sweeps of CV's stored strategies (`concatenated`, `resized`, `pixel-centered`; 16 shards,
 2 threads, cold then warm, 6 trials), on the local disk and under `paper-ceph-hdd`, their
 trials run in interleaved blocks (2 trials of each condition, then 2 more, each block in
-another order: one condition after another, a drifting host moved every ratio by 10-15 %):
+another order: run one condition after another, the same comparison read 0.95-1.25x in one
+run and 0.77-0.99x in the next, as the host drifted):
 
 - `base`: 300 source images, epochs sized to last 1 s (`--min-epoch-s 1`, quick's floor);
 - `sources`: 1,200 source images (4x as many distinct records), the same floor;
