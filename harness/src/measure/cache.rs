@@ -68,13 +68,24 @@ fn file_residency(path: &Path, page: usize) -> Result<Residency, StoreError> {
 /// Residency of a file already open (`path` names it in errors).
 pub fn open_file_residency(file: &File, path: &Path, page: usize) -> Result<Residency, StoreError> {
     let len = file.metadata().map_err(io_error(path))?.len() as usize;
+    let vec = resident_pages(file, len).map_err(io_error(path))?;
+    let resident = vec.iter().filter(|&&v| v & 1 == 1).count() as u64;
+    Ok(Residency {
+        resident_pages: resident,
+        total_pages: len.div_ceil(page) as u64,
+    })
+}
+
+/// One byte per page of the first `len` bytes of `file`, its low bit set where the page is in
+/// the page cache: mincore(2) over a read-only shared mapping.
+pub fn resident_pages(file: &File, len: usize) -> std::io::Result<Vec<u8>> {
     if len == 0 {
-        return Ok(Residency::default());
+        return Ok(Vec::new());
     }
-    let pages = len.div_ceil(page);
-    let mut vec = vec![0u8; pages];
-    // SAFETY: we map `len` bytes of a file we hold open, read-only and shared, check the result,
-    // pass mincore a vector of one byte per page of the mapping, and unmap before returning.
+    let mut vec = vec![0u8; len.div_ceil(page_size())];
+    // SAFETY: we map `len` bytes of a file the caller holds open, read-only and shared, check
+    // the result, pass mincore a vector of one byte per page of the mapping, and unmap before
+    // returning.
     unsafe {
         let addr = libc::mmap(
             std::ptr::null_mut(),
@@ -85,20 +96,16 @@ pub fn open_file_residency(file: &File, path: &Path, page: usize) -> Result<Resi
             0,
         );
         if addr == libc::MAP_FAILED {
-            return Err(io_error(path)(std::io::Error::last_os_error()));
+            return Err(std::io::Error::last_os_error());
         }
         let rc = libc::mincore(addr, len, vec.as_mut_ptr());
         let err = std::io::Error::last_os_error();
         libc::munmap(addr, len);
         if rc != 0 {
-            return Err(io_error(path)(err));
+            return Err(err);
         }
     }
-    let resident = vec.iter().filter(|&&v| v & 1 == 1).count() as u64;
-    Ok(Residency {
-        resident_pages: resident,
-        total_pages: pages as u64,
-    })
+    Ok(vec)
 }
 
 /// Residency of all `files` together.
@@ -149,6 +156,9 @@ pub struct Eviction {
     pub after: Residency,
     /// Bytes of the files read before the eviction so that it freed as much as they hold.
     pub primed_bytes: u64,
+    /// Bytes of the running software's files that the drop freed and that were read back
+    /// (`+code`; [`super::code_cache`]).
+    pub code_bytes: u64,
 }
 
 /// Evicts `files` from the page cache and measures their residency before and after.
@@ -174,6 +184,10 @@ fn evict_with(files: &[PathBuf], policy: EvictPolicy, prime: bool) -> Result<Evi
     };
     let mut method = String::new();
     let mut primed_bytes = 0;
+    // What the running software uses of its own files, kept across a drop; not under a memory
+    // limit, whose cgroup would be charged for pages read back for processes outside it.
+    let code = (use_drop && !crate::measure::memory_limit::active())
+        .then(|| super::code_cache::before_drop(files));
     if prime {
         let page = page_size() as u64;
         // What the eviction frees: all droppable page cache for a drop, the files' own pages
@@ -185,7 +199,9 @@ fn evict_with(files: &[PathBuf], policy: EvictPolicy, prime: bool) -> Result<Evi
             before.resident_pages * page
         };
         let free = meminfo_kib(&meminfo, "MemFree:").map_or(0, |k| k * 1024);
-        let deficit = prime_deficit(before.total_pages * page, freed, free);
+        // The code read back after the drop takes freed pages too: as much as last time.
+        let code_back = LAST_CODE_BYTES.load(std::sync::atomic::Ordering::Relaxed);
+        let deficit = prime_deficit(before.total_pages * page + code_back, freed, free);
         if deficit > 0 {
             primed_bytes = read_prefix(files, deficit)?;
             method.push_str(crate::results::rows::EVICT_PRIMED);
@@ -213,11 +229,23 @@ fn evict_with(files: &[PathBuf], policy: EvictPolicy, prime: bool) -> Result<Evi
         method.push_str(if dropped { "+fadvise" } else { "fadvise" });
         after = residency(files)?;
     }
+    let code_bytes = match code.filter(|_| dropped) {
+        Some(noted) => {
+            let read = super::code_cache::after_drop(&noted);
+            LAST_CODE_BYTES.store(read, std::sync::atomic::Ordering::Relaxed);
+            read
+        }
+        None => 0,
+    };
+    if code_bytes > 0 {
+        method.push_str(crate::results::rows::EVICT_CODE);
+    }
     Ok(Eviction {
         method,
         before,
         after,
         primed_bytes,
+        code_bytes,
     })
 }
 
@@ -241,6 +269,9 @@ fn release_written_with(files: &[PathBuf], goes_back: bool) -> Result<(), StoreE
 fn fadvise_all(files: &[PathBuf]) -> Result<(), StoreError> {
     files.iter().try_for_each(|f| fadvise_dontneed(f))
 }
+
+/// Bytes of code the last drop's restore read back (an estimate of the next one's).
+static LAST_CODE_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// A shortfall under this is not worth a read: at most tens of milliseconds of faults.
 const PRIME_MIN_BYTES: u64 = 16 << 20;

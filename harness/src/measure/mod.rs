@@ -9,6 +9,7 @@ pub mod app_cache;
 pub mod attribution;
 pub mod cache;
 pub mod calibrate;
+pub mod code_cache;
 pub mod consumer;
 pub mod emulate;
 pub mod epochs;

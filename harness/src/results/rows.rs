@@ -307,6 +307,11 @@ pub const EVICT_REMOTE: &str = "remote";
 /// (`cache::evict_for_cold_read`).
 pub const EVICT_PRIMED: &str = "read+";
 
+/// How `evict_method` ends when a drop of the page cache freed pages of the running software's
+/// own files (libraries a loader's workers ran) and they were read back before the epoch
+/// (`measure::code_cache`).
+pub const EVICT_CODE: &str = "+code";
+
 impl RunRow {
     /// What the run was measured under besides its cell's settings.
     pub fn condition(&self) -> Condition {

@@ -1,0 +1,263 @@
+//! The page cache of the software that runs a cold epoch, kept across its eviction.
+//!
+//! `drop_caches` frees every clean page no process has mapped: the store's, and also the
+//! pages of libraries and interpreters that only exited processes touched. A PyTorch
+//! DataLoader starts its workers at every epoch and they end with it, so after a drop each cold
+//! epoch's workers read the parts of libtorch they run from disk again, inside the timed epoch;
+//! a training job whose data is cold has its framework cached (measured in docs/decisions.md,
+//! "Cache control").
+//!
+//! So around each drop, the files that prepbench and the processes it started map (libraries,
+//! interpreters, the binary; never the files being evicted) are looked at with `mincore`, and
+//! what the drop freed of the pages the software has been seen to use is read back before the
+//! epoch starts (`evict_method` ends `+code`). A page is seen to be used when it came into the
+//! cache between one drop's read-back and the next drop: what a loader's workers faulted in.
+//! Reading back everything that was cached would read hundreds of MB a cold epoch, most of it
+//! read ahead when the libraries were loaded and never touched again. What is used is learned
+//! in the first drop a file is seen in (a loader's sizing probes come before its runs), whose
+//! read-back reads nothing of it.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::cache::{page_size, resident_pages};
+
+/// What the running software has been seen to use of each file it maps, by (device, inode).
+#[derive(Debug, Default)]
+pub struct CodeCache {
+    files: HashMap<(u64, u64), Learned>,
+}
+
+#[derive(Debug, Default)]
+struct Learned {
+    /// The file's pages in the cache right after the last drop's read-back.
+    settled: Vec<u8>,
+    /// Pages seen to come into the cache since a read-back (1 where so).
+    used: Vec<u8>,
+}
+
+/// The files the software maps and their pages in the cache, noted before a drop.
+#[derive(Debug, Default)]
+pub struct Noted {
+    files: Vec<CodeFile>,
+}
+
+#[derive(Debug)]
+struct CodeFile {
+    path: PathBuf,
+    /// Device and inode: the file read back must be the one noted.
+    id: (u64, u64),
+    len: usize,
+    resident: Vec<u8>,
+}
+
+impl CodeFile {
+    /// The file opened again, if it is still the one noted.
+    fn reopen(&self) -> Option<File> {
+        let file = File::open(&self.path).ok()?;
+        let meta = file.metadata().ok()?;
+        ((meta.dev(), meta.ino()) == self.id).then_some(file)
+    }
+}
+
+/// The process's record, across its runs.
+static CACHE: Mutex<Option<CodeCache>> = Mutex::new(None);
+
+/// Notes the software's files before a drop ([`CodeCache::note`]).
+pub fn before_drop(exclude: &[PathBuf]) -> Noted {
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    cache.get_or_insert_with(CodeCache::default).note(exclude)
+}
+
+/// Reads back what the drop freed of the pages the software uses ([`CodeCache::read_back`]).
+pub fn after_drop(noted: &Noted) -> u64 {
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    cache
+        .get_or_insert_with(CodeCache::default)
+        .read_back(noted)
+}
+
+impl CodeCache {
+    /// Notes the pages in the cache of every regular file mapped by this process or one it
+    /// started (its loader processes, their workers, its Python workers), leaving out
+    /// `exclude` (the files about to be evicted), and learns from them what the software
+    /// used since the last read-back. Files that cannot be opened are left out: a process may
+    /// end, or a library be replaced, while this looks.
+    pub fn note(&mut self, exclude: &[PathBuf]) -> Noted {
+        let excluded: HashSet<(u64, u64)> = exclude
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| (m.dev(), m.ino()))
+            .collect();
+        let mut seen = HashSet::new();
+        let mut files = Vec::new();
+        for path in mapped_files(&family(std::process::id())) {
+            let Ok(file) = File::open(&path) else {
+                continue;
+            };
+            let Ok(meta) = file.metadata() else {
+                continue;
+            };
+            let id = (meta.dev(), meta.ino());
+            if !meta.is_file() || excluded.contains(&id) || !seen.insert(id) {
+                continue;
+            }
+            let len = meta.len() as usize;
+            let Ok(resident) = resident_pages(&file, len) else {
+                continue;
+            };
+            if let Some(learned) = self.files.get_mut(&id) {
+                learned.used.resize(resident.len(), 0);
+                for (i, &now) in resident.iter().enumerate() {
+                    let before = learned.settled.get(i).is_some_and(|b| b & 1 == 1);
+                    if now & 1 == 1 && !before {
+                        learned.used[i] = 1;
+                    }
+                }
+            }
+            files.push(CodeFile {
+                path,
+                id,
+                len,
+                resident,
+            });
+        }
+        Noted { files }
+    }
+
+    /// After a drop: reads back the pages of `noted` that were in the cache before it, are
+    /// not now, and have been seen in use; then notes what each file holds, to learn from at
+    /// the next drop. The bytes read.
+    pub fn read_back(&mut self, noted: &Noted) -> u64 {
+        let page = page_size();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut read = 0u64;
+        for f in &noted.files {
+            let Some(file) = f.reopen() else {
+                continue;
+            };
+            let learned = self.files.entry(f.id).or_default();
+            let Ok(now) = resident_pages(&file, f.len) else {
+                continue;
+            };
+            let wanted: Vec<u8> = f
+                .resident
+                .iter()
+                .enumerate()
+                .map(|(i, &r)| r & learned.used.get(i).copied().unwrap_or(0))
+                .collect();
+            for (first, count) in runs(&wanted, &now) {
+                let start = first * page;
+                let end = ((first + count) * page).min(f.len);
+                read += read_range(&file, start as u64, end as u64, &mut buf);
+            }
+            learned.settled = resident_pages(&file, f.len).unwrap_or(now);
+        }
+        read
+    }
+}
+
+/// Runs of pages (first, count) resident in `before` and not in `now`.
+fn runs(before: &[u8], now: &[u8]) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (i, &b) in before.iter().enumerate() {
+        let gone = b & 1 == 1 && now.get(i).is_some_and(|n| n & 1 == 0);
+        if !gone {
+            continue;
+        }
+        match out.last_mut() {
+            Some((first, count)) if *first + *count == i => *count += 1,
+            _ => out.push((i, 1)),
+        }
+    }
+    out
+}
+
+/// Reads `start..end` of `file` (into the page cache); the bytes read, short where it ends.
+fn read_range(file: &File, start: u64, end: u64, buf: &mut [u8]) -> u64 {
+    let mut at = start;
+    while at < end {
+        let want = (end - at).min(buf.len() as u64) as usize;
+        match file.read_at(&mut buf[..want], at) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => at += n as u64,
+        }
+    }
+    at - start
+}
+
+/// `root` and every process descended from it, from each process's parent in `/proc/PID/stat`.
+fn family(root: u32) -> Vec<u32> {
+    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        if let Some(parent) = parent_of(&stat) {
+            children.entry(parent).or_default().push(pid);
+        }
+    }
+    let mut out = vec![root];
+    let mut seen = HashSet::from([root]);
+    let mut i = 0;
+    while i < out.len() {
+        for &kid in children.get(&out[i]).into_iter().flatten() {
+            if seen.insert(kid) {
+                out.push(kid);
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The parent's pid in a `/proc/PID/stat` line: the fourth field, counted after the command
+/// name's closing parenthesis (a name may hold spaces and parentheses).
+fn parent_of(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The files `pids` map (from `/proc/PID/maps`), each once, in the order first seen.
+fn mapped_files(pids: &[u32]) -> Vec<PathBuf> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for pid in pids {
+        let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+            continue;
+        };
+        for path in maps.lines().filter_map(mapped_path) {
+            if seen.insert(path.to_path_buf()) {
+                out.push(path.to_path_buf());
+            }
+        }
+    }
+    out
+}
+
+/// The file of one `/proc/PID/maps` line: after five fields (address, permissions, offset,
+/// device, inode), an absolute path; none for anonymous memory, `[heap]`-style names, a
+/// deleted file, or a device.
+fn mapped_path(line: &str) -> Option<&Path> {
+    let mut rest = line;
+    for _ in 0..5 {
+        rest = rest.trim_start();
+        rest = &rest[rest.find(char::is_whitespace)?..];
+    }
+    let path = rest.trim_start();
+    (path.starts_with('/') && !path.ends_with(" (deleted)") && !path.starts_with("/dev/"))
+        .then(|| Path::new(path))
+}
+
+#[cfg(test)]
+mod tests;
