@@ -23,7 +23,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::cache::{page_size, resident_pages};
+use super::pages::{page_size, resident_pages};
 
 /// What the running software has been seen to use of each file it maps, by (device, inode).
 #[derive(Debug, Default)]
