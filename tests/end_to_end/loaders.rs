@@ -1360,9 +1360,13 @@ fn a_slower_loader_reads_the_part_of_a_store_its_epochs_need_verified_and_resume
     let work = tempfile::tempdir().unwrap();
     for (loader, python) in &interpreters {
         let out_dir = work.path().join(loader);
+        // 24 MB, at least 2,400 raw items (the sizing grows them where the calibration
+        // predicts prepbench's engine faster): a part wherever the loader reads under 8,000 raw
+        // items a second. At 3 MB a host whose sizing kept 490 items, where tf.data read 2,030
+        // a second, needed all of them (a 0.2 s floor with the part's margin: 609 items).
         let sweep = |trials: &str| {
             let args = argv![
-                "sweep synthetic-reading --variants 1 --dataset-mb 3 --loaders",
+                "sweep synthetic-reading --variants 1 --dataset-mb 24 --loaders",
                 format!("native,{loader}"),
                 "--strategies unprocessed,decoded --min-epoch-s 0.2 --threads 2 --epochs 1",
                 "--trials",
