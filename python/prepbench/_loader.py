@@ -373,7 +373,9 @@ def dataset_class():
             cannot be read past leaves its other records unread (named with it), up to the
             shard's next restart where reading goes on, as natively."""
             whole = records == self.store.shard_records[shard]
-            reader, error = self.store._native.shard(shard), self.store._error
+            # A part stops reading ahead where its records end (an uncompressed shard).
+            reader = self.store._native.shard(shard, None if whole else records)
+            error = self.store._error
             local = 0
             while whole or local < records:
                 try:

@@ -18,6 +18,12 @@ use super::open::{check_payload, BadPayload, OpenStore};
 /// asynchronous), so that the disk reads the next records while this one is checked and handed
 /// over: without it a cold read alternates between waiting for the disk and working.
 const READ_AHEAD_BYTES: u64 = 32 << 20;
+/// The most one `posix_fadvise(WILLNEED)` asks for: the kernel reads at most the device's
+/// read-ahead (its `read_ahead_kb`, 128 KiB by default, or its largest request where that is
+/// more) of a larger range and leaves the rest to its own read-ahead on the misses that follow,
+/// which runs on past a part's end (32 MiB advised read 8 MiB on a VM whose disk reads 8 MiB
+/// ahead). So the range is advised in pieces of the default.
+const ADVICE_PIECE_BYTES: u64 = 128 << 10;
 
 /// An uncompressed shard's records in order: one positioned read per record, which also reads
 /// the next record's header; the file read ahead as it goes.
@@ -32,6 +38,10 @@ pub struct InOrder {
     record: u64,
     header: Option<[u8; 12]>,
     advised_to: u64,
+    /// Records read before the reader stops (`stop_after`; the shard's records unless told).
+    limit: u64,
+    /// Where read-ahead stops: the shard's end, or a restart at or past the last record read.
+    advise_end: u64,
     /// An error left the reader where it cannot go on (any but a payload's checksum).
     broken: bool,
     /// Where the shard's frames can be found again (see [`InOrder::resume`]).
@@ -51,19 +61,43 @@ impl InOrder {
 
     fn advise(&mut self) {
         use std::os::fd::AsRawFd;
-        if self.offset + READ_AHEAD_BYTES / 2 >= self.advised_to && self.advised_to < self.size {
+        if self.offset + READ_AHEAD_BYTES / 2 >= self.advised_to
+            && self.advised_to < self.advise_end
+        {
             let from = self.advised_to.max(self.offset);
-            // SAFETY: a valid descriptor; advice only, its failure changes nothing.
-            unsafe {
-                libc::posix_fadvise(
-                    self.file.as_raw_fd(),
-                    from as libc::off_t,
-                    READ_AHEAD_BYTES as libc::off_t,
-                    libc::POSIX_FADV_WILLNEED,
-                );
+            let length = READ_AHEAD_BYTES.min(self.advise_end - from);
+            let mut at = from;
+            while at < from + length {
+                let piece = ADVICE_PIECE_BYTES.min(from + length - at);
+                // SAFETY: a valid descriptor; advice only, its failure changes nothing.
+                unsafe {
+                    libc::posix_fadvise(
+                        self.file.as_raw_fd(),
+                        at as libc::off_t,
+                        piece as libc::off_t,
+                        libc::POSIX_FADV_WILLNEED,
+                    );
+                }
+                at += piece;
             }
-            self.advised_to = from + READ_AHEAD_BYTES;
+            self.advised_to = from + length;
         }
+    }
+
+    /// Reads only the shard's first `records` records (an epoch that reads part of a store):
+    /// nothing is read ahead past the restart at or after the last of them (a restart about
+    /// every MiB of stream; the shard's end where it has none), and not the header after it.
+    /// Read ahead to the shard's end, an epoch reading the first 141 of 187 records of 237 KB
+    /// (MP3 `decoded` under `--loader torch` in a quick reproduction) read 11 MB a shard it
+    /// did not use. Call before the first record is read.
+    pub fn stop_after(&mut self, records: u64) {
+        self.limit = records.min(self.records);
+        self.advise_end = match records.checked_sub(1) {
+            Some(last) if self.limit < self.records => next_restart(&self.restarts, last)
+                .map_or(self.size, |r| r.file_offset().min(self.size)),
+            Some(_) => self.size,
+            None => 0,
+        };
     }
 
     /// Whether reading may go on after an error: only past a record whose payload failed its
@@ -97,6 +131,9 @@ impl InOrder {
     }
 
     fn read_next(&mut self) -> Result<Option<(u64, Vec<u8>)>, StoreError> {
+        if self.record >= self.limit && self.limit < self.records {
+            return Ok(None);
+        }
         if self.offset >= self.size {
             if self.record != self.records {
                 return Err(self.corrupt(format!(
@@ -123,8 +160,14 @@ impl InOrder {
         let len = declared_len(&header, self.offset, self.size, self.longest)
             .map_err(|what| self.corrupt(what))?;
         let end = self.offset + FRAMING_BYTES + len;
-        // The payload, its checksum, and the next record's header when there is one.
-        let next = if end + 12 <= self.size { 12 } else { 0 };
+        // The payload, its checksum, and the next record's header when there is one and it
+        // is to be read.
+        let wanted = self.limit == self.records || self.record + 1 < self.limit;
+        let next = if end + 12 <= self.size && wanted {
+            12
+        } else {
+            0
+        };
         let mut buf = vec![0u8; len as usize + 4 + next];
         self.file
             .read_exact_at(&mut buf, self.offset + 12)
@@ -176,8 +219,13 @@ impl OpenStore {
             record: 0,
             header: None,
             advised_to: 0,
+            limit: info.records,
+            advise_end: info.bytes,
             broken: false,
             restarts: info.restarts.clone(),
         }))
     }
 }
+
+#[cfg(test)]
+mod tests;

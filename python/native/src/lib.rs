@@ -250,8 +250,10 @@ impl Store {
     }
 
     /// Shard `shard`'s records in order, streamed (any codec, nothing kept): an iterator of
-    /// (record number, payload, sample id, fields).
-    fn shard(&self, py: Python<'_>, shard: usize) -> PyResult<ShardIter> {
+    /// (record number, payload, sample id, fields); with `records`, of its first `records`
+    /// only, an uncompressed shard read ahead no further than they need.
+    #[pyo3(signature = (shard, records=None))]
+    fn shard(&self, py: Python<'_>, shard: usize, records: Option<u64>) -> PyResult<ShardIter> {
         if shard >= self.shard_records.len() {
             return Err(PyIndexError::new_err(format!(
                 "shard {shard} of a store of {}",
@@ -262,7 +264,12 @@ impl Store {
             let store = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             let start = store.shard_start(shard);
             match store.in_order(shard)? {
-                Some(records) => Ok((Records::Positioned(records), start)),
+                Some(mut positioned) => {
+                    if let Some(n) = records {
+                        positioned.stop_after(n);
+                    }
+                    Ok((Records::Positioned(positioned), start))
+                }
                 None => store
                     .shard_reader(shard)
                     .map(|r| (Records::Streamed(r, Vec::new()), start)),
