@@ -13,9 +13,11 @@
 //! epoch starts (`evict_method` ends `+code`). A page is seen to be used when it came into the
 //! cache between one drop's read-back and the next drop: what a loader's workers faulted in.
 //! Reading back everything that was cached would read hundreds of MB a cold epoch, most of it
-//! read ahead when the libraries were loaded and never touched again. What is used is learned
-//! in the first drop a file is seen in (a loader's sizing probes come before its runs), whose
-//! read-back reads nothing of it.
+//! read ahead when the libraries were loaded and never touched again. So as a loader process
+//! starts, what no process maps of a file no drop has seen yet is dropped ([`loader_started`]),
+//! and what its first epoch's workers then fault in is learned at the next drop (a sweep's
+//! sizing probe comes before its runs). A file first seen at a drop learns there and reads
+//! nothing back of it.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -72,6 +74,18 @@ pub fn before_drop(exclude: &[PathBuf]) -> Noted {
     cache.get_or_insert_with(CodeCache::default).note(exclude)
 }
 
+/// As a loader process greets, where drops are in use (one was made in this process) and no
+/// memory limit: [`CodeCache::shed_new`].
+pub fn loader_started() {
+    if crate::measure::memory_limit::active() {
+        return;
+    }
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(cache) = cache.as_mut() {
+        cache.shed_new();
+    }
+}
+
 /// Reads back what the drop freed of the pages the software uses ([`CodeCache::read_back`]).
 pub fn after_drop(noted: &Noted) -> u64 {
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
@@ -81,6 +95,36 @@ pub fn after_drop(noted: &Noted) -> u64 {
 }
 
 impl CodeCache {
+    /// For each file the software maps that no drop has seen yet (a loader's framework, just
+    /// imported), drops what no process maps of it and notes what it holds then: what its
+    /// workers fault in after this is seen in use at the next drop. Without it, the import's
+    /// read-ahead held most of what the workers run (26,000 pages of `libtorch_cpu` after
+    /// `import torch`), the first drop that saw the file could not tell those from what was
+    /// only read ahead, and the first run under torch in a sweep read 72-80 MB of libtorch in
+    /// its cold epoch. The first epoch after this reads them instead (a sweep's sizing probe).
+    pub fn shed_new(&mut self) {
+        for path in mapped_files(&family(std::process::id())) {
+            let Ok(file) = File::open(&path) else {
+                continue;
+            };
+            let Ok(meta) = file.metadata() else {
+                continue;
+            };
+            let id = (meta.dev(), meta.ino());
+            if !meta.is_file() || self.files.contains_key(&id) {
+                continue;
+            }
+            use std::os::fd::AsRawFd;
+            // SAFETY: a valid descriptor; advice only (pages a process maps stay).
+            unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+            let Ok(settled) = resident_pages(&file, meta.len() as usize) else {
+                continue;
+            };
+            let used = vec![0; settled.len()];
+            self.files.insert(id, Learned { settled, used });
+        }
+    }
+
     /// Notes the pages in the cache of every regular file mapped by this process or one it
     /// started (its loader processes, their workers, its Python workers), leaving out
     /// `exclude` (the files about to be evicted), and learns from them what the software

@@ -78,45 +78,14 @@ fn range_resident(path: &Path, from: usize, to: usize) -> usize {
 /// being evicted never are.
 #[test]
 fn pages_seen_in_use_between_drops_are_read_back_and_evicted_files_are_not() {
-    let Some(sleep) = ["/bin/sleep", "/usr/bin/sleep"]
-        .into_iter()
-        .map(Path::new)
-        .find(|p| p.is_file())
-    else {
+    let _alone = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let Some((program, tail)) = holder(dir.path()) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    if on_tmpfs(dir.path()) {
-        return; // its pages cannot be dropped
-    }
-    // The program with 8 MiB after it that no process maps (an ELF file runs as well with
-    // bytes after its segments), from an 8 MiB boundary: the page cache may hold a file in
-    // folios of up to 2 MiB, and one the child maps part of is not dropped.
-    let program = dir.path().join("holder");
-    let mut bytes = std::fs::read(sleep).unwrap();
-    let tail = bytes.len().next_multiple_of(8 << 20);
-    bytes.resize(tail + (8 << 20), 3);
-    std::fs::write(&program, bytes).unwrap();
-    std::fs::set_permissions(
-        &program,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
     let store = dir.path().join("store");
     std::fs::write(&store, vec![7u8; 1 << 20]).unwrap();
-    let mut child = std::process::Command::new(&program)
-        .arg("30")
-        .spawn()
-        .unwrap();
-    // Wait until the child has mapped its program.
-    let maps = format!("/proc/{}/maps", child.id());
-    let holder = program.to_string_lossy().into_owned();
-    for _ in 0..200 {
-        if std::fs::read_to_string(&maps).is_ok_and(|m| m.contains(&holder)) {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let mut child = spawn(&program);
     let mut cache = CodeCache::default();
     let files = [program.clone(), store.clone()];
     prefetch(&files).unwrap();
@@ -194,4 +163,92 @@ fn a_file_replaced_since_it_was_noted_is_not_read() {
     );
     let noted = Noted { files: vec![noted] };
     assert_eq!(cache.read_back(&noted), 0);
+}
+
+/// A copy of `sleep` in `dir` with 8 MiB after it that no process maps (an ELF file runs as
+/// well with bytes after its segments), from an 8 MiB boundary (`tail`): the page cache may
+/// hold a file in folios of up to 2 MiB, and one a process maps part of is not dropped. None
+/// where there is no `sleep` or `dir`'s pages cannot be dropped (tmpfs).
+fn holder(dir: &Path) -> Option<(PathBuf, usize)> {
+    let sleep = ["/bin/sleep", "/usr/bin/sleep"]
+        .into_iter()
+        .map(Path::new)
+        .find(|p| p.is_file())?;
+    if on_tmpfs(dir) {
+        return None;
+    }
+    let program = dir.join("holder");
+    let mut bytes = std::fs::read(sleep).unwrap();
+    let tail = bytes.len().next_multiple_of(8 << 20);
+    bytes.resize(tail + (8 << 20), 3);
+    std::fs::write(&program, bytes).unwrap();
+    // Clean, as a library is: a dirty page is not dropped.
+    File::open(&program).unwrap().sync_all().unwrap();
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    Some((program, tail))
+}
+
+/// Held by each test that starts a process: every test's cache sees every child of the test
+/// binary, and one test's drops would be another's to read back.
+static CHILDREN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// `program` started (for 30 s), once it maps itself.
+fn spawn(program: &Path) -> std::process::Child {
+    let child = std::process::Command::new(program)
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let maps = format!("/proc/{}/maps", child.id());
+    let holder = program.to_string_lossy().into_owned();
+    for _ in 0..200 {
+        if std::fs::read_to_string(&maps).is_ok_and(|m| m.contains(&holder)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child
+}
+
+/// A loader's process has started (its framework imported, with what the import read ahead
+/// around it): what no process maps of a file no drop has seen is shed, so what its workers
+/// then fault in is learned at the next drop and read back there; a file seen before is left.
+#[test]
+fn a_new_loaders_files_are_shed_so_what_its_workers_use_is_learned() {
+    let _alone = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let Some((program, tail)) = holder(dir.path()) else {
+        return;
+    };
+    let mut child = spawn(&program);
+    let padding = |path: &Path| range_resident(path, tail, tail + (8 << 20));
+    let all = (8 << 20) / page_size();
+    // What the import read ahead: all of it.
+    prefetch(std::slice::from_ref(&program)).unwrap();
+    assert_eq!(padding(&program), all);
+    let mut cache = CodeCache::default();
+    cache.shed_new();
+    assert_eq!(padding(&program), 0, "what no process maps is shed");
+    // The workers use 64 KiB; a second start leaves the file it has seen.
+    let mut buf = vec![0u8; 64 << 10];
+    File::open(&program)
+        .unwrap()
+        .read_exact_at(&mut buf, tail as u64)
+        .unwrap();
+    let in_use = padding(&program);
+    assert!(in_use >= (64 << 10) / page_size(), "{in_use}");
+    cache.shed_new();
+    assert_eq!(padding(&program), in_use, "a file seen before is left");
+    // The next drop learns it and reads it back.
+    let noted = cache.note(&[]);
+    drop_unmapped(&program);
+    assert_eq!(padding(&program), 0);
+    let back = cache.read_back(&noted);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(back, (in_use * page_size()) as u64);
+    assert_eq!(padding(&program), in_use);
 }

@@ -458,6 +458,8 @@ impl PythonLoader {
         match ready.ready {
             Some(before) => {
                 note_stack(self.name, &ready.versions);
+                // Its framework loaded, its workers not yet started.
+                crate::measure::code_cache::loader_started();
                 Ok((session, before))
             }
             None => {
