@@ -103,21 +103,14 @@ impl CodeCache {
     /// only read ahead, and the first run under torch in a sweep read 72-80 MB of libtorch in
     /// its cold epoch. The first epoch after this reads them instead (a sweep's sizing probe).
     pub fn shed_new(&mut self) {
-        for path in mapped_files(&family(std::process::id())) {
-            let Ok(file) = File::open(&path) else {
-                continue;
-            };
-            let Ok(meta) = file.metadata() else {
-                continue;
-            };
-            let id = (meta.dev(), meta.ino());
-            if !meta.is_file() || self.files.contains_key(&id) {
+        for (_, file, id, len) in mapped_regular_files() {
+            if self.files.contains_key(&id) {
                 continue;
             }
             use std::os::fd::AsRawFd;
             // SAFETY: a valid descriptor; advice only (pages a process maps stay).
             unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-            let Ok(settled) = resident_pages(&file, meta.len() as usize) else {
+            let Ok(settled) = resident_pages(&file, len) else {
                 continue;
             };
             let used = vec![0; settled.len()];
@@ -138,18 +131,10 @@ impl CodeCache {
             .collect();
         let mut seen = HashSet::new();
         let mut files = Vec::new();
-        for path in mapped_files(&family(std::process::id())) {
-            let Ok(file) = File::open(&path) else {
-                continue;
-            };
-            let Ok(meta) = file.metadata() else {
-                continue;
-            };
-            let id = (meta.dev(), meta.ino());
-            if !meta.is_file() || excluded.contains(&id) || !seen.insert(id) {
+        for (path, file, id, len) in mapped_regular_files() {
+            if excluded.contains(&id) || !seen.insert(id) {
                 continue;
             }
-            let len = meta.len() as usize;
             let Ok(resident) = resident_pages(&file, len) else {
                 continue;
             };
@@ -202,6 +187,20 @@ impl CodeCache {
         }
         read
     }
+}
+
+/// The regular files this process and those it started map, each opened: its path, the file,
+/// its (device, inode) and length. Files that cannot be opened are left out: a process may
+/// end, or a library be replaced, while this looks.
+fn mapped_regular_files() -> impl Iterator<Item = (PathBuf, File, (u64, u64), usize)> {
+    mapped_files(&family(std::process::id()))
+        .into_iter()
+        .filter_map(|path| {
+            let file = File::open(&path).ok()?;
+            let meta = file.metadata().ok()?;
+            let (id, len) = ((meta.dev(), meta.ino()), meta.len() as usize);
+            meta.is_file().then_some((path, file, id, len))
+        })
 }
 
 /// Runs of pages (first, count) resident in `before` and not in `now`.

@@ -85,7 +85,7 @@ fn pages_seen_in_use_between_drops_are_read_back_and_evicted_files_are_not() {
     };
     let store = dir.path().join("store");
     std::fs::write(&store, vec![7u8; 1 << 20]).unwrap();
-    let mut child = spawn(&program);
+    let child = spawn(&program);
     let mut cache = CodeCache::default();
     let files = [program.clone(), store.clone()];
     prefetch(&files).unwrap();
@@ -107,20 +107,8 @@ fn pages_seen_in_use_between_drops_are_read_back_and_evicted_files_are_not() {
     assert_eq!(cache.read_back(&noted), 0);
     assert_eq!(padding(&program), 0, "what was never used stays dropped");
     // 64 KiB used between two drops: read back after the second.
-    let used = File::open(&program).unwrap();
-    let mut buf = vec![0u8; 64 << 10];
-    used.read_exact_at(&mut buf, tail as u64).unwrap();
-    let in_use = padding(&program);
-    assert!(in_use >= (64 << 10) / page_size(), "{in_use}");
-    let noted = cache.note(std::slice::from_ref(&store));
-    drop_unmapped(&program);
-    drop_unmapped(&store);
-    assert_eq!(padding(&program), 0);
-    let back = cache.read_back(&noted);
-    let _ = child.kill();
-    let _ = child.wait();
-    assert_eq!(back, (in_use * page_size()) as u64);
-    assert_eq!(padding(&program), in_use);
+    let in_use = use_64_kib(&program, tail);
+    dropped_and_read_back(&mut cache, &program, tail, &store, in_use, child);
     assert!(
         in_use < all / 2,
         "only what was used: {in_use} of {all} pages"
@@ -223,7 +211,7 @@ fn a_new_loaders_files_are_shed_so_what_its_workers_use_is_learned() {
     let Some((program, tail)) = holder(dir.path()) else {
         return;
     };
-    let mut child = spawn(&program);
+    let child = spawn(&program);
     let padding = |path: &Path| range_resident(path, tail, tail + (8 << 20));
     let all = (8 << 20) / page_size();
     // What the import read ahead: all of it.
@@ -233,22 +221,46 @@ fn a_new_loaders_files_are_shed_so_what_its_workers_use_is_learned() {
     cache.shed_new();
     assert_eq!(padding(&program), 0, "what no process maps is shed");
     // The workers use 64 KiB; a second start leaves the file it has seen.
-    let mut buf = vec![0u8; 64 << 10];
-    File::open(&program)
-        .unwrap()
-        .read_exact_at(&mut buf, tail as u64)
-        .unwrap();
-    let in_use = padding(&program);
-    assert!(in_use >= (64 << 10) / page_size(), "{in_use}");
+    let in_use = use_64_kib(&program, tail);
     cache.shed_new();
     assert_eq!(padding(&program), in_use, "a file seen before is left");
     // The next drop learns it and reads it back.
-    let noted = cache.note(&[]);
-    drop_unmapped(&program);
-    assert_eq!(padding(&program), 0);
+    let store = dir.path().join("store");
+    std::fs::write(&store, b"s").unwrap();
+    dropped_and_read_back(&mut cache, &program, tail, &store, in_use, child);
+}
+
+/// Reads 64 KiB of `program`'s padding (from `tail`), as a worker faults a library in: the
+/// pages that brings into the cache.
+fn use_64_kib(program: &Path, tail: usize) -> usize {
+    let mut buf = vec![0u8; 64 << 10];
+    File::open(program)
+        .unwrap()
+        .read_exact_at(&mut buf, tail as u64)
+        .unwrap();
+    let in_use = range_resident(program, tail, tail + (8 << 20));
+    assert!(in_use >= (64 << 10) / page_size(), "{in_use}");
+    in_use
+}
+
+/// A drop of `store` and `program` (which `child` maps) noted by `cache`: the `in_use` pages of
+/// its padding are read back, and only they. Ends `child`.
+fn dropped_and_read_back(
+    cache: &mut CodeCache,
+    program: &Path,
+    tail: usize,
+    store: &Path,
+    in_use: usize,
+    mut child: std::process::Child,
+) {
+    let padding = || range_resident(program, tail, tail + (8 << 20));
+    let noted = cache.note(&[store.to_path_buf()]);
+    drop_unmapped(program);
+    drop_unmapped(store);
+    assert_eq!(padding(), 0);
     let back = cache.read_back(&noted);
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(back, (in_use * page_size()) as u64);
-    assert_eq!(padding(&program), in_use);
+    assert_eq!(padding(), in_use);
 }
