@@ -70,9 +70,10 @@ fn a_part_of_a_shard_reads_its_records_and_reads_ahead_no_further() {
         restart.is_some_and(|r| (end..end + (1 << 20)).contains(&r)),
         "{restart:?}"
     );
-    // Its last page here; a MiB allowed for a kernel whose read-ahead still misses.
+    // Its last page here; a MiB allowed for a kernel whose read-ahead still misses. (No
+    // lower bound: another test's `drop_caches` may take the part's own pages meanwhile.)
     assert!(
-        (end - page_size() as u64..=restart.unwrap() + (1 << 20)).contains(&cached),
+        cached <= restart.unwrap() + (1 << 20),
         "{cached} bytes cached after a part of {end}"
     );
 }
