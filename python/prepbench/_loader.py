@@ -29,7 +29,7 @@ import types
 from .store import SharedInt, Store, _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
-PROTOCOL = 10
+PROTOCOL = 11
 
 
 def _usage():
@@ -554,14 +554,32 @@ def native_for(job, protocol, loader):
 _ENDED = False
 
 
-def serve(run):
+def checked(asked, protocol, loader):
+    """Whether this process can run `loader`'s epochs, as prepbench asks before anything runs
+    (a line `{"check": [modules], "protocol": P, "version": V}`): None when it imports the
+    modules and speaks the command line's protocol and version, else what stopped it, as the
+    last line of its traceback would read. The process then serves the command's first run
+    with what it imported here."""
+    import importlib
+
+    try:
+        for name in asked["check"]:
+            importlib.import_module(name)
+        native_for(asked, protocol, loader)
+    except Exception as e:  # noqa: BLE001 - prepbench reports it
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+def serve(run, protocol, loader):
     """A loader process's main: the job from stdin, `run(job, proto_out)` with the protocol on
     the original stdout and everything else (the user's prints, the framework's) on stderr,
     and an error reported as prepbench reads it. Once a run is over (`end_run`), the process
     lets go of what it held (its dataset, an application cache), says `idle`, and waits for
     the next run's job: prepbench keeps one process for the runs under a loader (of one workload,
     where it has Python steps), as a training job imports its framework once, rather than
-    importing it for every run."""
+    importing it for every run. A check (`checked`) is answered before the first job; the
+    process that passed it serves that job."""
     import gc
 
     proto_out = os.dup(1)
@@ -571,7 +589,13 @@ def serve(run):
     frozen = False
     try:
         while line.strip():
-            run(json.loads(line), proto_out)
+            job = json.loads(line)
+            if "check" in job:
+                said = {"checked": checked(job, protocol, loader)}
+                os.write(proto_out, (json.dumps(said) + "\n").encode())
+                line = sys.stdin.buffer.readline()
+                continue
+            run(job, proto_out)
             if _ENDED:
                 return
             gc.collect()
@@ -726,7 +750,7 @@ def _epoch(loader, job, protocol):
 
 
 def main():
-    serve(run)
+    serve(run, PROTOCOL, "torch loader")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from ._loader import _layout, answer, native_for, next_epoch, ready, serve, stac
 from .store import _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
-PROTOCOL = 7
+PROTOCOL = 8
 
 _COMPRESSION = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}
 
@@ -470,7 +470,7 @@ def _epoch(pipeline, job, proto_out):
 
 def main():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    serve(run)
+    serve(run, PROTOCOL, "tf-data loader")
 
 
 if __name__ == "__main__":

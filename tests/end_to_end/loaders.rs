@@ -759,6 +759,89 @@ fn a_step_a_loader_cannot_run_is_refused_before_anything_runs() {
     );
 }
 
+/// A loader whose interpreter cannot run it is refused before anything runs, naming the
+/// interpreter and what stopped it, never run natively instead: its framework missing (the
+/// steps' virtualenv has neither PyTorch nor TensorFlow), an interpreter that ends saying why,
+/// one that ends saying nothing, one that answers what prepbench does not speak, and one that
+/// is not there. No store and no result is written.
+#[test]
+fn a_loader_its_interpreter_cannot_run_is_refused_naming_the_interpreter_and_why() {
+    let (Some(native), Some(steps)) = (common::native_module(), common::numpy_python()) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let script = |name: &str, body: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        let path = work.path().join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.display().to_string()
+    };
+    let missing = work.path().join("missing/python").display().to_string();
+    let cases = [
+        (
+            "torch",
+            steps.clone(),
+            "needs PyTorch",
+            "No module named 'torch'",
+        ),
+        (
+            "tf-data",
+            steps,
+            "needs TensorFlow",
+            "No module named 'tensorflow'",
+        ),
+        (
+            "torch",
+            script("says", "echo 'fatal: a broken install' >&2; exit 3"),
+            "needs PyTorch",
+            "(fatal: a broken install)",
+        ),
+        (
+            "tf-data",
+            script("silent", "exit 3"),
+            "TensorFlow",
+            "said nothing",
+        ),
+        (
+            "torch",
+            script("chatty", "read line; echo hello"),
+            "PyTorch",
+            r#"it answered "hello", not a check's answer"#,
+        ),
+        ("torch", missing, "cannot start", "No such file"),
+    ];
+    let (stores, results) = (work.path().join("stores"), work.path().join("out"));
+    for (loader, python, needs, why) in cases {
+        let out = prepbench_in(
+            &python,
+            &native,
+            &argv![
+                "run cv --loader",
+                loader,
+                "--strategy resized --samples 4 --quiet --data-dir",
+                data_dir().to_str().unwrap(),
+                "--store-dir",
+                stores.to_str().unwrap(),
+                "--out",
+                results.to_str().unwrap()
+            ],
+        );
+        let said = stderr(&out);
+        assert!(!out.status.success(), "{loader} under {python}: {said}");
+        for needle in [&format!("the {loader} loader"), &python, needs, why] {
+            assert!(
+                said.contains(needle),
+                "{loader} under {python}: {needle} in {said}"
+            );
+        }
+        assert!(
+            !stores.exists() && !results.exists(),
+            "{loader} under {python}"
+        );
+    }
+}
+
 /// `--on-error skip` under the torch loader: the sample a step fails on is skipped and named,
 /// the others delivered; without it the run fails naming the step, the sample and its file.
 #[test]

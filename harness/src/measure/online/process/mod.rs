@@ -9,8 +9,6 @@
 //! The epoch is timed from `go` (after the framework and the steps are imported, as a training
 //! job has them before its first epoch) to the loader's answer.
 
-use std::process::Command;
-
 use indicatif::ProgressBar;
 use workloads::{OnError, Workload};
 
@@ -228,7 +226,7 @@ impl PythonLoader {
     pub(super) fn refusal(&self, workload: &Workload, split: usize) -> Option<String> {
         (self.steps)(workload, split)
             .or_else(|| {
-                self.runtime_refusal()
+                self.import_refusal(self.imports, self.needs, &self.key_of(workload))
                     .map(|why| format!("the {} loader {why}", self.name))
             })
             .or_else(|| {
@@ -237,7 +235,7 @@ impl PythonLoader {
                     .any(|s| s.spec.op == "decode_audio");
                 let (imports, needs) = self.audio;
                 decodes
-                    .then(|| self.import_refusal(imports, needs))
+                    .then(|| self.import_refusal(imports, needs, &self.key_of(workload)))
                     .flatten()
                     .map(|why| {
                         format!(
@@ -251,54 +249,89 @@ impl PythonLoader {
     /// Why the interpreter cannot run the loader (its framework or prepbench's package
     /// missing, another version of it); asked once per interpreter and loader.
     pub(super) fn runtime_refusal(&self) -> Option<String> {
-        self.import_refusal(self.imports, self.needs)
+        self.import_refusal(self.imports, self.needs, self.name)
     }
 
     /// Why the interpreter cannot import `imports` (what the loader needs, `needs` as a
     /// refusal names it) with the loader's module and prepbench's package of this version;
-    /// asked once per interpreter and imports.
-    pub(super) fn import_refusal(&self, imports: &str, needs: &str) -> Option<String> {
+    /// asked once per interpreter and imports, of a loader process that is then kept idle for
+    /// the first run of `key` ([`PythonLoader::checked`]).
+    pub(super) fn import_refusal(&self, imports: &str, needs: &str, key: &str) -> Option<String> {
         type Asked = Vec<(std::path::PathBuf, String, Option<String>)>;
         static ASKED: std::sync::Mutex<Asked> = std::sync::Mutex::new(Vec::new());
         let python = workloads::python::interpreter();
-        let key = format!("{} {imports}", self.name);
+        let asked_key = format!("{} {imports}", self.name);
         let mut asked = ASKED.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, _, why)) = asked.iter().find(|(p, k, _)| *p == python && *k == key) {
+        if let Some((_, _, why)) = (asked.iter()).find(|(p, k, _)| *p == python && *k == asked_key)
+        {
             return why.clone();
         }
-        let check = format!(
-            "import {}\nimport {}\nfrom prepbench import native\nv = native().VERSION\nassert v \
-             == {:?}, f'its prepbench package is version {{v}}, this command line {}'",
-            imports,
-            self.module,
-            env!("CARGO_PKG_VERSION"),
-            env!("CARGO_PKG_VERSION")
-        );
-        let out = Command::new(&python)
-            .args(["-c", &check])
-            .env(workloads::python::WORKER_ENV, "1")
-            .output();
-        let why = match out {
-            Ok(o) if o.status.success() => None,
-            Ok(o) => {
-                let text = String::from_utf8_lossy(&o.stderr);
-                // Its last line of errors, or how it ended when it said nothing.
-                let last = text.lines().rfind(|l| !l.trim().is_empty()).map_or_else(
-                    || format!("it ended with {} and said nothing", o.status),
-                    str::to_string,
-                );
-                Some(format!(
-                    "needs {needs} and the prepbench package in {} ({last}): pip install \
-                     \".[{}]\" from the prepbench repository into it, or name another \
-                     interpreter with --python",
-                    python.display(),
-                    self.extra
-                ))
-            }
-            Err(e) => Some(format!("cannot start {}: {e}", python.display())),
-        };
-        asked.push((python, key, why.clone()));
+        let why = self.checked(imports, key).err().map(|check| match check {
+            Check::Unstarted(message) => message,
+            Check::Refused(last) => format!(
+                "needs {needs} and the prepbench package in {} ({last}): pip install \".[{}]\" \
+                 from the prepbench repository into it, or name another interpreter with \
+                 --python",
+                python.display(),
+                self.extra
+            ),
+        });
+        asked.push((python, asked_key, why.clone()));
         why
+    }
+
+    /// Asks a loader process whether it imports `imports` and speaks this command line's
+    /// protocol and version: the process kept idle for `key`, else a fresh one, which is kept
+    /// idle for `key`'s first run once it has. So a command imports the framework once (about
+    /// 3 s for TensorFlow, 1.2-2 s for PyTorch on 2 cores), as a training job does, rather than
+    /// once to check and again to run.
+    fn checked(&self, imports: &str, key: &str) -> Result<(), Check> {
+        let mut session = match Session::idle(key) {
+            Some(session) => session,
+            None => Session::start(self.name, self.module).map_err(|e| match e {
+                RunError::Loader { message, .. } => Check::Unstarted(message),
+                other => Check::Unstarted(other.to_string()),
+            })?,
+        };
+        let ask = serde_json::json!({
+            "check": imports.split(',').map(str::trim).collect::<Vec<_>>(),
+            "protocol": self.protocol,
+            "version": env!("CARGO_PKG_VERSION"),
+        });
+        let line = (session.send(&ask.to_string()).ok()).and_then(|()| session.answer_line().ok());
+        // `{"checked": null}`; a refusal names what stopped it, as does the error of a package
+        // that does not know the check (another version's: its protocol is another).
+        let said = line.as_deref().map(|line| {
+            let answer: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
+            match (answer.get("checked"), answer.get("error")) {
+                (Some(serde_json::Value::Null), _) => Ok(()),
+                (Some(why), _) | (None, Some(why)) => {
+                    Err(why.as_str().unwrap_or("its check failed").to_string())
+                }
+                (None, None) => {
+                    let line: String = line.trim().chars().take(200).collect();
+                    Err(format!("it answered {line:?}, not a check's answer"))
+                }
+            }
+        });
+        match said {
+            Some(Ok(())) => {
+                session.keep_idle(key.to_string());
+                Ok(())
+            }
+            Some(Err(why)) => {
+                drop(session.end(std::time::Duration::ZERO));
+                Err(Check::Refused(why))
+            }
+            // Its last line of errors (a traceback's), or how it ended when it said nothing.
+            None => {
+                let tail = session.end(std::time::Duration::from_secs(5));
+                let last = (tail.lines())
+                    .rfind(|l| !l.trim().is_empty())
+                    .map_or("it ended without answering and said nothing", str::trim);
+                Err(Check::Refused(last.to_string()))
+            }
+        }
     }
 
     /// Runs one epoch of `job` in the loader's process, its `options` in the job: the process
@@ -372,7 +405,11 @@ impl PythonLoader {
     /// imported TensorFlow for each workload's sweep (3.1-4.6 s each here, the package with
     /// it), where a training job imports it once.
     fn key(&self, job: &OnlineJob) -> String {
-        session::process_key(self.name, job.workload)
+        self.key_of(job.workload)
+    }
+
+    fn key_of(&self, workload: &Workload) -> String {
+        session::process_key(self.name, workload)
     }
 
     /// A process given `job` (the one the last run under this loader left idle, where its key
@@ -475,6 +512,12 @@ impl PythonLoader {
             }
         }
     }
+}
+
+/// Why a loader process did not pass its check: it could not be started, or what stopped it.
+enum Check {
+    Unstarted(String),
+    Refused(String),
 }
 
 /// A loader process kept between a run's epochs (`OnlineJob::kept`); when the run lets it go,

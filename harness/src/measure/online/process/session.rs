@@ -55,7 +55,7 @@ impl Session {
             .stderr(Stdio::piped())
             .process_group(0)
             .spawn()
-            .map_err(|e| loader_error(name, format!("starting {}: {e}", python.display())))?;
+            .map_err(|e| loader_error(name, format!("cannot start {}: {e}", python.display())))?;
         let stderr = Stderr::watch(&mut child);
         let stdin = child.stdin.take();
         let stdout = BufReader::new(Watched {
@@ -149,6 +149,16 @@ impl Session {
             || self.send(r#"{"end_run": true}"#).is_err()
             || !self.idle_within(IDLE_WITHIN)
         {
+            drop(self.end(Duration::ZERO));
+            return;
+        }
+        self.keep_idle(key);
+    }
+
+    /// Keeps this process, which waits for a job, idle for the next run of `key` (the only
+    /// one kept: another is ended); ended instead under a memory limit.
+    pub(super) fn keep_idle(self, key: String) {
+        if crate::measure::memory_limit::active() {
             drop(self.end(Duration::ZERO));
             return;
         }

@@ -97,7 +97,7 @@ impl std::str::FromStr for TorchOptions {
 }
 
 /// Bumped with `PROTOCOL` in `prepbench/_loader.py`.
-const PROTOCOL: u32 = 10;
+const PROTOCOL: u32 = 11;
 
 pub struct Torch;
 
