@@ -153,6 +153,37 @@ fn a_random_step_not_marked_random_fails_verify_with_the_likely_cause() {
     );
 }
 
+/// The same under each loader in Python: verification there compares each output's hash with
+/// the reference's before anything else, and an output that differs fails it as natively.
+#[test]
+fn a_random_step_not_marked_random_fails_verify_under_every_loader() {
+    let Some(native) = common::native_module() else {
+        return;
+    };
+    for (loader, python) in [
+        ("torch", common::torch_python()),
+        ("tf-data", common::tf_python()),
+    ] {
+        let Some(python) = python else {
+            continue;
+        };
+        let work = tempfile::tempdir().unwrap();
+        let w = setup(work.path(), &python_step("noised", "noisy"));
+        let flags = format!("--verify --strategy noised --loader {loader}");
+        let args = run_args(work.path(), &w, &flags);
+        let out = common::with_package(
+            &mut std::process::Command::new(env!("CARGO_BIN_EXE_prepbench")),
+            &native,
+        )
+        .arg("--python")
+        .arg(&python)
+        .args(&args)
+        .output()
+        .unwrap();
+        fails_naming(&out, &["differs from fully-online processing", loader]);
+    }
+}
+
 /// A step that reads stdin (a read, `input()`, a `breakpoint()` left in) reads nothing: it
 /// never eats the worker's requests and never waits for a terminal.
 #[test]

@@ -450,6 +450,7 @@ impl Session {
             seed,
             epoch: 0,
             hash: false,
+            expected: None,
             fill: None,
             throttle: None,
             consumer: None,

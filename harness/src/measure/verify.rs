@@ -58,7 +58,14 @@ pub fn verify_against(
     job: &OnlineJob,
     expected: &HashMap<u64, u64>,
 ) -> Result<Verification, RunError> {
-    let strategy = run_online(&OnlineJob { hash: true, ..*job }, &ProgressBar::hidden())?;
+    let strategy = run_online(
+        &OnlineJob {
+            hash: true,
+            expected: Some(expected),
+            ..*job
+        },
+        &ProgressBar::hidden(),
+    )?;
     // A store that cycles over its source holds items beyond the reference's first cycle.
     let got: HashMap<u64, u64> = strategy
         .hashes
@@ -195,6 +202,7 @@ mod tests {
             seed: 1,
             epoch: 0,
             hash: false,
+            expected: None,
             fill: None,
             throttle: None,
             min_s: None,

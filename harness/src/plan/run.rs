@@ -162,9 +162,12 @@ pub fn run(
         };
         let measured = executor.measure(&spec, |_| {})?;
         if let Some(v) = measured.verification.filter(|v| !v.passed()) {
-            outcome
-                .verify_failures
-                .push((cell.strategy.name.clone(), v.mismatched));
+            let name = if crate::measure::online::is_default(cell.loader) {
+                cell.strategy.name.clone()
+            } else {
+                format!("{} ({} loader)", cell.strategy.name, cell.loader)
+            };
+            outcome.verify_failures.push((name, v.mismatched));
         }
         outcome.warnings.extend(measured.warnings);
         outcome.rows.extend(measured.rows);

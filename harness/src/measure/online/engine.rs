@@ -49,6 +49,11 @@ pub struct OnlineJob<'a> {
     pub epoch: u64,
     /// Hash every output sample (for verification; off for timed runs).
     pub hash: bool,
+    /// The fully-online reference's hashes by sample id, where `hash` is for `--verify`: an
+    /// engine whose forms of the steps may differ from native processing within bounds (a
+    /// loader in Python) compares an output with native processing only where its own hash
+    /// is not the reference's.
+    pub expected: Option<&'a std::collections::HashMap<u64, u64>>,
     /// Keep every deserialized sample in this application cache (the filling epoch).
     pub fill: Option<&'a AppCache>,
     /// Emulated storage every read goes through (raw files and shards); `None`: the local disk.
