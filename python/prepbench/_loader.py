@@ -239,6 +239,35 @@ def _layout(fields):
     return out
 
 
+def expected_hashes(job):
+    """--verify's reference hashes by sample id, as the job carries them (`[id, hash]` pairs):
+    `verify_digest`'s fast path."""
+    return dict(map(tuple, job.get("expected") or ()))
+
+
+def verify_digest(native, sample_id, fields, expected, native_output, bounds):
+    """A sample's --verify hash under either loader: its own where that is the reference's
+    (`expected`: no native processing needed); else, where `native_output()` gives the sample's
+    native processing (None where the workload has Python steps, whose outputs are compared
+    exactly) and the output is within `bounds()` of it (the per value and mean bounds, and the
+    fields compared as exp), the native output's; else its own (a mismatch, named on stderr)."""
+    from ._forms import within
+
+    own = native.verify_hash(sample_id, _layout(fields))
+    if expected.get(sample_id) == own:
+        return own
+    made = native_output()
+    if made is None:
+        return own
+    payload, _, layout = made
+    reference = dict(_fields(payload, sample_id, layout))
+    why = within(fields, reference, *bounds())
+    if why is None:
+        return native.verify_hash(sample_id, _layout(reference))
+    print(f"prepbench: sample {sample_id}: {why}", file=sys.stderr)
+    return own
+
+
 def _nbytes(fields):
     total = 0
     for value in fields.values():
@@ -292,8 +321,7 @@ def dataset_class():
 
         def __init__(self, job, native):
             self.native = native
-            # --verify's reference hashes by sample id (`expected`): `_digest`'s fast path.
-            self.expected = dict(map(tuple, job.get("expected") or ()))
+            self.expected = expected_hashes(job)
             raw = job["input"] == "raw"
             self.online = native.Online(json.dumps(job["spec"]), job["split"], job["seed"],
                                         job.get("root") if raw else None, job.get("items", 0))
@@ -469,32 +497,22 @@ def dataset_class():
                                   only=only)
 
         def _digest(self, sample_id, fields):
-            """The sample's --verify hash: this output's where it is the reference's (no native
-            processing needed); where the output may differ from native processing within the
-            chain's bounds and does so no more, the native output's hash (what the reference
-            has); else this output's (a mismatch, named by its sample)."""
-            own = self.native.verify_hash(sample_id, _layout(fields))
-            if self.expected.get(sample_id) == own:
-                return own
-            reference = self._native_reference()
-            # The native output: none where the workload has Python steps (before this chain's
-            # split: a strategy that stores their outputs), whose outputs are compared exactly.
-            made = None
-            if reference is not None and reference.compared(sample_id):
-                made = reference.reference(sample_id, self.epoch)
-            if made is not None:
-                from ._torch_steps import exp_fields, tolerance, within
+            """The sample's --verify hash (`verify_digest`), the bounds as the ops' gains stand
+            after this sample (the STFT's follows the PCM's dtype it was given)."""
+            from ._forms import exp_fields, tolerance
 
-                payload, _, layout = made
-                expected = dict(_fields(payload, sample_id, layout))
-                # The bounds as the ops' gains stand after this sample (the STFT's follows the
-                # PCM's dtype it was given).
+            def native_output():
+                reference = self._native_reference()
+                if reference is None or not reference.compared(sample_id):
+                    return None
+                return reference.reference(sample_id, self.epoch)
+
+            def bounds():
                 ops = self.chain.ops
-                why = within(fields, expected, tolerance(ops), exp_fields(ops))
-                if why is None:
-                    return self.native.verify_hash(sample_id, _layout(expected))
-                print(f"prepbench: sample {sample_id}: {why}", file=sys.stderr)
-            return own
+                return tolerance(ops), exp_fields(ops)
+
+            return verify_digest(self.native, sample_id, fields, self.expected, native_output,
+                                 bounds)
 
     return OnlineDataset
 

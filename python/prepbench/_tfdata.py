@@ -18,11 +18,10 @@ after the first are served from it.
 
 import json
 import os
-import sys
 import time
 
-from ._forms import within
-from ._loader import _layout, answer, native_for, next_epoch, ready, serve, stack
+from ._loader import (answer, expected_hashes, native_for, next_epoch, ready, serve,
+                      stack, verify_digest)
 from .store import _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
@@ -142,8 +141,7 @@ class Pipeline:
         from . import _tf_steps
 
         self.tf, self.native, self.job = tf, native, job
-        # --verify's reference hashes by sample id (`expected`): `digest`'s fast path.
-        self.expected = dict(map(tuple, job.get("expected") or ()))
+        self.expected = expected_hashes(job)
         spec = json.dumps(job["spec"])
         raw = job["input"] == "raw"
         self.online = native.Online(spec, job["split"], job["seed"],
@@ -397,25 +395,15 @@ class Pipeline:
         return out
 
     def digest(self, sample_id, fields):
-        """The sample's --verify hash: its own where that is the reference's (no native
-        processing needed), else the native output's where this one is within the chain's
-        bounds of it (see `_forms`), else its own."""
-        own = self.native.verify_hash(sample_id, _layout(fields))
-        if self.expected.get(sample_id) == own:
-            return own
-        # The native output: none where the workload has Python steps (before this chain's
-        # split: a strategy that stores their outputs), whose outputs are compared exactly.
-        made = None
-        if self.reference is not None and self.reference.compared(sample_id):
-            made = self.reference.reference(sample_id, self.job["epoch"])
-        if made is not None:
-            payload, _, layout = made
-            expected = dict(_fields(payload, sample_id, layout))
-            why = within(fields, expected, self.bounds, self.exp)
-            if why is None:
-                return self.native.verify_hash(sample_id, _layout(expected))
-            print(f"prepbench: sample {sample_id}: {why}", file=sys.stderr)
-        return own
+        """The sample's --verify hash (`verify_digest`)."""
+        def native_output():
+            reference = self.reference
+            if reference is None or not reference.compared(sample_id):
+                return None
+            return reference.reference(sample_id, self.job["epoch"])
+
+        return verify_digest(self.native, sample_id, fields, self.expected, native_output,
+                             lambda: (self.bounds, self.exp))
 
 
 def run(job, proto_out):

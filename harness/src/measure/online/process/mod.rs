@@ -161,7 +161,7 @@ impl PythonLoader {
             "hash": job.hash,
             // The reference's hashes, [id, hash] pairs: an output hashing as the reference's
             // needs no native processing of its own to compare with.
-            "expected": job.expected.filter(|_| job.hash).map(|e| e.iter().collect::<Vec<_>>()),
+            "expected": job.expected.map(|e| e.iter().collect::<Vec<_>>()),
             "on_error": if job.on_error == OnError::Skip { "skip" } else { "fail" },
             "min_s": job.min_s,
         });
