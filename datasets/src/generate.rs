@@ -87,6 +87,48 @@ fn generate_range(
     )
 }
 
+/// Generating asks for this much more room than the kind's expected bytes where the kind
+/// states no tolerance of its own.
+const ROOM_TOLERANCE: f64 = 0.1;
+
+/// Refuses, before anything is written, to generate `count` files of `kind` where the
+/// filesystem holding the request's root has less room than they take (the kind's expected
+/// MB per sample, with its tolerance): the paper's synthetic datasets are 15 GB each, twelve
+/// of them in all, and a generation that fills the disk fails part-way after writing tens of
+/// GB (`calibrate synthetic-reading` as the workload's defaults ask, on a 79 GB disk).
+fn check_room(
+    kind: &DatasetKind,
+    request: &GenerateRequest,
+    count: usize,
+) -> Result<(), DatasetError> {
+    let (mb, tolerance) = match (kind.expected_mb, kind.calibration) {
+        (Some(expected), _) => (expected(request)?, ROOM_TOLERANCE),
+        (None, Some(c)) => (c.mb_per_sample, c.tolerance),
+        (None, None) => return Ok(()),
+    };
+    let needed = (count * kind.samples_per_file) as f64 * mb * 1e6 * (1.0 + tolerance);
+    let Some(free) = workloads::storage::free_bytes(&request.root) else {
+        return Ok(());
+    };
+    if needed <= free as f64 {
+        return Ok(());
+    }
+    let gb = |b: f64| format!("{:.1} GB", b / 1e9);
+    Err(DatasetError::Layout {
+        path: request.root.display().to_string(),
+        message: format!(
+            "generating {count} files of `{}` ({} samples at about {mb:.3} MB each) needs about \
+             {}, and its filesystem has {} free: ask for fewer samples (--samples, \
+             --dataset-mb, dataset.samples) or give a data directory with room (--data-dir); \
+             nothing was written",
+            kind.name,
+            count * kind.samples_per_file,
+            gb(needed),
+            gb(free as f64),
+        ),
+    })
+}
+
 /// Generates (or extends) a dataset of `request.samples` samples; returns how many files were
 /// written. Generation is deterministic per file index, so extending a smaller generated dataset
 /// with the same seed gives the same files as generating the larger one at once.
@@ -120,6 +162,7 @@ pub fn generate(
     if from >= files {
         return Ok(0);
     }
+    check_room(kind, request, files - from)?;
     if !claimed {
         // Claim the (empty or new) directory before writing into it, so that a generation
         // killed part-way is recognised as ours and redone rather than refused.
@@ -159,4 +202,46 @@ pub fn generate(
 pub fn recorded_decode(root: &Path) -> Option<DecodeCost> {
     let text = std::fs::read(root.join(MARKER)).ok()?;
     serde_json::from_slice::<Marker>(&text).ok()?.decode
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn synthetic(root: &Path, samples: usize) -> GenerateRequest {
+        GenerateRequest {
+            root: root.to_path_buf(),
+            samples,
+            seed: 1,
+            threads: 2,
+            options: [("mb_per_sample".to_string(), "20.48".to_string())].into(),
+        }
+    }
+
+    #[test]
+    fn a_dataset_larger_than_the_room_its_filesystem_has_is_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("not-yet/synthetic");
+        let free = workloads::storage::free_bytes(&root).expect("statvfs answers here");
+        // 20.48 MB arrays, enough of them for twice the room there is.
+        let samples = (2.0 * free as f64 / 20.48e6).ceil() as usize + 1;
+        let err = generate("synthetic", &synthetic(&root, samples), &|_| {})
+            .unwrap_err()
+            .to_string();
+        for needle in [
+            root.display().to_string(),
+            format!("generating {samples} files of `synthetic`"),
+            "free".into(),
+            "--data-dir".into(),
+            "nothing was written".into(),
+        ] {
+            assert!(err.contains(&needle), "{needle:?} in {err}");
+        }
+        assert!(!root.exists() && !dir.path().join("not-yet").exists());
+        // What fits is generated.
+        assert_eq!(
+            generate("synthetic", &synthetic(&root, 1), &|_| {}).unwrap(),
+            1
+        );
+    }
 }

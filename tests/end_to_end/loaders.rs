@@ -762,8 +762,9 @@ fn a_step_a_loader_cannot_run_is_refused_before_anything_runs() {
 /// A loader whose interpreter cannot run it is refused before anything runs, naming the
 /// interpreter and what stopped it, never run natively instead: its framework missing (the
 /// steps' virtualenv has neither PyTorch nor TensorFlow), an interpreter that ends saying why,
-/// one that ends saying nothing, one that answers what prepbench does not speak, and one that
-/// is not there. No store and no result is written.
+/// one that ends saying nothing, one that answers what prepbench does not speak, one that is
+/// not there, and one that never answers (ended at the start limit). No store and no result
+/// is written.
 #[test]
 fn a_loader_its_interpreter_cannot_run_is_refused_naming_the_interpreter_and_why() {
     let (Some(native), Some(steps)) = (common::native_module(), common::numpy_python()) else {
@@ -840,6 +841,27 @@ fn a_loader_its_interpreter_cannot_run_is_refused_naming_the_interpreter_and_why
             "{loader} under {python}"
         );
     }
+    // One that never answers (a wrapper that never starts Python) is ended at the limit
+    // Python steps' interpreters have, and named, not waited for.
+    let stuck = script("stuck", "sleep 600");
+    let started = std::time::Instant::now();
+    let out = common::with_package(&mut Command::new(env!("CARGO_BIN_EXE_prepbench")), &native)
+        .env("PREPBENCH_PYTHON_START_S", "3")
+        .args(["--python", &stuck])
+        .args(argv![
+            "run cv --loader tf-data --strategy resized --samples 4 --quiet"
+        ])
+        .args(["--data-dir", data_dir().to_str().unwrap()])
+        .args(["--store-dir", stores.to_str().unwrap()])
+        .args(["--out", results.to_str().unwrap()])
+        .output()
+        .unwrap();
+    common::fails_naming(
+        &out,
+        &["the tf-data loader", &stuck, "did not answer within 3 s"],
+    );
+    assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+    assert!(!stores.exists() && !results.exists());
 }
 
 /// `--on-error skip` under the torch loader: the sample a step fails on is skipped and named,

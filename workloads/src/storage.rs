@@ -15,6 +15,27 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+/// Bytes available to this user on the filesystem that holds `dir`, or would hold it once
+/// made: that of its nearest existing ancestor (statvfs), when it can be asked.
+pub fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let existing = dir.ancestors().find(|a| a.exists())?;
+    let existing = if existing.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        existing
+    };
+    let path = std::ffi::CString::new(existing.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs writes into the zeroed struct we pass and reads the NUL-terminated path.
+    unsafe {
+        let mut stat: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(path.as_ptr(), &mut stat) != 0 {
+            return None;
+        }
+        Some(stat.f_bavail as u64 * stat.f_frsize as u64)
+    }
+}
+
 /// How steps read files. The harness passes one that emulates a storage profile; without one,
 /// steps read with `std::fs::read`.
 pub trait ReadFiles: Sync + fmt::Debug {

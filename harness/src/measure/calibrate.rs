@@ -2,9 +2,9 @@
 //! machine and each strategy, measured rather than assumed.
 //!
 //! - The machine: memory copy bandwidth; cold reads from the store's disk, as one sequential
-//!   stream and as several at once (1 MiB reads of files evicted from the page cache, median
-//!   of five); a small file opened and read cold; a random 4 KiB read cold. Cached per machine
-//!   and disk for a week (`--recalibrate` measures again).
+//!   stream and as several at once (1 MiB reads of files evicted from the page cache); a small
+//!   file opened and read cold; a random 4 KiB read cold: each the median of five trials.
+//!   Cached per machine and disk for a week (`--recalibrate` measures again).
 //! - Each (strategy, codec): one warm epoch with one worker thread over the strategy's own
 //!   samples, its passes repeated for half a second, split into CPU seconds per sample per
 //!   stage (page-cache copies, decompression, deserialization, every online step) and the
@@ -34,7 +34,7 @@ const MACHINE_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 const SMALL_FILES: usize = 200;
 /// Random 4 KiB reads timed.
 const REQUESTS: usize = 200;
-/// Cold sequential reads timed (the median is kept).
+/// Trials of each cold read figure (the median is kept).
 const READ_TRIALS: usize = 5;
 
 // ------------------------------------------------------------------------------ the machine
@@ -111,6 +111,26 @@ pub fn memcpy_gb_s() -> f64 {
     n as f64 / best / 1e9
 }
 
+/// Milliseconds per random 4 KiB read of `path` (`bytes` long, evicted), [`REQUESTS`] of
+/// them at offsets drawn from `salt`.
+fn random_requests_ms(path: &Path, bytes: usize, salt: u64) -> anyhow::Result<f64> {
+    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: fadvise on a file descriptor we own; only a hint.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+    }
+    let pages = (bytes / 4096).max(1) as u64;
+    let mut x = 0x2545_f491_4f6c_dd1du64 ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut page = [0u8; 4096];
+    let start = Instant::now();
+    for _ in 0..REQUESTS {
+        file.read_at(&mut page, (xorshift(&mut x) % pages) * 4096)
+            .with_context(|| format!("reading {}", path.display()))?;
+    }
+    Ok(start.elapsed().as_secs_f64() * 1e3 / REQUESTS as f64)
+}
+
 /// Measures the machine's figures, the storage ones on the disk holding `dir`, with `mb` MB
 /// of test files (removed afterwards).
 pub fn measure_machine(dir: &Path, mb: usize) -> anyhow::Result<MachineCalibration> {
@@ -130,11 +150,24 @@ pub fn measure_machine(dir: &Path, mb: usize) -> anyhow::Result<MachineCalibrati
     }
     let mut buf = vec![0u8; 1 << 20];
 
-    // Shared disks vary from one read to the next: the read figures are medians of a few.
+    // Small files, written once and read cold in every trial.
+    let small: Vec<PathBuf> = (0..SMALL_FILES)
+        .map(|i| tmp.join(format!("small-{i:04}")))
+        .collect();
+    for (i, p) in small.iter().enumerate() {
+        write_file(p, SMALL_FILE_BYTES, 100 + i as u64)?;
+    }
+
+    // Shared disks vary from one read to the next, and other processes' reads and writes
+    // come and go: every figure is the median of a few trials spread over the measurement.
+    // One pass of small files was the whole figure before: in one CI run, its tests writing
+    // and evicting beside each other, a raw part sized from the calibration read 98 files of
+    // 10 KB in 5.5 ms against a 0.2 s floor, the model having predicted about 220 a second
+    // (about 9 ms a cold file at 2 threads, where the epoch read one in 56 us).
     let mut resident = 0.0;
-    let mut seq = Vec::new();
-    let mut parallel = Vec::new();
-    for _ in 0..READ_TRIALS {
+    let (mut seq, mut parallel, mut requests, mut smalls) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for trial in 0..READ_TRIALS {
         // One stream.
         resident = evict(&big)?;
         let start = Instant::now();
@@ -160,41 +193,22 @@ pub fn measure_machine(dir: &Path, mb: usize) -> anyhow::Result<MachineCalibrati
                 .sum::<anyhow::Result<usize>>()
         })?;
         parallel.push(total as f64 / start.elapsed().as_secs_f64() / 1e6);
-    }
-    let seq_read_mb_s = crate::analysis::stats::median(&seq);
-    let parallel_read_mb_s = crate::analysis::stats::median(&parallel);
 
-    // Random 4 KiB requests.
-    evict(&big)?;
-    let file = std::fs::File::open(&big[0])?;
-    {
-        use std::os::fd::AsRawFd;
-        // SAFETY: fadvise on a file descriptor we own; only a hint.
-        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
-    }
-    let pages = (per_file / 4096).max(1) as u64;
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let mut page = [0u8; 4096];
-    let start = Instant::now();
-    for _ in 0..REQUESTS {
-        file.read_at(&mut page, (xorshift(&mut x) % pages) * 4096)?;
-    }
-    let request_ms = start.elapsed().as_secs_f64() * 1e3 / REQUESTS as f64;
-    drop(file);
+        // Random 4 KiB requests.
+        evict(&big)?;
+        requests.push(random_requests_ms(&big[0], per_file, trial as u64)?);
 
-    // Small files.
-    let small: Vec<PathBuf> = (0..SMALL_FILES)
-        .map(|i| tmp.join(format!("small-{i:04}")))
-        .collect();
-    for (i, p) in small.iter().enumerate() {
-        write_file(p, SMALL_FILE_BYTES, 100 + i as u64)?;
+        // Small files, each opened and read whole.
+        evict(&small)?;
+        let start = Instant::now();
+        for p in &small {
+            read_whole(p, &mut buf)?;
+        }
+        smalls.push(start.elapsed().as_secs_f64() * 1e3 / SMALL_FILES as f64);
     }
-    evict(&small)?;
-    let start = Instant::now();
-    for p in &small {
-        read_whole(p, &mut buf)?;
-    }
-    let small_file_ms = start.elapsed().as_secs_f64() * 1e3 / SMALL_FILES as f64;
+    let median = crate::analysis::stats::median;
+    let (seq_read_mb_s, parallel_read_mb_s) = (median(&seq), median(&parallel));
+    let (request_ms, small_file_ms) = (median(&requests), median(&smalls));
 
     let machine = crate::results::system::machine();
     Ok(MachineCalibration {

@@ -33,19 +33,7 @@ pub fn create(dir: &Path) -> Result<(), StoreError> {
 }
 pub(crate) const FORMAT_VERSION: u32 = 1;
 
-/// Bytes available to this user on the filesystem holding `dir` (statvfs), when it can be asked.
-pub fn free_bytes(dir: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs writes into the zeroed struct we pass and reads the NUL-terminated path.
-    unsafe {
-        let mut stat: libc::statvfs = std::mem::zeroed();
-        if libc::statvfs(path.as_ptr(), &mut stat) != 0 {
-            return None;
-        }
-        Some(stat.f_bavail as u64 * stat.f_frsize as u64)
-    }
-}
+pub use workloads::storage::free_bytes;
 
 /// One shard file of a complete store.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

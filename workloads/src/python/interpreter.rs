@@ -109,7 +109,7 @@ const CHECKED: &str = "prepbench-driver: imports checked";
 /// How long an interpreter may take to import the steps and answer
 /// (`PREPBENCH_PYTHON_START_S`, default 300 s: importing PyTorch or TensorFlow takes seconds,
 /// not minutes).
-pub(super) fn start_timeout() -> std::time::Duration {
+pub fn start_timeout() -> std::time::Duration {
     let seconds = std::env::var("PREPBENCH_PYTHON_START_S")
         .ok()
         .and_then(|v| v.parse::<f64>().ok())
@@ -119,7 +119,7 @@ pub(super) fn start_timeout() -> std::time::Duration {
 }
 
 /// Why `python` was ended before it answered: it took longer than [`start_timeout`].
-pub(super) fn no_answer(python: &Path, limit: std::time::Duration) -> String {
+pub fn no_answer(python: &Path, limit: std::time::Duration) -> String {
     format!(
         "{} did not answer within {} s (is it a Python interpreter? a module that blocks when \
          imported?); PREPBENCH_PYTHON_START_S sets the limit",
@@ -131,7 +131,7 @@ pub(super) fn no_answer(python: &Path, limit: std::time::Duration) -> String {
 /// Sends SIGKILL to `target` (a pid, or minus a process group's id) unless `answered` is
 /// dropped or sent on within `limit`: whether it did. (The caller has not waited for the
 /// process yet, so the pid is still its child's.)
-pub(super) fn end_unless_answered(
+pub fn end_unless_answered(
     target: libc::pid_t,
     limit: std::time::Duration,
 ) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<bool>) {

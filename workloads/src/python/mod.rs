@@ -17,7 +17,10 @@ mod wire;
 mod worker;
 
 pub use chain::{Chain, ChainError};
-pub use interpreter::{check, interpreter, set_interpreter, worker_pids, DRIVER, WORKER_ENV};
+pub use interpreter::{
+    check, end_unless_answered, interpreter, no_answer, set_interpreter, start_timeout,
+    worker_pids, DRIVER, WORKER_ENV,
+};
 pub(crate) use interpreter::{in_workload_dir, workload_dir};
 pub use lease::{Finished, Lease};
 pub use link::Link;

@@ -301,7 +301,14 @@ impl PythonLoader {
             "protocol": self.protocol,
             "version": env!("CARGO_PKG_VERSION"),
         });
-        let line = (session.send(&ask.to_string()).ok()).and_then(|()| session.answer_line().ok());
+        // An interpreter that never answers (a wrapper that never starts Python, an import that
+        // blocks) is ended after the limit Python steps' interpreters have, and named.
+        let limit = workloads::python::start_timeout();
+        let Ok(line) = session.ask_within(&ask.to_string(), limit) else {
+            drop(session.end(std::time::Duration::ZERO));
+            let python = workloads::python::interpreter();
+            return Err(Check::Refused(workloads::python::no_answer(&python, limit)));
+        };
         // `{"checked": null}`; a refusal names what stopped it, as does the error of a package
         // that does not know the check (another version's: its protocol is another).
         let said = line.as_deref().map(|line| {

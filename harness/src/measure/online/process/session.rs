@@ -104,6 +104,20 @@ impl Session {
         Ok(line)
     }
 
+    /// Sends `line` and reads the answer line (`None`: the process did not take the line, or
+    /// ended without answering); `Err` where none came within `limit`, the process's group
+    /// then killed.
+    pub(super) fn ask_within(&mut self, line: &str, limit: Duration) -> Result<Option<String>, ()> {
+        let group = -(self.loader.child.id() as libc::pid_t);
+        let (answered, watch) = workloads::python::end_unless_answered(group, limit);
+        let answer = (self.send(line).ok()).and_then(|()| self.answer_line().ok());
+        drop(answered);
+        match watch.join() {
+            Ok(true) if answer.is_none() => Err(()),
+            _ => Ok(answer),
+        }
+    }
+
     /// Ends the process, giving it `grace` to end by itself once its stdin is closed; the last
     /// lines of its stderr.
     pub(super) fn end(mut self, grace: Duration) -> String {
