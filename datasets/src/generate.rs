@@ -91,23 +91,56 @@ fn generate_range(
 /// states no tolerance of its own.
 const ROOM_TOLERANCE: f64 = 0.1;
 
+/// The bytes a generation of `count` files of `kind` may take (the kind's expected MB per
+/// sample, with its tolerance), where the kind can say.
+fn room_for(
+    kind: &DatasetKind,
+    request: &GenerateRequest,
+    count: usize,
+) -> Result<Option<f64>, DatasetError> {
+    let (mb, tolerance) = match (kind.expected_mb, kind.calibration) {
+        (Some(expected), _) => (expected(request)?, ROOM_TOLERANCE),
+        (None, Some(c)) => (c.mb_per_sample, c.tolerance),
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(
+        (count * kind.samples_per_file) as f64 * mb * 1e6 * (1.0 + tolerance),
+    ))
+}
+
+/// The bytes generating `request` would still write (none where its root already holds
+/// them, or holds a dataset prepbench does not generate into), where the kind can say: what a
+/// sweep of several datasets sums before it generates the first.
+pub fn bytes_to_generate(
+    kind_name: &str,
+    request: &GenerateRequest,
+) -> Result<Option<f64>, DatasetError> {
+    let kind = find_kind(kind_name)?;
+    if kind.generate_one.is_none() {
+        return Ok(Some(0.0));
+    }
+    let marker_path = request.root.join(MARKER);
+    let from = match std::fs::read(&marker_path) {
+        Ok(text) => marker_files(&text, &marker_path, kind, request)?,
+        Err(_) => 0,
+    };
+    room_for(kind, request, request.files(kind).saturating_sub(from))
+}
+
 /// Refuses, before anything is written, to generate `count` files of `kind` where the
-/// filesystem holding the request's root has less room than they take (the kind's expected
-/// MB per sample, with its tolerance): the paper's synthetic datasets are 15 GB each, twelve
-/// of them in all, and a generation that fills the disk fails part-way after writing tens of
-/// GB (`calibrate synthetic-reading` as the workload's defaults ask, on a 79 GB disk).
+/// filesystem holding the request's root has less room than they take ([`room_for`]): the
+/// paper's synthetic datasets are 15 GB each, twelve of them in all, and a generation that
+/// fills the disk fails part-way after writing tens of GB (`calibrate synthetic-reading` as
+/// the workload's defaults ask, on a 79 GB disk).
 fn check_room(
     kind: &DatasetKind,
     request: &GenerateRequest,
     count: usize,
 ) -> Result<(), DatasetError> {
-    let (mb, tolerance) = match (kind.expected_mb, kind.calibration) {
-        (Some(expected), _) => (expected(request)?, ROOM_TOLERANCE),
-        (None, Some(c)) => (c.mb_per_sample, c.tolerance),
-        (None, None) => return Ok(()),
-    };
-    let needed = (count * kind.samples_per_file) as f64 * mb * 1e6 * (1.0 + tolerance);
-    let Some(free) = workloads::storage::free_bytes(&request.root) else {
+    let (Some(needed), Some(free)) = (
+        room_for(kind, request, count)?,
+        workloads::storage::free_bytes(&request.root),
+    ) else {
         return Ok(());
     };
     if needed <= free as f64 {
@@ -117,10 +150,10 @@ fn check_room(
     Err(DatasetError::Layout {
         path: request.root.display().to_string(),
         message: format!(
-            "generating {count} files of `{}` ({} samples at about {mb:.3} MB each) needs about \
-             {}, and its filesystem has {} free: ask for fewer samples (--samples, \
-             --dataset-mb, dataset.samples) or give a data directory with room (--data-dir); \
-             nothing was written",
+            "generating {count} files of `{}` ({} samples) needs about {}, and its filesystem \
+             has {} free: ask for fewer samples (--samples, --dataset-mb, dataset.samples) or \
+             put it on a filesystem with room (--data-dir, or generate's --out); nothing was \
+             written",
             kind.name,
             count * kind.samples_per_file,
             gb(needed),
@@ -232,7 +265,7 @@ mod tests {
             root.display().to_string(),
             format!("generating {samples} files of `synthetic`"),
             "free".into(),
-            "--data-dir".into(),
+            "--data-dir, or generate's --out".into(),
             "nothing was written".into(),
         ] {
             assert!(err.contains(&needle), "{needle:?} in {err}");

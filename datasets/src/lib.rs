@@ -33,7 +33,9 @@ pub use check::check_workload;
 pub use decode_cost::{measure_decode, DecodeCost};
 pub use error::DatasetError;
 pub use files::{Entry, Files, LocalFiles};
-pub use generate::{default_dir_name, generate, marker_files, recorded_decode, MARKER};
+pub use generate::{
+    bytes_to_generate, default_dir_name, generate, marker_files, recorded_decode, MARKER,
+};
 pub use kind::{Calibration, DatasetKind, GenerateRequest, Options};
 pub use prepare::{check_present, open_named, prepare, prepare_counted, prepare_in};
 pub use registry::{expected_mb, find_kind, KINDS};

@@ -319,6 +319,49 @@ fn a_full_disk_fails_naming_the_directory_and_leaves_nothing_half_written() {
     }
 }
 
+/// Data that cannot fit is refused before any of it is written: a sweep's dataset variants
+/// (the paper's twelve synthetic datasets, 15 GB each at the workload's defaults) summed
+/// before the first is generated, and `generate` of more than the filesystem holds.
+#[test]
+fn datasets_larger_than_the_disks_room_are_refused_before_anything_is_written() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let sweep = prepbench(&argv![
+        "sweep synthetic-reading --dataset-mb 100000000 --quiet --data-dir",
+        data.to_str().unwrap(),
+        "--store-dir",
+        work.path().join("stores").to_str().unwrap(),
+        "--out",
+        work.path().join("out").to_str().unwrap()
+    ]);
+    fails_naming(
+        &sweep,
+        &[
+            data.to_str().unwrap(),
+            "the 12 dataset variants of this sweep need about",
+            "GB free",
+            "--dataset-mb",
+            "nothing was written",
+        ],
+    );
+    let generated = work.path().join("generated");
+    let generate = prepbench(&argv![
+        "generate synthetic --samples 100000000 --quiet --out",
+        generated.to_str().unwrap()
+    ]);
+    fails_naming(
+        &generate,
+        &[
+            generated.to_str().unwrap(),
+            "generating 100000000 files of `synthetic`",
+            "GB free",
+            "nothing was written",
+        ],
+    );
+    let left: Vec<_> = std::fs::read_dir(work.path()).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 #[test]
 fn a_results_folder_in_use_is_refused_naming_its_holder_and_nothing_is_written() {
     use std::io::Write as _;

@@ -53,18 +53,12 @@ pub fn sweep(
     // before the folders are known to lie outside the dataset and the options are accepted.
     places.check_outside_dataset(&workload)?;
     Plan::new(&workload, opts)?;
-    let _lock = crate::results::lock::folder(&places.out)?;
     let variants = spread(workload.spec.dataset_variants(), opts.variants);
     if variants.is_empty() {
+        let _lock = crate::results::lock::folder(&places.out)?;
         return sweep_workload(workload, opts, places, command_line);
     }
-    let mut total = SweepOutcome {
-        calibration: None,
-        ran: 0,
-        skipped: 0,
-        warnings: Vec::new(),
-        verify_failures: Vec::new(),
-    };
+    let mut sized = Vec::new();
     for options in &variants {
         let variant = Workload::build(workload.spec.variant(options))?;
         if !opts.trials_at_least.is_empty()
@@ -75,32 +69,19 @@ pub fn sweep(
         {
             continue;
         }
-        let mb = opts.dataset_mb.or(workload.spec.sweep.dataset_mb);
-        let samples = match (opts.settings.samples, mb) {
-            (Some(n), _) => n,
-            (None, Some(mb)) => {
-                let per_sample = datasets::expected_mb(
-                    &variant.spec.dataset.kind,
-                    &variant.spec.dataset.options,
-                )?
-                .ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "dataset kind `{}` cannot say its MB per sample, so sweep.dataset_mb \
-                             cannot size its variants; give --samples",
-                        variant.spec.dataset.kind
-                    )
-                })?;
-                ((mb / per_sample).round() as usize).max(1)
-            }
-            (None, None) => variant.spec.dataset.samples,
-        };
-        // A variant sized by MB may hold fewer samples than --shards asks for (one 20 MB
-        // sample): it gets one shard per sample, where --shards above --samples is refused.
-        let derived = opts.settings.samples.is_none() && mb.is_some();
-        let shards = match opts.settings.shards {
-            Some(n) if derived => Some(n.min(samples)),
-            other => other,
-        };
+        let (samples, shards) = variant_size(&workload, &variant, opts)?;
+        sized.push((variant, samples, shards));
+    }
+    check_room_for_variants(&sized, places)?;
+    let _lock = crate::results::lock::folder(&places.out)?;
+    let mut total = SweepOutcome {
+        calibration: None,
+        ran: 0,
+        skipped: 0,
+        warnings: Vec::new(),
+        verify_failures: Vec::new(),
+    };
+    for (variant, samples, shards) in sized {
         let outcome = sweep_workload(
             variant,
             &SweepOptions {
@@ -123,6 +104,81 @@ pub fn sweep(
         total.verify_failures.extend(outcome.verify_failures);
     }
     Ok(total)
+}
+
+/// The samples of a dataset variant (`--samples`, else `--dataset-mb` over its MB per sample,
+/// else its own), and its shards: a variant sized by MB may hold fewer samples than
+/// `--shards` asks for (one 20 MB sample), and gets one shard per sample, where `--shards`
+/// above `--samples` is refused.
+fn variant_size(
+    workload: &Workload,
+    variant: &Workload,
+    opts: &SweepOptions,
+) -> anyhow::Result<(usize, Option<usize>)> {
+    let mb = opts.dataset_mb.or(workload.spec.sweep.dataset_mb);
+    let samples = match (opts.settings.samples, mb) {
+        (Some(n), _) => n,
+        (None, Some(mb)) => {
+            let per_sample =
+                datasets::expected_mb(&variant.spec.dataset.kind, &variant.spec.dataset.options)?
+                    .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "dataset kind `{}` cannot say its MB per sample, so \
+                             sweep.dataset_mb cannot size its variants; give --samples",
+                        variant.spec.dataset.kind
+                    )
+                })?;
+            ((mb / per_sample).round() as usize).max(1)
+        }
+        (None, None) => variant.spec.dataset.samples,
+    };
+    let derived = opts.settings.samples.is_none() && mb.is_some();
+    let shards = match opts.settings.shards {
+        Some(n) if derived => Some(n.min(samples)),
+        other => other,
+    };
+    Ok((samples, shards))
+}
+
+/// Refuses, before any variant is generated, a sweep whose variants' datasets (what is still
+/// to generate of them) take more room than the data directory's filesystem has: each
+/// dataset's own check would pass while room remained and fail part-way through the sweep,
+/// the paper's twelve synthetic datasets being 15 GB each.
+fn check_room_for_variants(
+    sized: &[(Workload, usize, Option<usize>)],
+    places: &Places,
+) -> anyhow::Result<()> {
+    let mut needed = 0.0;
+    for (variant, samples, _) in sized {
+        let root = crate::measure::session::dataset_root(variant, &places.data_dir)?;
+        if variant.spec.dataset.path.is_some() || datasets::files::is_remote(&root) {
+            continue;
+        }
+        let request = datasets::GenerateRequest {
+            root,
+            samples: *samples,
+            seed: variant.spec.dataset.seed,
+            threads: 1,
+            options: variant.spec.dataset.options.clone(),
+        };
+        let kind = &variant.spec.dataset.kind;
+        needed += datasets::bytes_to_generate(kind, &request)?.unwrap_or(0.0);
+    }
+    let Some(free) = crate::store::free_bytes(&places.data_dir) else {
+        return Ok(());
+    };
+    anyhow::ensure!(
+        needed <= free as f64,
+        "{}: the {} dataset variants of this sweep need about {:.1} GB of data still to \
+         generate, and its filesystem has {:.1} GB free: ask for less data per variant \
+         (--dataset-mb), fewer variants (--variants) or give a data directory with room \
+         (--data-dir); nothing was written",
+        places.data_dir.display(),
+        sized.len(),
+        needed / 1e9,
+        free as f64 / 1e9
+    );
+    Ok(())
 }
 
 /// At most `keep` of `all`, evenly spread, the first and the last kept.
