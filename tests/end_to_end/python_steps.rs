@@ -180,7 +180,9 @@ fn a_random_step_not_marked_random_fails_verify_under_every_loader() {
         .args(&args)
         .output()
         .unwrap();
-        fails_naming(&out, &["differs from fully-online processing", loader]);
+        // Named as `sweep` names it: the strategy, its codec and the loader.
+        let named = format!("strategy `noised (none, {loader} loader)` differs from fully-online");
+        fails_naming(&out, &[&named]);
     }
 }
 

@@ -162,11 +162,8 @@ pub fn run(
         };
         let measured = executor.measure(&spec, |_| {})?;
         if let Some(v) = measured.verification.filter(|v| !v.passed()) {
-            let name = if crate::measure::online::is_default(cell.loader) {
-                cell.strategy.name.clone()
-            } else {
-                format!("{} ({} loader)", cell.strategy.name, cell.loader)
-            };
+            let name =
+                crate::measure::online::verify_label(&cell.strategy.name, cell.codec, cell.loader);
             outcome.verify_failures.push((name, v.mismatched));
         }
         outcome.warnings.extend(measured.warnings);

@@ -35,6 +35,16 @@ pub fn is_default(name: &str) -> bool {
     name == default_engine().name()
 }
 
+/// How a verify failure names what failed: the strategy, its codec and a loader other than
+/// prepbench's own (`resized (gzip, torch loader)`), the same from `run` and `sweep`.
+pub fn verify_label(strategy: &str, codec: workloads::Codec, loader: &str) -> String {
+    if is_default(loader) {
+        format!("{strategy} ({codec})")
+    } else {
+        format!("{strategy} ({codec}, {loader} loader)")
+    }
+}
+
 /// Runs one epoch of `job` on its engine.
 pub fn run(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {
     // Each of the job's threads holds a sample: each gets its share of the memory budget.

@@ -65,14 +65,8 @@ impl SweepRun<'_> {
             Verdict::Pass
         } else {
             let codec = stored.map_or(Codec::None, |m| m.manifest.codec);
-            let under = if crate::measure::online::is_default(loader) {
-                String::new()
-            } else {
-                format!(", {loader} loader")
-            };
-            outcome
-                .verify_failures
-                .push((format!("{} ({codec}{under})", strategy.name), v.mismatched));
+            let name = crate::measure::online::verify_label(&strategy.name, codec, loader);
+            outcome.verify_failures.push((name, v.mismatched));
             Verdict::Fail
         })
     }
