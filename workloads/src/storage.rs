@@ -19,12 +19,16 @@ use serde::{Deserialize, Serialize};
 /// made: that of its nearest existing ancestor (statvfs), when it can be asked.
 pub fn free_bytes(dir: &Path) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
-    let existing = dir.ancestors().find(|a| a.exists())?;
-    let existing = if existing.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        existing
-    };
+    // A relative path's last ancestor is the empty path, which is the working directory.
+    let existing = (dir.ancestors())
+        .map(|a| {
+            if a.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                a
+            }
+        })
+        .find(|a| a.exists())?;
     let path = std::ffi::CString::new(existing.as_os_str().as_bytes()).ok()?;
     // SAFETY: statvfs writes into the zeroed struct we pass and reads the NUL-terminated path.
     unsafe {
@@ -294,6 +298,16 @@ pub fn find_profile(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_room_of_a_folder_not_yet_made_is_its_nearest_existing_ancestors() {
+        // Relative (the working directory's filesystem: the empty path is never "there"; a
+        // relative --data-dir once went unchecked, and a sweep filled the disk), absolute, and
+        // the folder itself.
+        for dir in ["not/yet/made", "made", "/not/yet/made", "/", "."] {
+            assert!(free_bytes(Path::new(dir)).is_some(), "{dir}");
+        }
+    }
 
     #[test]
     fn paper_profile_reproduces_the_fio_figures() {
