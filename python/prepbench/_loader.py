@@ -245,25 +245,28 @@ def expected_hashes(job):
     return dict(map(tuple, job.get("expected") or ()))
 
 
-def verify_digest(native, sample_id, fields, expected, native_output, bounds):
+def verify_digest(native, sample_id, fields, expected, reference, epoch, bounds):
     """A sample's --verify hash under either loader: its own where that is the reference's
-    (`expected`: no native processing needed); else, where `native_output()` gives the sample's
-    native processing (None where the workload has Python steps, whose outputs are compared
-    exactly) and the output is within `bounds()` of it (the per value and mean bounds, and the
-    fields compared as exp), the native output's; else its own (a mismatch, named on stderr)."""
+    (`expected`: no native processing needed); else, where `reference()` gives the native
+    engine that makes the sample's fully-online output (it makes none where the workload has
+    Python steps, whose outputs are compared exactly) and the output is within `bounds()` of its
+    output in `epoch` (the per value and mean bounds, and the fields compared as exp), the
+    native output's; else its own (a mismatch, named on stderr)."""
     from ._forms import within
 
     own = native.verify_hash(sample_id, _layout(fields))
     if expected.get(sample_id) == own:
         return own
-    made = native_output()
-    if made is None:
+    online = reference()
+    # The engine makes none for a workload with Python steps.
+    record = online.reference(sample_id, epoch) if online and online.compared(sample_id) else None
+    if record is None:
         return own
-    payload, _, layout = made
-    reference = dict(_fields(payload, sample_id, layout))
-    why = within(fields, reference, *bounds())
+    payload, _, layout = record
+    made = dict(_fields(payload, sample_id, layout))
+    why = within(fields, made, *bounds())
     if why is None:
-        return native.verify_hash(sample_id, _layout(reference))
+        return native.verify_hash(sample_id, _layout(made))
     print(f"prepbench: sample {sample_id}: {why}", file=sys.stderr)
     return own
 
@@ -501,18 +504,12 @@ def dataset_class():
             after this sample (the STFT's follows the PCM's dtype it was given)."""
             from ._forms import exp_fields, tolerance
 
-            def native_output():
-                reference = self._native_reference()
-                if reference is None or not reference.compared(sample_id):
-                    return None
-                return reference.reference(sample_id, self.epoch)
-
             def bounds():
                 ops = self.chain.ops
                 return tolerance(ops), exp_fields(ops)
 
-            return verify_digest(self.native, sample_id, fields, self.expected, native_output,
-                                 bounds)
+            return verify_digest(self.native, sample_id, fields, self.expected,
+                                 self._native_reference, self.epoch, bounds)
 
     return OnlineDataset
 

@@ -162,8 +162,8 @@ pub fn measure_machine(dir: &Path, mb: usize) -> anyhow::Result<MachineCalibrati
     // come and go: every figure is the median of a few trials spread over the measurement.
     // One pass of small files was the whole figure before: in one CI run, its tests writing
     // and evicting beside each other, a raw part sized from the calibration read 98 files of
-    // 10 KB in 5.5 ms against a 0.2 s floor, the model having predicted about 220 a second
-    // (about 9 ms a cold file at 2 threads, where the epoch read one in 56 us).
+    // 10 KB in 5.5 ms against a 0.2 s floor: a part that size implies a prediction of about
+    // 220 a second (about 9 ms a cold file at 2 threads, where the epoch read one in 56 us).
     let mut resident = 0.0;
     let (mut seq, mut parallel, mut requests, mut smalls) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());

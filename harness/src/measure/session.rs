@@ -34,6 +34,23 @@ pub fn dataset_root(workload: &Workload, data_dir: &Path) -> anyhow::Result<Path
     })
 }
 
+/// What generating (or opening) the first `samples` of the workload's dataset at `root` asks
+/// for, on `threads` threads.
+pub fn generate_request(
+    workload: &Workload,
+    root: PathBuf,
+    samples: usize,
+    threads: usize,
+) -> GenerateRequest {
+    GenerateRequest {
+        options: workload.spec.dataset.options.clone(),
+        root,
+        samples,
+        seed: workload.spec.dataset.seed,
+        threads,
+    }
+}
+
 /// The first `samples` samples of the workload's dataset: a local one is generated first when
 /// missing (on `threads` threads); one in object storage is listed there.
 pub fn open_dataset(
@@ -52,13 +69,7 @@ pub fn open_dataset(
         } else {
             (datasets::files::local(), root.clone())
         };
-    let request = GenerateRequest {
-        options: workload.spec.dataset.options.clone(),
-        root: listed_root,
-        samples,
-        seed: workload.spec.dataset.seed,
-        threads,
-    };
+    let request = generate_request(workload, listed_root, samples, threads);
     let bar = progress.bar(
         samples as u64,
         &format!("generate {}", workload.spec.dataset.kind),

@@ -154,13 +154,7 @@ fn check_room_for_variants(
         if variant.spec.dataset.path.is_some() || datasets::files::is_remote(&root) {
             continue;
         }
-        let request = datasets::GenerateRequest {
-            root,
-            samples: *samples,
-            seed: variant.spec.dataset.seed,
-            threads: 1,
-            options: variant.spec.dataset.options.clone(),
-        };
+        let request = crate::measure::session::generate_request(variant, root, *samples, 1);
         let kind = &variant.spec.dataset.kind;
         needed += datasets::bytes_to_generate(kind, &request)?.unwrap_or(0.0);
     }
