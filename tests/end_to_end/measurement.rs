@@ -269,3 +269,76 @@ fn a_store_is_released_once_made_where_memory_goes_back() {
     let resident = runs.num(cold, "residency_before_pct");
     assert!(resident < 5.0, "{resident} % of a store just made resident");
 }
+
+/// prepbench's own engine reads a part of the raw files where the dataset holds far more than
+/// its epochs need; the part the calibration predicts is timed before the runs, as a slower
+/// loader's is, and recorded: a calibration that errs (here one claiming 10 ms to read a
+/// 10 KB file, as a disk busy with other work can make it) still gives epochs that last the
+/// floor, where the predicted part (about 80 files) read in hundredths of a second. A resumed
+/// sweep reads the same part without timing it again.
+#[test]
+fn the_raw_part_a_calibration_predicts_is_timed_so_a_wrong_calibration_leaves_no_short_epochs() {
+    let work = tempfile::tempdir().unwrap();
+    let at = |p: &str| work.path().join(p).to_str().unwrap().to_string();
+    let yaml = work.path().join("tiny.yaml");
+    std::fs::write(
+        &yaml,
+        "name: tiny\ndataset:\n  kind: synthetic\n  samples: 20000\n  seed: 0\n  options: \
+         {dtype: float32, mb_per_sample: 0.01}\nsteps:\n  - name: concatenated\n    op: \
+         read_file\n  - name: decoded\n    op: decode_npy\n",
+    )
+    .unwrap();
+    let places = argv![
+        "--strategies unprocessed --data-dir",
+        at("data"),
+        "--store-dir",
+        at("stores"),
+        "--out",
+        at("out")
+    ];
+    let mut calibrate = argv!["calibrate", yaml.to_str().unwrap(), "--quiet"];
+    calibrate.extend(places.iter().cloned());
+    prepbench_ok(&calibrate);
+    let manifest = work.path().join("out/manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    m["calibration"]["strategies"]["tiny/unprocessed/none"]["read_s"] = serde_json::json!(0.01);
+    std::fs::write(&manifest, m.to_string()).unwrap();
+
+    let sweep = |trials: &str| {
+        let mut args = argv![
+            "sweep",
+            yaml.to_str().unwrap(),
+            "--min-epoch-s 0.2 --threads 2 --epochs 1 --evict fadvise --trials",
+            trials
+        ];
+        args.extend(places.iter().cloned());
+        let out = prepbench(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stderr(&out)
+    };
+    let said = sweep("1");
+    assert!(said.contains("timing unprocessed under native"), "{said}");
+    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    assert_eq!(runs.rows.len(), 1);
+    let row = &runs.rows[0];
+    let (samples, seconds) = (runs.num(row, "samples"), runs.num(row, "online_s"));
+    // The whole dataset where even it reads faster than the floor (a disk as fast as memory).
+    assert!(
+        samples == 20000.0 || seconds >= 0.1,
+        "{samples} samples in {seconds} s"
+    );
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let recorded = &m["sizing"]["tiny"]["loader_parts"]["native:unprocessed/none"];
+    assert!(
+        samples == 20000.0 || recorded.as_f64() == Some(samples),
+        "{m}"
+    );
+
+    let said = sweep("2");
+    assert!(!said.contains("to size its epochs"), "{said}");
+    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    let read: Vec<f64> = runs.rows.iter().map(|r| runs.num(r, "samples")).collect();
+    assert!(read.len() == 2 && read[0] == read[1], "{read:?}");
+}
