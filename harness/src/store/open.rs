@@ -130,6 +130,9 @@ impl OpenStore {
             if shard.file.contains('/') || shard.file.starts_with('.') {
                 return Err(invalid(&path, format!("names a shard `{}`", shard.file)));
             }
+            // Named for what it is: a shard replaced by a directory or a FIFO otherwise reads
+            // as "4096 bytes" or "0 bytes where the store wrote ...".
+            workloads::storage::check_regular(&file).map_err(io_error(&file))?;
             let bytes = std::fs::metadata(&file).map_err(io_error(&file))?.len();
             if bytes != shard.bytes {
                 return Err(invalid(
@@ -500,5 +503,28 @@ mod tests {
         let mut store = OpenStore::open(dir.path(), 1).unwrap();
         let e = store.read(1).unwrap_err().to_string();
         assert!(e.contains("not the shard its store wrote"), "{e}");
+    }
+
+    #[test]
+    fn a_shard_that_is_not_a_file_is_named_for_what_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = make(dir.path(), Codec::None, 2, 2);
+        let path = dir.path().join(&m.shards[1].file);
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        let e = OpenStore::open(dir.path(), 1).err().unwrap().to_string();
+        assert!(
+            e.contains(&m.shards[1].file) && e.contains("a directory"),
+            "{e}"
+        );
+        std::fs::remove_dir(&path).unwrap();
+        if std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            let e = OpenStore::open(dir.path(), 1).err().unwrap().to_string();
+            assert!(e.contains(&m.shards[1].file) && e.contains("a FIFO"), "{e}");
+        }
     }
 }
