@@ -25,6 +25,13 @@ pub enum Warning {
         epoch: u64,
         skipped: u64,
     },
+    /// Epochs shorter than a sweep's judged floor: start-up weighs on their figures.
+    ShortEpochs {
+        short: usize,
+        epochs: usize,
+        shortest_s: f64,
+        floor_s: f64,
+    },
 }
 
 impl Warning {
@@ -75,6 +82,19 @@ impl fmt::Display for Warning {
                 "{strategy}, epoch {epoch}: no sample was delivered ({skipped} skipped; \
                  errors.csv names them), so nothing was measured; its row is marked \
                  valid=false and the command fails"
+            ),
+            Warning::ShortEpochs {
+                short,
+                epochs,
+                shortest_s,
+                floor_s,
+            } => write!(
+                f,
+                "{short} of {epochs} epochs lasted under {floor_s} s (the shortest {shortest_s:.3} \
+                 s): thread start, file opens and first reads weigh on their samples/s as much \
+                 as throughput, and a sweep would not judge them. For figures to compare, give \
+                 more --samples, or `prepbench sweep` the strategies with --min-epoch-s \
+                 {floor_s}, which sizes each epoch by time"
             ),
             Warning::NoDropCaches => write!(
                 f,

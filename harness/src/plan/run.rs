@@ -170,6 +170,9 @@ pub fn run(
         outcome.rows.extend(measured.rows);
         outcome.bounds.extend(measured.bounds);
     }
+    if let Some(warning) = short_epochs(outcome.rows.iter().map(|r| (r.samples, r.online_s))) {
+        outcome.warnings.push(warning);
+    }
     let run_ids = outcome
         .rows
         .iter()
@@ -179,4 +182,48 @@ pub fn run(
         .collect();
     executor.finish(run_ids)?;
     Ok(outcome)
+}
+
+/// The warning for epochs under the floor a sweep judges (`analysis::cells::MIN_EPOCH_S`),
+/// among `epochs` (samples delivered, online seconds) that delivered any; `None` where every
+/// one lasted it.
+fn short_epochs(epochs: impl Iterator<Item = (u64, f64)>) -> Option<Warning> {
+    let floor_s = crate::analysis::cells::MIN_EPOCH_S;
+    let timed: Vec<f64> = epochs.filter(|(n, _)| *n > 0).map(|(_, s)| s).collect();
+    let short: Vec<f64> = timed.iter().copied().filter(|s| *s < floor_s).collect();
+    let shortest_s = short.iter().copied().reduce(f64::min)?;
+    Some(Warning::ShortEpochs {
+        short: short.len(),
+        epochs: timed.len(),
+        shortest_s,
+        floor_s,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epochs_under_the_judged_floor_are_warned_of_and_counted() {
+        assert_eq!(short_epochs([(100, 1.5), (100, 1.0)].into_iter()), None);
+        // An epoch that delivered nothing is warned of on its own (NothingDelivered).
+        assert_eq!(short_epochs([(0, 0.01), (100, 2.0)].into_iter()), None);
+        let w = short_epochs([(100, 0.4), (100, 1.2), (100, 0.02)].into_iter()).unwrap();
+        assert_eq!(
+            w,
+            Warning::ShortEpochs {
+                short: 2,
+                epochs: 3,
+                shortest_s: 0.02,
+                floor_s: 1.0
+            }
+        );
+        let text = w.to_string();
+        assert!(
+            text.contains("2 of 3 epochs lasted under 1 s (the shortest 0.020 s)")
+                && text.contains("--min-epoch-s 1"),
+            "{text}"
+        );
+    }
 }
