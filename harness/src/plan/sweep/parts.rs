@@ -197,6 +197,10 @@ impl SweepRun<'_> {
                 .unwrap_or_else(|| probe_items(whole, threads))
                 .min(whole),
         };
+        self.places.progress.note(&format!(
+            "{}: timing {} under {loader} to size its epochs",
+            self.name, strategy.name
+        ));
         let (read, seconds) = loop {
             let (read, seconds) = self.timed(strategy, stored, n, loader, threads)?;
             // A probe of a few hundredths of a second errs by its pipeline's start and its
@@ -276,10 +280,6 @@ impl SweepRun<'_> {
             start_gate: None,
             memory_limit_mb: None,
         };
-        self.places.progress.note(&format!(
-            "{}: timing {} under {loader} to size its epochs",
-            self.name, strategy.name
-        ));
         let measured = session.measure(&spec).map_err(|e| {
             e.context(format!(
                 "sizing the epochs of `{}` under the {loader} loader",
