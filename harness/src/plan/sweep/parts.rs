@@ -102,9 +102,9 @@ impl SweepRun<'_> {
     /// prepbench's own engine reads a part of the raw files only, where the sizing gave one
     /// (`Sizes::raw_parts`), and of a store never: stores are sized for it. That part is
     /// predicted from the calibration, so it is timed too, from the prediction, where the
-    /// strategy's cells read the local disk: a calibration whose small-file figure a busy
-    /// disk had slowed predicted 220 raw files a second where the epochs read 18,000, and its
-    /// part of 98 files lasted 5.5 ms against a floor of 0.2 s. Under a storage profile alone
+    /// strategy's cells read the local disk: in one CI run a predicted part of 98 files (a
+    /// prediction of about 220 a second, implied by its size) lasted 5.5 ms against a floor of
+    /// 0.2 s, its epochs reading about 18,000 a second. Under a storage profile alone
     /// the prediction is kept: the emulator reads at the profile's figures, which the model
     /// uses as they are, and a probe on the local disk would size epochs for another speed.
     pub(super) fn part(
