@@ -830,6 +830,61 @@ fn decompression_bombs_are_refused_under_a_memory_cap_not_aborted() {
 }
 
 #[test]
+fn a_folder_smaller_than_asked_reads_all_it_holds_unless_samples_asks_for_more() {
+    // dataset.samples beyond a folder of your own reads every file there, said once;
+    // `--samples` beyond it is an explicit request, refused before anything is written and
+    // without the note about dataset.samples, which it overrides.
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let folder = d.join("mine");
+    std::fs::create_dir_all(&folder).unwrap();
+    for i in 0..3 {
+        std::fs::write(folder.join(format!("{i}.bin")), vec![i as u8; 64]).unwrap();
+    }
+    let yaml = "name: mine\ndataset:\n  kind: files\n  path: mine\n  samples: 10\nsteps:\n  \
+                - name: concatenated\n    op: read_file\n";
+    std::fs::write(d.join("w.yaml"), yaml).unwrap();
+    let run = |samples: Option<&str>| {
+        let mut args = argv!["run", d.join("w.yaml").to_str().unwrap()];
+        if let Some(n) = samples {
+            args.extend(argv!["--samples", n]);
+        }
+        args.extend(argv![
+            "--strategy concatenated --evict fadvise --data-dir",
+            d.to_str().unwrap(),
+            "--store-dir",
+            d.join("store").to_str().unwrap(),
+            "--out",
+            d.join("out").to_str().unwrap()
+        ]);
+        prepbench(&args)
+    };
+    let err = fails_naming(
+        &run(Some("5")),
+        &[
+            "mine: holds 3 samples where --samples asks for 5",
+            "at most 3",
+        ],
+    );
+    assert!(!err.contains("dataset.samples"), "{err}");
+    assert!(!d.join("out").exists() && !d.join("store").exists());
+    let out = run(None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("holds 3 samples where dataset.samples asks for 10: reading all 3"),
+        "{err}"
+    );
+    let out = run(Some("2"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("dataset.samples"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn a_dataset_the_workload_names_is_never_generated_and_generation_says_where() {
     let work = tempfile::tempdir().unwrap();
     let d = work.path();

@@ -134,7 +134,7 @@ fn open_session(
 ) -> anyhow::Result<Session> {
     let open = || {
         Session::open(
-            places.load_workload(&opts.workload)?,
+            places.load_workload(&opts.workload, opts.settings.samples)?,
             &places.data_dir,
             samples,
             opts.threads,

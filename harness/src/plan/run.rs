@@ -81,7 +81,7 @@ impl Resolved {
     /// and the application cache for a strategy that stores nothing, before anything is
     /// written.
     pub fn new(opts: &RunOptions, places: &Places) -> anyhow::Result<Resolved> {
-        let workload = places.load_workload(&opts.workload)?;
+        let workload = places.load_workload(&opts.workload, opts.settings.samples)?;
         places.check_outside_dataset(&workload)?;
         for strategy in resolve_strategies(&workload, &opts.strategies)? {
             check_cache_mode(&strategy, opts.cache)?;

@@ -56,34 +56,49 @@ pub struct Places {
 }
 
 impl Places {
-    /// The workload `name_or_path`, reading `--dataset` when given, checked.
-    /// A dataset the workload names must be there before anything is written (not even the
-    /// results folder's lock).
-    pub fn load_workload(&self, name_or_path: &str) -> anyhow::Result<workloads::Workload> {
+    /// The workload `name_or_path`, reading `--dataset` when given, checked; `samples` is
+    /// `--samples` where given. A dataset the workload names must be there before anything is
+    /// written (not even the results folder's lock).
+    pub fn load_workload(
+        &self,
+        name_or_path: &str,
+        samples: Option<usize>,
+    ) -> anyhow::Result<workloads::Workload> {
         let mut workload = load_workload(name_or_path, self.dataset.as_deref())?;
         if workload.spec.dataset.path.is_some() {
             let root = dataset_root(&workload, &self.data_dir)?;
             if !datasets::files::is_remote(&root) {
                 let kind = datasets::find_kind(&workload.spec.dataset.kind)?;
                 datasets::check_present(kind, &root)?;
-                self.at_most_the_folder(&mut workload, kind, &root)?;
+                self.at_most_the_folder(&mut workload, kind, &root, samples)?;
             }
         }
         Ok(workload)
     }
 
     /// A folder of your own holds what it holds: a workload's `dataset.samples` beyond it reads
-    /// every sample there, said on the terminal (`--samples` beyond it is still refused: an
-    /// explicit request).
+    /// every sample there, said on the terminal. `--samples` beyond it is refused here, before
+    /// anything is written or said about `dataset.samples`, which it overrides: an explicit
+    /// request.
     fn at_most_the_folder(
         &self,
         workload: &mut workloads::Workload,
         kind: &'static datasets::DatasetKind,
         root: &std::path::Path,
+        samples: Option<usize>,
     ) -> anyhow::Result<()> {
         let files = datasets::files::local();
         let source = (kind.open)(&files, root, &workload.spec.dataset.options)?;
         let have = source.len() * kind.samples_per_file;
+        if let Some(asked) = samples {
+            anyhow::ensure!(
+                asked <= have,
+                "{}: holds {have} samples where --samples asks for {asked}: ask for at most \
+                 {have}, or leave --samples out to read them all",
+                root.display()
+            );
+            return Ok(());
+        }
         let asked = workload.spec.dataset.samples;
         if have < asked {
             self.progress.note(&format!(

@@ -47,7 +47,7 @@ pub fn sweep(
         }
         None => places,
     };
-    let workload = places.load_workload(&opts.workload)?;
+    let workload = places.load_workload(&opts.workload, opts.settings.samples)?;
     let opts = &opts.for_workload(&workload.spec, &places.progress);
     // One writer of a results folder at a time, for the whole sweep; nothing is written
     // before the folders are known to lie outside the dataset and the options are accepted.
