@@ -87,9 +87,13 @@ def checked(fn):
 
 def explain(message):
     """tf.data's error `message` with a failed `checked` `Assert` said as the checks that
-    failed; other errors as they are."""
+    failed, a Python step's failure (`PythonSteps`) as its own line without the traceback of
+    TensorFlow's frames that `tf.numpy_function` wraps it in; other errors as they are."""
     import re
 
+    step = re.search(r"RuntimeError: (step `[^`\n]*` failed on sample \d+: [^\n]*)", message)
+    if step is not None:
+        return step.group(1)
     found = re.search(re.escape(_CHECKS) + r": (.*?)\] \[([01 ]+)\]", message, re.S)
     if found is None:
         return message
@@ -508,8 +512,11 @@ class PythonSteps:
         self.chain, self.indices, self.online = chain, indices, online
         self.inputs = None
         self.outputs = None  # [(name, tf dtype, rank, text)]
+        #: The tensors `.cache()` keeps (`--cache app`), by `Tensor.ref()`, while the map that
+        #: reads them is traced: set by the pipeline before this form is called.
+        self.cached = frozenset()
 
-    def _run(self, sample_id, epoch, names, values):
+    def _run(self, sample_id, epoch, names, values, held=()):
         import numpy as np
 
         fields = {}
@@ -518,12 +525,25 @@ class PythonSteps:
                 value = bytes(value)
                 if name in self.texts_in:
                     value = value.decode("utf-8")
+            elif name in held and isinstance(value, np.ndarray):
+                # tf.numpy_function hands the step the cached tensor's own memory: a step
+                # that wrote into it would change what `.cache()` serves every later epoch
+                # (a normalization applied again each epoch), silently, as in a training
+                # job. Read-only, such a step fails, named, below.
+                value.flags.writeable = False
             fields[name] = value
         seeds = self.online.seeds(epoch, sample_id)
         error = self.chain.run(fields, [seeds[i] for i in self.indices], sample_id, epoch,
                                self.indices)
         if error is not None:
             step, message, _ = error
+            if held and "read-only" in message:
+                message += (
+                    " (it writes into its input, which here is the memory of the sample "
+                    "tf.data's .cache() keeps (--cache app): tf.numpy_function hands a step "
+                    "the cached tensor itself, so each epoch would change what the next one "
+                    "reads; copy the input before writing into it, e.g. `x = x.copy()` or "
+                    "`x = x + 1` for `x += 1`)")
             raise RuntimeError(f"step `{step}` failed on sample {sample_id}: {message}")
         return fields
 
@@ -554,9 +574,12 @@ class PythonSteps:
         tf = _tf()
         _, sample_id, epoch = context
         names = list(self.inputs)
+        # The fields that reach these steps as `.cache()` keeps them (no form before wrote
+        # them), known while the map is traced.
+        held = frozenset(n for n in names if f[n].ref() in self.cached)
 
         def run(sample_id, *values):
-            out = self._run(int(sample_id), epoch, names, values)
+            out = self._run(int(sample_id), epoch, names, values, held)
             if [n for n, *_ in self.outputs] != list(out):
                 raise RuntimeError(f"sample {int(sample_id)}: the Python steps gave fields "
                                    f"{list(out)}, the first sample "

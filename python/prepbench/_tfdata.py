@@ -272,6 +272,8 @@ class Pipeline:
         source holds many more, and their steps and hashes would be work nobody reads. The
         last epoch's dataset serves again where no step depends on the epoch
         (`epoch_bound`) and `hashed` is as it was."""
+        from . import _tf_steps
+
         tf, fused = self.tf, self.parse
         self.job = dict(self.job, epoch=epoch)
         if hashed:
@@ -291,8 +293,14 @@ class Pipeline:
             fused = None
         before, fan_out, after = self._fan_out()
 
-        def steps_of(forms, last):
+        def steps_of(forms, last, cached=False):
             def run(sample_id, fields):
+                # Over `.cache()`'s elements, Python steps learn which of their inputs are
+                # the cache's own tensors (`PythonSteps.cached`).
+                held = frozenset(v.ref() for v in fields.values()) if cached else frozenset()
+                for form in forms:
+                    if isinstance(form, _tf_steps.PythonSteps):
+                        form.cached = held
                 sample_id, fields = self._steps(forms, sample_id, fields, epoch)
                 if not last:
                     return sample_id, fields
@@ -301,7 +309,7 @@ class Pipeline:
                 return (sample_id, fields) if hashed else fields
             return run
 
-        first = steps_of(before, fan_out is None)
+        first = steps_of(before, fan_out is None, self.cached and fused is None)
         #: The steps before any fan-out, as one raw item's map (`diagnose`).
         self.first_steps = first if self.job["input"] == "raw" else None
         if fused is not None:

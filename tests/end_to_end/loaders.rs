@@ -25,6 +25,17 @@ def resize(image):
     return image.resize((48, 40), Image.BILINEAR)
 
 
+def mark(image):
+    # Writes into its input, as `x -= mean` does, and fails if an input it wrote into comes
+    # back (a cache that served a sample this step changed in an earlier epoch).
+    array = image if isinstance(image, np.ndarray) else np.array(image)
+    flat = array.reshape(-1)
+    if flat[:3].tolist() == [7, 77, 177]:
+        raise ValueError("an input this step wrote into came back")
+    flat[:3] = [7, 77, 177]
+    return array
+
+
 def crop(image):
     array = np.asarray(image)
     top = random.randint(0, array.shape[0] - 32)
@@ -1249,6 +1260,65 @@ fn the_papers_cv_chain_runs_under_tf_data_in_tensorflow_and_verifies() {
 /// bounds are not loose: a log-mel 0.1 % off in energy fails them. NLP's extraction and BPE
 /// run per record in Python (through `tf.numpy_function` under tf-data), its embedding by
 /// `tf.gather` or torch's embedding, every strategy verified exactly.
+/// A step that writes into its input (`x -= mean`) never changes what an application cache
+/// serves: natively each epoch's steps get the cached sample's bytes afresh; under tf-data,
+/// whose `tf.numpy_function` hands a step the memory of the tensor `.cache()` keeps (in a
+/// training job, such a step would change the cached data every epoch, silently), the step is
+/// handed it read-only and fails, named with the cause and the fix. Without the cache the same
+/// step runs and verifies under tf-data: its input is the record parsed afresh.
+#[test]
+fn a_step_that_writes_into_its_input_never_changes_what_a_cache_serves() {
+    let Some((native, python)) = common::native_module().zip(common::tf_python()) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let w = setup(
+        work.path(),
+        "marks",
+        "  - name: decoded\n    op: python\n    params: {function: \"pipe:decode\", from: data}\n  - name: marked\n    op: python\n    params: {function: \"pipe:mark\", from: data}\n",
+    );
+    let run = |loader: &str, cache: &str, out: &str| {
+        prepbench_in(
+            &python,
+            &native,
+            &argv![
+                "run",
+                w.to_str().unwrap(),
+                "--loader",
+                loader,
+                "--cache",
+                cache,
+                "--strategy decoded --verify --epochs 3 --threads 2 --evict fadvise --quiet",
+                "--store-dir",
+                work.path().join("stores").to_str().unwrap(),
+                "--out",
+                work.path().join(out).to_str().unwrap()
+            ],
+        )
+    };
+    for (loader, cache) in [("native", "app"), ("tf-data", "cold")] {
+        let out = run(loader, cache, loader);
+        assert!(out.status.success(), "{loader}: {}", stderr(&out));
+        let runs = Csv::read(&work.path().join(format!("{loader}/runs.csv")));
+        assert_eq!(runs.rows.len(), 3, "{:?}", runs.rows);
+        assert!(
+            runs.rows.iter().all(|r| runs.col(r, "verified") == "pass"),
+            "{:?}",
+            runs.rows
+        );
+    }
+    let said = fails_naming(
+        &run("tf-data", "app", "tf-app"),
+        &[
+            "step `marked` failed on sample",
+            "read-only",
+            "tf.data's .cache() keeps",
+            "x = x.copy()",
+        ],
+    );
+    assert!(!said.contains("came back"), "{said}");
+}
+
 #[test]
 fn the_papers_audio_and_nilm_chains_run_under_tf_data_and_verify() {
     let (Some(native), Some(python)) = (common::native_module(), common::tf_python()) else {
