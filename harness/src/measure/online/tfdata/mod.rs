@@ -31,13 +31,21 @@ const PROTOCOL: u32 = 8;
 /// tf.data's own, is recorded as no options at all, so runs from before the option pair with
 /// runs after it.
 fn parse_options(text: &str) -> Result<bool, String> {
-    let mut autotune = true;
+    let mut autotune = None;
     for option in text.split([',', ' ']).filter(|o| !o.trim().is_empty()) {
         match option.trim().split_once('=') {
             Some(("autotune", value)) => {
-                autotune = value
-                    .parse::<bool>()
-                    .map_err(|_| format!("autotune={value}: true or false"))?;
+                if let Some(first) = autotune {
+                    return Err(format!(
+                        "`autotune` is given twice (`autotune={first}` and `{}`): give it once",
+                        option.trim()
+                    ));
+                }
+                autotune = Some(match value {
+                    "true" | "True" => true,
+                    "false" | "False" => false,
+                    _ => return Err(format!("autotune={value}: true or false")),
+                });
             }
             _ => {
                 return Err(format!(
@@ -46,7 +54,7 @@ fn parse_options(text: &str) -> Result<bool, String> {
             }
         }
     }
-    Ok(autotune)
+    Ok(autotune.unwrap_or(true))
 }
 
 /// How runs record the options: nothing for tf.data's defaults.
@@ -136,10 +144,13 @@ mod tests {
         let off = TfData.options(Some("autotune=false")).unwrap();
         assert_eq!(off, "autotune=false");
         assert_eq!(TfData.options(Some(&off)).unwrap(), off);
+        // Python's spelling, as a tf.data user writes it.
+        assert_eq!(TfData.options(Some("autotune=False")).unwrap(), off);
         assert_eq!(loader_label("tf-data", &off), "tf-data[autotune=false]");
         for (bad, says) in [
             ("autotune=no", "true or false"),
             ("batch=4", "no option `batch=4`"),
+            ("autotune=false,autotune=true", "`autotune` is given twice"),
         ] {
             let error = TfData.options(Some(bad)).unwrap_err();
             assert!(error.contains(says), "{bad}: {error}");

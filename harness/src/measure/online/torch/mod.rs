@@ -55,14 +55,24 @@ impl std::str::FromStr for TorchOptions {
     /// `batch=64,prefetch=4,pin=true,persistent=true` (commas or spaces between them), each
     /// optional; those not named keep their defaults. The DataLoader's own names
     /// (`batch_size`, `prefetch_factor`, `pin_memory`, `persistent_workers`) and Python's
-    /// `True`/`False` are taken too, as a PyTorch user writes them.
+    /// `True`/`False` are taken too, as a PyTorch user writes them. An option given twice (in
+    /// either spelling) is refused: which one a run used would be a guess.
     fn from_str(text: &str) -> Result<TorchOptions, String> {
         let mut options = TorchOptions::default();
         let known = "batch=N, prefetch=K|default, pin=true|false, persistent=true|false";
+        let mut given: Vec<(&str, &str)> = Vec::new();
         for option in text.split([',', ' ']).filter(|o| !o.trim().is_empty()) {
             let (key, value) = option.trim().split_once('=').ok_or_else(|| {
                 format!("`{option}` is not KEY=VALUE; the torch loader takes {known}")
             })?;
+            let canonical = key.split('_').next().unwrap_or(key);
+            if let Some((_, first)) = given.iter().find(|(k, _)| *k == canonical) {
+                return Err(format!(
+                    "`{canonical}` is given twice (`{first}` and `{}`): give it once",
+                    option.trim()
+                ));
+            }
+            given.push((canonical, option.trim()));
             let count = |max: usize| {
                 value
                     .parse::<usize>()
@@ -202,6 +212,11 @@ mod tests {
             ("workers=4", "no option `workers`"),
             ("num_workers=4", "its thread count (--threads)"),
             ("batch", "KEY=VALUE"),
+            (
+                "batch=4,batch=8",
+                "`batch` is given twice (`batch=4` and `batch=8`)",
+            ),
+            ("pin=true pin_memory=False", "`pin` is given twice"),
         ] {
             let error = Torch.options(Some(bad)).unwrap_err();
             assert!(error.contains(says), "{bad}: {error}");
