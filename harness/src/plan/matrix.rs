@@ -55,6 +55,17 @@ struct Asks {
 /// The loaders a sweep asks for (default: prepbench's own), each found by name, and able to
 /// run every strategy's online steps and what the sweep `asks`: refused before anything runs,
 /// naming the step or the option.
+/// `values` in their order, each kept once (as `key` tells them apart).
+fn distinct<T, K: PartialEq>(values: Vec<T>, key: impl Fn(&T) -> K) -> Vec<T> {
+    let mut kept: Vec<T> = Vec::with_capacity(values.len());
+    for value in values {
+        if !kept.iter().any(|k| key(k) == key(&value)) {
+            kept.push(value);
+        }
+    }
+    kept
+}
+
 fn loaders(
     workload: &Workload,
     (strategies, asks): (&[Strategy], Asks),
@@ -177,13 +188,23 @@ impl Plan {
             .strategies
             .clone()
             .unwrap_or_else(|| sweep.strategies.clone());
-        let strategies = resolve_strategies(workload, &names)?;
-        let codecs = opts.codecs.clone().unwrap_or_else(|| sweep.codecs.clone());
-        let threads = opts
-            .threads
-            .clone()
-            .unwrap_or_else(|| sweep.threads.clone());
-        let cache = opts.cache.clone().unwrap_or_else(|| sweep.cache.clone());
+        // A value listed twice (`--threads 1,1`, `strategies: [a, a]`) is one setting: run
+        // twice, its trials would be recorded twice under the same run and trial numbers.
+        let strategies = distinct(resolve_strategies(workload, &names)?, |s| s.name.clone());
+        let codecs = distinct(
+            opts.codecs.clone().unwrap_or_else(|| sweep.codecs.clone()),
+            |&c| c,
+        );
+        let threads = distinct(
+            opts.threads
+                .clone()
+                .unwrap_or_else(|| sweep.threads.clone()),
+            |&t| t,
+        );
+        let cache = distinct(
+            opts.cache.clone().unwrap_or_else(|| sweep.cache.clone()),
+            |&c| c,
+        );
         let trials = opts.trials.unwrap_or(sweep.trials);
         let storage = opts
             .storage
@@ -197,6 +218,7 @@ impl Plan {
                     .map_err(|e| anyhow::anyhow!("{}: {e}", workload.spec.origin))
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
+        let storage = distinct(storage, |p| p.name.clone());
         anyhow::ensure!(!storage.is_empty(), "--storage needs at least one profile");
         let on_error = opts.settings.on_error.unwrap_or(workload.spec.on_error);
         let asks = Asks {

@@ -38,6 +38,45 @@ fn plan_crosses_settings_and_gives_unprocessed_one_codec() {
 }
 
 #[test]
+fn a_setting_listed_twice_is_one_setting_not_two_of_the_same_trials() {
+    let twice = SweepOptions {
+        workload: "cv".into(),
+        strategies: Some(vec![
+            "resized".into(),
+            "unprocessed".into(),
+            "resized".into(),
+        ]),
+        codecs: Some(vec![Codec::None, Codec::None]),
+        threads: Some(vec![2, 1, 2]),
+        cache: Some(vec![CacheMode::Cold, CacheMode::Cold]),
+        storage: Some(vec!["local".into(), "local".into()]),
+        trials: Some(3),
+        ..Default::default()
+    };
+    let once = SweepOptions {
+        strategies: Some(vec!["resized".into(), "unprocessed".into()]),
+        codecs: Some(vec![Codec::None]),
+        threads: Some(vec![2, 1]),
+        cache: Some(vec![CacheMode::Cold]),
+        storage: Some(vec!["local".into()]),
+        ..twice.clone()
+    };
+    let (twice, once) = (
+        Plan::new(&cv(), &twice).unwrap(),
+        Plan::new(&cv(), &once).unwrap(),
+    );
+    // 2 strategies x 2 thread counts x 3 trials, each run once.
+    assert_eq!(once.cells.len(), 12);
+    let ids = |plan: &Plan| -> Vec<(String, usize)> {
+        plan.cells
+            .iter()
+            .map(|c| (plan.run_id(&cv(), 0, c), c.trial))
+            .collect()
+    };
+    assert_eq!(ids(&twice), ids(&once));
+}
+
+#[test]
 fn loader_options_are_checked_and_other_options_are_other_runs() {
     let mut opts = SweepOptions {
         workload: "cv".into(),
