@@ -7,13 +7,16 @@ pub const MAX_NAME_CHARS: usize = 100;
 /// Refuses a workload or step name that could act as a path: names become parts of folder
 /// names (stores, plots, default results folders), so a name may not be empty, be longer than
 /// [`MAX_NAME_CHARS`], hold `/`, `\\` or NUL, or start with `.` (`.`, `..`, hidden folders).
-/// Other characters (commas, quotes, spaces, other scripts) are allowed: every folder made
-/// from a name goes through [`path_component`].
+/// Nor may it be blank (spaces alone: a folder `_`, a column that reads empty). Other
+/// characters (commas, quotes, spaces, line breaks, other scripts) are allowed: every folder
+/// made from a name goes through [`path_component`], and tables escape what they hold.
 pub fn check_name(what: &str, name: &str) -> Result<(), String> {
     let chars = name.chars().count();
     let bad = name.chars().find(|c| matches!(c, '/' | '\\' | '\0'));
     let problem = if chars == 0 {
         Some("is empty".to_string())
+    } else if name.trim().is_empty() {
+        Some("is blank".to_string())
     } else if chars > MAX_NAME_CHARS {
         Some(format!(
             "has {chars} characters, more than {MAX_NAME_CHARS}"
@@ -28,7 +31,8 @@ pub fn check_name(what: &str, name: &str) -> Result<(), String> {
     match problem {
         Some(p) => Err(format!(
             "{what} name {name:?} {p}: a {what} name becomes part of folder names, so it may not \
-             hold `/`, `\\` or NUL, start with `.`, or be longer than {MAX_NAME_CHARS} characters"
+             be blank, hold `/`, `\\` or NUL, start with `.`, or be longer than {MAX_NAME_CHARS} \
+             characters"
         )),
         None => Ok(()),
     }

@@ -41,7 +41,9 @@ fn yaml_too_deep_or_too_large_is_refused_at_once_with_its_line() {
 
 #[test]
 fn names_that_could_be_paths_are_refused_and_folder_names_are_safe() {
-    for bad in ["", "../x", "/abs", "a/b", "a\\b", ".hidden", "..", "nul\0"] {
+    for bad in [
+        "", "  ", "\t", "../x", "/abs", "a/b", "a\\b", ".hidden", "..", "nul\0",
+    ] {
         assert!(check_name("step", bad).is_err(), "{bad:?} passed");
     }
     for good in [
