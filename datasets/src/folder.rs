@@ -62,16 +62,25 @@ pub(crate) struct Found {
     pub entry: Entry,
 }
 
-/// Every regular file below `root`, hidden entries left out, in no particular order.
+/// Every regular file below `root`, hidden entries left out, in no particular order. The
+/// folders above `root` count as walked: a link up to one of them (`ln -s .. up` in the root,
+/// a link to `/`) would walk what holds the dataset, the folders beside it among them, where
+/// prepbench's own results and stores usually are (their files, read as samples, change while
+/// the run writes them).
 pub(crate) fn walk(files: &dyn Files, root: &Path) -> Result<Vec<Found>, DatasetError> {
     let mut found = Vec::new();
-    walk_once(
-        files,
-        (root, ""),
-        0,
-        &mut found,
-        &mut std::collections::HashSet::new(),
-    )?;
+    let mut seen = std::collections::HashSet::new();
+    if files.is_local() {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(real) = std::fs::canonicalize(root) {
+            for above in real.ancestors().skip(1) {
+                if let Ok(meta) = std::fs::metadata(above) {
+                    seen.insert((meta.dev(), meta.ino()));
+                }
+            }
+        }
+    }
+    walk_once(files, (root, ""), 0, &mut found, &mut seen)?;
     Ok(found)
 }
 
@@ -259,6 +268,20 @@ mod tests {
             ["cls/same/c.jpg", "other/c.jpg"].contains(&listed[2].as_str()),
             "{listed:?}"
         );
+    }
+
+    /// A link up past the root (to the folder that holds the dataset, to `/`) is not walked:
+    /// it would read what lies beside the dataset (prepbench's results among it, changing as
+    /// the run writes them) and the whole filesystem.
+    #[test]
+    fn links_above_the_root_are_not_walked() {
+        let dir = tree(&["data/cls/a.jpg", "data/cls/b.jpg", "results/runs.csv"]);
+        let root = dir.path().join("data");
+        std::os::unix::fs::symlink("..", root.join("up")).unwrap();
+        std::os::unix::fs::symlink("../..", root.join("cls/upup")).unwrap();
+        std::os::unix::fs::symlink("/", root.join("cls/everything")).unwrap();
+        let source = open(&crate::files::local(), &root, &options(&[("glob", "**/*")])).unwrap();
+        assert_eq!(listed(&source, &root), ["cls/a.jpg", "cls/b.jpg"]);
     }
 
     #[test]
