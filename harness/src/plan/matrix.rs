@@ -181,30 +181,37 @@ fn check_subsets(
     Ok(())
 }
 
+/// The strategies, codecs, thread counts and cache modes `opts` asks for (the workload's
+/// `sweep:` where it names none). A value listed twice (`--threads 1,1`, `strategies: [a, a]`)
+/// is one setting: run twice, its trials would be recorded twice under the same run and trial
+/// numbers.
+type Dimensions = (Vec<Strategy>, Vec<Codec>, Vec<usize>, Vec<CacheMode>);
+
+fn dimensions(workload: &Workload, opts: &SweepOptions) -> anyhow::Result<Dimensions> {
+    let sweep = &workload.spec.sweep;
+    let names = opts
+        .strategies
+        .clone()
+        .unwrap_or_else(|| sweep.strategies.clone());
+    let strategies = distinct(resolve_strategies(workload, &names)?, |s| s.name.clone());
+    let codecs = opts.codecs.clone().unwrap_or_else(|| sweep.codecs.clone());
+    let threads = opts
+        .threads
+        .clone()
+        .unwrap_or_else(|| sweep.threads.clone());
+    let cache = opts.cache.clone().unwrap_or_else(|| sweep.cache.clone());
+    Ok((
+        strategies,
+        distinct(codecs, |&c| c),
+        distinct(threads, |&t| t),
+        distinct(cache, |&c| c),
+    ))
+}
+
 impl Plan {
     pub fn new(workload: &Workload, opts: &SweepOptions) -> anyhow::Result<Plan> {
         let sweep = &workload.spec.sweep;
-        let names = opts
-            .strategies
-            .clone()
-            .unwrap_or_else(|| sweep.strategies.clone());
-        // A value listed twice (`--threads 1,1`, `strategies: [a, a]`) is one setting: run
-        // twice, its trials would be recorded twice under the same run and trial numbers.
-        let strategies = distinct(resolve_strategies(workload, &names)?, |s| s.name.clone());
-        let codecs = distinct(
-            opts.codecs.clone().unwrap_or_else(|| sweep.codecs.clone()),
-            |&c| c,
-        );
-        let threads = distinct(
-            opts.threads
-                .clone()
-                .unwrap_or_else(|| sweep.threads.clone()),
-            |&t| t,
-        );
-        let cache = distinct(
-            opts.cache.clone().unwrap_or_else(|| sweep.cache.clone()),
-            |&c| c,
-        );
+        let (strategies, codecs, threads, cache) = dimensions(workload, opts)?;
         let trials = opts.trials.unwrap_or(sweep.trials);
         let storage = opts
             .storage
