@@ -548,7 +548,7 @@ def share_class():
 
 def collate(items):
     """(items, batch): the batch as PyTorch's default collation makes it, or the list of
-    samples where their fields cannot be stacked (shapes that differ)."""
+    samples where their fields cannot be stacked (shapes, dtypes or fields that differ)."""
     from torch.utils.data import default_collate
 
     good = [item.sample for item in items if item.sample is not None]
@@ -556,7 +556,7 @@ def collate(items):
         item.sample = None
     try:
         batch = default_collate(good) if good else []
-    except (TypeError, RuntimeError):
+    except (TypeError, RuntimeError, KeyError):
         batch = good
     return items, batch
 

@@ -567,6 +567,39 @@ class PythonSteps:
     def _value(value):
         return value.encode("utf-8") if isinstance(value, str) else value
 
+    def _check(self, sample_id, out):
+        """Refuses, naming the step and the sample, outputs other than the first sample's
+        fields, dtypes and ranks: `tf.numpy_function` declares them before the map runs, and
+        TensorFlow's own error names neither (prepbench's engine and the torch loader take
+        samples that differ)."""
+        import numpy as np
+
+        step = self.chain.names[self.indices[-1]]
+        first = [n for n, *_ in self.outputs]
+        why = None
+        if first != list(out):
+            why = f"gave fields {list(out)}, the first sample {first}"
+        else:
+            for name, dtype, rank, text in self.outputs:
+                value = out[name]
+                if dtype == _tf().string:
+                    if not isinstance(value, (bytes, str)):
+                        why = f"gave `{name}` as {type(value).__name__}, the first sample as text"
+                elif not isinstance(value, np.ndarray):
+                    why = f"gave `{name}` as {type(value).__name__}, the first sample as an array"
+                elif value.dtype != dtype.as_numpy_dtype or value.ndim != rank:
+                    why = (f"gave `{name}` as {value.dtype} of {value.ndim} dimensions, the first "
+                           f"sample as {dtype.as_numpy_dtype.__name__} of {rank}")
+                if why is not None:
+                    break
+        if why is not None:
+            raise RuntimeError(
+                f"step `{step}` failed on sample {sample_id}: it {why}: tf.data fixes each "
+                "element's fields, dtypes and ranks from the first sample before it runs "
+                "(tf.numpy_function's declared outputs), so under tf-data every sample must "
+                "give the same ones (shapes may differ); convert in the step, as a tf.data "
+                "pipeline of your own would need to")
+
     def texts(self):
         return {name for name, _, _, text in self.outputs if text}
 
@@ -580,10 +613,7 @@ class PythonSteps:
 
         def run(sample_id, *values):
             out = self._run(int(sample_id), epoch, names, values, held)
-            if [n for n, *_ in self.outputs] != list(out):
-                raise RuntimeError(f"sample {int(sample_id)}: the Python steps gave fields "
-                                   f"{list(out)}, the first sample "
-                                   f"{[n for n, *_ in self.outputs]}")
+            self._check(int(sample_id), out)
             return [self._value(out[name]) for name, *_ in self.outputs]
 
         values = tf.numpy_function(run, [sample_id] + [f[n] for n in names],

@@ -36,6 +36,23 @@ def mark(image):
     return array
 
 
+def grey_or_rgb(sample, sample_id, epoch):
+    # A greyscale array (2 dimensions) for odd samples, RGB (3) for even ones, as a decode
+    # that leaves out `.convert("RGB")` gives.
+    array = np.asarray(Image.open(io.BytesIO(sample["data"])).convert("L"))
+    if sample_id % 2 == 0:
+        array = np.stack([array] * 3, axis=-1)
+    return {"data": array, "label": sample["label"]}
+
+
+def extra_but_one(sample, sample_id, epoch):
+    # A field every sample but one has: a batch's samples then differ in their fields.
+    fields = {"data": np.frombuffer(sample["data"][:64], np.uint8), "label": sample["label"]}
+    if sample_id != 5:
+        fields["extra"] = np.zeros(3, np.float32)
+    return fields
+
+
 def crop(image):
     array = np.asarray(image)
     top = random.randint(0, array.shape[0] - 32)
@@ -1317,6 +1334,64 @@ fn a_step_that_writes_into_its_input_never_changes_what_a_cache_serves() {
         ],
     );
     assert!(!said.contains("came back"), "{said}");
+}
+
+/// Samples whose fields differ in rank (a greyscale array beside RGB ones), or in which fields
+/// they have, run natively and under torch (a batch that PyTorch's collation cannot stack, or
+/// whose samples' fields differ, reaches the loop as a list); under tf-data, which
+/// fixes each element's dtypes and ranks from the first sample, the run fails naming the step,
+/// the sample and what differs, not with TensorFlow's own error, which names neither.
+#[test]
+fn samples_that_differ_in_rank_fail_under_tf_data_naming_the_step_and_the_sample() {
+    let Some((native, python)) = common::native_module().zip(common::tf_python()) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let w = setup(
+        work.path(),
+        "ranks",
+        "  - name: decoded\n    op: python\n    params: {function: \"pipe:grey_or_rgb\"}\n",
+    );
+    let fields = setup(
+        work.path(),
+        "fields",
+        "  - name: decoded\n    op: python\n    params: {function: \"pipe:extra_but_one\"}\n",
+    );
+    let run_of = |w: &Path, loader: &str, python: &str| {
+        prepbench_in(
+            python,
+            &native,
+            &argv![
+                "run",
+                w.to_str().unwrap(),
+                "--loader",
+                loader,
+                "--strategy concatenated --verify --epochs 1 --threads 2 --evict fadvise --quiet",
+                "--store-dir",
+                work.path().join("stores").to_str().unwrap(),
+                "--out",
+                work.path().join(loader).to_str().unwrap()
+            ],
+        )
+    };
+    let run = |loader: &str, python: &str| run_of(&w, loader, python);
+    let out = run("native", &python);
+    assert!(out.status.success(), "{}", stderr(&out));
+    if let Some(torch) = common::torch_python() {
+        for w in [&w, &fields] {
+            let out = run_of(w, "torch", &torch);
+            assert!(out.status.success(), "{}: {}", w.display(), stderr(&out));
+        }
+    }
+    let said = fails_naming(
+        &run("tf-data", &python),
+        &[
+            "step `decoded` failed on sample ",
+            "gave `data` as uint8 of 2 dimensions, the first sample as uint8 of 3",
+            "tf.data fixes each element's fields, dtypes and ranks",
+        ],
+    );
+    assert!(!said.contains("function_node"), "{said}");
 }
 
 #[test]
