@@ -1265,18 +1265,26 @@ fn the_papers_cv_chain_runs_under_tf_data_in_tensorflow_and_verifies() {
     );
 }
 
-/// The paper's audio chains, and NILM's, under each loader in Python, as its users
-/// write them: under
-/// tf-data as the paper's stack ran them (MP3 and FLAC decoded by tensorflow-io, the rate read
-/// from the file's header in string ops, then `tf.signal.stft`, magnitude,
-/// `linear_to_mel_weight_matrix`, log), under torch with soundfile, `torch.fft` framed as
-/// tf.signal frames and tf.signal's filterbank; NILM's hour parsed by h5py and cut into
-/// windows, its per-period features in float64 tensor arithmetic, under both;
-/// every split point verified against native
-/// processing within the bounds the forms carry (log-mel compared as mel energies); and those
-/// bounds are not loose: a log-mel 0.1 % off in energy fails them. NLP's extraction and BPE
-/// run per record in Python (through `tf.numpy_function` under tf-data), its embedding by
-/// `tf.gather` or torch's embedding, every strategy verified exactly.
+/// `prepbench run` of the workload `w` under `loader` with `flags`, verified, on 2 threads,
+/// its stores in `work/stores` and its results in `work/out`.
+fn run_verified(
+    python: &str,
+    native: &Path,
+    (w, loader, flags): (&Path, &str, &str),
+    work: &Path,
+    out: &str,
+) -> Output {
+    let mut args = argv!["run", w.to_str().unwrap(), "--loader", loader];
+    args.extend(flags.split_whitespace().map(String::from));
+    args.extend(argv![
+        "--verify --threads 2 --evict fadvise --quiet --store-dir",
+        work.join("stores").to_str().unwrap(),
+        "--out",
+        work.join(out).to_str().unwrap()
+    ]);
+    prepbench_in(python, native, &args)
+}
+
 /// A step that writes into its input (`x -= mean`) never changes what an application cache
 /// serves: natively each epoch's steps get the cached sample's bytes afresh; under tf-data,
 /// whose `tf.numpy_function` hands a step the memory of the tensor `.cache()` keeps (in a
@@ -1295,23 +1303,8 @@ fn a_step_that_writes_into_its_input_never_changes_what_a_cache_serves() {
         "  - name: decoded\n    op: python\n    params: {function: \"pipe:decode\", from: data}\n  - name: marked\n    op: python\n    params: {function: \"pipe:mark\", from: data}\n",
     );
     let run = |loader: &str, cache: &str, out: &str| {
-        prepbench_in(
-            &python,
-            &native,
-            &argv![
-                "run",
-                w.to_str().unwrap(),
-                "--loader",
-                loader,
-                "--cache",
-                cache,
-                "--strategy decoded --verify --epochs 3 --threads 2 --evict fadvise --quiet",
-                "--store-dir",
-                work.path().join("stores").to_str().unwrap(),
-                "--out",
-                work.path().join(out).to_str().unwrap()
-            ],
-        )
+        let flags = format!("--cache {cache} --strategy decoded --epochs 3");
+        run_verified(&python, &native, (&w, loader, &flags), work.path(), out)
     };
     for (loader, cache) in [("native", "app"), ("tf-data", "cold")] {
         let out = run(loader, cache, loader);
@@ -1358,21 +1351,8 @@ fn samples_that_differ_in_rank_fail_under_tf_data_naming_the_step_and_the_sample
         "  - name: decoded\n    op: python\n    params: {function: \"pipe:extra_but_one\"}\n",
     );
     let run_of = |w: &Path, loader: &str, python: &str| {
-        prepbench_in(
-            python,
-            &native,
-            &argv![
-                "run",
-                w.to_str().unwrap(),
-                "--loader",
-                loader,
-                "--strategy concatenated --verify --epochs 1 --threads 2 --evict fadvise --quiet",
-                "--store-dir",
-                work.path().join("stores").to_str().unwrap(),
-                "--out",
-                work.path().join(loader).to_str().unwrap()
-            ],
-        )
+        let flags = "--strategy concatenated --epochs 1";
+        run_verified(python, &native, (w, loader, flags), work.path(), loader)
     };
     let run = |loader: &str, python: &str| run_of(&w, loader, python);
     let out = run("native", &python);
@@ -1394,6 +1374,18 @@ fn samples_that_differ_in_rank_fail_under_tf_data_naming_the_step_and_the_sample
     assert!(!said.contains("function_node"), "{said}");
 }
 
+/// The paper's audio chains, and NILM's, under each loader in Python, as its users
+/// write them: under
+/// tf-data as the paper's stack ran them (MP3 and FLAC decoded by tensorflow-io, the rate read
+/// from the file's header in string ops, then `tf.signal.stft`, magnitude,
+/// `linear_to_mel_weight_matrix`, log), under torch with soundfile, `torch.fft` framed as
+/// tf.signal frames and tf.signal's filterbank; NILM's hour parsed by h5py and cut into
+/// windows, its per-period features in float64 tensor arithmetic, under both;
+/// every split point verified against native
+/// processing within the bounds the forms carry (log-mel compared as mel energies); and those
+/// bounds are not loose: a log-mel 0.1 % off in energy fails them. NLP's extraction and BPE
+/// run per record in Python (through `tf.numpy_function` under tf-data), its embedding by
+/// `tf.gather` or torch's embedding, every strategy verified exactly.
 #[test]
 fn the_papers_audio_and_nilm_chains_run_under_tf_data_and_verify() {
     let (Some(native), Some(python)) = (common::native_module(), common::tf_python()) else {
