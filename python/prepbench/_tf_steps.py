@@ -567,29 +567,39 @@ class PythonSteps:
     def _value(value):
         return value.encode("utf-8") if isinstance(value, str) else value
 
-    def _check(self, sample_id, out):
+    def _expected(self):
+        """What `_check` holds each sample's outputs to, made once per trace: the step that
+        gives them, the first sample's field names, and per field its NumPy dtype and rank
+        (None for text)."""
+        tf = _tf()
+        step = self.chain.names[self.indices[-1]]
+        fields = [(name, None if dtype == tf.string else (dtype.as_numpy_dtype, rank))
+                  for name, dtype, rank, _ in self.outputs]
+        return step, [name for name, _ in fields], fields
+
+    @staticmethod
+    def _check(sample_id, out, expected):
         """Refuses, naming the step and the sample, outputs other than the first sample's
-        fields, dtypes and ranks: `tf.numpy_function` declares them before the map runs, and
-        TensorFlow's own error names neither (prepbench's engine and the torch loader take
-        samples that differ)."""
+        fields, dtypes and ranks (`expected`): `tf.numpy_function` declares them before the
+        map runs, and TensorFlow's own error names neither (prepbench's engine and the torch
+        loader take samples that differ)."""
         import numpy as np
 
-        step = self.chain.names[self.indices[-1]]
-        first = [n for n, *_ in self.outputs]
+        step, names, fields = expected
         why = None
-        if first != list(out):
-            why = f"gave fields {list(out)}, the first sample {first}"
+        if names != list(out):
+            why = f"gave fields {list(out)}, the first sample {names}"
         else:
-            for name, dtype, rank, text in self.outputs:
+            for name, array in fields:
                 value = out[name]
-                if dtype == _tf().string:
+                if array is None:
                     if not isinstance(value, (bytes, str)):
                         why = f"gave `{name}` as {type(value).__name__}, the first sample as text"
                 elif not isinstance(value, np.ndarray):
                     why = f"gave `{name}` as {type(value).__name__}, the first sample as an array"
-                elif value.dtype != dtype.as_numpy_dtype or value.ndim != rank:
+                elif value.dtype != array[0] or value.ndim != array[1]:
                     why = (f"gave `{name}` as {value.dtype} of {value.ndim} dimensions, the first "
-                           f"sample as {dtype.as_numpy_dtype.__name__} of {rank}")
+                           f"sample as {array[0].__name__} of {array[1]}")
                 if why is not None:
                     break
         if why is not None:
@@ -610,11 +620,12 @@ class PythonSteps:
         # The fields that reach these steps as `.cache()` keeps them (no form before wrote
         # them), known while the map is traced.
         held = frozenset(n for n in names if f[n].ref() in self.cached)
+        expected = self._expected()
 
         def run(sample_id, *values):
             out = self._run(int(sample_id), epoch, names, values, held)
-            self._check(int(sample_id), out)
-            return [self._value(out[name]) for name, *_ in self.outputs]
+            self._check(int(sample_id), out, expected)
+            return [self._value(out[name]) for name in expected[1]]
 
         values = tf.numpy_function(run, [sample_id] + [f[n] for n in names],
                                    [dtype for _, dtype, _, _ in self.outputs], stateful=False)

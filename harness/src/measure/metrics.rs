@@ -33,6 +33,14 @@ pub struct MachineCpu {
     pub cores: usize,
 }
 
+/// `/proc/stat`'s and `/proc/PID/stat`'s ticks a second (`_SC_CLK_TCK`); `None` where the
+/// system does not say.
+fn ticks_per_s() -> Option<f64> {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then_some(hz as f64)
+}
+
 /// The `cpu` line of `/proc/stat`, in seconds.
 fn machine_cpu() -> Option<MachineCpu> {
     let text = std::fs::read_to_string("/proc/stat").ok()?;
@@ -42,12 +50,11 @@ fn machine_cpu() -> Option<MachineCpu> {
         .skip(1)
         .filter_map(|v| v.parse().ok())
         .collect();
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if ticks.len() < 8 || hz <= 0 {
+    let hz = ticks_per_s()?;
+    if ticks.len() < 8 {
         return None;
     }
-    let at = |i: usize| ticks[i] / hz as f64;
+    let at = |i: usize| ticks[i] / hz;
     let cores = text
         .lines()
         .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
@@ -79,9 +86,10 @@ pub struct Delta {
 /// The least of the machine's capacity (its cores times the phase's wall time), in
 /// `/proc/stat` ticks, over which a share of it is measured. The machine's busy and stolen time
 /// count in ticks (10 ms), ours to the microsecond, so the foreign time of a phase is off by a
-/// tick or two: measured on 2 idle cores, up to 185 % of the machine over epochs of 2 ms, 32 %
-/// over 16 ms, 8.9 % over 70 ms. Over 20 ticks (0.1 s on 2 cores) that error stays under 10 %,
-/// well under the 25 % that has a run measured again; below it the shares are not recorded.
+/// tick or two: measured on 2 idle cores, up to 184 % of the machine over epochs of 2 ms, 32 %
+/// over 16 ms, 8.9 % over 70 ms (14 ticks of the machine). From 20 ticks (0.1 s on 2 cores) the
+/// error is under what 14 gave, far under the 25 % that has a run measured again; below it the
+/// shares are not recorded.
 pub const MIN_LOAD_TICKS: f64 = 20.0;
 
 impl Delta {
@@ -89,9 +97,9 @@ impl Delta {
     /// [`MIN_LOAD_TICKS`]; `None` for a shorter phase, whose share would be mostly rounding.
     fn measurable_capacity(&self) -> Option<f64> {
         let capacity = self.wall_s * self.cores.max(1) as f64;
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-        (capacity > 0.0 && capacity * hz >= MIN_LOAD_TICKS).then_some(capacity)
+        // Without the tick rate there is no `/proc/stat` time to share out either.
+        let ticks = capacity * ticks_per_s()?;
+        (capacity > 0.0 && ticks >= MIN_LOAD_TICKS).then_some(capacity)
     }
 
     /// Foreign CPU time as a share of the machine's capacity over the phase, %; `None` without
@@ -134,11 +142,9 @@ fn rusage(who: libc::c_int) -> (f64, f64) {
 /// is the run's, as a DataLoader's workers' is. A worker once ended and waited for is counted in
 /// the children's time instead.
 fn python_workers_cpu() -> (f64, f64) {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if hz <= 0 {
+    let Some(hz) = ticks_per_s() else {
         return (0.0, 0.0);
-    }
+    };
     let mut total = (0.0, 0.0);
     for pid in workloads::python::worker_pids() {
         let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -156,8 +162,8 @@ fn python_workers_cpu() -> (f64, f64) {
                 .and_then(|v| v.parse::<f64>().ok())
                 .unwrap_or(0.0)
         };
-        total.0 += ticks(11) / hz as f64;
-        total.1 += ticks(12) / hz as f64;
+        total.0 += ticks(11) / hz;
+        total.1 += ticks(12) / hz;
     }
     total
 }
@@ -264,8 +270,7 @@ mod tests {
         assert_eq!(delta(0.004).foreign_load_pct(), None);
         assert_eq!(delta(0.004).steal_pct(), None);
         // 20 ticks of the machine at 100 a second: 0.1 s of 2 cores.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-        let floor = MIN_LOAD_TICKS / hz / 2.0;
+        let floor = MIN_LOAD_TICKS / ticks_per_s().unwrap() / 2.0;
         assert_eq!(delta(floor * 0.9).foreign_load_pct(), None);
         let pct = delta(floor * 1.1).foreign_load_pct().unwrap();
         assert!((pct - 100.0 * 0.02 / (floor * 2.2)).abs() < 1e-9, "{pct}");

@@ -52,9 +52,6 @@ struct Asks {
     skip: bool,
 }
 
-/// The loaders a sweep asks for (default: prepbench's own), each found by name, and able to
-/// run every strategy's online steps and what the sweep `asks`: refused before anything runs,
-/// naming the step or the option.
 /// `values` in their order, each kept once (as `key` tells them apart).
 fn distinct<T, K: PartialEq>(values: Vec<T>, key: impl Fn(&T) -> K) -> Vec<T> {
     let mut kept: Vec<T> = Vec::with_capacity(values.len());
@@ -66,6 +63,9 @@ fn distinct<T, K: PartialEq>(values: Vec<T>, key: impl Fn(&T) -> K) -> Vec<T> {
     kept
 }
 
+/// The loaders a sweep asks for (default: prepbench's own), each found by name, and able to
+/// run every strategy's online steps and what the sweep `asks`: refused before anything runs,
+/// naming the step or the option.
 fn loaders(
     workload: &Workload,
     (strategies, asks): (&[Strategy], Asks),
@@ -96,11 +96,9 @@ fn loaders(
         if let Some(why) = codecs.iter().find_map(|&c| loader.codec_refusal(c)) {
             anyhow::ensure!(!stored, "{why}: drop the codec, or the loader");
         }
-        if !found.contains(&loader.name()) {
-            found.push(loader.name());
-        }
+        found.push(loader.name());
     }
-    Ok(found)
+    Ok(distinct(found, |&name| name))
 }
 
 /// Each loader's options spelled out, from `--loader-options` for those that take options and
