@@ -615,13 +615,26 @@ with tempfile.TemporaryDirectory() as d:
     os.environ["PREPBENCH_BIN"] = str(fake)
     try:
         prepbench.Pipeline("t", data=".", steps=[("a", tf.f)]).sweep(
-            d + "/res", loaders=["native", "torch"], loader_options="batch_size=64")
+            d + "/res", loaders=["native", "torch"], loader_options="batch_size=64",
+            codecs=["none", "zstd"], storage="paper-ceph-hdd", store_dir=d + "/st")
     except prepbench.PrepbenchError as e:
         assert "loader_options=: no option" in str(e), e
     else:
         raise AssertionError("the fake command line's error was lost")
     args = pathlib.Path(d, "args").read_text()
-    assert "--loaders native,torch --loader-options batch_size=64" in args, args
+    assert "--loaders native,torch --codecs none,zstd --storage paper-ceph-hdd " \
+        "--loader-options batch_size=64" in args, args
+    assert f"--store-dir {d}/st " in args, args
+    # A store folder inside the dataset is refused before anything is written.
+    pathlib.Path(d, "data").mkdir()
+    try:
+        prepbench.Pipeline("t", data=d + "/data", steps=[("a", tf.f)]).sweep(
+            d + "/res2", store_dir=d + "/data/st")
+    except prepbench.PrepbenchError as e:
+        assert "store_dir=" in str(e) and "inside the dataset" in str(e), e
+    else:
+        raise AssertionError("a store folder inside the dataset was accepted")
+    assert not pathlib.Path(d, "res2").exists() and not pathlib.Path(d, "data/st").exists()
     del os.environ["PREPBENCH_BIN"]
 print("ok")
 "#;

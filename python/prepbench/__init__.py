@@ -293,7 +293,8 @@ _ARGUMENTS = (("--samples or dataset.samples", "samples="), ("--samples", "sampl
               ("--threads", "threads="), ("--strategies", "strategies="), ("--trials", "trials="),
               ("--epochs", "epochs="), ("--cache", "cache="), ("--weights", "weights="),
               ("--dataset-samples", "dataset_samples="), ("--loader-options", "loader_options="),
-              ("--loaders", "loaders="), ("--out", "out"))
+              ("--loaders", "loaders="), ("--codecs", "codecs="), ("--storage", "storage="),
+              ("--store-dir", "store_dir="), ("--out", "out"))
 
 
 def _in_python_terms(message):
@@ -409,27 +410,41 @@ class Pipeline:
 
     def sweep(self, out, *, threads=None, strategies=None, trials=None, epochs=None,
               samples=None, verify=False, cache=None, loaders=None, loader_options=None,
-              extra=()):
+              codecs=None, storage=None, store_dir=None, extra=()):
         """Sweeps every split point (or `strategies`) into the results folder `out` (resumed
         when it holds runs already) and returns the rows of its runs.csv. The workload YAML is
         written as `out/NAME.yaml`. `loaders` (`["native", "torch"]`) measures each split
         under each loader; `loader_options` (`"batch_size=64,pin_memory=True"`) sets the
-        torch loader's DataLoader arguments."""
+        torch loader's DataLoader arguments. `codecs` (`["none", "zstd"]`) and `storage`
+        (`"paper-ceph-hdd"`) are the command line's; `store_dir` is where the strategies'
+        stores are written (default: `store` in the working directory)."""
         _not_in_worker()
         out = Path(out)
         # Nothing is written into the dataset, not even the workload file, before the command
         # line would refuse the folder.
-        resolved, data = out.resolve(), Path(self.data)
-        if resolved == data or data in resolved.parents:
-            raise PrepbenchError(f"out={str(out)!r} is inside the dataset {self.data}: prepbench "
-                                 "never writes into a dataset; choose a folder outside it")
-        if out.exists() and not out.is_dir():
-            raise PrepbenchError(f"out={str(out)!r} is a file, not a folder: name a folder (one "
-                                 "that does not exist is made)")
+        data = Path(self.data)
+        for argument, folder in (("out", out), ("store_dir", store_dir)):
+            if folder is None:
+                continue
+            if not isinstance(folder, (str, os.PathLike)):
+                raise PrepbenchError(f"{argument}={folder!r}: expected a folder (a str or a "
+                                     "path)")
+            folder = Path(folder)
+            resolved = folder.resolve()
+            if resolved == data or data in resolved.parents:
+                raise PrepbenchError(f"{argument}={str(folder)!r} is inside the dataset "
+                                     f"{self.data}: prepbench never writes into a dataset; "
+                                     "choose a folder outside it")
+            if folder.exists() and not folder.is_dir():
+                raise PrepbenchError(f"{argument}={str(folder)!r} is a file, not a folder: "
+                                     "name a folder (one that does not exist is made)")
         workload = self.write(out / f"{self.name}.yaml")
         args = ["sweep", workload, "--out", out]
+        if store_dir is not None:
+            args += ["--store-dir", store_dir]
         for flag, value in (("--threads", threads), ("--strategies", strategies),
-                            ("--cache", cache), ("--loaders", loaders)):
+                            ("--cache", cache), ("--loaders", loaders), ("--codecs", codecs),
+                            ("--storage", storage)):
             if value is not None:
                 values = value if isinstance(value, (list, tuple)) else [value]
                 args += [flag, ",".join(map(str, values))]
