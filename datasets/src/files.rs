@@ -47,10 +47,18 @@ pub struct Entry {
     pub modified_ns: u128,
 }
 
+/// A folder's entries, and the names of those left out with what each is.
+pub type Listed = (Vec<Entry>, Vec<(String, String)>);
+
 /// The file system a dataset is read from.
 pub trait Files: ReadFiles + Send + Sync + fmt::Debug {
     /// The entries of the folder `dir`, in no particular order; `NotFound` when there is none.
     fn list(&self, dir: &Path) -> io::Result<Vec<Entry>>;
+    /// [`Files::list`], with the names of the entries it leaves out (neither a folder nor a
+    /// regular file, links followed) and what each is.
+    fn list_with_left_out(&self, dir: &Path) -> io::Result<Listed> {
+        Ok((self.list(dir)?, Vec::new()))
+    }
     /// Whether the files are on this machine, behind its page cache: cache eviction, residency
     /// and storage emulation apply to them only.
     fn is_local(&self) -> bool;
@@ -121,19 +129,32 @@ impl ReadFiles for LocalFiles {
 
 impl Files for LocalFiles {
     fn list(&self, dir: &Path) -> io::Result<Vec<Entry>> {
-        let mut entries = Vec::new();
+        Ok(self.list_with_left_out(dir)?.0)
+    }
+
+    fn list_with_left_out(&self, dir: &Path) -> io::Result<Listed> {
+        let (mut entries, mut left_out) = (Vec::new(), Vec::new());
         for e in std::fs::read_dir(dir)? {
             let e = e?;
             // Follows links, as reading the file will; a dangling link is left out, and so is
             // anything but a folder or a regular file (a FIFO or a link to a device is never a
             // sample: reading it would wait or never end).
-            if let Ok(meta) = std::fs::metadata(e.path()) {
-                if meta.is_dir() || meta.is_file() {
+            let why = match std::fs::metadata(e.path()) {
+                Ok(meta) if meta.is_dir() || meta.is_file() => {
                     entries.push(entry(e.file_name(), &meta));
+                    continue;
                 }
-            }
+                Ok(meta) => workloads::storage::file_kind(meta.file_type()).to_string(),
+                Err(err) => match std::fs::read_link(e.path()) {
+                    Ok(to) if err.kind() == io::ErrorKind::NotFound => {
+                        format!("a link to {}, which does not exist", to.display())
+                    }
+                    _ => format!("unreadable: {err}"),
+                },
+            };
+            left_out.push((e.file_name().to_string_lossy().into_owned(), why));
         }
-        Ok(entries)
+        Ok((entries, left_out))
     }
 
     fn is_local(&self) -> bool {

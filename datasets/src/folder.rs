@@ -68,7 +68,13 @@ pub(crate) struct Found {
 /// prepbench's own results and stores usually are (their files, read as samples, change while
 /// the run writes them).
 pub(crate) fn walk(files: &dyn Files, root: &Path) -> Result<Vec<Found>, DatasetError> {
-    let mut found = Vec::new();
+    Ok(walk_noting(files, root)?.0)
+}
+
+/// [`walk`], with the entries it leaves out (neither a folder nor a regular file: a dangling
+/// link, a FIFO) as (path from the root, what it is).
+pub(crate) fn walk_noting(files: &dyn Files, root: &Path) -> Result<Walked, DatasetError> {
+    let mut found = (Vec::new(), Vec::new());
     let mut seen = std::collections::HashSet::new();
     if files.is_local() {
         use std::os::unix::fs::MetadataExt;
@@ -84,6 +90,9 @@ pub(crate) fn walk(files: &dyn Files, root: &Path) -> Result<Vec<Found>, Dataset
     Ok(found)
 }
 
+/// What a walk found, and what it left out (path from the root, what it is).
+pub(crate) type Walked = (Vec<Found>, Vec<(String, String)>);
+
 /// [`walk`] below the folder `dir` (`rel` from the root), entering each local folder once (known
 /// by its device and inode): a link back to a folder already walked (`ln -s .. up`, two links
 /// to one folder) is not walked again, so links cannot multiply the walk (two links to `..` at
@@ -92,7 +101,7 @@ fn walk_once(
     files: &dyn Files,
     (dir, rel): (&Path, &str),
     depth: usize,
-    found: &mut Vec<Found>,
+    found: &mut Walked,
     seen: &mut std::collections::HashSet<(u64, u64)>,
 ) -> Result<(), DatasetError> {
     if files.is_local() {
@@ -103,26 +112,36 @@ fn walk_once(
             }
         }
     }
-    let entries = files.list(dir).map_err(|e| DatasetError::Io {
-        path: dir.display().to_string(),
-        source: e,
-    })?;
+    let (entries, left_out) = files
+        .list_with_left_out(dir)
+        .map_err(|e| DatasetError::Io {
+            path: dir.display().to_string(),
+            source: e,
+        })?;
+    let in_root = |name: &str| {
+        if rel.is_empty() {
+            name.to_string()
+        } else {
+            format!("{rel}/{name}")
+        }
+    };
+    for (name, why) in left_out {
+        if !name.starts_with('.') {
+            found.1.push((in_root(&name), why));
+        }
+    }
     for entry in entries {
         if entry.name.starts_with('.') {
             continue;
         }
-        let child_rel = if rel.is_empty() {
-            entry.name.clone()
-        } else {
-            format!("{rel}/{}", entry.name)
-        };
+        let child_rel = in_root(&entry.name);
         let path = entry.path_in(dir);
         if entry.is_dir {
             if depth < MAX_DEPTH {
                 walk_once(files, (&path, &child_rel), depth + 1, found, seen)?;
             }
         } else {
-            found.push(Found {
+            found.0.push(Found {
                 rel: child_rel,
                 path,
                 entry,
@@ -133,14 +152,16 @@ fn walk_once(
 }
 
 /// The regular files below `root` whose `/`-separated path relative to it matches `pattern`
-/// (the option `option`), hidden ones left out, in natural order of their paths; an error when
-/// the pattern is malformed or matches nothing, saying what was `expected`.
+/// (the option `option`), hidden ones left out, in natural order of their paths, and the
+/// entries that match it but are not regular files (a dangling link, a FIFO), each in words
+/// with what it is; an error when the pattern is malformed or matches nothing, saying what was
+/// `expected`.
 pub(crate) fn matching(
     files: &dyn Files,
     root: &Path,
     (option, pattern): (&str, &str),
     expected: &str,
-) -> Result<Vec<Found>, DatasetError> {
+) -> Result<(Vec<Found>, Vec<String>), DatasetError> {
     let bad = |message: String| DatasetError::Layout {
         path: root.display().to_string(),
         message,
@@ -150,16 +171,21 @@ pub(crate) fn matching(
         .build()
         .map_err(|e| bad(format!("{option} `{pattern}`: {e}")))?
         .compile_matcher();
-    let mut found = walk(files, root)?;
+    let (mut found, mut left_out) = walk_noting(files, root)?;
     found.retain(|f| glob.is_match(&f.rel));
     found.sort_by(|a, b| natural_path_order(&a.rel, &b.rel));
+    left_out.retain(|(rel, _)| glob.is_match(rel));
+    left_out.sort_by(|a, b| natural_path_order(&a.0, &b.0));
+    let left_out = (left_out.into_iter())
+        .map(|(rel, why)| format!("{rel} ({why})"))
+        .collect();
     if found.is_empty() {
         return Err(bad(format!(
             "no file matches {option} `{pattern}`: expected {expected} (paths are relative to \
              this folder, `/`-separated; `**/*.jpg` matches every JPEG below it)"
         )));
     }
-    Ok(found)
+    Ok((found, left_out))
 }
 
 /// Lists the files of `root` that match the options' `glob`, labelled when `label=parent`.
@@ -178,7 +204,7 @@ pub fn open(
         Some("parent") => true,
         Some(other) => return Err(bad(format!("label={other}: label is none or parent"))),
     };
-    let found = matching(&**files, root, ("glob", pattern), "your files")?;
+    let (found, left_out) = matching(&**files, root, ("glob", pattern), "your files")?;
     // ImageFolder's class index: the class folders' names sorted as Python sorts strings
     // (by code point), so a label here is the label a torchvision loader gives the file.
     let mut classes: BTreeMap<&str, i32> = BTreeMap::new();
@@ -213,7 +239,9 @@ pub fn open(
             }
         })
         .collect();
-    Ok(Source::new("files", files, root, items))
+    let mut source = Source::new("files", files, root, items);
+    source.left_out = left_out;
+    Ok(source)
 }
 
 #[cfg(test)]
@@ -273,6 +301,41 @@ mod tests {
     /// A link up past the root (to the folder that holds the dataset, to `/`) is not walked:
     /// it would read what lies beside the dataset (prepbench's results among it, changing as
     /// the run writes them) and the whole filesystem.
+    #[test]
+    fn entries_the_pattern_matches_that_are_not_files_are_named_not_read() {
+        let dir = tree(&["cls/a.jpg", "cls/b.txt"]);
+        let root = dir.path();
+        std::os::unix::fs::symlink(root.join("gone.jpg"), root.join("cls/c.jpg")).unwrap();
+        std::os::unix::fs::symlink(root.join("gone.txt"), root.join("cls/d.txt")).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(root.join("cls/e.jpg"))
+            .status();
+        let fifo = made.is_ok_and(|s| s.success());
+        let (found, left_out) = matching(
+            &crate::files::LocalFiles,
+            root,
+            ("glob", "**/*.jpg"),
+            "images",
+        )
+        .unwrap();
+        let names: Vec<&str> = found.iter().map(|f| f.rel.as_str()).collect();
+        assert_eq!(names, ["cls/a.jpg"]);
+        let mut expected = vec![format!(
+            "cls/c.jpg (a link to {}, which does not exist)",
+            root.join("gone.jpg").display()
+        )];
+        if fifo {
+            expected.push("cls/e.jpg (a FIFO)".to_string());
+        }
+        assert_eq!(left_out, expected);
+        let source = open(
+            &crate::files::local(),
+            root,
+            &options(&[("glob", "**/*.jpg")]),
+        );
+        assert_eq!(source.unwrap().left_out, expected);
+    }
+
     #[test]
     fn links_above_the_root_are_not_walked() {
         let dir = tree(&["data/cls/a.jpg", "data/cls/b.jpg", "results/runs.csv"]);

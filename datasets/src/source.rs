@@ -49,6 +49,9 @@ pub struct Source {
     pub items: Vec<SourceItem>,
     /// Where the files are read from (the local file system or object storage).
     pub files: Arc<dyn Files>,
+    /// Entries the dataset's pattern matched that are not read, each in words with what it is
+    /// (a dangling link, a FIFO): said to the user, as a dataset smaller than its folder looks.
+    pub left_out: Vec<String>,
 }
 
 impl Source {
@@ -64,6 +67,7 @@ impl Source {
             root: root.to_path_buf(),
             items,
             files: files.clone(),
+            left_out: Vec::new(),
         }
     }
 

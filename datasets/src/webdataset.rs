@@ -205,7 +205,7 @@ pub fn open(
     options: &crate::Options,
 ) -> Result<Source, DatasetError> {
     let pattern = options.get("shards").map_or("**/*.tar", String::as_str);
-    let shards = crate::folder::matching(
+    let (shards, left_out) = crate::folder::matching(
         &**files,
         root,
         ("shards", pattern),
@@ -240,7 +240,9 @@ pub fn open(
             message: "its shards hold no sample (no member named <key>.<extension>)".into(),
         });
     }
-    Ok(Source::new("webdataset", files, root, items))
+    let mut source = Source::new("webdataset", files, root, items);
+    source.left_out = left_out;
+    Ok(source)
 }
 
 #[cfg(test)]

@@ -841,6 +841,10 @@ fn a_folder_smaller_than_asked_reads_all_it_holds_unless_samples_asks_for_more()
     for i in 0..3 {
         std::fs::write(folder.join(format!("{i}.bin")), vec![i as u8; 64]).unwrap();
     }
+    // A file not fetched (a git-annex or DVC dataset links to what it has not downloaded) is
+    // not a sample, and the run says so, naming it; a hidden one is not named.
+    std::os::unix::fs::symlink(d.join("annex/gone.bin"), folder.join("3.bin")).unwrap();
+    std::os::unix::fs::symlink(d.join("annex/gone.bin"), folder.join(".4.bin")).unwrap();
     let yaml = "name: mine\ndataset:\n  kind: files\n  path: mine\n  samples: 10\nsteps:\n  \
                 - name: concatenated\n    op: read_file\n";
     std::fs::write(d.join("w.yaml"), yaml).unwrap();
@@ -873,6 +877,15 @@ fn a_folder_smaller_than_asked_reads_all_it_holds_unless_samples_asks_for_more()
     let err = stderr(&out);
     assert!(
         err.contains("holds 3 samples where dataset.samples asks for 10: reading all 3"),
+        "{err}"
+    );
+    let gone = d.join("annex/gone.bin");
+    assert!(
+        err.contains(&format!(
+            "1 entry matching the dataset's pattern is not a regular file and is left out: \
+             3.bin (a link to {}, which does not exist)",
+            gone.display()
+        )) && !err.contains(".4.bin"),
         "{err}"
     );
     let out = run(Some("2"));

@@ -244,15 +244,12 @@ pub fn read_regular(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     std::fs::read(path)
 }
 
-/// Refuses a `path` that is not a regular file (links followed), saying what it is.
-pub fn check_regular(path: &std::path::Path) -> std::io::Result<()> {
+/// What a file of type `t` is, in words (`a FIFO`, `a device`).
+pub fn file_kind(t: std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
-    let meta = std::fs::metadata(path)?;
-    if meta.is_file() {
-        return Ok(());
-    }
-    let t = meta.file_type();
-    let what = if t.is_dir() {
+    if t.is_file() {
+        "a regular file"
+    } else if t.is_dir() {
         "a directory"
     } else if t.is_fifo() {
         "a FIFO"
@@ -262,7 +259,16 @@ pub fn check_regular(path: &std::path::Path) -> std::io::Result<()> {
         "a socket"
     } else {
         "something else"
-    };
+    }
+}
+
+/// Refuses a `path` that is not a regular file (links followed), saying what it is.
+pub fn check_regular(path: &std::path::Path) -> std::io::Result<()> {
+    let meta = std::fs::metadata(path)?;
+    if meta.is_file() {
+        return Ok(());
+    }
+    let what = file_kind(meta.file_type());
     Err(std::io::Error::new(
         std::io::ErrorKind::InvalidInput,
         format!("not a regular file ({what}): prepbench reads only regular files"),

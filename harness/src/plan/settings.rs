@@ -89,6 +89,32 @@ impl Places {
     ) -> anyhow::Result<()> {
         let files = datasets::files::local();
         let source = (kind.open)(&files, root, &workload.spec.dataset.options)?;
+        if !source.left_out.is_empty() {
+            const SHOWN: usize = 5;
+            let more = source.left_out.len().saturating_sub(SHOWN);
+            let one = source.left_out.len() == 1;
+            self.progress.note(&format!(
+                "{}: {}: {} matching the dataset's pattern {}: {}{}",
+                workload.spec.name,
+                root.display(),
+                if one {
+                    "1 entry".to_string()
+                } else {
+                    format!("{} entries", source.left_out.len())
+                },
+                if one {
+                    "is not a regular file and is left out"
+                } else {
+                    "are not regular files and are left out"
+                },
+                source.left_out[..source.left_out.len().min(SHOWN)].join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            ));
+        }
         let have = source.len() * kind.samples_per_file;
         if let Some(asked) = samples {
             anyhow::ensure!(
