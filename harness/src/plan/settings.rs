@@ -128,9 +128,15 @@ impl Places {
         let asked = workload.spec.dataset.samples;
         if have < asked {
             self.progress.note(&format!(
-                "{}: {} holds {have} samples where dataset.samples asks for {asked}: reading all {have}",
+                "{}: {} holds {have} samples where dataset.samples asks for {asked}{}: reading \
+                 all {have}",
                 workload.spec.name,
-                root.display()
+                root.display(),
+                if asked == workloads::spec::DEFAULT_SAMPLES {
+                    " (its default, where the workload sets none)"
+                } else {
+                    ""
+                }
             ));
             workload.spec.dataset.samples = have;
         }

@@ -51,6 +51,9 @@ fn scalar_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String
         .collect()
 }
 
+/// `dataset.samples` where a workload gives none.
+pub const DEFAULT_SAMPLES: usize = 1000;
+
 fn default_samples() -> usize {
-    1000
+    DEFAULT_SAMPLES
 }

@@ -15,7 +15,7 @@ mod yaml;
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub use dataset::DatasetSpec;
+pub use dataset::{DatasetSpec, DEFAULT_SAMPLES};
 pub use model::{Origin, StepConfig, Strategy, WorkloadSpec, UNPROCESSED};
 pub use names::{check_name, path_component, MAX_NAME_CHARS};
 pub use sweep::SweepDefaults;
