@@ -635,6 +635,16 @@ with tempfile.TemporaryDirectory() as d:
     else:
         raise AssertionError("a store folder inside the dataset was accepted")
     assert not pathlib.Path(d, "res2").exists() and not pathlib.Path(d, "data/st").exists()
+    try:
+        prepbench.Pipeline("t", data=".", steps=[("a", tf.f)]).recommend(
+            d + "/res", memory_bytes="64GiB", dataset_samples=1000)
+    except prepbench.PrepbenchError:
+        pass
+    else:
+        raise AssertionError("the fake command line's error was lost")
+    args = pathlib.Path(d, "args").read_text()
+    assert args.startswith("--python ") and "recommend " in args, args
+    assert "--memory-bytes 64GiB" in args and "--dataset-samples 1000" in args, args
     del os.environ["PREPBENCH_BIN"]
 print("ok")
 "#;

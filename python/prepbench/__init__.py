@@ -294,7 +294,8 @@ _ARGUMENTS = (("--samples or dataset.samples", "samples="), ("--samples", "sampl
               ("--epochs", "epochs="), ("--cache", "cache="), ("--weights", "weights="),
               ("--dataset-samples", "dataset_samples="), ("--loader-options", "loader_options="),
               ("--loaders", "loaders="), ("--codecs", "codecs="), ("--storage", "storage="),
-              ("--store-dir", "store_dir="), ("--out", "out"))
+              ("--store-dir", "store_dir="), ("--memory-bytes", "memory_bytes="),
+              ("--out", "out"))
 
 
 def _in_python_terms(message):
@@ -468,10 +469,15 @@ class Pipeline:
         self._run(*args)
         return _rows(Path(out) / "summary.csv")
 
-    def recommend(self, out, *, weights=None, epochs=None, dataset_samples=None):
+    def recommend(self, out, *, weights=None, epochs=None, dataset_samples=None,
+                  memory_bytes=None):
         """Every candidate strategy ranked under `weights` (offline time, storage, throughput)
-        for `epochs` training epochs: rank 1 is the recommendation."""
+        for `epochs` training epochs: rank 1 is the recommendation. `dataset_samples` plans
+        for a dataset of that many samples; `memory_bytes` (`"64GiB"`, or a number of bytes)
+        for a training machine with that much memory for the page cache."""
         args = ["recommend", out, "--csv"]
+        if memory_bytes is not None:
+            args += ["--memory-bytes", memory_bytes]
         if weights is not None:
             args += ["--weights", ",".join(map(str, weights))]
         if epochs is not None:

@@ -456,6 +456,86 @@ fn sync_dir(dir: &Path) -> Result<(), StoreError> {
 }
 
 /// Every record `next` yields (it fills its buffer and says whether it did), for tests.
+/// Why `dir`, which holds no store manifest, is not a store, pointing to the stores below it
+/// when it holds some (a strategy's folder holds its stores one level down: naming it, as a
+/// user does, said only "not a store").
+pub(super) fn not_a_store(dir: &Path) -> StoreError {
+    let name = "name the folder of one materialized strategy, as `prepbench store list` prints it";
+    if !dir.is_dir() {
+        let what = if dir.exists() {
+            "not a folder"
+        } else {
+            "no such folder"
+        };
+        return StoreError::Invalid {
+            path: dir.display().to_string(),
+            message: format!("{what}: {name}"),
+        };
+    }
+    let held = stores_below(dir);
+    let shown = |p: &PathBuf| p.display().to_string();
+    let message =
+        match held.as_slice() {
+            [] => format!("not a complete prepbench store (no {STORE_MANIFEST}): {name}"),
+            [one] => format!(
+                "not a store itself (no {STORE_MANIFEST}); it holds one, {}: name that folder",
+                shown(one)
+            ),
+            [first, second, ..] => {
+                format!(
+            "not a store itself (no {STORE_MANIFEST}); it holds {}{} stores, {} and {} among \
+             them: name one (`prepbench store list --store-dir` on the store directory lists \
+             them all)",
+            if held.len() >= MAX_LISTED { "at least " } else { "" },
+            held.len(),
+            shown(first),
+            shown(second)
+        )
+            }
+        };
+    StoreError::Invalid {
+        path: dir.display().to_string(),
+        message,
+    }
+}
+
+/// At most this many stores are looked for below a folder that is not one.
+const MAX_LISTED: usize = 100;
+
+/// The folders holding a store manifest up to three levels below `dir` (a store directory's
+/// layout), in path order: links are not followed and at most [`MAX_LISTED`] are found, so a
+/// folder such as `/` is not walked whole.
+fn stores_below(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut level = vec![dir.to_path_buf()];
+    for _ in 0..3 {
+        let mut next = Vec::new();
+        for folder in &level {
+            let Ok(entries) = std::fs::read_dir(folder) else {
+                continue;
+            };
+            let mut subfolders: Vec<PathBuf> = (entries.flatten())
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect();
+            subfolders.sort();
+            for sub in subfolders {
+                if sub.join(STORE_MANIFEST).is_file() {
+                    found.push(sub);
+                    if found.len() >= MAX_LISTED {
+                        return found;
+                    }
+                } else if next.len() < 10 * MAX_LISTED {
+                    next.push(sub);
+                }
+            }
+        }
+        level = next;
+    }
+    found.sort();
+    found
+}
+
 #[cfg(test)]
 pub(crate) fn drain<E>(
     mut next: impl FnMut(&mut Vec<u8>) -> Result<bool, E>,

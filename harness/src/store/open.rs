@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use workloads::Codec;
 
 use super::error::{io_error, StoreError};
-use super::folder::{StoreManifest, FORMAT_VERSION, STORE_MANIFEST};
+use super::folder::{not_a_store, StoreManifest, FORMAT_VERSION, STORE_MANIFEST};
 use super::framing::{declared_len, masked_crc32c, Frame, FRAMING_BYTES, MAX_RECORD_BYTES};
 use super::shard::ShardReader;
 use super::stretch::{self, Stretch};
@@ -103,13 +103,7 @@ impl OpenStore {
         let path = dir.join(STORE_MANIFEST);
         let text = std::fs::read_to_string(&path).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                invalid(
-                    dir,
-                    format!(
-                        "not a complete prepbench store (no {STORE_MANIFEST}): name the folder \
-                         of one materialized strategy, as `prepbench store list` prints it"
-                    ),
-                )
+                not_a_store(dir)
             } else {
                 io_error(&path)(e)
             }
@@ -478,6 +472,33 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let e = OpenStore::open(dir.path(), 1).err().unwrap().to_string();
         assert!(e.contains("not a complete prepbench store"), "{e}");
+        // A folder holding stores points to them; a missing one says so.
+        let strategy = tempfile::tempdir().unwrap();
+        let one = strategy.path().join("none-2sh-2n-a");
+        make(&one, Codec::None, 2, 2);
+        let e = OpenStore::open(strategy.path(), 1)
+            .err()
+            .unwrap()
+            .to_string();
+        let named = format!("it holds one, {}: name that folder", one.display());
+        assert!(e.contains(&named), "{e}");
+        let two = strategy.path().join("none-2sh-2n-b");
+        make(&two, Codec::None, 2, 2);
+        let e = OpenStore::open(strategy.path(), 1)
+            .err()
+            .unwrap()
+            .to_string();
+        let named = format!(
+            "holds 2 stores, {} and {} among",
+            one.display(),
+            two.display()
+        );
+        assert!(e.contains(&named), "{e}");
+        let e = OpenStore::open(&one.join("gone"), 1)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("no such folder"), "{e}");
         let m = make(dir.path(), Codec::None, 2, 2);
         // A shard replaced by its sibling (same size here: both hold records of equal lengths
         // only by chance, so truncate instead to change its size).
