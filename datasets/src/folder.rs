@@ -68,13 +68,13 @@ pub(crate) struct Found {
 /// prepbench's own results and stores usually are (their files, read as samples, change while
 /// the run writes them).
 pub(crate) fn walk(files: &dyn Files, root: &Path) -> Result<Vec<Found>, DatasetError> {
-    Ok(walk_noting(files, root)?.0)
+    Ok(walk_noting(files, root)?.files)
 }
 
 /// [`walk`], with the entries it leaves out (neither a folder nor a regular file: a dangling
 /// link, a FIFO) as (path from the root, what it is).
 pub(crate) fn walk_noting(files: &dyn Files, root: &Path) -> Result<Walked, DatasetError> {
-    let mut found = (Vec::new(), Vec::new());
+    let mut found = Walked::default();
     let mut seen = std::collections::HashSet::new();
     if files.is_local() {
         use std::os::unix::fs::MetadataExt;
@@ -90,8 +90,13 @@ pub(crate) fn walk_noting(files: &dyn Files, root: &Path) -> Result<Walked, Data
     Ok(found)
 }
 
-/// What a walk found, and what it left out (path from the root, what it is).
-pub(crate) type Walked = (Vec<Found>, Vec<(String, String)>);
+/// What a walk found, and what it left out.
+#[derive(Default)]
+pub(crate) struct Walked {
+    pub files: Vec<Found>,
+    /// Entries neither a folder nor a regular file: (path from the root, what it is).
+    pub left_out: Vec<(String, String)>,
+}
 
 /// [`walk`] below the folder `dir` (`rel` from the root), entering each local folder once (known
 /// by its device and inode): a link back to a folder already walked (`ln -s .. up`, two links
@@ -127,7 +132,7 @@ fn walk_once(
     };
     for (name, why) in left_out {
         if !name.starts_with('.') {
-            found.1.push((in_root(&name), why));
+            found.left_out.push((in_root(&name), why));
         }
     }
     for entry in entries {
@@ -141,7 +146,7 @@ fn walk_once(
                 walk_once(files, (&path, &child_rel), depth + 1, found, seen)?;
             }
         } else {
-            found.0.push(Found {
+            found.files.push(Found {
                 rel: child_rel,
                 path,
                 entry,
@@ -171,7 +176,10 @@ pub(crate) fn matching(
         .build()
         .map_err(|e| bad(format!("{option} `{pattern}`: {e}")))?
         .compile_matcher();
-    let (mut found, mut left_out) = walk_noting(files, root)?;
+    let Walked {
+        files: mut found,
+        mut left_out,
+    } = walk_noting(files, root)?;
     found.retain(|f| glob.is_match(&f.rel));
     found.sort_by(|a, b| natural_path_order(&a.rel, &b.rel));
     left_out.retain(|(rel, _)| glob.is_match(rel));
@@ -298,9 +306,8 @@ mod tests {
         );
     }
 
-    /// A link up past the root (to the folder that holds the dataset, to `/`) is not walked:
-    /// it would read what lies beside the dataset (prepbench's results among it, changing as
-    /// the run writes them) and the whole filesystem.
+    /// A dangling link (a file a git-annex or DVC checkout has not fetched) or a FIFO the
+    /// pattern matches is not a sample, and is named with what it is.
     #[test]
     fn entries_the_pattern_matches_that_are_not_files_are_named_not_read() {
         let dir = tree(&["cls/a.jpg", "cls/b.txt"]);
@@ -336,6 +343,9 @@ mod tests {
         assert_eq!(source.unwrap().left_out, expected);
     }
 
+    /// A link up past the root (to the folder that holds the dataset, to `/`) is not walked:
+    /// it would read what lies beside the dataset (prepbench's results among it, changing as
+    /// the run writes them) and the whole filesystem.
     #[test]
     fn links_above_the_root_are_not_walked() {
         let dir = tree(&["data/cls/a.jpg", "data/cls/b.jpg", "results/runs.csv"]);

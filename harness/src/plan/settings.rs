@@ -92,21 +92,16 @@ impl Places {
         if !source.left_out.is_empty() {
             const SHOWN: usize = 5;
             let more = source.left_out.len().saturating_sub(SHOWN);
-            let one = source.left_out.len() == 1;
+            let count = match source.left_out.len() {
+                1 => "1 entry matching the dataset's pattern is not a regular file and is".into(),
+                n => format!(
+                    "{n} entries matching the dataset's pattern are not regular files and are"
+                ),
+            };
             self.progress.note(&format!(
-                "{}: {}: {} matching the dataset's pattern {}: {}{}",
+                "{}: {}: {count} left out: {}{}",
                 workload.spec.name,
                 root.display(),
-                if one {
-                    "1 entry".to_string()
-                } else {
-                    format!("{} entries", source.left_out.len())
-                },
-                if one {
-                    "is not a regular file and is left out"
-                } else {
-                    "are not regular files and are left out"
-                },
                 source.left_out[..source.left_out.len().min(SHOWN)].join(", "),
                 if more > 0 {
                     format!(" and {more} more")

@@ -268,6 +268,78 @@ pub fn remove(entry: &StoreEntry, root: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Why `dir`, which holds no store manifest, is not a store, pointing to the stores below it
+/// when it holds some (a strategy's folder holds its stores one level down: naming it, as a
+/// user does, said only "not a store").
+pub(super) fn not_a_store(dir: &Path) -> StoreError {
+    let name = "name the folder of one materialized strategy, as `prepbench store list` prints it";
+    let invalid = |message: String| StoreError::Invalid {
+        path: dir.display().to_string(),
+        message,
+    };
+    if !dir.is_dir() {
+        let what = if dir.exists() {
+            "not a folder"
+        } else {
+            "no such folder"
+        };
+        return invalid(format!("{what}: {name}"));
+    }
+    let held = stores_below(dir);
+    invalid(match held.as_slice() {
+        [] => format!("not a complete prepbench store (no {STORE_MANIFEST}): {name}"),
+        [one] => format!(
+            "not a store itself (no {STORE_MANIFEST}); it holds one, {}: name that folder",
+            one.display()
+        ),
+        [first, second, ..] => {
+            let at_least = if held.len() >= MAX_LISTED {
+                "at least "
+            } else {
+                ""
+            };
+            format!(
+                "not a store itself (no {STORE_MANIFEST}); it holds {at_least}{} stores, {} and \
+                 {} among them: name one (`prepbench store list --store-dir` on the store \
+                 directory lists them all)",
+                held.len(),
+                first.display(),
+                second.display()
+            )
+        }
+    })
+}
+
+/// At most this many stores are looked for below a folder that is not one.
+const MAX_LISTED: usize = 100;
+
+/// The folders holding a store manifest (complete stores) up to three levels below `dir` (a
+/// store directory's layout), in path order: links are not followed, and at most
+/// [`MAX_LISTED`] are found, so a folder such as `/` is not walked whole.
+fn stores_below(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut level = vec![dir.to_path_buf()];
+    'levels: for _ in 0..3 {
+        let mut next = Vec::new();
+        for sub in level
+            .iter()
+            .flat_map(|f| subdirectories(f).unwrap_or_default())
+        {
+            if sub.join(STORE_MANIFEST).is_file() {
+                found.push(sub);
+            } else if next.len() < 10 * MAX_LISTED {
+                next.push(sub);
+            }
+            if found.len() >= MAX_LISTED {
+                break 'levels;
+            }
+        }
+        level = next;
+    }
+    found.sort();
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,8 +20,9 @@ use std::path::{Path, PathBuf};
 use workloads::Codec;
 
 use super::error::{io_error, StoreError};
-use super::folder::{not_a_store, StoreManifest, FORMAT_VERSION, STORE_MANIFEST};
+use super::folder::{StoreManifest, FORMAT_VERSION, STORE_MANIFEST};
 use super::framing::{declared_len, masked_crc32c, Frame, FRAMING_BYTES, MAX_RECORD_BYTES};
+use super::housekeeping::not_a_store;
 use super::shard::ShardReader;
 use super::stretch::{self, Stretch};
 
