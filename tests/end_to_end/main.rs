@@ -9,6 +9,7 @@ mod bad_input;
 mod compression;
 mod corpus;
 mod domains;
+mod emulated;
 mod loaders;
 mod measurement;
 mod python_steps;

@@ -110,7 +110,9 @@ pub const LOCAL: &str = "local";
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct StorageProfile {
-    #[serde(skip_deserializing)]
+    /// Its key under `storage_profiles` (set from the key when a spec is read, whatever the
+    /// file says); read back as written where a spec goes as JSON to a loader's process.
+    #[serde(default)]
     pub name: String,
     #[serde(default)]
     pub description: String,

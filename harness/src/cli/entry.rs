@@ -229,6 +229,8 @@ pub fn main(line: Vec<String>) -> Status {
     });
     // A loader process kept idle between runs ends with the command.
     crate::measure::online::retire_idle();
+    // And the views of folders loaders read under emulated storage (after their processes).
+    crate::measure::view::retire();
     // Run inside Python (no Rust runtime to flush at exit), a last line without a newline
     // would stay in the buffer.
     use std::io::Write;

@@ -185,6 +185,7 @@ impl Throttle {
             len,
             uncached,
             first: true,
+            pos: 0,
         })
     }
 }
@@ -242,7 +243,15 @@ pub struct ThrottledFile {
     /// Share of the file not in the page cache when it was opened.
     uncached: f64,
     first: bool,
+    /// Where the next read starts.
+    pos: u64,
 }
+
+/// A read of a [`ThrottledFile`] by offset ([`ThrottledFile::read_at`]) that starts within this
+/// many bytes of where the last ended goes on with the same request stream: a kernel's
+/// readahead asks for a file's next pieces out of order, which a network filesystem serves as
+/// one stream, not as a new request per piece.
+const SAME_STREAM: u64 = 1 << 20;
 
 impl ThrottledFile {
     /// Goes to byte `offset` of the file (a reader going on at a restart): what it reads from
@@ -251,7 +260,37 @@ impl ThrottledFile {
         use std::io::{Seek, SeekFrom};
         self.file.seek(SeekFrom::Start(offset))?;
         self.first = true;
+        self.pos = offset;
         Ok(())
+    }
+
+    /// Whether its reads go through `throttle`.
+    pub fn goes_through(&self, throttle: &Arc<Throttle>) -> bool {
+        Arc::ptr_eq(&self.throttle, throttle)
+    }
+
+    /// Reads up to `buf.len()` bytes from byte `offset` (a read another process asked for, as
+    /// a FUSE view's are), each delayed as `read`'s: from further than [`SAME_STREAM`] from
+    /// where the last read ended, as a new request. A read that reaches the end of the file
+    /// pays whatever is still owed, as `read` does there.
+    pub fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        if offset != self.pos {
+            let new_request = self.first || offset.abs_diff(self.pos) > SAME_STREAM;
+            self.seek_to(offset)?;
+            self.first = new_request;
+        }
+        let mut filled = 0;
+        while filled < buf.len() {
+            let n = self.read(&mut buf[filled..])?;
+            if n == 0 {
+                return Ok(filled);
+            }
+            filled += n;
+        }
+        if self.pos >= self.len {
+            self.throttle.wait(self.cursor.due, Duration::ZERO);
+        }
+        Ok(filled)
     }
 }
 
@@ -259,6 +298,7 @@ impl Read for ThrottledFile {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let begin = Instant::now();
         let n = self.file.read(buf)?;
+        self.pos += n as u64;
         let fresh = (n as f64 * self.uncached).round() as u64;
         let due = self.throttle.schedule(
             &mut self.cursor,

@@ -25,4 +25,5 @@ pub mod session;
 pub mod steps;
 pub mod sysmon;
 pub mod verify;
+pub mod view;
 pub mod warnings;

@@ -50,6 +50,8 @@ struct Asks {
     app: bool,
     /// Skipping bad samples (`--on-error skip`).
     skip: bool,
+    /// Emulated storage (`--storage` with a profile other than the local disk).
+    emulated: bool,
 }
 
 /// `values` in their order, each kept once (as `key` tells them apart).
@@ -86,6 +88,10 @@ fn loaders(
         }
         if let Some(why) = loader.skip_refusal().filter(|_| asks.skip) {
             anyhow::bail!("{why}");
+        }
+        // Asked only under emulated storage: it mounts a view to find out.
+        if let Some(why) = asks.emulated.then(|| loader.storage_refusal()).flatten() {
+            anyhow::bail!("--storage: {why}");
         }
         for strategy in strategies {
             if let Some(why) = loader.refusal(workload, strategy.split) {
@@ -229,6 +235,7 @@ impl Plan {
         let asks = Asks {
             app: cache.contains(&CacheMode::App),
             skip: on_error == OnError::Skip,
+            emulated: storage.iter().any(|p| !p.is_passthrough()),
         };
         let loaders = loaders(
             workload,

@@ -125,6 +125,21 @@ fn storage_profiles_are_defined_named_and_checked() {
     assert!(message.contains("bandwidth"), "{message}");
 }
 
+#[test]
+fn a_spec_with_storage_profiles_reads_back_as_it_was_written() {
+    // As a loader's process reads the spec it is given (JSON): the profiles' names with them.
+    let yaml = format!("{GOOD}  storage: [slow]\nstorage_profiles:\n  slow: {{stream_mb_s: 2}}\n");
+    let w = spec(&yaml, "w.yaml").unwrap();
+    let json = serde_json::to_string(&w).unwrap();
+    let back: WorkloadSpec = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, w);
+    assert_eq!(back.storage_profile("slow").unwrap().name, "slow");
+    // A name written in the file is the key's, whatever it says.
+    let renamed = format!("{GOOD}storage_profiles:\n  slow: {{name: fast, stream_mb_s: 2}}\n");
+    let w = spec(&renamed, "w.yaml").unwrap();
+    assert_eq!(w.storage_profile("slow").unwrap().name, "slow");
+}
+
 fn err(yaml: &str) -> (Option<usize>, String) {
     match spec(yaml, "w.yaml").unwrap_err() {
         WorkloadError::Invalid {

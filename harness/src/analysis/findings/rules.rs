@@ -369,7 +369,15 @@ impl Rules<'_> {
             );
         }
         let note = checks.is_empty().then(|| {
-            "no runs under network storage, real or emulated (`--storage paper-ceph-hdd`): the claim is about network storage".to_string()
+            let of = pipelines
+                .iter()
+                .map(|p| p.to_uppercase())
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!(
+                "no runs of {of} under network storage, real or emulated (`--storage \
+                 paper-ceph-hdd`): the claim is about network storage"
+            )
         });
         (checks, note, contrast)
     }
@@ -496,7 +504,9 @@ impl Rules<'_> {
             c.stored_fraction
                 .map(|f| LogEstimate::exact(f).ok_or_else(|| "no stored bytes".to_string()))
         });
-        sub_claim("3b", checks)
+        let floats = FLOAT_IMAGES.map(|(p, s)| format!("{p} {s}")).join(", ");
+        let note = self.uncompressed_note(&format!("no float strategy ({floats})"));
+        sub_claim("3b", checks.clone()).note(checks.is_empty().then_some(note))
     }
 
     /// 3c. Strategies that compression shrinks by less than half get no faster (at most 1.1x).
@@ -530,7 +540,22 @@ impl Rules<'_> {
         };
         let checks =
             self.codec_checks_anywhere(|_, _| true, expect, "x", |c| c.offline_growth.clone());
-        sub_claim("3d", checks)
+        let note = self.uncompressed_note("no strategy with its offline time");
+        sub_claim("3d", checks.clone()).note(checks.is_empty().then_some(note))
+    }
+
+    /// Why a claim about compressed stores has no checks: no store was compressed, or none of
+    /// `which` was (with what a compressed store of it would have needed).
+    fn uncompressed_note(&self, which: &str) -> String {
+        let compressed =
+            (self.obs.pipelines.iter()).any(|p| p.strategies.iter().any(|s| !s.codecs.is_empty()));
+        if compressed {
+            format!("{which} was stored both compressed and uncompressed")
+        } else {
+            "no store was compressed (a codec besides none, `--codecs none,gzip`): the claim is \
+             about compressed stores"
+                .to_string()
+        }
     }
 
     /// [`Rules::codec_checks`] of the strategies `pick` chooses, on every pipeline and storage

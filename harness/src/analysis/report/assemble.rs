@@ -263,7 +263,7 @@ fn loaders_comparison(
     report.paragraph(
         "The same claims judged apart on the runs under each loader (never pooled): every \
          loader read the same stores under the same protocol. A claim not testable under a \
-         loader says why (a step it has no form of, emulated storage its own reads bypass)."
+         loader says why (a step it has no form of, a pipeline or a storage its sweeps left out)."
             .to_string(),
     );
     let mut md = String::from("| claim | native |");

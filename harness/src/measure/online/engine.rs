@@ -233,6 +233,12 @@ pub trait Engine: Sync {
         None
     }
 
+    /// Why this engine cannot read through emulated storage (`--storage`) here; `None` when
+    /// it can.
+    fn storage_refusal(&self) -> Option<String> {
+        None
+    }
+
     /// Why this machine cannot run this engine at all (its interpreter lacks the framework);
     /// `None` when it can.
     fn runtime_refusal(&self) -> Option<String> {

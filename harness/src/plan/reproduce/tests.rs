@@ -110,3 +110,34 @@ fn a_loaders_sweep_has_the_thread_sweep_and_the_cache_its_claims_need() {
     let opts = loader_sweep(zstd, &quick, tf, "tf-data");
     assert_eq!(opts.codecs, Some(vec![Codec::None]));
 }
+
+/// Findings 2 and 3 under a loader: at quick, CV swept again under the emulated paper storage
+/// under it, with the codecs it reads of the native emulated sweep's, each store made once
+/// (3d's repeats are the native sweep's); every emulated workload at medium.
+#[test]
+fn a_loader_sweeps_cv_under_the_emulated_storage_with_the_codecs_it_reads() {
+    let quick = scale(ScaleName::Quick);
+    assert_eq!(quick.loader_emulated(), vec!["cv"]);
+    assert_eq!(
+        scale(ScaleName::Medium).loader_emulated(),
+        EMULATED.to_vec()
+    );
+    let mut emulated = emulated_options("cv", &quick, 0);
+    assert!(emulated.offline_trials > 1);
+    emulated.codecs = Some(vec![
+        Codec::None,
+        "gzip".parse().unwrap(),
+        "zstd".parse().unwrap(),
+    ]);
+    let tf = crate::measure::online::engine("tf-data").unwrap();
+    let opts = loader_emulated_sweep(emulated.clone(), tf, "tf-data");
+    assert_eq!(
+        opts.codecs,
+        Some(vec![Codec::None, "gzip".parse().unwrap()])
+    );
+    assert_eq!(opts.storage, Some(vec!["paper-ceph-hdd".to_string()]));
+    assert_eq!(opts.loaders, Some(vec!["tf-data".to_string()]));
+    assert_eq!(opts.offline_trials, 1);
+    assert_eq!(opts.threads, emulated.threads);
+    assert_eq!(opts.cache, emulated.cache);
+}

@@ -277,6 +277,33 @@ fn local_disk_lines_never_count_for_a_network_claim() {
 }
 
 #[test]
+fn a_claim_about_compressed_stores_with_none_to_judge_says_why() {
+    // No store compressed at all (a sweep of codec none only): 3b and 3d say so.
+    let (verdict, detail) = against("3b", |o| each_codec_cleared(o, |_| true));
+    assert_eq!(verdict, Verdict::NotTestable, "{detail}");
+    assert!(detail.contains("no store was compressed"), "{detail}");
+    let (verdict, detail) = against("3d", |o| each_codec_cleared(o, |_| true));
+    assert_eq!(verdict, Verdict::NotTestable, "{detail}");
+    assert!(detail.contains("no store was compressed"), "{detail}");
+    // Compressed stores, but none of the float strategies 3b is about.
+    let (verdict, detail) = against("3b", |o| each_codec_cleared(o, |s| s == "pixel-centered"));
+    assert_eq!(verdict, Verdict::NotTestable, "{detail}");
+    assert!(
+        detail.contains("no float strategy (cv pixel-centered"),
+        "{detail}"
+    );
+}
+
+/// The codecs of every strategy whose name `clear` picks removed.
+fn each_codec_cleared(obs: &mut Observations, clear: impl Fn(&str) -> bool) {
+    for (_, s) in strategies_mut(obs) {
+        if clear(&s.name) {
+            s.codecs.clear();
+        }
+    }
+}
+
+#[test]
 fn the_fastest_strategy_is_chosen_by_its_mean_even_when_it_cannot_be_judged() {
     // CV2-JPG's `resized` (the paper's fastest) with epochs too short to judge: 1a must say
     // so, not compare the next fastest with the last and call the claim contradicted.

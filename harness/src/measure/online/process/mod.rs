@@ -17,105 +17,15 @@ use crate::measure::errors::RunError;
 use crate::measure::metrics::Snapshot;
 
 mod answer;
+mod emulated;
+mod forms;
 mod session;
 pub use answer::take_stacks;
 use answer::{failure, note_stack, Answer, Ready, Usage};
+pub use forms::{audio_refusal, form_refusal, step_refusal};
 pub(super) use session::loader_error;
 pub use session::retire_idle;
 use session::Session;
-
-/// A loader's check of one of prepbench's steps with its canonical parameters: why it has no
-/// form of it (`None`: it has).
-pub type OpCheck = fn(&workloads::StepDef, &serde_json::Value) -> Option<String>;
-
-/// Why the online steps `[split, n)` of `workload` cannot run under a loader in Python whose
-/// forms of steps `ops` judges (your Python steps among them); `None` when they can. For raw
-/// input (split 0) the read step runs in prepbench's Rust when `native_read`, else in the
-/// loader's own form.
-pub fn step_refusal(
-    workload: &Workload,
-    split: usize,
-    (loader, native_read): (&str, bool),
-    ops: OpCheck,
-) -> Option<String> {
-    let first = if split == 0 {
-        let read = &workload.steps[0];
-        if read.step.python_link().is_some() || read.spec.facts.fan_out {
-            return Some(format!(
-                "step `{}` (op {}) cannot read the raw items under the {loader} loader",
-                read.name, read.spec.op
-            ));
-        }
-        usize::from(native_read)
-    } else {
-        split
-    };
-    let first = first.min(workload.steps.len());
-    workload.steps[first..]
-        .iter()
-        .zip(&workload.spec.steps[first..])
-        .find_map(|(def, config)| ops(def, &config.params))
-}
-
-/// Why step `def` (with its canonical `params`) has no form under `loader`, whose forms of
-/// prepbench's ops are `ops`, written `as_` ("as torchvision and NumPy"); `extra` adds the
-/// loader's own refusals of parameters. Your Python steps run under every such loader; no form
-/// moves a boxes field or resizes with a filter other than bilinear yet. `None`: it has one.
-pub fn form_refusal(
-    def: &workloads::StepDef,
-    params: &serde_json::Value,
-    (loader, ops, as_): (&str, &[&str], &str),
-    extra: fn(&str, &serde_json::Value) -> Option<&'static str>,
-) -> Option<String> {
-    let op = def.spec.op;
-    if def.step.python_link().is_some() {
-        return None;
-    }
-    if !ops.contains(&op) {
-        return Some(format!(
-            "step `{}` (op {op}) has no implementation under the {loader} loader, which runs \
-             your Python steps (op python) and, {as_}, {}; the rest run under --loader native",
-            def.name,
-            ops.join(", ")
-        ));
-    }
-    let param = |name: &str| params.get(name).filter(|v| !v.is_null());
-    let why = if param("boxes").is_some() {
-        Some("moves a boxes field, which its form here does not")
-    } else if op == "resize_shorter" && param("filter").and_then(|f| f.as_str()) != Some("bilinear")
-    {
-        Some("resizes with a filter other than bilinear, which its form here does not")
-    } else {
-        extra(op, params)
-    };
-    why.map(|why| {
-        format!(
-            "step `{}` (op {op}) {why} under the {loader} loader; run it under --loader native",
-            def.name
-        )
-    })
-}
-
-/// The audio steps' parameters that no form in another loader (TensorFlow's, PyTorch's) takes
-/// yet.
-pub fn audio_refusal(op: &str, params: &serde_json::Value) -> Option<&'static str> {
-    let param = |name: &str| params.get(name).filter(|v| !v.is_null());
-    match op {
-        "decode_audio" if param("sample_rate").is_some() => {
-            Some("resamples (sample_rate), which its form here does not")
-        }
-        "decode_audio" if param("mono").and_then(|v| v.as_bool()) == Some(false) => {
-            Some("keeps the channels (mono: false), whose rank varies with the file")
-        }
-        "magnitude" if param("power").and_then(|v| v.as_f64()).unwrap_or(1.0) != 1.0 => {
-            Some("raises the magnitude to a power other than 1, which its form here does not")
-        }
-        "mel" if param("filterbank").and_then(|v| v.as_str()).unwrap_or("tf") != "tf" => {
-            Some("uses a filterbank other than tf.signal's, which its form here does not")
-        }
-        _ => None,
-    }
-}
 
 /// A loader written in Python.
 pub(super) struct PythonLoader {
@@ -168,7 +78,10 @@ impl PythonLoader {
         match job.input {
             OnlineInput::Raw => {
                 value["input"] = "raw".into();
-                value["root"] = job.source.root.display().to_string().into();
+                value["root"] = emulated::seen(self.name, job, &job.source.root)?
+                    .display()
+                    .to_string()
+                    .into();
                 value["items"] = job.items.into();
             }
             OnlineInput::Store {
@@ -182,7 +95,10 @@ impl PythonLoader {
                     })?;
                 let dir = manifest.parent().expect("a store file has a folder");
                 value["input"] = "store".into();
-                value["store"] = dir.display().to_string().into();
+                value["store"] = emulated::seen(self.name, job, dir)?
+                    .display()
+                    .to_string()
+                    .into();
                 // The shard files the epoch reads, the store's first ones: all of them, or
                 // fewer where the run reads part of a store sized for a faster loader.
                 value["shards"] = read.shards.len().into();
@@ -192,7 +108,10 @@ impl PythonLoader {
                 }
                 // The raw items, for --verify's native processing of each sample where prepbench's
                 // ops run in the loader's own form.
-                value["root"] = job.source.root.display().to_string().into();
+                value["root"] = emulated::seen(self.name, job, &job.source.root)?
+                    .display()
+                    .to_string()
+                    .into();
                 value["items"] = job.items.into();
             }
             // Served by the process that filled the cache (`next_epoch`), with no job of its own.
@@ -211,8 +130,8 @@ impl PythonLoader {
         if let (true, Some(why)) = (cached, self.app_cache) {
             return Some(why.into());
         }
-        if job.throttle.is_some() {
-            return Some("reads the local disk only, not emulated storage (--storage)".into());
+        if let Some(why) = job.throttle.and_then(|_| crate::measure::view::refusal()) {
+            return Some(why);
         }
         if job.consumer.is_some() {
             return Some(
@@ -359,6 +278,12 @@ impl PythonLoader {
         if let Some(why) = self.refused(job) {
             return Err(loader_error(why));
         }
+        // Under emulated storage the loader reads views of its folders whose reads wait for
+        // the epoch's throttle, from its start (which may read a store's manifest) to its end.
+        let _throttling = match job.throttle {
+            Some(throttle) => Some(emulated::throttling(self.name, job, throttle)?),
+            None => None,
+        };
         let resumed = job
             .kept
             .and_then(|k| k.take())

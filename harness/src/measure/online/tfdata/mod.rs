@@ -123,6 +123,10 @@ impl Engine for TfData {
         codec_refusal(codec).map(|why| format!("the tf-data loader {why}"))
     }
 
+    fn storage_refusal(&self) -> Option<String> {
+        crate::measure::view::refusal().map(|why| format!("the tf-data loader {why}"))
+    }
+
     /// (Codecs and `--on-error skip` are refused with the plan; the process refuses a store
     /// of another codec itself.)
     fn run(&self, job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {

@@ -161,6 +161,10 @@ impl Engine for Torch {
         Some(format!("the torch loader {APP_CACHE_REFUSAL}"))
     }
 
+    fn storage_refusal(&self) -> Option<String> {
+        crate::measure::view::refusal().map(|why| format!("the torch loader {why}"))
+    }
+
     fn run(&self, job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, RunError> {
         let options: TorchOptions = job
             .loader_options

@@ -1,0 +1,106 @@
+//! Emulated storage (`--storage`) under a loader in a process of its own: the loader reads a
+//! FUSE view of the raw files and the store whose reads wait for the epoch's throttle, as
+//! prepbench's own reader's do; the views are gone when the command ends.
+
+use super::*;
+
+/// A storage profile no local disk is as slow as: 2 MB/s for every reader together.
+const SLOW: &str =
+    "storage_profiles:\n  slow: {stream_mb_s: 2, aggregate_mb_s: 2, small_file_kb: 1}\n";
+
+/// What this process's mounts say of views (`fuse.prepbench-view`), by mount point.
+fn views_mounted() -> Vec<String> {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    mounts
+        .lines()
+        .filter(|l| l.contains("fuse.prepbench-view"))
+        .filter_map(|l| l.split(' ').nth(4).map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn a_loader_in_its_own_process_reads_emulated_storage_through_a_view_as_native_does() {
+    let (Some(native), Some(python)) = (common::native_module(), common::tf_python()) else {
+        return;
+    };
+    if let Some(why) = harness::measure::view::refusal() {
+        eprintln!("skipped: a FUSE view {why}");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let cv = include_str!("../../workloads/defs/cv.yaml");
+    let yaml = work.path().join("cv-slow.yaml");
+    std::fs::write(
+        &yaml,
+        format!("{}{SLOW}", cv.replace("name: cv", "name: cv-slow")),
+    )
+    .unwrap();
+    let tmp = work.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let out_dir = work.path().join("out");
+    let args = argv![
+        "sweep",
+        yaml.to_str().unwrap(),
+        "--loaders native,tf-data --storage local,slow --strategies unprocessed,resized",
+        "--samples 24 --threads 2 --trials 1 --epochs 1 --no-calibrate --evict fadvise --quiet",
+        "--data-dir",
+        data_dir().to_str().unwrap(),
+        "--store-dir",
+        work.path().join("stores").to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap()
+    ];
+    let before = views_mounted();
+    let out = common::with_package(&mut Command::new(env!("CARGO_BIN_EXE_prepbench")), &native)
+        .env("TMPDIR", &tmp)
+        .arg("--python")
+        .arg(&python)
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = Csv::read(&out_dir.join("runs.csv"));
+    for loader in ["native", "tf-data"] {
+        for strategy in ["unprocessed", "resized"] {
+            let row = |storage: &str| {
+                let found: Vec<_> = (runs.rows.iter())
+                    .filter(|r| runs.col(r, "loader") == loader)
+                    .filter(|r| runs.col(r, "strategy") == strategy)
+                    .filter(|r| runs.col(r, "storage") == storage)
+                    .collect();
+                assert_eq!(
+                    found.len(),
+                    1,
+                    "{loader} {strategy} {storage}: {:?}",
+                    runs.rows
+                );
+                found[0].clone()
+            };
+            let (local, slow) = (row("local"), row("slow"));
+            assert_eq!(runs.col(&slow, "samples"), "24", "{slow:?}");
+            assert_eq!(runs.col(&slow, "samples"), runs.col(&local, "samples"));
+            // Read cold at 2 MB/s for every reader together, the epoch lasts at least what its
+            // bytes take at that rate (a floor the emulation sleeps for, whatever the machine).
+            let bytes = runs.num(&slow, "storage_bytes");
+            assert!(bytes > 1e6, "{slow:?}");
+            let floor = 0.9 * bytes / 2e6;
+            let online = runs.num(&slow, "online_s");
+            assert!(
+                online >= floor,
+                "{loader} {strategy}: {online} s for {bytes} bytes at 2 MB/s (>= {floor} s)"
+            );
+        }
+    }
+    // The views are unmounted with the command, and their folders gone.
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "left in the temporary folder: {left:?}");
+    let after = views_mounted();
+    assert!(
+        after.iter().all(|m| before.contains(m)),
+        "views left mounted: {after:?}"
+    );
+}
