@@ -15,11 +15,11 @@
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use fuser::{
     AccessFlags, BackgroundSession, Config, Errno, FileAttr, FileHandle, FileType, FopenFlags,
@@ -29,7 +29,7 @@ use fuser::{
 
 use crate::measure::emulate::{Throttle, ThrottledFile};
 
-/// The name views are mounted under (`mount` shows it), and their folders' prefix.
+/// The name views are mounted under (`mount` shows it) and their folders' prefix.
 const NAME: &str = "prepbench-view";
 
 /// How long the kernel may keep what a view said of a name and of a file's attributes: an
@@ -230,9 +230,12 @@ struct View {
     current: Current,
     inodes: Arc<Mutex<Inodes>>,
     files: Mutex<HashMap<u64, Arc<Mutex<Handle>>>>,
-    listings: Mutex<HashMap<u64, Vec<(u64, FileType, OsString)>>>,
+    listings: Mutex<HashMap<u64, Listing>>,
     next_handle: AtomicU64,
 }
+
+/// An open folder's entries: inode, kind and name, `.` and `..` first.
+type Listing = Vec<(u64, FileType, OsString)>;
 
 /// Inode `n` is the path `paths[n - 1]` below the root (the root's is empty).
 struct Inodes {
@@ -337,51 +340,6 @@ impl View {
 
     fn handle(&self) -> u64 {
         self.next_handle.fetch_add(1, Ordering::Relaxed)
-    }
-}
-
-fn file_attr(ino: u64, meta: &std::fs::Metadata) -> FileAttr {
-    let kind = kind_of(meta.file_type());
-    let at = |s: i64, ns: i64| {
-        let s = u64::try_from(s).unwrap_or(0);
-        UNIX_EPOCH + Duration::new(s, u32::try_from(ns).unwrap_or(0))
-    };
-    FileAttr {
-        ino: INodeNo(ino),
-        size: meta.size(),
-        blocks: meta.blocks(),
-        atime: at(meta.atime(), meta.atime_nsec()),
-        mtime: at(meta.mtime(), meta.mtime_nsec()),
-        ctime: at(meta.ctime(), meta.ctime_nsec()),
-        crtime: at(meta.ctime(), meta.ctime_nsec()),
-        kind,
-        // Read-only: no write bit, whatever the folder's.
-        perm: (meta.mode() & 0o7555) as u16,
-        nlink: u32::try_from(meta.nlink()).unwrap_or(u32::MAX),
-        uid: meta.uid(),
-        gid: meta.gid(),
-        rdev: u32::try_from(meta.rdev()).unwrap_or(0),
-        blksize: u32::try_from(meta.blksize()).unwrap_or(4096),
-        flags: 0,
-    }
-}
-
-fn kind_of(t: std::fs::FileType) -> FileType {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_dir() {
-        FileType::Directory
-    } else if t.is_symlink() {
-        FileType::Symlink
-    } else if t.is_fifo() {
-        FileType::NamedPipe
-    } else if t.is_char_device() {
-        FileType::CharDevice
-    } else if t.is_block_device() {
-        FileType::BlockDevice
-    } else if t.is_socket() {
-        FileType::Socket
-    } else {
-        FileType::RegularFile
     }
 }
 
@@ -524,7 +482,7 @@ impl fuser::Filesystem for View {
             Ok(entries) => entries,
             Err(e) => return reply.error(errno(&e)),
         };
-        let mut named: Vec<(u64, FileType, OsString)> = entries
+        let mut named: Listing = entries
             .filter_map(Result::ok)
             .filter_map(|entry| {
                 let child = relative.join(entry.file_name());
@@ -595,6 +553,9 @@ fn read_full_at(file: &File, offset: u64, buf: &mut [u8]) -> std::io::Result<usi
     }
     Ok(filled)
 }
+
+mod attr;
+use attr::file_attr;
 
 #[cfg(test)]
 mod tests;
