@@ -143,6 +143,17 @@ pub fn retire() {
     for (_, m) in views {
         unmount(m);
     }
+    // And those of a command killed before it could (Ctrl-C): any later command removes them.
+    unmount_orphans();
+}
+
+/// Unmounts the view of `folder`, if this process mounted one.
+#[cfg(test)]
+fn unmount_view(folder: &Path) {
+    let mut views = VIEWS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(i) = views.iter().position(|(f, _)| f == folder) {
+        unmount(views.remove(i).1);
+    }
 }
 
 /// Unmounts `m` and removes its folder.
@@ -190,36 +201,46 @@ fn mount(folder: &Path) -> Result<Mounted, String> {
 }
 
 /// Unmounts the views a process that is gone left mounted (killed before [`retire`]), and
-/// removes their folders.
+/// removes the folders such processes left.
 fn unmount_orphans() {
-    let Ok(mounts) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return;
+    let orphan = |name: &str| {
+        let pid = (name.strip_prefix(&format!("{NAME}-")))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok());
+        pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
     };
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     for line in mounts.lines() {
         let fields: Vec<&str> = line.split(' ').collect();
         let Some(dash) = fields.iter().position(|f| *f == "-") else {
             continue;
         };
-        let (Some(point), Some(kind)) = (fields.get(4), fields.get(dash + 1)) else {
+        // `fuse` (mounted by mount(2)) or `fuse.prepbench-view`, its source the view's name.
+        let (kind, source) = (fields.get(dash + 1), fields.get(dash + 2));
+        let ours = kind.is_some_and(|k| k.starts_with("fuse")) && source == Some(&NAME);
+        let Some(point) = fields.get(4).map(Path::new).filter(|_| ours) else {
             continue;
         };
-        if *kind != format!("fuse.{NAME}") {
-            continue;
-        }
-        let point = Path::new(point);
-        let pid = point
+        if point
             .file_name()
             .and_then(OsStr::to_str)
-            .and_then(|n| n.strip_prefix(&format!("{NAME}-")))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<u32>().ok());
-        if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+            .is_some_and(orphan)
+        {
             let Ok(c) = std::ffi::CString::new(point.as_os_str().as_encoded_bytes()) else {
                 continue;
             };
-            // SAFETY: umount2 reads a NUL-terminated path.
+            // SAFETY: umount2 reads a NUL-terminated path. Detached: a process still in the
+            // view is not hung; the mount goes once it leaves.
             unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
-            drop(std::fs::remove_dir(point));
+        }
+    }
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_str().is_some_and(orphan) {
+            // Only an empty folder goes: one that is no longer a mount point.
+            drop(std::fs::remove_dir(entry.path()));
         }
     }
 }

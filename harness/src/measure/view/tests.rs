@@ -2,9 +2,21 @@ use super::*;
 
 use workloads::StorageProfile;
 
+/// A new folder and its view, unmounted when the test is done with it.
+struct Viewed {
+    dir: tempfile::TempDir,
+    view: PathBuf,
+}
+
+impl Drop for Viewed {
+    fn drop(&mut self) {
+        unmount_view(self.dir.path());
+    }
+}
+
 /// A view of a new folder holding `files`, or `None` (said on stderr) where this machine
 /// cannot mount one: the tests below need FUSE, which a container may lack.
-fn view_of(files: &[(&str, Vec<u8>)]) -> Option<(tempfile::TempDir, PathBuf)> {
+fn view_of(files: &[(&str, Vec<u8>)]) -> Option<Viewed> {
     if let Some(why) = refusal() {
         eprintln!("skipped: a FUSE view {why}");
         return None;
@@ -16,7 +28,7 @@ fn view_of(files: &[(&str, Vec<u8>)]) -> Option<(tempfile::TempDir, PathBuf)> {
         std::fs::write(path, bytes).unwrap();
     }
     let view = path(dir.path()).unwrap();
-    Some((dir, view))
+    Some(Viewed { dir, view })
 }
 
 fn bytes(n: usize, seed: u8) -> Vec<u8> {
@@ -32,9 +44,10 @@ fn a_view_shows_the_folder_as_it_is_and_refuses_writes() {
         ("sub/b.bin", bytes(5, 2)),
         ("sub/deeper/c.bin", Vec::new()),
     ];
-    let Some((dir, view)) = view_of(&files) else {
+    let Some(viewed) = view_of(&files) else {
         return;
     };
+    let (dir, view) = (viewed.dir.path(), &viewed.view);
     for (name, expected) in &files {
         assert_eq!(&std::fs::read(view.join(name)).unwrap(), expected, "{name}");
     }
@@ -56,10 +69,10 @@ fn a_view_shows_the_folder_as_it_is_and_refuses_writes() {
         .append(true)
         .open(view.join("a.bin"))
         .is_err());
-    assert!(!dir.path().join("new.bin").exists());
-    assert_eq!(std::fs::read(dir.path().join("a.bin")).unwrap(), files[0].1);
+    assert!(!dir.join("new.bin").exists());
+    assert_eq!(std::fs::read(dir.join("a.bin")).unwrap(), files[0].1);
     // The same folder has the same view.
-    assert_eq!(path(dir.path()).unwrap(), view);
+    assert_eq!(&path(dir).unwrap(), view);
     // The probe (`refusal`) left no folder of its own: each of this process's folders is a
     // mounted view's.
     let prefix = format!("{NAME}-{}-", std::process::id());
@@ -79,15 +92,15 @@ fn a_view_shows_the_folder_as_it_is_and_refuses_writes() {
 
 #[test]
 fn links_show_what_they_reach_within_the_folder_and_stay_links_beyond_it() {
-    let Some((dir, view)) = view_of(&[("data/x.bin", bytes(10, 3))]) else {
+    let Some(viewed) = view_of(&[("data/x.bin", bytes(10, 3))]) else {
         return;
     };
+    let (dir, view) = (viewed.dir.path(), &viewed.view);
     let outside = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(dir.path().join("data/x.bin"), dir.path().join("file-link"))
-        .unwrap();
-    std::os::unix::fs::symlink("data", dir.path().join("dir-link")).unwrap();
-    std::os::unix::fs::symlink(outside.path(), dir.path().join("out-link")).unwrap();
-    std::os::unix::fs::symlink("nowhere", dir.path().join("dangling")).unwrap();
+    std::os::unix::fs::symlink(dir.join("data/x.bin"), dir.join("file-link")).unwrap();
+    std::os::unix::fs::symlink("data", dir.join("dir-link")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.join("out-link")).unwrap();
+    std::os::unix::fs::symlink("nowhere", dir.join("dangling")).unwrap();
     assert_eq!(std::fs::read(view.join("file-link")).unwrap(), bytes(10, 3));
     assert!(!std::fs::symlink_metadata(view.join("file-link"))
         .unwrap()
@@ -108,15 +121,16 @@ fn links_show_what_they_reach_within_the_folder_and_stay_links_beyond_it() {
 
 #[test]
 fn reads_through_a_view_wait_for_the_epochs_throttle_and_not_between_epochs() {
-    let Some((_dir, view)) = view_of(&[("big.bin", bytes(3_000_000, 4))]) else {
+    let Some(viewed) = view_of(&[("big.bin", bytes(3_000_000, 4))]) else {
         return;
     };
+    let (dir, view) = (viewed.dir.path(), &viewed.view);
     let mut profile = StorageProfile::local();
     profile.name = "slow".into();
     profile.stream_mb_s = Some(30.0);
     profile.small_file_kb = 0.5;
     let throttle = Throttle::new(&profile).unwrap();
-    let folder = _dir.path();
+    let folder = dir;
     crate::measure::cache::evict(
         &[folder.join("big.bin")],
         crate::measure::cache::EvictPolicy::Fadvise,
@@ -140,15 +154,16 @@ fn reads_through_a_view_wait_for_the_epochs_throttle_and_not_between_epochs() {
 
 #[test]
 fn a_file_kept_open_across_epochs_reads_through_each_epochs_throttle_not_the_views_cache() {
-    let Some((dir, view)) = view_of(&[("kept.bin", bytes(2_000_000, 5))]) else {
+    let Some(viewed) = view_of(&[("kept.bin", bytes(2_000_000, 5))]) else {
         return;
     };
+    let (dir, view) = (viewed.dir.path(), &viewed.view);
     let mut profile = StorageProfile::local();
     profile.name = "slow".into();
     profile.stream_mb_s = Some(20.0);
     profile.small_file_kb = 0.5;
     let evict = || {
-        let path = dir.path().join("kept.bin");
+        let path = dir.join("kept.bin");
         crate::measure::cache::evict(&[path], crate::measure::cache::EvictPolicy::Fadvise).unwrap();
     };
     // Opened between epochs, as a loader kept from its last epoch holds its files; each epoch
@@ -158,7 +173,7 @@ fn a_file_kept_open_across_epochs_reads_through_each_epochs_throttle_not_the_vie
     for (epoch, offset) in [(1, 0u64), (2, 1_000_000), (3, 1_000_000)] {
         evict();
         let throttle = Throttle::new(&profile).unwrap();
-        let _on = throttling(&[dir.path()], &throttle).unwrap();
+        let _on = throttling(&[dir], &throttle).unwrap();
         file.read_exact_at(&mut half, offset).unwrap();
         assert_eq!(half, bytes(2_000_000, 5)[offset as usize..][..1_000_000]);
         assert!(
@@ -166,4 +181,27 @@ fn a_file_kept_open_across_epochs_reads_through_each_epochs_throttle_not_the_vie
             "epoch {epoch} read unthrottled"
         );
     }
+}
+
+#[test]
+fn what_a_process_that_is_gone_left_is_removed_and_nothing_else() {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let tmp = std::env::temp_dir();
+    let left = tmp.join(format!("{NAME}-{dead}-0"));
+    let full = tmp.join(format!("{NAME}-{dead}-1"));
+    let alive = tmp.join(format!("{NAME}-{}-999", std::process::id()));
+    for dir in [&left, &full, &alive] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::fs::write(full.join("someone's"), b"x").unwrap();
+    unmount_orphans();
+    // An empty folder of a process that is gone goes; one holding a file stays, as does one
+    // of a process still running.
+    assert!(!left.exists());
+    assert!(full.join("someone's").exists());
+    assert!(alive.exists());
+    std::fs::remove_dir_all(&full).unwrap();
+    std::fs::remove_dir(&alive).unwrap();
 }
