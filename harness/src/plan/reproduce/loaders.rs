@@ -3,7 +3,7 @@
 
 use workloads::{CacheMode, Codec};
 
-use super::{emulated_options, sweep_options, Scale};
+use super::scales::{emulated_options, sweep_options, Scale};
 use crate::plan::sweep::{Places, SweepOptions};
 
 /// Each of `loaders`' (other than prepbench's own) sweeps at `s`, labelled, asked before

@@ -1,5 +1,6 @@
 //! The scales' settings and the sweeps `reproduce` plans from them.
 use super::*;
+use workloads::{CacheMode, Codec};
 
 #[test]
 fn quick_cuts_dimensions_not_epoch_length() {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::super::engine::{OnlineInput, OnlineJob};
-use super::loader_error;
+use super::session::loader_error;
 use crate::measure::emulate::Throttle;
 use crate::measure::errors::RunError;
 use crate::measure::view;
