@@ -558,3 +558,10 @@ pub fn python_tmp() -> PathBuf {
 pub fn torch_with_package() -> Option<(PathBuf, String)> {
     Some((native_module()?, torch_python()?))
 }
+
+/// The names of what `dir` holds (a temporary folder a command must leave as it found it).
+#[allow(dead_code)]
+pub fn entries(dir: &Path) -> Vec<std::ffi::OsString> {
+    let read = std::fs::read_dir(dir).unwrap();
+    read.flatten().map(|e| e.file_name()).collect()
+}

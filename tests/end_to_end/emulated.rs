@@ -92,11 +92,7 @@ fn a_loader_in_its_own_process_reads_emulated_storage_through_a_view_as_native_d
         }
     }
     // The views are unmounted with the command, and their folders gone.
-    let left: Vec<_> = std::fs::read_dir(&tmp)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name())
-        .collect();
+    let left = common::entries(&tmp);
     assert!(left.is_empty(), "left in the temporary folder: {left:?}");
     let after = views_mounted();
     assert!(

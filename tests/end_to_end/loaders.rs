@@ -1072,11 +1072,7 @@ fn the_papers_cv_chain_runs_under_tf_data_in_tensorflow_and_verifies() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let left: Vec<_> = std::fs::read_dir(&tmp)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name())
-        .collect();
+    let left = common::entries(&tmp);
     assert!(
         left.is_empty(),
         "the tf-data loader left {left:?} in its temporary folder"

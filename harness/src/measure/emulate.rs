@@ -274,31 +274,19 @@ impl ThrottledFile {
     /// where the last read ended, as a new request. A read that reaches the end of the file
     /// pays whatever is still owed, as `read` does there.
     pub fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
-        if offset != self.pos {
-            let new_request = self.first || offset.abs_diff(self.pos) > SAME_STREAM;
-            self.seek_to(offset)?;
-            self.first = new_request;
+        if offset.abs_diff(self.pos) > SAME_STREAM {
+            self.first = true;
         }
-        let mut filled = 0;
-        while filled < buf.len() {
-            let n = self.read(&mut buf[filled..])?;
-            if n == 0 {
-                return Ok(filled);
-            }
-            filled += n;
-        }
-        if self.pos >= self.len {
-            self.throttle.wait(self.cursor.due, Duration::ZERO);
-        }
-        Ok(filled)
-    }
-}
-
-impl Read for ThrottledFile {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let begin = Instant::now();
-        let n = self.file.read(buf)?;
-        self.pos += n as u64;
+        let n = read_full_at(&self.file, offset, buf)?;
+        self.pos = offset + n as u64;
+        self.account(begin, n, self.pos >= self.len);
+        Ok(n)
+    }
+
+    /// Schedules `n` bytes read since `begin` and waits for them: in full at the end of the
+    /// file (`end`), else once the delay is worth a sleep.
+    fn account(&mut self, begin: Instant, n: usize, end: bool) {
         let fresh = (n as f64 * self.uncached).round() as u64;
         let due = self.throttle.schedule(
             &mut self.cursor,
@@ -310,12 +298,36 @@ impl Read for ThrottledFile {
         if fresh > 0 {
             self.first = false;
         }
-        // At the end of the file, pay whatever is still owed.
-        let min = if n == 0 { Duration::ZERO } else { MIN_SLEEP };
+        let min = if end { Duration::ZERO } else { MIN_SLEEP };
         self.throttle.wait(due, min);
         self.throttle.charge_cpu(fresh);
+    }
+}
+
+impl Read for ThrottledFile {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let begin = Instant::now();
+        let n = self.file.read(buf)?;
+        self.pos += n as u64;
+        // At the end of the file, pay whatever is still owed.
+        self.account(begin, n, n == 0);
         Ok(n)
     }
+}
+
+/// Reads up to `buf.len()` bytes of `file` from `offset`, fewer only at its end.
+pub fn read_full_at(file: &File, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read_at(&mut buf[filled..], offset + filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
 }
 
 #[cfg(test)]

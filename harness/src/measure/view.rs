@@ -15,19 +15,18 @@
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use fuser::{
-    AccessFlags, BackgroundSession, Config, Errno, FileAttr, FileHandle, FileType, FopenFlags,
-    Generation, INodeNo, MountOption, OpenAccMode, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
-    ReplyEmpty, ReplyEntry, ReplyOpen, Request,
+    AccessFlags, BackgroundSession, Config, Errno, FileHandle, FileType, FopenFlags, Generation,
+    INodeNo, MountOption, OpenAccMode, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty,
+    ReplyEntry, ReplyOpen, Request,
 };
 
-use crate::measure::emulate::{Throttle, ThrottledFile};
+use crate::measure::emulate::{read_full_at, Throttle, ThrottledFile};
 
 /// The name views are mounted under (`mount` shows it) and their folders' prefix.
 const NAME: &str = "prepbench-view";
@@ -98,14 +97,19 @@ pub fn refusal() -> Option<String> {
 
 /// The path of the view of `folder` (mounted now if it is not yet).
 pub fn path(folder: &Path) -> Result<PathBuf, String> {
+    with_view(folder, |m| m.path.clone())
+}
+
+/// `f` of the view of `folder`, mounted now if it is not yet.
+fn with_view<T>(folder: &Path, f: impl FnOnce(&Mounted) -> T) -> Result<T, String> {
     let mut views = VIEWS.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, m)) = views.iter().find(|(f, _)| f == folder) {
-        return Ok(m.path.clone());
+        return Ok(f(m));
     }
     let mounted = mount(folder)?;
-    let path = mounted.path.clone();
+    let result = f(&mounted);
     views.push((folder.to_path_buf(), mounted));
-    Ok(path)
+    Ok(result)
 }
 
 /// While it lives, reads of the views of its folders go through its throttle.
@@ -124,17 +128,16 @@ impl Drop for Throttling {
 /// Reads of the views of `folders` (mounted now where they are not yet) go through `throttle`
 /// until the result is dropped.
 pub fn throttling(folders: &[&Path], throttle: &Arc<Throttle>) -> Result<Throttling, String> {
-    let mut currents = Vec::new();
-    for folder in folders {
-        path(folder)?;
-        let views = VIEWS.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, m)) = views.iter().find(|(f, _)| f == folder) {
+    let currents = folders.iter().map(|folder| {
+        with_view(folder, |m| {
             *m.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(throttle.clone());
             m.forget_cached();
-            currents.push(m.current.clone());
-        }
-    }
-    Ok(Throttling { currents })
+            m.current.clone()
+        })
+    });
+    Ok(Throttling {
+        currents: currents.collect::<Result<_, _>>()?,
+    })
 }
 
 /// Unmounts every view this process mounted (at the end of a command) and removes its folder.
@@ -332,7 +335,7 @@ impl View {
     /// What the view shows of `relative`: a link to a file or to a folder within the root as
     /// what it links to (read through the view); a link to a folder outside the root, or to
     /// nothing, as a link (a walk that does not follow links out of its root leaves it).
-    fn attr(&self, ino: u64, relative: &Path) -> std::io::Result<FileAttr> {
+    fn meta(&self, relative: &Path) -> std::io::Result<std::fs::Metadata> {
         let full = self.root.join(relative);
         let own = std::fs::symlink_metadata(&full)?;
         let meta = if own.file_type().is_symlink() {
@@ -344,7 +347,7 @@ impl View {
         } else {
             own
         };
-        Ok(file_attr(ino, &meta))
+        Ok(meta)
     }
 
     fn within(&self, full: &Path) -> bool {
@@ -379,13 +382,11 @@ impl fuser::Filesystem for View {
         if !plain || relative.components().count() != dir.components().count() + 1 {
             return reply.error(Errno::ENOENT);
         }
-        match std::fs::symlink_metadata(self.root.join(&relative)) {
-            Ok(_) => {
-                let ino = self.inode(&relative);
-                match self.attr(ino, &relative) {
-                    Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
-                    Err(e) => reply.error(errno(&e)),
-                }
+        // An inode is given only to a name that exists.
+        match self.meta(&relative) {
+            Ok(meta) => {
+                let attr = file_attr(self.inode(&relative), &meta);
+                reply.entry(&TTL, &attr, Generation(0));
             }
             Err(e) => reply.error(errno(&e)),
         }
@@ -395,8 +396,8 @@ impl fuser::Filesystem for View {
         let Some(relative) = self.relative(ino) else {
             return reply.error(Errno::ENOENT);
         };
-        match self.attr(ino.0, &relative) {
-            Ok(attr) => reply.attr(&TTL, &attr),
+        match self.meta(&relative) {
+            Ok(meta) => reply.attr(&TTL, &file_attr(ino.0, &meta)),
             Err(e) => reply.error(errno(&e)),
         }
     }
@@ -507,9 +508,8 @@ impl fuser::Filesystem for View {
             .filter_map(Result::ok)
             .filter_map(|entry| {
                 let child = relative.join(entry.file_name());
-                let n = self.inode(&child);
-                let attr = self.attr(n, &child).ok()?;
-                Some((n, attr.kind, entry.file_name()))
+                let kind = kind_of(self.meta(&child).ok()?.file_type());
+                Some((self.inode(&child), kind, entry.file_name()))
             })
             .collect();
         named.sort_by(|a, b| a.2.cmp(&b.2));
@@ -561,22 +561,8 @@ impl fuser::Filesystem for View {
     }
 }
 
-/// Reads up to `buf.len()` bytes of `file` from `offset`, fewer only at its end.
-fn read_full_at(file: &File, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match file.read_at(&mut buf[filled..], offset + filled as u64) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
-}
-
 mod attr;
-use attr::file_attr;
+use attr::{file_attr, kind_of};
 
 #[cfg(test)]
 mod tests;

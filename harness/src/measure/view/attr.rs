@@ -32,7 +32,7 @@ pub(super) fn file_attr(ino: u64, meta: &std::fs::Metadata) -> FileAttr {
     }
 }
 
-fn kind_of(t: std::fs::FileType) -> FileType {
+pub(super) fn kind_of(t: std::fs::FileType) -> FileType {
     use std::os::unix::fs::FileTypeExt;
     if t.is_dir() {
         FileType::Directory

@@ -1,4 +1,5 @@
 use super::*;
+use std::os::unix::fs::FileExt;
 
 use workloads::StorageProfile;
 
@@ -29,6 +30,15 @@ fn view_of(files: &[(&str, Vec<u8>)]) -> Option<Viewed> {
     }
     let view = path(dir.path()).unwrap();
     Some(Viewed { dir, view })
+}
+
+/// A profile streaming every file (none is small) at `mb_s` per reader.
+fn streaming_at(mb_s: f64) -> StorageProfile {
+    let mut profile = StorageProfile::local();
+    profile.name = "slow".into();
+    profile.stream_mb_s = Some(mb_s);
+    profile.small_file_kb = 0.5;
+    profile
 }
 
 fn bytes(n: usize, seed: u8) -> Vec<u8> {
@@ -125,11 +135,7 @@ fn reads_through_a_view_wait_for_the_epochs_throttle_and_not_between_epochs() {
         return;
     };
     let (dir, view) = (viewed.dir.path(), &viewed.view);
-    let mut profile = StorageProfile::local();
-    profile.name = "slow".into();
-    profile.stream_mb_s = Some(30.0);
-    profile.small_file_kb = 0.5;
-    let throttle = Throttle::new(&profile).unwrap();
+    let throttle = Throttle::new(&streaming_at(30.0)).unwrap();
     let folder = dir;
     crate::measure::cache::evict(
         &[folder.join("big.bin")],
@@ -158,10 +164,7 @@ fn a_file_kept_open_across_epochs_reads_through_each_epochs_throttle_not_the_vie
         return;
     };
     let (dir, view) = (viewed.dir.path(), &viewed.view);
-    let mut profile = StorageProfile::local();
-    profile.name = "slow".into();
-    profile.stream_mb_s = Some(20.0);
-    profile.small_file_kb = 0.5;
+    let profile = streaming_at(20.0);
     let evict = || {
         let path = dir.join("kept.bin");
         crate::measure::cache::evict(&[path], crate::measure::cache::EvictPolicy::Fadvise).unwrap();

@@ -63,8 +63,7 @@ pub fn loader_emulated_options(
     seed: u64,
     loader: &str,
 ) -> anyhow::Result<Result<SweepOptions, String>> {
-    let engine = crate::measure::online::engine(loader)
-        .ok_or_else(|| anyhow::anyhow!("--loaders: no loader `{loader}`"))?;
+    let engine = engine_named(loader)?;
     if let Err(why) = loader_options(workload, s, seed, loader)? {
         return Ok(Err(why));
     }
@@ -104,8 +103,7 @@ pub fn loader_options(
     seed: u64,
     loader: &str,
 ) -> anyhow::Result<Result<SweepOptions, String>> {
-    let engine = crate::measure::online::engine(loader)
-        .ok_or_else(|| anyhow::anyhow!("--loaders: no loader `{loader}`"))?;
+    let engine = engine_named(loader)?;
     let w = workloads::load(workload)?;
     let plain = sweep_options(workload, s, seed);
     let strategies = w.spec.sweep_strategies();
@@ -162,4 +160,10 @@ pub(super) fn loader_sweep(
         loaders: Some(vec![loader.to_string()]),
         ..plain
     }
+}
+
+/// The loader `loader`, or an error naming it.
+fn engine_named(loader: &str) -> anyhow::Result<&'static dyn crate::measure::online::Engine> {
+    crate::measure::online::engine(loader)
+        .ok_or_else(|| anyhow::anyhow!("--loaders: no loader `{loader}`"))
 }
