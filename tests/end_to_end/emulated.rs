@@ -89,6 +89,16 @@ fn a_loader_in_its_own_process_reads_emulated_storage_through_a_view_as_native_d
                 online >= floor,
                 "{loader} {strategy}: {online} s for {bytes} bytes at 2 MB/s (>= {floor} s)"
             );
+            // What was read is counted once: the loader's reads through the view, not those
+            // and the view's own reads of the same bytes as well.
+            let (chars, local_chars) = (
+                runs.num(&slow, "read_chars"),
+                runs.num(&local, "read_chars"),
+            );
+            assert!(
+                chars <= 1.5 * local_chars.max(bytes),
+                "{loader} {strategy}: read {chars} chars through the view, {local_chars} locally"
+            );
         }
     }
     // The views are unmounted with the command, and their folders gone.

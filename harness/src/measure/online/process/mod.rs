@@ -492,6 +492,12 @@ impl PythonLoader {
         delta.cpu_user_s += user;
         delta.cpu_sys_s += sys;
         delta.read_bytes += answer.usage.read_bytes.saturating_sub(before.read_bytes);
+        if job.throttle.is_some() {
+            // Under a view, this process's reads are the view's of the bytes the loader reads
+            // through it: the loader's count stands for both (the device's, `read_bytes`, is
+            // this process's alone, since reads of a FUSE file reach no block device).
+            delta.read_chars = 0;
+        }
         delta.read_chars += answer.usage.read_chars.saturating_sub(before.read_chars);
         // The loader's processes are this run's, not the machine's other load.
         delta.foreign_cpu_s = delta.foreign_cpu_s.map(|f| (f - user - sys).max(0.0));
