@@ -20,7 +20,23 @@ fn views_mounted() -> Vec<String> {
 
 #[test]
 fn a_loader_in_its_own_process_reads_emulated_storage_through_a_view_as_native_does() {
-    let (Some(native), Some(python)) = (common::native_module(), common::tf_python()) else {
+    if let Some(python) = common::tf_python() {
+        reads_emulated_storage_through_a_view("tf-data", &python);
+    }
+}
+
+#[test]
+fn pytorchs_dataloader_reads_emulated_storage_through_a_view_as_native_does() {
+    if let Some(python) = common::torch_python() {
+        reads_emulated_storage_through_a_view("torch", &python);
+    }
+}
+
+/// `loader` (run by `python`) and native, each reading CV's raw files and a store locally and
+/// under a profile no disk is as slow as: the same samples, the profile's floor, what was read
+/// counted once, and no view left when the command ends.
+fn reads_emulated_storage_through_a_view(loader: &str, python: &str) {
+    let Some(native) = common::native_module() else {
         return;
     };
     if let Some(why) = harness::measure::view::refusal() {
@@ -41,10 +57,14 @@ fn a_loader_in_its_own_process_reads_emulated_storage_through_a_view_as_native_d
     let args = argv![
         "sweep",
         yaml.to_str().unwrap(),
-        "--loaders native,tf-data --storage local,slow --strategies unprocessed,resized",
+        "--loaders",
+        format!("native,{loader}"),
+        "--storage local,slow --strategies unprocessed,resized",
         "--samples 24 --threads 2 --trials 1 --epochs 1 --no-calibrate --evict fadvise --quiet",
+        // Its own raw files: another test reading the shared ones at the same time would
+        // leave them in the page cache, which the emulation does not delay.
         "--data-dir",
-        data_dir().to_str().unwrap(),
+        work.path().join("data").to_str().unwrap(),
         "--store-dir",
         work.path().join("stores").to_str().unwrap(),
         "--out",
@@ -54,13 +74,13 @@ fn a_loader_in_its_own_process_reads_emulated_storage_through_a_view_as_native_d
     let out = common::with_package(&mut Command::new(env!("CARGO_BIN_EXE_prepbench")), &native)
         .env("TMPDIR", &tmp)
         .arg("--python")
-        .arg(&python)
+        .arg(python)
         .args(&args)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let runs = Csv::read(&out_dir.join("runs.csv"));
-    for loader in ["native", "tf-data"] {
+    for loader in ["native", loader] {
         for strategy in ["unprocessed", "resized"] {
             let row = |storage: &str| {
                 let found: Vec<_> = (runs.rows.iter())
