@@ -1,6 +1,7 @@
 //! Emulated storage (`--storage`) under a loader in a process of its own: the loader reads a
 //! FUSE view of the raw files and the store whose reads wait for the epoch's throttle, as
-//! prepbench's own reader's do; the views are gone when the command ends.
+//! prepbench's own reader's do; the views are gone when the command ends. And the emulated
+//! smaller machine (`--memory-limit-mb`), whose limit holds the loader's own memory too.
 
 use super::*;
 
@@ -128,5 +129,42 @@ fn reads_emulated_storage_through_a_view(loader: &str, python: &str) {
     assert!(
         after.iter().all(|m| before.contains(m)),
         "views left mounted: {after:?}"
+    );
+}
+
+/// A loader whose own memory is more than the run's memory limit is killed by the kernel; the
+/// error says so and what to do, where a bare "signal 9" told nothing.
+#[test]
+fn a_loader_the_memory_limit_kills_is_said_to_be_killed_for_lack_of_memory() {
+    let (Some(native), Some(python)) = (common::native_module(), common::tf_python()) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let args = argv![
+        "sweep cv --loaders tf-data --memory-limit-mb 128 --strategies resized --samples 24",
+        "--threads 1 --trials 1 --epochs 1 --no-calibrate --quiet --data-dir",
+        work.path().join("data").to_str().unwrap(),
+        "--store-dir",
+        work.path().join("stores").to_str().unwrap(),
+        "--out",
+        work.path().join("out").to_str().unwrap()
+    ];
+    let out = common::with_package(&mut Command::new(env!("CARGO_BIN_EXE_prepbench")), &native)
+        .arg("--python")
+        .arg(&python)
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    if err.contains("cgroup") && !err.contains("killed") {
+        eprintln!("skipped: no memory cgroup here: {err}");
+        return;
+    }
+    assert!(
+        err.contains("killed it for lack of memory")
+            && err.contains("--memory-limit-mb 128")
+            && !err.contains("   "),
+        "{err}"
     );
 }

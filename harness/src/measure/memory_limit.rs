@@ -84,9 +84,34 @@ pub struct MemoryLimit {
 /// Whether this process is inside a limit now.
 static INSIDE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// The limit this process is under now: its cgroup's file that counts the processes the
+/// kernel killed there for lack of memory, and the limit in MB.
+static CURRENT: std::sync::Mutex<Option<(PathBuf, u64)>> = std::sync::Mutex::new(None);
+
 /// Whether this process runs under a memory limit now (a run's, until it ends).
 pub fn active() -> bool {
     INSIDE.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Under a limit, where the kernel has killed a process in its cgroup for lack of memory
+/// since it was set: why, said for a loader's process that ended by a signal.
+pub fn killed_for_memory() -> Option<String> {
+    let (events, mb) = CURRENT.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+    let kills = oom_kills(&std::fs::read_to_string(events).ok()?)?;
+    (kills > 0).then(|| {
+        format!(
+            "the kernel killed it for lack of memory: the run's memory limit \
+             (--memory-limit-mb {mb}) holds the loader's own memory as well as the page cache \
+             (TensorFlow alone holds about 400 MB once imported); give it a larger limit"
+        )
+    })
+}
+
+/// The `oom_kill` count in a cgroup's `memory.oom_control` (v1) or `memory.events` (v2).
+fn oom_kills(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix("oom_kill "))
+        .and_then(|n| n.trim().parse().ok())
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
@@ -137,6 +162,11 @@ impl MemoryLimit {
             }
             write(&dir.join("cgroup.procs"), &std::process::id().to_string())
         })();
+        let events = match &hierarchy {
+            Hierarchy::V1(_) => dir.join("memory.oom_control"),
+            Hierarchy::V2(_) => dir.join("memory.events"),
+        };
+        *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = Some((events, limit_mb));
         let limit = MemoryLimit { dir, home };
         INSIDE.store(true, std::sync::atomic::Ordering::SeqCst);
         // Dropped on failure too: back home, the cgroup removed.
@@ -147,6 +177,7 @@ impl MemoryLimit {
 impl Drop for MemoryLimit {
     fn drop(&mut self) {
         INSIDE.store(false, std::sync::atomic::Ordering::SeqCst);
+        *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let _ = write(
             &self.home.join("cgroup.procs"),
             &std::process::id().to_string(),
@@ -182,6 +213,16 @@ pub fn available() -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kernels_kills_for_lack_of_memory_are_read_from_v1_and_v2() {
+        let v1 = "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n";
+        assert_eq!(oom_kills(v1), Some(2));
+        let v2 = "low 0\nhigh 0\nmax 14\noom 1\noom_kill 1\noom_group_kill 0\n";
+        assert_eq!(oom_kills(v2), Some(1));
+        // A kernel before 4.13 counts none in v1.
+        assert_eq!(oom_kills("oom_kill_disable 0\nunder_oom 0\n"), None);
+    }
 
     #[test]
     fn the_memory_cgroup_is_found_under_v1_and_v2_mounts() {

@@ -73,16 +73,7 @@ pub fn reproduce(
         )
     }));
     planned.extend(other_loaders);
-    match crate::measure::memory_limit::available() {
-        Ok(()) => planned.push((
-            format!("{} [memory {} MB]", LIMITED.0, LIMITED.1),
-            limited_options(&s, seed),
-        )),
-        Err(why) => places.progress.note(&format!(
-            "reproduce: finding 4d (a last strategy larger than memory) is not testable here: \
-             no memory limit can be set ({why})"
-        )),
-    }
+    planned.extend(limited_sweeps(&s, seed, loaders, places)?);
     let mut sweeps = Vec::new();
     for (label, opts) in &planned {
         let mut under = match &opts.storage {
@@ -115,15 +106,56 @@ pub fn reproduce(
     Ok(Reproduction { sweeps, report })
 }
 
+/// Finding 4d's memory-limited sweeps, prepbench's and each other loader's after it, where a
+/// memory limit can be set (else none, said).
+fn limited_sweeps(
+    s: &Scale,
+    seed: u64,
+    loaders: &[String],
+    places: &Places,
+) -> anyhow::Result<Vec<(String, SweepOptions)>> {
+    let mut planned = Vec::new();
+    match crate::measure::memory_limit::available() {
+        Ok(()) => {
+            let label = format!("{} [memory {} MB]", LIMITED.0, LIMITED.1);
+            planned.push((label, limited_options(s, seed)));
+            // Each other loader's after prepbench's, with room for its own memory.
+            for loader in loaders
+                .iter()
+                .filter(|l| !crate::measure::online::is_default(l))
+            {
+                match loader_limited_options(s, seed, loader)? {
+                    Ok(opts) => planned.push((
+                        format!(
+                            "{} [memory {} MB] [loader {loader}]",
+                            LIMITED.0,
+                            opts.settings.memory_limit_mb.unwrap_or(LIMITED.1)
+                        ),
+                        opts,
+                    )),
+                    Err(why) => places.progress.note(&format!(
+                        "reproduce: finding 4d is not run under the {loader} loader: {why}"
+                    )),
+                }
+            }
+        }
+        Err(why) => places.progress.note(&format!(
+            "reproduce: finding 4d (a last strategy larger than memory) is not testable here: \
+             no memory limit can be set ({why})"
+        )),
+    }
+    Ok(planned)
+}
+
 pub fn default_out(name: ScaleName) -> PathBuf {
     PathBuf::from(format!("results/local/reproduce-{}", name.label()))
 }
 
 mod loaders;
 mod scales;
-pub use loaders::{loader_emulated_options, loader_options};
+pub use loaders::{loader_emulated_options, loader_limited_options, loader_options};
 #[cfg(test)]
-use loaders::{loader_emulated_sweep, loader_sweep};
+use loaders::{loader_limited, loader_sweep, reading_sweep};
 pub use scales::{
     emulated_options, limited_options, scale, sweep_options, Scale, ScaleName, EMULATED, LIMITED,
 };

@@ -233,6 +233,13 @@ pub trait Engine: Sync {
         None
     }
 
+    /// MB of memory its own processes hold besides the page cache (its framework, once
+    /// imported, and its workers): what a memory-limited run (`--memory-limit-mb`) must add to
+    /// leave it the page cache prepbench's own engine has under the same limit.
+    fn own_memory_mb(&self) -> u64 {
+        0
+    }
+
     /// Why this engine cannot read through emulated storage (`--storage`) here; `None` when
     /// it can.
     fn storage_refusal(&self) -> Option<String> {

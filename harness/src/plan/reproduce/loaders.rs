@@ -3,7 +3,7 @@
 
 use workloads::{CacheMode, Codec};
 
-use super::scales::{emulated_options, sweep_options, Scale};
+use super::scales::{emulated_options, limited_options, sweep_options, Scale, LIMITED};
 use crate::plan::sweep::{Places, SweepOptions};
 
 /// Each of `loaders`' (other than prepbench's own) sweeps at `s`, labelled, asked before
@@ -71,25 +71,57 @@ pub fn loader_emulated_options(
         return Ok(Err(why));
     }
     let emulated = emulated_options(workload, s, seed);
-    Ok(Ok(loader_emulated_sweep(emulated, engine, loader)))
+    Ok(Ok(reading_sweep(emulated, engine, loader)))
 }
 
-/// The native emulated sweep `emulated` made the sweep of `engine` (named `loader`): the
-/// codecs it reads, each store made once.
-pub(super) fn loader_emulated_sweep(
-    emulated: SweepOptions,
+/// A native sweep whose stores it makes (`native`: the emulated or the memory-limited one)
+/// made the sweep of `engine` (named `loader`) reading them: the codecs it reads, each store
+/// made once.
+pub(super) fn reading_sweep(
+    native: SweepOptions,
     engine: &dyn crate::measure::online::Engine,
     loader: &str,
 ) -> SweepOptions {
-    let codecs: Vec<Codec> = (emulated.codecs.iter().flatten().copied())
+    let codecs: Vec<Codec> = (native.codecs.iter().flatten().copied())
         .filter(|c| engine.codec_refusal(*c).is_none())
         .collect();
     SweepOptions {
         codecs: Some(codecs),
         offline_trials: 1,
         loaders: Some(vec![loader.to_string()]),
-        ..emulated
+        ..native
     }
+}
+
+/// The sweep options of finding 4d's memory-limited run ([`limited_options`]) under `loader`:
+/// the same last strategy, its limit raised by the loader's own memory
+/// ([`loader_limited`]). `Ok(Err)` with the reason where the loader cannot run the workload
+/// here.
+pub fn loader_limited_options(
+    s: &Scale,
+    seed: u64,
+    loader: &str,
+) -> anyhow::Result<Result<SweepOptions, String>> {
+    let engine = engine_named(loader)?;
+    if let Err(why) = loader_options(LIMITED.0, s, seed, loader)? {
+        return Ok(Err(why));
+    }
+    Ok(Ok(loader_limited(limited_options(s, seed), engine, loader)))
+}
+
+/// The native memory-limited sweep `limited` made the sweep of `engine` (named `loader`): its
+/// limit raised by what the loader's own processes hold, so that it has about the page cache
+/// prepbench's engine has (TensorFlow alone holds more than the native limit). A condition of
+/// its own, it sizes its epochs by the loader's speed; each store is made once.
+pub(super) fn loader_limited(
+    limited: SweepOptions,
+    engine: &dyn crate::measure::online::Engine,
+    loader: &str,
+) -> SweepOptions {
+    let mut opts = reading_sweep(limited, engine, loader);
+    opts.settings.memory_limit_mb =
+        (opts.settings.memory_limit_mb).map(|mb| mb + engine.own_memory_mb());
+    opts
 }
 
 /// The sweep options of local `workload` under `loader` (another than prepbench's own) at

@@ -131,7 +131,7 @@ fn a_loader_sweeps_cv_under_the_emulated_storage_with_the_codecs_it_reads() {
         "zstd".parse().unwrap(),
     ]);
     let tf = crate::measure::online::engine("tf-data").unwrap();
-    let opts = loader_emulated_sweep(emulated.clone(), tf, "tf-data");
+    let opts = reading_sweep(emulated.clone(), tf, "tf-data");
     assert_eq!(
         opts.codecs,
         Some(vec![Codec::None, "gzip".parse().unwrap()])
@@ -141,4 +141,29 @@ fn a_loader_sweeps_cv_under_the_emulated_storage_with_the_codecs_it_reads() {
     assert_eq!(opts.offline_trials, 1);
     assert_eq!(opts.threads, emulated.threads);
     assert_eq!(opts.cache, emulated.cache);
+}
+
+/// Finding 4d under a loader: the native memory-limited sweep's last strategy, threads and
+/// cache modes, its limit raised by what the loader itself holds (TensorFlow alone holds more
+/// than the native limit once imported).
+#[test]
+fn a_loader_reads_the_memory_limited_last_strategy_with_room_for_itself() {
+    let quick = scale(ScaleName::Quick);
+    let limited = limited_options(&quick, 0);
+    assert_eq!(limited.settings.memory_limit_mb, Some(LIMITED.1));
+    let tf = crate::measure::online::engine("tf-data").unwrap();
+    assert!(tf.own_memory_mb() >= 400);
+    let opts = loader_limited(limited.clone(), tf, "tf-data");
+    assert_eq!(opts.workload, LIMITED.0);
+    assert_eq!(
+        opts.settings.memory_limit_mb,
+        Some(LIMITED.1 + tf.own_memory_mb())
+    );
+    assert_eq!(opts.strategies, limited.strategies);
+    assert!(opts.strategies.as_ref().is_some_and(|s| s.len() == 1));
+    assert_eq!(opts.codecs, Some(vec![Codec::None]));
+    assert_eq!(opts.loaders, Some(vec!["tf-data".to_string()]));
+    assert_eq!(opts.offline_trials, 1);
+    assert_eq!(opts.threads, limited.threads);
+    assert_eq!(opts.cache, limited.cache);
 }

@@ -90,15 +90,19 @@ impl Session {
             .read_line(&mut line)
             .map_err(|e| loader_error(self.name, format!("its answer: {e}")))?;
         if read == 0 {
-            let status = self
-                .loader
-                .child
-                .wait()
-                .map(|s| s.to_string())
-                .unwrap_or_default();
+            let status = self.loader.child.wait();
+            let signalled = status.as_ref().is_ok_and(|s| {
+                use std::os::unix::process::ExitStatusExt;
+                s.signal().is_some()
+            });
+            let status = status.map(|s| s.to_string()).unwrap_or_default();
+            let why = match crate::measure::memory_limit::killed_for_memory() {
+                Some(why) if signalled => format!(": {why}"),
+                _ => String::new(),
+            };
             return Err(loader_error(
                 self.name,
-                format!("its process ended ({status}) without answering"),
+                format!("its process ended ({status}) without answering{why}"),
             ));
         }
         Ok(line)

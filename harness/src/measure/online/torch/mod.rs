@@ -161,6 +161,12 @@ impl Engine for Torch {
         Some(format!("the torch loader {APP_CACHE_REFUSAL}"))
     }
 
+    /// PyTorch and torchvision hold about 260 MB once imported (Debian's 1.13), and each
+    /// worker its own buffers: under 256 MB a 2-worker run was killed, under 512 it ran.
+    fn own_memory_mb(&self) -> u64 {
+        512
+    }
+
     fn storage_refusal(&self) -> Option<String> {
         crate::measure::view::refusal().map(|why| format!("the torch loader {why}"))
     }
