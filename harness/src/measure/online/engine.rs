@@ -233,10 +233,11 @@ pub trait Engine: Sync {
         None
     }
 
-    /// MB of memory its own processes hold besides the page cache (its framework, once
-    /// imported, and its workers): what a memory-limited run (`--memory-limit-mb`) must add to
-    /// leave it the page cache prepbench's own engine has under the same limit.
-    fn own_memory_mb(&self) -> u64 {
+    /// MB of memory its own processes hold besides the page cache at `threads` threads (its
+    /// framework, once imported, and its workers): what a memory-limited run
+    /// (`--memory-limit-mb`) must add to leave it the page cache prepbench's own engine has
+    /// under the same limit.
+    fn own_memory_mb(&self, _threads: usize) -> u64 {
         0
     }
 

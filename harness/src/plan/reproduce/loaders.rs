@@ -119,8 +119,9 @@ pub(super) fn loader_limited(
     loader: &str,
 ) -> SweepOptions {
     let mut opts = reading_sweep(limited, engine, loader);
+    let threads = (opts.threads.iter().flatten().max().copied()).unwrap_or(1);
     opts.settings.memory_limit_mb =
-        (opts.settings.memory_limit_mb).map(|mb| mb + engine.own_memory_mb());
+        (opts.settings.memory_limit_mb).map(|mb| mb + engine.own_memory_mb(threads));
     opts
 }
 

@@ -152,12 +152,12 @@ fn a_loader_reads_the_memory_limited_last_strategy_with_room_for_itself() {
     let limited = limited_options(&quick, 0);
     assert_eq!(limited.settings.memory_limit_mb, Some(LIMITED.1));
     let tf = crate::measure::online::engine("tf-data").unwrap();
-    assert!(tf.own_memory_mb() >= 400);
+    assert!(tf.own_memory_mb(2) >= 400);
     let opts = loader_limited(limited.clone(), tf, "tf-data");
     assert_eq!(opts.workload, LIMITED.0);
     assert_eq!(
         opts.settings.memory_limit_mb,
-        Some(LIMITED.1 + tf.own_memory_mb())
+        Some(LIMITED.1 + tf.own_memory_mb(2))
     );
     assert_eq!(opts.strategies, limited.strategies);
     assert!(opts.strategies.as_ref().is_some_and(|s| s.len() == 1));
@@ -166,4 +166,15 @@ fn a_loader_reads_the_memory_limited_last_strategy_with_room_for_itself() {
     assert_eq!(opts.offline_trials, 1);
     assert_eq!(opts.threads, limited.threads);
     assert_eq!(opts.cache, limited.cache);
+    // A DataLoader's workers each hold their own: more room at more threads.
+    let torch = crate::measure::online::engine("torch").unwrap();
+    assert!(torch.own_memory_mb(16) > torch.own_memory_mb(2));
+    let mut wide = limited.clone();
+    wide.threads = Some(vec![16]);
+    assert_eq!(
+        loader_limited(wide, torch, "torch")
+            .settings
+            .memory_limit_mb,
+        Some(LIMITED.1 + torch.own_memory_mb(16))
+    );
 }

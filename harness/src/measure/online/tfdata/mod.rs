@@ -125,7 +125,7 @@ impl Engine for TfData {
 
     /// TensorFlow holds about 400 MB once imported (2.16): under 256 MB a run was killed,
     /// under 512 it ran with about 100 MB of page cache left.
-    fn own_memory_mb(&self) -> u64 {
+    fn own_memory_mb(&self, _threads: usize) -> u64 {
         512
     }
 
