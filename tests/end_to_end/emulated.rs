@@ -133,29 +133,48 @@ fn reads_emulated_storage_through_a_view(loader: &str, python: &str) {
 }
 
 /// A loader whose own memory is more than the run's memory limit is killed by the kernel; the
-/// error says so and what to do, where a bare "signal 9" told nothing.
+/// error says so and what to do, where a bare "signal 9" told nothing, and what the killed
+/// processes left in their temporary folder (PyTorch's `pymp-*`) goes with the run.
 #[test]
 fn a_loader_the_memory_limit_kills_is_said_to_be_killed_for_lack_of_memory() {
-    let (Some(native), Some(python)) = (common::native_module(), common::tf_python()) else {
+    if let Some(python) = common::tf_python() {
+        killed_for_memory("tf-data", &python, "resized", 128);
+    }
+    if let Some(python) = common::torch_python() {
+        killed_for_memory("torch", &python, "pixel-centered", 256);
+    }
+}
+
+/// `loader` run by `python` on CV's `strategy` under `limit_mb` MB, which it does not fit in.
+fn killed_for_memory(loader: &str, python: &str, strategy: &str, limit_mb: u32) {
+    let Some(native) = common::native_module() else {
         return;
     };
     let work = tempfile::tempdir().unwrap();
     let args = argv![
-        "sweep cv --loaders tf-data --memory-limit-mb 128 --strategies resized --samples 24",
-        "--threads 1 --trials 1 --epochs 1 --no-calibrate --quiet --data-dir",
+        "sweep cv --loaders",
+        loader,
+        "--memory-limit-mb",
+        limit_mb.to_string(),
+        "--strategies",
+        strategy,
+        "--samples 200 --threads 2 --trials 1 --epochs 1 --no-calibrate --quiet --data-dir",
         work.path().join("data").to_str().unwrap(),
         "--store-dir",
         work.path().join("stores").to_str().unwrap(),
         "--out",
         work.path().join("out").to_str().unwrap()
     ];
+    let tmp = work.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
     let out = common::with_package(&mut Command::new(env!("CARGO_BIN_EXE_prepbench")), &native)
+        .env("TMPDIR", &tmp)
         .arg("--python")
-        .arg(&python)
+        .arg(python)
         .args(&args)
         .output()
         .unwrap();
-    assert!(!out.status.success());
+    assert!(!out.status.success(), "{loader} ran under {limit_mb} MB");
     let err = stderr(&out);
     if err.contains("cgroup") && !err.contains("killed") {
         eprintln!("skipped: no memory cgroup here: {err}");
@@ -163,8 +182,13 @@ fn a_loader_the_memory_limit_kills_is_said_to_be_killed_for_lack_of_memory() {
     }
     assert!(
         err.contains("killed it for lack of memory")
-            && err.contains("--memory-limit-mb 128")
+            && err.contains(&format!("--memory-limit-mb {limit_mb}"))
             && !err.contains("   "),
-        "{err}"
+        "{loader}: {err}"
+    );
+    let left = common::entries(&tmp);
+    assert!(
+        left.is_empty(),
+        "{loader} left in the temporary folder: {left:?}"
     );
 }

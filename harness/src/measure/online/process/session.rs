@@ -47,9 +47,17 @@ impl Session {
     pub(super) fn start(name: &'static str, module: &str) -> Result<Session, RunError> {
         use std::os::unix::process::CommandExt;
         let python = workloads::python::interpreter();
+        // A temporary folder of its own, gone with it: what TensorFlow's autograph and
+        // PyTorch's workers leave in the temporary folder when their process is ended (a
+        // memory limit's kill, a group ended) does not outlive the run.
+        let tmp = tempfile::Builder::new()
+            .prefix("prepbench-loader-")
+            .tempdir()
+            .map_err(|e| loader_error(name, format!("a temporary folder for it: {e}")))?;
         let mut child = Command::new(&python)
             .args(["-c", &format!("from {module} import main; main()")])
             .env(workloads::python::WORKER_ENV, "1")
+            .env("TMPDIR", tmp.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -69,6 +77,7 @@ impl Session {
             loader: Loader {
                 child,
                 grace: Duration::ZERO,
+                _tmp: tmp,
             },
             name,
         })
@@ -279,10 +288,12 @@ impl Stderr {
 
 /// The loader process: when it goes out of scope (its answer read, or an error on the way),
 /// it is given `grace` to end by itself, then its group (its DataLoader workers, helpers a step
-/// left) is ended and it is reaped, so no run leaves a process behind.
+/// left) is ended and it is reaped, so no run leaves a process behind; its temporary folder
+/// goes after it.
 struct Loader {
     child: Child,
     grace: Duration,
+    _tmp: tempfile::TempDir,
 }
 
 impl Drop for Loader {
