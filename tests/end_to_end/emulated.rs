@@ -9,6 +9,18 @@ use super::*;
 const SLOW: &str =
     "storage_profiles:\n  slow: {stream_mb_s: 2, aggregate_mb_s: 2, small_file_kb: 1}\n";
 
+/// prepbench with its Python package, `args` run by `python` with `tmp` as the temporary
+/// folder.
+fn prepbench_under(native: &Path, python: &str, tmp: &Path, args: &[String]) -> Output {
+    common::with_package(&mut Command::new(env!("CARGO_BIN_EXE_prepbench")), native)
+        .env("TMPDIR", tmp)
+        .arg("--python")
+        .arg(python)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 /// What this process's mounts say of views (`fuse.prepbench-view`), by mount point.
 fn views_mounted() -> Vec<String> {
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
@@ -72,13 +84,7 @@ fn reads_emulated_storage_through_a_view(loader: &str, python: &str) {
         out_dir.to_str().unwrap()
     ];
     let before = views_mounted();
-    let out = common::with_package(&mut Command::new(env!("CARGO_BIN_EXE_prepbench")), &native)
-        .env("TMPDIR", &tmp)
-        .arg("--python")
-        .arg(python)
-        .args(&args)
-        .output()
-        .unwrap();
+    let out = prepbench_under(&native, python, &tmp, &args);
     assert!(out.status.success(), "{}", stderr(&out));
     let runs = Csv::read(&out_dir.join("runs.csv"));
     for loader in ["native", loader] {
@@ -167,13 +173,7 @@ fn killed_for_memory(loader: &str, python: &str, strategy: &str, limit_mb: u32) 
     ];
     let tmp = work.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
-    let out = common::with_package(&mut Command::new(env!("CARGO_BIN_EXE_prepbench")), &native)
-        .env("TMPDIR", &tmp)
-        .arg("--python")
-        .arg(python)
-        .args(&args)
-        .output()
-        .unwrap();
+    let out = prepbench_under(&native, python, &tmp, &args);
     assert!(!out.status.success(), "{loader} ran under {limit_mb} MB");
     let err = stderr(&out);
     if err.contains("cgroup") && !err.contains("killed") {

@@ -81,22 +81,23 @@ pub struct MemoryLimit {
     home: PathBuf,
 }
 
-/// Whether this process is inside a limit now.
-static INSIDE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// The limit this process is under now: its cgroup's file that counts the processes the
-/// kernel killed there for lack of memory, and the limit in MB.
+/// The limit this process is under now (`None`: none): its cgroup's file that counts the
+/// processes the kernel killed there for lack of memory, and the limit in MB.
 static CURRENT: std::sync::Mutex<Option<(PathBuf, u64)>> = std::sync::Mutex::new(None);
+
+fn current() -> std::sync::MutexGuard<'static, Option<(PathBuf, u64)>> {
+    CURRENT.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Whether this process runs under a memory limit now (a run's, until it ends).
 pub fn active() -> bool {
-    INSIDE.load(std::sync::atomic::Ordering::SeqCst)
+    current().is_some()
 }
 
 /// Under a limit, where the kernel has killed a process in its cgroup for lack of memory
 /// since it was set: why, said for a loader's process that ended by a signal.
 pub fn killed_for_memory() -> Option<String> {
-    let (events, mb) = CURRENT.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+    let (events, mb) = current().clone()?;
     let kills = oom_kills(&std::fs::read_to_string(events).ok()?)?;
     (kills > 0).then(|| {
         format!(
@@ -166,9 +167,8 @@ impl MemoryLimit {
             Hierarchy::V1(_) => dir.join("memory.oom_control"),
             Hierarchy::V2(_) => dir.join("memory.events"),
         };
-        *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = Some((events, limit_mb));
+        *current() = Some((events, limit_mb));
         let limit = MemoryLimit { dir, home };
-        INSIDE.store(true, std::sync::atomic::Ordering::SeqCst);
         // Dropped on failure too: back home, the cgroup removed.
         entered.map(|()| limit)
     }
@@ -176,8 +176,7 @@ impl MemoryLimit {
 
 impl Drop for MemoryLimit {
     fn drop(&mut self) {
-        INSIDE.store(false, std::sync::atomic::Ordering::SeqCst);
-        *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *current() = None;
         let _ = write(
             &self.home.join("cgroup.procs"),
             &std::process::id().to_string(),
