@@ -138,6 +138,66 @@ fn reads_emulated_storage_through_a_view(loader: &str, python: &str) {
     );
 }
 
+/// A loader's epochs under emulated storage last the floor they are sized for, not what the
+/// local disk would have given: a part timed locally had tf.data read all of CV's raw files
+/// through the paper's storage, 9.9 s a cold epoch against a 1 s floor.
+#[test]
+fn a_loaders_epochs_under_emulated_storage_are_sized_through_it() {
+    if let Some(python) = common::tf_python() {
+        sized_through_the_emulation("tf-data", &python);
+    }
+    if let Some(python) = common::torch_python() {
+        sized_through_the_emulation("torch", &python);
+    }
+}
+
+/// `loader` (run by `python`) reading 200 of CV's raw files (about 22 MB: 11 s at the
+/// profile's 2 MB/s) with epochs of at least 1 s.
+fn sized_through_the_emulation(loader: &str, python: &str) {
+    let Some(native) = common::native_module() else {
+        return;
+    };
+    if let Some(why) = harness::measure::view::refusal() {
+        eprintln!("skipped: a FUSE view {why}");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let cv = include_str!("../../workloads/defs/cv.yaml");
+    let yaml = work.path().join("cv-slow.yaml");
+    std::fs::write(
+        &yaml,
+        format!("{}{SLOW}", cv.replace("name: cv", "name: cv-slow")),
+    )
+    .unwrap();
+    let tmp = work.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let out_dir = work.path().join("out");
+    let args = argv![
+        "sweep",
+        yaml.to_str().unwrap(),
+        "--loaders",
+        loader,
+        "--storage slow --strategies unprocessed --samples 200 --threads 2 --trials 1",
+        "--epochs 1 --min-epoch-s 1 --evict fadvise --quiet --data-dir",
+        work.path().join("data").to_str().unwrap(),
+        "--store-dir",
+        work.path().join("stores").to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap()
+    ];
+    let out = prepbench_under(&native, python, &tmp, &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = Csv::read(&out_dir.join("runs.csv"));
+    assert_eq!(runs.rows.len(), 1, "{:?}", runs.rows);
+    let row = &runs.rows[0];
+    let (online, samples) = (runs.num(row, "online_s"), runs.num(row, "samples"));
+    // The part aims at 1.5 times the floor; the whole dataset would take 11 s.
+    assert!(
+        (0.9..4.0).contains(&online) && samples < 100.0,
+        "{loader}: {samples} samples in {online} s through a 2 MB/s profile, for a 1 s floor"
+    );
+}
+
 /// A loader whose own memory is more than the run's memory limit is killed by the kernel; the
 /// error says so and what to do, where a bare "signal 9" told nothing, and what the killed
 /// processes left in their temporary folder (PyTorch's `pymp-*`) goes with the run.
