@@ -98,9 +98,11 @@ pub fn reproduce(
             m.settling = Some(crate::results::SettlingCap {
                 scale: name.label(),
                 trials: cap,
+                budget_s: s.settle_budget_s,
             })
         })?;
-        crate::plan::settle::settle(&planned, &mut sweeps, cap, places, &command_line)?;
+        let budget = s.settle_budget_s.map(std::time::Duration::from_secs);
+        crate::plan::settle::settle(&planned, &mut sweeps, (cap, budget), places, &command_line)?;
     }
     let report = write_report(&places.out)?;
     Ok(Reproduction { sweeps, report })

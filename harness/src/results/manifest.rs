@@ -373,6 +373,9 @@ pub struct Manifest {
 pub struct SettlingCap {
     pub scale: String,
     pub trials: usize,
+    /// The seconds settling may spend (absent: as many rounds as it needs, up to its cap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_s: Option<u64>,
 }
 
 /// The manifest's file name in a results folder.

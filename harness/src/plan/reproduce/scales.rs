@@ -45,6 +45,10 @@ pub struct Scale {
     /// interval needs to clear the threshold, when at most this many per setting will do
     /// (`None`: never).
     pub settle_trials: Option<usize>,
+    /// The seconds settling may spend, its checks taken cheapest first (`None`: its rounds
+    /// as they need, each check up to `settle_trials`). Those left open say that rerunning
+    /// the reproduction into its folder adds their trials.
+    pub settle_budget_s: Option<u64>,
     /// Sample counts for dataset kinds whose samples are much larger (Cube++: 17 MB frames).
     pub samples_by_kind: &'static [(&'static str, usize)],
     pub trials: usize,
@@ -126,6 +130,10 @@ pub fn scale(name: ScaleName) -> Scale {
             // time: docs/decisions.md).
             max_trials: None,
             settle_trials: Some(16),
+            // Settling took 11 minutes of quick-bo's 38 on an Intel VM (three rounds; the
+            // third, 4.3 minutes, settled none of its checks), 2.6-3.2 of quick-bd's and
+            // quick-be's 23-24 on an EPYC VM (docs/decisions.md).
+            settle_budget_s: Some(240),
             threads: &[1, 2],
             // Finding 6's two sides: a CPU-bound audio strategy and NILM's tiny samples.
             thread_sweeps: Some(&[("mp3", &["decoded"]), ("nilm", &["aggregated"])]),
@@ -160,6 +168,7 @@ pub fn scale(name: ScaleName) -> Scale {
             samples: 2000,
             max_trials: Some(10),
             settle_trials: Some(24),
+            settle_budget_s: None,
             samples_by_kind: &[("cubepp-png", 200), ("cubepp-jpg", 200)],
             trials: 5,
             threads: &[1, 2, 4, 8],
@@ -186,6 +195,7 @@ pub fn scale(name: ScaleName) -> Scale {
             samples: 8000,
             max_trials: None,
             settle_trials: None,
+            settle_budget_s: None,
             samples_by_kind: &[("cubepp-png", 4890), ("cubepp-jpg", 4890)],
             codecs: &["none", "gzip", "zlib"],
             offline_trials: 5,

@@ -85,6 +85,7 @@ fn how_a_folder_was_made_is_read_from_its_manifest() {
     manifest.settling = Some(crate::results::SettlingCap {
         scale: "quick".into(),
         trials: 16,
+        budget_s: None,
     });
     assert!(matches!(
         Made::of(&manifest),

@@ -297,6 +297,7 @@ fn busy_or_straddling_checks_are_unsettled_not_judged() {
     recorded.manifest.settling = Some(crate::results::SettlingCap {
         scale: "quick".into(),
         trials: 3,
+        budget_s: None,
     });
     let reproduced = Results::of(recorded);
     let (again, _) = unsettled(
