@@ -95,17 +95,37 @@ pub fn active() -> bool {
 }
 
 /// Under a limit, where the kernel has killed a process in its cgroup for lack of memory
-/// since it was set: why, said for a loader's process that ended by a signal.
-pub fn killed_for_memory() -> Option<String> {
+/// since it was set: why, said for the process of the loader `loader` that ended by a signal,
+/// with what `reproduce` adds to a limit for that loader's own memory (its
+/// `Engine::own_memory_mb`).
+pub fn killed_for_memory(loader: &str) -> Option<String> {
     let (events, mb) = current().clone()?;
     let kills = oom_kills(&std::fs::read_to_string(events).ok()?)?;
+    let own =
+        crate::measure::online::engine(loader).map(|e| (e.own_memory_mb(1), e.own_memory_mb(2)));
     (kills > 0).then(|| {
         format!(
             "the kernel killed it for lack of memory: the run's memory limit \
-             (--memory-limit-mb {mb}) holds the loader's own memory as well as the page cache \
-             (TensorFlow alone holds about 400 MB once imported); give it a larger limit"
+             (--memory-limit-mb {mb}) holds the loader's own memory as well as the page cache{}; \
+             give it a larger limit",
+            own.map_or(String::new(), |own| own_memory(loader, own))
         )
     })
+}
+
+/// What `reproduce` adds to a memory limit for `loader`'s own processes, from its additions at
+/// one and two threads.
+fn own_memory(loader: &str, (one, two): (u64, u64)) -> String {
+    let each = two.saturating_sub(one);
+    match (one, each) {
+        (0, _) => String::new(),
+        (_, 0) => format!(" (`reproduce` adds {one} MB to a limit for the {loader} loader's own)"),
+        _ => format!(
+            " (`reproduce` adds {} MB and {each} MB a worker to a limit for the {loader} \
+             loader's own)",
+            one - each
+        ),
+    }
 }
 
 /// The `oom_kill` count in a cgroup's `memory.oom_control` (v1) or `memory.events` (v2).
@@ -221,6 +241,24 @@ mod tests {
         assert_eq!(oom_kills(v2), Some(1));
         // A kernel before 4.13 counts none in v1.
         assert_eq!(oom_kills("oom_kill_disable 0\nunder_oom 0\n"), None);
+    }
+
+    /// Each loader's kill names what `reproduce` adds for that loader's own memory, not
+    /// another's: under torch it named TensorFlow's 400 MB.
+    #[test]
+    fn a_kill_names_what_its_own_loader_holds() {
+        let figures = |loader: &str| {
+            let e = crate::measure::online::engine(loader).unwrap();
+            own_memory(loader, (e.own_memory_mb(1), e.own_memory_mb(2)))
+        };
+        let tf = figures("tf-data");
+        assert!(tf.contains("512 MB to a limit for the tf-data"), "{tf}");
+        let torch = figures("torch");
+        assert!(
+            torch.contains("448 MB and 32 MB a worker") && torch.contains("torch loader"),
+            "{torch}"
+        );
+        assert_eq!(figures("native"), "");
     }
 
     #[test]

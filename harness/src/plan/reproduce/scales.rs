@@ -130,9 +130,9 @@ pub fn scale(name: ScaleName) -> Scale {
             // time: docs/decisions.md).
             max_trials: None,
             settle_trials: Some(16),
-            // Settling took 11 minutes of quick-bo's 38 on an Intel VM (three rounds; the
-            // third, 4.3 minutes, settled none of its checks), 2.6-3.2 of quick-bd's and
-            // quick-be's 23-24 on an EPYC VM (docs/decisions.md).
+            // Settling took 11 minutes of quick-bo's 38 on an Intel VM (three rounds, the
+            // third 4.3 minutes, six checks left unsettled), 2.6-3.2 of quick-bd's and
+            // quick-be's 23-24 on an EPYC VM; with this, quick-bp took 30 (docs/decisions.md).
             settle_budget_s: Some(240),
             threads: &[1, 2],
             // Finding 6's two sides: a CPU-bound audio strategy and NILM's tiny samples.

@@ -105,7 +105,7 @@ impl Session {
                 s.signal().is_some()
             });
             let status = status.map(|s| s.to_string()).unwrap_or_default();
-            let why = match crate::measure::memory_limit::killed_for_memory() {
+            let why = match crate::measure::memory_limit::killed_for_memory(self.name) {
                 Some(why) if signalled => format!(": {why}"),
                 _ => String::new(),
             };
