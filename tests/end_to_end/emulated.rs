@@ -4,6 +4,7 @@
 //! smaller machine (`--memory-limit-mb`), whose limit holds the loader's own memory too.
 
 use super::*;
+use std::path::PathBuf;
 
 /// A storage profile no local disk is as slow as: 2 MB/s for every reader together.
 const SLOW: &str =
@@ -19,6 +20,27 @@ fn prepbench_under(native: &Path, python: &str, tmp: &Path, args: &[String]) -> 
         .args(args)
         .output()
         .unwrap()
+}
+
+/// The native module, a private folder, CV as `cv-slow` with the [`SLOW`] profile in it, and
+/// a temporary folder for the loader; `None` (said) where no view can be mounted here.
+fn slow_cv() -> Option<(PathBuf, tempfile::TempDir, PathBuf, PathBuf)> {
+    let native = common::native_module()?;
+    if let Some(why) = harness::measure::view::refusal() {
+        eprintln!("skipped: a FUSE view {why}");
+        return None;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let cv = include_str!("../../workloads/defs/cv.yaml");
+    let yaml = work.path().join("cv-slow.yaml");
+    std::fs::write(
+        &yaml,
+        format!("{}{SLOW}", cv.replace("name: cv", "name: cv-slow")),
+    )
+    .unwrap();
+    let tmp = work.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    Some((native, work, yaml, tmp))
 }
 
 /// What this process's mounts say of views (`fuse.prepbench-view`), by mount point.
@@ -49,23 +71,9 @@ fn pytorchs_dataloader_reads_emulated_storage_through_a_view_as_native_does() {
 /// under a profile no disk is as slow as: the same samples, the profile's floor, what was read
 /// counted once, and no view left when the command ends.
 fn reads_emulated_storage_through_a_view(loader: &str, python: &str) {
-    let Some(native) = common::native_module() else {
+    let Some((native, work, yaml, tmp)) = slow_cv() else {
         return;
     };
-    if let Some(why) = harness::measure::view::refusal() {
-        eprintln!("skipped: a FUSE view {why}");
-        return;
-    }
-    let work = tempfile::tempdir().unwrap();
-    let cv = include_str!("../../workloads/defs/cv.yaml");
-    let yaml = work.path().join("cv-slow.yaml");
-    std::fs::write(
-        &yaml,
-        format!("{}{SLOW}", cv.replace("name: cv", "name: cv-slow")),
-    )
-    .unwrap();
-    let tmp = work.path().join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
     let out_dir = work.path().join("out");
     let args = argv![
         "sweep",
@@ -154,23 +162,9 @@ fn a_loaders_epochs_under_emulated_storage_are_sized_through_it() {
 /// `loader` (run by `python`) reading 200 of CV's raw files (about 22 MB: 11 s at the
 /// profile's 2 MB/s) with epochs of at least 1 s.
 fn sized_through_the_emulation(loader: &str, python: &str) {
-    let Some(native) = common::native_module() else {
+    let Some((native, work, yaml, tmp)) = slow_cv() else {
         return;
     };
-    if let Some(why) = harness::measure::view::refusal() {
-        eprintln!("skipped: a FUSE view {why}");
-        return;
-    }
-    let work = tempfile::tempdir().unwrap();
-    let cv = include_str!("../../workloads/defs/cv.yaml");
-    let yaml = work.path().join("cv-slow.yaml");
-    std::fs::write(
-        &yaml,
-        format!("{}{SLOW}", cv.replace("name: cv", "name: cv-slow")),
-    )
-    .unwrap();
-    let tmp = work.path().join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
     let out_dir = work.path().join("out");
     let args = argv![
         "sweep",

@@ -15,9 +15,7 @@ use crate::plan::options::TrialTarget;
 use crate::plan::sweep::{sweep, Places, SweepOptions, SweepOutcome};
 
 mod allocate;
-mod budget;
 use allocate::allocated;
-use budget::{cost, within_budget};
 
 /// Rounds of settling trials at most.
 const SETTLE_ROUNDS: usize = 3;
@@ -80,6 +78,76 @@ pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
         }
     }
     Ok(out)
+}
+
+/// What a trial costs beyond its epochs, s: the eviction with its priming read, the ask of
+/// the loader's process and the row's writing (1-3 s from one trial's end to the next one's
+/// start in `quick-bo`'s tf-data sweeps).
+const TRIAL_OVERHEAD_S: f64 = 1.5;
+
+/// The setting whose trials record `key`'s cell, as settling's cost counts it: its cell with
+/// the epoch and the cache's state left out, but whether the trials fill an application cache
+/// (`app-fill`, then `app`) or read through the page cache (`cold`, then `warm`).
+fn setting(key: &CellKey) -> (CellKey, bool) {
+    use crate::results::CacheState;
+    let app = matches!(
+        key.cache,
+        CacheState::App | CacheState::AppFill | CacheState::AppMiss
+    );
+    let mut setting = key.clone();
+    setting.epoch = 0;
+    setting.cache = CacheState::Cold;
+    (setting, app)
+}
+
+/// What `targets` are expected to cost, s, from `cells` as recorded: each setting's trials
+/// added, at its epochs' medians together and [`TRIAL_OVERHEAD_S`]; for a check about the
+/// offline phase (`offline`), each materialization added at the mean one's time.
+fn cost(targets: &[TrialTarget], offline: bool, cells: &[crate::analysis::cells::Cell]) -> f64 {
+    let mut added: HashMap<(CellKey, bool), usize> = HashMap::new();
+    for t in targets {
+        let Some(cell) = cells.iter().find(|c| c.key == t.key) else {
+            continue;
+        };
+        let have = match &cell.offline {
+            Some(o) if offline => o.n,
+            _ => cell.rows.len(),
+        };
+        let more = added.entry(setting(&t.key)).or_default();
+        *more = (*more).max(t.trials.saturating_sub(have));
+    }
+    added
+        .iter()
+        .map(|(of, &more)| {
+            let each: f64 = if offline {
+                (cells.iter())
+                    .find(|c| setting(&c.key) == *of)
+                    .and_then(|c| Some(c.offline.as_ref()?.mean))
+                    .unwrap_or(0.0)
+            } else {
+                (cells.iter())
+                    .filter(|c| setting(&c.key) == *of)
+                    .map(|c| c.online.median)
+                    .sum()
+            };
+            more as f64 * (each + TRIAL_OVERHEAD_S)
+        })
+        .sum()
+}
+
+/// Of `open`, the checks whose trials fit in `left` seconds, cheapest first, and the rest.
+fn within_budget(mut open: Vec<Unsettled>, left: f64) -> (Vec<Unsettled>, Vec<Unsettled>) {
+    open.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+    let mut spent = 0.0;
+    let fits = open
+        .iter()
+        .take_while(|u| {
+            spent += u.seconds;
+            spent <= left
+        })
+        .count();
+    let rest = open.split_off(fits);
+    (open, rest)
 }
 
 /// Trials a cell has before settling gives up on a check behind it: of three, one slow epoch

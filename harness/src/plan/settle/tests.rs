@@ -1,5 +1,8 @@
 use super::*;
+use crate::analysis::cells::Cell;
+use crate::analysis::stats::Summary;
 use crate::plan::reproduce::{emulated_options, scale, sweep_options, ScaleName};
+use crate::results::CacheState;
 
 #[test]
 fn another_loaders_cells_are_settled_by_its_own_sweep() {
@@ -302,4 +305,84 @@ fn settling_trials_go_to_the_sweep_that_recorded_the_cell() {
     // The paper's protocol keeps its fixed trials.
     assert_eq!(quick.settle_trials, Some(16));
     assert_eq!(scale(ScaleName::Paper).settle_trials, None);
+}
+
+// Settling's budget: what a check's trials cost, and which checks fit.
+fn key(cache: CacheState, epoch: u64, threads: usize) -> CellKey {
+    nilm_aggregated(threads, cache, epoch)
+}
+
+/// A cell of `trials` rows whose epochs took `median` s.
+fn cell(key: CellKey, trials: usize, median: f64) -> Cell {
+    let online = Summary::of(&vec![median; trials]).unwrap();
+    Cell {
+        key,
+        samples: 100,
+        storage_bytes: 1e6,
+        throughput: online.clone(),
+        online,
+        first_sample: None,
+        steady: None,
+        foreign_load_pct: None,
+        steal_pct: None,
+        offline: None,
+        offline_samples: None,
+        invalid_runs: 0,
+        verified: None,
+        rows: (0..trials).collect(),
+    }
+}
+
+fn target(key: CellKey, trials: usize) -> TrialTarget {
+    TrialTarget { key, trials }
+}
+
+#[test]
+fn a_trial_costs_its_settings_epochs_together_and_its_overhead() {
+    let (cold, warm) = (key(CacheState::Cold, 0, 1), key(CacheState::Warm, 1, 1));
+    let (fill, app) = (key(CacheState::AppFill, 0, 1), key(CacheState::App, 1, 1));
+    let cells = [
+        cell(cold.clone(), 3, 2.0),
+        cell(warm.clone(), 3, 1.0),
+        cell(fill.clone(), 3, 4.0),
+        cell(app.clone(), 3, 0.5),
+    ];
+    // Warm over cold: one setting (cold, then warm), grown from 3 trials to 5.
+    let ratio = [target(cold.clone(), 5), target(warm.clone(), 5)];
+    let each = 2.0 + 1.0 + TRIAL_OVERHEAD_S;
+    assert!((cost(&ratio, false, &cells) - 2.0 * each).abs() < 1e-9);
+    // App over warm: two settings, each grown by its own trials.
+    let both = [target(app.clone(), 4), target(warm, 6)];
+    let want = (4.0 + 0.5 + TRIAL_OVERHEAD_S) + 3.0 * each;
+    assert!((cost(&both, false, &cells) - want).abs() < 1e-9);
+    // Trials it has already cost nothing; a cell not recorded is not counted.
+    assert_eq!(cost(&[target(fill, 3)], false, &cells), 0.0);
+    assert_eq!(
+        cost(&[target(key(CacheState::Cold, 0, 2), 9)], false, &cells),
+        0.0
+    );
+}
+
+fn open(claim: &'static str, seconds: f64) -> Unsettled {
+    Unsettled {
+        claim,
+        subject: String::new(),
+        targets: Vec::new(),
+        offline: false,
+        seconds,
+    }
+}
+
+#[test]
+fn the_budget_takes_the_cheapest_checks_that_fit_and_leaves_the_rest_named() {
+    let checks = vec![open("6b", 200.0), open("4a", 30.0), open("4c", 90.0)];
+    let (fits, over) = within_budget(checks, 130.0);
+    let claims = |u: &[Unsettled]| u.iter().map(|u| u.claim).collect::<Vec<_>>();
+    assert_eq!(claims(&fits), ["4a", "4c"]);
+    assert_eq!(claims(&over), ["6b"]);
+    // Nothing left: every check stays open; room for all: none does.
+    let (fits, over) = within_budget(vec![open("4a", 30.0), open("4b", 1.0)], 0.0);
+    assert!(fits.is_empty() && over.len() == 2);
+    let (fits, over) = within_budget(vec![open("4a", 30.0)], 1e9);
+    assert!(fits.len() == 1 && over.is_empty());
 }

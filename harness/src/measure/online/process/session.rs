@@ -105,7 +105,11 @@ impl Session {
                 s.signal().is_some()
             });
             let status = status.map(|s| s.to_string()).unwrap_or_default();
-            let why = match crate::measure::memory_limit::killed_for_memory(self.name) {
+            let why = match crate::measure::memory_limit::killed_for_memory(
+                self.name,
+                (crate::measure::online::engine(self.name))
+                    .map(|e| (e.own_memory_mb(1), e.own_memory_mb(2))),
+            ) {
                 Some(why) if signalled => format!(": {why}"),
                 _ => String::new(),
             };
