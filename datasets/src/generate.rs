@@ -123,6 +123,19 @@ pub fn bytes_to_generate(
     room_for(kind, request, request.files(kind).saturating_sub(from))
 }
 
+/// The files generating `request` would still write: its files less those the generation
+/// marker in its root records. A generation's progress counts these, one a file written: a
+/// kind of several samples a file (CREAM's hours, 360 windows each) counted against its
+/// samples showed 5 of 2160 and two hours left in a quick reproduction, just before it ended.
+pub fn files_to_generate(
+    kind_name: &str,
+    request: &GenerateRequest,
+) -> Result<usize, DatasetError> {
+    let kind = find_kind(kind_name)?;
+    let from = recorded_files(kind, request)?.unwrap_or(0);
+    Ok(request.files(kind).saturating_sub(from))
+}
+
 /// The files the generation marker in the request's root records (`None`: it has none), when
 /// it is of `kind`'s family with the request's seed and options ([`marker_files`]).
 fn recorded_files(
@@ -285,5 +298,43 @@ mod tests {
             generate("synthetic", &synthetic(&root, 1), &|_| {}).unwrap(),
             1
         );
+    }
+
+    #[test]
+    fn progress_counts_the_files_still_to_write_not_the_samples() {
+        let dir = tempfile::tempdir().unwrap();
+        // CREAM writes an hour a file, 360 windows each: 2160 windows are 6 files.
+        let cream = GenerateRequest {
+            options: Default::default(),
+            ..synthetic(&dir.path().join("cream"), 2160)
+        };
+        assert_eq!(files_to_generate("cream", &cream).unwrap(), 6);
+        // A generation grown later writes, and counts, only the files it adds.
+        let root = dir.path().join("synthetic");
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let count = |_| {
+            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        };
+        assert_eq!(
+            files_to_generate("synthetic", &synthetic(&root, 2)).unwrap(),
+            2
+        );
+        assert_eq!(
+            generate("synthetic", &synthetic(&root, 2), &count).unwrap(),
+            2
+        );
+        assert_eq!(
+            files_to_generate("synthetic", &synthetic(&root, 2)).unwrap(),
+            0
+        );
+        assert_eq!(
+            files_to_generate("synthetic", &synthetic(&root, 3)).unwrap(),
+            1
+        );
+        assert_eq!(
+            generate("synthetic", &synthetic(&root, 3), &count).unwrap(),
+            1
+        );
+        assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 3);
     }
 }

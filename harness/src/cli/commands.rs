@@ -240,7 +240,7 @@ fn generate_into(
 ) -> anyhow::Result<()> {
     crate::measure::places::check_a_folder("the dataset folder", &request.root)?;
     let bar = progress.bar(
-        request.files(kind) as u64,
+        datasets::generate::files_to_generate(kind.name, request)? as u64,
         &format!("generate {}", kind.name),
     );
     datasets::generate(kind.name, request, &|_| bar.inc(1))

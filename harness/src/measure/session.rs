@@ -70,8 +70,12 @@ pub fn open_dataset(
             (datasets::files::local(), root.clone())
         };
     let request = generate_request(workload, listed_root, samples, threads);
+    // Files, as the generation counts them (a CREAM file is an hour, 360 samples); a kind
+    // that cannot say is refused below with its error.
+    let to_write = datasets::generate::files_to_generate(&workload.spec.dataset.kind, &request)
+        .unwrap_or(samples);
     let bar = progress.bar(
-        samples as u64,
+        to_write as u64,
         &format!("generate {}", workload.spec.dataset.kind),
     );
     let context = || {
