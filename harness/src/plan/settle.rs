@@ -252,6 +252,11 @@ fn swept_by(opts: &SweepOptions, key: &CellKey) -> bool {
         && key.condition.loader.as_ref() == loader
 }
 
+/// `1 check`, `3 checks`: the progress named one check "1 checks".
+fn checks(n: usize) -> String {
+    format!("{n} check{}", if n == 1 { "" } else { "s" })
+}
+
 /// Rounds of trials for the checks [`unsettled`] finds, each sweep asked again for the trials
 /// of its own cells, until none is left, a round runs nothing, or [`SETTLE_ROUNDS`]. With a
 /// `budget`, a round takes the checks whose expected trials fit in what is left of it,
@@ -273,11 +278,12 @@ pub fn settle(
             let (fits, over) = within_budget(open, left);
             if !over.is_empty() {
                 places.progress.note(&format!(
-                    "reproduce: settling stops at {:.0} minutes at this scale; {} checks are \
-                     left open, their trials (about {:.0} s) past what is left of it ({left:.0} \
-                     s): {}. The same command into the same folder settles them further",
+                    "reproduce: settling stops at {:.0} minutes at this scale; {} {} left open, \
+                     their trials (about {:.0} s) past what is left of it ({left:.0} s): {}. \
+                     The same command into the same folder settles them further",
                     budget.as_secs_f64() / 60.0,
-                    over.len(),
+                    checks(over.len()),
+                    if over.len() == 1 { "is" } else { "are" },
                     over.iter().map(|u| u.seconds).sum::<f64>(),
                     over.iter()
                         .map(|u| format!("{} {}", u.claim, u.subject))
@@ -291,8 +297,8 @@ pub fn settle(
             break;
         }
         places.progress.note(&format!(
-            "reproduce: settling {} checks with more trials (round {round}): {}",
-            open.len(),
+            "reproduce: settling {} with more trials (round {round}): {}",
+            checks(open.len()),
             open.iter()
                 .map(|u| format!("{} {}", u.claim, u.subject))
                 .collect::<Vec<_>>()

@@ -386,3 +386,9 @@ fn the_budget_takes_the_cheapest_checks_that_fit_and_leaves_the_rest_named() {
     let (fits, over) = within_budget(vec![open("4a", 30.0)], 1e9);
     assert!(fits.len() == 1 && over.is_empty());
 }
+
+#[test]
+fn the_progress_counts_checks_in_words() {
+    assert_eq!(checks(1), "1 check");
+    assert_eq!(checks(12), "12 checks");
+}
