@@ -126,7 +126,7 @@ impl Session {
         files: &[PathBuf],
         epoch: u64,
         mode: CacheMode,
-        limited: bool,
+        limit_mb: Option<u64>,
     ) -> anyhow::Result<CachePrep> {
         if epoch > 0 {
             // Later epochs start from the cache the previous epoch left.
@@ -140,13 +140,10 @@ impl Session {
         }
         Ok(match mode {
             CacheMode::Cold | CacheMode::App => {
-                // Under a memory limit the read recycles the cgroup's own pages: nothing to
-                // prime, and a read there would only churn them.
-                let ev = if limited {
-                    cache::evict(files, self.evict)?
-                } else {
-                    cache::evict_for_cold_read(files, self.evict)?
-                };
+                // Under a memory limit the read takes the limit's worth of page cache, then
+                // recycles the cgroup's own pages: that much is read first at most.
+                let within = limit_mb.map(|mb| mb << 20);
+                let ev = cache::evict_for_cold_read(files, self.evict, within)?;
                 CachePrep {
                     state: if mode == CacheMode::App {
                         CacheState::AppFill
@@ -308,8 +305,7 @@ impl Session {
         epoch: u64,
     ) -> anyhow::Result<CachePrep> {
         if !self.input_is_remote(spec.stored) {
-            let limited = spec.memory_limit_mb.is_some();
-            return self.prepare_cache(files, epoch, spec.cache, limited);
+            return self.prepare_cache(files, epoch, spec.cache, spec.memory_limit_mb);
         }
         Ok(CachePrep {
             state: if spec.cache == CacheMode::App && epoch == 0 {
