@@ -119,8 +119,7 @@ pub fn bytes_to_generate(
     if kind.generate_one.is_none() {
         return Ok(Some(0.0));
     }
-    let from = recorded_files(kind, request)?.unwrap_or(0);
-    room_for(kind, request, request.files(kind).saturating_sub(from))
+    room_for(kind, request, files_left(kind, request)?)
 }
 
 /// The files generating `request` would still write: its files less those the generation
@@ -131,7 +130,11 @@ pub fn files_to_generate(
     kind_name: &str,
     request: &GenerateRequest,
 ) -> Result<usize, DatasetError> {
-    let kind = find_kind(kind_name)?;
+    files_left(find_kind(kind_name)?, request)
+}
+
+/// `request`'s files less those its root's generation marker records.
+fn files_left(kind: &DatasetKind, request: &GenerateRequest) -> Result<usize, DatasetError> {
     let from = recorded_files(kind, request)?.unwrap_or(0);
     Ok(request.files(kind).saturating_sub(from))
 }

@@ -122,7 +122,7 @@ pub struct Eviction {
 
 /// Evicts `files` from the page cache and measures their residency before and after.
 pub fn evict(files: &[PathBuf], policy: EvictPolicy) -> Result<Eviction, StoreError> {
-    evict_with(files, policy, None)
+    evict_with(files, policy, false, None)
 }
 
 /// Evicts `files` before a cold read of them. On a machine whose free memory goes back to the
@@ -139,7 +139,7 @@ pub fn evict_for_cold_read(
     policy: EvictPolicy,
     within: Option<u64>,
 ) -> Result<Eviction, StoreError> {
-    evict_with(files, policy, memory_goes_back().then_some(within))
+    evict_with(files, policy, memory_goes_back(), within)
 }
 
 /// What a read needs freed before it so that its page cache is fast to take: the files' bytes,
@@ -152,12 +152,13 @@ fn prime_need(files_bytes: u64, within: Option<u64>, code_back: u64) -> u64 {
     }
 }
 
-/// `prime`: read first what the eviction would not free (`Some`), within a memory limit's
-/// bytes where one is given.
+/// `prime`: read first what the eviction would not free, of at most the memory limit's bytes
+/// the read runs `within` where it has one.
 fn evict_with(
     files: &[PathBuf],
     policy: EvictPolicy,
-    prime: Option<Option<u64>>,
+    prime: bool,
+    within: Option<u64>,
 ) -> Result<Eviction, StoreError> {
     let before = residency(files)?;
     let use_drop = match policy {
@@ -171,7 +172,7 @@ fn evict_with(
     // limit, whose cgroup would be charged for pages read back for processes outside it.
     let code = (use_drop && !crate::measure::memory_limit::active())
         .then(|| super::code_cache::before_drop(files));
-    if let Some(within) = prime {
+    if prime {
         let page = page_size() as u64;
         // What the eviction frees: all droppable page cache for a drop, the files' own pages
         // for fadvise.

@@ -70,14 +70,6 @@ pub fn open_dataset(
             (datasets::files::local(), root.clone())
         };
     let request = generate_request(workload, listed_root, samples, threads);
-    // Files, as the generation counts them (a CREAM file is an hour, 360 samples); a kind
-    // that cannot say is refused below with its error.
-    let to_write = datasets::generate::files_to_generate(&workload.spec.dataset.kind, &request)
-        .unwrap_or(samples);
-    let bar = progress.bar(
-        to_write as u64,
-        &format!("generate {}", workload.spec.dataset.kind),
-    );
     let context = || {
         format!(
             "preparing dataset `{}` in {}",
@@ -91,6 +83,13 @@ pub fn open_dataset(
             .with_context(context)?;
         return Ok(source);
     }
+    // Files, as the generation counts them (a CREAM file is an hour, 360 samples).
+    let to_write = datasets::generate::files_to_generate(&workload.spec.dataset.kind, &request)
+        .with_context(context)?;
+    let bar = progress.bar(
+        to_write as u64,
+        &format!("generate {}", workload.spec.dataset.kind),
+    );
     let (source, generated) =
         datasets::prepare_counted(&files, &workload.spec.dataset.kind, &request, &|_| {
             bar.inc(1)
