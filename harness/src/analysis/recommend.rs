@@ -171,6 +171,7 @@ pub fn candidates(
             });
         }
     }
+    plan_later_epochs_alike(&mut out, opts.epochs);
     let column = |f: &dyn Fn(&Candidate) -> f64| out.iter().map(f).collect::<Vec<f64>>();
     let (p, s) = (column(&|c| c.offline_s), column(&|c| c.storage_bytes));
     let cold_scores = scores(&p, &s, &column(&|c| c.cold_sps), opts.weights);
@@ -201,6 +202,23 @@ pub fn candidates(
     }
     out.sort_by(|a, b| b.score_cold.total_cmp(&a.score_cold));
     out
+}
+
+/// Where a candidate that fits in memory has no page-cache rate (a sweep that ran the
+/// page-cache epochs of some strategies only, `--page-cache-strategies`), every candidate's
+/// later epochs are planned at its cold rate: planned from the page cache for some and cold
+/// for the others, the total over E epochs would favour those that happened to run it.
+fn plan_later_epochs_alike(out: &mut [Candidate], epochs: u64) {
+    if out
+        .iter()
+        .all(|c| !c.fits_in_memory || c.warm_sps.is_some())
+    {
+        return;
+    }
+    for c in out.iter_mut() {
+        c.later_sps = c.cold_sps;
+        c.total_s = c.offline_s + epochs.max(1) as f64 * c.samples / c.cold_sps;
+    }
 }
 
 use crate::units::{bytes as size, duration, rate};
@@ -279,7 +297,13 @@ pub fn section(view: &WorkloadView, opts: &RecommendOptions, machine: &Machine) 
         .filter(|c| c.pareto)
         .map(|c| format!("{} ({})", c.strategy, c.codec))
         .collect();
-    let memory_note = if best.fits_in_memory {
+    let unmeasured = list
+        .iter()
+        .any(|c| c.fits_in_memory && c.warm_sps.is_none());
+    let memory_note = if best.fits_in_memory && unmeasured {
+        "fits in memory, but the page cache was not measured for every strategy, so every \
+         strategy's later epochs are planned at its cold speed"
+    } else if best.fits_in_memory {
         "fits in memory, so epochs after the first can be served from the page cache"
     } else {
         "does not fit in memory, so every epoch reads from storage at cold speed"

@@ -436,6 +436,11 @@ pub struct SweepArgs {
     /// application-cache check without the whole matrix twice; default: every stored one).
     #[arg(long, value_delimiter = ',')]
     pub app_cache_strategies: Option<Vec<String>>,
+    /// Run the page-cache epochs (those after the cold one) only for these strategies,
+    /// comma-separated; the others' cold runs end after their cold epoch (a page-cache check
+    /// without a warm epoch of every strategy; default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub page_cache_strategies: Option<Vec<String>>,
     /// Codecs, comma-separated: none, gzip[:L], zlib[:L], zstd[:L], lz4.
     #[arg(long, value_delimiter = ',')]
     pub codecs: Option<Vec<Codec>>,
@@ -504,6 +509,7 @@ impl SweepArgs {
             threads: self.threads.clone(),
             scaling_strategies: self.scaling_strategies.clone(),
             app_cache_strategies: self.app_cache_strategies.clone(),
+            page_cache_strategies: self.page_cache_strategies.clone(),
             cache: self.cache.clone(),
             trials: self.trials,
             max_trials: self.max_trials,

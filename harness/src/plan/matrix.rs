@@ -31,6 +31,9 @@ pub struct Cell {
 pub struct Plan {
     pub samples: usize,
     pub epochs: u64,
+    /// The strategies whose cold runs take every epoch; the others' take their cold epoch
+    /// alone (`None`: all; `SweepOptions::page_cache_strategies`).
+    pub page_cache_strategies: Option<Vec<String>>,
     pub shards: usize,
     pub cells: Vec<Cell>,
     pub consumer: Option<ConsumerSpec>,
@@ -176,6 +179,12 @@ fn check_subsets(
             "thread scaling asked of `{name}`, which this sweep does not run"
         );
     }
+    for name in opts.page_cache_strategies.iter().flatten() {
+        anyhow::ensure!(
+            strategies.iter().any(|s| &s.name == name),
+            "the page-cache epochs asked of `{name}`, which this sweep does not run"
+        );
+    }
     for name in opts.app_cache_strategies.iter().flatten() {
         anyhow::ensure!(
             strategies.iter().any(|s| &s.name == name && s.split > 0),
@@ -315,6 +324,7 @@ impl Plan {
         Ok(Plan {
             samples,
             epochs: opts.settings.epochs.unwrap_or(sweep.epochs).max(1) as u64,
+            page_cache_strategies: opts.page_cache_strategies.clone(),
             shards: opts.settings.shards.unwrap_or(sweep.shards).max(1),
             cells,
             consumer: opts.settings.consumer,
@@ -373,6 +383,19 @@ impl Plan {
         keys.into_iter().collect()
     }
 
+    /// The epochs `cell`'s run takes: a cold run of a strategy the page-cache epochs are not
+    /// asked of ends after its cold epoch; every other run takes the plan's epochs (an
+    /// application-cache run fills, then serves).
+    pub fn epochs_of(&self, cell: &Cell) -> u64 {
+        let page_cache = (self.page_cache_strategies.as_ref())
+            .is_none_or(|names| names.contains(&cell.strategy.name));
+        if cell.cache == CacheMode::Cold && !page_cache {
+            1
+        } else {
+            self.epochs
+        }
+    }
+
     /// The stable id of a cell's run: equal settings give equal ids, so a rerun can skip it.
     /// The storage profile and the consumer enter the key only when set (a profile by its
     /// figures, so a redefined profile is a new run), so plain runs keep their ids.
@@ -383,7 +406,7 @@ impl Plan {
             workload.spec.identity(),
             self.samples,
             seed,
-            self.epochs,
+            self.epochs_of(cell),
             self.shards,
             cell.strategy.name,
             cell.codec,
@@ -432,7 +455,7 @@ impl Plan {
             items: None,
             threads: cell.threads,
             cache: cell.cache,
-            epochs: self.epochs,
+            epochs: self.epochs_of(cell),
             seed: settings.seed,
             trial: cell.trial,
             verify: false,

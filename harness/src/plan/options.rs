@@ -20,6 +20,10 @@ pub struct SweepOptions {
     /// (`None`: every strategy that has a store, at every count): a cache check without the
     /// whole matrix twice.
     pub app_cache_strategies: Option<Vec<String>>,
+    /// Cold runs of only these strategies go on to their page-cache epochs; the others' runs
+    /// end after the cold one (`None`: every strategy runs every epoch): a page-cache check
+    /// without a warm epoch of every strategy.
+    pub page_cache_strategies: Option<Vec<String>>,
     pub trials: Option<usize>,
     /// Materializations per (strategy, codec); each is timed and recorded in `offline.csv`.
     pub offline_trials: usize,

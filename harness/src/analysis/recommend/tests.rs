@@ -140,3 +140,68 @@ fn presto_score_by_hand() {
         vec![1.0 + 1.0, 1.0 + 1.0]
     );
 }
+
+/// A sweep that ran the page-cache epochs of its last strategy alone (quick's
+/// `--page-cache-strategies`) plans every strategy's later epochs at its cold rate: from the
+/// page cache for one and cold for the others, the total over E epochs would favour it.
+#[test]
+fn later_epochs_are_planned_alike_where_the_page_cache_was_measured_for_some() {
+    let tmp = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(quick_bh()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::copy(&path, tmp.path().join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let runs = tmp.path().join("runs.csv");
+    let text = std::fs::read_to_string(&runs).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (w, s, cache) = (col("workload"), col("strategy"), col("cache"));
+    let mut kept = vec![header.join(",")];
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        let other = f[w] == "mp3" && f[s] != "spectrogram-encoded";
+        if !(other && f[cache] == "warm") {
+            kept.push(line.to_string());
+        }
+    }
+    std::fs::write(&runs, kept.join("\n") + "\n").unwrap();
+    let local_mp3 = |dir: &Path| -> Vec<serde_json::Value> {
+        (throughput_rows(dir).into_iter())
+            .filter(|r| r["workload"] == "mp3" && r["condition"] == "")
+            .collect()
+    };
+    let (before, after) = (local_mp3(&quick_bh()), local_mp3(tmp.path()));
+    assert!(
+        before.len() >= 3 && before.len() == after.len(),
+        "{before:?}"
+    );
+    let last = |rows: &[serde_json::Value]| {
+        let r = rows
+            .iter()
+            .find(|r| r["strategy"] == "spectrogram-encoded")
+            .unwrap();
+        (r["warm_sps"].as_f64(), r["total_s"].as_f64().unwrap())
+    };
+    let (warm, planned_warm) = last(&before);
+    assert!(warm.is_some());
+    let (still, planned_cold) = last(&after);
+    assert_eq!(still, warm, "its page-cache rate is still shown");
+    assert!(planned_cold > planned_warm, "{planned_cold} {planned_warm}");
+    for r in &after {
+        let (cold, total) = (
+            r["cold_sps"].as_f64().unwrap(),
+            r["total_s"].as_f64().unwrap(),
+        );
+        let (offline, n) = (
+            r["offline_s"].as_f64().unwrap(),
+            r["planned_samples"].as_f64().unwrap(),
+        );
+        assert!(
+            (total - offline - 10.0 * n / cold).abs() < 1e-6 * total,
+            "{r}"
+        );
+    }
+}

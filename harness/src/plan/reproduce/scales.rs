@@ -11,10 +11,11 @@ pub enum ScaleName {
     /// About 20 minutes on 2 cores, longer under both loaders (the README quotes the committed
     /// runs): epochs of at least 1 s, 3 trials (up to 16 where a finding's check needs them to
     /// settle its verdict); on the
-    /// local disk CV, MP3, FLAC, NILM (thread scaling of MP3 `decoded` and NILM `aggregated`,
-    /// finding 6) and the synthetic reading experiment at its smallest and largest sizes
-    /// (finding 5); CV, CV2-JPG, CV2-PNG and NLP under the emulated paper storage, CV and
-    /// CV2-PNG with GZIP too (findings 1-3).
+    /// local disk CV's last strategy, MP3, FLAC, NILM (thread scaling of MP3 `decoded` and NILM
+    /// `aggregated`, finding 6) and the synthetic reading experiment at its smallest and
+    /// largest sizes (finding 5), the page-cache epoch of last strategies only; CV, CV2-JPG,
+    /// CV2-PNG and NLP under the emulated paper storage, CV and CV2-PNG with GZIP too
+    /// (findings 1-3).
     Quick,
     /// An hour or more: every reference workload (the greyscale and detection variants and the
     /// synthetic processing too), epochs of at least 3 s, 1-8 threads, every DEFLATE codec and
@@ -71,6 +72,14 @@ pub struct Scale {
     /// Each workload's last strategy also runs with the application cache (`--cache app`) at
     /// the most threads: findings 4b and 4c are about it.
     pub app_cache_last: bool,
+    /// Only each workload's last strategy takes the page-cache epoch after its cold one
+    /// (findings 4a-4d read it, and 5b the synthetic arrays' `decoded`, their last); the
+    /// others' runs end after the cold epoch.
+    pub page_cache_last: bool,
+    /// A workload also swept under the emulated storage runs only its last strategy on the
+    /// local disk: its strategies are compared under the emulated storage (findings 1-3), and
+    /// the local disk's claims about it (4a-4d) are about its last.
+    pub local_last_of_emulated: bool,
     pub epochs: usize,
     pub offline_trials: usize,
     /// MB per dataset variant of workloads that sweep dataset options (the synthetic sizes;
@@ -149,6 +158,13 @@ pub fn scale(name: ScaleName) -> Scale {
             offline_repeats: Some(&["cv"]),
             cache: &[CacheMode::Cold],
             app_cache_last: true,
+            // Of the page-cache epochs of `quick-bq`'s local sweeps (about 2.7 minutes), those
+            // of strategies no check reads (1.3 minutes with CV's), and CV's local sweep of
+            // the four strategies the emulated sweep compares (1.1 minutes of epochs, besides
+            // their trials' evictions, stores and tf.data's probes) are cut at quick; medium
+            // keeps both (docs/decisions.md).
+            page_cache_last: true,
+            local_last_of_emulated: true,
             epochs: 2,
             // Finding 3d (compression's offline cost) needs an interval per codec.
             offline_trials: 3,
@@ -179,6 +195,8 @@ pub fn scale(name: ScaleName) -> Scale {
             offline_repeats: None,
             cache: &[CacheMode::Cold],
             app_cache_last: true,
+            page_cache_last: false,
+            local_last_of_emulated: false,
             epochs: 2,
             offline_trials: 2,
             dataset_mb: 1000.0,
@@ -302,17 +320,19 @@ pub fn sweep_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
     let variants = loaded
         .as_ref()
         .is_some_and(|w| !w.spec.dataset_variants().is_empty());
+    let last_stored = loaded.as_ref().and_then(last_stored);
     // The last strategy with a store, run again with the application cache.
-    let last = loaded
-        .as_ref()
-        .and_then(last_stored)
-        .filter(|_| s.app_cache_last);
+    let last = last_stored.clone().filter(|_| s.app_cache_last);
+    let only_last = |asked: bool| asked.then(|| last_stored.iter().cloned().collect::<Vec<_>>());
     let mut cache = s.cache.to_vec();
     if last.is_some() && !cache.contains(&CacheMode::App) {
         cache.push(CacheMode::App);
     }
+    let emulated = s.emulated.contains(&workload);
     SweepOptions {
         workload: workload.to_string(),
+        strategies: only_last(s.local_last_of_emulated && emulated).filter(|l| !l.is_empty()),
+        page_cache_strategies: only_last(s.page_cache_last),
         codecs: Some(codecs(s.codecs)),
         threads: Some(s.threads_for(workload)),
         scaling_strategies: s.scaling_strategies_for(workload),
@@ -354,6 +374,9 @@ pub fn emulated_options(workload: &str, s: &Scale, seed: u64) -> SweepOptions {
         },
         threads: Some(vec![s.most_threads()]),
         storage: Some(vec!["paper-ceph-hdd".into()]),
+        // Every strategy: they are compared here (the local sweep may run the last alone).
+        strategies: None,
+        page_cache_strategies: None,
         // The emulation models reading from the device: no cache of any kind.
         cache: Some(s.cache.to_vec()),
         app_cache_strategies: None,

@@ -56,6 +56,50 @@ fn quick_cuts_dimensions_not_epoch_length() {
     assert_eq!(scale(ScaleName::Paper).min_epoch_s, None);
 }
 
+/// Quick runs the page-cache epoch only where a check reads it (each workload's last
+/// strategy: 4a-4d, and the synthetic arrays' `decoded`: 5b), and CV, whose strategies the
+/// emulated sweep compares, only its last on the local disk; medium runs both whole.
+#[test]
+fn quick_runs_the_page_cache_epochs_and_local_strategies_its_checks_read() {
+    let quick = scale(ScaleName::Quick);
+    let last = |s: &str| Some(vec![s.to_string()]);
+    let cv = sweep_options("cv", &quick, 0);
+    assert_eq!(cv.strategies, last("pixel-centered"));
+    assert_eq!(cv.page_cache_strategies, last("pixel-centered"));
+    let mp3 = sweep_options("mp3", &quick, 0);
+    assert!(mp3.strategies.is_none(), "MP3 has no emulated sweep");
+    assert_eq!(mp3.page_cache_strategies, last("spectrogram-encoded"));
+    let synthetic = sweep_options("synthetic-reading", &quick, 0);
+    assert_eq!(synthetic.page_cache_strategies, last("decoded"));
+    // The emulated sweep compares every strategy, cold; 4d reads CV's last, both epochs.
+    let emulated = emulated_options("cv", &quick, 0);
+    assert!(emulated.strategies.is_none() && emulated.page_cache_strategies.is_none());
+    let limited = limited_options(&quick, 0);
+    assert_eq!(limited.strategies, limited.page_cache_strategies);
+    let engine = crate::measure::online::engine("tf-data").unwrap();
+    let tf = loader_sweep(cv.clone(), &quick, engine, "tf-data");
+    assert_eq!(tf.strategies, cv.strategies);
+    assert_eq!(tf.page_cache_strategies, cv.page_cache_strategies);
+    // The plan: a cold run of another strategy takes its cold epoch alone, under another id.
+    let w = workloads::load("mp3").unwrap();
+    let plan = crate::plan::matrix::Plan::new(&w, &mp3).unwrap();
+    let epochs = |name: &str, cache: CacheMode| {
+        let cell = plan
+            .cells
+            .iter()
+            .find(|c| c.strategy.name == name && c.cache == cache);
+        cell.map(|c| plan.epochs_of(c))
+    };
+    assert_eq!(epochs("decoded", CacheMode::Cold), Some(1));
+    assert_eq!(epochs("spectrogram-encoded", CacheMode::Cold), Some(2));
+    assert_eq!(epochs("spectrogram-encoded", CacheMode::App), Some(2));
+    let medium = scale(ScaleName::Medium);
+    for w in ["cv", "mp3"] {
+        let opts = sweep_options(w, &medium, 0);
+        assert!(opts.strategies.is_none() && opts.page_cache_strategies.is_none());
+    }
+}
+
 #[test]
 fn another_loader_runs_whole_pipelines_only() {
     let quick = scale(ScaleName::Quick);

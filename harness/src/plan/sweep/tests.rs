@@ -177,6 +177,59 @@ fn the_application_cache_can_be_limited_to_some_strategies_at_the_most_threads()
 }
 
 #[test]
+fn the_page_cache_epochs_can_be_limited_to_some_strategies() {
+    let mut opts = SweepOptions {
+        workload: "cv".into(),
+        strategies: Some(vec!["unprocessed".into(), "pixel-centered".into()]),
+        codecs: Some(vec![Codec::None]),
+        threads: Some(vec![2]),
+        cache: Some(vec![CacheMode::Cold, CacheMode::App]),
+        trials: Some(1),
+        page_cache_strategies: Some(vec!["pixel-centered".into()]),
+        ..Default::default()
+    };
+    let plan = Plan::new(&cv(), &opts).unwrap();
+    let epochs: Vec<(&str, CacheMode, u64)> = (plan.cells.iter())
+        .map(|c| (c.strategy.name.as_str(), c.cache, plan.epochs_of(c)))
+        .collect();
+    assert_eq!(
+        epochs,
+        vec![
+            ("unprocessed", CacheMode::Cold, 1),
+            ("pixel-centered", CacheMode::Cold, 2),
+            ("pixel-centered", CacheMode::App, 2),
+        ]
+    );
+    // A run of one epoch is another definition: its own id, and its spec runs one epoch.
+    let w = cv();
+    let whole = Plan::new(
+        &w,
+        &SweepOptions {
+            page_cache_strategies: None,
+            ..opts.clone()
+        },
+    );
+    let whole = whole.unwrap();
+    assert_ne!(
+        plan.run_id(&w, 0, &plan.cells[0]),
+        whole.run_id(&w, 0, &whole.cells[0])
+    );
+    assert_eq!(
+        plan.run_id(&w, 0, &plan.cells[1]),
+        whole.run_id(&w, 0, &whole.cells[1])
+    );
+    let settings = crate::plan::settings::Settings::default();
+    let spec = plan.spec(&plan.cells[0], "r".into(), None, &settings);
+    assert_eq!(spec.epochs, 1);
+    opts.page_cache_strategies = Some(vec!["decoded".into()]);
+    let err = Plan::new(&cv(), &opts).err().unwrap().to_string();
+    assert!(
+        err.contains("`decoded`") && err.contains("does not run"),
+        "{err}"
+    );
+}
+
+#[test]
 fn trials_asked_for_run_once_and_reuse_the_stores_verdict() {
     use crate::analysis::cells::CellKey;
     use crate::measure::cache::EvictPolicy;
