@@ -173,17 +173,17 @@ fn check_subsets(
              cache would be held inside the limit: run --cache app without it"
         );
     }
-    for name in opts.scaling_strategies.iter().flatten() {
-        anyhow::ensure!(
-            strategies.iter().any(|s| &s.name == name),
-            "thread scaling asked of `{name}`, which this sweep does not run"
-        );
-    }
-    for name in opts.page_cache_strategies.iter().flatten() {
-        anyhow::ensure!(
-            strategies.iter().any(|s| &s.name == name),
-            "the page-cache epochs asked of `{name}`, which this sweep does not run"
-        );
+    let asked = [
+        ("thread scaling", &opts.scaling_strategies),
+        ("the page-cache epochs", &opts.page_cache_strategies),
+    ];
+    for (what, names) in asked {
+        for name in names.iter().flatten() {
+            anyhow::ensure!(
+                strategies.iter().any(|s| &s.name == name),
+                "{what} asked of `{name}`, which this sweep does not run"
+            );
+        }
     }
     for name in opts.app_cache_strategies.iter().flatten() {
         anyhow::ensure!(
