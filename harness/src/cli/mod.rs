@@ -117,7 +117,7 @@ pub enum Command {
     /// Generate the datasets, sweep every reference workload at a scale, write the report.
     #[command(after_help = "Examples:\n  \
         prepbench reproduce --scale quick                  about 20 minutes on 2 cores\n  \
-        prepbench reproduce --loaders native,tf-data       also under tf.data: 25-29 minutes\n  \
+        prepbench reproduce --loaders native,tf-data       also under tf.data: about 31 minutes\n  \
         prepbench reproduce --scale medium --out results/medium --seed 1")]
     Reproduce {
         /// How much to run: `quick` (about 20 minutes on 2 cores, epochs of a second or more)
