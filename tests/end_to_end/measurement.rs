@@ -270,6 +270,85 @@ fn a_store_is_released_once_made_where_memory_goes_back() {
     assert!(resident < 5.0, "{resident} % of a store just made resident");
 }
 
+/// A store of prepbench's own engine is sized from the model, and its cold epoch is timed
+/// before its runs: a calibration that errs (here one claiming 10 ms to deserialize a 10 KB
+/// record, where the model then sizes the store at the dataset, read cold in milliseconds)
+/// still gives epochs that last the floor (half of it at least, here, where epochs are
+/// hundredths of a second), the store made again larger and its size recorded.
+/// A resumed sweep reads the same store without timing it again.
+#[test]
+fn a_store_the_model_sizes_short_is_timed_and_grown_so_its_epochs_last_the_floor() {
+    let work = tempfile::tempdir().unwrap();
+    let at = |p: &str| work.path().join(p).to_str().unwrap().to_string();
+    let yaml = work.path().join("tiny.yaml");
+    std::fs::write(
+        &yaml,
+        "name: tiny\ndataset:\n  kind: synthetic\n  samples: 500\n  seed: 0\n  options: \
+         {dtype: float32, mb_per_sample: 0.01}\nsteps:\n  - name: concatenated\n    op: \
+         read_file\n  - name: decoded\n    op: decode_npy\n",
+    )
+    .unwrap();
+    let places = argv![
+        "--strategies decoded --data-dir",
+        at("data"),
+        "--store-dir",
+        at("stores"),
+        "--out",
+        at("out")
+    ];
+    let mut calibrate = argv!["calibrate", yaml.to_str().unwrap(), "--quiet"];
+    calibrate.extend(places.iter().cloned());
+    prepbench_ok(&calibrate);
+    let manifest = work.path().join("out/manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    m["calibration"]["strategies"]["tiny/decoded/none"]["deserialize_s"] = serde_json::json!(0.01);
+    std::fs::write(&manifest, m.to_string()).unwrap();
+
+    let sweep = |trials: &str| {
+        let mut args = argv![
+            "sweep",
+            yaml.to_str().unwrap(),
+            "--min-epoch-s 0.05 --threads 1 --epochs 1 --shards 2 --evict fadvise --trials",
+            trials
+        ];
+        args.extend(places.iter().cloned());
+        let out = prepbench(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stderr(&out)
+    };
+    let said = sweep("1");
+    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    assert_eq!(runs.rows.len(), 1);
+    let row = &runs.rows[0];
+    let (samples, seconds) = (runs.num(row, "samples"), runs.num(row, "online_s"));
+    // Grown, unless even the dataset's 500 records read cold in the floor.
+    assert!(
+        (samples > 500.0 && said.contains("its store made again with")) || seconds >= 0.05,
+        "{samples} samples in {seconds} s: {said}"
+    );
+    assert!(seconds >= 0.025, "{samples} samples in {seconds} s: {said}");
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let sizing = &m["sizing"]["tiny"];
+    assert_eq!(
+        sizing["checked"]["decoded/none"].as_f64(),
+        Some(samples),
+        "{m}"
+    );
+    assert_eq!(
+        sizing["stores"]["decoded/none"].as_f64(),
+        Some(samples),
+        "{m}"
+    );
+
+    let said = sweep("2");
+    assert!(!said.contains("made again"), "{said}");
+    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    let read: Vec<f64> = runs.rows.iter().map(|r| runs.num(r, "samples")).collect();
+    assert!(read.len() == 2 && read[0] == read[1], "{read:?}");
+}
+
 /// prepbench's own engine reads a part of the raw files where the dataset holds far more than
 /// its epochs need; the part the calibration predicts is timed before the runs, as a slower
 /// loader's is, and recorded: a calibration that errs (here one claiming 10 ms to read a

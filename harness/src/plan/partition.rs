@@ -105,17 +105,18 @@ fn group(cell: &Cell) -> String {
 }
 
 /// Which shard each cell (by index) belongs to: groups of cells, longest estimated first, on
-/// the least loaded shard; `steps` is the workload's step count.
+/// the least loaded shard; `steps` is the workload's step count, `epochs` a cell's epochs
+/// (`Plan::epochs_of`: a cold cell of a strategy whose page-cache epoch is not run has one).
 pub fn assign(
     cells: &[Cell],
     count: usize,
     steps: usize,
-    epochs: u64,
+    epochs: impl Fn(&Cell) -> u64,
     offline_trials: usize,
 ) -> Vec<usize> {
     let mut groups: BTreeMap<String, (f64, Vec<usize>)> = BTreeMap::new();
     for (i, cell) in cells.iter().enumerate() {
-        let online = (steps.saturating_sub(cell.strategy.split) + 1) as f64 * epochs as f64;
+        let online = (steps.saturating_sub(cell.strategy.split) + 1) as f64 * epochs(cell) as f64;
         let entry = groups.entry(group(cell)).or_insert_with(|| {
             let offline = (cell.strategy.split * offline_trials.max(1)) as f64;
             (offline, Vec::new())
@@ -265,10 +266,14 @@ mod tests {
         .unwrap();
         let steps = workload.steps.len();
         for n in 1..=6 {
-            let owner = assign(&plan.cells, n, steps, 2, 1);
+            let owner = assign(&plan.cells, n, steps, |_| 2, 1);
             assert_eq!(owner.len(), plan.cells.len());
             assert!(owner.iter().all(|&s| s < n), "{n} shards");
-            assert_eq!(owner, assign(&plan.cells, n, steps, 2, 1), "deterministic");
+            assert_eq!(
+                owner,
+                assign(&plan.cells, n, steps, |_| 2, 1),
+                "deterministic"
+            );
             // The cells of one store are on one shard.
             let mut store_owner: BTreeMap<String, usize> = BTreeMap::new();
             for (cell, &s) in plan.cells.iter().zip(&owner) {
@@ -279,6 +284,29 @@ mod tests {
                 let used: BTreeSet<usize> = owner.iter().copied().collect();
                 assert_eq!(used.len(), n, "{n} shards");
             }
+        }
+    }
+
+    /// A group is weighed by its own cells' epochs: given far more than all the others
+    /// together, it has a shard to itself.
+    #[test]
+    fn a_cell_weighs_its_own_epochs() {
+        let workload = workloads::load("cv").unwrap();
+        let plan = Plan::new(
+            &workload,
+            &SweepOptions {
+                workload: "cv".into(),
+                cache: Some(vec![CacheMode::Cold, CacheMode::Warm]),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let steps = workload.steps.len();
+        let heavy = group(&plan.cells[0]);
+        let epochs = |c: &Cell| if group(c) == heavy { 1000 } else { 1 };
+        let owner = assign(&plan.cells, 2, steps, epochs, 1);
+        for (cell, &s) in plan.cells.iter().zip(&owner) {
+            assert_eq!(s == owner[0], group(cell) == heavy, "{}", group(cell));
         }
     }
 }

@@ -30,7 +30,7 @@ const CPU_MARGIN: f64 = 1.3;
 /// epochs against 2.0-2.2 calibrated). Epochs the model predicts CPU-bound get [`CPU_MARGIN`]
 /// (the 20.48 MB synthetic store, predicted bound by deserializing, read 0.92-1.05 s cold in
 /// one quick run at 1.2: the model's CPU estimate erred by more than the margin).
-const LOCAL_READ_MARGIN: f64 = 1.5;
+pub const LOCAL_READ_MARGIN: f64 = 1.5;
 /// Shards of a store read under a storage profile hold, on average, this many times the
 /// profile's small-file cutoff.
 const SHARD_MARGIN: f64 = 1.5;
@@ -113,6 +113,12 @@ pub struct Sizes {
     /// engine, where the dataset as asked for holds far more than its epochs need
     /// ([`RAW_PART_MARGIN`]).
     pub raw_parts: BTreeMap<String, usize>,
+    /// The most items each store may hold (its byte cap, [`MAX_CYCLES`]), by (strategy, codec).
+    pub store_caps: BTreeMap<(String, Codec), usize>,
+    /// The items of the stores whose cold epoch was timed before their runs, as the folder
+    /// recorded them (`SizingEntry::checked`): each store holds at least these, and one
+    /// holding just these is not timed again (`sweep/checks.rs`).
+    pub checked: BTreeMap<(String, Codec), usize>,
 }
 
 impl Sizes {
@@ -130,6 +136,9 @@ impl Sizes {
             capped: self.capped.clone(),
             loader_parts: self.loader_parts.clone(),
             parts_timed_on: BTreeMap::new(),
+            checked: (self.checked.iter())
+                .map(|((s, c), n)| (SizingEntry::store_key(s, c), *n))
+                .collect(),
         }
     }
 
@@ -288,7 +297,8 @@ pub fn sizes(
             ));
         }
         // Both `want` and `cap` are at least the dataset as asked for.
-        out.store_items.insert((name, codec), want.min(cap));
+        out.store_items.insert((name.clone(), codec), want.min(cap));
+        out.store_caps.insert((name, codec), cap);
     }
     out
 }

@@ -16,7 +16,7 @@ pub use crate::plan::options::SweepOptions;
 pub use crate::plan::settings::{Places, Settings};
 use crate::plan::sizing::{self, Sizes};
 use crate::plan::trials::targeted;
-use crate::results::{Calibration, LoaderPart, Manifest, PlanEntry, Verdict};
+use crate::results::{Calibration, LoaderPart, Manifest, PlanEntry, SizingEntry, Verdict};
 
 /// What a sweep did.
 pub struct SweepOutcome {
@@ -292,7 +292,7 @@ fn shard_plan(
             &plan.cells,
             shard.count,
             workload.steps.len(),
-            plan.epochs,
+            |c| plan.epochs_of(c),
             opts.offline_trials,
         );
         plan.cells = plan
@@ -419,6 +419,14 @@ impl<'a> SweepRun<'a> {
                 if let Some(before) = m.sizing.get(key) {
                     entry.keep_from(before);
                 }
+                // Stores timed and grown before (`SweepRun::checked_store`) keep their size.
+                for ((strategy, codec), items) in sizes.store_items.iter_mut() {
+                    let store = SizingEntry::store_key(strategy, codec);
+                    if let Some(&checked) = entry.checked.get(&store) {
+                        *items = (*items).max(checked);
+                        sizes.checked.insert((strategy.clone(), *codec), checked);
+                    }
+                }
                 let holds = entry.parts_that_hold();
                 parts = Some(match parts {
                     None => holds,
@@ -479,6 +487,7 @@ impl<'a> SweepRun<'a> {
     }
 }
 
+mod checks;
 mod online;
 mod parts;
 mod stores;

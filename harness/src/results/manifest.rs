@@ -173,6 +173,12 @@ pub struct SizingEntry {
     /// before it was recorded, where a part was timed on the store `stores` gives.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub parts_timed_on: BTreeMap<String, usize>,
+    /// `strategy/codec` -> the items its store holds since its cold epoch was timed before
+    /// its runs under prepbench's own engine (made again larger where that epoch fell short
+    /// of the floor, `sizing::grown_items`): a resumed sweep reads a store of these and does
+    /// not time it again. Absent in folders written before.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub checked: BTreeMap<String, usize>,
 }
 
 impl SizingEntry {
@@ -215,6 +221,14 @@ impl SizingEntry {
         }
         for (store, items) in &before.stores {
             self.stores.entry(store.clone()).or_insert(*items);
+        }
+        // A store timed and grown holds what it grew to, whatever the model says now.
+        for (store, &items) in &before.checked {
+            let sized = self.stores.entry(store.clone()).or_insert(items);
+            if *sized <= items {
+                *sized = items;
+                self.checked.entry(store.clone()).or_insert(items);
+            }
         }
         for (key, part) in &before.loader_parts {
             if !self.loader_parts.contains_key(key) {

@@ -18,6 +18,7 @@ use std::collections::HashMap;
 
 use workloads::{CacheMode, Codec, StorageProfile, Strategy};
 
+use super::checks::CHECK_MARGIN;
 use super::{Pending, SweepRun, VerdictKey};
 use crate::measure::epochs::RunSpec;
 use crate::measure::session::Materialized;
@@ -29,6 +30,10 @@ use crate::results::{LoaderPart, Manifest, SizingEntry};
 /// unjudged (at 1.2 a quick reproduction's 20.48 MB synthetic epochs under tf.data lasted 0.87
 /// s against a 1 s floor).
 const PART_MARGIN: f64 = 1.5;
+
+/// At most this many cold epochs time a part or a store as its runs read it, each but the
+/// last growing it where it fell short of the floor (`checks.rs` for stores).
+pub(super) const CHECK_ROUNDS: usize = 3;
 
 /// What the runs under a loader slower than the sizing read, by (strategy, codec, loader).
 #[derive(Default)]
@@ -227,7 +232,9 @@ impl SweepRun<'_> {
             self.name, strategy.name
         ));
         let (read, seconds) = loop {
-            let (read, seconds) = self.timed(strategy, (stored, storage), n, loader, threads)?;
+            let probed = (n.into(), false);
+            let (read, seconds) =
+                self.timed(strategy, (stored, storage), probed, loader, threads)?;
             // A probe of a few hundredths of a second errs by its pipeline's start and its
             // first batches (a DataLoader's 410 raw items, timed from their first, gave a part
             // implying about 13,000 samples/s, whose epochs read 5,300): timed again on about
@@ -241,8 +248,7 @@ impl SweepRun<'_> {
             let grow = (floor / seconds).ceil().max(2.0);
             n = ((n as f64 * grow) as usize).min(whole);
         };
-        let need = floor * PART_MARGIN * read / seconds;
-        Ok(match stored {
+        let holding = |need: f64| match stored {
             Some(m) => {
                 let records: Vec<u64> = m.manifest.shards.iter().map(|s| s.records).collect();
                 let n = shards_holding(&records, need, threads);
@@ -253,24 +259,62 @@ impl SweepRun<'_> {
             }
             // An item per thread at least: NILM's are hours, 360 windows each.
             None => ((need.ceil() as usize).max(threads).min(whole)).into(),
-        })
+        };
+        let mut part = holding(floor * PART_MARGIN * read / seconds);
+        if crate::measure::online::is_default(loader) {
+            return Ok(part);
+        }
+        // The part timed as a run reads it, one cold epoch in the process the runs use, and
+        // grown where that fell short: in `quick-bt` tf.data's MP3 `decoded` part, sized from
+        // a probe implying at most 453 records a second, read 690-780 in its runs, in
+        // 0.88-0.98 s epochs against a 1 s floor (6a not testable under tf-data).
+        for _ in 0..CHECK_ROUNDS {
+            let checked = (part, true);
+            let (read, seconds) =
+                self.timed(strategy, (stored, storage), checked, loader, threads)?;
+            if !(seconds > 0.0 && seconds.is_finite()) || seconds >= floor * CHECK_MARGIN {
+                break;
+            }
+            let grown = holding(floor * PART_MARGIN * read / seconds);
+            if grown == part {
+                break;
+            }
+            self.places.progress.note(&format!(
+                "{}: {} under {loader} read its part cold in {seconds:.2} s, under the {floor} \
+                 s floor: {} of {whole} {}, was {}",
+                self.name,
+                strategy.name,
+                grown.n,
+                if stored.is_some() { "shards" } else { "items" },
+                part.n
+            ));
+            part = grown;
+        }
+        Ok(part)
     }
 
-    /// Two cold epochs of (`strategy`) under `loader` on `threads` over the first `n` shards
-    /// of `stored` (the raw files' first `n` items) through `storage`: the records (items)
-    /// read and the faster epoch's seconds.
-    fn timed(
+    /// Two cold epochs of (`strategy`) under `loader` on `threads` over `part` of `stored`
+    /// (its first shards, the raw files' first items) through `storage`: the records (items)
+    /// read and the faster epoch's seconds; with `as_run`, one cold epoch, as a run reads.
+    pub(super) fn timed(
         &self,
         strategy: &Strategy,
         (stored, storage): (Option<&Materialized>, &StorageProfile),
-        n: usize,
+        (part, as_run): (LoaderPart, bool),
         loader: &'static str,
         threads: usize,
     ) -> anyhow::Result<(f64, f64)> {
         let session = &self.executor.session;
-        let first = stored.and_then(|m| m.first_shards(n));
+        let n = part.n;
+        let first = stored.and_then(|m| m.part(n, part.per_shard));
         let read = match first.as_ref().or(stored) {
-            Some(m) => m.manifest.shards.iter().map(|s| s.records as f64).sum(),
+            Some(m) => (m.manifest.shards.iter())
+                .map(|s| {
+                    s.records
+                        .min(m.manifest.records_per_shard.unwrap_or(u64::MAX))
+                        as f64
+                })
+                .sum(),
             None => n.min(session.source.len()) as f64,
         };
         // Two epochs, the faster one taken: a loader's first epoch of a probe is slower than
@@ -285,7 +329,7 @@ impl SweepRun<'_> {
         // epoch of its own: a warm one read CV's raw files in 0.06 s where the profile's cold
         // epochs took 11 s. prepbench's own engine runs in this process, as its runs do: one.
         let native = crate::measure::online::is_default(loader);
-        let (epochs, runs) = match (native, storage.is_passthrough()) {
+        let (epochs, runs) = match (native || as_run, storage.is_passthrough()) {
             (true, _) => (1, 1),
             (false, true) => (2, 1),
             (false, false) => (1, 2),

@@ -1,6 +1,7 @@
 //! The sweep's offline phase: each (strategy, codec) materialized (its offline trials timed
-//! into offline.csv), the stores the online runs read, the part of each that a slower loader
-//! reads (`parts.rs`), and each judged once per loader when `--verify` asks.
+//! into offline.csv), the stores the online runs read (each timed cold once, `checks.rs`),
+//! the part of each that a slower loader reads (`parts.rs`), and each judged once per loader
+//! when `--verify` asks.
 
 use std::collections::HashMap;
 
@@ -61,6 +62,7 @@ impl SweepRun<'_> {
                     )?
                 }
             };
+            let m = self.checked_store((strategy, *codec), m, (pending, sizes))?;
             for loader in self.plan.loaders() {
                 let key = (strategy.name.clone(), *codec, loader);
                 if let Some(part) = self

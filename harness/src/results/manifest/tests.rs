@@ -69,6 +69,27 @@ fn a_part_holds_across_a_sweep_that_sized_its_store_for_another_storage() {
     );
 }
 
+/// A store whose cold epoch was timed and grown keeps what it grew to in a later sweep of the
+/// same condition, whose model sizes it as before (smaller), and is not timed again; where the
+/// model now asks for more, the model's size wins and is timed again.
+#[test]
+fn a_store_timed_and_grown_keeps_its_size_until_the_model_asks_for_more() {
+    let mut first = entry(&[("aggregated/none", 286_560)], 2160, &[]);
+    first.stores.insert("aggregated/none".into(), 632_118);
+    first.checked.insert("aggregated/none".into(), 632_118);
+    let mut resumed = entry(&[("aggregated/none", 286_560)], 2160, &[]);
+    resumed.keep_from(&first);
+    assert_eq!(resumed.stores["aggregated/none"], 632_118);
+    assert_eq!(resumed.checked["aggregated/none"], 632_118);
+    let text = serde_json::to_string(&resumed).unwrap();
+    let read: SizingEntry = serde_json::from_str(&text).unwrap();
+    assert_eq!(read, resumed);
+    let mut larger = entry(&[("aggregated/none", 700_000)], 2160, &[]);
+    larger.keep_from(&first);
+    assert_eq!(larger.stores["aggregated/none"], 700_000);
+    assert!(larger.checked.is_empty(), "{larger:?}");
+}
+
 fn entry(stores: &[(&str, usize)], items: usize, parts: &[(&str, usize)]) -> SizingEntry {
     SizingEntry {
         min_epoch_s: 1.0,
@@ -81,6 +102,7 @@ fn entry(stores: &[(&str, usize)], items: usize, parts: &[(&str, usize)]) -> Siz
             .map(|(k, v)| (k.to_string(), (*v).into()))
             .collect(),
         parts_timed_on: BTreeMap::new(),
+        checked: BTreeMap::new(),
     }
 }
 
