@@ -280,8 +280,8 @@ impl SweepRun<'_> {
                 break;
             }
             self.places.progress.note(&format!(
-                "{}: {} under {loader} read its part cold in {seconds:.2} s, under the {floor} \
-                 s floor: {} of {whole} {}, was {}",
+                "{}: {} under {loader} read its part cold in {seconds:.2} s, under \
+                 {CHECK_MARGIN} times the {floor} s floor: {} of {whole} {}, was {}",
                 self.name,
                 strategy.name,
                 grown.n,
