@@ -39,6 +39,12 @@ const SHARD_MARGIN: f64 = 1.5;
 /// calibration's first epoch scaled, so they get a margin over [`MARGIN`] (quick's thousand
 /// CV photographs read in 10 s epochs under the emulated storage, where the floor is 1 s).
 const RAW_PART_MARGIN: f64 = 1.5;
+/// A store's timed cold epoch under this many times the floor makes it again larger
+/// (`sweep/checks.rs`): runs of one setting spread by a tenth or so around it.
+pub const CHECK_MARGIN: f64 = 1.15;
+/// At most this many cold epochs time a part or a store as its runs read it, each but the
+/// last growing it where it fell short of the floor (`sweep/checks.rs`, `sweep/parts.rs`).
+pub const CHECK_ROUNDS: usize = 3;
 /// A store repeats its source at most this many times.
 pub const MAX_CYCLES: usize = 1024;
 /// A sized store holds at most this many bytes (uncompressed estimate from the calibration),

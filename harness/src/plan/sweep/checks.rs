@@ -10,15 +10,11 @@
 
 use workloads::{Codec, StorageProfile, Strategy};
 
-use super::parts::CHECK_ROUNDS;
 use super::{Pending, SweepRun};
 use crate::measure::session::Materialized;
-use crate::plan::sizing::{self, Sizes};
+use crate::plan::sizing::{self, Sizes, CHECK_MARGIN, CHECK_ROUNDS};
 use crate::results::{Manifest, SizingEntry};
 
-/// A store's timed cold epoch under this many times the floor makes it again larger
-/// ([`grown_items`]): runs of one setting spread by a tenth or so around it.
-pub const CHECK_MARGIN: f64 = 1.15;
 /// The items a store of `items` should hold where its cold epoch, timed at the most threads
 /// its runs use, lasted `seconds`, for epochs of `floor_s`: `None` where it lasted
 /// [`CHECK_MARGIN`] times the floor or more (or was not timed); else the items it reads in

@@ -18,11 +18,10 @@ use std::collections::HashMap;
 
 use workloads::{CacheMode, Codec, StorageProfile, Strategy};
 
-use super::checks::CHECK_MARGIN;
 use super::{Pending, SweepRun, VerdictKey};
 use crate::measure::epochs::RunSpec;
 use crate::measure::session::Materialized;
-use crate::plan::sizing::Sizes;
+use crate::plan::sizing::{Sizes, CHECK_MARGIN, CHECK_ROUNDS};
 use crate::results::{LoaderPart, Manifest, SizingEntry};
 
 /// Parts aim this much above the floor, more than the model's sizing does (`sizing::MARGIN`):
@@ -30,10 +29,6 @@ use crate::results::{LoaderPart, Manifest, SizingEntry};
 /// unjudged (at 1.2 a quick reproduction's 20.48 MB synthetic epochs under tf.data lasted 0.87
 /// s against a 1 s floor).
 const PART_MARGIN: f64 = 1.5;
-
-/// At most this many cold epochs time a part or a store as its runs read it, each but the
-/// last growing it where it fell short of the floor (`checks.rs` for stores).
-pub(super) const CHECK_ROUNDS: usize = 3;
 
 /// What the runs under a loader slower than the sizing read, by (strategy, codec, loader).
 #[derive(Default)]
