@@ -270,6 +270,70 @@ fn a_store_is_released_once_made_where_memory_goes_back() {
     assert!(resident < 5.0, "{resident} % of a store just made resident");
 }
 
+/// A workload of `samples` synthetic 10 KB arrays (`tiny`), calibrated for `strategy`, whose
+/// recorded calibration then claims `field` of that strategy takes `claimed` seconds a sample;
+/// its sweeps with `flags` (and `--trials`) give their stderr.
+struct Miscalibrated {
+    work: tempfile::TempDir,
+    yaml: String,
+    places: Vec<String>,
+}
+
+impl Miscalibrated {
+    fn new(samples: usize, strategy: &str, (field, claimed): (&str, f64)) -> Miscalibrated {
+        let work = tempfile::tempdir().unwrap();
+        let at = |p: &str| work.path().join(p).to_str().unwrap().to_string();
+        let yaml = at("tiny.yaml");
+        std::fs::write(
+            &yaml,
+            format!(
+                "name: tiny\ndataset:\n  kind: synthetic\n  samples: {samples}\n  seed: 0\n  \
+                 options: {{dtype: float32, mb_per_sample: 0.01}}\nsteps:\n  - name: \
+                 concatenated\n    op: read_file\n  - name: decoded\n    op: decode_npy\n"
+            ),
+        )
+        .unwrap();
+        let places = argv![
+            "--strategies",
+            strategy,
+            "--data-dir",
+            at("data"),
+            "--store-dir",
+            at("stores"),
+            "--out",
+            at("out")
+        ];
+        let mut calibrate = argv!["calibrate", yaml.as_str(), "--quiet"];
+        calibrate.extend(places.iter().cloned());
+        prepbench_ok(&calibrate);
+        let made = Miscalibrated { work, yaml, places };
+        let mut m = made.manifest();
+        m["calibration"]["strategies"][format!("tiny/{strategy}/none")][field] =
+            serde_json::json!(claimed);
+        std::fs::write(made.path("out/manifest.json"), m.to_string()).unwrap();
+        made
+    }
+
+    fn path(&self, p: &str) -> std::path::PathBuf {
+        self.work.path().join(p)
+    }
+
+    fn manifest(&self) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(self.path("out/manifest.json")).unwrap())
+            .unwrap()
+    }
+
+    fn sweep(&self, flags: &str, trials: &str) -> String {
+        let mut args = argv!["sweep", self.yaml.as_str()];
+        args.extend(flags.split_whitespace().map(String::from));
+        args.extend(argv!["--evict fadvise --trials", trials]);
+        args.extend(self.places.iter().cloned());
+        let out = prepbench(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stderr(&out)
+    }
+}
+
 /// A store of prepbench's own engine is sized from the model, and its cold epoch is timed
 /// before its runs: a calibration that errs (here one claiming 10 ms to deserialize a 10 KB
 /// record, where the model then sizes the store at the dataset, read cold in milliseconds)
@@ -278,47 +342,10 @@ fn a_store_is_released_once_made_where_memory_goes_back() {
 /// A resumed sweep reads the same store without timing it again.
 #[test]
 fn a_store_the_model_sizes_short_is_timed_and_grown_so_its_epochs_last_the_floor() {
-    let work = tempfile::tempdir().unwrap();
-    let at = |p: &str| work.path().join(p).to_str().unwrap().to_string();
-    let yaml = work.path().join("tiny.yaml");
-    std::fs::write(
-        &yaml,
-        "name: tiny\ndataset:\n  kind: synthetic\n  samples: 500\n  seed: 0\n  options: \
-         {dtype: float32, mb_per_sample: 0.01}\nsteps:\n  - name: concatenated\n    op: \
-         read_file\n  - name: decoded\n    op: decode_npy\n",
-    )
-    .unwrap();
-    let places = argv![
-        "--strategies decoded --data-dir",
-        at("data"),
-        "--store-dir",
-        at("stores"),
-        "--out",
-        at("out")
-    ];
-    let mut calibrate = argv!["calibrate", yaml.to_str().unwrap(), "--quiet"];
-    calibrate.extend(places.iter().cloned());
-    prepbench_ok(&calibrate);
-    let manifest = work.path().join("out/manifest.json");
-    let mut m: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
-    m["calibration"]["strategies"]["tiny/decoded/none"]["deserialize_s"] = serde_json::json!(0.01);
-    std::fs::write(&manifest, m.to_string()).unwrap();
-
-    let sweep = |trials: &str| {
-        let mut args = argv![
-            "sweep",
-            yaml.to_str().unwrap(),
-            "--min-epoch-s 0.05 --threads 1 --epochs 1 --shards 2 --evict fadvise --trials",
-            trials
-        ];
-        args.extend(places.iter().cloned());
-        let out = prepbench(&args);
-        assert!(out.status.success(), "{}", stderr(&out));
-        stderr(&out)
-    };
-    let said = sweep("1");
-    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    let tiny = Miscalibrated::new(500, "decoded", ("deserialize_s", 0.01));
+    let flags = "--min-epoch-s 0.05 --threads 1 --epochs 1 --shards 2";
+    let said = tiny.sweep(flags, "1");
+    let runs = Csv::read(&tiny.path("out/runs.csv"));
     assert_eq!(runs.rows.len(), 1);
     let row = &runs.rows[0];
     let (samples, seconds) = (runs.num(row, "samples"), runs.num(row, "online_s"));
@@ -328,8 +355,7 @@ fn a_store_the_model_sizes_short_is_timed_and_grown_so_its_epochs_last_the_floor
         "{samples} samples in {seconds} s: {said}"
     );
     assert!(seconds >= 0.025, "{samples} samples in {seconds} s: {said}");
-    let m: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let m = tiny.manifest();
     let sizing = &m["sizing"]["tiny"];
     assert_eq!(
         sizing["checked"]["decoded/none"].as_f64(),
@@ -342,9 +368,9 @@ fn a_store_the_model_sizes_short_is_timed_and_grown_so_its_epochs_last_the_floor
         "{m}"
     );
 
-    let said = sweep("2");
+    let said = tiny.sweep(flags, "2");
     assert!(!said.contains("made again"), "{said}");
-    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    let runs = Csv::read(&tiny.path("out/runs.csv"));
     let read: Vec<f64> = runs.rows.iter().map(|r| runs.num(r, "samples")).collect();
     assert!(read.len() == 2 && read[0] == read[1], "{read:?}");
 }
@@ -357,48 +383,11 @@ fn a_store_the_model_sizes_short_is_timed_and_grown_so_its_epochs_last_the_floor
 /// sweep reads the same part without timing it again.
 #[test]
 fn the_raw_part_a_calibration_predicts_is_timed_so_a_wrong_calibration_leaves_no_short_epochs() {
-    let work = tempfile::tempdir().unwrap();
-    let at = |p: &str| work.path().join(p).to_str().unwrap().to_string();
-    let yaml = work.path().join("tiny.yaml");
-    std::fs::write(
-        &yaml,
-        "name: tiny\ndataset:\n  kind: synthetic\n  samples: 20000\n  seed: 0\n  options: \
-         {dtype: float32, mb_per_sample: 0.01}\nsteps:\n  - name: concatenated\n    op: \
-         read_file\n  - name: decoded\n    op: decode_npy\n",
-    )
-    .unwrap();
-    let places = argv![
-        "--strategies unprocessed --data-dir",
-        at("data"),
-        "--store-dir",
-        at("stores"),
-        "--out",
-        at("out")
-    ];
-    let mut calibrate = argv!["calibrate", yaml.to_str().unwrap(), "--quiet"];
-    calibrate.extend(places.iter().cloned());
-    prepbench_ok(&calibrate);
-    let manifest = work.path().join("out/manifest.json");
-    let mut m: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
-    m["calibration"]["strategies"]["tiny/unprocessed/none"]["read_s"] = serde_json::json!(0.01);
-    std::fs::write(&manifest, m.to_string()).unwrap();
-
-    let sweep = |trials: &str| {
-        let mut args = argv![
-            "sweep",
-            yaml.to_str().unwrap(),
-            "--min-epoch-s 0.2 --threads 2 --epochs 1 --evict fadvise --trials",
-            trials
-        ];
-        args.extend(places.iter().cloned());
-        let out = prepbench(&args);
-        assert!(out.status.success(), "{}", stderr(&out));
-        stderr(&out)
-    };
-    let said = sweep("1");
+    let tiny = Miscalibrated::new(20000, "unprocessed", ("read_s", 0.01));
+    let flags = "--min-epoch-s 0.2 --threads 2 --epochs 1";
+    let said = tiny.sweep(flags, "1");
     assert!(said.contains("timing unprocessed under native"), "{said}");
-    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    let runs = Csv::read(&tiny.path("out/runs.csv"));
     assert_eq!(runs.rows.len(), 1);
     let row = &runs.rows[0];
     let (samples, seconds) = (runs.num(row, "samples"), runs.num(row, "online_s"));
@@ -407,17 +396,16 @@ fn the_raw_part_a_calibration_predicts_is_timed_so_a_wrong_calibration_leaves_no
         samples == 20000.0 || seconds >= 0.1,
         "{samples} samples in {seconds} s"
     );
-    let m: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let m = tiny.manifest();
     let recorded = &m["sizing"]["tiny"]["loader_parts"]["native:unprocessed/none"];
     assert!(
         samples == 20000.0 || recorded.as_f64() == Some(samples),
         "{m}"
     );
 
-    let said = sweep("2");
+    let said = tiny.sweep(flags, "2");
     assert!(!said.contains("to size its epochs"), "{said}");
-    let runs = Csv::read(&work.path().join("out/runs.csv"));
+    let runs = Csv::read(&tiny.path("out/runs.csv"));
     let read: Vec<f64> = runs.rows.iter().map(|r| runs.num(r, "samples")).collect();
     assert!(read.len() == 2 && read[0] == read[1], "{read:?}");
 }
