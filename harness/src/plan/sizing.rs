@@ -45,6 +45,13 @@ pub const CHECK_MARGIN: f64 = 1.15;
 /// At most this many cold epochs time a part or a store as its runs read it, each but the
 /// last growing it where it fell short of the floor (`sweep/checks.rs`, `sweep/parts.rs`).
 pub const CHECK_ROUNDS: usize = 3;
+
+/// Whether a cold epoch timed before the runs (a store's or a loader part's) lasted under
+/// [`CHECK_MARGIN`] times the floor `floor_s`; not where it was not timed (no finite,
+/// positive seconds).
+pub fn short_of(seconds: f64, floor_s: f64) -> bool {
+    seconds > 0.0 && seconds.is_finite() && seconds < floor_s * CHECK_MARGIN
+}
 /// A store repeats its source at most this many times.
 pub const MAX_CYCLES: usize = 1024;
 /// A sized store holds at most this many bytes (uncompressed estimate from the calibration),
@@ -142,9 +149,9 @@ impl Sizes {
             capped: self.capped.clone(),
             loader_parts: self.loader_parts.clone(),
             parts_timed_on: BTreeMap::new(),
-            checked: (self.checked.iter())
-                .map(|((s, c), n)| (SizingEntry::store_key(s, c), *n))
-                .collect(),
+            // Recorded by the checks themselves (`sweep/checks.rs`) and carried over by
+            // `SizingEntry::keep_from`.
+            checked: BTreeMap::new(),
         }
     }
 

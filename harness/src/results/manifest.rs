@@ -175,7 +175,7 @@ pub struct SizingEntry {
     pub parts_timed_on: BTreeMap<String, usize>,
     /// `strategy/codec` -> the items its store holds since its cold epoch was timed before
     /// its runs under prepbench's own engine (made again larger where that epoch fell short
-    /// of the floor, `sizing::grown_items`): a resumed sweep reads a store of these and does
+    /// of the floor, `plan/sweep/checks.rs`): a resumed sweep reads a store of these and does
     /// not time it again. Absent in folders written before.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub checked: BTreeMap<String, usize>,

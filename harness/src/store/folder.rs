@@ -261,6 +261,13 @@ impl StoreManifest {
             .sum()
     }
 
+    /// The records a run of these shards reads: all of them, or of each its first
+    /// `records_per_shard` ([`StoreManifest::part_bytes`]).
+    pub fn part_records(&self) -> u64 {
+        let cap = self.records_per_shard.unwrap_or(u64::MAX);
+        self.shards.iter().map(|s| s.records.min(cap)).sum()
+    }
+
     /// How many times the store repeats its source (1 when it does not cycle).
     pub fn cycles(&self) -> f64 {
         if self.source_items == 0 {

@@ -23,7 +23,7 @@ use crate::results::{Manifest, SizingEntry};
 /// `aggregated` store, predicted CPU-bound at 220,000 samples a second at 2 threads, read
 /// 359,000-467,000 (`quick-bt`: 0.61-0.80 s epochs against a 1 s floor, 6b not testable).
 pub fn grown_items(items: usize, seconds: f64, floor_s: f64, cap: usize) -> Option<(usize, bool)> {
-    if !(seconds > 0.0 && seconds.is_finite()) || seconds >= floor_s * CHECK_MARGIN {
+    if !sizing::short_of(seconds, floor_s) {
         return None;
     }
     let want = (items as f64 * floor_s * sizing::LOCAL_READ_MARGIN / seconds).ceil() as usize;

@@ -21,7 +21,7 @@ use workloads::{CacheMode, Codec, StorageProfile, Strategy};
 use super::{Pending, SweepRun, VerdictKey};
 use crate::measure::epochs::RunSpec;
 use crate::measure::session::Materialized;
-use crate::plan::sizing::{Sizes, CHECK_MARGIN, CHECK_ROUNDS};
+use crate::plan::sizing::{short_of, Sizes, CHECK_MARGIN, CHECK_ROUNDS};
 use crate::results::{LoaderPart, Manifest, SizingEntry};
 
 /// Parts aim this much above the floor, more than the model's sizing does (`sizing::MARGIN`):
@@ -267,7 +267,7 @@ impl SweepRun<'_> {
             let checked = (part, true);
             let (read, seconds) =
                 self.timed(strategy, (stored, storage), checked, loader, threads)?;
-            if !(seconds > 0.0 && seconds.is_finite()) || seconds >= floor * CHECK_MARGIN {
+            if !short_of(seconds, floor) {
                 break;
             }
             let grown = holding(floor * PART_MARGIN * read / seconds);
@@ -303,13 +303,7 @@ impl SweepRun<'_> {
         let n = part.n;
         let first = stored.and_then(|m| m.part(n, part.per_shard));
         let read = match first.as_ref().or(stored) {
-            Some(m) => (m.manifest.shards.iter())
-                .map(|s| {
-                    s.records
-                        .min(m.manifest.records_per_shard.unwrap_or(u64::MAX))
-                        as f64
-                })
-                .sum(),
+            Some(m) => m.manifest.part_records() as f64,
             None => n.min(session.source.len()) as f64,
         };
         // Two epochs, the faster one taken: a loader's first epoch of a probe is slower than
