@@ -255,37 +255,24 @@ impl SweepRun<'_> {
             // An item per thread at least: NILM's are hours, 360 windows each.
             None => ((need.ceil() as usize).max(threads).min(whole)).into(),
         };
-        let mut part = holding(floor * PART_MARGIN * read / seconds);
+        let part = holding(floor * PART_MARGIN * read / seconds);
         if crate::measure::online::is_default(loader) {
             return Ok(part);
         }
-        // The part timed as a run reads it, one cold epoch in the process the runs use, and
-        // grown where that fell short: in `quick-bt` tf.data's MP3 `decoded` part, sized from
-        // a probe implying at most 453 records a second, read 690-780 in its runs, in
-        // 0.88-0.98 s epochs against a 1 s floor (6a not testable under tf-data).
-        for _ in 0..CHECK_ROUNDS {
-            let checked = (part, true);
-            let (read, seconds) =
-                self.timed(strategy, (stored, storage), checked, loader, threads)?;
-            if !short_of(seconds, floor) {
-                break;
-            }
-            let grown = holding(floor * PART_MARGIN * read / seconds);
-            if grown == part {
-                break;
-            }
-            self.places.progress.note(&format!(
-                "{}: {} under {loader} read its part cold in {seconds:.2} s, under \
-                 {CHECK_MARGIN} times the {floor} s floor: {} of {whole} {}, was {}",
-                self.name,
-                strategy.name,
-                grown.n,
-                if stored.is_some() { "shards" } else { "items" },
-                part.n
-            ));
-            part = grown;
-        }
-        Ok(part)
+        let unit = if stored.is_some() { "shards" } else { "items" };
+        checked_part(
+            part,
+            floor,
+            holding,
+            |part| self.timed(strategy, (stored, storage), (part, true), loader, threads),
+            |seconds, grown, was| {
+                self.places.progress.note(&format!(
+                    "{}: {} under {loader} read its part cold in {seconds:.2} s, under \
+                     {CHECK_MARGIN} times the {floor} s floor: {} of {whole} {unit}, was {}",
+                    self.name, strategy.name, grown.n, was.n
+                ))
+            },
+        )
     }
 
     /// Two cold epochs of (`strategy`) under `loader` on `threads` over `part` of `stored`
@@ -362,6 +349,35 @@ impl SweepRun<'_> {
     }
 }
 
+/// `part` timed as a run reads it, one cold epoch in the process the runs use (`time`: the
+/// records read and the seconds), and made the part `holding` what the rate it read at needs
+/// for `floor` with [`PART_MARGIN`] where that epoch fell short ([`short_of`]), up to
+/// [`CHECK_ROUNDS`] times; each growth said (`said`: the seconds, the grown part, the one it
+/// replaces). A probe errs: in `quick-bt` tf.data's MP3 `decoded` part, sized from a probe
+/// implying at most 453 records a second, read 690-780 in its runs, in 0.88-0.98 s epochs
+/// against a 1 s floor (6a not testable under tf-data).
+fn checked_part(
+    mut part: LoaderPart,
+    floor: f64,
+    holding: impl Fn(f64) -> LoaderPart,
+    mut time: impl FnMut(LoaderPart) -> anyhow::Result<(f64, f64)>,
+    mut said: impl FnMut(f64, LoaderPart, LoaderPart),
+) -> anyhow::Result<LoaderPart> {
+    for _ in 0..CHECK_ROUNDS {
+        let (read, seconds) = time(part)?;
+        if !short_of(seconds, floor) {
+            break;
+        }
+        let grown = holding(floor * PART_MARGIN * read / seconds);
+        if grown == part {
+            break;
+        }
+        said(seconds, grown, part);
+        part = grown;
+    }
+    Ok(part)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,5 +408,48 @@ mod tests {
         // A record per shard (20 MB samples) cannot be cut.
         assert_eq!(per_shard(&[1, 1, 1], 0.5), None);
         assert_eq!(per_shard(&[], 10.0), None);
+    }
+
+    /// A part whose cold epoch as a run reads it falls short of the floor is made the part
+    /// its measured rate needs; one that lasts it is kept; growth stops where the part can
+    /// hold no more (the whole store) and after `CHECK_ROUNDS` rounds.
+    #[test]
+    fn a_part_read_short_as_a_run_reads_it_grows_to_the_rate_measured() {
+        let holding = |need: f64| LoaderPart::from((need.ceil() as usize).min(1000));
+        let check = |start: usize, epochs: &[f64]| {
+            let mut timed = epochs.iter();
+            let mut grew = Vec::new();
+            let part = checked_part(
+                start.into(),
+                1.0,
+                holding,
+                // 100 records a second, whatever the part.
+                |p| Ok((p.n as f64, *timed.next().expect("timed past its rounds"))),
+                |_, grown, was| grew.push((was.n, grown.n)),
+            )
+            .unwrap();
+            (part.n, grew)
+        };
+        // 50 records in 0.5 s: 150 for the floor with the margin; they then last it.
+        assert_eq!(check(50, &[0.5, 1.5]), (150, vec![(50, 150)]));
+        // Long enough at once: kept, timed once.
+        assert_eq!(check(50, &[1.2]), (50, vec![]));
+        // Short three times: grown three times, timed no more.
+        assert_eq!(
+            check(10, &[0.5, 0.5, 0.5]),
+            (270, vec![(10, 30), (30, 90), (90, 270)])
+        );
+        // The whole store already: nothing to grow into.
+        assert_eq!(check(1000, &[0.5]), (1000, vec![]));
+        assert!(CHECK_ROUNDS == 3 && short_of(1.1, 1.0) && !short_of(1.2, 1.0));
+        // A failed epoch stops the check with its error.
+        let failed = checked_part(
+            5.into(),
+            1.0,
+            holding,
+            |_| anyhow::bail!("the loader died"),
+            |_, _, _| {},
+        );
+        assert!(failed.unwrap_err().to_string().contains("loader died"));
     }
 }
