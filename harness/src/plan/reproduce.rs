@@ -155,9 +155,9 @@ pub fn default_out(name: ScaleName) -> PathBuf {
 
 mod loaders;
 mod scales;
-pub use loaders::{loader_emulated_options, loader_limited_options, loader_options};
 #[cfg(test)]
-use loaders::{loader_limited, loader_sweep, reading_sweep};
+use loaders::{loader_emulated, loader_limited, loader_sweep, reading_sweep};
+pub use loaders::{loader_emulated_options, loader_limited_options, loader_options};
 pub use scales::{
     emulated_options, limited_options, scale, sweep_options, Scale, ScaleName, EMULATED, LIMITED,
 };

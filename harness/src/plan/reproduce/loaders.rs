@@ -55,8 +55,9 @@ pub(super) fn sweeps(
 /// The sweep options of `workload` under the emulated paper storage ([`emulated_options`])
 /// under `loader`: findings 2 and 3 judged on the loader's reads of network storage. Its
 /// stores are made once (the native emulated sweep repeats them for 3d, whose offline phase is
-/// prepbench's under every loader). `Ok(Err)` with the reason where the loader cannot run it
-/// here.
+/// prepbench's under every loader); where the scale sweeps it for some strategies alone
+/// ([`Scale::loader_emulated_strategies`]), those, uncompressed. `Ok(Err)` with the reason
+/// where the loader cannot run it here.
 pub fn loader_emulated_options(
     workload: &str,
     s: &Scale,
@@ -70,8 +71,24 @@ pub fn loader_emulated_options(
     if let Some(why) = engine.storage_refusal() {
         return Ok(Err(why));
     }
-    let emulated = emulated_options(workload, s, seed);
-    Ok(Ok(reading_sweep(emulated, engine, loader)))
+    Ok(Ok(loader_emulated(workload, s, seed, engine, loader)))
+}
+
+/// The emulated sweep of `workload` at `s` made the sweep of `engine` (named `loader`)
+/// reading its stores ([`reading_sweep`]), cut to the strategies the scale names for it.
+pub(super) fn loader_emulated(
+    workload: &str,
+    s: &Scale,
+    seed: u64,
+    engine: &dyn crate::measure::online::Engine,
+    loader: &str,
+) -> SweepOptions {
+    let mut emulated = emulated_options(workload, s, seed);
+    if let Some(only) = s.loader_emulated_strategies(workload) {
+        emulated.strategies = Some(only);
+        emulated.codecs = Some(vec![Codec::None]);
+    }
+    reading_sweep(emulated, engine, loader)
 }
 
 /// A native sweep whose stores it makes (`native`: the emulated or the memory-limited one)

@@ -158,11 +158,12 @@ fn a_loaders_sweep_has_the_thread_sweep_and_the_cache_its_claims_need() {
 
 /// Findings 2 and 3 under a loader: at quick, CV swept again under the emulated paper storage
 /// under it, with the codecs it reads of the native emulated sweep's, each store made once
-/// (3d's repeats are the native sweep's); every emulated workload at medium.
+/// (3d's repeats are the native sweep's), and CV2-PNG for 2b's two strategies alone; every
+/// emulated workload whole at medium.
 #[test]
 fn a_loader_sweeps_cv_under_the_emulated_storage_with_the_codecs_it_reads() {
     let quick = scale(ScaleName::Quick);
-    assert_eq!(quick.loader_emulated(), vec!["cv"]);
+    assert_eq!(quick.loader_emulated(), vec!["cv", "cv2-png"]);
     assert_eq!(
         scale(ScaleName::Medium).loader_emulated(),
         EMULATED.to_vec()
@@ -185,6 +186,43 @@ fn a_loader_sweeps_cv_under_the_emulated_storage_with_the_codecs_it_reads() {
     assert_eq!(opts.offline_trials, 1);
     assert_eq!(opts.threads, emulated.threads);
     assert_eq!(opts.cache, emulated.cache);
+    assert_eq!(quick.loader_emulated_strategies("cv"), None);
+    assert_eq!(
+        loader_emulated("cv", &quick, 0, tf, "tf-data").strategies,
+        None
+    );
+}
+
+/// 2b under a loader at quick: CV2-PNG's `unprocessed` and `concatenated` (the cells its
+/// check reads, both in the workload), uncompressed, on the emulated storage at the native
+/// emulated sweep's threads and cold cache; the other strategies and GZIP, which 3a and 3c
+/// read natively, are not swept again. Medium sweeps it whole.
+#[test]
+fn a_loader_sweeps_cv2_png_for_2b_alone_at_quick() {
+    let quick = scale(ScaleName::Quick);
+    let tf = crate::measure::online::engine("tf-data").unwrap();
+    let opts = loader_emulated("cv2-png", &quick, 0, tf, "tf-data");
+    let two = vec!["unprocessed".to_string(), "concatenated".to_string()];
+    assert_eq!(opts.strategies, Some(two.clone()));
+    assert_eq!(opts.codecs, Some(vec![Codec::None]));
+    assert_eq!(opts.storage, Some(vec!["paper-ceph-hdd".to_string()]));
+    assert_eq!(opts.loaders, Some(vec!["tf-data".to_string()]));
+    let native = emulated_options("cv2-png", &quick, 0);
+    assert!(native.codecs.as_ref().is_some_and(|c| c.len() > 1));
+    assert_eq!(opts.threads, native.threads);
+    assert_eq!(opts.cache, native.cache);
+    let w = workloads::load("cv2-png").unwrap();
+    let swept: Vec<String> = w
+        .spec
+        .sweep_strategies()
+        .iter()
+        .map(|s| s.name.clone())
+        .collect();
+    assert!(two.iter().all(|s| swept.contains(s)), "{swept:?}");
+    let medium = scale(ScaleName::Medium);
+    assert_eq!(medium.loader_emulated_strategies("cv2-png"), None);
+    let whole = loader_emulated("cv2-png", &medium, 0, tf, "tf-data");
+    assert_eq!(whole.strategies, None);
 }
 
 /// Finding 4d under a loader: the native memory-limited sweep's last strategy, threads and
