@@ -365,7 +365,7 @@ fn checked_part(
 ) -> anyhow::Result<LoaderPart> {
     for _ in 0..CHECK_ROUNDS {
         let (read, seconds) = time(part)?;
-        if !short_of(seconds, floor) {
+        if !short_of(seconds, floor, CHECK_MARGIN) {
             break;
         }
         let grown = holding(floor * PART_MARGIN * read / seconds);
@@ -441,7 +441,8 @@ mod tests {
         );
         // The whole store already: nothing to grow into.
         assert_eq!(check(1000, &[0.5]), (1000, vec![]));
-        assert!(CHECK_ROUNDS == 3 && short_of(1.1, 1.0) && !short_of(1.2, 1.0));
+        assert!(CHECK_ROUNDS == 3 && short_of(1.1, 1.0, CHECK_MARGIN));
+        assert!(!short_of(1.2, 1.0, CHECK_MARGIN));
         // A failed epoch stops the check with its error.
         let failed = checked_part(
             5.into(),
