@@ -26,6 +26,8 @@ const MIDDLE_WINS: [&str; 4] = ["cv", "cv2-jpg", "cv2-png", "nlp"];
 const SMALL_FILES: [&str; 2] = ["cv", "cv2-jpg"];
 /// Pipelines of large raw files (Cube++ 16-bit PNG, 17 MB).
 const LARGE_FILES: [&str; 1] = ["cv2-png"];
+/// The strategies finding 2 compares: raw files, and their bytes concatenated into records.
+pub const CONCATENATION: [&str; 2] = ["unprocessed", "concatenated"];
 /// The large float strategies the paper found compression pays for.
 const FLOAT_IMAGES: [(&str, &str); 3] = [
     ("cv", "pixel-centered"),
@@ -384,7 +386,8 @@ impl Rules<'_> {
 
     /// concatenated / unprocessed, cold.
     fn concatenation(p: &Pipeline) -> Option<(Figure, Option<String>)> {
-        let (raw, cat) = (p.strategy("unprocessed")?, p.strategy("concatenated")?);
+        let [raw, cat] = CONCATENATION;
+        let (raw, cat) = (p.strategy(raw)?, p.strategy(cat)?);
         Some((over(&cold(cat), &cold(raw)), mechanisms(&[raw, cat])))
     }
 
@@ -392,7 +395,7 @@ impl Rules<'_> {
         Rules::concatenation(p)
             .map(|(figure, mechanism)| {
                 let cells = plain_cells(
-                    &["unprocessed", "concatenated"]
+                    &CONCATENATION
                         .iter()
                         .filter_map(|name| p.strategy(name))
                         .collect::<Vec<_>>(),

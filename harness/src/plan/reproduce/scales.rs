@@ -2,6 +2,7 @@
 
 use workloads::{CacheMode, Codec};
 
+use crate::analysis::findings::rules;
 use crate::plan::settings::Settings;
 use crate::plan::sweep::SweepOptions;
 
@@ -179,11 +180,11 @@ pub fn scale(name: ScaleName) -> Scale {
             emulated: EMULATED,
             loader_workloads: Some(QUICK_LOADER),
             // Findings 2a and 3 under the loader on CV (none and GZIP, the codecs tf.data
-            // reads), cold, 2 threads, and 2b on CV2-PNG's two strategies it compares (about
-            // 30 s under tf.data); CV2-JPG and NLP, the rest of findings 1-3, are left to the
+            // reads), cold, 2 threads, and 2b on CV2-PNG's two strategies it compares (27-33 s
+            // under tf.data in `quick-bx` to `quick-bz`); CV2-JPG and NLP, the rest of findings 1-3, are left to the
             // native sweeps at this scale (docs/decisions.md).
             loader_emulated: Some(&["cv", "cv2-png"]),
-            loader_emulated_only: &[("cv2-png", &["unprocessed", "concatenated"])],
+            loader_emulated_only: &[("cv2-png", &rules::CONCATENATION)],
         },
         ScaleName::Medium => Scale {
             samples: 2000,
@@ -273,8 +274,7 @@ impl Scale {
 
     /// The strategies of `workload` that run below the most threads (`None`: all).
     pub fn scaling_strategies_for(&self, workload: &str) -> Option<Vec<String>> {
-        let (_, strategies) = self.thread_sweeps?.iter().find(|(w, _)| *w == workload)?;
-        (!strategies.is_empty()).then(|| strategies.iter().map(|s| s.to_string()).collect())
+        strategies_named(self.thread_sweeps?, workload)
     }
 
     /// The local workloads this scale sweeps under a loader other than prepbench's own, in
@@ -295,11 +295,7 @@ impl Scale {
     /// The strategies `workload` is swept for under a loader on the emulated storage, where
     /// this scale sweeps it for some alone (`None`: every strategy, with the emulated codecs).
     pub fn loader_emulated_strategies(&self, workload: &str) -> Option<Vec<String>> {
-        let (_, only) = self
-            .loader_emulated_only
-            .iter()
-            .find(|(w, _)| *w == workload)?;
-        Some(only.iter().map(|s| s.to_string()).collect())
+        strategies_named(self.loader_emulated_only, workload)
     }
 
     /// The workloads this scale sweeps, in the reference order.
@@ -310,6 +306,13 @@ impl Scale {
             .filter(|name| self.workloads.is_none_or(|w| w.contains(name)))
             .collect()
     }
+}
+
+/// The strategies a scale's list of (workload, strategies) names for `workload`, where it
+/// names some.
+fn strategies_named(lists: &[(&str, &[&str])], workload: &str) -> Option<Vec<String>> {
+    let (_, strategies) = lists.iter().find(|(w, _)| *w == workload)?;
+    (!strategies.is_empty()).then(|| strategies.iter().map(|s| s.to_string()).collect())
 }
 
 fn codecs(names: &[&str]) -> Vec<Codec> {

@@ -65,13 +65,14 @@ impl SweepRun<'_> {
             let shards = m.manifest.shards.len();
             let whole = (shards.into(), true);
             let (_, seconds) = self.timed(strategy, (Some(&m), &local), whole, engine, threads)?;
+            let read = format!(
+                "{}: {} ({codec}) read cold in {seconds:.2} s at {threads} threads",
+                self.name, strategy.name
+            );
             let Some((grown, capped)) = grown_items(items, seconds, floor, cap) else {
-                if seconds.is_finite() && seconds > 0.0 {
-                    self.places.progress.note(&format!(
-                        "{}: {} ({codec}) read cold in {seconds:.2} s at {threads} threads: its \
-                         store of {items} items kept",
-                        self.name, strategy.name
-                    ));
+                if sizing::was_timed(seconds) {
+                    (self.places.progress)
+                        .note(&format!("{read}: its store of {items} items kept"));
                 }
                 break;
             };
@@ -84,9 +85,7 @@ impl SweepRun<'_> {
                 (false, _) => "its store is at its cap: epochs may stay short".to_string(),
             };
             self.places.progress.note(&format!(
-                "{}: {} ({codec}) read cold in {seconds:.2} s at {threads} threads, under \
-                 {STORE_CHECK_MARGIN} times the {floor} s floor: {what}",
-                self.name, strategy.name
+                "{read}, under {STORE_CHECK_MARGIN} times the {floor} s floor: {what}"
             ));
             if grown == items {
                 break;
