@@ -15,6 +15,7 @@ use crate::analysis::stats::LogEstimate;
 use crate::analysis::view::WorkloadView;
 use crate::results::stages::classify;
 use crate::results::CacheState;
+use pairs::{paired, trial_paired};
 
 /// A cell's throughput as an estimate, or why there is none.
 fn throughput(cell: Option<&Cell>) -> Option<Figure> {
@@ -36,34 +37,6 @@ fn over(a: Option<Figure>, b: Option<Figure>) -> Option<Figure> {
         (Ok(a), Ok(b)) => Ok(a.over(&b)),
         (Err(e), _) | (_, Err(e)) => Err(e),
     })
-}
-
-/// `a` over `b` where their trials are paired, the epochs of one run (a warm epoch over the
-/// cold one before it): the geometric mean of each run's own ratio, whose interval leaves out
-/// the run-to-run spread both epochs share. Independent ([`over`]) when fewer than two runs
-/// have both, or either cell is too short to judge (its reason).
-fn paired(results: &Results, a: Option<&Cell>, b: Option<&Cell>) -> Option<Figure> {
-    let independent = || over(throughput(a), throughput(b));
-    let (a, b) = (a?, b?);
-    if !a.long_enough() || !b.long_enough() {
-        return independent();
-    }
-    let base: std::collections::HashMap<&str, f64> = b
-        .rows
-        .iter()
-        .map(|&i| &results.rows[i])
-        .map(|r| (r.run_id.as_str(), r.throughput_sps))
-        .collect();
-    let logs: Vec<f64> = a
-        .rows
-        .iter()
-        .map(|&i| &results.rows[i])
-        .filter_map(|r| Some((r.throughput_sps / base.get(r.run_id.as_str())?).ln()))
-        .collect();
-    match LogEstimate::of_logs(&logs) {
-        Some(estimate) => Some(Ok(estimate)),
-        None => independent(),
-    }
 }
 
 /// What bound a cell's epochs, from its stages: `cpu-bound (io 10 %, cpu 85 %, ...)`; for a
@@ -149,7 +122,7 @@ fn strategy(results: &Results, view: &WorkloadView, name: &str) -> Strategy {
             };
             Some(Compressed {
                 codec: codec.to_string(),
-                speedup: over(throughput(Some(cell)), cold.clone())?,
+                speedup: trial_paired(results, Some(cell), cold_cell)?,
                 // Per sample: stores sized by time hold different numbers of items.
                 stored_fraction: cold_cell
                     .filter(|c| c.mb_per_sample() > 0.0)
@@ -174,7 +147,7 @@ fn strategy(results: &Results, view: &WorkloadView, name: &str) -> Strategy {
             Some(Scaling {
                 from,
                 to,
-                speedup: over(throughput(high), throughput(low))?,
+                speedup: trial_paired(results, high, low)?,
                 mechanism: bound(from, low)
                     .zip(bound(to, high))
                     .map(|(l, h)| format!("{l}; {h}")),
@@ -196,10 +169,11 @@ fn strategy(results: &Results, view: &WorkloadView, name: &str) -> Strategy {
         name: name.to_string(),
         store_gb: cold_cell.map(|c| c.storage_bytes / 1e9),
         // Each run's warm epoch over its own cold one, the served epoch over the one that
-        // filled the application cache.
+        // filled the application cache; settings of one strategy compared trial by trial
+        // where their trials ran side by side (`pairs`).
         page_cache: paired(results, warm_cell, cold_cell),
         app_cache: paired(results, app_cell, app_fill),
-        app_over_page: over(throughput(app_cell), throughput(warm_cell)),
+        app_over_page: trial_paired(results, app_cell, warm_cell),
         cold,
         cold_mean: cold_cell.map(|c| c.throughput.mean),
         codecs,
@@ -539,6 +513,8 @@ pub fn observations(results: &Results, views: &[&WorkloadView]) -> Observations 
         sizes: size_series(views),
     }
 }
+
+mod pairs;
 
 #[cfg(test)]
 mod explained;

@@ -1,5 +1,6 @@
-//! The sweep's online phase: its pending runs in a seeded random order under one progress
-//! bar, each reading its store (or the part a slower loader reads), then rounds of one more
+//! The sweep's online phase: its pending runs trial by trial, each strategy's runs of a trial
+//! side by side in a seeded random order (`matrix::run_order`), under one progress bar, each
+//! reading its store (or the part a slower loader reads), then rounds of one more
 //! trial for every setting still noisy, up to `--max-trials`.
 
 use workloads::CacheMode;
@@ -7,13 +8,13 @@ use workloads::CacheMode;
 use super::stores::Prepared;
 use super::{Cell, SweepOutcome, SweepRun};
 use crate::measure::epochs::RunSpec;
-use crate::plan::matrix::shuffled;
+use crate::plan::matrix::run_order;
 use crate::plan::run::setting_warnings;
 use crate::plan::trials::more_trials;
 use crate::progress::Progress;
 
 impl SweepRun<'_> {
-    /// The online phase: pending runs in a seeded random order under one progress bar, then
+    /// The online phase: pending runs in [`run_order`] under one progress bar, then
     /// rounds of one more trial for every setting still noisy (as benchmark tools handle
     /// noise), up to `--max-trials`.
     pub(super) fn run_online(
@@ -31,7 +32,7 @@ impl SweepRun<'_> {
             self.max_threads,
             self.plan.cells.iter().any(|c| c.strategy.split > 0),
         );
-        let mut order = shuffled(pending, opts.settings.seed);
+        let mut order = run_order(pending, opts.settings.seed);
         self.executor.session.progress = Progress { quiet: true };
         let bar = places
             .progress
@@ -87,7 +88,7 @@ impl SweepRun<'_> {
             ));
             bar.inc_length(extra.len() as u64);
             self.plan.cells.extend(extra.iter().cloned());
-            order = shuffled(extra, opts.settings.seed ^ round);
+            order = run_order(extra, opts.settings.seed ^ round);
         }
         bar.finish_and_clear();
         warnings.dedup();

@@ -310,6 +310,54 @@ fn shuffling_is_seeded_and_interleaves() {
     assert_eq!(sorted, items);
 }
 
+/// Runs go trial by trial, each strategy's runs of a trial side by side (its codecs and
+/// thread counts, so that the settings a check compares meet the same moment of the machine),
+/// the strategies in a seeded order that differs from trial to trial.
+#[test]
+fn runs_go_trial_by_trial_with_a_strategys_settings_side_by_side() {
+    let opts = SweepOptions {
+        workload: "cv".into(),
+        strategies: Some(vec![
+            "decoded".into(),
+            "resized".into(),
+            "pixel-centered".into(),
+        ]),
+        codecs: Some(vec![Codec::None, Codec::Gzip { level: 6 }]),
+        threads: Some(vec![1, 2]),
+        cache: Some(vec![CacheMode::Cold]),
+        trials: Some(4),
+        ..Default::default()
+    };
+    let plan = Plan::new(&cv(), &opts).unwrap();
+    let order = crate::plan::matrix::run_order(plan.cells.clone(), 7);
+    assert_eq!(order, crate::plan::matrix::run_order(plan.cells.clone(), 7));
+    assert_eq!(order.len(), plan.cells.len());
+    let ids = |cells: &[Cell]| -> HashSet<String> {
+        cells.iter().map(|c| plan.run_id(&cv(), 0, c)).collect()
+    };
+    assert_eq!(ids(&order), ids(&plan.cells), "every run once");
+    assert!(order.windows(2).all(|w| w[0].trial <= w[1].trial));
+    let mut strategy_orders = HashSet::new();
+    for trial in 0..4 {
+        let block: Vec<&str> = (order.iter().filter(|c| c.trial == trial))
+            .map(|c| c.strategy.name.as_str())
+            .collect();
+        assert_eq!(block.len(), 12);
+        let mut runs: Vec<&str> = block.clone();
+        runs.dedup();
+        assert_eq!(runs.len(), 3, "a strategy's runs side by side: {block:?}");
+        strategy_orders.insert(runs.join(","));
+    }
+    assert!(strategy_orders.len() > 1, "{strategy_orders:?}");
+    // Within a strategy the codecs and threads are shuffled, not in the matrix's order.
+    let settings = |seed: u64| -> Vec<(Codec, usize)> {
+        (crate::plan::matrix::run_order(plan.cells.clone(), seed).iter())
+            .map(|c| (c.codec, c.threads))
+            .collect()
+    };
+    assert_ne!(settings(7), settings(8));
+}
+
 /// The application cache is refused, before anything runs or any interpreter is asked, for
 /// a loader that has none (torch: its workers are processes of their own), naming the option
 /// and what to use; prepbench's own engine plans it.
