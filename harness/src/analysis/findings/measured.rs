@@ -1,13 +1,14 @@
 //! Our measurements as [`Observations`]: per workload that reproduces a paper pipeline and per
 //! storage it ran on, the cold throughput and the cache, codec and thread ratios, each a mean
-//! over trials with its interval. A cell whose epochs last less than [`MIN_EPOCH_S`] gives no
-//! figure (its reason says why), and neither does a cell of one trial.
+//! over trials with its interval. A cell whose epochs last less than
+//! [`MIN_EPOCH_S`](crate::analysis::cells::MIN_EPOCH_S) gives no figure (its reason says why),
+//! and neither does a cell of one trial.
 
 use workloads::Codec;
 
-use crate::analysis::cells::{Cell, Results, MIN_EPOCH_S};
+use crate::analysis::cells::{Cell, Results};
 use crate::analysis::findings::observed::{
-    Compressed, Figure, Observations, Pipeline, Scaling, SizePoint, SizeSeries, Storage, Strategy,
+    Compressed, Observations, Pipeline, Scaling, SizePoint, SizeSeries, Storage, Strategy,
     PAPER_THREADS,
 };
 use crate::analysis::report::tables;
@@ -15,29 +16,7 @@ use crate::analysis::stats::LogEstimate;
 use crate::analysis::view::WorkloadView;
 use crate::results::stages::classify;
 use crate::results::CacheState;
-use pairs::{paired, trial_paired};
-
-/// A cell's throughput as an estimate, or why there is none.
-fn throughput(cell: Option<&Cell>) -> Option<Figure> {
-    let cell = cell?;
-    Some(if !cell.long_enough() {
-        Err(format!(
-            "epochs of {:.2} s, under the {MIN_EPOCH_S} s floor",
-            cell.online.median
-        ))
-    } else {
-        LogEstimate::of_mean(&cell.throughput)
-            .ok_or_else(|| format!("{} trial: no interval", cell.throughput.n))
-    })
-}
-
-fn over(a: Option<Figure>, b: Option<Figure>) -> Option<Figure> {
-    let (a, b) = (a?, b?);
-    Some(match (a, b) {
-        (Ok(a), Ok(b)) => Ok(a.over(&b)),
-        (Err(e), _) | (_, Err(e)) => Err(e),
-    })
-}
+use pairs::{over, paired, throughput, trial_paired};
 
 /// What bound a cell's epochs, from its stages: `cpu-bound (io 10 %, cpu 85 %, ...)`; for a
 /// loader that times no stages (its epochs run in its own process), from the CPU its
@@ -147,7 +126,7 @@ fn strategy(results: &Results, view: &WorkloadView, name: &str) -> Strategy {
             Some(Scaling {
                 from,
                 to,
-                speedup: trial_paired(results, high, low)?,
+                speedup: over(throughput(high), throughput(low))?,
                 mechanism: bound(from, low)
                     .zip(bound(to, high))
                     .map(|(l, h)| format!("{l}; {h}")),
@@ -169,11 +148,13 @@ fn strategy(results: &Results, view: &WorkloadView, name: &str) -> Strategy {
         name: name.to_string(),
         store_gb: cold_cell.map(|c| c.storage_bytes / 1e9),
         // Each run's warm epoch over its own cold one, the served epoch over the one that
-        // filled the application cache; settings of one strategy compared trial by trial
-        // where their trials ran side by side (`pairs`).
+        // filled the application cache. A codec against none is compared trial by trial
+        // where their trials ran side by side (`pairs`); thread counts and the application
+        // cache against the page cache are not: their pairs spread as much as the cells apart
+        // (`pairs::MIN_PAIRS`).
         page_cache: paired(results, warm_cell, cold_cell),
         app_cache: paired(results, app_cell, app_fill),
-        app_over_page: trial_paired(results, app_cell, warm_cell),
+        app_over_page: over(throughput(app_cell), throughput(warm_cell)),
         cold,
         cold_mean: cold_cell.map(|c| c.throughput.mean),
         codecs,
@@ -514,7 +495,7 @@ pub fn observations(results: &Results, views: &[&WorkloadView]) -> Observations 
     }
 }
 
-mod pairs;
+pub(crate) mod pairs;
 
 #[cfg(test)]
 mod explained;

@@ -241,10 +241,12 @@ fn across_storage(report: &mut Report, views: &[WorkloadView]) {
 fn paper_comparison(report: &mut Report, found: &[Finding]) {
     report.heading(2, "Paper comparison");
     report.paragraph(format!(
-        "Each finding is split into the claims the paper makes; each claim is judged on the 95 % interval of the ratio it is about: reproduced (the interval lies on the claim's side), contradicted (on the opposite side), not reproduced (the interval lies clear of the claim's side, not wholly on the opposite one), unsettled (the interval reaches onto the claim's side and off it, so more trials would decide; or other processes used more than {heavy:.0} % of the machine while its cells ran, or, for thread scaling, left fewer cores free than it ran threads), or not testable here (the reason is given). Epochs under {} s and cells of one trial are not judged. Where the paper published a figure for the same subject, a line under the check says whether ours has the paper's size (within a factor of {size}), apart from the verdict: a claim can hold at a size the paper did not see. Where a check did not reproduce, the measured mechanism follows it.",
+        "Each finding is split into the claims the paper makes; each claim is judged on the 95 % interval of the ratio it is about: reproduced (the interval lies on the claim's side), contradicted (on the opposite side), not reproduced (the interval lies clear of the claim's side, not wholly on the opposite one), unsettled (the interval reaches onto the claim's side and off it, so more trials would decide; or other processes used more than {heavy:.0} % of the machine while its cells ran, or, for thread scaling, left fewer cores free than it ran threads), or not testable here (the reason is given). A ratio of two epochs of one run (the page cache, the application cache), or of a codec over none for one strategy whose trials ran side by side (at least {pairs} pairs started within {window:.0} s of each other), is the geometric mean of the pairs' own ratios; other ratios (thread counts among them) take the two cells' trials as independent. Epochs under {} s and cells of one trial are not judged. Where the paper published a figure for the same subject, a line under the check says whether ours has the paper's size (within a factor of {size}), apart from the verdict: a claim can hold at a size the paper did not see. Where a check did not reproduce, the measured mechanism follows it.",
         crate::analysis::cells::MIN_EPOCH_S,
         heavy = crate::results::rows::heavy_load_pct(),
-        size = crate::analysis::findings::SIZE_FACTOR
+        size = crate::analysis::findings::SIZE_FACTOR,
+        pairs = crate::analysis::findings::measured::pairs::MIN_PAIRS,
+        window = crate::analysis::findings::measured::pairs::PAIR_WINDOW_S,
     ));
     for f in found {
         report.push(Block::Markdown(f.markdown()));

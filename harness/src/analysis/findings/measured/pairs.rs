@@ -1,33 +1,57 @@
 //! Ratios of two cells taken from pairs: the epochs of one run (a warm epoch over the cold one
-//! before it), or the same trial of two settings run side by side (GZIP over none, 2 threads
-//! over 1, the application cache over the page cache), each pair's own ratio, so that the
-//! interval leaves out what the pair shares: the run, or the machine's drift while it ran.
+//! before it), or the same trial of two codecs of a strategy run side by side (GZIP over
+//! none), each pair's own ratio, so that the interval leaves out what the pair shares: the
+//! run, or the machine's drift while it ran; and the independent ratio they fall back to.
 
 use std::collections::HashMap;
 use std::time::SystemTime;
 
-use super::{over, throughput};
-use crate::analysis::cells::{Cell, Results};
+use crate::analysis::cells::{Cell, Results, MIN_EPOCH_S};
 use crate::analysis::findings::observed::Figure;
 use crate::analysis::stats::LogEstimate;
 use crate::results::RunRow;
 
 /// The two runs of a trial's pair start this close together at most, s. A sweep runs each
-/// strategy's runs of a trial side by side (`plan::matrix::run_order`): in quick's CV sweep
-/// under the paper's storage, two codecs of four strategies and the raw files, a trial's runs
-/// of one strategy start within about 6 s. A folder swept in a shuffled order (before that
-/// order, or merged from sweeps run apart) has pairs minutes apart, sharing no drift: its
-/// ratios stay independent.
-pub(super) const PAIR_WINDOW_S: f64 = 30.0;
+/// strategy's runs of a trial side by side (`plan::matrix::run_order`): in `quick-ca` a
+/// strategy's runs of a trial started within 3 s of each other (median of 89; 14 s at most).
+/// A folder swept in a shuffled order (before that order, or merged from sweeps run apart)
+/// has most pairs minutes apart, sharing no drift: those are left out.
+pub const PAIR_WINDOW_S: f64 = 30.0;
 
 /// Pairs a ratio of two settings needs before it is taken from them. A pair's ratio has n - 1
 /// degrees of freedom where the two cells apart have about 2n - 2: at 3 trials Student's t is
 /// 4.30 against 2.78, so pairing narrows the interval only where the pairs spread under 65 %
-/// of the cells apart, which `quick-bv` to `quick-bz` saw for some ratios and not for most
-/// (GZIP over none: a median of 0.035 for the runs side by side against 0.039 apart, 49
-/// ratios). At 6 it is 2.57 against 2.23 (87 %), and the trials past the first 3 are those
-/// settling adds to a check whose interval reached across its line.
-pub(super) const MIN_PAIRS: usize = 6;
+/// of the cells apart; at 6, 2.57 against 2.23, under 87 %, and the trials past the first 3
+/// are those settling adds to a check whose interval reached across its line. Side by side in
+/// `quick-ca` and `quick-cb` a codec's pairs spread 0.90 and 0.81 of the cells apart (median
+/// of 12 ratios each; 0.24 for CV `concatenated` under tf.data, where the machine's drift
+/// dominates), so codecs pair from 6. Thread counts (1.00 and 0.95, 4 ratios: NILM's cold
+/// reads vary from run to run, not with the moment) and the application cache over the page
+/// cache (0.89 and 1.01, 11 ratios) do not pay for the degrees of freedom, and stay
+/// independent (docs/decisions.md, "Statistics and reports").
+pub const MIN_PAIRS: usize = 6;
+
+/// A cell's throughput as an estimate, or why there is none.
+pub(super) fn throughput(cell: Option<&Cell>) -> Option<Figure> {
+    let cell = cell?;
+    Some(if !cell.long_enough() {
+        Err(format!(
+            "epochs of {:.2} s, under the {MIN_EPOCH_S} s floor",
+            cell.online.median
+        ))
+    } else {
+        LogEstimate::of_mean(&cell.throughput)
+            .ok_or_else(|| format!("{} trial: no interval", cell.throughput.n))
+    })
+}
+
+pub(super) fn over(a: Option<Figure>, b: Option<Figure>) -> Option<Figure> {
+    let (a, b) = (a?, b?);
+    Some(match (a, b) {
+        (Ok(a), Ok(b)) => Ok(a.over(&b)),
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    })
+}
 
 /// `a` over `b` where their trials are paired, the epochs of one run: the geometric mean of
 /// each run's own ratio. Independent ([`over`]) when fewer than two runs have both, or
@@ -50,7 +74,7 @@ pub(super) fn paired(results: &Results, a: Option<&Cell>, b: Option<&Cell>) -> O
     }
 }
 
-/// `a` over `b`, two settings of one strategy, from their trials paired by trial number: the
+/// `a` over `b`, two codecs of one strategy, from their trials paired by trial number: the
 /// geometric mean of each pair's own ratio, a pair being a trial both cells have whose two
 /// runs started within [`PAIR_WINDOW_S`] of each other, where there are at least
 /// [`MIN_PAIRS`] and neither cell records a trial twice; independent ([`over`]) otherwise, or
@@ -153,7 +177,8 @@ mod tests {
     }
 
     /// Trials of two settings run side by side share the machine's drift (here each trial
-    /// 100 to 300 samples/s, 2 threads 1.5x 1 within 1 %): their pairs' ratios give a far
+    /// 100 to 300 samples/s, 2 threads 1.5x 1 within 1 %; two thread counts stand in for two
+    /// codecs, as the pairing reads trials and starts, not settings): their pairs' ratios give a far
     /// narrower interval than the cells apart. Pairs started too far apart, too few of them,
     /// or a trial recorded twice give the independent ratio.
     #[test]
