@@ -510,19 +510,18 @@ pub fn shuffled<T>(mut items: Vec<T>, seed: u64) -> Vec<T> {
 /// `quick-bz` CV `concatenated` under the paper's storage read GZIP over none at 0.96x [0.80,
 /// 1.15], its two cells' log throughputs apart spreading 0.147 (sd of their difference) where
 /// the runs of the two that happened to start within 6 s of each other spread 0.054 (`quick-by`:
-/// 0.113 and 0.064). Side by side, a trial of each is a pair (`findings::measured::pairs`).
+/// 0.113 and 0.064). Side by side, a trial of two codecs is a pair (`findings::measured::pairs`).
 pub fn run_order(cells: Vec<Cell>, seed: u64) -> Vec<Cell> {
-    let cells = shuffled(cells, seed);
     // A strategy's rank within its trial: where it first came up in the shuffle.
     let mut rank: BTreeMap<(usize, String), usize> = BTreeMap::new();
-    for c in &cells {
-        let next = rank.len();
-        rank.entry((c.trial, c.strategy.name.clone()))
-            .or_insert(next);
-    }
-    let mut keyed: Vec<(usize, usize, Cell)> = cells
-        .into_iter()
-        .map(|c| (c.trial, rank[&(c.trial, c.strategy.name.clone())], c))
+    let mut keyed: Vec<(usize, usize, Cell)> = (shuffled(cells, seed).into_iter())
+        .map(|c| {
+            let next = rank.len();
+            let r = *rank
+                .entry((c.trial, c.strategy.name.clone()))
+                .or_insert(next);
+            (c.trial, r, c)
+        })
         .collect();
     // Stable: each strategy's runs keep the shuffle's order.
     keyed.sort_by_key(|(trial, rank, _)| (*trial, *rank));

@@ -24,8 +24,8 @@ pub const PAIR_WINDOW_S: f64 = 30.0;
 /// of the cells apart; at 6, 2.57 against 2.23, under 87 %, and the trials past the first 3
 /// are those settling adds to a check whose interval reached across its line. Side by side in
 /// `quick-ca` and `quick-cb` a codec's pairs spread 0.90 and 0.81 of the cells apart (median
-/// of 12 ratios each; 0.24 for CV `concatenated` under tf.data, where the machine's drift
-/// dominates), so codecs pair from 6. Thread counts (1.00 and 0.95, 4 ratios: NILM's cold
+/// of 12 ratios each; 0.24 for CV `concatenated` under tf.data, the most they narrowed), so
+/// codecs pair from 6. Thread counts (1.00 and 0.95, 4 ratios: NILM's cold
 /// reads vary from run to run, not with the moment) and the application cache over the page
 /// cache (0.89 and 1.01, 11 ratios) do not pay for the degrees of freedom, and stay
 /// independent (docs/decisions.md, "Statistics and reports").
@@ -57,21 +57,14 @@ pub(super) fn over(a: Option<Figure>, b: Option<Figure>) -> Option<Figure> {
 /// each run's own ratio. Independent ([`over`]) when fewer than two runs have both, or
 /// either cell is too short to judge (its reason).
 pub(super) fn paired(results: &Results, a: Option<&Cell>, b: Option<&Cell>) -> Option<Figure> {
-    let independent = || over(throughput(a), throughput(b));
-    let (a, b) = (a?, b?);
-    if !a.long_enough() || !b.long_enough() {
-        return independent();
-    }
-    let base: HashMap<&str, f64> = rows(results, b)
-        .map(|r| (r.run_id.as_str(), r.throughput_sps))
-        .collect();
-    let logs: Vec<f64> = rows(results, a)
-        .filter_map(|r| Some((r.throughput_sps / base.get(r.run_id.as_str())?).ln()))
-        .collect();
-    match LogEstimate::of_logs(&logs) {
-        Some(estimate) => Some(Ok(estimate)),
-        None => independent(),
-    }
+    from_pairs((a, b), 2, |a, b| {
+        let base: HashMap<&str, f64> = rows(results, b)
+            .map(|r| (r.run_id.as_str(), r.throughput_sps))
+            .collect();
+        let logs = rows(results, a)
+            .filter_map(|r| Some((r.throughput_sps / base.get(r.run_id.as_str())?).ln()));
+        Some(logs.collect())
+    })
 }
 
 /// `a` over `b`, two codecs of one strategy, from their trials paired by trial number: the
@@ -85,33 +78,36 @@ pub(super) fn trial_paired(
     a: Option<&Cell>,
     b: Option<&Cell>,
 ) -> Option<Figure> {
+    from_pairs((a, b), MIN_PAIRS, |a, b| {
+        let (ta, tb) = (by_trial(results, a)?, by_trial(results, b)?);
+        let logs = ta.iter().filter_map(|(trial, (sps, at))| {
+            let (base, base_at) = tb.get(trial)?;
+            let apart = (at.duration_since(*base_at)).unwrap_or_else(|e| e.duration());
+            // Trials that ran apart (added to one setting for another check, or swept in a
+            // shuffled order) share no moment of the machine: not a pair.
+            (apart.as_secs_f64() <= PAIR_WINDOW_S).then(|| (sps / base).ln())
+        });
+        Some(logs.collect())
+    })
+}
+
+/// `a` over `b` from the logs of their pairs' own ratios (`logs`, of two cells long enough to
+/// judge), where there are at least `least` of them; independent ([`over`]) where there are
+/// fewer, `logs` gives none, or either cell is too short (its reason).
+fn from_pairs<'c>(
+    (a, b): (Option<&'c Cell>, Option<&'c Cell>),
+    least: usize,
+    logs: impl FnOnce(&'c Cell, &'c Cell) -> Option<Vec<f64>>,
+) -> Option<Figure> {
     let independent = || over(throughput(a), throughput(b));
     let (ca, cb) = (a?, b?);
     if !ca.long_enough() || !cb.long_enough() {
         return independent();
     }
-    let (Some(ta), Some(tb)) = (by_trial(results, ca), by_trial(results, cb)) else {
-        return independent();
-    };
-    let mut logs = Vec::new();
-    for (trial, (sps, at)) in &ta {
-        let Some((base, base_at)) = tb.get(trial) else {
-            continue;
-        };
-        let apart = match at.duration_since(*base_at) {
-            Ok(d) => d,
-            Err(e) => e.duration(),
-        };
-        // Trials that ran apart (added to one setting for another check, or swept in a
-        // shuffled order) share no moment of the machine: not a pair.
-        if apart.as_secs_f64() <= PAIR_WINDOW_S {
-            logs.push((sps / base).ln());
-        }
-    }
-    if logs.len() < MIN_PAIRS {
-        return independent();
-    }
-    match LogEstimate::of_logs(&logs) {
+    let estimate = logs(ca, cb)
+        .filter(|logs| logs.len() >= least)
+        .and_then(|logs| LogEstimate::of_logs(&logs));
+    match estimate {
         Some(estimate) => Some(Ok(estimate)),
         None => independent(),
     }
