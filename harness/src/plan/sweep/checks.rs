@@ -3,9 +3,9 @@
 //! margins on some machines: in `quick-bt` NILM `aggregated` was predicted CPU-bound at
 //! 220,000 samples a second at 2 threads and read 359,000-467,000, in epochs of 0.61-0.80 s
 //! against a 1 s floor, so finding 6b was not testable. So each store that runs of the engine
-//! read cold on the local disk is read once cold at their most threads before them, and made
-//! again larger where that epoch fell short ([`grown_items`]), as its raw part is timed
-//! (`parts.rs`). Under a storage profile the model is kept: the emulator paces reads as the
+//! read cold on the local disk is read cold twice at their most threads before them, and made
+//! again larger where the faster of those epochs fell short ([`grown_items`]), as its raw part
+//! is timed (`parts.rs`). Under a storage profile the model is kept: the emulator paces reads as the
 //! model reads them.
 
 use workloads::{Codec, StorageProfile, Strategy};
@@ -29,6 +29,23 @@ pub fn grown_items(items: usize, seconds: f64, floor_s: f64, cap: usize) -> Opti
     let want = (items as f64 * floor_s * sizing::LOCAL_READ_MARGIN / seconds).ceil() as usize;
     let grown = want.min(cap).max(items);
     (grown > items || want > cap).then_some((grown, want > cap))
+}
+
+/// Cold epochs that time a store in each round of its check, the fastest taken. The first
+/// cold read of a store just written is the slow one on these VMs, so a store sized on it
+/// alone read under the floor later: `quick-ca`'s 0.01 MB synthetic store was checked over
+/// 1.66 s, kept, and read 1.08-1.74 s in its sweep and 0.73-0.80 s in five of seven settling
+/// trials (5a not testable, its cell's median epoch 0.94 s); `quick-cb`'s, grown after a
+/// check of 1.18 s, was checked again over 3.22 s and read 0.89-1.78 s.
+const CHECK_READS: usize = 2;
+
+/// The faster of two timed epochs, one not timed (not finite, or not positive) left out.
+fn faster(a: f64, b: f64) -> f64 {
+    match (sizing::was_timed(a), sizing::was_timed(b)) {
+        (true, true) => a.min(b),
+        (false, true) => b,
+        _ => a,
+    }
 }
 
 impl SweepRun<'_> {
@@ -64,9 +81,15 @@ impl SweepRun<'_> {
         for _ in 0..CHECK_ROUNDS {
             let shards = m.manifest.shards.len();
             let whole = (shards.into(), true);
-            let (_, seconds) = self.timed(strategy, (Some(&m), &local), whole, engine, threads)?;
+            // Twice, the faster taken ([`CHECK_READS`]).
+            let mut seconds = f64::INFINITY;
+            for _ in 0..CHECK_READS {
+                let (_, s) = self.timed(strategy, (Some(&m), &local), whole, engine, threads)?;
+                seconds = faster(seconds, s);
+            }
             let read = format!(
-                "{}: {} ({codec}) read cold in {seconds:.2} s at {threads} threads",
+                "{}: {} ({codec}) read cold in {seconds:.2} s at {threads} threads (the faster of \
+                 {CHECK_READS})",
                 self.name, strategy.name
             );
             let Some((grown, capped)) = grown_items(items, seconds, floor, cap) else {
@@ -113,6 +136,20 @@ impl SweepRun<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Of a store's timed cold epochs the faster sizes it; one not timed never does.
+    #[test]
+    fn a_store_is_sized_on_its_faster_cold_epoch() {
+        assert_eq!(faster(1.66, 1.1), 1.1);
+        assert_eq!(faster(f64::INFINITY, 1.66), 1.66);
+        assert_eq!(faster(1.1, f64::NAN), 1.1);
+        assert_eq!(faster(1.1, 0.0), 1.1);
+        assert!(!sizing::was_timed(faster(f64::INFINITY, f64::NAN)));
+        // CA's synthetic store: over 1.35 floors on its first read alone, short of them on the
+        // faster of two, so grown.
+        assert_eq!(grown_items(366_112, 1.66, 1.0, 10_000_000), None);
+        assert!(grown_items(366_112, faster(1.66, 1.1), 1.0, 10_000_000).is_some());
+    }
 
     /// A store's timed cold epoch under the floor with its margin (1.35) grows it to what the
     /// rate measured reads in 1.5 floors, within its cap; one that lasts, or was not timed,
