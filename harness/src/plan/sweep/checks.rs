@@ -18,7 +18,7 @@ use crate::results::{Manifest, SizingEntry};
 /// The items a store of `items` should hold where its cold epoch, timed at the most threads
 /// its runs use, lasted `seconds`, for epochs of `floor_s`: `None` where it lasted
 /// [`STORE_CHECK_MARGIN`] times the floor or more (or was not timed); else the items it reads in
-/// [`sizing::STORE_GROW_MARGIN`] times the floor at the rate measured, within `cap`, and
+/// [`sizing::LOCAL_READ_MARGIN`] times the floor at the rate measured, within `cap`, and
 /// whether the cap held it under that. The model's costs per sample err: one quick run's NILM
 /// `aggregated` store, predicted CPU-bound at 220,000 samples a second at 2 threads, read
 /// 359,000-467,000 (`quick-bt`: 0.61-0.80 s epochs against a 1 s floor, 6b not testable).
@@ -26,7 +26,7 @@ pub fn grown_items(items: usize, seconds: f64, floor_s: f64, cap: usize) -> Opti
     if !sizing::short_of(seconds, floor_s, STORE_CHECK_MARGIN) {
         return None;
     }
-    let want = (items as f64 * floor_s * sizing::STORE_GROW_MARGIN / seconds).ceil() as usize;
+    let want = (items as f64 * floor_s * sizing::LOCAL_READ_MARGIN / seconds).ceil() as usize;
     let grown = want.min(cap).max(items);
     (grown > items || want > cap).then_some((grown, want > cap))
 }
@@ -152,14 +152,14 @@ mod tests {
     }
 
     /// A store's timed cold epoch under the floor with its margin (1.35) grows it to what the
-    /// rate measured reads in 2 floors, within its cap; one that lasts, or was not timed,
+    /// rate measured reads in 1.5 floors, within its cap; one that lasts, or was not timed,
     /// stays.
     #[test]
     fn a_store_timed_short_grows_to_the_rate_measured() {
         // quick-bt's NILM `aggregated`: 286,560 items in 0.68 s against a 1 s floor.
         assert_eq!(
             grown_items(286_560, 0.68, 1.0, 1_000_000),
-            Some((842_824, false))
+            Some((632_118, false))
         );
         assert_eq!(
             grown_items(286_560, 0.68, 1.0, 400_000),
@@ -169,8 +169,8 @@ mod tests {
         assert_eq!(grown_items(1000, 0.5, 1.0, 1000), Some((1000, true)));
         // Within the margin (quick-bx's NILM `aggregated` checked over 1.15 s and read 0.85-0.92
         // s in its runs), over it, or not timed: as sized.
-        assert_eq!(grown_items(1000, 1.1, 1.0, 10_000), Some((1819, false)));
-        assert_eq!(grown_items(1000, 1.3, 1.0, 10_000), Some((1539, false)));
+        assert_eq!(grown_items(1000, 1.1, 1.0, 10_000), Some((1364, false)));
+        assert_eq!(grown_items(1000, 1.3, 1.0, 10_000), Some((1154, false)));
         assert_eq!(grown_items(1000, 1.35, 1.0, 10_000), None);
         assert_eq!(grown_items(1000, 3.0, 1.0, 10_000), None);
         assert_eq!(grown_items(1000, f64::NAN, 1.0, 10_000), None);
