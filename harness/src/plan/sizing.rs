@@ -48,11 +48,6 @@ pub const CHECK_MARGIN: f64 = 1.15;
 /// a loader part's on these VMs: NILM `aggregated` at 2 threads, its check over 1.15 s, read
 /// 0.85-0.92 s in all three trials of `quick-bx` and 0.96-1.41 s in `quick-bw` (6b not testable
 /// in BX, four rows under the floor in BW).
-///
-/// A store grown after its check holds what the measured rate reads in
-/// [`LOCAL_READ_MARGIN`] floors: 2 floors (0acd08ca) grew four stores of a quick run by
-/// 1.3-1.7x, and with the stores they replaced, which stay, quick ran out of the VM's 71 GB
-/// of free disk 15 minutes in (`quick-ce`).
 pub const STORE_CHECK_MARGIN: f64 = 1.35;
 /// At most this many cold epochs time a part or a store as its runs read it, each but the
 /// last growing it where it fell short of the floor (`sweep/checks.rs`, `sweep/parts.rs`).

@@ -22,6 +22,9 @@ use crate::results::{Manifest, SizingEntry};
 /// whether the cap held it under that. The model's costs per sample err: one quick run's NILM
 /// `aggregated` store, predicted CPU-bound at 220,000 samples a second at 2 threads, read
 /// 359,000-467,000 (`quick-bt`: 0.61-0.80 s epochs against a 1 s floor, 6b not testable).
+/// At 2 floors (0acd08ca) four stores of a quick run grew 1.3-1.7x, and with the stores they
+/// replaced, which stay, quick ran out of the VM's 71 GB of free disk 15 minutes in
+/// (`quick-ce`).
 pub fn grown_items(items: usize, seconds: f64, floor_s: f64, cap: usize) -> Option<(usize, bool)> {
     if !sizing::short_of(seconds, floor_s, STORE_CHECK_MARGIN) {
         return None;
