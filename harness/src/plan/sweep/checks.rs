@@ -5,8 +5,8 @@
 //! against a 1 s floor, so finding 6b was not testable. So each store that runs of the engine
 //! read cold on the local disk is read cold twice at their most threads before them, and made
 //! again larger where the faster of those epochs fell short ([`grown_items`]), as its raw part
-//! is timed (`parts.rs`). Under a storage profile the model is kept: the emulator paces reads as the
-//! model reads them.
+//! is timed (`parts.rs`). Under a storage profile the model is kept: the emulator paces reads
+//! as the model reads them.
 
 use workloads::{Codec, StorageProfile, Strategy};
 
