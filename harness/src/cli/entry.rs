@@ -39,6 +39,7 @@ fn run_command(args: RunArgs, progress: Progress, line: &[String]) -> anyhow::Re
     let places = args
         .places
         .places(default_out(&args.workload, ""), progress);
+    let _reporting = args.places.hold_reporting(progress);
     if args.ranks {
         return ranks_command(&options, &places, line);
     }
@@ -99,6 +100,7 @@ fn sweep_command(args: SweepArgs, progress: Progress, line: &[String]) -> anyhow
     let places = args
         .places
         .places(default_out(&args.workload, "-sweep"), progress);
+    let _reporting = args.places.hold_reporting(progress);
     let outcome = sweep(&options, &places, line.to_vec())?;
     for warning in &outcome.warnings {
         eprintln!("warning: {warning}");
@@ -126,6 +128,7 @@ fn calibrate_command(
     let places = args
         .places
         .places(default_out(&args.workload, "-sweep"), progress);
+    let _reporting = args.places.hold_reporting(progress);
     let described = sweep(&args.options(), &places, line.to_vec())?;
     print!("{}", described.calibration.unwrap_or_default());
     progress.note(&format!(
@@ -171,6 +174,7 @@ fn reproduce_command(
         "--dataset: reproduce runs the paper's workloads on their own (generated) datasets; \
          give your data to `run`, `sweep` or `show`"
     );
+    let _reporting = places.hold_reporting(progress);
     let places = places.places(reproduce::default_out(scale), progress);
     let done = reproduce::reproduce(scale, &places, seed, loaders, line.to_vec())?;
     let mut failures = Vec::new();

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::measure::cache::EvictPolicy;
+use crate::measure::page_reporting::{self, Hold, ReportingPolicy};
 use crate::plan::Places;
 use crate::progress::Progress;
 
@@ -30,6 +31,11 @@ pub struct PlaceArgs {
     /// How to evict the page cache before cold epochs.
     #[arg(long, value_enum, default_value = "auto")]
     pub evict: EvictPolicy,
+    /// On a VM that hands free memory back to its hypervisor (free page reporting): hold the
+    /// reporter off while the command measures and set it back after (`hold`, needs root), or
+    /// leave it (`keep`; cold epochs may then wait on memory the hypervisor took back).
+    #[arg(long, value_enum, default_value = "hold")]
+    pub page_reporting: ReportingPolicy,
 }
 
 impl PlaceArgs {
@@ -43,5 +49,11 @@ impl PlaceArgs {
             evict: self.evict,
             progress,
         }
+    }
+
+    /// For a command that measures: the machine's free page reporter held off as
+    /// `--page-reporting` says, until the hold is dropped.
+    pub fn hold_reporting(&self, progress: Progress) -> Hold {
+        page_reporting::hold(self.page_reporting, &|line| progress.note(line))
     }
 }

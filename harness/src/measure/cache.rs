@@ -272,10 +272,12 @@ fn prime_deficit(needed: u64, freed: u64, free: u64) -> u64 {
     }
 }
 
-/// Whether this machine's free memory goes back to the hypervisor (read once).
+/// Whether this machine's free memory goes back to the hypervisor now: its balloon reports free
+/// pages (read once) and the reporter is not held off (`--page-reporting hold`, or by hand).
 fn memory_goes_back() -> bool {
     static REPORTS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *REPORTS.get_or_init(crate::results::system::reports_free_pages)
+        && !super::page_reporting::off_now()
 }
 
 /// The page cache `drop_caches` can free: Cached and Buffers, less Shmem (tmpfs, the only copy

@@ -18,6 +18,7 @@ pub mod materialize;
 pub mod memory_limit;
 pub mod metrics;
 pub mod online;
+pub mod page_reporting;
 pub mod pages;
 pub mod passes;
 pub mod places;

@@ -508,6 +508,7 @@ impl Session {
             run_ids,
             shard: None,
             page_reporting_min_free_ms: crate::results::system::page_reporting_min_free_ms(),
+            page_reporting: crate::measure::page_reporting::state(),
             loaders: crate::measure::online::take_stacks(),
         };
         Manifest::update(out, |m| {

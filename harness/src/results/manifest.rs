@@ -140,6 +140,11 @@ pub struct InvocationEntry {
     /// not with the machine: changing it does not make another machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_reporting_min_free_ms: Option<u64>,
+    /// The free page reporter's order before and while the invocation measured, where the
+    /// kernel has one: held off by prepbench (`--page-reporting hold`), or left on and why
+    /// (`measure/page_reporting.rs`). Absent in folders from before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_reporting: Option<crate::measure::page_reporting::ReportingState>,
     /// Each loader in Python that ran in it (`tf-data`, `torch`) -> what its process ran on:
     /// `python` and its framework's packages by import name (`tensorflow`, `tensorflow_io`,
     /// `torch`, `torchvision`, `numpy`, `PIL`) -> version. Absent for native runs and in folders

@@ -156,12 +156,14 @@ fn cold_reads(results: &Results, cells: &[Cell]) -> Option<String> {
             (v.len() >= 2 && lo > 0.0).then_some((hi / lo, v))
         })
         .collect();
+    let held = held_off(results);
     let reporting = results
         .manifest
         .machine
         .as_ref()
         .and_then(|m| m.free_page_reporting)
-        == Some(true);
+        == Some(true)
+        && held.is_none();
     let wide = spreads.iter().filter(|(s, _)| *s > 2.0).count();
     if spreads.is_empty() || (wide == 0 && !reporting) {
         return None;
@@ -181,7 +183,7 @@ fn cold_reads(results: &Results, cells: &[Cell]) -> Option<String> {
             reporter_race(results, longest_s)
         )
     } else {
-        String::new()
+        held.unwrap_or_default()
     };
     Some(format!(
         "**Cold reads.** Cold epochs spent {:.2} to {:.2} s of kernel time per GB read (median {:.2}); within one cell the most and the least differed up to {worst:.1}x, more than 2x in {wide} of {} cells.{why} Intervals carry this variation, and settling adds trials where it straddles a threshold.",
@@ -190,6 +192,25 @@ fn cold_reads(results: &Results, cells: &[Cell]) -> Option<String> {
         median(&all),
         spreads.len(),
     ))
+}
+
+/// Where every invocation that ran the cold epochs held the machine's free page reporter off
+/// (`--page-reporting hold`, or set off before it), a sentence saying so: their page cache
+/// was not taken back by the hypervisor.
+fn held_off(results: &Results) -> Option<String> {
+    let states: Vec<_> = results
+        .manifest
+        .invocations
+        .iter()
+        .map(|i| i.page_reporting.as_ref())
+        .collect();
+    let first = (*states.first()?)?;
+    states.iter().all(|s| s.is_some_and(|s| s.off())).then(|| {
+        format!(
+            " This machine gives its free memory back to the hypervisor (a virtio balloon with free page reporting); the reporter was held off while the epochs ran (`page_reporting_order` {} -> {}, past the allocator's largest order {}), so no cold epoch waited on memory the hypervisor took back (docs/measurement.md, \"Cold reads on a VM\").",
+            first.order_was, first.order_during, first.largest_order
+        )
+    })
 }
 
 /// Where the free page reporter may hand pages back sooner than the longest cold epoch lasts
@@ -203,7 +224,7 @@ fn reporter_race(results: &Results, longest_s: f64) -> String {
         .min();
     match soonest {
         Some(ms) if (ms as f64) < longest_s * 1000.0 => format!(
-            " Its free page reporter may hand a page back once it has been free {ms} ms (`min_free_ms` under /sys/module/page_reporting/parameters), sooner than the longest cold epoch lasted ({longest_s:.1} s): it can take back what an eviction just freed while the epoch reads. Raised above an epoch's length on another VM, it sped up a 3 GB read right after its drop, but over a whole quick reproduction it changed neither the share of slow cold epochs nor the verdicts (docs/measurement.md); prepbench leaves the setting alone."
+            " Its free page reporter may hand a page back once it has been free {ms} ms (`min_free_ms` under /sys/module/page_reporting/parameters), sooner than the longest cold epoch lasted ({longest_s:.1} s): it can take back what an eviction just freed while the epoch reads. Raised above an epoch's length on another VM, it sped up a 3 GB read right after its drop, but over a whole quick reproduction it changed neither the share of slow cold epochs nor the verdicts. Held off (`--page-reporting hold`, the default, as root), the reporter takes nothing back (docs/measurement.md)."
         ),
         _ => String::new(),
     }
@@ -404,5 +425,45 @@ mod tests {
         assert!(text.contains("longest cold epoch lasted (2.0 s)"), "{text}");
         assert!(!with(Some(5000)).contains("min_free_ms"));
         assert!(!with(None).contains("min_free_ms"));
+    }
+
+    /// Where every invocation held the reporter off, the threat says so in place of the
+    /// balloon's cost and the reporter's race; one invocation that left it on brings them back.
+    #[test]
+    fn a_reporter_held_off_is_said_in_place_of_its_cost() {
+        use crate::measure::page_reporting::ReportingState;
+        let state = |during| ReportingState {
+            order_was: 9,
+            order_during: during,
+            largest_order: 10,
+            left_on: None,
+        };
+        let with = |states: Vec<ReportingState>| {
+            let mut results = recorded(vec![cold("a", 0, 0.8), cold("b", 1, 3.5)], Some(true));
+            results.manifest.invocations = states
+                .into_iter()
+                .map(|s| crate::results::InvocationEntry {
+                    page_reporting_min_free_ms: Some(0),
+                    page_reporting: Some(s),
+                    ..Default::default()
+                })
+                .collect();
+            cold_reads(&results, &results.cells()).unwrap()
+        };
+        let text = with(vec![state(11), state(11)]);
+        assert!(
+            text.contains("held off while the epochs ran (`page_reporting_order` 9 -> 11"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("min_free_ms") && !text.contains("first read"),
+            "{text}"
+        );
+        let text = with(vec![state(11), state(9)]);
+        assert!(!text.contains("held off"), "{text}");
+        assert!(
+            text.contains("min_free_ms") && text.contains("first read"),
+            "{text}"
+        );
     }
 }
