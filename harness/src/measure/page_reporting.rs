@@ -175,9 +175,16 @@ fn state_slot() -> std::sync::MutexGuard<'static, Option<ReportingState>> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Holds the machine's free page reporter off under `policy` where it has one, saying what it
-/// did through `note`.
+/// Holds the machine's free page reporter off under `policy` where it has one (a balloon that
+/// negotiated free page reporting, and the module's parameter), saying what it did through
+/// `note`. Elsewhere nothing is written, even where the module is built in.
 pub fn hold(policy: ReportingPolicy, note: &dyn Fn(&str)) -> Hold {
+    if !crate::results::system::reports_free_pages() {
+        return Hold {
+            restore: None,
+            guardian: None,
+        };
+    }
     let write = |file: &Path, text: &str| std::fs::write(file, text);
     hold_at(
         Path::new(PARAMETERS),
