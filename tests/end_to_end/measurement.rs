@@ -240,36 +240,6 @@ fn a_memory_limit_keeps_a_larger_store_from_staying_cached() {
     fails_naming(&prepbench(&app), &["--memory-limit-mb", "--cache app"]);
 }
 
-/// On a machine whose free memory goes back to its host, a store is released as soon as it is
-/// made: its first cold epoch finds it not resident before its eviction (elsewhere the pages
-/// written stay until that eviction drops them, and nothing is asserted).
-#[test]
-fn a_store_is_released_once_made_where_memory_goes_back() {
-    let work = tempfile::tempdir().unwrap();
-    let store = work.path().join("store");
-    let on_tmpfs = harness::results::system::filesystem_of(work.path())
-        .is_some_and(|fs| fs.fs_type == "tmpfs");
-    if !harness::results::system::reports_free_pages() || on_tmpfs {
-        eprintln!("skipped: free memory stays with this machine, or its pages are tmpfs");
-        return;
-    }
-    let out = work.path().join("out");
-    prepbench_ok(&argv![
-        "run cv --strategy resized --samples 60 --epochs 1 --cache cold \
-         --quiet --data-dir",
-        work.path().join("data").to_str().unwrap(),
-        "--store-dir",
-        store.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap()
-    ]);
-    let runs = Csv::read(&out.join("runs.csv"));
-    let cold = &runs.rows[0];
-    assert_eq!(runs.col(cold, "cache"), "cold");
-    let resident = runs.num(cold, "residency_before_pct");
-    assert!(resident < 5.0, "{resident} % of a store just made resident");
-}
-
 /// A workload of `samples` synthetic 10 KB arrays (`tiny`), calibrated for `strategy`, whose
 /// recorded calibration then claims `field` of that strategy takes `claimed` seconds a sample;
 /// its sweeps with `flags` (and `--trials`) give their stderr.
