@@ -49,9 +49,11 @@ impl Session {
         let python = workloads::python::interpreter();
         // A temporary folder of its own, gone with it: what TensorFlow's autograph and
         // PyTorch's workers leave in the temporary folder when their process is ended (a
-        // memory limit's kill, a group ended) does not outlive the run.
+        // memory limit's kill, a group ended) does not outlive the run. Named for this
+        // process, so that one a killed prepbench left is known and removed here.
+        remove_orphan_folders(&std::env::temp_dir());
         let tmp = tempfile::Builder::new()
-            .prefix("prepbench-loader-")
+            .prefix(&format!("{TMP_PREFIX}{}-", std::process::id()))
             .tempdir()
             .map_err(|e| loader_error(name, format!("a temporary folder for it: {e}")))?;
         let mut child = Command::new(&python)
@@ -314,9 +316,61 @@ impl Drop for Loader {
     }
 }
 
+/// The start of a loader's temporary folder's name, followed by prepbench's process id.
+const TMP_PREFIX: &str = "prepbench-loader-";
+
+/// Removes the loaders' temporary folders under `tmp` whose prepbench is gone: killed (it
+/// sets no signal handler, so Ctrl-C ends it before the folder's guard runs). Only folders
+/// of this user named for a process id that no process has now; a symbolic link is never
+/// followed.
+fn remove_orphan_folders(tmp: &std::path::Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(TMP_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok());
+        let ours =
+            std::fs::symlink_metadata(entry.path()).is_ok_and(|m| m.is_dir() && m.uid() == uid);
+        if pid.is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists()) && ours {
+            drop(std::fs::remove_dir_all(entry.path()));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::process_key;
+
+    #[test]
+    fn a_loader_folder_a_killed_prepbench_left_is_removed_and_no_other() {
+        let tmp = tempfile::tempdir().unwrap();
+        let at = |name: &str| tmp.path().join(name);
+        // Beyond any pid_max (2^22): no process has it.
+        let gone = format!("{}4194305-abc", super::TMP_PREFIX);
+        let alive = format!("{}{}-abc", super::TMP_PREFIX, std::process::id());
+        let unnamed = format!("{}abcdef", super::TMP_PREFIX);
+        for name in [&gone, &alive, &unnamed, &"other-4194305-abc".to_string()] {
+            std::fs::create_dir(at(name)).unwrap();
+            std::fs::write(at(name).join("autograph.py"), "x").unwrap();
+        }
+        let outside = tempfile::tempdir().unwrap();
+        let link = format!("{}4194306-link", super::TMP_PREFIX);
+        std::os::unix::fs::symlink(outside.path(), at(&link)).unwrap();
+        super::remove_orphan_folders(tmp.path());
+        assert!(!at(&gone).exists(), "a dead process's folder stays");
+        for kept in [&alive, &unnamed, &"other-4194305-abc".to_string()] {
+            assert!(at(kept).join("autograph.py").exists(), "{kept} was removed");
+        }
+        assert!(outside.path().exists() && at(&link).symlink_metadata().is_ok());
+    }
 
     fn workload(name: &str, last: &str) -> workloads::Workload {
         let yaml = format!(
