@@ -3,11 +3,11 @@
 //! hands blocks of free memory of `page_reporting_order` and above back to the hypervisor; a
 //! page handed back must be faulted in from the host before it is used again. A cold epoch
 //! fills page cache from the free lists, so how long it takes depended on how much of what it
-//! took had been handed back since the eviction, not on the store or the disk: a 1.5 GB file
-//! read cold after a drop took 1.0-1.4 s at once and 4.5-4.9 s after 15 s idle, with 4.5 s of
-//! kernel time (docs/measurement.md, "Cold reads on a VM"). With the order set past the buddy
-//! allocator's largest (nothing is large enough to report), the same read after 15 s idle
-//! took 0.95-1.08 s. A page already handed back stays so until first used; every page used
+//! took had been handed back since the eviction, not on the store or the disk: a 1,500 MiB
+//! file read cold after a drop took 1.02-1.39 s at once and 1.68-4.94 s after 15 s idle, three
+//! of four with 4.2-4.5 s of kernel time (docs/measurement.md, "Cold reads on a VM"). With the
+//! order set past the buddy allocator's largest (nothing is large enough to report), the same
+//! read after 15 s idle took 0.92-1.08 s. A page already handed back stays so until first used; every page used
 //! while the hold is alive stays backed.
 //!
 //! A hold sets the order past the largest one `/proc/buddyinfo` lists and, dropped, writes
@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// The kernel's free page reporter's parameters.
-pub const PARAMETERS: &str = "/sys/module/page_reporting/parameters";
+use crate::results::system::PAGE_REPORTING_PARAMETERS as PARAMETERS;
+
 const ORDER: &str = "page_reporting_order";
 const BUDDYINFO: &str = "/proc/buddyinfo";
 
@@ -66,6 +66,16 @@ pub struct Hold {
     restore: Option<(PathBuf, String)>,
     /// What sets it back should this process die first.
     guardian: Option<Guardian>,
+}
+
+impl Hold {
+    /// A hold that changed nothing and undoes nothing.
+    fn none() -> Hold {
+        Hold {
+            restore: None,
+            guardian: None,
+        }
+    }
 }
 
 impl Drop for Hold {
@@ -180,10 +190,7 @@ fn state_slot() -> std::sync::MutexGuard<'static, Option<ReportingState>> {
 /// `note`. Elsewhere nothing is written, even where the module is built in.
 pub fn hold(policy: ReportingPolicy, note: &dyn Fn(&str)) -> Hold {
     if !crate::results::system::reports_free_pages() {
-        return Hold {
-            restore: None,
-            guardian: None,
-        };
+        return Hold::none();
     }
     let write = |file: &Path, text: &str| std::fs::write(file, text);
     hold_at(
@@ -205,13 +212,9 @@ fn hold_at(
     note: &dyn Fn(&str),
     write: Write,
 ) -> Hold {
-    let none = Hold {
-        restore: None,
-        guardian: None,
-    };
     let file = parameters.join(ORDER);
     let (Some(was), Some(largest)) = (read_order(&file), largest_order(buddyinfo)) else {
-        return none;
+        return Hold::none();
     };
     let mut state = ReportingState {
         order_was: was,
@@ -221,12 +224,12 @@ fn hold_at(
     };
     if state.off() {
         record(state);
-        return none;
+        return Hold::none();
     }
     if policy == ReportingPolicy::Keep {
         state.left_on = Some("--page-reporting keep".into());
         record(state);
-        return none;
+        return Hold::none();
     }
     let off = largest + 1;
     match write(&file, &off.to_string()) {
@@ -254,7 +257,7 @@ fn hold_at(
             ));
             state.left_on = Some(why);
             record(state);
-            none
+            Hold::none()
         }
     }
 }

@@ -168,10 +168,13 @@ pub fn reports_free_pages() -> bool {
     free_page_reporting(Path::new("/sys/bus/virtio/devices"))
 }
 
+/// The kernel's free page reporter's parameters (`measure/page_reporting.rs` holds it off).
+pub const PAGE_REPORTING_PARAMETERS: &str = "/sys/module/page_reporting/parameters";
+
 /// The free page reporter's `min_free_ms` (how long a page stays free before it may be
 /// reported), where the kernel has the setting (`None` elsewhere).
 pub fn page_reporting_min_free_ms() -> Option<u64> {
-    min_free_ms(Path::new("/sys/module/page_reporting/parameters"))
+    min_free_ms(Path::new(PAGE_REPORTING_PARAMETERS))
 }
 
 fn min_free_ms(parameters: &Path) -> Option<u64> {
