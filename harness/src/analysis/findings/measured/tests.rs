@@ -228,6 +228,47 @@ fn a_check_whose_cells_ran_beside_the_hypervisors_steal_is_busy() {
     }
 }
 
+/// A busy machine unsettles what it can move, timings, and never an exact figure: a store's
+/// bytes over its uncompressed bytes (3b) is judged as it is beside 60 % foreign load.
+#[test]
+fn a_busy_machine_leaves_an_exact_figure_judged() {
+    let rows = vec![RunRow {
+        run_id: "a".into(),
+        workload: "cv".into(),
+        strategy: "bytes".into(),
+        split: 2,
+        samples: 100,
+        online_s: 2.0,
+        throughput_sps: 50.0,
+        threads: 1,
+        foreign_load_pct: Some(60.0),
+        ..RunRow::default()
+    }];
+    let held = crate::analysis::cells::key_of(&rows[0]);
+    let results = Results::of(Recorded {
+        runs: rows,
+        ..Recorded::default()
+    });
+    let expect = Expect::AtMost {
+        holds: 0.5,
+        opposite: 0.75,
+    };
+    let check = |figure: LogEstimate| {
+        Check::of("x".into(), &Ok(figure), expect, "").cells(vec![held.clone()])
+    };
+    let exact = check(LogEstimate::exact(0.1).unwrap());
+    let timed = check(LogEstimate::range(0.1, 0.2).unwrap());
+    let (finding, verdicts) = unsettled(
+        &results,
+        vec![
+            SubClaim::new("3b", "exact", vec![exact]),
+            SubClaim::new("3a", "timed", vec![timed]),
+        ],
+    );
+    assert_eq!(verdicts, [Verdict::Reproduced, Verdict::Unsettled]);
+    assert_eq!(finding.sub_claims[0].checks[0].unsettled, None);
+}
+
 #[test]
 fn busy_or_straddling_checks_are_unsettled_not_judged() {
     let row = |run: &str, strategy: &str, load: f64| RunRow {
