@@ -256,9 +256,9 @@ impl SweepRun<'_> {
             // An item per thread at least: NILM's are hours, 360 windows each.
             None => ((need.ceil() as usize).max(threads).min(whole)).into(),
         };
-        // prepbench's own engine too: its part, predicted and probed in one cold epoch, read
-        // 274 files in 0.062 s against a 0.2 s floor in a CI run where other tests shared the
-        // two cores while the probe ran.
+        // prepbench's own engine too: in one CI run its part, predicted and probed in one
+        // cold epoch, read 274 files in 0.062 s against a 0.2 s floor (the same test passed
+        // three times alone; what slowed that probe was not measured).
         let part = holding(floor * PART_MARGIN * read / seconds);
         let unit = if stored.is_some() { "shards" } else { "items" };
         checked_part(
