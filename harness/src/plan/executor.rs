@@ -14,7 +14,7 @@ use crate::results::{self, OfflineRow, Tables};
 
 /// The heaviest load of a run's epochs (other processes' CPU and the hypervisor's steal), when
 /// above [`crate::results::rows::HEAVY_FOREIGN_LOAD_PCT`].
-fn foreign_load(measured: &Measured) -> Option<f64> {
+pub(crate) fn foreign_load(measured: &Measured) -> Option<f64> {
     let heavy = crate::results::rows::heavy_load_pct();
     measured
         .rows
