@@ -205,13 +205,18 @@ fn mount(folder: &Path) -> Result<Mounted, String> {
 
 /// Unmounts the views a process that is gone left mounted (killed before [`retire`]), and
 /// removes the folders such processes left.
+/// Whether `name` is `prefix`, a process id and a dash (a view's folder, a loader's temporary
+/// folder), that id no process has now: left by a prepbench that was killed.
+pub(crate) fn left_by_a_dead_process(name: &str, prefix: &str) -> bool {
+    let pid = (name.strip_prefix(prefix))
+        .and_then(|rest| rest.split_once('-'))
+        .and_then(|(pid, _)| pid.parse::<u32>().ok());
+    pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+}
+
 fn unmount_orphans() {
-    let orphan = |name: &str| {
-        let pid = (name.strip_prefix(&format!("{NAME}-")))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<u32>().ok());
-        pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
-    };
+    let prefix = format!("{NAME}-");
+    let orphan = |name: &str| left_by_a_dead_process(name, &prefix);
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     for line in mounts.lines() {
         let fields: Vec<&str> = line.split(' ').collect();

@@ -331,15 +331,11 @@ fn remove_orphan_folders(tmp: &std::path::Path) {
     // SAFETY: geteuid has no preconditions.
     let uid = unsafe { libc::geteuid() };
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        let pid = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(TMP_PREFIX))
-            .and_then(|rest| rest.split_once('-'))
-            .and_then(|(pid, _)| pid.parse::<u32>().ok());
+        let orphan = (entry.file_name().to_str())
+            .is_some_and(|n| crate::measure::view::left_by_a_dead_process(n, TMP_PREFIX));
         let ours =
             std::fs::symlink_metadata(entry.path()).is_ok_and(|m| m.is_dir() && m.uid() == uid);
-        if pid.is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists()) && ours {
+        if orphan && ours {
             drop(std::fs::remove_dir_all(entry.path()));
         }
     }
