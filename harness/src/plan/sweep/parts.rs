@@ -399,8 +399,13 @@ fn checked_part(
 /// The seconds an epoch would have lasted with the CPU that other processes and the
 /// hypervisor took from it ([`RunRow::disturbed_pct`], at most nine tenths of the machine):
 /// its seconds scaled by the share it had. An epoch held by its storage rather than its CPU is
-/// scaled too, and its part then reads longer than the floor needs, never shorter.
+/// scaled too, and its part then reads longer than the floor needs, never shorter. Where load
+/// never counts (`PREPBENCH_HEAVY_LOAD_PCT` over 100, as tests run side by side set it), the
+/// seconds as they were.
 fn quiet_seconds(row: &RunRow) -> f64 {
+    if crate::results::rows::heavy_load_pct() > 100.0 {
+        return row.online_s;
+    }
     let disturbed = row.disturbed_pct().unwrap_or(0.0).clamp(0.0, 90.0);
     row.online_s * (1.0 - disturbed / 100.0)
 }
