@@ -203,8 +203,6 @@ fn mount(folder: &Path) -> Result<Mounted, String> {
     }
 }
 
-/// Unmounts the views a process that is gone left mounted (killed before [`retire`]), and
-/// removes the folders such processes left.
 /// Whether `name` is `prefix`, a process id and a dash (a view's folder, a loader's temporary
 /// folder), that id no process has now: left by a prepbench that was killed.
 pub(crate) fn left_by_a_dead_process(name: &str, prefix: &str) -> bool {
@@ -214,6 +212,8 @@ pub(crate) fn left_by_a_dead_process(name: &str, prefix: &str) -> bool {
     pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
 }
 
+/// Unmounts the views a process that is gone left mounted (killed before [`retire`]), and
+/// removes the folders such processes left.
 fn unmount_orphans() {
     let prefix = format!("{NAME}-");
     let orphan = |name: &str| left_by_a_dead_process(name, &prefix);
