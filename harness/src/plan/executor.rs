@@ -14,7 +14,7 @@ use crate::results::{self, OfflineRow, Tables};
 
 /// The heaviest load of a run's epochs (other processes' CPU and the hypervisor's steal), when
 /// above [`crate::results::rows::HEAVY_FOREIGN_LOAD_PCT`].
-pub(crate) fn foreign_load(measured: &Measured) -> Option<f64> {
+fn foreign_load(measured: &Measured) -> Option<f64> {
     let heavy = crate::results::rows::heavy_load_pct();
     measured
         .rows
@@ -108,30 +108,51 @@ impl<'p> Executor<'p> {
         spec: &RunSpec,
         adjust: impl FnOnce(&mut Measured),
     ) -> anyhow::Result<Measured> {
-        let mut measured = self.session.measure(spec)?;
-        if foreign_load(&measured).is_some() {
-            self.places.progress.note(&format!(
-                "{}: heavy load from other processes or the hypervisor, measuring it again",
-                spec.run_id
-            ));
-            let first = std::mem::replace(&mut measured, self.session.measure(spec)?);
-            // What the first measurement warned of (a cache too small, a file still resident)
-            // holds for the second.
-            for warning in first.warnings {
-                if !measured.warnings.contains(&warning) {
-                    measured.warnings.push(warning);
+        let (first, again) =
+            self.measured_again_if_heavy(&spec.run_id, || self.session.measure(spec))?;
+        let mut measured = match again {
+            None => first,
+            Some(mut measured) => {
+                // What the first measurement warned of (a cache too small, a file still
+                // resident) holds for the second.
+                for warning in first.warnings {
+                    if !measured.warnings.contains(&warning) {
+                        measured.warnings.push(warning);
+                    }
                 }
+                if let Some(pct) = foreign_load(&measured) {
+                    measured.warnings.push(Warning::ForeignLoad {
+                        run_id: spec.run_id.clone(),
+                        pct,
+                    });
+                }
+                measured
             }
-            if let Some(pct) = foreign_load(&measured) {
-                measured.warnings.push(Warning::ForeignLoad {
-                    run_id: spec.run_id.clone(),
-                    pct,
-                });
-            }
-        }
+        };
         adjust(&mut measured);
         measured.append_to(&self.tables)?;
         Ok(measured)
+    }
+
+    /// `measure`d once, and once more, said on the terminal, where any of its epochs ran
+    /// beside heavy load (other processes and the hypervisor's steal over
+    /// [`crate::results::rows::HEAVY_FOREIGN_LOAD_PCT`] of the machine): the first
+    /// measurement and the second. Runs keep the second ([`Executor::measure`]); the epochs
+    /// that size stores and loader parts take the faster of both (`sweep::parts`).
+    pub(crate) fn measured_again_if_heavy(
+        &self,
+        run_id: &str,
+        mut measure: impl FnMut() -> anyhow::Result<Measured>,
+    ) -> anyhow::Result<(Measured, Option<Measured>)> {
+        let first = measure()?;
+        if foreign_load(&first).is_none() {
+            return Ok((first, None));
+        }
+        self.places.progress.note(&format!(
+            "{run_id}: heavy load from other processes or the hypervisor, measuring it again"
+        ));
+        let second = measure()?;
+        Ok((first, Some(second)))
     }
 
     /// Records the invocation in the manifest, with the runs it recorded.

@@ -219,10 +219,7 @@ impl Check {
     /// Whether its figure is exact, no interval around it: a count (stored bytes over bytes),
     /// not a timing, which no load on the machine moves.
     pub fn is_exact(&self) -> bool {
-        self.judged.is_some_and(|(estimate, _)| {
-            let (lo, hi) = estimate.ci95();
-            lo == hi
-        })
+        self.judged.is_some_and(|(estimate, _)| estimate.is_exact())
     }
 
     /// Where its interval reaches across a line while its estimate lies clear of the line's

@@ -364,6 +364,12 @@ impl LogEstimate {
         })
     }
 
+    /// Whether it is exact (no variance): a published figure, or a count such as a store's
+    /// bytes over its uncompressed bytes.
+    pub fn is_exact(&self) -> bool {
+        self.var <= 0.0
+    }
+
     /// A published range read as a 95 % interval (normal on the log scale).
     pub fn range(lo: f64, hi: f64) -> Option<LogEstimate> {
         let (a, b) = (LogEstimate::exact(lo)?, LogEstimate::exact(hi)?);

@@ -343,28 +343,21 @@ impl SweepRun<'_> {
         // and read 0.57-0.81 s in its runs at 0-3 % against a 1 s floor (1b and 2a not
         // testable under tf-data).
         let load_counts = crate::results::rows::heavy_load_pct() <= 100.0;
-        let quiet = |row: &RunRow| quiet_seconds(row, load_counts);
+        let sized = || {
+            session.measure(&spec).map_err(|e| {
+                e.context(format!(
+                    "sizing the epochs of `{}` under the {loader} loader",
+                    strategy.name
+                ))
+            })
+        };
         let mut seconds = f64::INFINITY;
         for _ in 0..runs {
-            let sized = || {
-                session.measure(&spec).map_err(|e| {
-                    e.context(format!(
-                        "sizing the epochs of `{}` under the {loader} loader",
-                        strategy.name
-                    ))
-                })
-            };
-            let mut measured = sized()?;
-            if let Some(pct) = crate::plan::executor::foreign_load(&measured) {
-                self.places.progress.note(&format!(
-                    "{}: sizing `{}` under {loader} beside {pct:.0} % foreign load, measuring \
-                     it again",
-                    self.name, strategy.name
-                ));
-                seconds = (measured.rows.iter().map(quiet)).fold(seconds, f64::min);
-                measured = sized()?;
-            }
-            seconds = (measured.rows.iter().map(quiet)).fold(seconds, f64::min);
+            let (first, again) = self.executor.measured_again_if_heavy(&spec.run_id, sized)?;
+            let rows = std::iter::once(&first).chain(&again).flat_map(|m| &m.rows);
+            seconds = rows
+                .map(|r| quiet_seconds(r, load_counts))
+                .fold(seconds, f64::min);
         }
         Ok((read, seconds))
     }
