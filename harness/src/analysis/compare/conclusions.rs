@@ -3,6 +3,7 @@
 
 use crate::analysis::cells::{Cell, Results};
 use crate::analysis::findings::{self, Verdict};
+use crate::analysis::stats::LogEstimate;
 
 /// What a results folder concludes: every sub-claim's verdict (under each loader that ran the
 /// paper's pipelines), and per workload and condition the fastest strategy cold (codec none,
@@ -10,9 +11,21 @@ use crate::analysis::findings::{self, Verdict};
 #[derive(Clone, Debug)]
 pub struct Conclusions {
     pub(super) verdicts: Vec<(String, Verdict)>,
-    /// Each claim's checks: (claim, subject, what was measured with what it needs, verdict).
-    pub(super) checks: Vec<(String, String, String, Verdict)>,
+    /// Each claim's checks.
+    pub(super) checks: Vec<SeenCheck>,
     pub(super) best: Vec<(String, Best)>,
+}
+
+/// One check of a claim as a folder judged it.
+#[derive(Clone, Debug)]
+pub(super) struct SeenCheck {
+    pub claim: String,
+    pub subject: String,
+    /// What was measured, with what the claim needs of it.
+    pub figure: String,
+    pub verdict: Verdict,
+    /// The figure's estimate, where it had one: what another folder's is tested against.
+    pub estimate: Option<LogEstimate>,
 }
 
 /// A workload's fastest strategy cold, or none determined: faster strategies were measured
@@ -64,8 +77,13 @@ pub fn conclusions_of(results: &Results, cells: &[Cell]) -> Conclusions {
         for s in found.iter().flat_map(|f| &f.sub_claims) {
             verdicts.push((id(s.id), s.verdict));
             for c in &s.checks {
-                let figure = format!("{} (needs {})", c.measured, c.needs);
-                checks.push((id(s.id), c.subject.clone(), figure, c.verdict));
+                checks.push(SeenCheck {
+                    claim: id(s.id),
+                    subject: c.subject.clone(),
+                    figure: format!("{} (needs {})", c.measured, c.needs),
+                    verdict: c.verdict,
+                    estimate: c.estimate(),
+                });
             }
         }
     }

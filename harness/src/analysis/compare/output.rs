@@ -4,10 +4,11 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::conclusions::{Best, Conclusions};
+use super::conclusions::{Best, Conclusions, SeenCheck};
 use super::pairing::*;
 use crate::analysis::cells::MIN_EPOCH_S;
 use crate::analysis::findings::Verdict;
+use crate::analysis::stats::LogEstimate;
 
 use crate::analysis::svg::{Forest, ForestRow};
 use crate::units::rate;
@@ -262,11 +263,27 @@ impl Comparison {
     }
 }
 
-/// Where a claim's verdicts differ, the checks behind it whose verdicts differ, with each
-/// folder's figure and what the claim needs: whether the two measured different things or
-/// the same thing either side of a threshold shows there.
-fn differing_checks(a: &Conclusions, b: &Conclusions) -> String {
+/// Where claims' verdicts differ: the checks behind each whose verdicts differ, with each
+/// folder's figure, what the claim needs, and B's figure over A's with its 95 % interval
+/// (the two runs independent): whether the two measured different things (the interval
+/// clears 1) or one thing within their trials, judged either side of a line of its rule.
+struct Differing {
+    text: String,
+    /// Claims whose verdicts differ.
+    claims: usize,
+    /// Of those, the claims where every check whose verdict differs has figures not
+    /// measurably different.
+    same_figures: usize,
+}
+
+/// B's figure over A's, where both had an estimate.
+fn b_over_a(a: &SeenCheck, b: &SeenCheck) -> Option<LogEstimate> {
+    Some(b.estimate?.over(&a.estimate?))
+}
+
+fn differing_checks(a: &Conclusions, b: &Conclusions) -> Differing {
     let mut out = String::new();
+    let (mut claims, mut same_figures) = (0, 0);
     for (id, va) in &a.verdicts {
         let Some((_, vb)) = b.verdicts.iter().find(|(i, _)| i == id) else {
             continue;
@@ -274,28 +291,71 @@ fn differing_checks(a: &Conclusions, b: &Conclusions) -> String {
         if va == vb {
             continue;
         }
-        for (_, subject, fa, ca) in a.checks.iter().filter(|c| &c.0 == id) {
-            let other = b.checks.iter().find(|c| &c.0 == id && &c.1 == subject);
-            match other {
-                Some((_, _, fb, cb)) if cb != ca => {
+        claims += 1;
+        let of = |c: &&SeenCheck| &c.claim == id;
+        // A check only one folder has leaves the claim's difference unexplained by figures.
+        let mut all_same = b.checks.iter().filter(of).all(|cb| {
+            a.checks
+                .iter()
+                .any(|ca| ca.claim == cb.claim && ca.subject == cb.subject)
+        });
+        let mut any = false;
+        for ca in a.checks.iter().filter(of) {
+            let subject = &ca.subject;
+            match b.checks.iter().find(|c| of(c) && &c.subject == subject) {
+                Some(cb) if cb.verdict != ca.verdict => {
+                    any = true;
+                    let apart = match b_over_a(ca, cb) {
+                        Some(r) => {
+                            let (lo, hi) = r.ci95();
+                            let same = lo <= 1.0 && 1.0 <= hi;
+                            all_same &= same;
+                            let what = if same {
+                                "not measurably different"
+                            } else {
+                                "different"
+                            };
+                            format!("; B/A {:.2}x [{lo:.2}, {hi:.2}], {what}", r.value())
+                        }
+                        None => {
+                            all_same = false;
+                            String::new()
+                        }
+                    };
                     let _ = writeln!(
                         out,
-                        "- {id}, {subject}: A {fa}: {}; B {fb}: {}",
-                        ca.text(),
-                        cb.text()
+                        "- {id}, {subject}: A {}: {}; B {}: {}{apart}",
+                        ca.figure,
+                        ca.verdict.text(),
+                        cb.figure,
+                        cb.verdict.text()
                     );
                 }
                 None => {
-                    let _ = writeln!(out, "- {id}, {subject}: A {fa}: {}; not in B", ca.text());
+                    all_same = false;
+                    let _ = writeln!(
+                        out,
+                        "- {id}, {subject}: A {}: {}; not in B",
+                        ca.figure,
+                        ca.verdict.text()
+                    );
                 }
                 _ => {}
             }
         }
+        same_figures += usize::from(any && all_same);
     }
-    if out.is_empty() {
-        return out;
+    if !out.is_empty() {
+        out = format!(
+            "Where the verdicts differ, the checks behind them (B/A: B's figure over A's, its \
+             95 % interval from both folders' trials):\n\n{out}\n"
+        );
     }
-    format!("Where the verdicts differ, the checks behind them:\n\n{out}\n")
+    Differing {
+        text: out,
+        claims,
+        same_figures,
+    }
 }
 
 /// Whether the two folders conclude the same: the paper's findings' verdicts (for the paper's
@@ -332,7 +392,17 @@ pub(super) fn conclusions(a: &Conclusions, b: &Conclusions) -> String {
             a.verdicts.len(),
             a.verdicts.len() - same - open
         );
-        out.push_str(&differing_checks(a, b));
+        let differing = differing_checks(a, b);
+        if differing.claims > 0 {
+            let _ = writeln!(
+                out,
+                "Of the {} that differ, {} differ only where the two folders' figures are not \
+                 measurably different (B/A's interval holds 1 for every check whose verdict \
+                 differs): one quantity, judged either side of a line of its rule.\n",
+                differing.claims, differing.same_figures
+            );
+        }
+        out.push_str(&differing.text);
     }
     let _ = writeln!(
         out,
@@ -364,24 +434,36 @@ mod tests {
 
     #[test]
     fn differing_verdicts_show_the_checks_behind_them_and_agreeing_ones_do_not() {
-        let folder = |fig: &str, verdict: Verdict| Conclusions {
+        let seen = |claim: &str, figure: &str, verdict: Verdict, (lo, hi): (f64, f64)| SeenCheck {
+            claim: claim.into(),
+            subject: if claim == "1a" { "cv" } else { "synthetic" }.into(),
+            figure: figure.into(),
+            verdict,
+            estimate: LogEstimate::range(lo, hi),
+        };
+        let folder = |fig: &str, verdict: Verdict, interval: (f64, f64)| Conclusions {
             verdicts: vec![("1a".into(), Verdict::Reproduced), ("5b".into(), verdict)],
             checks: vec![
-                (
-                    "1a".into(),
-                    "cv".into(),
-                    "2.0x [1.8, 2.2] (needs >= 1.05x)".into(),
+                seen(
+                    "1a",
+                    "2.0x [1.8, 2.2] (needs >= 1.05x)",
                     Verdict::Reproduced,
+                    (1.8, 2.2),
                 ),
-                ("5b".into(), "synthetic".into(), fig.into(), verdict),
+                seen("5b", fig, verdict, interval),
             ],
             best: Vec::new(),
         };
         let a = folder(
             "1.96x [1.76, 2.18] (needs >= 2.00x)",
             Verdict::NotReproduced,
+            (1.76, 2.18),
         );
-        let b = folder("2.10x [1.96, 2.24] (needs >= 2.00x)", Verdict::Unsettled);
+        let b = folder(
+            "2.10x [1.96, 2.24] (needs >= 2.00x)",
+            Verdict::Unsettled,
+            (1.96, 2.24),
+        );
         let text = conclusions(&a, &b);
         assert!(
             text.contains(
@@ -394,7 +476,11 @@ mod tests {
             "{text}"
         );
         // Two decided verdicts that differ conflict.
-        let c = folder("2.30x [2.10, 2.52] (needs >= 2.00x)", Verdict::Reproduced);
+        let c = folder(
+            "2.30x [2.10, 2.52] (needs >= 2.00x)",
+            Verdict::Reproduced,
+            (2.10, 2.52),
+        );
         let conflict = conclusions(&c, &a);
         assert!(
             conflict.contains("| 5b | reproduced | not reproduced | **no** |"),
@@ -405,14 +491,46 @@ mod tests {
             "{conflict}"
         );
         assert!(conflict.contains("- 5b, synthetic: A 2.30x"), "{conflict}");
+        // Figures apart by more than their trials allow: a difference of what was measured.
+        assert!(
+            conflict.contains("B/A 0.85x [0.74, 0.98], different"),
+            "{conflict}"
+        );
+        assert!(
+            conflict.contains("Of the 1 that differ, 0 differ only"),
+            "{conflict}"
+        );
+        // Figures within each other's trials: one quantity either side of the 2.00x line.
+        assert!(
+            text.contains("Of the 1 that differ, 1 differ only"),
+            "{text}"
+        );
         assert!(
             text.contains(
                 "- 5b, synthetic: A 1.96x [1.76, 2.18] (needs >= 2.00x): not reproduced; \
-                 B 2.10x [1.96, 2.24] (needs >= 2.00x): unsettled"
+                 B 2.10x [1.96, 2.24] (needs >= 2.00x): unsettled; B/A 1.07x [0.94, 1.21], \
+                 not measurably different"
             ),
             "{text}"
         );
         assert!(!text.contains("- 1a"), "{text}");
         assert!(!conclusions(&a, &a).contains("Where the verdicts differ"));
+        // A check one folder lacks, or a figure without an estimate, leaves the difference
+        // unexplained by figures, however close the rest.
+        let mut missing = b.clone();
+        missing.checks.retain(|c| c.claim != "5b");
+        let text = conclusions(&a, &missing);
+        assert!(text.contains("- 5b, synthetic: A 1.96x"), "{text}");
+        assert!(
+            text.contains("Of the 1 that differ, 0 differ only"),
+            "{text}"
+        );
+        let mut no_estimate = b.clone();
+        no_estimate.checks[1].estimate = None;
+        let text = conclusions(&a, &no_estimate);
+        assert!(
+            text.contains("Of the 1 that differ, 0 differ only"),
+            "{text}"
+        );
     }
 }

@@ -216,6 +216,11 @@ impl Check {
         self.unsettled = Some(why);
     }
 
+    /// Its figure's estimate, where it had one.
+    pub fn estimate(&self) -> Option<LogEstimate> {
+        self.judged.map(|(estimate, _)| estimate)
+    }
+
     /// Whether its figure is exact, no interval around it: a count (stored bytes over bytes),
     /// not a timing, which no load on the machine moves.
     pub fn is_exact(&self) -> bool {
