@@ -277,10 +277,21 @@ pub fn settle(
             let left = deadline.saturating_duration_since(now).as_secs_f64();
             let (fits, over) = within_budget(open, left);
             if !over.is_empty() {
+                // The cheaper checks go first: what is left open can need less than is left
+                // of the budget, and more than is left beside them (a message read "about 224
+                // s past what is left of it (240 s)").
+                let beside = match fits.len() {
+                    0 => String::new(),
+                    n => format!(
+                        " beside the {} taken this round (about {:.0} s)",
+                        checks(n),
+                        fits.iter().map(|u| u.seconds).sum::<f64>()
+                    ),
+                };
                 places.progress.note(&format!(
                     "reproduce: settling stops at {:.0} minutes at this scale; {} {} left open, \
-                     their trials (about {:.0} s) past what is left of it ({left:.0} s): {}. \
-                     The same command into the same folder settles them further",
+                     their trials (about {:.0} s) past what is left of it ({left:.0} s){beside}: \
+                     {}. The same command into the same folder settles them further",
                     budget.as_secs_f64() / 60.0,
                     checks(over.len()),
                     if over.len() == 1 { "is" } else { "are" },
