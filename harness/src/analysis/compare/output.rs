@@ -8,7 +8,6 @@ use super::conclusions::{Best, Conclusions, SeenCheck};
 use super::pairing::*;
 use crate::analysis::cells::MIN_EPOCH_S;
 use crate::analysis::findings::Verdict;
-use crate::analysis::stats::LogEstimate;
 
 use crate::analysis::svg::{Forest, ForestRow};
 use crate::units::rate;
@@ -276,9 +275,22 @@ struct Differing {
     same_figures: usize,
 }
 
-/// B's figure over A's, where both had an estimate.
-fn b_over_a(a: &SeenCheck, b: &SeenCheck) -> Option<LogEstimate> {
-    Some(b.estimate?.over(&a.estimate?))
+/// B's figure over A's with its interval, and whether the two are not measurably different
+/// (the t-test of the log ratio against 1, p >= 0.05: the interval holds 1). Nothing, and not
+/// the same, where either folder's check has no estimate.
+fn b_over_a(a: &SeenCheck, b: &SeenCheck) -> (String, bool) {
+    let Some(r) = a.estimate.zip(b.estimate).map(|(ea, eb)| eb.over(&ea)) else {
+        return (String::new(), false);
+    };
+    let (lo, hi) = r.ci95();
+    let same = r.p_value_of_one() >= 0.05;
+    let what = if same {
+        "not measurably different"
+    } else {
+        "different"
+    };
+    let text = format!("; B/A {:.2}x [{lo:.2}, {hi:.2}], {what}", r.value());
+    (text, same)
 }
 
 fn differing_checks(a: &Conclusions, b: &Conclusions) -> Differing {
@@ -305,23 +317,8 @@ fn differing_checks(a: &Conclusions, b: &Conclusions) -> Differing {
             match b.checks.iter().find(|c| of(c) && &c.subject == subject) {
                 Some(cb) if cb.verdict != ca.verdict => {
                     any = true;
-                    let apart = match b_over_a(ca, cb) {
-                        Some(r) => {
-                            let (lo, hi) = r.ci95();
-                            let same = lo <= 1.0 && 1.0 <= hi;
-                            all_same &= same;
-                            let what = if same {
-                                "not measurably different"
-                            } else {
-                                "different"
-                            };
-                            format!("; B/A {:.2}x [{lo:.2}, {hi:.2}], {what}", r.value())
-                        }
-                        None => {
-                            all_same = false;
-                            String::new()
-                        }
-                    };
+                    let (apart, same) = b_over_a(ca, cb);
+                    all_same &= same;
                     let _ = writeln!(
                         out,
                         "- {id}, {subject}: A {}: {}; B {}: {}{apart}",
@@ -431,6 +428,7 @@ pub(super) fn conclusions(a: &Conclusions, b: &Conclusions) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::stats::LogEstimate;
 
     #[test]
     fn differing_verdicts_show_the_checks_behind_them_and_agreeing_ones_do_not() {

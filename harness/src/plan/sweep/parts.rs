@@ -8,8 +8,8 @@
 //! the whole epoch timed, and its runs then read the store's first shards (the dataset's
 //! first items) that make the epoch last the floor: the same store and records, fewer of
 //! them, as many shards (raw items) for each thread, and of each shard only its first
-//! records where the shards hold far more than the floor needs. `--verify` judges what the runs read: the
-//! part's shards whole, the raw files' first items. The part is recorded in the manifest's
+//! records where the shards hold far more than the floor needs. `--verify` judges what the
+//! runs read: the part's shards whole, the raw files' first items. The part is recorded in the manifest's
 //! sizing, so a resumed sweep reads the same. prepbench's own engine reads its stores whole,
 //! and of the raw files the part the sizing predicted from the calibration, timed the same
 //! way from that prediction in one cold epoch (`SweepRun::part`). Every part is then timed
@@ -65,9 +65,13 @@ fn shards_holding(records: &[u64], need: f64, every: usize) -> usize {
         held += r;
         shards += 1;
     }
+    balanced(shards, every).min(records.len())
+}
+
+/// `n` rounded up to a positive multiple of `every`: as many for each of `every` readers.
+fn balanced(n: usize, every: usize) -> usize {
     let every = every.max(1);
-    let balanced = shards.max(1).div_ceil(every) * every;
-    balanced.min(records.len())
+    n.max(1).div_ceil(every) * every
 }
 
 /// The least count every one of `threads` divides.
@@ -148,11 +152,11 @@ impl SweepRun<'_> {
         if (native && stored.is_some()) || !pending.cells.iter().any(|c| of_loader(&c)) {
             return Ok(None);
         }
-        let threads = (self.plan.cells.iter().filter(of_loader))
+        let counts: Vec<usize> = (self.plan.cells.iter().filter(of_loader))
             .map(|c| c.threads)
-            .max()
-            .unwrap_or(1);
-        let every = every_thread_count(self.plan.cells.iter().filter(of_loader).map(|c| c.threads));
+            .collect();
+        let threads = counts.iter().copied().max().unwrap_or(1);
+        let every = every_thread_count(counts);
         let whole = stored.map_or(self.executor.session.source.len(), |m| {
             m.manifest.shards.len()
         });
@@ -279,10 +283,7 @@ impl SweepRun<'_> {
             }
             // An item per thread at least, and as many for each (NILM's are hours, 360
             // windows each: a third hour over two threads is read alone).
-            None => {
-                let items = (need.ceil() as usize).max(1).div_ceil(every) * every;
-                items.min(whole).into()
-            }
+            None => balanced(need.ceil() as usize, every).min(whole).into(),
         };
         // prepbench's own engine too: in one CI run its part, predicted and probed in one
         // cold epoch, read 274 files in 0.062 s against a 0.2 s floor (the same test passed
