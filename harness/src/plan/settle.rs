@@ -80,10 +80,25 @@ pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
     Ok(out)
 }
 
-/// What a trial costs beyond its epochs, s: the eviction with its priming read, the ask of
-/// the loader's process and the row's writing (1-3 s from one trial's end to the next one's
-/// start in `quick-bo`'s tf-data sweeps).
+/// What a trial under a loader in Python costs beyond its epochs, s: the eviction with its
+/// priming read, the ask of the loader's process and the row's writing. From one trial's
+/// start to the next one's, less its epochs, tf.data's took 1.25-1.26 s on average in
+/// `quick-cl` to `quick-cn` (105-121 trials each).
 const TRIAL_OVERHEAD_S: f64 = 1.5;
+
+/// What a trial under prepbench's own engine costs beyond its epochs, s: 0.21-0.26 s on
+/// average in the same runs (147-174 trials each). Priced at a loader's, a native check
+/// looked three to six times as dear beyond its epochs, and a round's budget left it open.
+const NATIVE_TRIAL_OVERHEAD_S: f64 = 0.5;
+
+/// [`TRIAL_OVERHEAD_S`] or [`NATIVE_TRIAL_OVERHEAD_S`], by the loader that runs `setting`.
+fn trial_overhead(setting: &CellKey) -> f64 {
+    if setting.condition.loader.is_none() {
+        NATIVE_TRIAL_OVERHEAD_S
+    } else {
+        TRIAL_OVERHEAD_S
+    }
+}
 
 /// The setting whose trials record `key`'s cell, as settling's cost counts it: its cell with
 /// the epoch and the cache's state left out, but whether the trials fill an application cache
@@ -101,7 +116,7 @@ fn setting(key: &CellKey) -> (CellKey, bool) {
 }
 
 /// What `targets` are expected to cost, s, from `cells` as recorded: each setting's trials
-/// added, at its epochs' medians together and [`TRIAL_OVERHEAD_S`]; for a check about the
+/// added, at its epochs' medians together and its loader's [`trial_overhead`]; for a check about the
 /// offline phase (`offline`), each materialization added at the mean one's time.
 fn cost(targets: &[TrialTarget], offline: bool, cells: &[crate::analysis::cells::Cell]) -> f64 {
     let mut added: HashMap<(CellKey, bool), usize> = HashMap::new();
@@ -130,7 +145,7 @@ fn cost(targets: &[TrialTarget], offline: bool, cells: &[crate::analysis::cells:
                     .map(|c| c.online.median)
                     .sum()
             };
-            more as f64 * (each + TRIAL_OVERHEAD_S)
+            more as f64 * (each + trial_overhead(&of.0))
         })
         .sum()
 }

@@ -349,12 +349,23 @@ fn a_trial_costs_its_settings_epochs_together_and_its_overhead() {
     ];
     // Warm over cold: one setting (cold, then warm), grown from 3 trials to 5.
     let ratio = [target(cold.clone(), 5), target(warm.clone(), 5)];
-    let each = 2.0 + 1.0 + TRIAL_OVERHEAD_S;
+    let each = 2.0 + 1.0 + NATIVE_TRIAL_OVERHEAD_S;
     assert!((cost(&ratio, false, &cells) - 2.0 * each).abs() < 1e-9);
     // App over warm: two settings, each grown by its own trials.
     let both = [target(app.clone(), 4), target(warm, 6)];
-    let want = (4.0 + 0.5 + TRIAL_OVERHEAD_S) + 3.0 * each;
+    let want = (4.0 + 0.5 + NATIVE_TRIAL_OVERHEAD_S) + 3.0 * each;
     assert!((cost(&both, false, &cells) - want).abs() < 1e-9);
+    // Under a loader in Python, each trial costs that loader's overhead.
+    let loaded = |k: &CellKey| {
+        let mut k = k.clone();
+        k.condition.loader = Some("tf-data".into());
+        k
+    };
+    let (l_cold, l_warm) = (loaded(&cold), loaded(&key(CacheState::Warm, 1, 1)));
+    let under = [cell(l_cold.clone(), 3, 2.0), cell(l_warm.clone(), 3, 1.0)];
+    let grown = [target(l_cold, 5), target(l_warm, 5)];
+    let each = 2.0 + 1.0 + TRIAL_OVERHEAD_S;
+    assert!((cost(&grown, false, &under) - 2.0 * each).abs() < 1e-9);
     // Trials it has already cost nothing; a cell not recorded is not counted.
     assert_eq!(cost(&[target(fill, 3)], false, &cells), 0.0);
     assert_eq!(
