@@ -87,8 +87,8 @@ pub fn unsettled(dir: &Path, cap: usize) -> anyhow::Result<Vec<Unsettled>> {
 const TRIAL_OVERHEAD_S: f64 = 1.5;
 
 /// What a trial under prepbench's own engine costs beyond its epochs, s: 0.21-0.26 s on
-/// average in the same runs (147-174 trials each). Priced at a loader's, a native check
-/// looked three to six times as dear beyond its epochs, and a round's budget left it open.
+/// average in the same runs (147-174 trials each), where a loader's price charged it six to
+/// seven times that.
 const NATIVE_TRIAL_OVERHEAD_S: f64 = 0.5;
 
 /// [`TRIAL_OVERHEAD_S`] or [`NATIVE_TRIAL_OVERHEAD_S`], by the loader that runs `setting`.
@@ -104,20 +104,15 @@ fn trial_overhead(setting: &CellKey) -> f64 {
 /// the epoch and the cache's state left out, but whether the trials fill an application cache
 /// (`app-fill`, then `app`) or read through the page cache (`cold`, then `warm`).
 fn setting(key: &CellKey) -> (CellKey, bool) {
-    use crate::results::CacheState;
-    let app = matches!(
-        key.cache,
-        CacheState::App | CacheState::AppFill | CacheState::AppMiss
-    );
     let mut setting = key.clone();
     setting.epoch = 0;
-    setting.cache = CacheState::Cold;
-    (setting, app)
+    setting.cache = crate::results::CacheState::Cold;
+    (setting, key.cache.of_app_cache_run())
 }
 
 /// What `targets` are expected to cost, s, from `cells` as recorded: each setting's trials
-/// added, at its epochs' medians together and its loader's [`trial_overhead`]; for a check about the
-/// offline phase (`offline`), each materialization added at the mean one's time.
+/// added, at its epochs' medians together and its loader's [`trial_overhead`]; for a check
+/// about the offline phase (`offline`), each materialization added at the mean one's time.
 fn cost(targets: &[TrialTarget], offline: bool, cells: &[crate::analysis::cells::Cell]) -> f64 {
     let mut added: HashMap<(CellKey, bool), usize> = HashMap::new();
     for t in targets {

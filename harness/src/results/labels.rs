@@ -95,6 +95,18 @@ label_enum! {
     }
 }
 
+impl CacheState {
+    /// Whether an epoch in this state is one of a run with an application cache (`--cache
+    /// app`: the epoch that fills it, those it serves or misses) rather than of a run through
+    /// the page cache: the two are separate runs of a setting, each trial one of each.
+    pub fn of_app_cache_run(self) -> bool {
+        matches!(
+            self,
+            CacheState::App | CacheState::AppFill | CacheState::AppMiss
+        )
+    }
+}
+
 label_enum! {
     /// Whether a strategy's output matched fully-online processing.
     pub enum Verdict {

@@ -9,11 +9,12 @@
 //! first items) that make the epoch last the floor: the same store and records, fewer of
 //! them, as many shards (raw items) for each thread, and of each shard only its first
 //! records where the shards hold far more than the floor needs. `--verify` judges what the
-//! runs read: the part's shards whole, the raw files' first items. The part is recorded in the manifest's
-//! sizing, so a resumed sweep reads the same. prepbench's own engine reads its stores whole,
-//! and of the raw files the part the sizing predicted from the calibration, timed the same
-//! way from that prediction in one cold epoch (`SweepRun::part`). Every part is then timed
-//! once more as a run reads it and grown where that epoch fell short (`checked_part`).
+//! runs read: the part's shards whole, the raw files' first items. The part is recorded in the
+//! manifest's sizing, so a resumed sweep reads the same. prepbench's own engine reads its
+//! stores whole, and of the raw files the part the sizing predicted from the calibration,
+//! timed the same way from that prediction in one cold epoch (`SweepRun::part`). Every part
+//! is then timed once more as a run reads it and grown where that epoch fell short
+//! (`checked_part`).
 
 use std::collections::HashMap;
 
