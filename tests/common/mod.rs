@@ -541,8 +541,8 @@ pub fn with_package<'c>(command: &'c mut Command, native: &Path) -> &'c mut Comm
         )
         .env("PYTHONDONTWRITEBYTECODE", "1")
         // Tests run side by side: a loader's sizing epochs are never taken at what they would
-        // have lasted without the others' load (`parts::quiet_seconds`). Scaled so, in one CI
-        // run a probe of CV's raw files through a 2 MB/s profile sized a part of 108 files,
+        // have lasted without the others' load (`parts::quiet_seconds`). Likely so scaled, in one
+        // CI run a probe of CV's raw files through a 2 MB/s profile sized a part of 108 files,
         // whose epoch then lasted 6.3 s against a 1 s floor (it passed alone, in 33 s).
         .env("PREPBENCH_HEAVY_LOAD_PCT", "1000")
 }

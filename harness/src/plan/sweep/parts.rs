@@ -59,9 +59,9 @@ fn probe_items(len: usize, threads: usize) -> usize {
 /// epochs read theirs), grown where it lasts under half the floor (`probe`). Under an emulated
 /// storage profile, half the store (as many for each of `every`'s reads): the store was sized
 /// for prepbench's engine at the profile's figures, which the emulator paces whatever the
-/// loader, so half of it lasts about half the floor or more where a shard per thread lasts an
-/// eighth. In `quick-cp`, sizing tf.data's nine parts of CV under `paper-ceph-hdd` (eight
-/// stores and the raw files) took 95 s, their sweep 68 s.
+/// loader, so half of it lasts about half the floor or more, where a shard per thread (2 of
+/// quick's 16) reads an eighth of it. In `quick-cp`, sizing tf.data's nine parts of CV under
+/// `paper-ceph-hdd` (eight stores and the raw files) took 95 s, their sweep 68 s.
 fn probe_shards(whole: usize, (threads, every): (usize, usize), local: bool) -> usize {
     if local {
         threads.min(whole)
@@ -72,9 +72,9 @@ fn probe_shards(whole: usize, (threads, every): (usize, usize), local: bool) -> 
 
 /// Whether a store (the raw files) whose whole epoch under a loader lasts `whole_s` as its
 /// probe measured it is read whole rather than in a part: within [`WHOLE_MARGIN`] of the
-/// floor's part, its epochs last at most a second more for each floor, where a check of the
-/// part takes a cold epoch and a run's start (between tf.data's trials in `quick-cp`, 0.6-1.7
-/// s beyond their epochs, by kind, on average).
+/// floor's part, its epochs last at most about 2.0 floors where the part's would last 1.5,
+/// and a check of the part takes a cold epoch and a run's start (between tf.data's trials in
+/// `quick-cp`, 0.6-1.7 s beyond their epochs, by kind, on average).
 fn whole_is_near_floor(whole_s: f64, floor: f64) -> bool {
     whole_s.is_finite() && whole_s <= floor * PART_MARGIN * WHOLE_MARGIN
 }
@@ -303,10 +303,6 @@ impl SweepRun<'_> {
             let grow = (floor / seconds).ceil().max(2.0);
             n = ((n as f64 * grow) as usize).min(whole);
         };
-        let whole_records = stored.map_or(whole as f64, |m| m.manifest.part_records() as f64);
-        if whole_is_near_floor(whole_records * seconds / read, floor) {
-            return Ok(whole.into());
-        }
         let holding = |need: f64| match stored {
             Some(m) => {
                 let records: Vec<u64> = m.manifest.shards.iter().map(|s| s.records).collect();
@@ -323,7 +319,12 @@ impl SweepRun<'_> {
         // prepbench's own engine too: in one CI run its part, predicted and probed in one
         // cold epoch, read 274 files in 0.062 s against a 0.2 s floor (the same test passed
         // three times alone; what slowed that probe was not measured).
-        let part = holding(floor * PART_MARGIN * read / seconds);
+        let whole_records = stored.map_or(whole as f64, |m| m.manifest.part_records() as f64);
+        let part = if whole_is_near_floor(whole_records * seconds / read, floor) {
+            whole.into()
+        } else {
+            holding(floor * PART_MARGIN * read / seconds)
+        };
         if part.n >= whole && part.per_shard.is_none() {
             // Nothing to grow into: a check of it could only time it.
             return Ok(part);
