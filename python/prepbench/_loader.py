@@ -10,11 +10,11 @@ the online Python steps on its samples exactly as prepbench's own workers do (th
 code, the same per-sample seeds). Then it answers with every batch's arrival, the samples'
 bytes, the skipped samples, (with --verify) each output's hash, and the CPU and I/O of this
 process and its workers. Then it serves the run's next epochs, each asked for by a line of
-its own (`next_epoch`: its epoch, seed, `min_s` and `hash`), as a training job runs its epochs
-in one process: with a new DataLoader each, or, where its workers persist, the same one (its
-workers see each epoch through shared memory), until the run is over; then it lets go of the
-run and waits, idle, for the workload's next run under this loader (`serve`). Everything the
-user's code prints goes to stderr.
+its own (`next_epoch`: its epoch, seed, `min_s`, `max_s` and `hash`), as a training job runs
+its epochs in one process: with a new DataLoader each, or, where its workers persist, the same
+one (its workers see each epoch through shared memory), until the run is over; then it lets go
+of the run and waits, idle, for the workload's next run under this loader (`serve`). Everything
+the user's code prints goes to stderr.
 """
 
 import itertools
@@ -29,7 +29,7 @@ import types
 from .store import SharedInt, Store, _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
-PROTOCOL = 11
+PROTOCOL = 12
 
 
 def _usage():
@@ -666,8 +666,8 @@ def ready(proto_out, versions):
 
 def next_epoch(job):
     """The run's next epoch, as prepbench asks a kept loader process for it (a line giving
-    its epoch, seed, `min_s` and `hash`), merged into `job`; None when the run is over (a line
-    `{"end_run": true}`, or stdin's end)."""
+    its epoch, seed, `min_s`, `max_s` and `hash`), merged into `job`; None when the run is
+    over (a line `{"end_run": true}`, or stdin's end)."""
     global _ENDED
     line = sys.stdin.buffer.readline()
     _ENDED = not line
@@ -733,7 +733,8 @@ def run(job, proto_out):
 
 def _epoch(loader, job, protocol):
     """One epoch of `loader`: `ready`, then on `go` its passes (repeated until `min_s`, for an
-    epoch served from the page cache) and the answer; False when no `go` came."""
+    epoch served from the page cache; stopped at `max_s`, a probe's, its input read in part)
+    and the answer; False when no `go` came."""
     proto_out, versions = protocol
     if not ready(proto_out, versions):
         return False
@@ -742,7 +743,9 @@ def _epoch(loader, job, protocol):
     samples = nbytes = passes = 0
     # What stopped the epoch (--on-error fail): a sample, or a stored record.
     failed = failed_read = None
-    while failed is None and failed_read is None:
+    max_s = job.get("max_s")
+    out_of_time = False
+    while failed is None and failed_read is None and not out_of_time:
         passes += 1
         for items, _batch in loader:
             at = time.perf_counter() - started
@@ -767,6 +770,10 @@ def _epoch(loader, job, protocol):
             if good:
                 arrivals.append([good, at])
             if failed is not None or failed_read is not None:
+                break
+            # The DataLoader's next iterator takes up from a fresh start (its workers reset).
+            if max_s is not None and time.perf_counter() - started >= max_s:
+                out_of_time = True
                 break
         if job["min_s"] is None or time.perf_counter() - started >= job["min_s"]:
             break

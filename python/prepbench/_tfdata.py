@@ -25,7 +25,7 @@ from ._loader import (answer, expected_hashes, native_for, next_epoch, ready, se
 from .store import _fields
 
 #: Bumped when the job or the answer changes: prepbench refuses a package of another version.
-PROTOCOL = 8
+PROTOCOL = 9
 
 _COMPRESSION = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}
 
@@ -420,7 +420,8 @@ def run(job, proto_out):
             return
         _epoch(pipeline, job, proto_out)
         # The process serves the run's next epochs (from the application cache, where it
-        # holds one): each asked for by a line giving its epoch, seed, `min_s` and `hash`.
+        # holds one): each asked for by a line giving its epoch, seed, `min_s`, `max_s` and
+        # `hash`.
         job = next_epoch(job)
         if job is None:
             return
@@ -428,8 +429,8 @@ def run(job, proto_out):
 
 
 def _epoch(pipeline, job, proto_out):
-    """One epoch (repeated passes until `min_s`, for an epoch served from a cache) and its
-    answer."""
+    """One epoch (repeated passes until `min_s`, for an epoch served from a cache; stopped at
+    `max_s`, a probe's, its input read in part) and its answer."""
     import tensorflow as tf
 
     from . import _tf_steps
@@ -438,7 +439,9 @@ def _epoch(pipeline, job, proto_out):
     arrivals, hashes = [], []
     samples = nbytes = passes = 0
     size = pipeline.size
-    while True:
+    max_s = job.get("max_s")
+    out_of_time = False
+    while not out_of_time:
         passes += 1
         iterator = iter(pipeline.dataset)
         while True:
@@ -463,6 +466,11 @@ def _epoch(pipeline, job, proto_out):
                 fields = pipeline.fields(element)
                 hashes.append([sample_id, pipeline.digest(sample_id, fields)])
             nbytes += size(element)
+            if max_s is not None and time.perf_counter() - started >= max_s:
+                out_of_time = True
+                break
+        # An iterator left mid-stream stops its reads and maps as it goes.
+        del iterator
         if job["min_s"] is None or time.perf_counter() - started >= job["min_s"]:
             break
     answer(proto_out, started, [[1, t] for t in arrivals], samples, nbytes, hashes, [], None,

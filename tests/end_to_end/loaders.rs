@@ -1638,6 +1638,23 @@ fn a_slower_loader_reads_the_part_of_a_store_its_epochs_need_verified_and_resume
             part.is_some_and(|n| (2..=8).contains(&n) && n % 2 == 0),
             "{loader}: {said}"
         );
+        // Its probe read the whole store for the part's span and stopped there: fewer records
+        // than the store holds (read whole, it would have lasted the store's epoch).
+        let probed: Vec<f64> = said
+            .split(&format!("decoded under {loader} read "))
+            .nth(1)
+            .and_then(|rest| rest.split(" records in ").next())
+            .map(|counts| {
+                counts
+                    .split(" of its ")
+                    .filter_map(|n| n.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(
+            probed.len() == 2 && probed[0] > 0.0 && probed[0] < probed[1],
+            "{loader}: {said}"
+        );
         let runs = Csv::read(&out_dir.join("runs.csv"));
         let row = |loader: &str, strategy: &str| {
             let found: Vec<_> = (runs.rows.iter())

@@ -317,6 +317,7 @@ pub fn strategy(
         loader_options: "",
         // Passes repeat (the epoch is warm) until it has lasted this long.
         min_epoch_s: Some(CALIBRATION_MIN_S),
+        max_epoch_s: None,
         start_gate: None,
         memory_limit_mb: None,
     };

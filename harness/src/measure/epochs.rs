@@ -46,6 +46,9 @@ pub struct RunSpec<'a> {
     /// Epochs served from a cache repeat their passes until they last this long
     /// (`OnlineJob::min_s`); cold epochs are sized by their store instead.
     pub min_epoch_s: Option<f64>,
+    /// Each epoch stops taking samples once it has lasted this long (`OnlineJob::max_s`: a
+    /// loader's probe); `None`: every epoch reads all of its input.
+    pub max_epoch_s: Option<f64>,
     /// Called after each epoch's cache is prepared, right before its timing starts (`--ranks`
     /// passes an MPI barrier here, so every rank starts together).
     pub start_gate: Option<&'a dyn Fn()>,
@@ -342,6 +345,7 @@ impl Session {
         if spec.stored.is_none() {
             job.items = self.raw_items(spec);
         }
+        job.max_s = spec.max_epoch_s;
         let app = spec.cache == CacheMode::App;
         if app && epoch == 0 {
             job.fill = Some(app_cache);

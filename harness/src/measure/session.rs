@@ -470,6 +470,7 @@ impl Session {
             consumer: None,
             on_error: self.on_error,
             min_s: None,
+            max_s: None,
             timed_start: None,
             loader_options: "",
             kept: None,

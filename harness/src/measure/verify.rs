@@ -206,6 +206,7 @@ mod tests {
             fill: None,
             throttle: None,
             min_s: None,
+            max_s: None,
             timed_start: None,
             consumer: None,
             on_error: workloads::OnError::Fail,

@@ -464,6 +464,7 @@ impl Plan {
             consumer: self.consumer,
             loader: crate::measure::online::engine(cell.loader).expect("checked by Plan::new"),
             loader_options: self.loader_options(cell.loader),
+            max_epoch_s: None,
             start_gate: None,
             min_epoch_s: settings.min_epoch_s,
             memory_limit_mb: settings.memory_limit_mb,

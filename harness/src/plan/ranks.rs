@@ -83,6 +83,7 @@ fn ranked(
             // Ranks measure reading alone: no simulated consumer.
             consumer: None,
             loader: crate::measure::online::default_engine(),
+            max_epoch_s: None,
             start_gate: Some(&gate),
             // One pass per epoch on every rank, so the ranks' epochs line up.
             min_epoch_s: None,

@@ -70,6 +70,10 @@ pub struct OnlineJob<'a> {
     /// lasts the floor without a store sized for the cache's speed. `None`: one pass (cold
     /// epochs, whose second pass would not be cold).
     pub min_s: Option<f64>,
+    /// The epoch stops taking samples once it has lasted this long, its input read in part
+    /// (a loader's probe, `sweep/parts.rs`: its rate over the span of the part it sizes, not
+    /// the whole of a store sized for a faster engine); `None`: all of its input.
+    pub max_s: Option<f64>,
     /// Called as the timed epoch begins, where an engine first starts a process and builds its
     /// pipeline (a loader in Python): the system sampler starts its intervals there, so that
     /// an epoch's CPU share and device rate are not diluted by the interpreter's start.

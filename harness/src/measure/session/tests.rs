@@ -73,3 +73,33 @@ fn raw_files_verify_on_the_items_a_run_reads() {
         assert_eq!(v.checked, checked, "{read:?}");
     }
 }
+
+/// An epoch given `max_s` stops taking samples once it has lasted that long (a loader's
+/// probe, `sweep/parts.rs`): with none left, it keeps the batch that came first and no more,
+/// and the next epoch of the same store, given none, reads every record.
+#[test]
+fn an_epoch_stopped_at_its_limit_reads_part_of_its_store_and_the_next_reads_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = cv_session(dir.path(), 6);
+    let strategy = session.workload.spec.strategy("resized").unwrap();
+    let items = 2_000;
+    let m = session
+        .store_sized(&strategy, Codec::None, (4, items), 2, false, false)
+        .unwrap();
+    let bar = indicatif::ProgressBar::hidden();
+    let stopped = OnlineJob {
+        max_s: Some(0.0),
+        ..session.online_job(&strategy, m.input(), 2, 0)
+    };
+    let read = crate::measure::online::run(&stopped, &bar).unwrap();
+    assert!(read.samples > 0, "the first batch is kept");
+    assert!(
+        read.samples < items as u64 / 4,
+        "{} of {items} read",
+        read.samples
+    );
+    assert_eq!(read.arrivals_s.len() as u64, read.samples);
+    let whole =
+        crate::measure::online::run(&session.online_job(&strategy, m.input(), 2, 0), &bar).unwrap();
+    assert_eq!(whole.samples, items as u64);
+}

@@ -3,21 +3,19 @@
 //! would spend ten or twenty times the floor on an epoch of the same store: in the quick
 //! reproduction under both loaders, 40 s per cold NILM `aggregated` epoch under tf.data where
 //! the floor is 1 s. So each (strategy, codec) under such a loader is timed in two cold epochs
-//! (the faster taken) over its store's first shards, one per thread (half the store under an
-//! emulated profile; raw files: its first items; more where those last under half the floor),
-//! at the most threads its cells use,
-//! the whole epoch timed, and its runs then read the store's first shards (the dataset's
-//! first items) that make the epoch last the floor: the same store and records, fewer of
-//! them, as many shards (raw items) for each thread, and of each shard only its first
-//! records where the shards hold far more than the floor needs. `--verify` judges what the
-//! runs read: the part's shards whole, the raw files' first items. The part is recorded in the
-//! manifest's sizing, so a resumed sweep reads the same. prepbench's own engine reads its
-//! stores whole, and of the raw files the part the sizing predicted from the calibration,
-//! timed the same way from that prediction in one cold epoch (`SweepRun::part`). Every part
-//! short of the whole is then timed once more as a run reads it and grown where that epoch fell
-//! short (`checked_part`); a store whose whole epoch lasts about as long as the part would is
-//! read whole (`whole_is_near_floor`).
-
+//! (the faster taken) over its whole store (raw files: every item), each stopped once it has
+//! lasted the floor with the margin ([`PART_MARGIN`]), at the most threads its cells use, and
+//! its runs then read the store's first shards (the dataset's first items) that make the epoch
+//! last the floor at the rate the probe read: the same store and records, fewer of them, as
+//! many shards (raw items) for each thread, and of each shard only its first records where the
+//! shards hold far more than the floor needs. `--verify` judges what the runs read: the part's
+//! shards whole, the raw files' first items. The part is recorded in the manifest's sizing, so
+//! a resumed sweep reads the same. prepbench's own engine reads its stores whole, and of the
+//! raw files the part the sizing predicted from the calibration, timed the same way from that
+//! prediction in one cold epoch, read whole (`SweepRun::part`). Every part short of the whole
+//! is then timed once more as a run reads it and grown where that epoch fell short
+//! (`checked_part`); a store whose whole epoch lasts about as long as the part would is read
+//! whole (`whole_is_near_floor`).
 use std::collections::HashMap;
 
 use workloads::{CacheMode, Codec, StorageProfile, Strategy};
@@ -29,9 +27,10 @@ use crate::plan::sizing::{short_of, Sizes, CHECK_MARGIN, CHECK_ROUNDS};
 use crate::results::{LoaderPart, Manifest, RunRow, SizingEntry};
 
 /// Parts aim this much above the floor, more than the model's sizing does (`sizing::MARGIN`):
-/// a probe of a shard per thread errs more, and a part short of the floor leaves its cells
-/// unjudged (at 1.2 a quick reproduction's 20.48 MB synthetic epochs under tf.data lasted 0.87
-/// s against a 1 s floor).
+/// a probe errs more, and a part short of the floor leaves its cells unjudged (at 1.2 a quick
+/// reproduction's 20.48 MB synthetic epochs under tf.data lasted 0.87 s against a 1 s floor).
+/// A loader's probe reads for this many floors, the span of the part it sizes, so that its
+/// rate counts the pipeline's start as the part's epochs do.
 const PART_MARGIN: f64 = 1.5;
 
 /// A store (raw files) whose whole epoch, as a probe measured it, lasts at most this many times
@@ -45,29 +44,6 @@ pub(super) struct Parts {
     pub stores: HashMap<VerdictKey, Materialized>,
     /// The raw dataset's first items.
     pub items: HashMap<VerdictKey, usize>,
-}
-
-/// Raw items a probe reads first: a sixteenth of the dataset, at least one per thread (a
-/// probe too short grows, `probe`). Four per thread read all six of quick's NILM hours, 2160
-/// windows at 182 a second under tf.data: 21 s of probing for a part of two hours.
-fn probe_items(len: usize, threads: usize) -> usize {
-    (len / 16).max(threads).min(len)
-}
-
-/// Shards a probe of a store reads first. On the local disk, one per thread, the least a part
-/// reads (one shard would be read by one of tf.data's parallel reads, slower than the part's
-/// epochs read theirs), grown where it lasts under half the floor (`probe`). Under an emulated
-/// storage profile, half the store (as many for each of `every`'s reads): the store was sized
-/// for prepbench's engine at the profile's figures, which the emulator paces whatever the
-/// loader, so half of it lasts about half the floor or more, where a shard per thread (2 of
-/// quick's 16) reads an eighth of it. In `quick-cp`, sizing tf.data's nine parts of CV under
-/// `paper-ceph-hdd` (eight stores and the raw files) took 95 s, their sweep 68 s.
-fn probe_shards(whole: usize, (threads, every): (usize, usize), local: bool) -> usize {
-    if local {
-        threads.min(whole)
-    } else {
-        balanced((whole / 2).max(threads), every).min(whole)
-    }
 }
 
 /// Whether a store (the raw files) whose whole epoch under a loader lasts `whole_s` as its
@@ -261,11 +237,15 @@ impl SweepRun<'_> {
         }
     }
 
-    /// Times cold epochs of (`strategy`) under `loader` on `threads` over the store's first
-    /// shards ([`probe_shards`]; the raw files' first items, or the part `predicted` for them;
-    /// more where those last less than half the floor), reading through `storage`, and gives
-    /// the part whose epochs last `floor` with the margin, checked as a run reads it; the
-    /// whole where that is about as long ([`whole_is_near_floor`]).
+    /// Times cold epochs of (`strategy`) under `loader` on `threads` over the whole store (the
+    /// raw files), each stopped at the floor with the margin; prepbench's own engine over the
+    /// part `predicted` for its raw files, whole, and more where that lasts less than half the
+    /// floor. Reads through `storage`, and gives the part whose epochs last `floor` with the
+    /// margin at the rate read, checked as a run reads it; the whole where that is about as
+    /// long ([`whole_is_near_floor`]). A probe of a shard per thread, read whole, could last
+    /// ten times the part it sized under tf.data (two of the 0.01 MB synthetic store's 16
+    /// shards, 52,581 records in 13 and 20 s, for a part of 6,482 records in `quick-cr`), and
+    /// one that fell short grew and was read again.
     fn probe(
         &self,
         strategy: &Strategy,
@@ -276,12 +256,7 @@ impl SweepRun<'_> {
         let whole = stored.map_or(self.executor.session.source.len(), |m| {
             m.manifest.shards.len()
         });
-        let mut n = match stored {
-            Some(_) => probe_shards(whole, (threads, every), storage.is_passthrough()),
-            None => predicted
-                .unwrap_or_else(|| probe_items(whole, threads))
-                .min(whole),
-        };
+        let mut n = predicted.unwrap_or(whole).min(whole);
         self.places.progress.note(&format!(
             "{}: timing {} under {loader} to size its epochs",
             self.name, strategy.name
@@ -320,6 +295,12 @@ impl SweepRun<'_> {
         // cold epoch, read 274 files in 0.062 s against a 0.2 s floor (the same test passed
         // three times alone; what slowed that probe was not measured).
         let whole_records = stored.map_or(whole as f64, |m| m.manifest.part_records() as f64);
+        let unit = if stored.is_some() { "records" } else { "items" };
+        self.places.progress.note(&format!(
+            "{}: {} under {loader} read {read:.0} of its {whole_records:.0} {unit} in \
+             {seconds:.2} s",
+            self.name, strategy.name
+        ));
         let part = if whole_is_near_floor(whole_records * seconds / read, floor) {
             whole.into()
         } else {
@@ -346,8 +327,10 @@ impl SweepRun<'_> {
     }
 
     /// Two cold epochs of (`strategy`) under `loader` on `threads` over `part` of `stored`
-    /// (its first shards, the raw files' first items) through `storage`: the records (items)
-    /// read and the faster epoch's seconds; with `as_run`, one cold epoch, as a run reads.
+    /// (its first shards, the raw files' first items) through `storage`, each stopped at the
+    /// floor with [`PART_MARGIN`] under a loader other than prepbench's own engine: the
+    /// records (items) read by the faster epoch and its seconds; with `as_run`, one cold epoch
+    /// of the whole part, as a run reads.
     pub(super) fn timed(
         &self,
         strategy: &Strategy,
@@ -397,9 +380,14 @@ impl SweepRun<'_> {
             loader: crate::measure::online::engine(loader).expect("checked by Plan::new"),
             loader_options: self.plan.loader_options(loader),
             min_epoch_s: None,
+            max_epoch_s: (!native && !as_run)
+                .then_some(self.opts.settings.min_epoch_s)
+                .flatten()
+                .map(|floor| floor * PART_MARGIN),
             start_gate: None,
             memory_limit_mb: None,
         };
+        let per_record = outputs_per_record(&session.workload, strategy.split);
         // The whole epoch, its pipeline's start included as the part's epochs include it:
         // timed from its first sample, or at its steady rate, a probe of a few hundredths of
         // a second read fast (tf.data's raw items gave parts implying about 11,200 and 12,500
@@ -420,15 +408,39 @@ impl SweepRun<'_> {
                 ))
             })
         };
-        let mut seconds = f64::INFINITY;
+        let mut faster: Option<(f64, f64)> = None;
         for _ in 0..runs {
             let (first, again) = self.executor.measured_again_if_heavy(&spec.run_id, sized)?;
             let rows = std::iter::once(&first).chain(&again).flat_map(|m| &m.rows);
-            seconds = rows
-                .map(|r| quiet_seconds(r, load_counts))
-                .fold(seconds, f64::min);
+            for row in rows {
+                let got = records_got(row, read, per_record, spec.max_epoch_s);
+                let seconds = quiet_seconds(row, load_counts);
+                if faster.is_none_or(|(g, s)| got * s > g * seconds) {
+                    faster = Some((got, seconds));
+                }
+            }
         }
-        Ok((read, seconds))
+        Ok(faster.unwrap_or((read, f64::INFINITY)))
+    }
+}
+
+/// A sample's records: the outputs of one record (raw item) read from `split` of `workload`,
+/// its kind's samples per file where a fan-out step (NILM's windows) runs online, else 1.
+fn outputs_per_record(workload: &workloads::Workload, split: usize) -> f64 {
+    match workload.fan_out_step() {
+        Some(step) if step >= split => datasets::find_kind(&workload.spec.dataset.kind)
+            .map_or(1, |k| k.samples_per_file.max(1)) as f64,
+        _ => 1.0,
+    }
+}
+
+/// The records (items) of a part of `read` an epoch got through: all of them, unless it was
+/// stopped at `max_s` before its end, then its samples counted back to records
+/// (`per_record`), at most the part's.
+fn records_got(row: &RunRow, read: f64, per_record: f64, max_s: Option<f64>) -> f64 {
+    match max_s {
+        Some(max_s) if row.online_s >= max_s => (row.samples as f64 / per_record).min(read),
+        _ => read,
     }
 }
 

@@ -74,6 +74,7 @@ fn run_native(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, R
     let passes = Passes::new(job.min_s);
     let mut first_error: Option<RunError> = None;
     let mut checksum = 0u64;
+    let mut out_of_time = false;
     std::thread::scope(|scope| {
         let mut workers = Vec::with_capacity(threads);
         for w in 0..threads {
@@ -112,6 +113,8 @@ fn run_native(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, R
                 }
             };
             match message {
+                // Past `max_s` the workers are stopped, and what they had sent is not taken.
+                Ok(_) if out_of_time => {}
                 Ok(samples) => {
                     progress.inc(samples.len() as u64);
                     for (delivered, hash) in samples {
@@ -129,6 +132,13 @@ fn run_native(job: &OnlineJob, progress: &ProgressBar) -> Result<OnlineResult, R
                             }
                             trainer.take();
                         }
+                    }
+                    if job
+                        .max_s
+                        .is_some_and(|m| start.at.elapsed().as_secs_f64() >= m)
+                    {
+                        out_of_time = true;
+                        stop.store(true, Ordering::Relaxed);
                     }
                 }
                 Err(e) => {

@@ -74,6 +74,7 @@ impl PythonLoader {
             "expected": job.expected.map(|e| e.iter().collect::<Vec<_>>()),
             "on_error": if job.on_error == OnError::Skip { "skip" } else { "fail" },
             "min_s": job.min_s,
+            "max_s": job.max_s,
         });
         match job.input {
             OnlineInput::Raw => {
@@ -399,7 +400,7 @@ impl PythonLoader {
     }
 
     /// The process kept from the run's last epoch, asked for `job`'s epoch (its epoch, seed,
-    /// `min_s` and `hash`: the rest is the run's), once it said `ready`.
+    /// `min_s`, `max_s` and `hash`: the rest is the run's), once it said `ready`.
     fn next_epoch(
         &self,
         job: &OnlineJob,
@@ -409,6 +410,7 @@ impl PythonLoader {
             "epoch": job.epoch,
             "seed": job.seed,
             "min_s": job.min_s,
+            "max_s": job.max_s,
             "hash": job.hash,
         });
         if let Err(e) = session.send(&next.to_string()) {

@@ -24,7 +24,7 @@ pub mod steps;
 pub struct TfData;
 
 /// Bumped with `PROTOCOL` in `prepbench/_tfdata.py`.
-const PROTOCOL: u32 = 8;
+const PROTOCOL: u32 = 9;
 
 /// The loader's options (`--loader-options`): `autotune=false` turns tf.data's autotuning
 /// off (`tf.data.Options().autotune.enabled`), as a pipeline that sets it does; the default,

@@ -107,7 +107,7 @@ impl std::str::FromStr for TorchOptions {
 }
 
 /// Bumped with `PROTOCOL` in `prepbench/_loader.py`.
-const PROTOCOL: u32 = 11;
+const PROTOCOL: u32 = 12;
 
 pub struct Torch;
 

@@ -22,24 +22,49 @@ fn a_part_holds_what_the_floor_needs_and_a_shard_per_thread() {
     assert_eq!(every_thread_count([2, 1, 4, 8]), 8);
     assert_eq!(every_thread_count([3, 4]), 12);
     assert_eq!(every_thread_count([]), 1);
-    assert_eq!(probe_items(1600, 2), 100);
-    assert_eq!(probe_items(40, 2), 2);
-    assert_eq!(probe_items(6, 2), 2);
-    assert_eq!(probe_items(1, 2), 1);
 }
 
-/// A probe of a store reads a shard per thread on the local disk and half the store,
-/// balanced over the reads, under an emulated profile, never more than the store.
+/// A probe stopped at its limit got through as many records as its samples stand for (a
+/// fan-out's outputs per record counted back), never more than its part; one that ended
+/// before the limit, or had none, read its whole part whatever its samples.
 #[test]
-fn a_probe_reads_half_the_store_only_under_an_emulated_profile() {
-    assert_eq!(probe_shards(16, (2, 2), true), 2);
-    assert_eq!(probe_shards(1, (2, 2), true), 1);
-    assert_eq!(probe_shards(16, (2, 2), false), 8);
-    assert_eq!(probe_shards(15, (2, 2), false), 8);
-    assert_eq!(probe_shards(16, (8, 8), false), 8);
-    assert_eq!(probe_shards(16, (3, 6), false), 12);
-    assert_eq!(probe_shards(3, (8, 8), false), 3);
-    assert_eq!(probe_shards(1, (1, 1), false), 1);
+fn a_probe_stopped_at_its_limit_counts_the_records_its_samples_stand_for() {
+    let row = |online_s, samples| RunRow {
+        online_s,
+        samples,
+        ..RunRow::default()
+    };
+    assert_eq!(
+        records_got(&row(1.5, 3000), 52_581.0, 1.0, Some(1.5)),
+        3000.0
+    );
+    assert_eq!(
+        records_got(&row(1.62, 3000), 52_581.0, 1.0, Some(1.5)),
+        3000.0
+    );
+    assert_eq!(records_got(&row(1.6, 3600), 12.0, 360.0, Some(1.5)), 10.0);
+    assert_eq!(records_got(&row(1.6, 9000), 12.0, 360.0, Some(1.5)), 12.0);
+    assert_eq!(records_got(&row(0.4, 4320), 12.0, 360.0, Some(1.5)), 12.0);
+    assert_eq!(records_got(&row(3.0, 10), 187.0, 1.0, None), 187.0);
+}
+
+/// Outputs per record: a fan-out step's count where it runs online (raw files, and stores
+/// made before it), one where the store holds its outputs or there is none.
+#[test]
+fn a_fan_out_counts_its_outputs_per_record_only_where_it_runs_online() {
+    let nilm = workloads::load("nilm").expect("nilm is a built-in workload");
+    let fan = nilm
+        .fan_out_step()
+        .expect("nilm fans out hours into windows");
+    let per = datasets::find_kind(&nilm.spec.dataset.kind)
+        .expect("cream is a kind")
+        .samples_per_file as f64;
+    assert!(per > 1.0);
+    assert_eq!(outputs_per_record(&nilm, 0), per);
+    assert_eq!(outputs_per_record(&nilm, fan), per);
+    assert_eq!(outputs_per_record(&nilm, fan + 1), 1.0);
+    let cv = workloads::load("cv").expect("cv is a built-in workload");
+    assert_eq!(outputs_per_record(&cv, 0), 1.0);
 }
 
 /// A whole epoch within the margin of the part the floor needs is read whole; a longer
