@@ -747,7 +747,8 @@ def _epoch(loader, job, protocol):
     out_of_time = False
     while failed is None and failed_read is None and not out_of_time:
         passes += 1
-        for items, _batch in loader:
+        batches = iter(loader)
+        for items, _batch in batches:
             at = time.perf_counter() - started
             good = 0
             for item in items:
@@ -771,7 +772,6 @@ def _epoch(loader, job, protocol):
                 arrivals.append([good, at])
             if failed is not None or failed_read is not None:
                 break
-            # The DataLoader's next iterator takes up from a fresh start (its workers reset).
             if max_s is not None and time.perf_counter() - started >= max_s:
                 out_of_time = True
                 break
@@ -779,6 +779,9 @@ def _epoch(loader, job, protocol):
             break
     answer(proto_out, started, arrivals, samples, nbytes, hashes, skipped, failed, passes,
            unread=unread, failed_read=failed_read)
+    # An iterator stopped mid-epoch (at `max_s`) shuts its workers down as it goes (kept ones
+    # reset at the next epoch's): after the answer, untimed.
+    del batches
     return True
 
 
