@@ -380,9 +380,8 @@ impl SweepRun<'_> {
             loader: crate::measure::online::engine(loader).expect("checked by Plan::new"),
             loader_options: self.plan.loader_options(loader),
             min_epoch_s: None,
-            max_epoch_s: (!native && !as_run)
-                .then_some(self.opts.settings.min_epoch_s)
-                .flatten()
+            max_epoch_s: (self.opts.settings.min_epoch_s)
+                .filter(|_| !native && !as_run)
                 .map(|floor| floor * PART_MARGIN),
             start_gate: None,
             memory_limit_mb: None,
@@ -424,8 +423,8 @@ impl SweepRun<'_> {
     }
 }
 
-/// A sample's records: the outputs of one record (raw item) read from `split` of `workload`,
-/// its kind's samples per file where a fan-out step (NILM's windows) runs online, else 1.
+/// The samples one record (raw item) read from `split` of `workload` makes: its kind's samples
+/// per file where a fan-out step (NILM's windows) runs online, else 1.
 fn outputs_per_record(workload: &workloads::Workload, split: usize) -> f64 {
     match workload.fan_out_step() {
         Some(step) if step >= split => datasets::find_kind(&workload.spec.dataset.kind)
